@@ -1,0 +1,29 @@
+/* cli.h - shared pieces of the hetpool command-line program. */
+#ifndef HP_CLI_H
+#define HP_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hetpool/util.h"
+
+/* Exit statuses: 0 success, 1 a failure while working, 2 bad usage or
+ * bad input. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* Print "hetpool: <msg>" to stderr; returns status. */
+int cli_error(int status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Exit status for a library error code: 2 for bad input, else 1. */
+int cli_status_for(int code);
+
+/* Parse "3x224x224" into dims (at most max); returns count or -1. */
+int cli_parse_dims(const char *s, int64_t *dims, int max);
+/* Format a byte count as "12.3 MiB". */
+const char *cli_bytes(int64_t b, char *buf, int len);
+/* Format a count as "4.09 G". */
+const char *cli_si(double v, char *buf, int len);
+
+int cmd_analyze(int argc, char **argv);
+
+#endif

@@ -1,0 +1,143 @@
+/*
+ * util.h - basics shared by every hetpool module: error codes and the
+ * error context, a growable string buffer with a size cap, logging, and
+ * checked number parsing.
+ *
+ * Ownership: a function that returns heap memory says so; the caller frees
+ * it with the matching *_free / *_release.  Nothing here prints to stdout.
+ */
+#ifndef HETPOOL_UTIL_H
+#define HETPOOL_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * One table generates enum hp_err, hp_strerror() and hp_err_name().
+ * Codes are negative; 0 is success.
+ */
+#define HP_ERRNO_MAP(X)                                                        \
+	X(EINVAL, -1, "invalid argument")                                      \
+	X(ENOMEM, -2, "out of memory")                                         \
+	X(EIO, -3, "input/output error")                                       \
+	X(ENOENT, -4, "no such file or object")                                \
+	X(EPARSE, -5, "malformed input")                                       \
+	X(ERANGE, -6, "value out of range")                                    \
+	X(EUNSUPP, -7, "not supported")                                        \
+	X(ESHAPE, -8, "shape error")                                           \
+	X(ECYCLE, -9, "graph has a cycle")                                     \
+	X(ETOOBIG, -10, "input too large")                                     \
+	X(EDEVICE, -11, "device unavailable")                                  \
+	X(EINTERNAL, -12, "internal error")
+
+enum hp_err {
+	HP_OK = 0,
+#define HP_ERR_ENUM(name, val, msg) HP_##name = (val),
+	HP_ERRNO_MAP(HP_ERR_ENUM)
+#undef HP_ERR_ENUM
+};
+
+/* Static message for a code ("unknown error" for codes not in the table). */
+const char *hp_strerror(int code);
+/* Static name for a code, e.g. "HP_EINVAL". */
+const char *hp_err_name(int code);
+
+/* Caller-owned error context: the code and a one-line message. */
+struct hp_error {
+	int code;
+	char msg[256];
+};
+
+/*
+ * Fill err (may be NULL) with code and a printf-style message, and return
+ * code, so callers can write `return hp_error_set(err, HP_EINVAL, ...)`.
+ */
+int hp_error_set(struct hp_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Prefix the message already in err with "PREFIX: " (keeps the code). */
+void hp_error_prefix(struct hp_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void hp_error_clear(struct hp_error *err);
+
+/*
+ * Growable, always NUL-terminated byte buffer with a size cap (like curl's
+ * dynbuf).  hp_buf_init() sets the cap; an append that would pass it fails
+ * with HP_ETOOBIG and leaves the buffer as it was.
+ */
+struct hp_buf {
+	char *data; /* NUL-terminated; NULL until the first append */
+	size_t len;
+	size_t alloc;
+	size_t cap; /* most bytes it may hold, the NUL excluded */
+};
+
+void hp_buf_init(struct hp_buf *b, size_t cap);
+void hp_buf_release(struct hp_buf *b);
+void hp_buf_reset(struct hp_buf *b);
+int hp_buf_add(struct hp_buf *b, const void *p, size_t n);
+int hp_buf_adds(struct hp_buf *b, const char *s);
+int hp_buf_printf(struct hp_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int hp_buf_vprintf(struct hp_buf *b, const char *fmt, va_list ap);
+/* The contents ("" for an empty buffer; never NULL). */
+const char *hp_buf_str(const struct hp_buf *b);
+/* Hand the data to the caller (free() it); the buffer is reset. */
+char *hp_buf_detach(struct hp_buf *b);
+
+/*
+ * Read a whole file into a new buffer of at most max_bytes; a larger file
+ * is refused with HP_ETOOBIG before it is read.  On success *out is owned
+ * by the caller (free()) and NUL-terminated past *len.
+ */
+int hp_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
+		 struct hp_error *err);
+
+/* Logging: the library never prints; the program installs a sink. */
+enum hp_log_level {
+	HP_LOG_ERROR = 0,
+	HP_LOG_WARN = 1,
+	HP_LOG_INFO = 2,
+	HP_LOG_DEBUG = 3,
+};
+typedef void (*hp_log_fn)(enum hp_log_level level, const char *msg,
+			  void *ud);
+/* Install a sink (NULL: drop messages) and the most verbose level it gets. */
+void hp_log_set(hp_log_fn fn, void *ud, enum hp_log_level max_level);
+void hp_log(enum hp_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+const char *hp_log_level_name(enum hp_log_level level);
+
+/*
+ * Checked number parsing: the whole string must be a number in range.
+ * Return 0 or HP_EINVAL / HP_ERANGE.
+ */
+int hp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+int hp_parse_double(const char *s, double *out);
+
+/* Overflow-checked arithmetic on sizes; false on overflow. */
+static inline bool hp_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+	return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool hp_add_i64(int64_t a, int64_t b, int64_t *out)
+{
+	return !__builtin_add_overflow(a, b, out);
+}
+
+/* Duplicate n bytes of s into a NUL-terminated string; NULL on ENOMEM. */
+char *hp_strndup(const char *s, size_t n);
+char *hp_strdup(const char *s);
+
+/* Monotonic clock in seconds. */
+double hp_now_s(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HETPOOL_UTIL_H */

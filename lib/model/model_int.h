@@ -1,0 +1,22 @@
+/* model_int.h - internals shared by the model module's files. */
+#ifndef HP_MODEL_INT_H
+#define HP_MODEL_INT_H
+
+#include "hetpool/model.h"
+
+/*
+ * Topological order of g's nodes into order[nnodes] (caller's array).
+ * HP_ECYCLE, with a node on the cycle named in err, if there is none.
+ */
+int hp__graph_topo(const struct hp_graph *g, int *order, struct hp_error *err);
+
+/* Shape of one node from its inputs' shapes; fills outputs.  Returns 0,
+ * 1 if the op is not known (outputs guessed from the first input), or a
+ * negative code with err set. */
+int hp__shape_node(struct hp_graph *g, struct hp_node *n, struct hp_error *err);
+
+/* True for tensors whose values are stored weights (float initializers,
+ * directly or through Identity). */
+bool hp__is_weight(const struct hp_graph *g, int t);
+
+#endif

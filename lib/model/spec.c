@@ -1,0 +1,553 @@
+/*
+ * spec.c - the hetpool model spec: a JSON "customized CNN" that the
+ * profiler generates and users can write by hand, e.g.
+ *
+ *   {"name":"cnn-a","input":[3,32,32],"classes":10,"layers":[
+ *     {"type":"conv","filters":32,"kernel":3,"stride":1,"pad":1},
+ *     {"type":"bn"},{"type":"relu"},
+ *     {"type":"pool","op":"max","kernel":2,"stride":2},
+ *     {"type":"dropout","p":0.5},{"type":"fc","units":128},
+ *     {"type":"relu"},{"type":"fc","units":10}]}
+ *
+ * "classes" adds the final softmax cross-entropy.  The spec is checked
+ * layer by layer (sizes, shrinking images) before any graph is built, and
+ * then turned into the same struct hp_graph the ONNX importer makes.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetpool/model.h"
+#include "util/banned.h"
+
+#define SPEC_MAX_LAYERS 1024
+#define SPEC_MAX_SIZE 1048576 /* filters, units, image side */
+#define SPEC_MAX_JSON (16u << 20)
+
+static const char *const layer_names[] = {
+	[HP_LAYER_CONV] = "conv",	[HP_LAYER_BN] = "bn",
+	[HP_LAYER_RELU] = "relu",	[HP_LAYER_POOL] = "pool",
+	[HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
+	[HP_LAYER_SOFTMAX] = "softmax",
+};
+
+static int get_int(json_t *o, const char *key, int64_t def, int64_t min,
+		   int64_t max, int64_t *out, const char *where,
+		   struct hp_error *err)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v) {
+		if (def < min)
+			return hp_error_set(err, HP_EINVAL,
+					    "%s: missing \"%s\"", where, key);
+		*out = def;
+		return 0;
+	}
+	if (!json_is_integer(v))
+		return hp_error_set(err, HP_EINVAL,
+				    "%s: \"%s\" must be an integer", where,
+				    key);
+	*out = json_integer_value(v);
+	if (*out < min || *out > max)
+		return hp_error_set(err, HP_ERANGE,
+				    "%s: \"%s\" is %lld, must be %lld..%lld",
+				    where, key, (long long)*out,
+				    (long long)min, (long long)max);
+	return 0;
+}
+
+static int check_keys(json_t *o, const char *const *allowed,
+		      const char *where, struct hp_error *err)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(o, key, v)
+	{
+		bool ok = false;
+		(void)v;
+		for (int i = 0; allowed[i]; i++)
+			if (!strcmp(key, allowed[i]))
+				ok = true;
+		if (!ok)
+			return hp_error_set(err, HP_EINVAL,
+					    "%s: unknown key \"%s\"", where,
+					    key);
+	}
+	return 0;
+}
+
+static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
+		       struct hp_error *err)
+{
+	static const char *const k_conv[] = {"type", "filters", "kernel",
+					     "stride", "pad", NULL};
+	static const char *const k_pool[] = {"type", "op", "kernel", "stride",
+					     "pad", NULL};
+	static const char *const k_fc[] = {"type", "units", NULL};
+	static const char *const k_drop[] = {"type", "p", NULL};
+	static const char *const k_plain[] = {"type", NULL};
+	char where[64];
+	const char *type;
+	json_t *t;
+	int rc;
+
+	snprintf(where, sizeof(where), "layer %d", idx);
+	if (!json_is_object(lj))
+		return hp_error_set(err, HP_EINVAL, "%s: must be an object",
+				    where);
+	t = json_object_get(lj, "type");
+	if (!json_is_string(t))
+		return hp_error_set(err, HP_EINVAL,
+				    "%s: missing string \"type\"", where);
+	type = json_string_value(t);
+	memset(L, 0, sizeof(*L));
+	snprintf(where, sizeof(where), "layer %d (%.16s)", idx, type);
+	if (!strcmp(type, "conv")) {
+		L->type = HP_LAYER_CONV;
+		if ((rc = check_keys(lj, k_conv, where, err)) ||
+		    (rc = get_int(lj, "filters", -1, 1, SPEC_MAX_SIZE,
+				  &L->filters, where, err)) ||
+		    (rc = get_int(lj, "kernel", -1, 1, 4096, &L->kernel, where,
+				  err)) ||
+		    (rc = get_int(lj, "stride", 1, 1, 4096, &L->stride, where,
+				  err)) ||
+		    (rc = get_int(lj, "pad", 0, 0, 4096, &L->pad, where, err)))
+			return rc;
+	} else if (!strcmp(type, "pool")) {
+		json_t *op = json_object_get(lj, "op");
+		L->type = HP_LAYER_POOL;
+		L->pool_max = true;
+		if (op) {
+			if (!json_is_string(op) ||
+			    (strcmp(json_string_value(op), "max") &&
+			     strcmp(json_string_value(op), "avg")))
+				return hp_error_set(err, HP_EINVAL,
+						    "%s: \"op\" must be \"max\" "
+						    "or \"avg\"",
+						    where);
+			L->pool_max = !strcmp(json_string_value(op), "max");
+		}
+		if ((rc = check_keys(lj, k_pool, where, err)) ||
+		    (rc = get_int(lj, "kernel", -1, 1, 4096, &L->kernel, where,
+				  err)) ||
+		    (rc = get_int(lj, "stride", L->kernel, 1, 4096, &L->stride,
+				  where, err)) ||
+		    (rc = get_int(lj, "pad", 0, 0, 4096, &L->pad, where, err)))
+			return rc;
+		if (L->pad * 2 > L->kernel)
+			return hp_error_set(err, HP_EINVAL,
+					    "%s: pad %lld is more than half "
+					    "the kernel %lld",
+					    where, (long long)L->pad,
+					    (long long)L->kernel);
+	} else if (!strcmp(type, "fc")) {
+		L->type = HP_LAYER_FC;
+		if ((rc = check_keys(lj, k_fc, where, err)) ||
+		    (rc = get_int(lj, "units", -1, 1, SPEC_MAX_SIZE, &L->units,
+				  where, err)))
+			return rc;
+	} else if (!strcmp(type, "dropout")) {
+		json_t *p = json_object_get(lj, "p");
+		L->type = HP_LAYER_DROPOUT;
+		L->p = 0.5;
+		if ((rc = check_keys(lj, k_drop, where, err)))
+			return rc;
+		if (p) {
+			if (!json_is_number(p))
+				return hp_error_set(err, HP_EINVAL,
+						    "%s: \"p\" must be a number",
+						    where);
+			L->p = json_number_value(p);
+			if (!(L->p >= 0 && L->p < 1))
+				return hp_error_set(err, HP_ERANGE,
+						    "%s: \"p\" must be in [0, 1)",
+						    where);
+		}
+	} else if (!strcmp(type, "bn") || !strcmp(type, "relu") ||
+		   !strcmp(type, "softmax")) {
+		L->type = !strcmp(type, "bn")	   ? HP_LAYER_BN
+			  : !strcmp(type, "relu") ? HP_LAYER_RELU
+						  : HP_LAYER_SOFTMAX;
+		if ((rc = check_keys(lj, k_plain, where, err)))
+			return rc;
+	} else {
+		return hp_error_set(err, HP_EINVAL,
+				    "%s: unknown type (conv, bn, relu, pool, "
+				    "dropout, fc, softmax)",
+				    where);
+	}
+	return 0;
+}
+
+/* Walk the spec's shapes; refuse layers that shrink the image to nothing. */
+static int check_shapes(const struct hp_spec *s, struct hp_error *err)
+{
+	int64_t c = s->input[0], h = s->input[1], w = s->input[2];
+	bool flat = false;
+
+	for (int i = 0; i < s->nlayers; i++) {
+		const struct hp_spec_layer *L = &s->layers[i];
+		const char *tn = layer_names[L->type];
+		switch (L->type) {
+		case HP_LAYER_CONV:
+		case HP_LAYER_POOL: {
+			int64_t ph = h + 2 * L->pad, pw = w + 2 * L->pad;
+			if (flat)
+				return hp_error_set(err, HP_EINVAL,
+						    "layer %d (%s): comes after "
+						    "an fc layer",
+						    i, tn);
+			if (L->kernel > ph || L->kernel > pw)
+				return hp_error_set(
+					err, HP_ESHAPE,
+					"layer %d (%s): kernel %lld larger "
+					"than input %lldx%lld (padded)",
+					i, tn, (long long)L->kernel,
+					(long long)ph, (long long)pw);
+			h = (ph - L->kernel) / L->stride + 1;
+			w = (pw - L->kernel) / L->stride + 1;
+			if (L->type == HP_LAYER_CONV)
+				c = L->filters;
+			break;
+		}
+		case HP_LAYER_FC:
+			flat = true;
+			c = L->units;
+			h = w = 1;
+			break;
+		default:
+			break;
+		}
+		if (h < 1 || w < 1)
+			return hp_error_set(err, HP_ESHAPE,
+					    "layer %d (%s) shrinks the image to "
+					    "nothing",
+					    i, tn);
+	}
+	if (s->classes > 0 && c * h * w != s->classes)
+		return hp_error_set(err, HP_ESHAPE,
+				    "the last layer gives %lld outputs, but "
+				    "\"classes\" is %lld",
+				    (long long)(c * h * w),
+				    (long long)s->classes);
+	return 0;
+}
+
+void hp_spec_release(struct hp_spec *s)
+{
+	if (!s)
+		return;
+	free(s->name);
+	free(s->layers);
+	memset(s, 0, sizeof(*s));
+}
+
+int hp_spec_parse_only(const char *text, size_t len, struct hp_spec *s,
+		       struct hp_error *err)
+{
+	static const char *const k_top[] = {"name", "input", "classes",
+					    "layers", NULL};
+	json_error_t jerr;
+	json_t *root, *in, *layers, *name;
+	int rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (len > SPEC_MAX_JSON)
+		return hp_error_set(err, HP_ETOOBIG, "spec larger than %u bytes",
+				    SPEC_MAX_JSON);
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return hp_error_set(err, HP_EPARSE,
+				    "invalid JSON at line %d column %d: %s",
+				    jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(root)) {
+		rc = hp_error_set(err, HP_EINVAL, "spec must be a JSON object");
+		goto out;
+	}
+	if ((rc = check_keys(root, k_top, "spec", err)))
+		goto out;
+	name = json_object_get(root, "name");
+	if (name && !json_is_string(name)) {
+		rc = hp_error_set(err, HP_EINVAL, "\"name\" must be a string");
+		goto out;
+	}
+	s->name = hp_strdup(name ? json_string_value(name) : "spec");
+	if (!s->name) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	in = json_object_get(root, "input");
+	if (!json_is_array(in) || json_array_size(in) != 3) {
+		rc = hp_error_set(err, HP_EINVAL,
+				  "\"input\" must be [channels, height, "
+				  "width]");
+		goto out;
+	}
+	for (int i = 0; i < 3; i++) {
+		json_t *v = json_array_get(in, (size_t)i);
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > SPEC_MAX_SIZE) {
+			rc = hp_error_set(err, HP_ERANGE,
+					  "\"input\"[%d] must be an integer in "
+					  "1..%d",
+					  i, SPEC_MAX_SIZE);
+			goto out;
+		}
+		s->input[i] = json_integer_value(v);
+	}
+	if ((rc = get_int(root, "classes", 0, 0, SPEC_MAX_SIZE, &s->classes,
+			  "spec", err)))
+		goto out;
+	layers = json_object_get(root, "layers");
+	if (!json_is_array(layers) || json_array_size(layers) == 0) {
+		rc = hp_error_set(err, HP_EINVAL,
+				  "\"layers\" must be a non-empty array");
+		goto out;
+	}
+	if (json_array_size(layers) > SPEC_MAX_LAYERS) {
+		rc = hp_error_set(err, HP_ETOOBIG, "more than %d layers",
+				  SPEC_MAX_LAYERS);
+		goto out;
+	}
+	s->layers = calloc(json_array_size(layers), sizeof(*s->layers));
+	if (!s->layers) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < json_array_size(layers); i++) {
+		rc = parse_layer(json_array_get(layers, i), (int)i,
+				 &s->layers[i], err);
+		if (rc)
+			goto out;
+		s->nlayers++;
+	}
+	rc = check_shapes(s, err);
+out:
+	json_decref(root);
+	if (rc)
+		hp_spec_release(s);
+	return rc;
+}
+
+/* Add an initializer of the given dims. */
+static int add_init(struct hp_graph *g, const char *name, int rank,
+		    const int64_t *dims, int dtype)
+{
+	int t = hp_graph_tensor(g, name);
+
+	if (t < 0)
+		return t;
+	g->tensors[t].initializer = true;
+	g->tensors[t].dtype = dtype;
+	g->tensors[t].rank = rank;
+	memcpy(g->tensors[t].dims, dims, (size_t)rank * sizeof(int64_t));
+	return t;
+}
+
+static struct hp_attr *set_ints(struct hp_node *n, const char *name,
+				int64_t a, int64_t b, int cnt)
+{
+	struct hp_attr *at = hp_node_add_attr(n, name, HP_ATTR_INTS);
+	int64_t v[4] = {a, b, a, b};
+
+	if (!at)
+		return NULL;
+	at->ints = malloc((size_t)cnt * sizeof(int64_t));
+	if (!at->ints)
+		return NULL;
+	memcpy(at->ints, v, (size_t)cnt * sizeof(int64_t));
+	at->n = (size_t)cnt;
+	return at;
+}
+
+struct hp_graph *hp_spec_to_graph(const struct hp_spec *s,
+				  struct hp_error *err)
+{
+	struct hp_graph *g = hp_graph_new(s->name);
+	int64_t c = s->input[0], h = s->input[1], w = s->input[2];
+	int cur, rc = HP_ENOMEM;
+	bool flat = false;
+	char nm[96];
+
+	if (!g)
+		goto nomem;
+	g->opset = 13;
+	g->inputs = calloc(2, sizeof(int));
+	g->outputs = calloc(1, sizeof(int));
+	if (!g->inputs || !g->outputs)
+		goto nomem;
+	cur = hp_graph_tensor(g, "input");
+	if (cur < 0)
+		goto nomem;
+	{
+		struct hp_tensor *t = &g->tensors[cur];
+		t->graph_input = true;
+		t->dtype = HP_DT_FLOAT;
+		t->rank = 4;
+		t->dims[0] = -1;
+		t->dims[1] = c;
+		t->dims[2] = h;
+		t->dims[3] = w;
+		t->batch_axis = 0;
+		g->inputs[g->ninputs++] = cur;
+	}
+	for (int i = 0; i < s->nlayers; i++) {
+		const struct hp_spec_layer *L = &s->layers[i];
+		int ins[5], outs[2], nin = 1, nout = 1, ni, y;
+		const char *op = NULL;
+		struct hp_node *n;
+
+		ins[0] = cur;
+		if (L->type == HP_LAYER_FC && !flat) {
+			snprintf(nm, sizeof(nm), "flatten%d", i);
+			y = hp_graph_tensor(g, nm);
+			if (y < 0)
+				goto nomem;
+			ni = hp_graph_add_node(g, nm, "Flatten", &cur, 1, &y, 1);
+			if (ni < 0)
+				goto nomem;
+			g->tensors[y].producer = ni;
+			cur = ins[0] = y;
+			c = c * h * w;
+			h = w = 1;
+			flat = true;
+		}
+		snprintf(nm, sizeof(nm), "%s%d", layer_names[L->type], i);
+		switch (L->type) {
+		case HP_LAYER_CONV: {
+			int64_t wd[4] = {L->filters, c, L->kernel, L->kernel};
+			char wn[112];
+			op = "Conv";
+			snprintf(wn, sizeof(wn), "%s.weight", nm);
+			if ((ins[1] = add_init(g, wn, 4, wd, HP_DT_FLOAT)) < 0)
+				goto nomem;
+			snprintf(wn, sizeof(wn), "%s.bias", nm);
+			if ((ins[2] = add_init(g, wn, 1, wd, HP_DT_FLOAT)) < 0)
+				goto nomem;
+			nin = 3;
+			c = L->filters;
+			h = (h + 2 * L->pad - L->kernel) / L->stride + 1;
+			w = (w + 2 * L->pad - L->kernel) / L->stride + 1;
+			break;
+		}
+		case HP_LAYER_BN: {
+			static const char *const sfx[] = {"weight", "bias",
+							  "running_mean",
+							  "running_var"};
+			char wn[112];
+			op = "BatchNormalization";
+			for (int k = 0; k < 4; k++) {
+				snprintf(wn, sizeof(wn), "%s.%s", nm, sfx[k]);
+				if ((ins[1 + k] = add_init(g, wn, 1, &c,
+							   HP_DT_FLOAT)) < 0)
+					goto nomem;
+			}
+			nin = 5;
+			break;
+		}
+		case HP_LAYER_RELU:
+			op = "Relu";
+			break;
+		case HP_LAYER_SOFTMAX:
+			op = "Softmax";
+			break;
+		case HP_LAYER_DROPOUT:
+			op = "Dropout";
+			break;
+		case HP_LAYER_POOL:
+			op = L->pool_max ? "MaxPool" : "AveragePool";
+			h = (h + 2 * L->pad - L->kernel) / L->stride + 1;
+			w = (w + 2 * L->pad - L->kernel) / L->stride + 1;
+			break;
+		case HP_LAYER_FC: {
+			int64_t wd[2] = {L->units, c};
+			char wn[112];
+			op = "Gemm";
+			snprintf(wn, sizeof(wn), "%s.weight", nm);
+			if ((ins[1] = add_init(g, wn, 2, wd, HP_DT_FLOAT)) < 0)
+				goto nomem;
+			snprintf(wn, sizeof(wn), "%s.bias", nm);
+			if ((ins[2] = add_init(g, wn, 1, wd, HP_DT_FLOAT)) < 0)
+				goto nomem;
+			nin = 3;
+			c = L->units;
+			break;
+		}
+		}
+		y = hp_graph_tensor(g, nm);
+		if (y < 0)
+			goto nomem;
+		outs[0] = y;
+		ni = hp_graph_add_node(g, nm, op, ins, nin, outs, nout);
+		if (ni < 0)
+			goto nomem;
+		g->tensors[y].producer = ni;
+		n = &g->nodes[ni];
+		if (L->type == HP_LAYER_CONV || L->type == HP_LAYER_POOL) {
+			if (!set_ints(n, "kernel_shape", L->kernel, L->kernel,
+				      2) ||
+			    !set_ints(n, "strides", L->stride, L->stride, 2) ||
+			    !set_ints(n, "pads", L->pad, L->pad, 4))
+				goto nomem;
+		} else if (L->type == HP_LAYER_FC) {
+			struct hp_attr *a = hp_node_add_attr(n, "transB",
+							     HP_ATTR_INT);
+			if (!a)
+				goto nomem;
+			a->i = 1;
+		} else if (L->type == HP_LAYER_DROPOUT) {
+			struct hp_attr *a = hp_node_add_attr(n, "ratio",
+							     HP_ATTR_FLOAT);
+			if (!a)
+				goto nomem;
+			a->f = L->p;
+		}
+		cur = y;
+	}
+	if (s->classes > 0) {
+		int ins[2], y, ni;
+		struct hp_tensor *lab;
+		ins[0] = cur;
+		ins[1] = hp_graph_tensor(g, "labels");
+		if (ins[1] < 0)
+			goto nomem;
+		lab = &g->tensors[ins[1]];
+		lab->graph_input = true;
+		lab->dtype = HP_DT_INT64;
+		lab->rank = 1;
+		lab->dims[0] = -1;
+		lab->batch_axis = 0;
+		g->inputs[g->ninputs++] = ins[1];
+		y = hp_graph_tensor(g, "loss");
+		if (y < 0)
+			goto nomem;
+		ni = hp_graph_add_node(g, "loss", "SoftmaxCrossEntropyLoss",
+				       ins, 2, &y, 1);
+		if (ni < 0)
+			goto nomem;
+		g->tensors[y].producer = ni;
+		cur = y;
+	}
+	g->outputs[g->noutputs++] = cur;
+	return g;
+nomem:
+	hp_graph_free(g);
+	hp_error_set(err, rc, "out of memory building the spec's graph");
+	return NULL;
+}
+
+struct hp_graph *hp_spec_parse(const char *json, size_t len,
+			       struct hp_error *err)
+{
+	struct hp_spec s;
+	struct hp_graph *g;
+
+	if (hp_spec_parse_only(json, len, &s, err))
+		return NULL;
+	g = hp_spec_to_graph(&s, err);
+	hp_spec_release(&s);
+	return g;
+}
