@@ -90,7 +90,7 @@ static void print_table(const struct hp_graph *g, const struct hp_features *f,
 	if (summary)
 		return;
 	printf("\n%-32s %-20s %-17s %-18s %12s %12s %12s\n", "layer", "op",
-	       "kind", "output", "params", "macs", "fwd flops");
+	       "kind", "output", "params", "macs/sample", "fwd flops");
 	for (int i = 0; i < f->nlayers; i++) {
 		const struct hp_layer_stats *L = &f->layers[i];
 		const struct hp_node *n = &g->nodes[L->node];
@@ -101,7 +101,7 @@ static void print_table(const struct hp_graph *g, const struct hp_features *f,
 		printf("%-32.32s %-20.20s %-17s %-18.18s %12lld %12s %12s\n",
 		       n->name, n->op, hp_kind_name(L->kind), shape,
 		       (long long)L->params,
-		       cli_si((double)L->macs, a, sizeof(a)),
+		       cli_si((double)(L->macs / f->batch), a, sizeof(a)),
 		       cli_si(L->flops_fwd, b, sizeof(b)));
 	}
 }

@@ -5,7 +5,9 @@ For each architecture below (all built with weights=None, so nothing is download
   * exports NAME.train.onnx (model.train(), TrainingMode.TRAINING: BatchNormalization and Dropout
     nodes kept) and NAME.eval.onnx (model.eval(), TrainingMode.EVAL: BN folded into Conv), opset 13
     (14 where 13 fails), input 'input' / output 'logits' with a dynamic batch axis named 'batch',
-    do_constant_folding=True -- the same conventions as /work/shared/data/models;
+    do_constant_folding=True -- the same conventions as /work/shared/data/models (this script
+    reproduces those files byte for byte). Training graphs of models with StochasticDepth
+    (convnext_tiny, efficientnet_b0) are exported with drop-path p=0: torch 1.13 cannot export it;
   * runs onnx.shape_inference.infer_shapes (value_info kept);
   * clears tensor data (dims and data_type kept; doc_string set to "data stripped"): every floating-point initializer of rank >= 1
     (weights, biases, BN statistics -- whatever their size) and every initializer or Constant-node
@@ -262,27 +264,27 @@ def main():
         for tag, training in (("train", True), ("eval", False)):
             path = os.path.join(args.out, "%s.%s.onnx" % (name, tag))
             try:
+                # torch 1.13 cannot export the in-place bernoulli_ of torchvision's StochasticDepth
+                # (convnext, efficientnet) at opset 13/14 ("ONNX export of operator Bernoulli, out
+                # parameter is not supported"), and a failed attempt leaves the exporter in a state
+                # where the next export of the same model fails too. So the training graph is
+                # exported with drop-path off (p=0, which StochasticDepth turns into the identity):
+                # parameters and MACs are unchanged; only the random residual mask is absent.
+                sd = [mm for mm in model.modules()
+                      if isinstance(mm, torchvision.ops.StochasticDepth) and mm.p > 0]
+                if not training:
+                    sd = []
+                saved = [mm.p for mm in sd]
+                for mm in sd:
+                    mm.p = 0.0
                 try:
                     m, opset = export(model, chw, training)
-                except Exception as e:  # noqa: BLE001
-                    # torch 1.13 cannot export the in-place bernoulli_ of StochasticDepth
-                    # (convnext, efficientnet) at opset 13/14: export the training graph with
-                    # drop-path off (p=0, which StochasticDepth turns into the identity).
-                    # Parameters and MACs are unchanged; only the random residual mask is absent.
-                    sd = [mm for mm in model.modules()
-                          if isinstance(mm, torchvision.ops.StochasticDepth) and mm.p > 0]
-                    if not (training and sd):
-                        raise
-                    saved = [mm.p for mm in sd]
-                    for mm in sd:
-                        mm.p = 0.0
-                    try:
-                        m, opset = export(model, chw, training)
-                    finally:
-                        for mm, p in zip(sd, saved):
-                            mm.p = p
-                    notes.append("%s.%s: exported with StochasticDepth p=0 (%s)" % (
-                        name, tag, str(e).splitlines()[0][:120]))
+                finally:
+                    for mm, p in zip(sd, saved):
+                        mm.p = p
+                if sd:
+                    notes.append("%s.%s: exported with StochasticDepth p=0 (was %s)" % (
+                        name, tag, sorted(set(saved))[-1]))
             except Exception as e:  # noqa: BLE001
                 failures.append("%s.%s: %s" % (name, tag, str(e).splitlines()[0][:200]))
                 ok = False

@@ -239,7 +239,8 @@ struct hp_layer_stats {
 	int node;	  /* index into graph->nodes */
 	enum hp_kind kind;
 	int64_t params;	  /* trainable parameters first used here */
-	int64_t macs;	  /* forward multiply-accumulates, whole batch */
+	int64_t macs;	  /* forward multiply-accumulates, whole batch
+			     (the report gives them per sample) */
 	double flops_fwd; /* whole batch */
 	double flops_bwd_input;
 	double flops_bwd_weight;

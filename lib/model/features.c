@@ -612,6 +612,7 @@ int hp_analyze(struct hp_graph *g, int64_t batch, const int64_t *input_shape,
 	f->skipped = s.skipped;
 	f->nskipped = s.nskipped;
 	s.skipped = NULL;
+	s.nskipped = 0;
 	rc = 0;
 out:
 	for (int i = 0; i < s.nskipped; i++)

@@ -24,14 +24,14 @@ struct shp {
 
 static struct hp_tensor *in(struct hp_graph *g, const struct hp_node *n, int k)
 {
-	if (k >= n->ninputs || n->inputs[k] < 0)
+	if (k < 0 || k >= n->ninputs || n->inputs[k] < 0)
 		return NULL;
 	return &g->tensors[n->inputs[k]];
 }
 
 static struct hp_tensor *out(struct hp_graph *g, const struct hp_node *n, int k)
 {
-	if (k >= n->noutputs || n->outputs[k] < 0)
+	if (k < 0 || k >= n->noutputs || n->outputs[k] < 0)
 		return NULL;
 	return &g->tensors[n->outputs[k]];
 }
@@ -111,22 +111,24 @@ static int axis_of(int64_t a, int rank, int *out_axis)
 	return 0;
 }
 
-/* Ints from attribute name, or from input k when present (newer opsets). */
+/* Ints from attribute name, or from input k when present (newer opsets),
+ * into v (room for cap values). */
 static int ints_arg(struct hp_graph *g, const struct hp_node *n,
-		    const char *attr, int k, int64_t *v, int64_t *nv)
+		    const char *attr, int k, int64_t *v, int64_t cap,
+		    int64_t *nv)
 {
 	const struct hp_attr *a = hp_node_attr(n, attr);
 	const struct hp_tensor *t = in(g, n, k);
 
 	if (k >= 0 && t) {
-		if (!has_val(t))
+		if (!has_val(t) || t->nival > cap)
 			return -1;
 		*nv = t->nival;
 		memcpy(v, t->ival, (size_t)t->nival * sizeof(*v));
 		return 1;
 	}
 	if (a && a->type == HP_ATTR_INTS) {
-		if (a->n > HP_MAX_RANK * 2 + 2 && a->n > MAXC)
+		if ((int64_t)a->n > cap)
 			return -1;
 		*nv = (int64_t)a->n;
 		memcpy(v, a->ints, a->n * sizeof(*v));
@@ -727,7 +729,7 @@ static int op_split(struct hp_graph *g, struct hp_node *n,
 		return 2;
 	if (axis_of(hp_node_attr_i(n, "axis", 0), x->rank, &ax))
 		return bad(err, n, "axis out of range");
-	rc = ints_arg(g, n, "split", in(g, n, 1) ? 1 : -1, sp, &nsp);
+	rc = ints_arg(g, n, "split", in(g, n, 1) ? 1 : -1, sp, MAXC, &nsp);
 	if (rc < 0)
 		return bad(err, n, "split sizes are not constant");
 	if (nsp == 0) {
@@ -865,7 +867,7 @@ static int op_squeeze(struct hp_graph *g, struct hp_node *n, bool unsq,
 	if (!known(x))
 		return 2;
 	rc = ints_arg(g, n, "axes", g->opset >= 13 || in(g, n, 1) ? 1 : -1,
-		      axes, &na);
+		      axes, MAXC, &na);
 	if (rc < 0)
 		return bad(err, n, "axes are not constant");
 	orank = unsq ? x->rank + (int)na : x->rank;
@@ -915,10 +917,10 @@ static int op_slice(struct hp_graph *g, struct hp_node *n,
 			return bad(err, n, "starts/ends/axes/steps are not "
 					   "constant");
 	}
-	if (ints_arg(g, n, "starts", new_form ? 1 : -1, st, &nst) < 0 ||
-	    ints_arg(g, n, "ends", new_form ? 2 : -1, en, &nen) < 0 ||
-	    ints_arg(g, n, "axes", new_form ? 3 : -1, ax, &nax) < 0 ||
-	    ints_arg(g, n, "steps", new_form ? 4 : -1, sp, &nsp) < 0)
+	if (ints_arg(g, n, "starts", new_form ? 1 : -1, st, HP_MAX_RANK, &nst) < 0 ||
+	    ints_arg(g, n, "ends", new_form ? 2 : -1, en, HP_MAX_RANK, &nen) < 0 ||
+	    ints_arg(g, n, "axes", new_form ? 3 : -1, ax, HP_MAX_RANK, &nax) < 0 ||
+	    ints_arg(g, n, "steps", new_form ? 4 : -1, sp, HP_MAX_RANK, &nsp) < 0)
 		return bad(err, n, "bad slice arguments");
 	if (nst != nen || nst > x->rank || (nax && nax != nst) ||
 	    (nsp && nsp != nst))
@@ -977,7 +979,7 @@ static int op_pad(struct hp_graph *g, struct hp_node *n,
 
 	if (!known(x))
 		return 2;
-	if (ints_arg(g, n, "pads", in(g, n, 1) ? 1 : -1, p, &np) < 0)
+	if (ints_arg(g, n, "pads", in(g, n, 1) ? 1 : -1, p, MAXC, &np) < 0)
 		return bad(err, n, "pads are not constant");
 	if (np != 2 * x->rank)
 		return bad(err, n, "pads do not match rank");
@@ -1034,7 +1036,7 @@ static int op_reduce(struct hp_graph *g, struct hp_node *n,
 	if (!strcmp(n->op, "ArgMax") || !strcmp(n->op, "ArgMin")) {
 		axes[0] = hp_node_attr_i(n, "axis", 0);
 		na = 1;
-	} else if (ints_arg(g, n, "axes", in(g, n, 1) ? 1 : -1, axes, &na) < 0)
+	} else if (ints_arg(g, n, "axes", in(g, n, 1) ? 1 : -1, axes, MAXC, &na) < 0)
 		return bad(err, n, "axes are not constant");
 	for (int64_t i = 0; i < na; i++) {
 		int a;

@@ -130,11 +130,14 @@ int hp_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
 	*len = 0;
 	f = fopen(path, "rb");
 	if (!f)
-		return hp_error_set(err, errno == ENOENT ? HP_ENOENT : HP_EIO,
+		return hp_error_set(err,
+				    errno == ENOENT	? HP_ENOENT
+				    : errno == EACCES ? HP_EINVAL
+							: HP_EIO,
 				    "cannot open: %s", strerror(errno));
 	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
 		fclose(f);
-		return hp_error_set(err, HP_EIO, "not a regular file");
+		return hp_error_set(err, HP_EINVAL, "not a regular file");
 	}
 	if ((uintmax_t)st.st_size > max_bytes) {
 		fclose(f);

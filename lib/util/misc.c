@@ -79,7 +79,8 @@ char *hp_strndup(const char *s, size_t n)
 
 	if (!p)
 		return NULL;
-	memcpy(p, s, n);
+	if (n)
+		memcpy(p, s, n);
 	p[n] = '\0';
 	return p;
 }

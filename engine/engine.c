@@ -1,0 +1,732 @@
+/*
+ * engine.c - front end of the training-step engine: options, the plan
+ * (shapes, in-place and backward decisions, memory estimate) shared by all
+ * backends, device selection, and the public calls, which check their
+ * arguments and hand over to the backend's ops table.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+#include "util/banned.h"
+
+/* Above this a batch is refused outright (dims stay far from overflow). */
+#define ENGINE_MAX_BATCH ((int64_t)1 << 31)
+
+static const char *const layer_names[] = {
+	[HP_LAYER_CONV] = "conv",	[HP_LAYER_BN] = "bn",
+	[HP_LAYER_RELU] = "relu",	[HP_LAYER_POOL] = "pool",
+	[HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
+	[HP_LAYER_SOFTMAX] = "softmax",
+};
+
+void hp_engine_opts_init(struct hp_engine_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->device = "cpu";
+	o->batch = 32;
+	o->opt = HP_OPT_SGD;
+	o->lr = 0.01;
+	o->momentum = 0.9;
+	o->beta1 = 0.9;
+	o->beta2 = 0.999;
+	o->eps = 1e-8;
+	o->bn_eps = 1e-5;
+	o->bn_momentum = 0.1;
+	o->seed = 1;
+}
+
+void hp__plan_release(struct hp__plan *p)
+{
+	free(p->layers);
+	free(p->acts);
+	memset(p, 0, sizeof(*p));
+}
+
+static int64_t round_up(int64_t v, int64_t m)
+{
+	return (v + m - 1) / m * m;
+}
+
+int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
+		   struct hp__plan *p, struct hp_error *err)
+{
+	int64_t c, h, w, n;
+	int cur = 0, rank = 4, prod_type = -1;
+	bool params_before = false;
+
+	memset(p, 0, sizeof(*p));
+	if (!s || s->nlayers < 0 || (s->nlayers > 0 && !s->layers))
+		return hp_error_set(err, HP_EINVAL, "no spec");
+	if (batch < 1 || batch > ENGINE_MAX_BATCH)
+		return hp_error_set(err, HP_ERANGE,
+				    "batch %lld out of range 1..%lld",
+				    (long long)batch,
+				    (long long)ENGINE_MAX_BATCH);
+	c = s->input[0];
+	h = s->input[1];
+	w = s->input[2];
+	if (c < 1 || h < 1 || w < 1)
+		return hp_error_set(err, HP_EINVAL,
+				    "input %lldx%lldx%lld must be positive",
+				    (long long)c, (long long)h, (long long)w);
+	if (s->classes < 0)
+		return hp_error_set(err, HP_EINVAL, "classes is negative");
+	p->batch = batch;
+	p->classes = s->classes;
+	p->layers = calloc((size_t)s->nlayers + 1, sizeof(*p->layers));
+	p->acts = calloc((size_t)s->nlayers + 1, sizeof(*p->acts));
+	if (!p->layers || !p->acts) {
+		hp__plan_release(p);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	p->nlayers = s->nlayers;
+	p->acts[0] = (struct hp__plan_act){{batch, c, h, w}, 4, input_grad};
+	p->nacts = 1;
+	for (int i = 0; i < s->nlayers; i++) {
+		struct hp__plan_layer *pl = &p->layers[i];
+		const struct hp_spec_layer *L = &s->layers[i];
+		const char *tn = (unsigned)L->type <= HP_LAYER_SOFTMAX
+					 ? layer_names[L->type]
+					 : "?";
+		bool newact = true;
+
+		pl->L = *L;
+		pl->x = cur;
+		switch (L->type) {
+		case HP_LAYER_CONV:
+		case HP_LAYER_POOL: {
+			int64_t ph, pw;
+			if (L->kernel < 1 || L->stride < 1 || L->pad < 0 ||
+			    (L->type == HP_LAYER_CONV && L->filters < 1))
+				return hp_error_set(
+					err, HP_EINVAL,
+					"layer %d (%s): sizes must be positive",
+					i, tn);
+			if (rank != 4)
+				return hp_error_set(err, HP_EINVAL,
+						    "layer %d (%s): comes after "
+						    "an fc layer",
+						    i, tn);
+			ph = h + 2 * L->pad;
+			pw = w + 2 * L->pad;
+			if (L->kernel > ph || L->kernel > pw)
+				return hp_error_set(
+					err, HP_ESHAPE,
+					"layer %d (%s): kernel %lld larger "
+					"than input %lldx%lld (padded)",
+					i, tn, (long long)L->kernel,
+					(long long)ph, (long long)pw);
+			if (L->type == HP_LAYER_POOL && 2 * L->pad > L->kernel)
+				return hp_error_set(err, HP_EINVAL,
+						    "layer %d (pool): pad %lld "
+						    "is more than half the "
+						    "kernel",
+						    i, (long long)L->pad);
+			h = (ph - L->kernel) / L->stride + 1;
+			w = (pw - L->kernel) / L->stride + 1;
+			if (L->type == HP_LAYER_CONV) {
+				c = L->filters;
+				pl->has_params = true;
+			}
+			break;
+		}
+		case HP_LAYER_BN:
+			pl->has_params = true;
+			pl->fuse_relu = i + 1 < s->nlayers &&
+					s->layers[i + 1].type == HP_LAYER_RELU;
+			break;
+		case HP_LAYER_RELU:
+			if (i > 0 && p->layers[i - 1].fuse_relu)
+				pl->noop = true;
+			else if (cur != 0 && prod_type != HP_LAYER_SOFTMAX)
+				pl->inplace = true;
+			break;
+		case HP_LAYER_DROPOUT:
+			if (!(L->p >= 0 && L->p < 1))
+				return hp_error_set(err, HP_ERANGE,
+						    "layer %d (dropout): p %g "
+						    "not in [0, 1)",
+						    i, L->p);
+			if (L->p == 0)
+				pl->noop = true;
+			else if (cur != 0 && prod_type != HP_LAYER_SOFTMAX)
+				pl->inplace = true;
+			break;
+		case HP_LAYER_FC:
+			if (L->units < 1)
+				return hp_error_set(err, HP_EINVAL,
+						    "layer %d (fc): units must "
+						    "be positive",
+						    i);
+			c = L->units;
+			h = w = 1;
+			rank = 2;
+			pl->has_params = true;
+			break;
+		case HP_LAYER_SOFTMAX:
+			if (i == s->nlayers - 1 && s->classes > 0)
+				pl->noop = true;
+			break;
+		default:
+			return hp_error_set(err, HP_EINVAL,
+					    "layer %d: unknown type %d", i,
+					    (int)L->type);
+		}
+		if (h < 1 || w < 1)
+			return hp_error_set(err, HP_ESHAPE,
+					    "layer %d (%s) shrinks the image to "
+					    "nothing",
+					    i, tn);
+		if (!hp_mul_i64(batch, c, &n) || !hp_mul_i64(n, h, &n) ||
+		    !hp_mul_i64(n, w, &n) || n > HP_MODEL_MAX_ELEMS)
+			return hp_error_set(err, HP_ETOOBIG,
+					    "layer %d (%s): output too large",
+					    i, tn);
+		pl->need_dsrc = params_before || input_grad;
+		pl->bwd = pl->has_params || pl->need_dsrc;
+		params_before = params_before || pl->has_params;
+		if (pl->noop || pl->inplace)
+			newact = false;
+		if (newact) {
+			struct hp__plan_act *a = &p->acts[p->nacts];
+			a->dims[0] = batch;
+			a->dims[1] = c;
+			a->dims[2] = h;
+			a->dims[3] = w;
+			a->rank = rank;
+			cur = p->nacts++;
+		}
+		pl->y = cur;
+		if (!pl->noop) {
+			p->acts[cur].diff = p->acts[cur].diff || pl->bwd;
+			prod_type = (int)L->type;
+		}
+		if (L->type == HP_LAYER_CONV || L->type == HP_LAYER_FC ||
+		    L->type == HP_LAYER_BN)
+			p->nparams += 2;
+	}
+	p->out = cur;
+	if (s->classes > 0 && c * h * w != s->classes)
+		return hp_error_set(err, HP_ESHAPE,
+				    "the last layer gives %lld outputs, but "
+				    "\"classes\" is %lld",
+				    (long long)(c * h * w),
+				    (long long)s->classes);
+	if (!params_before)
+		return hp_error_set(err, HP_EINVAL,
+				    "the spec has no trainable layer (conv, "
+				    "bn or fc)");
+	/* Parameter elements (overflow-checked: sizes come from input). */
+	for (int i = 0; i < p->nlayers; i++) {
+		const struct hp__plan_layer *pl = &p->layers[i];
+		const struct hp__plan_act *x = &p->acts[pl->x];
+		int64_t k = 0, t;
+		switch (pl->L.type) {
+		case HP_LAYER_CONV:
+			if (!hp_mul_i64(pl->L.filters, x->dims[1], &k) ||
+			    !hp_mul_i64(k, pl->L.kernel, &k) ||
+			    !hp_mul_i64(k, pl->L.kernel, &k))
+				k = -1;
+			k = k < 0 ? -1 : k + pl->L.filters;
+			break;
+		case HP_LAYER_BN:
+			k = 2 * x->dims[1];
+			break;
+		case HP_LAYER_FC:
+			t = x->dims[1] * x->dims[2] * x->dims[3];
+			if (!hp_mul_i64(pl->L.units, t, &k))
+				k = -1;
+			k = k < 0 ? -1 : k + pl->L.units;
+			break;
+		default:
+			break;
+		}
+		if (k < 0 || !hp_add_i64(p->param_elems, k, &p->param_elems) ||
+		    p->param_elems > HP_MODEL_MAX_ELEMS)
+			return hp_error_set(err, HP_ETOOBIG,
+					    "layer %d: too many parameters", i);
+	}
+	return 0;
+}
+
+/* Elements of an activation as a backend stores it: channels padded to 16
+ * for the blocked layouts oneDNN picks. */
+static int64_t act_elems(const struct hp__plan_act *a, bool blocked)
+{
+	int64_t c = blocked && a->rank == 4 ? round_up(a->dims[1], 16)
+					    : a->dims[1];
+	return a->dims[0] * c * a->dims[2] * a->dims[3];
+}
+
+int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
+{
+	double b = 0, pbytes = 0, maxw = 0;
+
+	for (int i = 0; i < p->nacts; i++) {
+		double e = (double)act_elems(&p->acts[i], i > 0);
+		b += 4 * e * (p->acts[i].diff ? 2 : 1);
+	}
+	for (int i = 0; i < p->nlayers; i++) {
+		const struct hp__plan_layer *pl = &p->layers[i];
+		const struct hp__plan_act *x = &p->acts[pl->x];
+		const struct hp__plan_act *y = &p->acts[pl->y];
+		double ex = (double)act_elems(x, pl->x > 0);
+		double ey = (double)act_elems(y, true), wb = 0;
+		int64_t c16 = round_up(x->dims[1], 16);
+		if (pl->noop)
+			continue;
+		switch (pl->L.type) {
+		case HP_LAYER_CONV:
+			if (pl->x == 0)
+				b += 4 * ex; /* input reordered to blocked */
+			wb = 4.0 * (double)round_up(pl->L.filters, 16) *
+				     (double)c16 * (double)pl->L.kernel *
+				     (double)pl->L.kernel +
+			     4.0 * (double)round_up(pl->L.filters, 16);
+			break;
+		case HP_LAYER_BN:
+			b += 4.0 * 4 * (double)x->dims[1] + ey / 8;
+			wb = 4.0 * 2 * (double)x->dims[1];
+			break;
+		case HP_LAYER_POOL:
+			if (pl->L.pool_max)
+				b += ey * (pl->L.kernel * pl->L.kernel < 256
+						   ? 1
+						   : 4);
+			break;
+		case HP_LAYER_DROPOUT:
+			b += 4 * ex;
+			break;
+		case HP_LAYER_FC:
+			wb = 4.0 * (double)pl->L.units *
+				     (double)(x->rank == 4 ? c16 : x->dims[1]) *
+				     (double)x->dims[2] * (double)x->dims[3] +
+			     4.0 * (double)pl->L.units;
+			break;
+		default:
+			break;
+		}
+		pbytes += wb;
+		if (wb > maxw)
+			maxw = wb;
+	}
+	/* values, gradients and optimizer state */
+	b += pbytes * (opt == HP_OPT_ADAM ? 4 : 3);
+	/* logits and their gradient, labels */
+	b += 2.0 * 4 * (double)act_elems(&p->acts[p->out], false) +
+	     4.0 * (double)p->batch;
+	/* scratchpad: per-thread weight-gradient reductions and the like */
+	b += 2 * maxw + (1 << 20);
+	if (b > 9.0e18)
+		return HP_ETOOBIG;
+	return (int64_t)b;
+}
+
+int64_t hp_engine_estimate_bytes(const struct hp_spec *s, int64_t batch,
+				 enum hp_optimizer opt)
+{
+	struct hp__plan p;
+	int64_t b;
+	int rc = hp__plan_build(s, batch, false, &p, NULL);
+
+	if (rc) {
+		hp__plan_release(&p);
+		return rc;
+	}
+	b = hp__plan_bytes(&p, opt);
+	hp__plan_release(&p);
+	return b;
+}
+
+static size_t default_max_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	if (pages <= 0 || psz <= 0)
+		return (size_t)4 << 30;
+	return (size_t)((double)pages * (double)psz * 0.8);
+}
+
+/* "cpu" -> 0; "cuda" / "cuda:K" -> 1 with *index = K; else -1. */
+static int parse_device(const char *d, int *index)
+{
+	int64_t k = 0;
+
+	*index = 0;
+	if (!d || !strcmp(d, "cpu"))
+		return 0;
+	if (!strcmp(d, "cuda"))
+		return 1;
+	if (!strncmp(d, "cuda:", 5) && !hp_parse_i64(d + 5, 0, 1023, &k)) {
+		*index = (int)k;
+		return 1;
+	}
+	return -1;
+}
+
+static int check_opts(const struct hp_engine_opts *o, struct hp_error *err)
+{
+	if (o->threads < 0 || o->threads > 4096)
+		return hp_error_set(err, HP_ERANGE,
+				    "threads %d out of range 0..4096",
+				    o->threads);
+	if (o->opt != HP_OPT_SGD && o->opt != HP_OPT_ADAM)
+		return hp_error_set(err, HP_EINVAL, "unknown optimizer %d",
+				    (int)o->opt);
+	if (!(o->lr >= 0) || !(o->momentum >= 0 && o->momentum < 1) ||
+	    !(o->beta1 >= 0 && o->beta1 < 1) ||
+	    !(o->beta2 >= 0 && o->beta2 < 1) || !(o->eps > 0) ||
+	    !(o->weight_decay >= 0) || !(o->bn_eps > 0) ||
+	    !(o->bn_momentum >= 0 && o->bn_momentum <= 1))
+		return hp_error_set(err, HP_ERANGE,
+				    "optimizer settings out of range (lr >= 0, "
+				    "momentum and betas in [0, 1), eps > 0)");
+	return 0;
+}
+
+static int copy_spec(struct hp_engine *e, const struct hp_spec *s)
+{
+	e->spec.input[0] = s->input[0];
+	e->spec.input[1] = s->input[1];
+	e->spec.input[2] = s->input[2];
+	e->spec.classes = s->classes;
+	e->spec.nlayers = s->nlayers;
+	e->spec.layers = calloc((size_t)s->nlayers + 1, sizeof(*s->layers));
+	if (!e->spec.layers)
+		return HP_ENOMEM;
+	if (s->nlayers)
+		memcpy(e->spec.layers, s->layers,
+		       (size_t)s->nlayers * sizeof(*s->layers));
+	return 0;
+}
+
+/* Names and plain shapes of the parameters, in PyTorch's order. */
+static int list_params(struct hp_engine *e)
+{
+	const struct hp__plan *p = &e->plan;
+	int k = 0;
+
+	e->params = calloc((size_t)p->nparams + 1, sizeof(*e->params));
+	e->param_names = calloc((size_t)p->nparams + 1,
+				sizeof(*e->param_names));
+	if (!e->params || !e->param_names)
+		return HP_ENOMEM;
+	for (int i = 0; i < p->nlayers; i++) {
+		const struct hp__plan_layer *pl = &p->layers[i];
+		const struct hp__plan_act *x = &p->acts[pl->x];
+		struct hp_engine_param *w = &e->params[k];
+		struct hp_engine_param *b = &e->params[k + 1];
+		static const char *const sfx[2] = {"weight", "bias"};
+		if (!pl->has_params)
+			continue;
+		memset(w, 0, 2 * sizeof(*w));
+		w->layer = b->layer = i;
+		b->rank = 1;
+		switch (pl->L.type) {
+		case HP_LAYER_CONV:
+			w->rank = 4;
+			w->dims[0] = pl->L.filters;
+			w->dims[1] = x->dims[1];
+			w->dims[2] = w->dims[3] = pl->L.kernel;
+			b->dims[0] = pl->L.filters;
+			break;
+		case HP_LAYER_BN:
+			w->rank = 1;
+			w->dims[0] = b->dims[0] = x->dims[1];
+			break;
+		default: /* fc */
+			w->rank = 2;
+			w->dims[0] = pl->L.units;
+			w->dims[1] = x->dims[1] * x->dims[2] * x->dims[3];
+			b->dims[0] = pl->L.units;
+			break;
+		}
+		for (int j = 0; j < 2; j++) {
+			struct hp_engine_param *q = &e->params[k + j];
+			q->numel = 1;
+			for (int d = 0; d < q->rank; d++)
+				q->numel *= q->dims[d];
+			snprintf(e->param_names[k + j],
+				 sizeof(e->param_names[0]), "%s%d.%s",
+				 layer_names[pl->L.type], i, sfx[j]);
+			q->name = e->param_names[k + j];
+		}
+		k += 2;
+	}
+	return 0;
+}
+
+struct hp_engine *hp_engine_new(const struct hp_spec *spec,
+				const struct hp_engine_opts *o,
+				struct hp_error *err)
+{
+	struct hp_engine *e;
+	struct hp_engine_opts def;
+	int64_t need;
+	size_t limit;
+	int kind, rc;
+
+	if (!o) {
+		hp_engine_opts_init(&def);
+		o = &def;
+	}
+	if (!spec) {
+		hp_error_set(err, HP_EINVAL, "no spec");
+		return NULL;
+	}
+	if (check_opts(o, err))
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		hp_error_set(err, HP_ENOMEM, "out of memory");
+		return NULL;
+	}
+	e->o = *o;
+	kind = parse_device(o->device, &e->device_index);
+	if (kind < 0) {
+		hp_error_set(err, HP_EINVAL,
+			     "unknown device '%s' (cpu or cuda:K)", o->device);
+		goto fail;
+	}
+	if (kind == 1) {
+		hp_error_set(err, HP_EDEVICE,
+			     "device '%s': no CUDA backend in this build",
+			     o->device);
+		goto fail;
+	}
+	e->ops = &hp__engine_cpu_ops;
+	e->o.device = "cpu";
+	if (hp__plan_build(spec, o->batch, o->input_grad, &e->plan, err))
+		goto fail;
+	limit = o->max_bytes ? o->max_bytes : default_max_bytes();
+	e->o.max_bytes = limit;
+	need = hp__plan_bytes(&e->plan, o->opt);
+	if (need < 0 || (uint64_t)need > (uint64_t)limit) {
+		hp_error_set(err, HP_ETOOBIG,
+			     "batch %lld needs about %.1f MiB, over the limit "
+			     "of %.1f MiB",
+			     (long long)o->batch,
+			     need < 0 ? 1e12 : (double)need / 1048576.0,
+			     (double)limit / 1048576.0);
+		goto fail;
+	}
+	if (copy_spec(e, spec) || list_params(e)) {
+		hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto fail;
+	}
+	rc = e->ops->create(e, err);
+	if (rc)
+		goto fail;
+	return e;
+fail:
+	hp_engine_free(e);
+	return NULL;
+}
+
+void hp_engine_free(struct hp_engine *e)
+{
+	if (!e)
+		return;
+	if (e->be && e->ops)
+		e->ops->destroy(e->be);
+	hp__plan_release(&e->plan);
+	free(e->spec.layers);
+	free(e->params);
+	free(e->param_names);
+	free(e);
+}
+
+int hp_engine_set_input(struct hp_engine *e, const float *x,
+			const int32_t *labels, struct hp_error *err)
+{
+	if (!e || !x)
+		return hp_error_set(err, HP_EINVAL, "no engine or input");
+	if (e->plan.classes > 0) {
+		if (!labels)
+			return hp_error_set(err, HP_EINVAL, "labels missing");
+		for (int64_t i = 0; i < e->plan.batch; i++)
+			if (labels[i] < 0 || labels[i] >= e->plan.classes)
+				return hp_error_set(
+					err, HP_ERANGE,
+					"label %lld is %d, not in 0..%lld",
+					(long long)i, (int)labels[i],
+					(long long)e->plan.classes - 1);
+	}
+	return e->ops->set_input(e->be, x, labels, err);
+}
+
+int hp_engine_fill_synthetic(struct hp_engine *e, uint64_t seed,
+			     struct hp_error *err)
+{
+	const int64_t *d;
+	int64_t n;
+	float *x;
+	int32_t *lab;
+	uint64_t st = seed;
+	int rc;
+
+	if (!e)
+		return hp_error_set(err, HP_EINVAL, "no engine");
+	d = e->plan.acts[0].dims;
+	n = d[0] * d[1] * d[2] * d[3];
+	x = malloc((size_t)n * sizeof(*x));
+	lab = malloc((size_t)d[0] * sizeof(*lab));
+	if (!x || !lab) {
+		free(x);
+		free(lab);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	for (int64_t i = 0; i < n; i++) {
+		/* sum of 4 uniforms, scaled to unit variance: normal enough */
+		double s = hp__rng_uniform(&st) + hp__rng_uniform(&st) +
+			   hp__rng_uniform(&st) + hp__rng_uniform(&st) - 2;
+		x[i] = (float)(s * 1.7320508);
+	}
+	for (int64_t i = 0; i < d[0]; i++)
+		lab[i] = e->plan.classes > 0
+				 ? (int32_t)(hp__rng_uniform(&st) *
+					     (double)e->plan.classes)
+				 : 0;
+	rc = e->ops->set_input(e->be, x, lab, err);
+	free(x);
+	free(lab);
+	return rc;
+}
+
+int hp_engine_forward(struct hp_engine *e, double *loss, struct hp_error *err)
+{
+	double l = 0;
+	int rc;
+
+	if (!e)
+		return hp_error_set(err, HP_EINVAL, "no engine");
+	rc = e->ops->forward(e->be, &l, err);
+	if (loss)
+		*loss = l;
+	return rc;
+}
+
+int hp_engine_backward(struct hp_engine *e, struct hp_error *err)
+{
+	if (!e)
+		return hp_error_set(err, HP_EINVAL, "no engine");
+	return e->ops->backward(e->be, err);
+}
+
+int hp_engine_update(struct hp_engine *e, struct hp_error *err)
+{
+	if (!e)
+		return hp_error_set(err, HP_EINVAL, "no engine");
+	return e->ops->update(e->be, err);
+}
+
+int hp_engine_step(struct hp_engine *e, double *loss, struct hp_error *err)
+{
+	int rc;
+
+	if ((rc = hp_engine_forward(e, loss, err)) ||
+	    (rc = hp_engine_backward(e, err)) ||
+	    (rc = hp_engine_update(e, err)))
+		return rc;
+	return 0;
+}
+
+int hp_engine_param_count(const struct hp_engine *e)
+{
+	return e ? e->plan.nparams : 0;
+}
+
+int hp_engine_param_info(const struct hp_engine *e, int i,
+			 struct hp_engine_param *out)
+{
+	if (!e || i < 0 || i >= e->plan.nparams)
+		return HP_ERANGE;
+	*out = e->params[i];
+	return 0;
+}
+
+static int param_io(struct hp_engine *e, int i, int what, int dir, float *buf,
+		    struct hp_error *err)
+{
+	if (!e || !buf)
+		return hp_error_set(err, HP_EINVAL, "no engine or buffer");
+	if (i < 0 || i >= e->plan.nparams)
+		return hp_error_set(err, HP_ERANGE,
+				    "parameter %d out of range 0..%d", i,
+				    e->plan.nparams - 1);
+	return e->ops->param_io(e->be, i, what, dir, buf, err);
+}
+
+int hp_engine_param_get(struct hp_engine *e, int i, float *out,
+			struct hp_error *err)
+{
+	return param_io(e, i, 0, 0, out, err);
+}
+
+int hp_engine_param_set(struct hp_engine *e, int i, const float *in,
+			struct hp_error *err)
+{
+	/* the backend only reads the buffer when dir is 1 */
+	return param_io(e, i, 0, 1, (float *)(uintptr_t)in, err);
+}
+
+int hp_engine_grad_get(struct hp_engine *e, int i, float *out,
+		       struct hp_error *err)
+{
+	return param_io(e, i, 1, 0, out, err);
+}
+
+int64_t hp_engine_output_dims(const struct hp_engine *e, int64_t dims[4])
+{
+	const struct hp__plan_act *a;
+
+	if (!e)
+		return HP_EINVAL;
+	a = &e->plan.acts[e->plan.out];
+	memcpy(dims, a->dims, 4 * sizeof(int64_t));
+	return a->dims[0] * a->dims[1] * a->dims[2] * a->dims[3];
+}
+
+int hp_engine_output_get(struct hp_engine *e, float *out, struct hp_error *err)
+{
+	if (!e || !out)
+		return hp_error_set(err, HP_EINVAL, "no engine or buffer");
+	return e->ops->output_get(e->be, out, err);
+}
+
+int hp_engine_input_grad_get(struct hp_engine *e, float *out,
+			     struct hp_error *err)
+{
+	if (!e || !out)
+		return hp_error_set(err, HP_EINVAL, "no engine or buffer");
+	if (!e->o.input_grad)
+		return hp_error_set(err, HP_EINVAL,
+				    "input gradient not kept (set "
+				    "opts.input_grad)");
+	return e->ops->input_grad_get(e->be, out, err);
+}
+
+int hp_engine_dropout_mask_get(struct hp_engine *e, int layer, float *out,
+			       struct hp_error *err)
+{
+	if (!e || !out)
+		return hp_error_set(err, HP_EINVAL, "no engine or buffer");
+	if (layer < 0 || layer >= e->plan.nlayers ||
+	    e->plan.layers[layer].L.type != HP_LAYER_DROPOUT)
+		return hp_error_set(err, HP_EINVAL,
+				    "layer %d is not a dropout layer", layer);
+	return e->ops->mask_get(e->be, layer, out, err);
+}
+
+size_t hp_engine_peak_bytes(const struct hp_engine *e)
+{
+	return e ? e->ops->peak_bytes(e->be) : 0;
+}
+
+const char *hp_engine_device_desc(const struct hp_engine *e)
+{
+	return e ? e->ops->desc(e->be) : "";
+}

@@ -1,0 +1,105 @@
+/*
+ * engine_int.h - internals of the training-step engine: the plan every
+ * backend builds from (shapes, which layers run in place, which run
+ * backward) and the ops table a backend fills (after curl's vtls_int.h).
+ */
+#ifndef HP_ENGINE_INT_H
+#define HP_ENGINE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetpool/engine.h"
+
+/* One layer of the plan. */
+struct hp__plan_layer {
+	struct hp_spec_layer L;
+	int x, y;	 /* input and output activation (index into acts) */
+	bool noop;	 /* y == x: relu fused into bn, final softmax, p=0 */
+	bool inplace;	 /* y == x, but the layer runs (relu, dropout) */
+	bool fuse_relu;	 /* bn: fused with the relu that follows */
+	bool bwd;	 /* runs backward at all */
+	bool need_dsrc;	 /* computes the gradient of its input */
+	bool has_params; /* conv, bn, fc */
+};
+
+/* An activation tensor: N, C, H, W (H = W = 1 and rank 2 after an fc). */
+struct hp__plan_act {
+	int64_t dims[4];
+	int rank;
+	bool diff; /* has a gradient buffer */
+};
+
+struct hp__plan {
+	int64_t batch;
+	int nlayers;
+	struct hp__plan_layer *layers;
+	int nacts;
+	struct hp__plan_act *acts; /* acts[0]: the network input */
+	int out;		   /* activation the loss reads */
+	int64_t classes;
+	int nparams;	       /* parameter tensors */
+	int64_t param_elems;   /* their elements */
+};
+
+/* Walk spec at batch; fill p (release with hp__plan_release()). */
+int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
+		   struct hp__plan *p, struct hp_error *err);
+void hp__plan_release(struct hp__plan *p);
+/* Bytes a plan needs with optimizer opt (all backends allocate alike). */
+int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt);
+
+/*
+ * A backend.  create() builds its state from the plan (it may keep a
+ * pointer to *p and to *o, which outlive it) and returns 0 or a negative
+ * code with err set; every other op gets that state.
+ */
+struct hp__engine_ops {
+	const char *name;
+	int (*create)(struct hp_engine *e, struct hp_error *err);
+	void (*destroy)(void *be);
+	int (*set_input)(void *be, const float *x, const int32_t *labels,
+			 struct hp_error *err);
+	int (*forward)(void *be, double *loss, struct hp_error *err);
+	int (*backward)(void *be, struct hp_error *err);
+	int (*update)(void *be, struct hp_error *err);
+	/* what 0: value, 1: gradient; dir 0: get, 1: set */
+	int (*param_io)(void *be, int i, int what, int dir, float *buf,
+			struct hp_error *err);
+	int (*output_get)(void *be, float *out, struct hp_error *err);
+	int (*input_grad_get)(void *be, float *out, struct hp_error *err);
+	int (*mask_get)(void *be, int layer, float *out, struct hp_error *err);
+	size_t (*peak_bytes)(const void *be);
+	const char *(*desc)(const void *be);
+};
+
+struct hp_engine {
+	const struct hp__engine_ops *ops;
+	void *be; /* backend state */
+	struct hp_engine_opts o;
+	int device_index; /* K of "cuda:K"; 0 for the CPU */
+	struct hp__plan plan;
+	struct hp_spec spec;		   /* copy: name not kept, layers owned */
+	struct hp_engine_param *params;	   /* plan.nparams */
+	char (*param_names)[48];
+};
+
+extern const struct hp__engine_ops hp__engine_cpu_ops;
+
+/* Deterministic random numbers (splitmix64). */
+static inline uint64_t hp__rng_mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+/* Uniform in [0, 1) from the state *s, which it advances. */
+static inline double hp__rng_uniform(uint64_t *s)
+{
+	*s += 0x9e3779b97f4a7c15ull;
+	return (double)(hp__rng_mix(*s) >> 11) * 0x1.0p-53;
+}
+
+#endif /* HP_ENGINE_INT_H */

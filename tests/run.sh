@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Run the whole suite against a build folder: the unit tests (one process
+# per test) and the CLI tests (tests/cli/*.sh, each a sequence of checks).
+# Ends with the line "N passed, N failed".
+set -u
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+export HP_BIN="$root/$build/bin"
+[ -d "$HP_BIN" ] || HP_BIN="$build/bin"
+export HP_ROOT="$root"
+export HP_SHARED_DIR="${HP_SHARED_DIR:-$root/../shared}"
+passed=0
+failed=0
+
+out=$(mktemp)
+"$HP_BIN/hp_unit" | tee "$out"
+line=$(grep -E '^unit: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
+if [ -n "$line" ]; then
+	p=$(echo "$line" | sed -E 's/unit: ([0-9]+) passed.*/\1/')
+	f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+	passed=$((passed + p))
+	failed=$((failed + f))
+else
+	echo "FAIL unit test binary did not finish"
+	failed=$((failed + 1))
+fi
+rm -f "$out"
+
+for t in "$root"/tests/cli/*.sh; do
+	[ -f "$t" ] || continue
+	out=$(mktemp)
+	bash "$t" >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	p=$(grep -c '^ok ' "$out")
+	f=$(grep -c '^FAIL ' "$out")
+	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL $(basename "$t") exited $rc"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	rm -f "$out"
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

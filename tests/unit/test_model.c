@@ -1,0 +1,653 @@
+/*
+ * test_model.c - model import, shape propagation and features, checked
+ * against independent references: PyTorch's own counts (REFERENCE.csv
+ * files made with forward hooks), hand counts, and shapes worked out from
+ * the ONNX operator definitions.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "hetpool/model.h"
+#include "onnx_build.h"
+#include "test.h"
+
+static const char spec_example[] =
+	"{\"name\":\"cnn-a\",\"input\":[3,32,32],\"classes\":10,\"layers\":["
+	"{\"type\":\"conv\",\"filters\":32,\"kernel\":3,\"stride\":1,\"pad\":1},"
+	"{\"type\":\"bn\"},{\"type\":\"relu\"},"
+	"{\"type\":\"pool\",\"op\":\"max\",\"kernel\":2,\"stride\":2},"
+	"{\"type\":\"dropout\",\"p\":0.5},{\"type\":\"fc\",\"units\":128},"
+	"{\"type\":\"relu\"},{\"type\":\"fc\",\"units\":10}]}";
+
+struct ref_row {
+	char model[64];
+	int64_t params, macs;
+};
+
+/* Read a REFERENCE.csv (model,input,trainable_params,forward_macs,...). */
+static int read_reference(const char *path, struct ref_row *rows, int max)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return -1;
+	}
+	while (n < max && fgets(line, sizeof(line), f)) {
+		char input[32];
+		long long p, m;
+		if (sscanf(line, "%63[^,],%31[^,],%lld,%lld", rows[n].model,
+			   input, &p, &m) == 4) {
+			rows[n].params = p;
+			rows[n].macs = m;
+			n++;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static struct hp_graph *load(const char *path)
+{
+	struct hp_error err = {0};
+	struct hp_graph *g = hp_model_load(path, &err);
+
+	if (!g)
+		HP_FAIL("loading %s: %s", path, err.msg);
+	return g;
+}
+
+/* Every model of a reference folder: params exact for training exports,
+ * MACs within 0.5% for both exports. */
+static void check_reference_dir(const char *dir, int min_models)
+{
+	struct ref_row rows[64];
+	char path[8192];
+	int n, checked = 0;
+
+	snprintf(path, sizeof(path), "%s/REFERENCE.csv", dir);
+	n = read_reference(path, rows, 64);
+	ASSERT(n >= min_models);
+	for (int i = 0; i < n; i++) {
+		static const char *const kinds[] = {"train", "eval"};
+		for (int k = 0; k < 2; k++) {
+			struct hp_features f;
+			struct hp_error err = {0};
+			struct hp_graph *g;
+			double rel;
+
+			snprintf(path, sizeof(path), "%s/%s.%s.onnx", dir,
+				 rows[i].model, kinds[k]);
+			if (access(path, R_OK) != 0)
+				continue;
+			g = load(path);
+			if (hp_analyze(g, 1, NULL, 0, &f, &err))
+				HP_FAIL("%s: %s", path, err.msg);
+			rel = (double)(f.macs_per_sample - rows[i].macs) /
+			      (double)rows[i].macs;
+			fprintf(stderr, "%-40s params %lld (ref %lld) macs %lld "
+					"(ref %lld, %+.3f%%) skipped %d\n",
+				path + strlen(dir) + 1, (long long)f.params,
+				(long long)rows[i].params,
+				(long long)f.macs_per_sample,
+				(long long)rows[i].macs, rel * 100, f.nskipped);
+			if (k == 0 && f.params != rows[i].params)
+				HP_FAIL("%s: params %lld, reference %lld", path,
+					(long long)f.params,
+					(long long)rows[i].params);
+			if (rel > 0.005 || rel < -0.005)
+				HP_FAIL("%s: macs %lld off reference %lld by "
+					"%.3f%%",
+					path, (long long)f.macs_per_sample,
+					(long long)rows[i].macs, rel * 100);
+			ASSERT_EQ_INT(f.nskipped, 0);
+			checked++;
+			hp_features_release(&f);
+			hp_graph_free(g);
+		}
+	}
+	ASSERT(checked >= 2 * min_models);
+}
+
+HP_TEST(model_reference_shared)
+{
+	const char *dir = hp_test_shared("data/models");
+	if (!dir) {
+		fprintf(stderr, "shared/data/models not present: skipped\n");
+		return;
+	}
+	check_reference_dir(dir, 5);
+}
+
+HP_TEST(model_reference_more_architectures)
+{
+	const char *dir = hp_test_path("tests/data/models");
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/REFERENCE.csv", dir);
+	if (access(p, R_OK) != 0)
+		HP_FAIL("missing %s (tools/gen_test_models.py makes it)", p);
+	check_reference_dir(dir, 8);
+}
+
+HP_TEST(model_spec_example_counts)
+{
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g =
+		hp_spec_parse(spec_example, strlen(spec_example), &err);
+
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 4, NULL, 0, &f, &err), 0);
+	/* By hand: conv 32*3*3*3+32, bn 2*32, fc 8192*128+128, fc 128*10+10. */
+	ASSERT_EQ_INT(f.params, 896 + 64 + 1048704 + 1290);
+	ASSERT_EQ_INT(f.nontrainable, 64);
+	/* MACs: conv 32*32*32*27, fc 8192*128, fc 128*10. */
+	ASSERT_EQ_INT(f.macs_per_sample, 884736 + 1048576 + 1280);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_CONV], 1);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_FC], 2);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_NORM], 1);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_POOL], 1);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_ACTIVATION], 2);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_DROPOUT], 1);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_LOSS], 1);
+	/* Forward FLOPs of the conv: 2 per MAC plus the bias, batch 4. */
+	ASSERT_NEAR(f.layers[0].flops_fwd, 4.0 * (2 * 884736 + 32768), 1e-12);
+	/* The first conv's input needs no gradient: no input-gradient work. */
+	ASSERT_NEAR(f.layers[0].flops_bwd_input, 0, 0);
+	ASSERT_NEAR(f.layers[0].flops_bwd_weight, 4.0 * (2 * 884736 + 32768),
+		    1e-12);
+	ASSERT_EQ_INT(f.weights_bytes, 4 * f.params);
+	ASSERT_EQ_INT(f.adam_state_bytes, 8 * f.params);
+	ASSERT_EQ_INT(f.input_bytes, 4 * 3 * 32 * 32 * 4 + 4 * 8);
+	ASSERT_EQ_INT(f.conv_layers, 1);
+	ASSERT_EQ_INT(f.fc_layers, 2);
+	ASSERT_EQ_INT(f.max_filters, 32);
+	ASSERT_EQ_INT(f.max_fc_width, 128);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+HP_TEST(model_flops_scale_with_batch)
+{
+	struct hp_graph *g = load(hp_test_path("data/models/resnet18.train.onnx"));
+	struct hp_features a, b;
+	struct hp_error err = {0};
+
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &a, &err), 0);
+	ASSERT_EQ_INT(hp_analyze(g, 8, NULL, 0, &b, &err), 0);
+	ASSERT_EQ_INT(a.macs_per_sample, b.macs_per_sample);
+	ASSERT_NEAR(b.flops_fwd, 8 * a.flops_fwd, 1e-9);
+	ASSERT_EQ_INT(b.activations_bytes, 8 * a.activations_bytes);
+	ASSERT_EQ_INT(a.params, b.params);
+	/* Forward FLOPs are at least 2 per MAC, and conv dominates. */
+	ASSERT(a.flops_fwd >= 2.0 * (double)a.macs_per_sample);
+	ASSERT(a.flops_fwd < 2.2 * (double)a.macs_per_sample);
+	hp_features_release(&a);
+	hp_features_release(&b);
+	hp_graph_free(g);
+}
+
+HP_TEST(model_input_shape_override)
+{
+	struct hp_graph *g = load(hp_test_path("data/models/resnet18.train.onnx"));
+	struct hp_features a, b;
+	struct hp_error err = {0};
+	int64_t shape[3] = {3, 448, 448}, bad[2] = {3, 448};
+
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &a, &err), 0);
+	ASSERT_EQ_INT(hp_analyze(g, 1, shape, 3, &b, &err), 0);
+	/* Convs scale with the area; the fc layer does not (global pool). */
+	ASSERT_NEAR((double)(b.macs_per_sample - 512000) /
+			    (double)(a.macs_per_sample - 512000),
+		    4.0, 1e-9);
+	ASSERT(hp_analyze(g, 1, bad, 2, &b, &err) == HP_EINVAL);
+	hp_features_release(&a);
+	hp_graph_free(g);
+}
+
+static struct hp_graph *parse_ob(struct ob *b, struct hp_error *err)
+{
+	size_t len;
+	uint8_t *buf = ob_finish(b, &len);
+	struct hp_graph *g = hp_onnx_parse(buf, len, err);
+	free(buf);
+	return g;
+}
+
+static const struct hp_tensor *T(const struct hp_graph *g, const char *name)
+{
+	int i = hp_graph_find_tensor(g, name);
+	if (i < 0)
+		HP_FAIL("no tensor '%s'", name);
+	return &g->tensors[i];
+}
+
+#define ASSERT_DIMS(t, ...)                                                    \
+	do {                                                                   \
+		int64_t want_[] = {__VA_ARGS__};                               \
+		int nw_ = (int)(sizeof(want_) / sizeof(want_[0]));             \
+		if ((t)->rank != nw_)                                          \
+			HP_FAIL("%s: rank %d, expected %d", (t)->name,         \
+				(t)->rank, nw_);                               \
+		for (int i_ = 0; i_ < nw_; i_++)                               \
+			if ((t)->dims[i_] != want_[i_])                        \
+				HP_FAIL("%s: dim %d is %lld, expected %lld",   \
+					(t)->name, i_,                         \
+					(long long)(t)->dims[i_],              \
+					(long long)want_[i_]);                 \
+	} while (0)
+
+/* A Reshape whose shape comes from Shape -> Gather -> Unsqueeze -> Concat,
+ * as exporters write `x.view(x.size(0), -1)`. */
+HP_TEST(shape_folds_shape_chain)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 8, 4, 4}, zero = 0, minus1 = -1, ax0 = 0;
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_node(b, "Shape", "x", "s");
+	ob_const_i64(b, "i0", -1, &zero); /* scalar index */
+	n = ob_node(b, "Gather", "s,i0", "n");
+	ob_attr_i(b, n, "axis", 0);
+	ob_init_i64(b, "axes", 1, &ax0);
+	ob_node(b, "Unsqueeze", "n,axes", "nu");
+	ob_const_i64(b, "m1", 1, &minus1);
+	n = ob_node(b, "Concat", "nu,m1", "shape");
+	ob_attr_i(b, n, "axis", 0);
+	ob_node(b, "Reshape", "x,shape", "y");
+	ob_output(b, "y");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	if (hp_analyze(g, 5, NULL, 0, &f, &err))
+		HP_FAIL("%s", err.msg);
+	ASSERT_DIMS(T(g, "y"), 5, 128);
+	ASSERT_EQ_INT(T(g, "shape")->nival, 2);
+	ASSERT_EQ_INT(T(g, "shape")->ival[0], 5);
+	ASSERT_EQ_INT(f.nskipped, 0);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+HP_TEST(shape_conv_variants)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 8, 15, 15}, w[4] = {16, 2, 3, 3},
+		wt[4] = {16, 4, 4, 4}, wd[4] = {8, 1, 3, 3};
+	int64_t two[2] = {2, 2}, pads[4] = {1, 1, 1, 1}, dil[2] = {2, 2};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w", 4, w);
+	/* Grouped conv, stride 2, SAME_UPPER: ceil(15/2) = 8. */
+	n = ob_node(b, "Conv", "x,w", "a");
+	ob_attr_i(b, n, "group", 4);
+	ob_attr_ints(b, n, "strides", 2, two);
+	ob_attr_s(b, n, "auto_pad", "SAME_UPPER");
+	/* Depthwise with dilation 2 and pad 1: 15 + 2 - 5 + 1 = 13. */
+	ob_init(b, "wd", 4, wd);
+	n = ob_node(b, "Conv", "x,wd", "d");
+	ob_attr_i(b, n, "group", 8);
+	ob_attr_ints(b, n, "dilations", 2, dil);
+	ob_attr_ints(b, n, "pads", 4, pads);
+	/* Transposed conv: stride 2, k 4, pad 1: 2*(8-1) + 4 - 2 = 16. */
+	ob_init(b, "wt", 4, wt);
+	n = ob_node(b, "ConvTranspose", "a,wt", "t");
+	ob_attr_ints(b, n, "strides", 2, two);
+	ob_attr_ints(b, n, "pads", 4, pads);
+	/* Max pool with ceil_mode: ceil((16 - 3) / 2) + 1 = 8. */
+	n = ob_node(b, "MaxPool", "t", "p");
+	ob_attr_ints(b, n, "kernel_shape", 2, (int64_t[]){3, 3});
+	ob_attr_ints(b, n, "strides", 2, two);
+	ob_attr_i(b, n, "ceil_mode", 1);
+	ob_output(b, "p");
+	ob_output(b, "d");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	ASSERT_DIMS(T(g, "a"), 2, 16, 8, 8);
+	ASSERT_DIMS(T(g, "d"), 2, 8, 13, 13);
+	ASSERT_DIMS(T(g, "t"), 2, 4, 16, 16);
+	ASSERT_DIMS(T(g, "p"), 2, 4, 8, 8);
+	/* MACs per sample: grouped conv 16*8*8 * 2*3*3; depthwise 8*13*13*9;
+	 * transposed: input elements 16*8*8 x 4*4*4. */
+	ASSERT_EQ_INT(f.macs_per_sample,
+		      16 * 64 * 18 + 8 * 169 * 9 + 16 * 64 * 64);
+	ASSERT_EQ_INT(f.params, 16 * 2 * 9 + 8 * 9 + 16 * 4 * 16);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+HP_TEST(shape_matmul_attention_and_split)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[3] = {-1, 10, 24}, w[2] = {24, 72}, sp[3] = {24, 24, 24};
+	int64_t hd[4] = {0, 10, 3, 8}, perm[4] = {0, 2, 1, 3},
+		permk[4] = {0, 2, 3, 1};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	int n;
+
+	ob_input(b, "x", 3, in);
+	ob_init(b, "wqkv", 2, w);
+	ob_node(b, "MatMul", "x,wqkv", "qkv"); /* fc: weight operand */
+	ob_init_i64(b, "split", 3, sp);
+	n = ob_node(b, "Split", "qkv,split", "q,k,v");
+	ob_attr_i(b, n, "axis", -1);
+	ob_init_i64(b, "hd", 4, hd);
+	ob_node(b, "Reshape", "q,hd", "q4");
+	ob_node(b, "Reshape", "k,hd", "k4");
+	ob_node(b, "Reshape", "v,hd", "v4");
+	n = ob_node(b, "Transpose", "q4", "qt");
+	ob_attr_ints(b, n, "perm", 4, perm);
+	n = ob_node(b, "Transpose", "k4", "kt");
+	ob_attr_ints(b, n, "perm", 4, permk);
+	n = ob_node(b, "Transpose", "v4", "vt");
+	ob_attr_ints(b, n, "perm", 4, perm);
+	ob_node(b, "MatMul", "qt,kt", "s"); /* [B,3,10,10] */
+	n = ob_node(b, "Softmax", "s", "a");
+	ob_attr_i(b, n, "axis", -1);
+	ob_node(b, "MatMul", "a,vt", "o"); /* [B,3,10,8] */
+	ob_output(b, "o");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	ASSERT_DIMS(T(g, "k"), 2, 10, 24);
+	ASSERT_DIMS(T(g, "kt"), 2, 3, 8, 10);
+	ASSERT_DIMS(T(g, "s"), 2, 3, 10, 10);
+	ASSERT_DIMS(T(g, "o"), 2, 3, 10, 8);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_FC], 1);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_ATTN_MATMUL], 2);
+	/* 10*24*72 + 3*10*10*8 + 3*10*8*10 per sample */
+	ASSERT_EQ_INT(f.macs_per_sample, 17280 + 2400 + 2400);
+	ASSERT_EQ_INT(f.params, 24 * 72);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+HP_TEST(shape_broadcast_slice_squeeze_pad_resize)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 4, 6, 6}, bias[3] = {4, 1, 1};
+	int64_t st[1] = {-1}, en[1] = {-100}, ax[1] = {3}, step[1] = {-2};
+	int64_t pads[8] = {0, 0, 1, 2, 0, 0, 1, 2}, axes02[2] = {0, 2};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "bias", 3, bias);
+	ob_node(b, "Add", "x,bias", "y");
+	ob_init_i64(b, "st", 1, st);
+	ob_init_i64(b, "en", 1, en);
+	ob_init_i64(b, "ax", 1, ax);
+	ob_init_i64(b, "step", 1, step);
+	ob_node(b, "Slice", "y,st,en,ax,step", "s"); /* 6 -> 3 along W */
+	ob_init_i64(b, "pads", 8, pads);
+	ob_node(b, "Pad", "s,pads", "p"); /* H 6+2, W 3+4 */
+	ob_node(b, "ReduceMean", "p", "r");
+	ob_init_i64(b, "axes02", 2, axes02);
+	ob_node(b, "Unsqueeze", "x,axes02", "u");
+	ob_output(b, "r");
+	ob_output(b, "u");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 3, NULL, 0, &f, &err), 0);
+	ASSERT_DIMS(T(g, "y"), 3, 4, 6, 6);
+	ASSERT_DIMS(T(g, "s"), 3, 4, 6, 3);
+	ASSERT_DIMS(T(g, "p"), 3, 4, 8, 7);
+	ASSERT_DIMS(T(g, "r"), 1, 1, 1, 1);
+	ASSERT_DIMS(T(g, "u"), 1, 3, 1, 4, 6, 6);
+	ASSERT_EQ_INT(f.params, 4);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+HP_TEST(shape_unknown_op_is_skipped_not_fatal)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[2] = {-1, 16}, w[2] = {8, 16};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	int n;
+
+	ob_input(b, "x", 2, in);
+	ob_node(b, "FancyNewActivation", "x", "a");
+	ob_init(b, "w", 2, w);
+	n = ob_node(b, "Gemm", "a,w", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &f, &err), 0);
+	ASSERT_EQ_INT(f.nskipped, 1);
+	ASSERT_STR_EQ(f.skipped[0], "FancyNewActivation");
+	ASSERT_EQ_INT(f.macs_per_sample, 128);
+	ASSERT_EQ_INT(f.params, 128);
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_OTHER], 1);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+static int parse_err(struct ob *b, char *msg, size_t n)
+{
+	struct hp_error err = {0};
+	struct hp_graph *g = parse_ob(b, &err);
+	struct hp_features f;
+	int rc;
+
+	if (!g) {
+		snprintf(msg, n, "%s", err.msg);
+		return err.code;
+	}
+	rc = hp_analyze(g, 1, NULL, 0, &f, &err);
+	snprintf(msg, n, "%s", err.msg);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	return rc;
+}
+
+HP_TEST(bad_graph_cycle)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[2] = {-1, 4};
+	char msg[256];
+
+	ob_input(b, "x", 2, in);
+	ob_node(b, "Add", "x,c", "a");
+	ob_node(b, "Relu", "a", "c");
+	ob_output(b, "c");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ECYCLE);
+	ASSERT(strstr(msg, "cycle"));
+}
+
+HP_TEST(bad_graph_dangling_name)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[2] = {-1, 4};
+	char msg[256];
+
+	ob_input(b, "x", 2, in);
+	ob_node(b, "Add", "x,nowhere", "a");
+	ob_output(b, "a");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT(strstr(msg, "'nowhere'"));
+}
+
+HP_TEST(bad_graph_negative_pads_and_overflow)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 3, 8, 8}, w[4] = {4, 3, 3, 3};
+	int64_t pads[4] = {-1, 0, 0, 0}, huge[4] = {1 << 20, 1 << 20, 1 << 20,
+						     1 << 20};
+	char msg[256];
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w", 4, w);
+	n = ob_node(b, "Conv", "x,w", "y");
+	ob_attr_ints(b, n, "pads", 4, pads);
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+	ASSERT(strstr(msg, "pad"));
+
+	b = ob_new(13);
+	ob_input(b, "x", 4, huge); /* 2^80 elements */
+	ob_node(b, "Relu", "x", "y");
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w", 4, (int64_t[]){4, 3, 9, 9}); /* kernel > input */
+	ob_node(b, "Conv", "x,w", "y");
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+	ASSERT(strstr(msg, "kernel 9 larger"));
+}
+
+HP_TEST(bad_onnx_truncated_and_garbage)
+{
+	struct hp_error err = {0};
+	char *data;
+	size_t len;
+	struct hp_graph *g;
+	int fails = 0;
+
+	ASSERT_EQ_INT(hp_read_file(hp_test_path("data/models/resnet18.train.onnx"),
+				   1 << 26, &data, &len, &err),
+		      0);
+	/* Every cut of the file parses or fails cleanly; most fail. */
+	for (size_t cut = 0; cut < len; cut += len / 97 + 1) {
+		g = hp_onnx_parse(data, cut, &err);
+		if (!g) {
+			ASSERT(err.msg[0]);
+			fails++;
+		}
+		hp_graph_free(g);
+	}
+	ASSERT(fails > 50);
+	for (size_t i = 0; i < len; i += 7)
+		data[i] = (char)(data[i] * 31 + 7);
+	g = hp_onnx_parse(data, len, &err);
+	hp_graph_free(g);
+	free(data);
+	ASSERT(!hp_onnx_parse("\x0a\xff\xff\xff\xff\x0f", 6, &err));
+	ASSERT(strstr(err.msg, "not a valid ONNX"));
+}
+
+HP_TEST(bad_spec_inputs)
+{
+	static const struct {
+		const char *json;
+		const char *needle;
+	} cases[] = {
+		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
+		 "\"kernel\":9}]}",
+		 "kernel 9 larger"},
+		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"kernel\":2},"
+		 "{\"type\":\"pool\",\"kernel\":2},{\"type\":\"pool\",\"kernel\":2},"
+		 "{\"type\":\"pool\",\"kernel\":2}]}",
+		 "layer 3 (pool)"},
+		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":0,"
+		 "\"kernel\":3}]}",
+		 "\"filters\" is 0"},
+		{"{\"input\":[3,-8,8],\"layers\":[{\"type\":\"relu\"}]}",
+		 "\"input\"[1]"},
+		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filter\":4,"
+		 "\"kernel\":3}]}",
+		 "unknown key \"filter\""},
+		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"lstm\"}]}",
+		 "unknown type"},
+		{"{\"input\":[3,8,8],\"classes\":10,\"layers\":[{\"type\":\"fc\","
+		 "\"units\":7}]}",
+		 "\"classes\" is 10"},
+		{"{\"input\":[3,8,8],\"layers\":[]}", "non-empty"},
+		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"relu\"}],"
+		 "\"layers\":[]}",
+		 "invalid JSON"},
+		{"[1,2]", "object"},
+		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"dropout\",\"p\":1.5}]}",
+		 "\"p\""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hp_error err = {0};
+		struct hp_graph *g = hp_spec_parse(cases[i].json,
+						   strlen(cases[i].json), &err);
+		if (g)
+			HP_FAIL("case %zu parsed", i);
+		if (!strstr(err.msg, cases[i].needle))
+			HP_FAIL("case %zu: '%s' lacks '%s'", i, err.msg,
+				cases[i].needle);
+	}
+}
+
+HP_TEST(model_json_report_keys)
+{
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g =
+		hp_spec_parse(spec_example, strlen(spec_example), &err);
+	struct json_t *j;
+	char *s;
+
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	j = hp_features_json(g, &f);
+	ASSERT(j);
+	s = json_dumps(j, JSON_COMPACT);
+	ASSERT(s);
+	ASSERT(strstr(s, "\"params\":1050954"));
+	ASSERT(strstr(s, "\"macs\":1934592"));
+	ASSERT(strstr(s, "\"forward\":"));
+	ASSERT(strstr(s, "\"backward\":"));
+	ASSERT(strstr(s, "\"activations_bytes\":"));
+	ASSERT(strstr(s, "\"weights_bytes\":4203816"));
+	ASSERT(strstr(s, "\"per_layer\":["));
+	ASSERT(strstr(s, "\"skipped_ops\":[]"));
+	free(s);
+	json_decref(j);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+HP_TEST(util_buf_cap_and_parse)
+{
+	struct hp_buf b;
+	int64_t v;
+	double d;
+
+	hp_buf_init(&b, 8);
+	ASSERT_EQ_INT(hp_buf_adds(&b, "12345678"), 0);
+	ASSERT_EQ_INT(hp_buf_adds(&b, "9"), HP_ETOOBIG);
+	ASSERT_STR_EQ(hp_buf_str(&b), "12345678");
+	hp_buf_reset(&b);
+	ASSERT_EQ_INT(hp_buf_printf(&b, "%d-%s", 42, "x"), 0);
+	ASSERT_STR_EQ(hp_buf_str(&b), "42-x");
+	hp_buf_release(&b);
+	ASSERT_EQ_INT(hp_parse_i64("12", 0, 100, &v), 0);
+	ASSERT_EQ_INT(v, 12);
+	ASSERT_EQ_INT(hp_parse_i64("12x", 0, 100, &v), HP_EINVAL);
+	ASSERT_EQ_INT(hp_parse_i64("101", 0, 100, &v), HP_ERANGE);
+	ASSERT_EQ_INT(hp_parse_i64("99999999999999999999", 0, 100, &v),
+		      HP_ERANGE);
+	ASSERT_EQ_INT(hp_parse_double("1e400", &d), HP_ERANGE);
+	ASSERT_STR_EQ(hp_err_name(HP_ECYCLE), "HP_ECYCLE");
+	ASSERT_STR_EQ(hp_strerror(HP_ENOMEM), "out of memory");
+}
