@@ -208,16 +208,30 @@ static int load_attr(struct ctx *c, struct hp_node *n, int node_idx,
 		for (size_t i = 0; i < ap->n_floats; i++)
 			a->floats[i] = ap->floats[i];
 		a->n = ap->n_floats;
-	} else if (type == HP_ATTR_TENSOR) {
-		/* Only Constant's value is used; it lands on its output. */
-		if (ap->t && n->noutputs == 1 &&
-		    strcmp(n->op, "Constant") == 0) {
-			struct hp_tensor *t = &c->g->tensors[n->outputs[0]];
-			int rc = load_tensor(c, t, ap->t, "constant");
-			if (rc)
-				return rc;
-			a->tensor = n->outputs[0];
+	} else if (type == HP_ATTR_TENSOR && ap->t) {
+		/* Constant's value lands on its output; other ops' tensor
+		 * attributes (ConstantOfShape's fill value) get a tensor of
+		 * their own, named so that it cannot clash with the graph's. */
+		struct hp_tensor *t;
+		int ti, rc;
+
+		if (strcmp(n->op, "Constant") == 0 && n->noutputs == 1 &&
+		    n->outputs[0] >= 0) {
+			ti = n->outputs[0];
+		} else {
+			char nm[96];
+			snprintf(nm, sizeof(nm), "\x01attr%d:%.40s", node_idx,
+				 ap->name);
+			ti = hp_graph_tensor(c->g, nm);
+			if (ti < 0)
+				return hp_error_set(c->err, ti,
+						    "too many tensors");
 		}
+		t = &c->g->tensors[ti];
+		rc = load_tensor(c, t, ap->t, "constant");
+		if (rc)
+			return rc;
+		a->tensor = ti;
 	}
 	(void)node_idx;
 	return 0;
