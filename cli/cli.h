@@ -25,5 +25,6 @@ const char *cli_bytes(int64_t b, char *buf, int len);
 const char *cli_si(double v, char *buf, int len);
 
 int cmd_analyze(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 #endif

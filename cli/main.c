@@ -19,6 +19,9 @@ static const char usage[] =
 	"  analyze MODEL     quantify a model (ONNX or hetpool JSON spec): "
 	"params,\n"
 	"                    MACs, FLOPs, training memory, layer kinds\n"
+	"  profile           measure customized CNNs' training steps on a "
+	"device into\n"
+	"                    a dataset (one configuration, or a sweep)\n"
 	"  help [COMMAND]    show help for a command\n"
 	"\n"
 	"Run 'hetpool COMMAND --help' for a command's options.\n";
@@ -138,6 +141,8 @@ int main(int argc, char **argv)
 dispatch:
 	if (!strcmp(cmd, "analyze"))
 		return cmd_analyze(argc, argv);
+	if (!strcmp(cmd, "profile"))
+		return cmd_profile(argc, argv);
 	return cli_error(EXIT_USAGE,
 			 "'%s' is not a command; see 'hetpool --help'", cmd);
 }

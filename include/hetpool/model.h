@@ -192,6 +192,10 @@ struct hp_spec {
 int hp_spec_parse_only(const char *json, size_t len, struct hp_spec *out,
 		       struct hp_error *err);
 void hp_spec_release(struct hp_spec *s);
+/* The spec as compact JSON that hp_spec_parse_only() reads back; caller
+ * frees; NULL on ENOMEM. */
+char *hp_spec_to_json(const struct hp_spec *s);
+
 /* Build the graph of a parsed spec. */
 struct hp_graph *hp_spec_to_graph(const struct hp_spec *s,
 				  struct hp_error *err);

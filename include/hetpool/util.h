@@ -34,7 +34,8 @@ extern "C" {
 	X(ECYCLE, -9, "graph has a cycle")                                     \
 	X(ETOOBIG, -10, "input too large")                                     \
 	X(EDEVICE, -11, "device unavailable")                                  \
-	X(EINTERNAL, -12, "internal error")
+	X(EINTERNAL, -12, "internal error")                                    \
+	X(ECANCELED, -13, "canceled")
 
 enum hp_err {
 	HP_OK = 0,
@@ -133,6 +134,29 @@ static inline bool hp_add_i64(int64_t a, int64_t b, int64_t *out)
 /* Duplicate n bytes of s into a NUL-terminated string; NULL on ENOMEM. */
 char *hp_strndup(const char *s, size_t n);
 char *hp_strdup(const char *s);
+
+/*
+ * CSV (RFC 4180: quoted fields, doubled quotes, CRLF or LF).  A reader
+ * walks a caller-owned text one record at a time; fields are returned as
+ * NUL-terminated strings owned by the reader, valid until the next call.
+ */
+struct hp_csv {
+	const char *p, *end;
+	int line;	/* line where the record last read starts (1-based) */
+	int lines_seen; /* internal */
+	char **fields;
+	int nfields, afields;
+	struct hp_buf rec; /* unescaped fields, each NUL-terminated */
+};
+void hp_csv_init(struct hp_csv *c, const char *text, size_t len);
+void hp_csv_release(struct hp_csv *c);
+/* Read the next record: 1 if one was read, 0 at the end, or a negative code
+ * (HP_EPARSE: an unterminated quote) with err naming the line. */
+int hp_csv_next(struct hp_csv *c, struct hp_error *err);
+/* Index of a header field by name in the current record, or -1. */
+int hp_csv_index(const struct hp_csv *c, const char *name);
+/* Append s to b as one CSV field (quoted when it needs to be). */
+int hp_csv_add_field(struct hp_buf *b, const char *s);
 
 /* Monotonic clock in seconds. */
 double hp_now_s(void);

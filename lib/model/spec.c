@@ -551,3 +551,52 @@ struct hp_graph *hp_spec_parse(const char *json, size_t len,
 	hp_spec_release(&s);
 	return g;
 }
+
+char *hp_spec_to_json(const struct hp_spec *s)
+{
+	json_t *root, *layers;
+	char *out;
+
+	root = json_pack("{s:s, s:[I,I,I]}", "name", s->name ? s->name : "spec",
+			 "input", (json_int_t)s->input[0],
+			 (json_int_t)s->input[1], (json_int_t)s->input[2]);
+	if (!root)
+		return NULL;
+	if (s->classes > 0)
+		json_object_set_new(root, "classes", json_integer(s->classes));
+	layers = json_array();
+	for (int i = 0; i < s->nlayers; i++) {
+		const struct hp_spec_layer *L = &s->layers[i];
+		json_t *o = NULL;
+		switch (L->type) {
+		case HP_LAYER_CONV:
+			o = json_pack("{s:s, s:I, s:I, s:I, s:I}", "type",
+				      "conv", "filters", (json_int_t)L->filters,
+				      "kernel", (json_int_t)L->kernel, "stride",
+				      (json_int_t)L->stride, "pad",
+				      (json_int_t)L->pad);
+			break;
+		case HP_LAYER_POOL:
+			o = json_pack("{s:s, s:s, s:I, s:I, s:I}", "type",
+				      "pool", "op", L->pool_max ? "max" : "avg",
+				      "kernel", (json_int_t)L->kernel, "stride",
+				      (json_int_t)L->stride, "pad",
+				      (json_int_t)L->pad);
+			break;
+		case HP_LAYER_FC:
+			o = json_pack("{s:s, s:I}", "type", "fc", "units",
+				      (json_int_t)L->units);
+			break;
+		case HP_LAYER_DROPOUT:
+			o = json_pack("{s:s, s:f}", "type", "dropout", "p", L->p);
+			break;
+		default:
+			o = json_pack("{s:s}", "type", layer_names[L->type]);
+		}
+		json_array_append_new(layers, o);
+	}
+	json_object_set_new(root, "layers", layers);
+	out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	return out;
+}

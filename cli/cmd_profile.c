@@ -1,0 +1,496 @@
+/*
+ * cmd_profile.c - `hetpool profile`: measure one configuration or a whole
+ * sweep of customized CNNs on a device into a dataset CSV, appended row by
+ * row so that an interrupted sweep leaves a valid file and --resume goes
+ * on where it stopped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hetpool/profile.h"
+
+static const char help[] =
+	"usage: hetpool profile --spec SPEC.json --batch N [options]\n"
+	"       hetpool profile --sweep SWEEP.json|default [options]\n"
+	"\n"
+	"Measure training steps of customized CNNs on a device and append one "
+	"row per\n"
+	"configuration to a dataset CSV (columns: docs/dataset.md).  Each "
+	"configuration\n"
+	"is warmed up, then stepped until its median step time is stable or "
+	"the time\n"
+	"budget is spent.  Energy is recorded where the device reports it "
+	"(NVML on\n"
+	"GPUs); on a CPU without counters it is left empty: not measured.\n"
+	"\n"
+	"  --spec FILE         one model spec (JSON) ...\n"
+	"  --batch N           ... at this batch size\n"
+	"  --sweep FILE        a sweep of ranges (see docs/profiler.md), or "
+	"'default'\n"
+	"                      for the built-in CPU sweep (180 configurations)\n"
+	"  --device DEV        cpu (default) or cuda:K\n"
+	"  --out FILE          the dataset CSV (default: profile.csv)\n"
+	"  --resume            continue a dataset: skip configurations it "
+	"holds\n"
+	"  --threads N         CPU threads (default: all cores)\n"
+	"  --optimizer OPT     sgd (momentum, default) or adam\n"
+	"  --max-seconds S     timed stepping per configuration (default 4)\n"
+	"  --limit N           profile at most N configurations of the sweep\n"
+	"  --list              print the sweep's configurations and stop\n"
+	"  --json              print a JSON summary on stdout\n"
+	"\n"
+	"A progress bar with ETA shows on a terminal.  Ctrl-C stops after "
+	"the\n"
+	"configuration being measured is abandoned; the file stays valid.\n"
+	"\n"
+	"examples:\n"
+	"  hetpool profile --spec cnn.json --batch 32 --out cnn.csv\n"
+	"  hetpool profile --sweep default --out data/profiles/cpu.csv\n"
+	"  hetpool profile --sweep default --out data/profiles/cpu.csv "
+	"--resume\n";
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+struct done_set {
+	char (*ids)[96];
+	int n, cap;
+	const char *device;
+	int threads;
+};
+
+static int collect_done(const struct hp_profile_row *r, void *ud)
+{
+	struct done_set *d = ud;
+
+	if (strcmp(r->device, d->device))
+		return 0;
+	if (d->n == d->cap) {
+		int nc = d->cap ? d->cap * 2 : 256;
+		void *p = realloc(d->ids, (size_t)nc * sizeof(*d->ids));
+		if (!p)
+			return HP_ENOMEM;
+		d->ids = p;
+		d->cap = nc;
+	}
+	memcpy(d->ids[d->n++], r->config_id, sizeof(d->ids[0]));
+	return 0;
+}
+
+static bool is_done(const struct done_set *d, const char *id)
+{
+	for (int i = 0; i < d->n; i++)
+		if (!strcmp(d->ids[i], id))
+			return true;
+	return false;
+}
+
+/* Write all of buf with one write() where the kernel allows, then fsync:
+ * a kill leaves at worst a torn last line, which --resume cuts. */
+static int append_line(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, buf, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += w;
+		len -= (size_t)w;
+	}
+	return fsync(fd);
+}
+
+static void fmt_eta(double s, char *buf, size_t n)
+{
+	if (s < 0 || !isfinite(s))
+		snprintf(buf, n, "--");
+	else if (s >= 3600)
+		snprintf(buf, n, "%dh%02dm", (int)(s / 3600),
+			 (int)(s / 60) % 60);
+	else
+		snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
+}
+
+static void progress(int i, int n, const char *id, double elapsed, bool tty)
+{
+	char eta[32];
+	int width = 28, fill;
+
+	if (!tty)
+		return;
+	fill = n ? width * i / n : width;
+	fmt_eta(i ? elapsed / i * (n - i) : -1, eta, sizeof(eta));
+	fprintf(stderr, "\r[");
+	for (int k = 0; k < width; k++)
+		fputc(k < fill ? '=' : (k == fill ? '>' : ' '), stderr);
+	fprintf(stderr, "] %d/%d ETA %s  %-40.40s", i, n, eta, id);
+	fflush(stderr);
+}
+
+static char *dir_of(const char *path)
+{
+	char *copy = strdup(path), *d;
+
+	if (!copy)
+		return NULL;
+	d = strdup(dirname(copy));
+	free(copy);
+	return d;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"spec", required_argument, NULL, 's'},
+		{"batch", required_argument, NULL, 'b'},
+		{"sweep", required_argument, NULL, 'w'},
+		{"device", required_argument, NULL, 'd'},
+		{"out", required_argument, NULL, 'o'},
+		{"resume", no_argument, NULL, 'r'},
+		{"threads", required_argument, NULL, 't'},
+		{"optimizer", required_argument, NULL, 'O'},
+		{"max-seconds", required_argument, NULL, 'm'},
+		{"limit", required_argument, NULL, 'l'},
+		{"list", no_argument, NULL, 'L'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *spec_path = NULL, *sweep_arg = NULL, *out = "profile.csv";
+	int64_t batch = 0, threads = 0, limit = 0;
+	bool resume = false, list = false, json = false;
+	bool tty = isatty(STDERR_FILENO);
+	struct hp_profile_opts po;
+	struct hp_error err = {0};
+	struct hp_sweep sw = {0};
+	struct done_set done = {0};
+	struct hp_profile_row *row = NULL;
+	struct hp_buf line;
+	int c, rc = EXIT_OK, fd = -1, measured = 0, skipped = 0, failed = 0;
+	double t0;
+
+	hp_profile_opts_init(&po);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			spec_path = optarg;
+			break;
+		case 'b':
+			if (hp_parse_i64(optarg, 1, 1 << 20, &batch))
+				return cli_error(EXIT_USAGE,
+						 "--batch '%s': give a whole "
+						 "number from 1 to %d",
+						 optarg, 1 << 20);
+			break;
+		case 'w':
+			sweep_arg = optarg;
+			break;
+		case 'd':
+			if (strcmp(optarg, "cpu") && strncmp(optarg, "cuda:", 5))
+				return cli_error(EXIT_USAGE,
+						 "--device '%s': use cpu or "
+						 "cuda:K",
+						 optarg);
+			po.device = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			resume = true;
+			break;
+		case 't':
+			if (hp_parse_i64(optarg, 1, 4096, &threads))
+				return cli_error(EXIT_USAGE,
+						 "--threads '%s': give a whole "
+						 "number from 1 to 4096",
+						 optarg);
+			po.threads = (int)threads;
+			break;
+		case 'O':
+			if (!strcmp(optarg, "sgd"))
+				po.opt = HP_OPT_SGD;
+			else if (!strcmp(optarg, "adam"))
+				po.opt = HP_OPT_ADAM;
+			else
+				return cli_error(EXIT_USAGE,
+						 "--optimizer '%s': use sgd or "
+						 "adam",
+						 optarg);
+			break;
+		case 'm':
+			if (hp_parse_double(optarg, &po.max_seconds) ||
+			    !(po.max_seconds > 0 && po.max_seconds <= 3600))
+				return cli_error(EXIT_USAGE,
+						 "--max-seconds '%s': give "
+						 "seconds between 0 and 3600",
+						 optarg);
+			break;
+		case 'l':
+			if (hp_parse_i64(optarg, 1, 1 << 30, &limit))
+				return cli_error(EXIT_USAGE,
+						 "--limit '%s': give a whole "
+						 "number of 1 or more",
+						 optarg);
+			break;
+		case 'L':
+			list = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return EXIT_OK;
+		default:
+			return cli_error(EXIT_USAGE,
+					 "profile: unknown option '%s'; see "
+					 "'hetpool profile --help'",
+					 argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return cli_error(EXIT_USAGE, "profile: unexpected argument '%s'",
+				 argv[optind]);
+	if (!!spec_path == !!sweep_arg)
+		return cli_error(EXIT_USAGE,
+				 "profile: give --spec FILE --batch N, or "
+				 "--sweep FILE|default");
+	if (spec_path && !batch)
+		return cli_error(EXIT_USAGE, "profile: --spec needs --batch N");
+
+	/* The configurations to measure. */
+	if (spec_path) {
+		char *text;
+		size_t len;
+		if (hp_read_file(spec_path, 16u << 20, &text, &len, &err) ||
+		    (sw.configs = calloc(1, sizeof(*sw.configs))) == NULL ||
+		    hp_spec_parse_only(text, len, &sw.configs[0].spec, &err)) {
+			if (!err.code)
+				hp_error_set(&err, HP_ENOMEM, "out of memory");
+			free(text);
+			free(sw.configs);
+			return cli_error(cli_status_for(err.code), "'%s': %s",
+					 spec_path, err.msg);
+		}
+		free(text);
+		sw.n = 1;
+		snprintf(sw.configs[0].id, sizeof(sw.configs[0].id),
+			 "spec:%.60s:b%lld", sw.configs[0].spec.name,
+			 (long long)batch);
+		snprintf(sw.configs[0].family, sizeof(sw.configs[0].family),
+			 "spec:%.24s", sw.configs[0].spec.name);
+		sw.configs[0].batch = batch;
+		sw.configs[0].input_size = sw.configs[0].spec.input[1];
+	} else if (!strcmp(sweep_arg, "default")) {
+		if (hp_sweep_default(&sw, &err))
+			return cli_error(EXIT_FAIL, "default sweep: %s",
+					 err.msg);
+	} else {
+		char *text, *dir;
+		size_t len;
+		if (hp_read_file(sweep_arg, 16u << 20, &text, &len, &err))
+			return cli_error(cli_status_for(err.code), "'%s': %s",
+					 sweep_arg, err.msg);
+		dir = dir_of(sweep_arg);
+		rc = hp_sweep_parse(text, len, dir, &sw, &err);
+		free(text);
+		free(dir);
+		if (rc)
+			return cli_error(cli_status_for(rc), "'%s': %s",
+					 sweep_arg, err.msg);
+	}
+	if (list) {
+		for (int i = 0; i < sw.n; i++)
+			printf("%s\t%s\tbatch=%lld\n", sw.configs[i].id,
+			       sw.configs[i].family,
+			       (long long)sw.configs[i].batch);
+		hp_sweep_release(&sw);
+		return EXIT_OK;
+	}
+
+	/* The dataset: new, or resumed (a torn last line is cut off). */
+	done.device = strncmp(po.device, "cuda", 4) ? "cpu" : po.device;
+	if (access(out, F_OK) == 0) {
+		int64_t torn = 0;
+		struct stat st;
+		if (!resume) {
+			hp_sweep_release(&sw);
+			return cli_error(EXIT_USAGE,
+					 "'%s' exists: add --resume to continue "
+					 "it, or choose another --out",
+					 out);
+		}
+		if (stat(out, &st) == 0 && st.st_size > 0) {
+			if (hp_dataset_read(out, collect_done, &done, &torn,
+					    &err)) {
+				hp_sweep_release(&sw);
+				free(done.ids);
+				return cli_error(cli_status_for(err.code),
+						 "'%s': %s", out, err.msg);
+			}
+			if (torn > 0) {
+				if (truncate(out, st.st_size - torn) != 0) {
+					hp_sweep_release(&sw);
+					free(done.ids);
+					return cli_error(EXIT_FAIL,
+							 "'%s': cannot cut the "
+							 "torn last line: %s",
+							 out, strerror(errno));
+				}
+				fprintf(stderr,
+					"hetpool: '%s': cut a torn last line "
+					"(%lld bytes) left by an interrupted "
+					"run\n",
+					out, (long long)torn);
+			}
+		}
+	}
+	fd = open(out, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	if (fd < 0) {
+		hp_sweep_release(&sw);
+		free(done.ids);
+		return cli_error(EXIT_USAGE, "cannot open '%s': %s", out,
+				 strerror(errno));
+	}
+	hp_buf_init(&line, 1u << 20);
+	{
+		struct stat st;
+		if (fstat(fd, &st) == 0 && st.st_size == 0) {
+			hp_buf_adds(&line, hp_dataset_header());
+			hp_buf_add(&line, "\n", 1);
+			if (append_line(fd, line.data, line.len)) {
+				rc = cli_error(EXIT_FAIL, "cannot write '%s': %s",
+					       out, strerror(errno));
+				goto out;
+			}
+		}
+	}
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	po.stop = &stop_flag;
+	row = malloc(sizeof(*row));
+	if (!row) {
+		rc = cli_error(EXIT_FAIL, "out of memory");
+		goto out;
+	}
+	{
+		int todo = 0, k = 0;
+		for (int i = 0; i < sw.n; i++)
+			todo += !is_done(&done, sw.configs[i].id);
+		if (limit && todo > limit)
+			todo = (int)limit;
+		t0 = hp_now_s();
+		for (int i = 0; i < sw.n && k < todo; i++) {
+			const struct hp_sweep_config *cfg = &sw.configs[i];
+			if (is_done(&done, cfg->id)) {
+				skipped++;
+				continue;
+			}
+			progress(k, todo, cfg->id, hp_now_s() - t0, tty);
+			hp_error_clear(&err);
+			int prc = hp_profile_config(cfg, &po, row, &err);
+			k++;
+			if (prc == HP_ECANCELED || stop_flag) {
+				if (tty)
+					fputc('\n', stderr);
+				fprintf(stderr,
+					"hetpool: interrupted: %d of %d "
+					"configurations are in '%s'; continue "
+					"with --resume\n",
+					measured, todo, out);
+				rc = 130;
+				goto out;
+			}
+			if (prc == HP_ETOOBIG || prc == HP_EINVAL ||
+			    prc == HP_ESHAPE) {
+				if (tty)
+					fputc('\n', stderr);
+				fprintf(stderr, "hetpool: skipped %s: %s\n",
+					cfg->id, err.msg);
+				failed++;
+				continue;
+			}
+			if (prc) {
+				if (tty)
+					fputc('\n', stderr);
+				rc = cli_error(cli_status_for(prc), "%s: %s",
+					       cfg->id, err.msg);
+				goto out;
+			}
+			hp_buf_reset(&line);
+			if (hp_dataset_format_row(row, &line) ||
+			    append_line(fd, line.data, line.len)) {
+				rc = cli_error(EXIT_FAIL, "cannot write '%s': %s",
+					       out, strerror(errno));
+				goto out;
+			}
+			measured++;
+		}
+		progress(todo, todo, "done", hp_now_s() - t0, tty);
+		if (tty)
+			fputc('\n', stderr);
+	}
+	if (json) {
+		json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:f}", "out", out,
+				      "measured", measured, "already_done",
+				      skipped, "skipped", failed, "seconds",
+				      hp_now_s() - t0);
+		if (spec_path && measured == 1)
+			json_object_set_new(
+				j, "result",
+				json_pack("{s:s, s:I, s:f, s:f, s:i, s:I, s:s, "
+					  "s:s}",
+					  "config_id", row->config_id, "batch",
+					  (json_int_t)row->batch, "step_time_s",
+					  row->step_time_s, "step_time_cv",
+					  row->step_time_cv, "steps",
+					  row->steps, "peak_mem_bytes",
+					  (json_int_t)row->peak_mem_bytes,
+					  "backend", row->backend,
+					  "energy_source", row->energy_source));
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+		json_decref(j);
+	} else if (spec_path && measured == 1) {
+		printf("%s  batch %lld  median step %.3f ms  cv %.1f%%  "
+		       "steps %d  memory %.1f MiB  energy %s\n",
+		       row->config_id, (long long)row->batch,
+		       row->step_time_s * 1e3, row->step_time_cv * 100,
+		       row->steps, (double)row->peak_mem_bytes / 1048576.0,
+		       row->energy_source);
+	} else {
+		printf("profiled %d configurations into '%s' (%d already "
+		       "there, %d skipped) in %.0f s\n",
+		       measured, out, skipped, failed, hp_now_s() - t0);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	hp_buf_release(&line);
+	free(row);
+	free(done.ids);
+	hp_sweep_release(&sw);
+	return rc;
+}

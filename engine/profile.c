@@ -1,0 +1,223 @@
+/*
+ * profile.c - time a configuration's training steps on a device: warm-up,
+ * then timed steps until the median is stable or the time is up; record
+ * the median, spread, memory, energy (only where measured) and who ran it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hetpool/profile.h"
+#include "util/banned.h"
+
+void hp_profile_opts_init(struct hp_profile_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->device = "cpu";
+	o->opt = HP_OPT_SGD;
+	o->warmup_steps = 3;
+	o->warmup_s = 0.2;
+	o->min_steps = 10;
+	o->max_steps = 500;
+	o->max_seconds = 4.0;
+	o->stable_rel = 0.01;
+	o->seed = 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median_of(const double *v, int n, double *tmp)
+{
+	memcpy(tmp, v, (size_t)n * sizeof(*v));
+	qsort(tmp, (size_t)n, sizeof(*tmp), cmp_double);
+	return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+static void cpu_model(char *out, size_t n)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[512];
+
+	snprintf(out, n, "unknown CPU");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "model name", 10)) {
+			char *p = strchr(line, ':');
+			if (p) {
+				p++;
+				while (*p == ' ')
+					p++;
+				p[strcspn(p, "\n")] = '\0';
+				snprintf(out, n, "%s", p);
+			}
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static void fill_identity(struct hp_profile_row *r, const struct hp_engine *e,
+			  const struct hp_profile_opts *o)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	snprintf(r->device, sizeof(r->device), "%s",
+		 strncmp(o->device, "cuda", 4) ? "cpu" : o->device);
+	cpu_model(r->device_name, sizeof(r->device_name));
+	snprintf(r->backend, sizeof(r->backend), "%s",
+		 hp_engine_device_desc(e));
+	if (gethostname(r->host, sizeof(r->host)) != 0)
+		snprintf(r->host, sizeof(r->host), "unknown");
+	r->host[sizeof(r->host) - 1] = '\0';
+	r->driver[0] = '\0';
+	snprintf(r->optimizer, sizeof(r->optimizer), "%s",
+		 o->opt == HP_OPT_ADAM ? "adam" : "sgd");
+	gmtime_r(&now, &tm);
+	strftime(r->timestamp, sizeof(r->timestamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(r->hetpool_version, sizeof(r->hetpool_version), "%s",
+		 hp_version());
+}
+
+static int fill_features(const struct hp_sweep_config *c,
+			 struct hp_profile_row *r, struct hp_error *err)
+{
+	struct hp_graph *g = hp_spec_to_graph(&c->spec, err);
+	struct hp_features f;
+	char *json;
+	int rc;
+
+	if (!g)
+		return err ? err->code : HP_ENOMEM;
+	rc = hp_analyze(g, c->batch, NULL, 0, &f, err);
+	hp_graph_free(g);
+	if (rc)
+		return rc;
+	r->params = f.params;
+	r->macs_per_sample = f.macs_per_sample;
+	r->flops_fwd = f.flops_fwd;
+	r->flops_bwd = f.flops_bwd_input + f.flops_bwd_weight;
+	r->activations_bytes = f.activations_bytes;
+	hp_features_release(&f);
+	json = hp_spec_to_json(&c->spec);
+	if (!json)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	if (strlen(json) >= sizeof(r->spec_json)) {
+		free(json);
+		return hp_error_set(err, HP_ETOOBIG, "spec too long to record");
+	}
+	memcpy(r->spec_json, json, strlen(json) + 1);
+	free(json);
+	return 0;
+}
+
+int hp_profile_config(const struct hp_sweep_config *c,
+		      const struct hp_profile_opts *o,
+		      struct hp_profile_row *r, struct hp_error *err)
+{
+	struct hp_engine_opts eo;
+	struct hp_engine *e = NULL;
+	double *t = NULL, *tmp = NULL, t0, sum = 0, sum2 = 0, mean;
+	struct rusage ru;
+	int n = 0, rc;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->config_id, sizeof(r->config_id), "%s", c->id);
+	snprintf(r->family, sizeof(r->family), "%s", c->family);
+	r->batch = c->batch;
+	r->conv_layers = c->conv_layers;
+	r->filters = c->filters;
+	r->fc_layers = c->fc_layers;
+	r->fc_width = c->fc_width;
+	r->input_size = c->input_size;
+	r->energy_per_step_j = NAN;
+	r->power_w = NAN;
+	snprintf(r->energy_source, sizeof(r->energy_source), "not measured");
+	if ((rc = fill_features(c, r, err)))
+		return rc;
+
+	hp_engine_opts_init(&eo);
+	eo.device = o->device;
+	eo.threads = o->threads;
+	eo.batch = c->batch;
+	eo.opt = o->opt;
+	eo.seed = o->seed;
+	eo.max_bytes = o->max_bytes;
+	e = hp_engine_new(&c->spec, &eo, err);
+	if (!e)
+		return err ? err->code : HP_ENOMEM;
+	t = malloc((size_t)o->max_steps * sizeof(*t));
+	tmp = malloc((size_t)o->max_steps * sizeof(*tmp));
+	if (!t || !tmp) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = hp_engine_fill_synthetic(e, o->seed, err)))
+		goto out;
+	/* Warm-up: JIT, caches, first-touch of memory, clock ramp-up. */
+	t0 = hp_now_s();
+	for (int i = 0; i < o->warmup_steps || hp_now_s() - t0 < o->warmup_s;
+	     i++) {
+		if (o->stop && *o->stop) {
+			rc = hp_error_set(err, HP_ECANCELED, "interrupted");
+			goto out;
+		}
+		if ((rc = hp_engine_step(e, NULL, err)))
+			goto out;
+		r->warmup_steps = i + 1;
+		if (i >= 1000)
+			break;
+	}
+	t0 = hp_now_s();
+	while (n < o->max_steps) {
+		double s = hp_now_s();
+		if (o->stop && *o->stop) {
+			rc = hp_error_set(err, HP_ECANCELED, "interrupted");
+			goto out;
+		}
+		if ((rc = hp_engine_step(e, NULL, err)))
+			goto out;
+		t[n] = hp_now_s() - s;
+		sum += t[n];
+		sum2 += t[n] * t[n];
+		n++;
+		if (n >= o->min_steps) {
+			double m = median_of(t, n, tmp);
+			double var = (sum2 - sum * sum / n) / (n - 1);
+			double se = 1.2533 * sqrt(var > 0 ? var : 0) / sqrt(n);
+			if (se <= o->stable_rel * m)
+				break;
+			if (hp_now_s() - t0 >= o->max_seconds)
+				break;
+		}
+	}
+	mean = sum / n;
+	r->steps = n;
+	r->step_time_s = median_of(t, n, tmp);
+	r->step_time_min_s = tmp[0];
+	r->step_time_p90_s = tmp[(int)(0.9 * (n - 1))];
+	r->step_time_cv =
+		n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1))) / mean
+		      : 0;
+	r->peak_mem_bytes = (int64_t)hp_engine_peak_bytes(e);
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		r->peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
+	r->threads = o->threads > 0 ? o->threads
+				     : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	fill_identity(r, e, o);
+	rc = 0;
+out:
+	free(t);
+	free(tmp);
+	hp_engine_free(e);
+	return rc;
+}

@@ -1,0 +1,128 @@
+/*
+ * perf.h - measuring performance: sweeps of customized CNNs (the design's
+ * variables: conv layers, filters, FC layers, FC width, input size, batch
+ * size) and the dataset the profiler appends to, row by row.
+ *
+ * Ownership: hp_sweep_* fill a caller-owned struct hp_sweep released with
+ * hp_sweep_release(); dataset rows are caller-owned structs of fixed-size
+ * strings.
+ */
+#ifndef HETPOOL_PERF_H
+#define HETPOOL_PERF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hetpool/model.h"
+#include "hetpool/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One configuration to measure: a spec at a batch size. */
+struct hp_sweep_config {
+	char id[96]; /* stable: the same variables give the same id */
+	char family[32]; /* architecture family, e.g. "c3-f2" */
+	struct hp_spec spec;
+	int64_t batch;
+	/* The structural variables (0 for explicit specs where unknown). */
+	int conv_layers;
+	int64_t filters;
+	int fc_layers; /* fully connected layers, the classifier included */
+	int64_t fc_width;
+	int64_t input_size;
+};
+
+struct hp_sweep {
+	struct hp_sweep_config *configs;
+	int n;
+};
+
+/*
+ * Parse a sweep file:
+ *   {"conv_layers": [1,2,3], "filters": [16,32], "fc_layers": [1,2],
+ *    "fc_width": [128], "input_size": [32], "batch": [16,64],
+ *    "channels": 3, "classes": 10, "bn": true, "dropout": 0,
+ *    "sample": 0, "seed": 1, "specs": ["extra.json"]}
+ * Every combination of the lists is a configuration ("sample": N keeps N
+ * of them, drawn with the seed); "specs" adds explicit spec files (paths
+ * relative to base_dir) at each batch size.  The text "default" (or NULL)
+ * gives the built-in default CPU sweep.
+ */
+int hp_sweep_parse(const char *json, size_t len, const char *base_dir,
+		   struct hp_sweep *out, struct hp_error *err);
+int hp_sweep_default(struct hp_sweep *out, struct hp_error *err);
+void hp_sweep_release(struct hp_sweep *s);
+/* The JSON text of the built-in default sweep (static). */
+const char *hp_sweep_default_json(void);
+
+/*
+ * Build the customized CNN for the structural variables: conv_layers times
+ * [conv 3x3 pad 1 with `filters` filters, bn (if bn), relu, 2x2 max pool
+ * while the image is 8 or more], then fc_layers - 1 hidden fc layers of
+ * fc_width units with relu (and dropout if > 0), then fc to classes.
+ */
+int hp_sweep_make_spec(int conv_layers, int64_t filters, int fc_layers,
+		       int64_t fc_width, int64_t input_size, int64_t channels,
+		       int64_t classes, bool bn, double dropout,
+		       struct hp_spec *out, struct hp_error *err);
+
+/* One measured configuration: a row of the dataset CSV. */
+struct hp_profile_row {
+	char config_id[96];
+	char family[32];
+	char spec_json[8192];
+	int64_t batch;
+	int conv_layers;
+	int64_t filters;
+	int fc_layers;
+	int64_t fc_width;
+	int64_t input_size;
+	/* From the analysis. */
+	int64_t params;
+	int64_t macs_per_sample;
+	double flops_fwd, flops_bwd; /* whole batch */
+	int64_t activations_bytes;
+	/* The measurement. */
+	char device[32];       /* device type: "cpu" or a catalog id */
+	char device_name[128]; /* CPU model or GPU name */
+	char backend[128];     /* e.g. "oneDNN 2.6.3 avx2, 2 threads" */
+	char host[64];
+	char driver[64]; /* GPU driver, "" on the CPU */
+	int threads;
+	char optimizer[8];
+	double step_time_s; /* median */
+	double step_time_cv; /* stdev / mean of the timed steps */
+	double step_time_min_s, step_time_p90_s;
+	int steps, warmup_steps;
+	int64_t peak_mem_bytes; /* allocated by the engine */
+	int64_t peak_rss_bytes; /* the process, from getrusage */
+	double energy_per_step_j; /* NaN: not measured */
+	double power_w;		  /* NaN: not measured */
+	char energy_source[32];	  /* "nvml", or "not measured" */
+	char timestamp[32];	  /* UTC, ISO 8601 */
+	char hetpool_version[16];
+};
+
+/* The dataset's columns, in order, and the header line (no newline). */
+const char *hp_dataset_header(void);
+/* Append one row as a CSV line (with the newline) to b. */
+int hp_dataset_format_row(const struct hp_profile_row *r, struct hp_buf *b);
+/*
+ * Read a dataset file: calls fn for each complete row (a last line without
+ * its newline, left by a kill mid-write, is reported through *torn_bytes
+ * so the caller can cut it).  Returns 0 or a negative code (err names the
+ * line).
+ */
+typedef int (*hp_dataset_row_fn)(const struct hp_profile_row *r, void *ud);
+int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
+		    int64_t *torn_bytes, struct hp_error *err);
+
+/* The version of hetpool, e.g. "0.1.0". */
+const char *hp_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HETPOOL_PERF_H */

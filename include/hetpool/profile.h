@@ -1,0 +1,49 @@
+/*
+ * profile.h - the profiler: run a configuration's training steps on a
+ * device until the median step time is stable (bounded in time), and
+ * record time, its spread, memory and energy where the device reports it,
+ * with the model's features and the identity of host and device.
+ */
+#ifndef HETPOOL_PROFILE_H
+#define HETPOOL_PROFILE_H
+
+#include <signal.h>
+
+#include "hetpool/engine.h"
+#include "hetpool/perf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hp_profile_opts {
+	const char *device; /* "cpu" or "cuda:K" */
+	int threads;	    /* 0: all cores */
+	enum hp_optimizer opt;
+	int warmup_steps;   /* at least this many untimed steps (3) */
+	double warmup_s;    /* and at least this long (0.2 s) */
+	int min_steps;	    /* timed steps before stopping (10) */
+	int max_steps;	    /* at most (500) */
+	double max_seconds; /* timed stepping stops after this (4 s) */
+	double stable_rel;  /* stop once the median's standard error is
+			       below this fraction of it (0.01) */
+	uint64_t seed;
+	size_t max_bytes; /* refuse configurations needing more (0: 80% RAM) */
+	volatile sig_atomic_t *stop; /* set by a signal handler: cancel */
+};
+
+void hp_profile_opts_init(struct hp_profile_opts *o);
+
+/*
+ * Measure one configuration into row (caller's).  HP_ETOOBIG when the
+ * batch cannot fit (nothing large allocated), HP_EDEVICE for a device that
+ * is not there, HP_ECANCELED when *o->stop was set.
+ */
+int hp_profile_config(const struct hp_sweep_config *c,
+		      const struct hp_profile_opts *o,
+		      struct hp_profile_row *row, struct hp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

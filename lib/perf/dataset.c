@@ -1,0 +1,208 @@
+/*
+ * dataset.c - the profiler's dataset: one CSV row per measured
+ * configuration, columns documented in docs/dataset.md.  One table of
+ * columns drives both the writer and the reader.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetpool/perf.h"
+#include "util/banned.h"
+
+enum col_type { C_STR, C_I64, C_INT, C_F64 };
+
+struct col {
+	const char *name;
+	enum col_type type;
+	size_t off;
+	size_t size; /* strings: buffer size */
+};
+
+#define S(f) {#f, C_STR, offsetof(struct hp_profile_row, f), \
+	       sizeof(((struct hp_profile_row *)0)->f)}
+#define I(f) {#f, C_I64, offsetof(struct hp_profile_row, f), 0}
+#define N(f) {#f, C_INT, offsetof(struct hp_profile_row, f), 0}
+#define F(f) {#f, C_F64, offsetof(struct hp_profile_row, f), 0}
+
+static const struct col cols[] = {
+	S(config_id),	  S(family),	      N(conv_layers),
+	I(filters),	  N(fc_layers),	      I(fc_width),
+	I(input_size),	  I(batch),	      I(params),
+	I(macs_per_sample), F(flops_fwd),     F(flops_bwd),
+	I(activations_bytes), S(device),      S(device_name),
+	S(backend),	  S(host),	      S(driver),
+	N(threads),	  S(optimizer),	      F(step_time_s),
+	F(step_time_cv),  F(step_time_min_s), F(step_time_p90_s),
+	N(steps),	  N(warmup_steps),    I(peak_mem_bytes),
+	I(peak_rss_bytes), F(energy_per_step_j), F(power_w),
+	S(energy_source), S(timestamp),	      S(hetpool_version),
+	S(spec_json),
+};
+#define NCOLS ((int)(sizeof(cols) / sizeof(cols[0])))
+
+const char *hp_version(void)
+{
+	return "0.1.0";
+}
+
+const char *hp_dataset_header(void)
+{
+	static char header[2048];
+
+	if (!header[0]) {
+		size_t off = 0;
+		for (int i = 0; i < NCOLS && off < sizeof(header); i++)
+			off += (size_t)snprintf(header + off,
+						sizeof(header) - off, "%s%s",
+						i ? "," : "", cols[i].name);
+	}
+	return header;
+}
+
+int hp_dataset_format_row(const struct hp_profile_row *r, struct hp_buf *b)
+{
+	const char *base = (const char *)r;
+	int rc = 0;
+
+	for (int i = 0; i < NCOLS && !rc; i++) {
+		const void *p = base + cols[i].off;
+		char num[64];
+
+		if (i && (rc = hp_buf_add(b, ",", 1)))
+			break;
+		switch (cols[i].type) {
+		case C_STR:
+			rc = hp_csv_add_field(b, p);
+			break;
+		case C_I64:
+			snprintf(num, sizeof(num), "%lld",
+				 (long long)*(const int64_t *)p);
+			rc = hp_buf_adds(b, num);
+			break;
+		case C_INT:
+			snprintf(num, sizeof(num), "%d", *(const int *)p);
+			rc = hp_buf_adds(b, num);
+			break;
+		case C_F64: {
+			double d = *(const double *)p;
+			/* Not measured is an empty field, never a number. */
+			if (isfinite(d)) {
+				snprintf(num, sizeof(num), "%.9g", d);
+				rc = hp_buf_adds(b, num);
+			}
+			break;
+		}
+		}
+	}
+	return rc ? rc : hp_buf_add(b, "\n", 1);
+}
+
+static int parse_field(const struct col *c, const char *s,
+		       struct hp_profile_row *r)
+{
+	char *base = (char *)r;
+	void *p = base + c->off;
+	int64_t v;
+	double d;
+
+	switch (c->type) {
+	case C_STR:
+		if (strlen(s) >= c->size)
+			return HP_ERANGE;
+		memcpy(p, s, strlen(s) + 1);
+		return 0;
+	case C_I64:
+		if (hp_parse_i64(s, INT64_MIN, INT64_MAX, &v))
+			return HP_EINVAL;
+		*(int64_t *)p = v;
+		return 0;
+	case C_INT:
+		if (hp_parse_i64(s, -2147483647, 2147483647, &v))
+			return HP_EINVAL;
+		*(int *)p = (int)v;
+		return 0;
+	case C_F64:
+		if (!*s) {
+			*(double *)p = NAN;
+			return 0;
+		}
+		if (hp_parse_double(s, &d))
+			return HP_EINVAL;
+		*(double *)p = d;
+		return 0;
+	}
+	return HP_EINTERNAL;
+}
+
+int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
+		    int64_t *torn_bytes, struct hp_error *err)
+{
+	int map[NCOLS], rc;
+	struct hp_csv csv;
+	struct hp_profile_row *row = NULL;
+	char *text;
+	size_t len, usable;
+
+	if (torn_bytes)
+		*torn_bytes = 0;
+	if ((rc = hp_read_file(path, 1u << 30, &text, &len, err)))
+		return rc;
+	/* A last line without its newline was cut by a kill: leave it out. */
+	usable = len;
+	while (usable > 0 && text[usable - 1] != '\n')
+		usable--;
+	if (torn_bytes)
+		*torn_bytes = (int64_t)(len - usable);
+	hp_csv_init(&csv, text, usable);
+	rc = hp_csv_next(&csv, err);
+	if (rc <= 0) {
+		if (rc == 0)
+			rc = hp_error_set(err, HP_EPARSE, "empty dataset");
+		goto out;
+	}
+	for (int i = 0; i < NCOLS; i++) {
+		map[i] = hp_csv_index(&csv, cols[i].name);
+		if (map[i] < 0) {
+			rc = hp_error_set(err, HP_EPARSE,
+					  "line 1: no column '%s' (not a "
+					  "hetpool dataset?)",
+					  cols[i].name);
+			goto out;
+		}
+	}
+	row = malloc(sizeof(*row));
+	if (!row) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	while ((rc = hp_csv_next(&csv, err)) == 1) {
+		memset(row, 0, sizeof(*row));
+		for (int i = 0; i < NCOLS; i++) {
+			if (map[i] >= csv.nfields) {
+				rc = hp_error_set(err, HP_EPARSE,
+						  "line %d: %d fields, expected "
+						  "%d",
+						  csv.line, csv.nfields, NCOLS);
+				goto out;
+			}
+			if (parse_field(&cols[i], csv.fields[map[i]], row)) {
+				rc = hp_error_set(err, HP_EPARSE,
+						  "line %d: bad value '%.40s' in "
+						  "column '%s'",
+						  csv.line, csv.fields[map[i]],
+						  cols[i].name);
+				goto out;
+			}
+		}
+		if ((rc = fn(row, ud)))
+			goto out;
+	}
+out:
+	free(row);
+	hp_csv_release(&csv);
+	free(text);
+	return rc < 0 ? rc : 0;
+}

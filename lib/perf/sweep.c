@@ -1,0 +1,456 @@
+/*
+ * sweep.c - families of customized CNNs to measure: the cartesian product
+ * of the design's structural variables (optionally sampled), plus explicit
+ * spec files, each at every batch size of the sweep.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetpool/perf.h"
+#include "util/banned.h"
+
+#define SWEEP_MAX_VALUES 64
+#define SWEEP_MAX_CONFIGS 100000
+
+/*
+ * The default CPU sweep: a grid of 4 x 5 x 3 x 3 x 4 x 4 = 2,880
+ * configurations from which 180 are drawn (seeded), so that every value of
+ * every variable appears many times while the whole sweep fits in about 20
+ * minutes on a 2-core machine.
+ */
+static const char default_sweep[] =
+	"{\"conv_layers\": [1, 2, 3, 4],"
+	" \"filters\": [8, 16, 32, 48, 64],"
+	" \"fc_layers\": [1, 2, 3],"
+	" \"fc_width\": [64, 256, 1024],"
+	" \"input_size\": [16, 32, 48, 64],"
+	" \"batch\": [8, 16, 32, 64],"
+	" \"channels\": 3, \"classes\": 10, \"bn\": true, \"dropout\": 0,"
+	" \"sample\": 180, \"seed\": 20261130}";
+
+const char *hp_sweep_default_json(void)
+{
+	return default_sweep;
+}
+
+void hp_sweep_release(struct hp_sweep *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->n; i++)
+		hp_spec_release(&s->configs[i].spec);
+	free(s->configs);
+	memset(s, 0, sizeof(*s));
+}
+
+static int add_layer(struct hp_spec *s, struct hp_spec_layer L)
+{
+	struct hp_spec_layer *p =
+		realloc(s->layers, (size_t)(s->nlayers + 1) * sizeof(*p));
+
+	if (!p)
+		return HP_ENOMEM;
+	s->layers = p;
+	s->layers[s->nlayers++] = L;
+	return 0;
+}
+
+int hp_sweep_make_spec(int conv_layers, int64_t filters, int fc_layers,
+		       int64_t fc_width, int64_t input_size, int64_t channels,
+		       int64_t classes, bool bn, double dropout,
+		       struct hp_spec *out, struct hp_error *err)
+{
+	int64_t size = input_size;
+	char name[96];
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (conv_layers < 0 || conv_layers > 64 || fc_layers < 1 ||
+	    fc_layers > 64 || filters < 1 || fc_width < 1 || input_size < 1 ||
+	    channels < 1 || classes < 1)
+		return hp_error_set(err, HP_EINVAL,
+				    "sweep variables out of range: conv_layers "
+				    "0..64, fc_layers 1..64, sizes 1 or more");
+	snprintf(name, sizeof(name), "cnn-c%d-k%lld-f%d-w%lld-s%lld",
+		 conv_layers, (long long)filters, fc_layers,
+		 (long long)fc_width, (long long)input_size);
+	out->name = hp_strdup(name);
+	if (!out->name)
+		goto nomem;
+	out->input[0] = channels;
+	out->input[1] = out->input[2] = input_size;
+	out->classes = classes;
+	for (int i = 0; i < conv_layers; i++) {
+		struct hp_spec_layer L = {0};
+		L.type = HP_LAYER_CONV;
+		L.filters = filters;
+		L.kernel = 3;
+		L.stride = 1;
+		L.pad = 1;
+		if ((rc = add_layer(out, L)))
+			goto nomem;
+		if (bn) {
+			L = (struct hp_spec_layer){.type = HP_LAYER_BN};
+			if ((rc = add_layer(out, L)))
+				goto nomem;
+		}
+		L = (struct hp_spec_layer){.type = HP_LAYER_RELU};
+		if ((rc = add_layer(out, L)))
+			goto nomem;
+		if (size >= 8) {
+			L = (struct hp_spec_layer){.type = HP_LAYER_POOL,
+						   .kernel = 2,
+						   .stride = 2,
+						   .pool_max = true};
+			if ((rc = add_layer(out, L)))
+				goto nomem;
+			size /= 2;
+		}
+	}
+	for (int i = 0; i + 1 < fc_layers; i++) {
+		struct hp_spec_layer L = {.type = HP_LAYER_FC, .units = fc_width};
+		if ((rc = add_layer(out, L)))
+			goto nomem;
+		L = (struct hp_spec_layer){.type = HP_LAYER_RELU};
+		if ((rc = add_layer(out, L)))
+			goto nomem;
+		if (dropout > 0) {
+			L = (struct hp_spec_layer){.type = HP_LAYER_DROPOUT,
+						   .p = dropout};
+			if ((rc = add_layer(out, L)))
+				goto nomem;
+		}
+	}
+	{
+		struct hp_spec_layer L = {.type = HP_LAYER_FC, .units = classes};
+		if ((rc = add_layer(out, L)))
+			goto nomem;
+	}
+	return 0;
+nomem:
+	hp_spec_release(out);
+	return hp_error_set(err, HP_ENOMEM, "out of memory");
+}
+
+/* A list of integers (or a single integer) from key, with defaults. */
+static int int_list(json_t *root, const char *key, int64_t def, int64_t min,
+		    int64_t max, int64_t *v, int *n, struct hp_error *err)
+{
+	json_t *a = json_object_get(root, key);
+
+	if (!a) {
+		v[0] = def;
+		*n = 1;
+		return 0;
+	}
+	if (json_is_integer(a)) {
+		v[0] = json_integer_value(a);
+		*n = 1;
+	} else if (json_is_array(a) && json_array_size(a) > 0 &&
+		   json_array_size(a) <= SWEEP_MAX_VALUES) {
+		*n = (int)json_array_size(a);
+		for (int i = 0; i < *n; i++) {
+			json_t *x = json_array_get(a, (size_t)i);
+			if (!json_is_integer(x))
+				return hp_error_set(err, HP_EINVAL,
+						    "\"%s\"[%d] must be an "
+						    "integer",
+						    key, i);
+			v[i] = json_integer_value(x);
+		}
+	} else {
+		return hp_error_set(err, HP_EINVAL,
+				    "\"%s\" must be an integer or a list of 1 "
+				    "to %d integers",
+				    key, SWEEP_MAX_VALUES);
+	}
+	for (int i = 0; i < *n; i++)
+		if (v[i] < min || v[i] > max)
+			return hp_error_set(err, HP_ERANGE,
+					    "\"%s\" value %lld out of range "
+					    "%lld..%lld",
+					    key, (long long)v[i], (long long)min,
+					    (long long)max);
+	return 0;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int push(struct hp_sweep *s, int *cap, struct hp_sweep_config *c,
+		struct hp_error *err)
+{
+	if (s->n >= SWEEP_MAX_CONFIGS) {
+		hp_spec_release(&c->spec);
+		return hp_error_set(err, HP_ETOOBIG,
+				    "sweep has more than %d configurations",
+				    SWEEP_MAX_CONFIGS);
+	}
+	if (s->n == *cap) {
+		int nc = *cap ? *cap * 2 : 64;
+		struct hp_sweep_config *p =
+			realloc(s->configs, (size_t)nc * sizeof(*p));
+		if (!p) {
+			hp_spec_release(&c->spec);
+			return hp_error_set(err, HP_ENOMEM, "out of memory");
+		}
+		s->configs = p;
+		*cap = nc;
+	}
+	s->configs[s->n++] = *c;
+	return 0;
+}
+
+static int add_spec_files(json_t *root, const char *base_dir,
+			  const int64_t *batch, int nb, struct hp_sweep *s,
+			  int *cap, struct hp_error *err)
+{
+	json_t *specs = json_object_get(root, "specs");
+	size_t i;
+	json_t *v;
+
+	if (!specs)
+		return 0;
+	if (!json_is_array(specs))
+		return hp_error_set(err, HP_EINVAL,
+				    "\"specs\" must be a list of file names");
+	json_array_foreach(specs, i, v)
+	{
+		char path[4096], *text;
+		size_t len;
+		struct hp_spec sp;
+		int rc;
+
+		if (!json_is_string(v))
+			return hp_error_set(err, HP_EINVAL,
+					    "\"specs\"[%zu] must be a file name",
+					    i);
+		if (json_string_value(v)[0] == '/' || !base_dir)
+			snprintf(path, sizeof(path), "%s", json_string_value(v));
+		else
+			snprintf(path, sizeof(path), "%s/%s", base_dir,
+				 json_string_value(v));
+		rc = hp_read_file(path, 16u << 20, &text, &len, err);
+		if (rc) {
+			hp_error_prefix(err, "spec '%s'", path);
+			return rc;
+		}
+		rc = hp_spec_parse_only(text, len, &sp, err);
+		free(text);
+		if (rc) {
+			hp_error_prefix(err, "spec '%s'", path);
+			return rc;
+		}
+		for (int b = 0; b < nb; b++) {
+			struct hp_sweep_config c = {0};
+			char *j = hp_spec_to_json(&sp);
+			struct hp_error e2;
+			if (!j || hp_spec_parse_only(j, strlen(j), &c.spec,
+						     &e2)) {
+				free(j);
+				hp_spec_release(&sp);
+				return hp_error_set(err, HP_ENOMEM,
+						    "out of memory");
+			}
+			free(j);
+			snprintf(c.id, sizeof(c.id), "spec:%.60s:b%lld",
+				 sp.name, (long long)batch[b]);
+			snprintf(c.family, sizeof(c.family), "spec:%.24s",
+				 sp.name);
+			c.batch = batch[b];
+			c.input_size = sp.input[1];
+			if ((rc = push(s, cap, &c, err))) {
+				hp_spec_release(&sp);
+				return rc;
+			}
+		}
+		hp_spec_release(&sp);
+	}
+	return 0;
+}
+
+int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
+		   struct hp_sweep *s, struct hp_error *err)
+{
+	static const char *const keys[] = {
+		"conv_layers", "filters", "fc_layers", "fc_width", "input_size",
+		"batch",       "channels", "classes",	"bn",	    "dropout",
+		"sample",      "seed",	   "specs",	NULL};
+	int64_t cl[SWEEP_MAX_VALUES], fi[SWEEP_MAX_VALUES],
+		fl[SWEEP_MAX_VALUES], fw[SWEEP_MAX_VALUES],
+		is[SWEEP_MAX_VALUES], ba[SWEEP_MAX_VALUES];
+	int ncl, nfi, nfl, nfw, nis, nba, cap = 0, rc;
+	int64_t channels, classes, sample, seed;
+	int nch, ncls, nsa, nse;
+	bool bn = true, grid;
+	double dropout = 0;
+	json_error_t jerr;
+	json_t *root, *v;
+	const char *key;
+
+	memset(s, 0, sizeof(*s));
+	if (!text || (len == 7 && !memcmp(text, "default", 7))) {
+		text = default_sweep;
+		len = strlen(default_sweep);
+	}
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return hp_error_set(err, HP_EPARSE,
+				    "invalid JSON at line %d column %d: %s",
+				    jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(root)) {
+		rc = hp_error_set(err, HP_EINVAL, "a sweep is a JSON object");
+		goto out;
+	}
+	json_object_foreach(root, key, v)
+	{
+		bool ok = false;
+		for (int i = 0; keys[i]; i++)
+			ok |= !strcmp(key, keys[i]);
+		if (!ok) {
+			rc = hp_error_set(err, HP_EINVAL,
+					  "unknown key \"%s\" in sweep", key);
+			goto out;
+		}
+	}
+	grid = json_object_get(root, "conv_layers") ||
+	       json_object_get(root, "filters") ||
+	       !json_object_get(root, "specs");
+	if ((rc = int_list(root, "conv_layers", 2, 0, 64, cl, &ncl, err)) ||
+	    (rc = int_list(root, "filters", 32, 1, 4096, fi, &nfi, err)) ||
+	    (rc = int_list(root, "fc_layers", 1, 1, 64, fl, &nfl, err)) ||
+	    (rc = int_list(root, "fc_width", 128, 1, 1 << 20, fw, &nfw, err)) ||
+	    (rc = int_list(root, "input_size", 32, 1, 4096, is, &nis, err)) ||
+	    (rc = int_list(root, "batch", 32, 1, 1 << 20, ba, &nba, err)) ||
+	    (rc = int_list(root, "channels", 3, 1, 4096, &channels, &nch,
+			   err)) ||
+	    (rc = int_list(root, "classes", 10, 1, 1 << 20, &classes, &ncls,
+			   err)) ||
+	    (rc = int_list(root, "sample", 0, 0, SWEEP_MAX_CONFIGS, &sample,
+			   &nsa, err)) ||
+	    (rc = int_list(root, "seed", 1, 0, INT64_MAX, &seed, &nse, err)))
+		goto out;
+	if (nch != 1 || ncls != 1 || nsa != 1 || nse != 1) {
+		rc = hp_error_set(err, HP_EINVAL,
+				  "\"channels\", \"classes\", \"sample\" and "
+				  "\"seed\" take one value");
+		goto out;
+	}
+	if ((v = json_object_get(root, "bn"))) {
+		if (!json_is_boolean(v)) {
+			rc = hp_error_set(err, HP_EINVAL,
+					  "\"bn\" must be true or false");
+			goto out;
+		}
+		bn = json_is_true(v);
+	}
+	if ((v = json_object_get(root, "dropout"))) {
+		dropout = json_number_value(v);
+		if (!json_is_number(v) || !(dropout >= 0 && dropout < 1)) {
+			rc = hp_error_set(err, HP_ERANGE,
+					  "\"dropout\" must be in [0, 1)");
+			goto out;
+		}
+	}
+	if (grid) {
+		int64_t total = (int64_t)ncl * nfi * nfl * nfw * nis * nba;
+		int64_t keep = sample > 0 && sample < total ? sample : total;
+		uint64_t rng = (uint64_t)seed;
+		int64_t *pick;
+
+		if (total > 10 * SWEEP_MAX_CONFIGS) {
+			rc = hp_error_set(err, HP_ETOOBIG,
+					  "sweep grid has %lld combinations; "
+					  "use \"sample\" or fewer values",
+					  (long long)total);
+			goto out;
+		}
+		if (keep > SWEEP_MAX_CONFIGS) {
+			rc = hp_error_set(err, HP_ETOOBIG,
+					  "sweep has more than %d "
+					  "configurations",
+					  SWEEP_MAX_CONFIGS);
+			goto out;
+		}
+		pick = malloc((size_t)total * sizeof(*pick));
+		if (!pick) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (int64_t i = 0; i < total; i++)
+			pick[i] = i;
+		/* Partial Fisher-Yates, then back to grid order. */
+		if (keep < total) {
+			for (int64_t i = 0; i < keep; i++) {
+				int64_t j = i + (int64_t)(splitmix(&rng) %
+							  (uint64_t)(total - i));
+				int64_t t = pick[i];
+				pick[i] = pick[j];
+				pick[j] = t;
+			}
+			qsort(pick, (size_t)keep, sizeof(*pick), cmp_i64);
+		}
+		for (int64_t k = 0; k < keep; k++) {
+			int64_t x = pick[k];
+			struct hp_sweep_config c = {0};
+			int b = (int)(x % nba), i_s, i_w, i_l, i_f, i_c;
+			x /= nba;
+			i_s = (int)(x % nis);
+			x /= nis;
+			i_w = (int)(x % nfw);
+			x /= nfw;
+			i_l = (int)(x % nfl);
+			x /= nfl;
+			i_f = (int)(x % nfi);
+			x /= nfi;
+			i_c = (int)x;
+			c.conv_layers = (int)cl[i_c];
+			c.filters = fi[i_f];
+			c.fc_layers = (int)fl[i_l];
+			c.fc_width = fw[i_w];
+			c.input_size = is[i_s];
+			c.batch = ba[b];
+			rc = hp_sweep_make_spec(c.conv_layers, c.filters,
+						c.fc_layers, c.fc_width,
+						c.input_size, channels, classes,
+						bn, dropout, &c.spec, err);
+			if (rc) {
+				free(pick);
+				goto out;
+			}
+			snprintf(c.id, sizeof(c.id), "%s-b%lld%s", c.spec.name,
+				 (long long)c.batch, bn ? "" : "-nobn");
+			snprintf(c.family, sizeof(c.family), "c%d-f%d",
+				 c.conv_layers, c.fc_layers);
+			if ((rc = push(s, &cap, &c, err))) {
+				free(pick);
+				goto out;
+			}
+		}
+		free(pick);
+	}
+	rc = add_spec_files(root, base_dir, ba, nba, s, &cap, err);
+out:
+	json_decref(root);
+	if (rc)
+		hp_sweep_release(s);
+	return rc;
+}
+
+int hp_sweep_default(struct hp_sweep *out, struct hp_error *err)
+{
+	return hp_sweep_parse(NULL, 0, NULL, out, err);
+}
