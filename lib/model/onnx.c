@@ -65,7 +65,8 @@ static int load_tensor(struct ctx *c, struct hp_tensor *t,
 
 		if (t->dtype == HP_DT_INT64 &&
 		    tp->n_int64_data == (size_t)numel) {
-			memcpy(v, tp->int64_data, (size_t)numel * 8);
+			if (numel)
+				memcpy(v, tp->int64_data, (size_t)numel * 8);
 			have = numel;
 		} else if (t->dtype == HP_DT_INT32 &&
 			   tp->n_int32_data == (size_t)numel) {

@@ -78,7 +78,8 @@ static int set_shape(struct hp_graph *g, struct hp_node *n, int k, int dtype,
 			return bad(err, n, "output has too many elements");
 	}
 	t->rank = rank;
-	memcpy(t->dims, d, (size_t)rank * sizeof(*d));
+	if (rank)
+		memcpy(t->dims, d, (size_t)rank * sizeof(*d));
 	if (dtype)
 		t->dtype = dtype;
 	return 0;
@@ -131,7 +132,8 @@ static int ints_arg(struct hp_graph *g, const struct hp_node *n,
 		if ((int64_t)a->n > cap)
 			return -1;
 		*nv = (int64_t)a->n;
-		memcpy(v, a->ints, a->n * sizeof(*v));
+		if (a->n)
+			memcpy(v, a->ints, a->n * sizeof(*v));
 		return 1;
 	}
 	*nv = 0;

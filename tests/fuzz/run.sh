@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Run each libFuzzer target for SECONDS, seeded from tests/fuzz/seeds/<name>
 # and the sample models; crashes land in build-fuzz/crashes/<name>/.
-# Usage: tests/fuzz/run.sh BUILD_DIR SECONDS
+# Usage: tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET]
 set -u
 build=${1:-build-fuzz}
 secs=${2:-60}
+only=${3:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 status=0
 for bin in "$build"/bin/fuzz_*; do
 	[ -x "$bin" ] || continue
 	name=$(basename "$bin")
+	[ -n "$only" ] && [ "$name" != "$only" ] && continue
 	corpus="$build/corpus/$name"
 	crashes="$build/crashes/$name"
 	mkdir -p "$corpus" "$crashes"
