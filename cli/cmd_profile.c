@@ -423,8 +423,9 @@ int cmd_profile(int argc, char **argv)
 				rc = 130;
 				goto out;
 			}
-			if (prc == HP_ETOOBIG || prc == HP_EINVAL ||
-			    prc == HP_ESHAPE) {
+			if ((prc == HP_ETOOBIG || prc == HP_EINVAL ||
+			     prc == HP_ESHAPE) &&
+			    !spec_path) {
 				if (tty)
 					fputc('\n', stderr);
 				fprintf(stderr, "hetpool: skipped %s: %s\n",

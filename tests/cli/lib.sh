@@ -27,5 +27,5 @@ expect_status() {
 
 # expect_err NAME PATTERN: the last failing command's stderr matches.
 expect_err() {
-	if grep -qE "$2" "$TMP/err"; then ok "$1"; else fail "$1" "stderr '$(cat "$TMP/err")' lacks /$2/"; fi
+	if grep -qE -- "$2" "$TMP/err"; then ok "$1"; else fail "$1" "stderr '$(cat "$TMP/err")' lacks /$2/"; fi
 }

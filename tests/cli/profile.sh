@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# CLI checks for `hetpool profile`: one configuration, a small sweep,
+# resume after an interrupt, and bad input.
+. "$(dirname "$0")/lib.sh"
+cat >"$TMP/tiny.json" <<'J'
+{"name":"tiny","input":[3,16,16],"classes":4,"layers":[{"type":"conv","filters":8,"kernel":3,"pad":1},{"type":"bn"},{"type":"relu"},{"type":"pool","kernel":2},{"type":"fc","units":4}]}
+J
+cat >"$TMP/sweep.json" <<'J'
+{"conv_layers":[1,2],"filters":[4,8],"fc_layers":[1,2],"fc_width":[16],"input_size":[8,16],"batch":[2,4],"classes":4}
+J
+out=$TMP/one.csv
+expect_status profile_one 0 "$HP" profile --spec "$TMP/tiny.json" --batch 4 --out "$out" --max-seconds 0.3 --threads 1 --json
+if python3 - "$TMP/out" "$out" <<'PY'
+import csv, json, sys
+j = json.load(open(sys.argv[1]))
+assert j["measured"] == 1 and j["result"]["step_time_s"] > 0
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert len(rows) == 1, rows
+r = rows[0]
+assert r["config_id"] == "spec:tiny:b4" and r["batch"] == "4"
+assert float(r["step_time_s"]) > 0 and int(r["steps"]) >= 10
+assert r["energy_per_step_j"] == "" and r["energy_source"] == "not measured"
+assert int(r["params"]) == 3*8*9+8 + 16 + 8*8*8*4+4, r["params"]
+assert r["device"] == "cpu" and "oneDNN" in r["backend"]
+assert json.loads(r["spec_json"])["name"] == "tiny"
+PY
+then ok profile_one_row; else fail profile_one_row "dataset row wrong"; fi
+
+expect_status profile_refuses_overwrite 2 "$HP" profile --spec "$TMP/tiny.json" --batch 4 --out "$out"
+expect_err profile_refuses_overwrite_says "--resume"
+expect_status profile_resume_nothing_to_do 0 "$HP" profile --spec "$TMP/tiny.json" --batch 4 --out "$out" --resume
+[ "$(wc -l <"$out")" -eq 2 ] && ok profile_resume_no_duplicate || fail profile_resume_no_duplicate "$(wc -l <"$out") lines"
+
+# Interrupt a sweep, then resume it: the file stays valid, nothing repeats.
+sw=$TMP/sweep.csv
+"$HP" profile --sweep "$TMP/sweep.json" --out "$sw" --max-seconds 0.05 --threads 1 >/dev/null 2>"$TMP/err" &
+pid=$!
+for _ in $(seq 1 100); do [ "$(wc -l <"$sw" 2>/dev/null || echo 0)" -ge 4 ] && break; sleep 0.1; done
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] && ok profile_interrupt_status || fail profile_interrupt_status "exit $rc: $(cat "$TMP/err")"
+grep -q "resume" "$TMP/err" && ok profile_interrupt_says_resume || fail profile_interrupt_says_resume "$(cat "$TMP/err")"
+n1=$(($(wc -l <"$sw") - 1))
+printf 'cnn-torn,c1-f1,1,4' >>"$sw" # a kill mid-write leaves a torn line
+expect_status profile_resume 0 "$HP" profile --sweep "$TMP/sweep.json" --out "$sw" --resume --max-seconds 0.05 --threads 1
+if python3 - "$sw" "$n1" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+ids = [r["config_id"] for r in rows]
+assert len(ids) == 32, len(ids)
+assert len(set(ids)) == 32, "duplicates"
+assert int(sys.argv[2]) < 32
+PY
+then ok profile_resume_completes_sweep; else fail profile_resume_completes_sweep "rows wrong after resume (had $n1)"; fi
+expect_err profile_resume_cut_torn "torn"
+
+# Bad input.
+expect_status bad_profile_no_batch 2 "$HP" profile --spec "$TMP/tiny.json" --out "$TMP/x.csv"
+expect_status bad_profile_device 2 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --device tpu --out "$TMP/x.csv"
+expect_status bad_profile_nogpu 1 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --device cuda:0 --out "$TMP/g.csv"
+expect_err bad_profile_nogpu_says "cuda"
+echo '{"name":"big","input":[3,4096,4096],"layers":[{"type":"conv","filters":4096,"kernel":3,"pad":1}]}' >"$TMP/big.json"
+expect_status bad_profile_too_big 2 "$HP" profile --spec "$TMP/big.json" --batch 4096 --out "$TMP/big.csv"
+echo '{"filterz":[1]}' >"$TMP/badsweep.json"
+expect_status bad_sweep_key 2 "$HP" profile --sweep "$TMP/badsweep.json" --out "$TMP/y.csv"
+echo 'config_id,x' >"$TMP/notds.csv"
+expect_status bad_resume_not_dataset 2 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --out "$TMP/notds.csv" --resume
