@@ -3,6 +3,7 @@
 #define HP_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hetpool/util.h"
@@ -24,7 +25,12 @@ const char *cli_bytes(int64_t b, char *buf, int len);
 /* Format a count as "4.09 G". */
 const char *cli_si(double v, char *buf, int len);
 
+/* Find a file the program ships under data/ ($HETPOOL_DATA_DIR, beside
+ * the program, the source tree); 0 with its path in buf, or -1. */
+int cli_data_path(const char *name, char *buf, size_t n);
+
 int cmd_analyze(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 
 #endif

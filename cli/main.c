@@ -22,6 +22,9 @@ static const char usage[] =
 	"  profile           measure customized CNNs' training steps on a "
 	"device into\n"
 	"                    a dataset (one configuration, or a sweep)\n"
+	"  devices [NAME...] list the device catalog: GPU types and this "
+	"host, with\n"
+	"                    peak throughput, memory, bandwidth and power\n"
 	"  help [COMMAND]    show help for a command\n"
 	"\n"
 	"Run 'hetpool COMMAND --help' for a command's options.\n";
@@ -141,6 +144,8 @@ int main(int argc, char **argv)
 dispatch:
 	if (!strcmp(cmd, "analyze"))
 		return cmd_analyze(argc, argv);
+	if (!strcmp(cmd, "devices"))
+		return cmd_devices(argc, argv);
 	if (!strcmp(cmd, "profile"))
 		return cmd_profile(argc, argv);
 	return cli_error(EXIT_USAGE,

@@ -1,0 +1,329 @@
+/*
+ * cmd_devices.c - `hetpool devices`: list the device catalog (GPU types
+ * and the local CPU host, detected), or show the types some names denote.
+ * Also finds the data files the program ships (cli_data_path).
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hetpool/device.h"
+
+static const char help[] =
+    "usage: hetpool devices [NAME...] [--json] [--catalog FILE]\n"
+    "\n"
+    "List the device types hetpool knows: GPUs with their peak FP32, "
+    "TF32 and\n"
+    "FP16 throughput (dense, TFLOP/s), memory (GB), memory bandwidth "
+    "(GB/s),\n"
+    "board power and idle power (W), and the local CPU host, detected "
+    "now.\n"
+    "Figures are per device: a K80 board is two devices.  '~' marks an "
+    "estimate\n"
+    "(idle power where no figure is published; a CPU's peak FP32 is "
+    "cores x GHz\n"
+    "x FLOPs per cycle of its vector ISA).  --json gives every figure's "
+    "source.\n"
+    "\n"
+    "  NAME            show only these types; a name is an id (v100, "
+    "a100-40,\n"
+    "                  h100-sxm, cpu) or an alias, in any case: \"Tesla "
+    "V100-SXM2-16GB\",\n"
+    "                  \"a100\" (the A100 SXM4 80GB), \"h100\" (the H100 "
+    "SXM5)\n"
+    "  --json          print JSON (devices with aliases and sources) for "
+    "scripts\n"
+    "  --catalog FILE  read this catalog instead of the shipped one\n"
+    "\n"
+    "The shipped catalog is data/devices.csv, looked for in this order:\n"
+    "  1. $HETPOOL_DATA_DIR/devices.csv\n"
+    "  2. beside the program: BIN/../../data (a build tree), then\n"
+    "     BIN/../share/hetpool (an installation)\n"
+    "  3. the source tree the program was built from\n"
+    "\n"
+    "examples:\n"
+    "  hetpool devices\n"
+    "  hetpool devices v100 \"NVIDIA A100-SXM4-40GB\" cpu\n"
+    "  hetpool devices --json | jq '.devices[] | {name, fp16_tflops}'\n";
+
+/* The source tree: HP_SOURCE_DIR when the build defines it, else the
+ * directory above this file's (CMake compiles it by absolute path). */
+static void source_dir(char *buf, size_t n)
+{
+#ifdef HP_SOURCE_DIR
+	snprintf(buf, n, "%s", HP_SOURCE_DIR);
+#else
+	const char *f = __FILE__;
+	const char *tail = strstr(f, "/cli/cmd_devices.c");
+	if (f[0] != '/' || !tail) {
+		buf[0] = '\0';
+		return;
+	}
+	snprintf(buf, n, "%.*s", (int)(tail - f), f);
+#endif
+}
+
+static bool try_path(char *buf, size_t n, const char *dir, const char *sub,
+		     const char *name)
+{
+	if ((size_t)snprintf(buf, n, "%s%s/%s", dir, sub, name) >= n)
+		return false;
+	return access(buf, R_OK) == 0;
+}
+
+int cli_data_path(const char *name, char *buf, size_t n)
+{
+	static const char *const beside[] = {"/../../data",
+					     "/../share/hetpool"};
+	const char *env = getenv("HETPOOL_DATA_DIR");
+	char exe[4096], src[4096];
+	ssize_t len;
+
+	if (env && *env && try_path(buf, n, env, "", name))
+		return 0;
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len > 0) {
+		char *slash;
+		exe[len] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			for (int i = 0; i < 2; i++)
+				if (try_path(buf, n, exe, beside[i], name))
+					return 0;
+		}
+	}
+	source_dir(src, sizeof(src));
+	if (src[0] && try_path(buf, n, src, "/data", name))
+		return 0;
+	return -1;
+}
+
+/* "12.3" or "-" for an unknown figure; "~" in front of an estimate. */
+static const char *fig(double v, bool estimate, char *buf, size_t n)
+{
+	if (isnan(v))
+		return "-";
+	snprintf(buf, n, "%s%.*f", estimate ? "~" : "",
+		 v < 10	   ? 2
+		 : v < 100 ? 1
+			   : 0,
+		 v);
+	return buf;
+}
+
+static bool is_estimate(const char *src)
+{
+	return src && !strncmp(src, "estimate", 8);
+}
+
+static void print_row(const struct hp_device_type *t)
+{
+	char a[7][32];
+	bool cpu = t->kind == HP_DEVICE_CPU;
+
+	printf("%-13s %-4s %7s %7s %7s %6s %6s %5s %5s  %s%s\n", t->name,
+	       hp_device_kind_name(t->kind),
+	       fig(t->fp32_tflops, cpu, a[0], sizeof(a[0])),
+	       fig(t->tf32_tflops, false, a[1], sizeof(a[1])),
+	       fig(t->fp16_tflops, false, a[2], sizeof(a[2])),
+	       fig(t->mem_gb, false, a[3], sizeof(a[3])),
+	       fig(t->mem_bw_gbs, false, a[4], sizeof(a[4])),
+	       fig(t->tdp_w, false, a[5], sizeof(a[5])),
+	       fig(t->idle_w, is_estimate(t->src_idle), a[6], sizeof(a[6])),
+	       t->product,
+	       t->devices_per_board > 1 ? " (per device; 2 per board)" : "");
+}
+
+static void print_header(void)
+{
+	printf("%-13s %-4s %7s %7s %7s %6s %6s %5s %5s  %s\n", "name", "kind",
+	       "fp32", "tf32", "fp16", "mem", "bw", "tdp", "idle", "product");
+	printf("%-13s %-4s %7s %7s %7s %6s %6s %5s %5s\n", "", "", "TFLOP/s",
+	       "TFLOP/s", "TFLOP/s", "GB", "GB/s", "W", "W");
+}
+
+static void print_detail(const struct hp_device_type *t,
+			 const struct hp_host *host)
+{
+	print_row(t);
+	if (t->naliases) {
+		printf("  aliases:");
+		for (int i = 0; i < t->naliases; i++)
+			printf("%s %s", i ? "," : "", t->aliases[i]);
+		printf("\n");
+	}
+	if (t->kind == HP_DEVICE_CPU && t->detected)
+		printf("  host:    %d logical CPUs, %d physical cores, %.2f "
+		       "GHz, %s (%d FP32 FLOPs/cycle/core)\n",
+		       host->logical_cpus, host->physical_cores, host->ghz,
+		       host->isa, host->flops_per_cycle);
+	printf("  compute: %s\n  memory:  %s\n  power:   %s\n  idle:    "
+	       "%s\n",
+	       t->src_compute, t->src_memory, t->src_power, t->src_idle);
+}
+
+static json_t *num(double v)
+{
+	return isnan(v) ? json_null() : json_real(v);
+}
+
+static json_t *type_json(const struct hp_device_type *t,
+			 const struct hp_host *host)
+{
+	json_t *o = json_object(), *al = json_array(), *src = json_object();
+
+	for (int i = 0; i < t->naliases; i++)
+		json_array_append_new(al, json_string(t->aliases[i]));
+	json_object_set_new(src, "compute", json_string(t->src_compute));
+	json_object_set_new(src, "memory", json_string(t->src_memory));
+	json_object_set_new(src, "power", json_string(t->src_power));
+	json_object_set_new(src, "idle", json_string(t->src_idle));
+	json_object_set_new(o, "name", json_string(t->name));
+	json_object_set_new(o, "kind",
+			    json_string(hp_device_kind_name(t->kind)));
+	json_object_set_new(o, "vendor", json_string(t->vendor));
+	json_object_set_new(o, "arch", json_string(t->arch));
+	json_object_set_new(o, "product", json_string(t->product));
+	json_object_set_new(o, "fp32_tflops", num(t->fp32_tflops));
+	json_object_set_new(o, "tf32_tflops", num(t->tf32_tflops));
+	json_object_set_new(o, "fp16_tflops", num(t->fp16_tflops));
+	json_object_set_new(o, "mem_gb", num(t->mem_gb));
+	json_object_set_new(o, "mem_bw_gbs", num(t->mem_bw_gbs));
+	json_object_set_new(o, "tdp_w", num(t->tdp_w));
+	json_object_set_new(o, "idle_w", num(t->idle_w));
+	json_object_set_new(o, "idle_estimated",
+			    json_boolean(is_estimate(t->src_idle)));
+	json_object_set_new(o, "devices_per_board",
+			    json_integer(t->devices_per_board));
+	json_object_set_new(o, "aliases", al);
+	json_object_set_new(o, "sources", src);
+	if (t->kind == HP_DEVICE_CPU && t->detected) {
+		json_t *h = json_object();
+		json_object_set_new(h, "model", json_string(host->model));
+		json_object_set_new(h, "isa", json_string(host->isa));
+		json_object_set_new(h, "logical_cpus",
+				    json_integer(host->logical_cpus));
+		json_object_set_new(h, "physical_cores",
+				    json_integer(host->physical_cores));
+		json_object_set_new(h, "ghz", num(host->ghz));
+		json_object_set_new(h, "flops_per_cycle",
+				    json_integer(host->flops_per_cycle));
+		json_object_set_new(h, "fp32_estimated", json_true());
+		json_object_set_new(o, "host", h);
+	}
+	return o;
+}
+
+int cmd_devices(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"catalog", required_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const struct hp_device_type **show;
+	struct hp_error err = {0};
+	struct hp_catalog *cat;
+	struct hp_host host;
+	const char *catalog = NULL;
+	char path[4096];
+	bool json = false;
+	int c, nshow = 0, status = EXIT_OK;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jc:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'c':
+			catalog = optarg;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return EXIT_OK;
+		default:
+			return cli_error(EXIT_USAGE,
+					 "devices: unknown option or missing "
+					 "value '%s'; see 'hetpool devices "
+					 "--help'",
+					 argv[optind - 1]);
+		}
+	}
+	if (!catalog) {
+		if (cli_data_path("devices.csv", path, sizeof(path)))
+			return cli_error(EXIT_USAGE,
+					 "devices: no data/devices.csv found "
+					 "($HETPOOL_DATA_DIR, beside the "
+					 "program, the source tree); give "
+					 "--catalog FILE");
+		catalog = path;
+	}
+	cat = hp_catalog_load(catalog, &err);
+	if (!cat)
+		return cli_error(cli_status_for(err.code), "%s", err.msg);
+	if (hp_host_detect(&host, &err))
+		hp_log(HP_LOG_WARN, "cpu host: %s", err.msg);
+	for (int i = 0; i < cat->n; i++)
+		if (cat->types[i].kind == HP_DEVICE_CPU)
+			hp_host_apply(&host, &cat->types[i]);
+
+	show = calloc((size_t)(argc - optind + cat->n) + 1, sizeof(*show));
+	if (!show) {
+		hp_catalog_free(cat);
+		return cli_error(EXIT_FAIL, "out of memory");
+	}
+	for (int i = optind; i < argc; i++) {
+		const struct hp_device_type *t = hp_catalog_find(cat, argv[i]);
+		if (!t) {
+			status = cli_error(EXIT_USAGE,
+					   "devices: '%s' is not in the "
+					   "catalog '%s'; see 'hetpool "
+					   "devices'",
+					   argv[i], catalog);
+			goto out;
+		}
+		show[nshow++] = t;
+	}
+	bool detail = nshow > 0;
+	if (!detail)
+		for (int i = 0; i < cat->n; i++)
+			show[nshow++] = &cat->types[i];
+
+	if (json) {
+		json_t *o = json_object(), *arr = json_array();
+		for (int i = 0; i < nshow; i++)
+			json_array_append_new(arr, type_json(show[i], &host));
+		json_object_set_new(o, "catalog", json_string(catalog));
+		json_object_set_new(o, "devices", arr);
+		if (json_dumpf(o, stdout, JSON_INDENT(2)) != 0)
+			status = cli_error(EXIT_FAIL, "cannot write JSON");
+		else
+			fputc('\n', stdout);
+		json_decref(o);
+		goto out;
+	}
+	print_header();
+	for (int i = 0; i < nshow; i++) {
+		if (detail)
+			print_detail(show[i], &host);
+		else
+			print_row(show[i]);
+	}
+	if (!detail)
+		printf("\n%d device types from %s; '~' marks an estimate; "
+		       "'hetpool devices NAME' shows sources\n",
+		       cat->n, catalog);
+out:
+	free(show);
+	hp_catalog_free(cat);
+	return status;
+}
