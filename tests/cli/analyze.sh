@@ -47,3 +47,7 @@ expect_status bad_option 2 "$HP" analyze "$M" --frobnicate
 expect_status bad_command 2 "$HP" frobnicate
 mkdir -p "$TMP/dir.onnx"
 expect_status bad_directory 2 "$HP" analyze "$TMP/dir.onnx"
+truncate -s 600M "$TMP/huge.onnx" # sparse: costs no disk
+expect_status bad_oversized 2 "$HP" analyze "$TMP/huge.onnx"
+expect_err bad_oversized_says "more than the limit"
+rm -f "$TMP/huge.onnx"
