@@ -60,11 +60,12 @@ int main(int argc, char **argv)
 		qsort(total, REPS, sizeof(double), cmp_double);
 		qsort(an, REPS, sizeof(double), cmp_double);
 		if (json)
-			printf("{\"bench\":\"analyze\",\"model\":\"%s\","
-			       "\"load_and_analyze_ms\":%.3f,\"analyze_ms\":%.3f,"
-			       "\"goal_ms\":50}\n",
-			       models[m], total[REPS / 2] * 1e3,
-			       an[REPS / 2] * 1e3);
+			printf(
+			    "{\"bench\":\"analyze\",\"model\":\"%s\","
+			    "\"load_and_analyze_ms\":%.3f,\"analyze_ms\":%.3f,"
+			    "\"goal_ms\":50}\n",
+			    models[m], total[REPS / 2] * 1e3,
+			    an[REPS / 2] * 1e3);
 		else
 			printf("analyze %-50s load+analyze %8.3f ms  analyze "
 			       "%8.3f ms  (median of %d; goal < 50 ms)\n",

@@ -14,7 +14,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 /* Print "hetpool: <msg>" to stderr; returns status. */
 int cli_error(int status, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Exit status for a library error code: 2 for bad input, else 1. */
 int cli_status_for(int code);
 

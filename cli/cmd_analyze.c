@@ -9,29 +9,29 @@
 #include "hetpool/model.h"
 
 static const char help[] =
-	"usage: hetpool analyze MODEL [--batch N] [--input-shape CxHxW] "
-	"[--json] [--summary]\n"
-	"\n"
-	"Quantify a model: trainable parameters, multiply-accumulates, FLOPs "
-	"for the\n"
-	"forward and backward passes, memory for training, and layer counts "
-	"by kind.\n"
-	"\n"
-	"  MODEL               an ONNX file (.onnx) or a hetpool JSON spec\n"
-	"  --batch N           batch size for FLOPs and memory (default 1); "
-	"'macs' is\n"
-	"                      always per sample\n"
-	"  --input-shape DIMS  the model input's dimensions without the "
-	"batch,\n"
-	"                      e.g. 3x299x299 (default: from the model)\n"
-	"  --json              print JSON (params, macs, flops, memory, "
-	"layers,\n"
-	"                      per_layer, skipped_ops) for scripts\n"
-	"  --summary           the totals only, without the per-layer table\n"
-	"\n"
-	"examples:\n"
-	"  hetpool analyze resnet50.onnx --batch 32\n"
-	"  hetpool analyze cnn.json --json | jq .flops\n";
+    "usage: hetpool analyze MODEL [--batch N] [--input-shape CxHxW] "
+    "[--json] [--summary]\n"
+    "\n"
+    "Quantify a model: trainable parameters, multiply-accumulates, FLOPs "
+    "for the\n"
+    "forward and backward passes, memory for training, and layer counts "
+    "by kind.\n"
+    "\n"
+    "  MODEL               an ONNX file (.onnx) or a hetpool JSON spec\n"
+    "  --batch N           batch size for FLOPs and memory (default 1); "
+    "'macs' is\n"
+    "                      always per sample\n"
+    "  --input-shape DIMS  the model input's dimensions without the "
+    "batch,\n"
+    "                      e.g. 3x299x299 (default: from the model)\n"
+    "  --json              print JSON (params, macs, flops, memory, "
+    "layers,\n"
+    "                      per_layer, skipped_ops) for scripts\n"
+    "  --summary           the totals only, without the per-layer table\n"
+    "\n"
+    "examples:\n"
+    "  hetpool analyze resnet50.onnx --batch 32\n"
+    "  hetpool analyze cnn.json --json | jq .flops\n";
 
 static void print_shape(const struct hp_layer_stats *L, char *buf, size_t n)
 {
@@ -43,8 +43,9 @@ static void print_shape(const struct hp_layer_stats *L, char *buf, size_t n)
 		return;
 	}
 	for (int i = 0; i < L->out_rank && off < n; i++)
-		off += (size_t)snprintf(buf + off, n - off, "%s%lld",
-					i ? "x" : "", (long long)L->out_dims[i]);
+		off +=
+		    (size_t)snprintf(buf + off, n - off, "%s%lld", i ? "x" : "",
+				     (long long)L->out_dims[i]);
 }
 
 static void print_table(const struct hp_graph *g, const struct hp_features *f,
@@ -109,12 +110,12 @@ static void print_table(const struct hp_graph *g, const struct hp_features *f,
 int cmd_analyze(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"batch", required_argument, NULL, 'b'},
-		{"input-shape", required_argument, NULL, 's'},
-		{"json", no_argument, NULL, 'j'},
-		{"summary", no_argument, NULL, 'S'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"input-shape", required_argument, NULL, 's'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"summary", no_argument, NULL, 'S'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int64_t batch = 1, shape[HP_MAX_RANK];
 	int shape_rank = 0, c, rc;
@@ -160,8 +161,9 @@ int cmd_analyze(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		return cli_error(EXIT_USAGE, "analyze: give one MODEL file; see "
-					     "'hetpool analyze --help'");
+		return cli_error(EXIT_USAGE,
+				 "analyze: give one MODEL file; see "
+				 "'hetpool analyze --help'");
 	path = argv[optind];
 	g = hp_model_load(path, &err);
 	if (!g)

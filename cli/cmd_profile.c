@@ -21,44 +21,44 @@
 #include "hetpool/profile.h"
 
 static const char help[] =
-	"usage: hetpool profile --spec SPEC.json --batch N [options]\n"
-	"       hetpool profile --sweep SWEEP.json|default [options]\n"
-	"\n"
-	"Measure training steps of customized CNNs on a device and append one "
-	"row per\n"
-	"configuration to a dataset CSV (columns: docs/dataset.md).  Each "
-	"configuration\n"
-	"is warmed up, then stepped until its median step time is stable or "
-	"the time\n"
-	"budget is spent.  Energy is recorded where the device reports it "
-	"(NVML on\n"
-	"GPUs); on a CPU without counters it is left empty: not measured.\n"
-	"\n"
-	"  --spec FILE         one model spec (JSON) ...\n"
-	"  --batch N           ... at this batch size\n"
-	"  --sweep FILE        a sweep of ranges (see docs/profiler.md), or "
-	"'default'\n"
-	"                      for the built-in CPU sweep (180 configurations)\n"
-	"  --device DEV        cpu (default) or cuda:K\n"
-	"  --out FILE          the dataset CSV (default: profile.csv)\n"
-	"  --resume            continue a dataset: skip configurations it "
-	"holds\n"
-	"  --threads N         CPU threads (default: all cores)\n"
-	"  --optimizer OPT     sgd (momentum, default) or adam\n"
-	"  --max-seconds S     timed stepping per configuration (default 4)\n"
-	"  --limit N           profile at most N configurations of the sweep\n"
-	"  --list              print the sweep's configurations and stop\n"
-	"  --json              print a JSON summary on stdout\n"
-	"\n"
-	"A progress bar with ETA shows on a terminal.  Ctrl-C stops after "
-	"the\n"
-	"configuration being measured is abandoned; the file stays valid.\n"
-	"\n"
-	"examples:\n"
-	"  hetpool profile --spec cnn.json --batch 32 --out cnn.csv\n"
-	"  hetpool profile --sweep default --out data/profiles/cpu.csv\n"
-	"  hetpool profile --sweep default --out data/profiles/cpu.csv "
-	"--resume\n";
+    "usage: hetpool profile --spec SPEC.json --batch N [options]\n"
+    "       hetpool profile --sweep SWEEP.json|default [options]\n"
+    "\n"
+    "Measure training steps of customized CNNs on a device and append one "
+    "row per\n"
+    "configuration to a dataset CSV (columns: docs/dataset.md).  Each "
+    "configuration\n"
+    "is warmed up, then stepped until its median step time is stable or "
+    "the time\n"
+    "budget is spent.  Energy is recorded where the device reports it "
+    "(NVML on\n"
+    "GPUs); on a CPU without counters it is left empty: not measured.\n"
+    "\n"
+    "  --spec FILE         one model spec (JSON) ...\n"
+    "  --batch N           ... at this batch size\n"
+    "  --sweep FILE        a sweep of ranges (see docs/profiler.md), or "
+    "'default'\n"
+    "                      for the built-in CPU sweep (180 configurations)\n"
+    "  --device DEV        cpu (default) or cuda:K\n"
+    "  --out FILE          the dataset CSV (default: profile.csv)\n"
+    "  --resume            continue a dataset: skip configurations it "
+    "holds\n"
+    "  --threads N         CPU threads (default: all cores)\n"
+    "  --optimizer OPT     sgd (momentum, default) or adam\n"
+    "  --max-seconds S     timed stepping per configuration (default 4)\n"
+    "  --limit N           profile at most N configurations of the sweep\n"
+    "  --list              print the sweep's configurations and stop\n"
+    "  --json              print a JSON summary on stdout\n"
+    "\n"
+    "A progress bar with ETA shows on a terminal.  Ctrl-C stops after "
+    "the\n"
+    "configuration being measured is abandoned; the file stays valid.\n"
+    "\n"
+    "examples:\n"
+    "  hetpool profile --spec cnn.json --batch 32 --out cnn.csv\n"
+    "  hetpool profile --sweep default --out data/profiles/cpu.csv\n"
+    "  hetpool profile --sweep default --out data/profiles/cpu.csv "
+    "--resume\n";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -159,20 +159,20 @@ static char *dir_of(const char *path)
 int cmd_profile(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"spec", required_argument, NULL, 's'},
-		{"batch", required_argument, NULL, 'b'},
-		{"sweep", required_argument, NULL, 'w'},
-		{"device", required_argument, NULL, 'd'},
-		{"out", required_argument, NULL, 'o'},
-		{"resume", no_argument, NULL, 'r'},
-		{"threads", required_argument, NULL, 't'},
-		{"optimizer", required_argument, NULL, 'O'},
-		{"max-seconds", required_argument, NULL, 'm'},
-		{"limit", required_argument, NULL, 'l'},
-		{"list", no_argument, NULL, 'L'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"spec", required_argument, NULL, 's'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"sweep", required_argument, NULL, 'w'},
+	    {"device", required_argument, NULL, 'd'},
+	    {"out", required_argument, NULL, 'o'},
+	    {"resume", no_argument, NULL, 'r'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"optimizer", required_argument, NULL, 'O'},
+	    {"max-seconds", required_argument, NULL, 'm'},
+	    {"limit", required_argument, NULL, 'l'},
+	    {"list", no_argument, NULL, 'L'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *spec_path = NULL, *sweep_arg = NULL, *out = "profile.csv";
 	int64_t batch = 0, threads = 0, limit = 0;
@@ -206,7 +206,8 @@ int cmd_profile(int argc, char **argv)
 			sweep_arg = optarg;
 			break;
 		case 'd':
-			if (strcmp(optarg, "cpu") && strncmp(optarg, "cuda:", 5))
+			if (strcmp(optarg, "cpu") &&
+			    strncmp(optarg, "cuda:", 5))
 				return cli_error(EXIT_USAGE,
 						 "--device '%s': use cpu or "
 						 "cuda:K",
@@ -270,7 +271,8 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 	if (optind != argc)
-		return cli_error(EXIT_USAGE, "profile: unexpected argument '%s'",
+		return cli_error(EXIT_USAGE,
+				 "profile: unexpected argument '%s'",
 				 argv[optind]);
 	if (!!spec_path == !!sweep_arg)
 		return cli_error(EXIT_USAGE,
@@ -336,10 +338,11 @@ int cmd_profile(int argc, char **argv)
 		struct stat st;
 		if (!resume) {
 			hp_sweep_release(&sw);
-			return cli_error(EXIT_USAGE,
-					 "'%s' exists: add --resume to continue "
-					 "it, or choose another --out",
-					 out);
+			return cli_error(
+			    EXIT_USAGE,
+			    "'%s' exists: add --resume to continue "
+			    "it, or choose another --out",
+			    out);
 		}
 		if (stat(out, &st) == 0 && st.st_size > 0) {
 			if (hp_dataset_read(out, collect_done, &done, &torn,
@@ -380,8 +383,9 @@ int cmd_profile(int argc, char **argv)
 			hp_buf_adds(&line, hp_dataset_header());
 			hp_buf_add(&line, "\n", 1);
 			if (append_line(fd, line.data, line.len)) {
-				rc = cli_error(EXIT_FAIL, "cannot write '%s': %s",
-					       out, strerror(errno));
+				rc = cli_error(EXIT_FAIL,
+					       "cannot write '%s': %s", out,
+					       strerror(errno));
 				goto out;
 			}
 		}
@@ -443,8 +447,9 @@ int cmd_profile(int argc, char **argv)
 			hp_buf_reset(&line);
 			if (hp_dataset_format_row(row, &line) ||
 			    append_line(fd, line.data, line.len)) {
-				rc = cli_error(EXIT_FAIL, "cannot write '%s': %s",
-					       out, strerror(errno));
+				rc = cli_error(EXIT_FAIL,
+					       "cannot write '%s': %s", out,
+					       strerror(errno));
 				goto out;
 			}
 			measured++;
@@ -454,23 +459,23 @@ int cmd_profile(int argc, char **argv)
 			fputc('\n', stderr);
 	}
 	if (json) {
-		json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:f}", "out", out,
-				      "measured", measured, "already_done",
-				      skipped, "skipped", failed, "seconds",
-				      hp_now_s() - t0);
+		json_t *j =
+		    json_pack("{s:s, s:i, s:i, s:i, s:f}", "out", out,
+			      "measured", measured, "already_done", skipped,
+			      "skipped", failed, "seconds", hp_now_s() - t0);
 		if (spec_path && measured == 1)
 			json_object_set_new(
-				j, "result",
-				json_pack("{s:s, s:I, s:f, s:f, s:i, s:I, s:s, "
-					  "s:s}",
-					  "config_id", row->config_id, "batch",
-					  (json_int_t)row->batch, "step_time_s",
-					  row->step_time_s, "step_time_cv",
-					  row->step_time_cv, "steps",
-					  row->steps, "peak_mem_bytes",
-					  (json_int_t)row->peak_mem_bytes,
-					  "backend", row->backend,
-					  "energy_source", row->energy_source));
+			    j, "result",
+			    json_pack("{s:s, s:I, s:f, s:f, s:i, s:I, s:s, "
+				      "s:s}",
+				      "config_id", row->config_id, "batch",
+				      (json_int_t)row->batch, "step_time_s",
+				      row->step_time_s, "step_time_cv",
+				      row->step_time_cv, "steps", row->steps,
+				      "peak_mem_bytes",
+				      (json_int_t)row->peak_mem_bytes,
+				      "backend", row->backend, "energy_source",
+				      row->energy_source));
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		fputc('\n', stdout);
 		json_decref(j);

@@ -10,24 +10,24 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: hetpool <command> [options]\n"
-	"\n"
-	"Pool a data centre's mixed CPU and GPU servers for deep-learning "
-	"training.\n"
-	"\n"
-	"commands:\n"
-	"  analyze MODEL     quantify a model (ONNX or hetpool JSON spec): "
-	"params,\n"
-	"                    MACs, FLOPs, training memory, layer kinds\n"
-	"  profile           measure customized CNNs' training steps on a "
-	"device into\n"
-	"                    a dataset (one configuration, or a sweep)\n"
-	"  devices [NAME...] list the device catalog: GPU types and this "
-	"host, with\n"
-	"                    peak throughput, memory, bandwidth and power\n"
-	"  help [COMMAND]    show help for a command\n"
-	"\n"
-	"Run 'hetpool COMMAND --help' for a command's options.\n";
+    "usage: hetpool <command> [options]\n"
+    "\n"
+    "Pool a data centre's mixed CPU and GPU servers for deep-learning "
+    "training.\n"
+    "\n"
+    "commands:\n"
+    "  analyze MODEL     quantify a model (ONNX or hetpool JSON spec): "
+    "params,\n"
+    "                    MACs, FLOPs, training memory, layer kinds\n"
+    "  profile           measure customized CNNs' training steps on a "
+    "device into\n"
+    "                    a dataset (one configuration, or a sweep)\n"
+    "  devices [NAME...] list the device catalog: GPU types and this "
+    "host, with\n"
+    "                    peak throughput, memory, bandwidth and power\n"
+    "  help [COMMAND]    show help for a command\n"
+    "\n"
+    "Run 'hetpool COMMAND --help' for a command's options.\n";
 
 int cli_error(int status, const char *fmt, ...)
 {

@@ -121,8 +121,8 @@ static int fill_features(const struct hp_sweep_config *c,
 }
 
 int hp_profile_config(const struct hp_sweep_config *c,
-		      const struct hp_profile_opts *o,
-		      struct hp_profile_row *r, struct hp_error *err)
+		      const struct hp_profile_opts *o, struct hp_profile_row *r,
+		      struct hp_error *err)
 {
 	struct hp_engine_opts eo;
 	struct hp_engine *e = NULL;
@@ -206,13 +206,12 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	r->step_time_min_s = tmp[0];
 	r->step_time_p90_s = tmp[(int)(0.9 * (n - 1))];
 	r->step_time_cv =
-		n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1))) / mean
-		      : 0;
+	    n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1))) / mean : 0;
 	r->peak_mem_bytes = (int64_t)hp_engine_peak_bytes(e);
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		r->peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
-	r->threads = o->threads > 0 ? o->threads
-				     : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	r->threads =
+	    o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	fill_identity(r, e, o);
 	rc = 0;
 out:

@@ -53,7 +53,7 @@ int hp_dtype_size(int dtype);
 struct hp_tensor {
 	char *name;
 	int dtype;
-	int rank;	  /* -1: rank unknown */
+	int rank; /* -1: rank unknown */
 	int64_t dims[HP_MAX_RANK];
 	int batch_axis;	  /* graph inputs: the symbolic axis, else -1 */
 	bool initializer; /* a stored weight or constant */
@@ -82,17 +82,17 @@ struct hp_attr {
 	int type;
 	int64_t i;
 	double f;
-	char *s;	 /* strings, NUL-terminated */
-	int64_t *ints;	 /* INTS */
-	double *floats;	 /* FLOATS */
-	size_t n;	 /* elements in ints/floats */
-	int tensor;	 /* TENSOR: index of a constant tensor, else -1 */
+	char *s;	/* strings, NUL-terminated */
+	int64_t *ints;	/* INTS */
+	double *floats; /* FLOATS */
+	size_t n;	/* elements in ints/floats */
+	int tensor;	/* TENSOR: index of a constant tensor, else -1 */
 };
 
 struct hp_node {
 	char *name;
-	char *op;     /* ONNX op type, e.g. "Conv" */
-	int *inputs;  /* tensor indices; -1 for an omitted optional input */
+	char *op;    /* ONNX op type, e.g. "Conv" */
+	int *inputs; /* tensor indices; -1 for an omitted optional input */
 	int ninputs;
 	int *outputs;
 	int noutputs;
@@ -136,11 +136,9 @@ int hp_graph_add_node(struct hp_graph *g, const char *name, const char *op,
 		      const int *inputs, int ninputs, const int *outputs,
 		      int noutputs);
 /* Attribute helpers on a node; add returns a pointer owned by the node. */
-struct hp_attr *hp_node_add_attr(struct hp_node *n, const char *name,
-				 int type);
+struct hp_attr *hp_node_add_attr(struct hp_node *n, const char *name, int type);
 const struct hp_attr *hp_node_attr(const struct hp_node *n, const char *name);
-int64_t hp_node_attr_i(const struct hp_node *n, const char *name,
-		       int64_t def);
+int64_t hp_node_attr_i(const struct hp_node *n, const char *name, int64_t def);
 double hp_node_attr_f(const struct hp_node *n, const char *name, double def);
 const char *hp_node_attr_s(const struct hp_node *n, const char *name,
 			   const char *def);
@@ -176,10 +174,11 @@ enum hp_spec_layer_type {
 };
 struct hp_spec_layer {
 	enum hp_spec_layer_type type;
-	int64_t filters, kernel, stride, pad; /* conv; pool uses kernel/stride/pad */
-	bool pool_max;			      /* pool: max (true) or avg */
-	int64_t units;			      /* fc */
-	double p;			      /* dropout */
+	int64_t filters, kernel, stride,
+	    pad;       /* conv; pool uses kernel/stride/pad */
+	bool pool_max; /* pool: max (true) or avg */
+	int64_t units; /* fc */
+	double p;      /* dropout */
 };
 struct hp_spec {
 	char *name;
@@ -234,13 +233,13 @@ enum hp_kind {
 #define HP_KIND_ENUM(name, str) HP_KIND_##name,
 	HP_KIND_MAP(HP_KIND_ENUM)
 #undef HP_KIND_ENUM
-		HP_KIND__COUNT
+	    HP_KIND__COUNT
 };
 const char *hp_kind_name(enum hp_kind k);
 
 /* One row of the per-layer table. */
 struct hp_layer_stats {
-	int node;	  /* index into graph->nodes */
+	int node; /* index into graph->nodes */
 	enum hp_kind kind;
 	int64_t params;	  /* trainable parameters first used here */
 	int64_t macs;	  /* forward multiply-accumulates, whole batch
@@ -255,17 +254,17 @@ struct hp_layer_stats {
 
 struct hp_features {
 	int64_t batch;
-	int64_t params;		  /* trainable parameters */
-	int64_t nontrainable;	  /* e.g. BatchNorm running statistics */
-	int64_t macs_per_sample;  /* Conv/ConvTranspose/Gemm/MatMul only */
-	double flops_fwd;	  /* whole batch, all ops */
-	double flops_bwd_input;	  /* whole batch */
-	double flops_bwd_weight;  /* whole batch */
+	int64_t params;		   /* trainable parameters */
+	int64_t nontrainable;	   /* e.g. BatchNorm running statistics */
+	int64_t macs_per_sample;   /* Conv/ConvTranspose/Gemm/MatMul only */
+	double flops_fwd;	   /* whole batch, all ops */
+	double flops_bwd_input;	   /* whole batch */
+	double flops_bwd_weight;   /* whole batch */
 	int64_t activations_bytes; /* kept for backward, whole batch */
 	int64_t input_bytes;	   /* one batch of model input */
 	int64_t weights_bytes;
 	int64_t gradients_bytes;
-	int64_t buffers_bytes; /* non-trainable state (running stats) */
+	int64_t buffers_bytes;	  /* non-trainable state (running stats) */
 	int64_t sgd_state_bytes;  /* momentum buffer */
 	int64_t adam_state_bytes; /* two moments */
 	int64_t peak_act_bytes;	  /* largest single activation tensor */

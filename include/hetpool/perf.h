@@ -22,7 +22,7 @@ extern "C" {
 
 /* One configuration to measure: a spec at a batch size. */
 struct hp_sweep_config {
-	char id[96]; /* stable: the same variables give the same id */
+	char id[96];	 /* stable: the same variables give the same id */
 	char family[32]; /* architecture family, e.g. "c3-f2" */
 	struct hp_spec spec;
 	int64_t batch;
@@ -92,12 +92,12 @@ struct hp_profile_row {
 	char driver[64]; /* GPU driver, "" on the CPU */
 	int threads;
 	char optimizer[8];
-	double step_time_s; /* median */
+	double step_time_s;  /* median */
 	double step_time_cv; /* stdev / mean of the timed steps */
 	double step_time_min_s, step_time_p90_s;
 	int steps, warmup_steps;
-	int64_t peak_mem_bytes; /* allocated by the engine */
-	int64_t peak_rss_bytes; /* the process, from getrusage */
+	int64_t peak_mem_bytes;	  /* allocated by the engine */
+	int64_t peak_rss_bytes;	  /* the process, from getrusage */
 	double energy_per_step_j; /* NaN: not measured */
 	double power_w;		  /* NaN: not measured */
 	char energy_source[32];	  /* "nvml", or "not measured" */

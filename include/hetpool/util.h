@@ -60,10 +60,10 @@ struct hp_error {
  * code, so callers can write `return hp_error_set(err, HP_EINVAL, ...)`.
  */
 int hp_error_set(struct hp_error *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Prefix the message already in err with "PREFIX: " (keeps the code). */
 void hp_error_prefix(struct hp_error *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 void hp_error_clear(struct hp_error *err);
 
 /*
@@ -84,7 +84,7 @@ void hp_buf_reset(struct hp_buf *b);
 int hp_buf_add(struct hp_buf *b, const void *p, size_t n);
 int hp_buf_adds(struct hp_buf *b, const char *s);
 int hp_buf_printf(struct hp_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 int hp_buf_vprintf(struct hp_buf *b, const char *fmt, va_list ap);
 /* The contents ("" for an empty buffer; never NULL). */
 const char *hp_buf_str(const struct hp_buf *b);
@@ -106,12 +106,11 @@ enum hp_log_level {
 	HP_LOG_INFO = 2,
 	HP_LOG_DEBUG = 3,
 };
-typedef void (*hp_log_fn)(enum hp_log_level level, const char *msg,
-			  void *ud);
+typedef void (*hp_log_fn)(enum hp_log_level level, const char *msg, void *ud);
 /* Install a sink (NULL: drop messages) and the most verbose level it gets. */
 void hp_log_set(hp_log_fn fn, void *ud, enum hp_log_level max_level);
 void hp_log(enum hp_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 const char *hp_log_level_name(enum hp_log_level level);
 
 /*

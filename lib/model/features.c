@@ -18,7 +18,7 @@ const char *hp_kind_name(enum hp_kind k)
 {
 	static const char *const names[] = {
 #define HP_KIND_STR(name, str) str,
-		HP_KIND_MAP(HP_KIND_STR)
+	    HP_KIND_MAP(HP_KIND_STR)
 #undef HP_KIND_STR
 	};
 	return (unsigned)k < HP_KIND__COUNT ? names[k] : "other";
@@ -150,10 +150,10 @@ static enum hp_kind classify(const struct hp_graph *g, const struct hp_node *n,
 	    !strcmp(op, "Equal") || !strcmp(op, "Less") ||
 	    !strcmp(op, "Greater") || !strcmp(op, "Not") ||
 	    !strcmp(op, "Floor") || !strcmp(op, "Ceil") ||
-	    !strcmp(op, "Round") || !strcmp(op, "Sign") ||
-	    !strcmp(op, "Cos") || !strcmp(op, "Sin") ||
-	    !strcmp(op, "LessOrEqual") || !strcmp(op, "GreaterOrEqual") ||
-	    !strcmp(op, "And") || !strcmp(op, "Or") || !strcmp(op, "Mod"))
+	    !strcmp(op, "Round") || !strcmp(op, "Sign") || !strcmp(op, "Cos") ||
+	    !strcmp(op, "Sin") || !strcmp(op, "LessOrEqual") ||
+	    !strcmp(op, "GreaterOrEqual") || !strcmp(op, "And") ||
+	    !strcmp(op, "Or") || !strcmp(op, "Mod"))
 		return HP_KIND_ELEMENTWISE;
 	return HP_KIND_OTHER;
 }
@@ -223,8 +223,8 @@ static int64_t node_macs(const struct hp_graph *g, const struct hp_node *n,
 			k *= w->dims[i];
 		m = numel(x) * k;
 	} else if (!strcmp(n->op, "Gemm")) {
-		int64_t kk = hp_node_attr_i(n, "transA", 0) ? x->dims[0]
-							    : x->dims[1];
+		int64_t kk =
+		    hp_node_attr_i(n, "transA", 0) ? x->dims[0] : x->dims[1];
 		m = numel(y) * kk;
 	} else if (kind == HP_KIND_FC || kind == HP_KIND_ATTN_MATMUL) {
 		m = numel(y) * x->dims[x->rank - 1];
@@ -294,7 +294,8 @@ static void cost_node(struct state *s, int ni, struct hp_layer_stats *L)
 	}
 	grad_out = grad_in || has_w;
 	for (int k = 0; k < n->noutputs; k++)
-		if (n->outputs[k] >= 0 && is_float(g->tensors[n->outputs[k]].dtype))
+		if (n->outputs[k] >= 0 &&
+		    is_float(g->tensors[n->outputs[k]].dtype))
 			s->needs_grad[n->outputs[k]] = grad_out;
 
 	switch (L->kind) {
@@ -307,7 +308,8 @@ static void cost_node(struct state *s, int ni, struct hp_layer_stats *L)
 		if (grad_in)
 			L->flops_bwd_input = 2.0 * (double)macs;
 		if (has_w)
-			L->flops_bwd_weight = 2.0 * (double)macs + (bias ? E : 0);
+			L->flops_bwd_weight =
+			    2.0 * (double)macs + (bias ? E : 0);
 		if (grad_out) {
 			/* The weight gradient needs the input activation. */
 			for (int k = 0; k < 2 && k < n->ninputs; k++)
@@ -339,7 +341,8 @@ static void cost_node(struct state *s, int ni, struct hp_layer_stats *L)
 				k *= (double)ks->ints[i];
 		L->flops_fwd = strstr(n->op, "Global") ? I : E * k;
 		if (grad_in) {
-			L->flops_bwd_input = strstr(n->op, "Global") ? I : E * k;
+			L->flops_bwd_input =
+			    strstr(n->op, "Global") ? I : E * k;
 			/* Max pooling keeps its input (or indices). */
 			if (strstr(n->op, "Max"))
 				L->act_bytes += save(s, n->inputs[0]);
@@ -421,8 +424,8 @@ static void attribute_params(struct state *s, int ni, struct hp_layer_stats *L)
 	    hp__is_weight(g, n->outputs[0]))
 		return; /* counted where the weight is used */
 	for (int k = 0; k < n->ninputs; k++) {
-		int src = n->inputs[k] >= 0 ? weight_source(g, n->inputs[k])
-					    : -1;
+		int src =
+		    n->inputs[k] >= 0 ? weight_source(g, n->inputs[k]) : -1;
 		const struct hp_tensor *w;
 		if (src < 0 || s->counted[src])
 			continue;
@@ -460,10 +463,10 @@ static int propagate(struct state *s, const int *order, int64_t batch,
 			int b = t->batch_axis >= 0 ? t->batch_axis : 0;
 			if (input_rank != t->rank - 1)
 				return hp_error_set(
-					err, HP_EINVAL,
-					"input shape has %d dimensions, model "
-					"input '%s' takes %d besides the batch",
-					input_rank, t->name, t->rank - 1);
+				    err, HP_EINVAL,
+				    "input shape has %d dimensions, model "
+				    "input '%s' takes %d besides the batch",
+				    input_rank, t->name, t->rank - 1);
 			for (int d = 0, k = 0; d < t->rank; d++)
 				if (d != b)
 					t->dims[d] = input_shape[k++];
@@ -473,16 +476,17 @@ static int propagate(struct state *s, const int *order, int64_t batch,
 		for (int d = 0; d < t->rank; d++)
 			if (t->dims[d] < 0)
 				return hp_error_set(
-					err, HP_ESHAPE,
-					"input '%s' has an unknown dimension "
-					"%d: give it with --input-shape",
-					t->name, d);
+				    err, HP_ESHAPE,
+				    "input '%s' has an unknown dimension "
+				    "%d: give it with --input-shape",
+				    t->name, d);
 	}
 	for (int i = 0; i < g->nnodes; i++) {
 		struct hp_node *n = &g->nodes[order[i]];
 		int rc = hp__shape_node(g, n, err);
 		if (rc == 1) {
-			hp_log(HP_LOG_WARN, "%s: unknown op '%s' (node '%s'): "
+			hp_log(HP_LOG_WARN,
+			       "%s: unknown op '%s' (node '%s'): "
 			       "skipped, its output shape is guessed",
 			       g->source ? g->source : g->name, n->op, n->name);
 			if (add_skipped(s, n->op))
@@ -571,7 +575,8 @@ int hp_analyze(struct hp_graph *g, int64_t batch, const int64_t *input_shape,
 		f->params += L->params;
 		if (!hp_add_i64(f->macs_per_sample, L->macs,
 				&f->macs_per_sample)) {
-			rc = hp_error_set(err, HP_ERANGE, "MAC count overflows");
+			rc =
+			    hp_error_set(err, HP_ERANGE, "MAC count overflows");
 			goto out;
 		}
 		f->flops_fwd += L->flops_fwd;

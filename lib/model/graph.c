@@ -172,8 +172,7 @@ int hp_graph_tensor(struct hp_graph *g, const char *name)
 	t->producer = -1;
 	t->nival = -1;
 	t->nfvals = -1;
-	index_insert(g->name_index, g->name_index_cap, g->tensors,
-		     g->ntensors);
+	index_insert(g->name_index, g->name_index_cap, g->tensors, g->ntensors);
 	return g->ntensors++;
 }
 
@@ -217,8 +216,8 @@ int hp_graph_add_node(struct hp_graph *g, const char *name, const char *op,
 
 struct hp_attr *hp_node_add_attr(struct hp_node *n, const char *name, int type)
 {
-	struct hp_attr *a = realloc(n->attrs, (size_t)(n->nattrs + 1) *
-						      sizeof(*a));
+	struct hp_attr *a =
+	    realloc(n->attrs, (size_t)(n->nattrs + 1) * sizeof(*a));
 
 	if (!a)
 		return NULL;

@@ -78,11 +78,13 @@ static int load_tensor(struct ctx *c, struct hp_tensor *t,
 			for (int64_t i = 0; i < numel; i++) {
 				if (sz == 8) {
 					int64_t x;
-					memcpy(&x, tp->raw_data.data + i * 8, 8);
+					memcpy(&x, tp->raw_data.data + i * 8,
+					       8);
 					v[i] = x;
 				} else {
 					int32_t x;
-					memcpy(&x, tp->raw_data.data + i * 4, 4);
+					memcpy(&x, tp->raw_data.data + i * 4,
+					       4);
 					v[i] = x;
 				}
 			}
@@ -91,7 +93,8 @@ static int load_tensor(struct ctx *c, struct hp_tensor *t,
 		if (have >= 0) {
 			rc = hp_tensor_set_ival(t, v, have);
 			if (rc)
-				return hp_error_set(c->err, rc, "out of memory");
+				return hp_error_set(c->err, rc,
+						    "out of memory");
 		}
 	} else if (t->dtype == HP_DT_FLOAT && numel <= 64) {
 		double v[64];
@@ -113,7 +116,8 @@ static int load_tensor(struct ctx *c, struct hp_tensor *t,
 		if (have >= 0) {
 			rc = hp_tensor_set_fvals(t, v, have);
 			if (rc)
-				return hp_error_set(c->err, rc, "out of memory");
+				return hp_error_set(c->err, rc,
+						    "out of memory");
 		}
 	}
 	return 0;
@@ -124,7 +128,8 @@ static int load_value_info(struct ctx *c, struct hp_tensor *t,
 {
 	const Onnx__TypeProto__Tensor *tt;
 
-	if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+	if (!vi->type ||
+	    vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
 	    !vi->type->tensor_type)
 		return 0;
 	tt = vi->type->tensor_type;
@@ -138,13 +143,14 @@ static int load_value_info(struct ctx *c, struct hp_tensor *t,
 	t->rank = (int)tt->shape->n_dim;
 	for (size_t i = 0; i < tt->shape->n_dim; i++) {
 		const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-		if (d && d->value_case ==
-				 ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+		if (d &&
+		    d->value_case ==
+			ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
 			if (d->dim_value < 0 || d->dim_value > HP_MODEL_MAX_DIM)
 				return hp_error_set(
-					c->err, HP_ERANGE,
-					"input '%s' has dimension %zu = %lld",
-					t->name, i, (long long)d->dim_value);
+				    c->err, HP_ERANGE,
+				    "input '%s' has dimension %zu = %lld",
+				    t->name, i, (long long)d->dim_value);
 			t->dims[i] = d->dim_value;
 		} else {
 			t->dims[i] = -1;
@@ -369,10 +375,11 @@ static int load_graph(struct ctx *c, const Onnx__GraphProto *gp)
 			t = &g->tensors[outs[k]];
 			if (t->producer >= 0 || t->initializer ||
 			    t->graph_input) {
-				rc = hp_error_set(c->err, HP_EPARSE,
-						  "tensor '%s' is written by "
-						  "node '%s' and also elsewhere",
-						  t->name, name);
+				rc =
+				    hp_error_set(c->err, HP_EPARSE,
+						 "tensor '%s' is written by "
+						 "node '%s' and also elsewhere",
+						 t->name, name);
 				goto fail;
 			}
 			t->producer = g->nnodes;
@@ -387,7 +394,8 @@ static int load_graph(struct ctx *c, const Onnx__GraphProto *gp)
 			return hp_error_set(c->err, ni, "cannot add node '%s'",
 					    name);
 		n = &g->nodes[ni];
-		if (np->domain && *np->domain && strcmp(np->domain, "ai.onnx")) {
+		if (np->domain && *np->domain &&
+		    strcmp(np->domain, "ai.onnx")) {
 			/* Keep the domain visible: "com.microsoft::Foo". */
 			size_t l = strlen(np->domain) + strlen(np->op_type) + 3;
 			char *op = malloc(l);
@@ -405,8 +413,8 @@ static int load_graph(struct ctx *c, const Onnx__GraphProto *gp)
 		}
 		rc = constant_scalar_forms(c, n);
 		if (rc)
-			return hp_error_set(c->err, rc, "node '%s': bad constant",
-					    name);
+			return hp_error_set(c->err, rc,
+					    "node '%s': bad constant", name);
 	}
 	/* Every tensor that is read must come from somewhere. */
 	for (int i = 0; i < g->nnodes; i++) {
@@ -419,10 +427,10 @@ static int load_graph(struct ctx *c, const Onnx__GraphProto *gp)
 			if (t->producer < 0 && !t->initializer &&
 			    !t->graph_input)
 				return hp_error_set(
-					c->err, HP_EPARSE,
-					"node '%s' (%s) reads '%s', which no "
-					"node, initializer or input provides",
-					n->name, n->op, t->name);
+				    c->err, HP_EPARSE,
+				    "node '%s' (%s) reads '%s', which no "
+				    "node, initializer or input provides",
+				    n->name, n->op, t->name);
 		}
 	}
 	for (size_t i = 0; i < gp->n_output; i++) {

@@ -245,8 +245,8 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 		for (int64_t i = 0; i < ne; i++) {
 			int64_t x = ival_at(in(g, n, 0), &o, i);
 			int64_t y = n->ninputs > 1 && in(g, n, 1)
-					    ? ival_at(in(g, n, 1), &o, i)
-					    : 0;
+					? ival_at(in(g, n, 1), &o, i)
+					: 0;
 			int64_t r;
 			if (!strcmp(op, "Add"))
 				r = (int64_t)((uint64_t)x + (uint64_t)y);
@@ -286,8 +286,7 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 	return 0;
 }
 
-static int op_unary(struct hp_graph *g, struct hp_node *n,
-		    struct hp_error *err)
+static int op_unary(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	int rc;
@@ -303,8 +302,7 @@ static int op_unary(struct hp_graph *g, struct hp_node *n,
 	return 0;
 }
 
-static int op_cast(struct hp_graph *g, struct hp_node *n,
-		   struct hp_error *err)
+static int op_cast(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	int to = (int)hp_node_attr_i(n, "to", x ? x->dtype : 0);
@@ -340,13 +338,14 @@ static int op_cast(struct hp_graph *g, struct hp_node *n,
 }
 
 /* Output size of one spatial axis of a convolution or pooling window. */
-static int window(int64_t in_sz, int64_t k, int64_t s, int64_t dil,
-		  int64_t *pb, int64_t *pe, const char *auto_pad, bool ceil_mode,
+static int window(int64_t in_sz, int64_t k, int64_t s, int64_t dil, int64_t *pb,
+		  int64_t *pe, const char *auto_pad, bool ceil_mode,
 		  int64_t *out_sz)
 {
 	int64_t ek = (k - 1) * dil + 1, o;
 
-	if (!strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER")) {
+	if (!strcmp(auto_pad, "SAME_UPPER") ||
+	    !strcmp(auto_pad, "SAME_LOWER")) {
 		int64_t total;
 		o = (in_sz + s - 1) / s;
 		total = (o - 1) * s + ek - in_sz;
@@ -402,7 +401,8 @@ static int read_window(const struct hp_node *n, int nsp, const int64_t *kdef,
 	}
 	if ((a = hp_node_attr(n, "kernel_shape")) && a->type == HP_ATTR_INTS) {
 		if ((int)a->n != nsp)
-			return bad(err, n, "kernel_shape does not match input rank");
+			return bad(err, n,
+				   "kernel_shape does not match input rank");
 		memcpy(w->k, a->ints, a->n * sizeof(int64_t));
 	}
 	if ((a = hp_node_attr(n, "strides")) && a->type == HP_ATTR_INTS) {
@@ -436,13 +436,13 @@ static int read_window(const struct hp_node *n, int nsp, const int64_t *kdef,
 		if (w->pads[i] < 0 || w->pads[i + nsp] < 0 ||
 		    w->pads[i] > HP_MODEL_MAX_DIM ||
 		    w->pads[i + nsp] > HP_MODEL_MAX_DIM)
-			return hp_error_set(err, HP_ESHAPE,
-					    "node '%s' (%s): negative or huge "
-					    "pad %lld",
-					    n->name, n->op,
-					    (long long)(w->pads[i] < 0
-								? w->pads[i]
-								: w->pads[i + nsp]));
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "node '%s' (%s): negative or huge "
+			    "pad %lld",
+			    n->name, n->op,
+			    (long long)(w->pads[i] < 0 ? w->pads[i]
+						       : w->pads[i + nsp]));
 	}
 	return 0;
 }
@@ -470,44 +470,46 @@ static int op_conv(struct hp_graph *g, struct hp_node *n, bool transpose,
 		return rc;
 	for (int i = 0; i < nsp; i++)
 		if (win.k[i] != w->dims[2 + i])
-			return bad(err, n, "kernel_shape does not match weight");
+			return bad(err, n,
+				   "kernel_shape does not match weight");
 	o[0] = x->dims[0];
 	if (!transpose) {
 		if (w->dims[1] * group != x->dims[1] || w->dims[0] % group)
 			return hp_error_set(
-				err, HP_ESHAPE,
-				"node '%s' (Conv): input has %lld channels but "
-				"weight expects %lld x %lld groups",
-				n->name, (long long)x->dims[1],
-				(long long)w->dims[1], (long long)group);
+			    err, HP_ESHAPE,
+			    "node '%s' (Conv): input has %lld channels but "
+			    "weight expects %lld x %lld groups",
+			    n->name, (long long)x->dims[1],
+			    (long long)w->dims[1], (long long)group);
 		o[1] = w->dims[0];
 		for (int i = 0; i < nsp; i++) {
 			if (window(x->dims[2 + i], win.k[i], win.s[i], win.d[i],
 				   &win.pads[i], &win.pads[i + nsp],
 				   win.auto_pad, false, &o[2 + i]))
 				return hp_error_set(
-					err, HP_ESHAPE,
-					"node '%s' (Conv): kernel %lld larger "
-					"than padded input %lld",
-					n->name, (long long)win.k[i],
-					(long long)x->dims[2 + i]);
+				    err, HP_ESHAPE,
+				    "node '%s' (Conv): kernel %lld larger "
+				    "than padded input %lld",
+				    n->name, (long long)win.k[i],
+				    (long long)x->dims[2 + i]);
 		}
 	} else {
 		const struct hp_attr *os = hp_node_attr(n, "output_shape");
 		const struct hp_attr *op = hp_node_attr(n, "output_padding");
 		if (w->dims[0] != x->dims[1])
-			return bad(err, n, "input channels do not match weight");
+			return bad(err, n,
+				   "input channels do not match weight");
 		o[1] = w->dims[1] * group;
 		for (int i = 0; i < nsp; i++) {
-			int64_t opad = op && op->type == HP_ATTR_INTS &&
-						       (int)op->n == nsp
-					       ? op->ints[i]
-					       : 0;
+			int64_t opad =
+			    op && op->type == HP_ATTR_INTS && (int)op->n == nsp
+				? op->ints[i]
+				: 0;
 			int64_t ek = (win.k[i] - 1) * win.d[i] + 1;
 			if (os && os->type == HP_ATTR_INTS &&
 			    (int)os->n >= nsp) {
-				o[2 + i] = os->ints[os->n - (size_t)nsp +
-						    (size_t)i];
+				o[2 + i] =
+				    os->ints[os->n - (size_t)nsp + (size_t)i];
 			} else if (!strcmp(win.auto_pad, "SAME_UPPER") ||
 				   !strcmp(win.auto_pad, "SAME_LOWER")) {
 				o[2 + i] = x->dims[2 + i] * win.s[i];
@@ -554,11 +556,11 @@ static int op_pool(struct hp_graph *g, struct hp_node *n, bool global,
 				   &win.pads[i], &win.pads[i + nsp],
 				   win.auto_pad, ceil_mode, &o[2 + i]))
 				return hp_error_set(
-					err, HP_ESHAPE,
-					"node '%s' (%s): window %lld larger "
-					"than input %lld",
-					n->name, n->op, (long long)win.k[i],
-					(long long)x->dims[2 + i]);
+				    err, HP_ESHAPE,
+				    "node '%s' (%s): window %lld larger "
+				    "than input %lld",
+				    n->name, n->op, (long long)win.k[i],
+				    (long long)x->dims[2 + i]);
 	}
 	rc = set_shape(g, n, 0, x->dtype, x->rank, o, err);
 	if (rc)
@@ -566,11 +568,11 @@ static int op_pool(struct hp_graph *g, struct hp_node *n, bool global,
 	return set_shape(g, n, 1, HP_DT_INT64, x->rank, o, err); /* indices */
 }
 
-static int op_gemm(struct hp_graph *g, struct hp_node *n,
-		   struct hp_error *err)
+static int op_gemm(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *a = in(g, n, 0), *b = in(g, n, 1);
-	bool ta = hp_node_attr_i(n, "transA", 0), tb = hp_node_attr_i(n, "transB", 0);
+	bool ta = hp_node_attr_i(n, "transA", 0),
+	     tb = hp_node_attr_i(n, "transB", 0);
 	int64_t o[2], ka, kb;
 
 	if (!b)
@@ -632,8 +634,7 @@ static int op_matmul(struct hp_graph *g, struct hp_node *n,
 	return set_shape(g, n, 0, a->dtype, r, o, err);
 }
 
-static int op_norm(struct hp_graph *g, struct hp_node *n,
-		   struct hp_error *err)
+static int op_norm(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	int rc;
@@ -658,7 +659,8 @@ static int op_norm(struct hp_graph *g, struct hp_node *n,
 		for (int i = 0; i < x->rank; i++)
 			d[i] = i < ax ? x->dims[i] : 1;
 		for (int k = 1; k < n->noutputs; k++)
-			if ((rc = set_shape(g, n, k, x->dtype, x->rank, d, err)))
+			if ((rc =
+				 set_shape(g, n, k, x->dtype, x->rank, d, err)))
 				return rc;
 	}
 	return 0;
@@ -703,10 +705,12 @@ static int op_concat(struct hp_graph *g, struct hp_node *n,
 			return bad(err, n, "inputs differ in rank");
 		for (int i = 0; i < t->rank; i++)
 			if (i != ax && t->dims[i] != x0->dims[i])
-				return bad(err, n, "inputs differ off the axis");
+				return bad(err, n,
+					   "inputs differ off the axis");
 		if (!hp_add_i64(o[ax], t->dims[ax], &o[ax]))
 			return bad(err, n, "concatenated axis overflows");
-		if (has_val(t) && fold && nv + t->nival <= MAXC && t->rank <= 1) {
+		if (has_val(t) && fold && nv + t->nival <= MAXC &&
+		    t->rank <= 1) {
 			memcpy(v + nv, t->ival, (size_t)t->nival * sizeof(*v));
 			nv += t->nival;
 		} else {
@@ -720,8 +724,7 @@ static int op_concat(struct hp_graph *g, struct hp_node *n,
 	return fold ? set_val(g, n, 0, v, nv, err) : 0;
 }
 
-static int op_split(struct hp_graph *g, struct hp_node *n,
-		    struct hp_error *err)
+static int op_split(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t sp[MAXC], nsp = 0, o[HP_MAX_RANK], sum = 0;
@@ -792,8 +795,9 @@ static int op_reshape(struct hp_graph *g, struct hp_node *n,
 	if (!known(x))
 		return 2;
 	if (!s || !has_val(s))
-		return bad(err, n, "target shape is not a constant (cannot be "
-				   "folded)");
+		return bad(err, n,
+			   "target shape is not a constant (cannot be "
+			   "folded)");
 	if (s->nival > HP_MAX_RANK)
 		return bad(err, n, "target rank too large");
 	for (int i = 0; i < s->nival; i++) {
@@ -900,12 +904,11 @@ static int op_squeeze(struct hp_graph *g, struct hp_node *n, bool unsq,
 	return has_val(x) ? set_val(g, n, 0, x->ival, x->nival, err) : 0;
 }
 
-static int op_slice(struct hp_graph *g, struct hp_node *n,
-		    struct hp_error *err)
+static int op_slice(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t st[HP_MAX_RANK], en[HP_MAX_RANK], ax[HP_MAX_RANK],
-		sp[HP_MAX_RANK];
+	    sp[HP_MAX_RANK];
 	int64_t nst = 0, nen = 0, nax = 0, nsp = 0, o[HP_MAX_RANK];
 	int64_t first[HP_MAX_RANK], step[HP_MAX_RANK];
 	bool new_form = g->opset >= 10 || n->ninputs > 1;
@@ -916,13 +919,18 @@ static int op_slice(struct hp_graph *g, struct hp_node *n,
 	for (int k = 1; k < 5 && k < n->ninputs; k++) {
 		struct hp_tensor *t = in(g, n, k);
 		if (t && (!has_val(t) || t->nival > HP_MAX_RANK))
-			return bad(err, n, "starts/ends/axes/steps are not "
-					   "constant");
+			return bad(err, n,
+				   "starts/ends/axes/steps are not "
+				   "constant");
 	}
-	if (ints_arg(g, n, "starts", new_form ? 1 : -1, st, HP_MAX_RANK, &nst) < 0 ||
-	    ints_arg(g, n, "ends", new_form ? 2 : -1, en, HP_MAX_RANK, &nen) < 0 ||
-	    ints_arg(g, n, "axes", new_form ? 3 : -1, ax, HP_MAX_RANK, &nax) < 0 ||
-	    ints_arg(g, n, "steps", new_form ? 4 : -1, sp, HP_MAX_RANK, &nsp) < 0)
+	if (ints_arg(g, n, "starts", new_form ? 1 : -1, st, HP_MAX_RANK, &nst) <
+		0 ||
+	    ints_arg(g, n, "ends", new_form ? 2 : -1, en, HP_MAX_RANK, &nen) <
+		0 ||
+	    ints_arg(g, n, "axes", new_form ? 3 : -1, ax, HP_MAX_RANK, &nax) <
+		0 ||
+	    ints_arg(g, n, "steps", new_form ? 4 : -1, sp, HP_MAX_RANK, &nsp) <
+		0)
 		return bad(err, n, "bad slice arguments");
 	if (nst != nen || nst > x->rank || (nax && nax != nst) ||
 	    (nsp && nsp != nst))
@@ -973,8 +981,7 @@ static int op_slice(struct hp_graph *g, struct hp_node *n,
 	return 0;
 }
 
-static int op_pad(struct hp_graph *g, struct hp_node *n,
-		  struct hp_error *err)
+static int op_pad(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t p[MAXC], np = 0, o[HP_MAX_RANK];
@@ -1029,7 +1036,8 @@ static int op_reduce(struct hp_graph *g, struct hp_node *n,
 {
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t axes[MAXC], na = 0, o[HP_MAX_RANK];
-	bool keep = hp_node_attr_i(n, "keepdims", 1) != 0, mark[HP_MAX_RANK] = {0};
+	bool keep = hp_node_attr_i(n, "keepdims", 1) != 0,
+	     mark[HP_MAX_RANK] = {0};
 	bool noop = hp_node_attr_i(n, "noop_with_empty_axes", 0) != 0;
 	int r = 0, rc;
 
@@ -1038,7 +1046,8 @@ static int op_reduce(struct hp_graph *g, struct hp_node *n,
 	if (!strcmp(n->op, "ArgMax") || !strcmp(n->op, "ArgMin")) {
 		axes[0] = hp_node_attr_i(n, "axis", 0);
 		na = 1;
-	} else if (ints_arg(g, n, "axes", in(g, n, 1) ? 1 : -1, axes, MAXC, &na) < 0)
+	} else if (ints_arg(g, n, "axes", in(g, n, 1) ? 1 : -1, axes, MAXC,
+			    &na) < 0)
 		return bad(err, n, "axes are not constant");
 	for (int64_t i = 0; i < na; i++) {
 		int a;
@@ -1053,8 +1062,8 @@ static int op_reduce(struct hp_graph *g, struct hp_node *n,
 		else if (keep)
 			o[r++] = 1;
 	}
-	rc = set_shape(g, n, 0,
-		       n->op[0] == 'A' ? HP_DT_INT64 : x->dtype, r, o, err);
+	rc = set_shape(g, n, 0, n->op[0] == 'A' ? HP_DT_INT64 : x->dtype, r, o,
+		       err);
 	if (rc)
 		return rc;
 	if (!strcmp(n->op, "ReduceProd") && has_val(x) && r <= 1 &&
@@ -1067,8 +1076,7 @@ static int op_reduce(struct hp_graph *g, struct hp_node *n,
 	return 0;
 }
 
-static int op_shape(struct hp_graph *g, struct hp_node *n,
-		    struct hp_error *err)
+static int op_shape(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t start = hp_node_attr_i(n, "start", 0);
@@ -1092,8 +1100,7 @@ static int op_shape(struct hp_graph *g, struct hp_node *n,
 	return 0;
 }
 
-static int op_size(struct hp_graph *g, struct hp_node *n,
-		   struct hp_error *err)
+static int op_size(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t e;
@@ -1180,8 +1187,7 @@ static int op_constant_of_shape(struct hp_graph *g, struct hp_node *n,
 	return 0;
 }
 
-static int op_range(struct hp_graph *g, struct hp_node *n,
-		    struct hp_error *err)
+static int op_range(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *a = in(g, n, 0), *b = in(g, n, 1), *d = in(g, n, 2);
 	int64_t len, v[MAXC];
@@ -1241,8 +1247,7 @@ static int op_expand(struct hp_graph *g, struct hp_node *n,
 	return 0;
 }
 
-static int op_tile(struct hp_graph *g, struct hp_node *n,
-		   struct hp_error *err)
+static int op_tile(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0), *r = in(g, n, 1);
 	int64_t o[HP_MAX_RANK];
@@ -1258,8 +1263,7 @@ static int op_tile(struct hp_graph *g, struct hp_node *n,
 	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
 }
 
-static int op_loss(struct hp_graph *g, struct hp_node *n,
-		   struct hp_error *err)
+static int op_loss(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	const char *red = hp_node_attr_s(n, "reduction", "mean");
@@ -1279,8 +1283,7 @@ static int op_loss(struct hp_graph *g, struct hp_node *n,
 	return set_like(g, n, 1, x, err); /* log-probabilities */
 }
 
-static int op_topk(struct hp_graph *g, struct hp_node *n,
-		   struct hp_error *err)
+static int op_topk(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0), *k = in(g, n, 1);
 	int64_t o[HP_MAX_RANK];
@@ -1300,23 +1303,62 @@ static int op_topk(struct hp_graph *g, struct hp_node *n,
 }
 
 static const char *const unary_ops[] = {
-	"Relu",	      "LeakyRelu",   "Sigmoid",	   "Tanh",     "Clip",
-	"HardSigmoid", "HardSwish",  "Elu",	   "Selu",     "Celu",
-	"Gelu",	      "Softplus",    "Softsign",   "Mish",     "Erf",
-	"Sqrt",	      "Exp",	     "Log",	   "Abs",      "Reciprocal",
-	"Floor",      "Ceil",	     "Round",	   "Sign",     "Cos",
-	"Sin",	      "Identity",    "Softmax",	   "LogSoftmax", "ThresholdedRelu",
-	"Shrink",     "IsNaN",	     "IsInf",	   "CumSum",   "LpNormalization",
-	"LRN",	      "InstanceNormalization",     "GroupNormalization",
-	"MeanVarianceNormalization", "Hardmax",	   NULL,
+    "Relu",
+    "LeakyRelu",
+    "Sigmoid",
+    "Tanh",
+    "Clip",
+    "HardSigmoid",
+    "HardSwish",
+    "Elu",
+    "Selu",
+    "Celu",
+    "Gelu",
+    "Softplus",
+    "Softsign",
+    "Mish",
+    "Erf",
+    "Sqrt",
+    "Exp",
+    "Log",
+    "Abs",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "Cos",
+    "Sin",
+    "Identity",
+    "Softmax",
+    "LogSoftmax",
+    "ThresholdedRelu",
+    "Shrink",
+    "IsNaN",
+    "IsInf",
+    "CumSum",
+    "LpNormalization",
+    "LRN",
+    "InstanceNormalization",
+    "GroupNormalization",
+    "MeanVarianceNormalization",
+    "Hardmax",
+    NULL,
 };
 
 static const char *const elementwise_ops[] = {
-	"Add", "Sub",	"Mul",	 "Div",	    "Pow",	    "Max",
-	"Min", "Sum",	"Mean",	 "Equal",   "Less",	    "Greater",
-	"LessOrEqual",	"GreaterOrEqual",   "And",	    "Or",
-	"Xor", "Mod",	"Where", "PRelu",   "Neg",	    "Not",
-	"BitShift",	NULL,
+    "Add",	   "Sub",
+    "Mul",	   "Div",
+    "Pow",	   "Max",
+    "Min",	   "Sum",
+    "Mean",	   "Equal",
+    "Less",	   "Greater",
+    "LessOrEqual", "GreaterOrEqual",
+    "And",	   "Or",
+    "Xor",	   "Mod",
+    "Where",	   "PRelu",
+    "Neg",	   "Not",
+    "BitShift",	   NULL,
 };
 
 static bool in_list(const char *op, const char *const *list)

@@ -26,10 +26,10 @@
 #define SPEC_MAX_JSON (16u << 20)
 
 static const char *const layer_names[] = {
-	[HP_LAYER_CONV] = "conv",	[HP_LAYER_BN] = "bn",
-	[HP_LAYER_RELU] = "relu",	[HP_LAYER_POOL] = "pool",
-	[HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
-	[HP_LAYER_SOFTMAX] = "softmax",
+    [HP_LAYER_CONV] = "conv",	    [HP_LAYER_BN] = "bn",
+    [HP_LAYER_RELU] = "relu",	    [HP_LAYER_POOL] = "pool",
+    [HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
+    [HP_LAYER_SOFTMAX] = "softmax",
 };
 
 static int get_int(json_t *o, const char *key, int64_t def, int64_t min,
@@ -53,13 +53,13 @@ static int get_int(json_t *o, const char *key, int64_t def, int64_t min,
 	if (*out < min || *out > max)
 		return hp_error_set(err, HP_ERANGE,
 				    "%s: \"%s\" is %lld, must be %lld..%lld",
-				    where, key, (long long)*out,
-				    (long long)min, (long long)max);
+				    where, key, (long long)*out, (long long)min,
+				    (long long)max);
 	return 0;
 }
 
-static int check_keys(json_t *o, const char *const *allowed,
-		      const char *where, struct hp_error *err)
+static int check_keys(json_t *o, const char *const *allowed, const char *where,
+		      struct hp_error *err)
 {
 	const char *key;
 	json_t *v;
@@ -82,10 +82,10 @@ static int check_keys(json_t *o, const char *const *allowed,
 static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		       struct hp_error *err)
 {
-	static const char *const k_conv[] = {"type", "filters", "kernel",
+	static const char *const k_conv[] = {"type",   "filters", "kernel",
+					     "stride", "pad",	  NULL};
+	static const char *const k_pool[] = {"type",   "op",  "kernel",
 					     "stride", "pad", NULL};
-	static const char *const k_pool[] = {"type", "op", "kernel", "stride",
-					     "pad", NULL};
 	static const char *const k_fc[] = {"type", "units", NULL};
 	static const char *const k_drop[] = {"type", "p", NULL};
 	static const char *const k_plain[] = {"type", NULL};
@@ -124,10 +124,11 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 			if (!json_is_string(op) ||
 			    (strcmp(json_string_value(op), "max") &&
 			     strcmp(json_string_value(op), "avg")))
-				return hp_error_set(err, HP_EINVAL,
-						    "%s: \"op\" must be \"max\" "
-						    "or \"avg\"",
-						    where);
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "%s: \"op\" must be \"max\" "
+				    "or \"avg\"",
+				    where);
 			L->pool_max = !strcmp(json_string_value(op), "max");
 		}
 		if ((rc = check_keys(lj, k_pool, where, err)) ||
@@ -157,18 +158,18 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 			return rc;
 		if (p) {
 			if (!json_is_number(p))
-				return hp_error_set(err, HP_EINVAL,
-						    "%s: \"p\" must be a number",
-						    where);
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "%s: \"p\" must be a number", where);
 			L->p = json_number_value(p);
 			if (!(L->p >= 0 && L->p < 1))
-				return hp_error_set(err, HP_ERANGE,
-						    "%s: \"p\" must be in [0, 1)",
-						    where);
+				return hp_error_set(
+				    err, HP_ERANGE,
+				    "%s: \"p\" must be in [0, 1)", where);
 		}
 	} else if (!strcmp(type, "bn") || !strcmp(type, "relu") ||
 		   !strcmp(type, "softmax")) {
-		L->type = !strcmp(type, "bn")	   ? HP_LAYER_BN
+		L->type = !strcmp(type, "bn")	  ? HP_LAYER_BN
 			  : !strcmp(type, "relu") ? HP_LAYER_RELU
 						  : HP_LAYER_SOFTMAX;
 		if ((rc = check_keys(lj, k_plain, where, err)))
@@ -196,17 +197,18 @@ static int check_shapes(const struct hp_spec *s, struct hp_error *err)
 		case HP_LAYER_POOL: {
 			int64_t ph = h + 2 * L->pad, pw = w + 2 * L->pad;
 			if (flat)
-				return hp_error_set(err, HP_EINVAL,
-						    "layer %d (%s): comes after "
-						    "an fc layer",
-						    i, tn);
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "layer %d (%s): comes after "
+				    "an fc layer",
+				    i, tn);
 			if (L->kernel > ph || L->kernel > pw)
 				return hp_error_set(
-					err, HP_ESHAPE,
-					"layer %d (%s): kernel %lld larger "
-					"than input %lldx%lld (padded)",
-					i, tn, (long long)L->kernel,
-					(long long)ph, (long long)pw);
+				    err, HP_ESHAPE,
+				    "layer %d (%s): kernel %lld larger "
+				    "than input %lldx%lld (padded)",
+				    i, tn, (long long)L->kernel, (long long)ph,
+				    (long long)pw);
 			h = (ph - L->kernel) / L->stride + 1;
 			w = (pw - L->kernel) / L->stride + 1;
 			if (L->type == HP_LAYER_CONV)
@@ -222,10 +224,11 @@ static int check_shapes(const struct hp_spec *s, struct hp_error *err)
 			break;
 		}
 		if (h < 1 || w < 1)
-			return hp_error_set(err, HP_ESHAPE,
-					    "layer %d (%s) shrinks the image to "
-					    "nothing",
-					    i, tn);
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "layer %d (%s) shrinks the image to "
+			    "nothing",
+			    i, tn);
 	}
 	if (s->classes > 0 && c * h * w != s->classes)
 		return hp_error_set(err, HP_ESHAPE,
@@ -256,8 +259,8 @@ int hp_spec_parse_only(const char *text, size_t len, struct hp_spec *s,
 
 	memset(s, 0, sizeof(*s));
 	if (len > SPEC_MAX_JSON)
-		return hp_error_set(err, HP_ETOOBIG, "spec larger than %u bytes",
-				    SPEC_MAX_JSON);
+		return hp_error_set(err, HP_ETOOBIG,
+				    "spec larger than %u bytes", SPEC_MAX_JSON);
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
 		return hp_error_set(err, HP_EPARSE,
@@ -347,8 +350,8 @@ static int add_init(struct hp_graph *g, const char *name, int rank,
 	return t;
 }
 
-static struct hp_attr *set_ints(struct hp_node *n, const char *name,
-				int64_t a, int64_t b, int cnt)
+static struct hp_attr *set_ints(struct hp_node *n, const char *name, int64_t a,
+				int64_t b, int cnt)
 {
 	struct hp_attr *at = hp_node_add_attr(n, name, HP_ATTR_INTS);
 	int64_t v[4] = {a, b, a, b};
@@ -363,8 +366,7 @@ static struct hp_attr *set_ints(struct hp_node *n, const char *name,
 	return at;
 }
 
-struct hp_graph *hp_spec_to_graph(const struct hp_spec *s,
-				  struct hp_error *err)
+struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 {
 	struct hp_graph *g = hp_graph_new(s->name);
 	int64_t c = s->input[0], h = s->input[1], w = s->input[2];
@@ -406,7 +408,8 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s,
 			y = hp_graph_tensor(g, nm);
 			if (y < 0)
 				goto nomem;
-			ni = hp_graph_add_node(g, nm, "Flatten", &cur, 1, &y, 1);
+			ni =
+			    hp_graph_add_node(g, nm, "Flatten", &cur, 1, &y, 1);
 			if (ni < 0)
 				goto nomem;
 			g->tensors[y].producer = ni;
@@ -434,9 +437,8 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s,
 			break;
 		}
 		case HP_LAYER_BN: {
-			static const char *const sfx[] = {"weight", "bias",
-							  "running_mean",
-							  "running_var"};
+			static const char *const sfx[] = {
+			    "weight", "bias", "running_mean", "running_var"};
 			char wn[112];
 			op = "BatchNormalization";
 			for (int k = 0; k < 4; k++) {
@@ -493,14 +495,14 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s,
 			    !set_ints(n, "pads", L->pad, L->pad, 4))
 				goto nomem;
 		} else if (L->type == HP_LAYER_FC) {
-			struct hp_attr *a = hp_node_add_attr(n, "transB",
-							     HP_ATTR_INT);
+			struct hp_attr *a =
+			    hp_node_add_attr(n, "transB", HP_ATTR_INT);
 			if (!a)
 				goto nomem;
 			a->i = 1;
 		} else if (L->type == HP_LAYER_DROPOUT) {
-			struct hp_attr *a = hp_node_add_attr(n, "ratio",
-							     HP_ATTR_FLOAT);
+			struct hp_attr *a =
+			    hp_node_add_attr(n, "ratio", HP_ATTR_FLOAT);
 			if (!a)
 				goto nomem;
 			a->f = L->p;
@@ -588,7 +590,8 @@ char *hp_spec_to_json(const struct hp_spec *s)
 				      (json_int_t)L->units);
 			break;
 		case HP_LAYER_DROPOUT:
-			o = json_pack("{s:s, s:f}", "type", "dropout", "p", L->p);
+			o = json_pack("{s:s, s:f}", "type", "dropout", "p",
+				      L->p);
 			break;
 		default:
 			o = json_pack("{s:s}", "type", layer_names[L->type]);

@@ -21,14 +21,14 @@
  * minutes on a 2-core machine.
  */
 static const char default_sweep[] =
-	"{\"conv_layers\": [1, 2, 3, 4],"
-	" \"filters\": [8, 16, 32, 48, 64],"
-	" \"fc_layers\": [1, 2, 3],"
-	" \"fc_width\": [64, 256, 1024],"
-	" \"input_size\": [16, 32, 48, 64],"
-	" \"batch\": [8, 16, 32, 64],"
-	" \"channels\": 3, \"classes\": 10, \"bn\": true, \"dropout\": 0,"
-	" \"sample\": 180, \"seed\": 20261130}";
+    "{\"conv_layers\": [1, 2, 3, 4],"
+    " \"filters\": [8, 16, 32, 48, 64],"
+    " \"fc_layers\": [1, 2, 3],"
+    " \"fc_width\": [64, 256, 1024],"
+    " \"input_size\": [16, 32, 48, 64],"
+    " \"batch\": [8, 16, 32, 64],"
+    " \"channels\": 3, \"classes\": 10, \"bn\": true, \"dropout\": 0,"
+    " \"sample\": 180, \"seed\": 20261130}";
 
 const char *hp_sweep_default_json(void)
 {
@@ -48,7 +48,7 @@ void hp_sweep_release(struct hp_sweep *s)
 static int add_layer(struct hp_spec *s, struct hp_spec_layer L)
 {
 	struct hp_spec_layer *p =
-		realloc(s->layers, (size_t)(s->nlayers + 1) * sizeof(*p));
+	    realloc(s->layers, (size_t)(s->nlayers + 1) * sizeof(*p));
 
 	if (!p)
 		return HP_ENOMEM;
@@ -110,7 +110,8 @@ int hp_sweep_make_spec(int conv_layers, int64_t filters, int fc_layers,
 		}
 	}
 	for (int i = 0; i + 1 < fc_layers; i++) {
-		struct hp_spec_layer L = {.type = HP_LAYER_FC, .units = fc_width};
+		struct hp_spec_layer L = {.type = HP_LAYER_FC,
+					  .units = fc_width};
 		if ((rc = add_layer(out, L)))
 			goto nomem;
 		L = (struct hp_spec_layer){.type = HP_LAYER_RELU};
@@ -124,7 +125,8 @@ int hp_sweep_make_spec(int conv_layers, int64_t filters, int fc_layers,
 		}
 	}
 	{
-		struct hp_spec_layer L = {.type = HP_LAYER_FC, .units = classes};
+		struct hp_spec_layer L = {.type = HP_LAYER_FC,
+					  .units = classes};
 		if ((rc = add_layer(out, L)))
 			goto nomem;
 	}
@@ -171,8 +173,8 @@ static int int_list(json_t *root, const char *key, int64_t def, int64_t min,
 			return hp_error_set(err, HP_ERANGE,
 					    "\"%s\" value %lld out of range "
 					    "%lld..%lld",
-					    key, (long long)v[i], (long long)min,
-					    (long long)max);
+					    key, (long long)v[i],
+					    (long long)min, (long long)max);
 	return 0;
 }
 
@@ -202,7 +204,7 @@ static int push(struct hp_sweep *s, int *cap, struct hp_sweep_config *c,
 	if (s->n == *cap) {
 		int nc = *cap ? *cap * 2 : 64;
 		struct hp_sweep_config *p =
-			realloc(s->configs, (size_t)nc * sizeof(*p));
+		    realloc(s->configs, (size_t)nc * sizeof(*p));
 		if (!p) {
 			hp_spec_release(&c->spec);
 			return hp_error_set(err, HP_ENOMEM, "out of memory");
@@ -235,11 +237,12 @@ static int add_spec_files(json_t *root, const char *base_dir,
 		int rc;
 
 		if (!json_is_string(v))
-			return hp_error_set(err, HP_EINVAL,
-					    "\"specs\"[%zu] must be a file name",
-					    i);
+			return hp_error_set(
+			    err, HP_EINVAL,
+			    "\"specs\"[%zu] must be a file name", i);
 		if (json_string_value(v)[0] == '/' || !base_dir)
-			snprintf(path, sizeof(path), "%s", json_string_value(v));
+			snprintf(path, sizeof(path), "%s",
+				 json_string_value(v));
 		else
 			snprintf(path, sizeof(path), "%s/%s", base_dir,
 				 json_string_value(v));
@@ -258,8 +261,8 @@ static int add_spec_files(json_t *root, const char *base_dir,
 			struct hp_sweep_config c = {0};
 			char *j = hp_spec_to_json(&sp);
 			struct hp_error e2;
-			if (!j || hp_spec_parse_only(j, strlen(j), &c.spec,
-						     &e2)) {
+			if (!j ||
+			    hp_spec_parse_only(j, strlen(j), &c.spec, &e2)) {
 				free(j);
 				hp_spec_release(&sp);
 				return hp_error_set(err, HP_ENOMEM,
@@ -286,12 +289,12 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 		   struct hp_sweep *s, struct hp_error *err)
 {
 	static const char *const keys[] = {
-		"conv_layers", "filters", "fc_layers", "fc_width", "input_size",
-		"batch",       "channels", "classes",	"bn",	    "dropout",
-		"sample",      "seed",	   "specs",	NULL};
+	    "conv_layers", "filters",  "fc_layers", "fc_width", "input_size",
+	    "batch",	   "channels", "classes",   "bn",	"dropout",
+	    "sample",	   "seed",     "specs",	    NULL};
 	int64_t cl[SWEEP_MAX_VALUES], fi[SWEEP_MAX_VALUES],
-		fl[SWEEP_MAX_VALUES], fw[SWEEP_MAX_VALUES],
-		is[SWEEP_MAX_VALUES], ba[SWEEP_MAX_VALUES];
+	    fl[SWEEP_MAX_VALUES], fw[SWEEP_MAX_VALUES], is[SWEEP_MAX_VALUES],
+	    ba[SWEEP_MAX_VALUES];
 	int ncl, nfi, nfl, nfw, nis, nba, cap = 0, rc;
 	int64_t channels, classes, sample, seed;
 	int nch, ncls, nsa, nse;
@@ -395,8 +398,9 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 		/* Partial Fisher-Yates, then back to grid order. */
 		if (keep < total) {
 			for (int64_t i = 0; i < keep; i++) {
-				int64_t j = i + (int64_t)(splitmix(&rng) %
-							  (uint64_t)(total - i));
+				int64_t j =
+				    i + (int64_t)(splitmix(&rng) %
+						  (uint64_t)(total - i));
 				int64_t t = pick[i];
 				pick[i] = pick[j];
 				pick[j] = t;

@@ -131,9 +131,9 @@ int hp_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
 	f = fopen(path, "rb");
 	if (!f)
 		return hp_error_set(err,
-				    errno == ENOENT	? HP_ENOENT
+				    errno == ENOENT   ? HP_ENOENT
 				    : errno == EACCES ? HP_EINVAL
-							: HP_EIO,
+						      : HP_EIO,
 				    "cannot open: %s", strerror(errno));
 	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
 		fclose(f);
@@ -141,10 +141,11 @@ int hp_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
 	}
 	if ((uintmax_t)st.st_size > max_bytes) {
 		fclose(f);
-		return hp_error_set(err, HP_ETOOBIG,
-				    "file is %lld bytes, more than the limit of "
-				    "%zu",
-				    (long long)st.st_size, max_bytes);
+		return hp_error_set(
+		    err, HP_ETOOBIG,
+		    "file is %lld bytes, more than the limit of "
+		    "%zu",
+		    (long long)st.st_size, max_bytes);
 	}
 	p = malloc((size_t)st.st_size + 1);
 	if (!p) {

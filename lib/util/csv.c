@@ -54,15 +54,18 @@ int hp_csv_next(struct hp_csv *c, struct hp_error *err)
 			c->p++;
 			for (;;) {
 				if (c->p >= c->end) {
-					rc = hp_error_set(err, HP_EPARSE,
-							  "line %d: unterminated "
-							  "quoted field",
-							  start_line);
+					rc = hp_error_set(
+					    err, HP_EPARSE,
+					    "line %d: unterminated "
+					    "quoted field",
+					    start_line);
 					goto out;
 				}
 				if (*c->p == '"') {
-					if (c->p + 1 < c->end && c->p[1] == '"') {
-						rc = hp_buf_add(&c->rec, "\"", 1);
+					if (c->p + 1 < c->end &&
+					    c->p[1] == '"') {
+						rc = hp_buf_add(&c->rec, "\"",
+								1);
 						c->p += 2;
 					} else {
 						c->p++;
@@ -81,10 +84,11 @@ int hp_csv_next(struct hp_csv *c, struct hp_error *err)
 			while (c->p < c->end && *c->p != ',' && *c->p != '\n' &&
 			       *c->p != '\r') {
 				if (*c->p != ' ' && *c->p != '\t') {
-					rc = hp_error_set(err, HP_EPARSE,
-							  "line %d: text after a "
-							  "closing quote",
-							  start_line);
+					rc = hp_error_set(
+					    err, HP_EPARSE,
+					    "line %d: text after a "
+					    "closing quote",
+					    start_line);
 					goto out;
 				}
 				c->p++;

@@ -92,11 +92,11 @@ void ob_input(struct ob *b, const char *name, int rank, const int64_t *dims)
 		onnx__tensor_shape_proto__dimension__init(d);
 		if (dims[i] >= 0) {
 			d->value_case =
-				ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
 			d->dim_value = dims[i];
 		} else {
 			d->value_case =
-				ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
 			d->dim_param = sdup(b, "batch");
 		}
 		sh->dim[i] = d;
@@ -136,8 +136,7 @@ void ob_init_i64(struct ob *b, const char *name, int n, const int64_t *v)
 	PUSH(b, b->g.initializer, b->g.n_initializer, t);
 }
 
-static void split_names(struct ob *b, const char *list, char ***out,
-			size_t *n)
+static void split_names(struct ob *b, const char *list, char ***out, size_t *n)
 {
 	const char *p = list;
 
@@ -189,7 +188,7 @@ static Onnx__AttributeProto *attr(struct ob *b, int node, const char *name,
 void ob_attr_i(struct ob *b, int node, const char *name, int64_t v)
 {
 	Onnx__AttributeProto *a =
-		attr(b, node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	    attr(b, node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
 	a->has_i = 1;
 	a->i = v;
 }
@@ -197,15 +196,15 @@ void ob_attr_i(struct ob *b, int node, const char *name, int64_t v)
 void ob_attr_f(struct ob *b, int node, const char *name, float v)
 {
 	Onnx__AttributeProto *a =
-		attr(b, node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+	    attr(b, node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
 	a->has_f = 1;
 	a->f = v;
 }
 
 void ob_attr_s(struct ob *b, int node, const char *name, const char *v)
 {
-	Onnx__AttributeProto *a = attr(
-		b, node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	Onnx__AttributeProto *a =
+	    attr(b, node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
 	a->has_s = 1;
 	a->s.data = (uint8_t *)sdup(b, v);
 	a->s.len = strlen(v);
@@ -215,7 +214,7 @@ void ob_attr_ints(struct ob *b, int node, const char *name, int n,
 		  const int64_t *v)
 {
 	Onnx__AttributeProto *a =
-		attr(b, node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+	    attr(b, node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
 	a->n_ints = (size_t)n;
 	a->ints = zalloc(b, (size_t)(n ? n : 1) * sizeof(int64_t));
 	memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
@@ -225,7 +224,7 @@ void ob_const_i64(struct ob *b, const char *output, int n, const int64_t *v)
 {
 	int node = ob_node(b, "Constant", "", output);
 	Onnx__AttributeProto *a = attr(
-		b, node, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	    b, node, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
 	int64_t d = n < 0 ? 1 : n;
 
 	/* n < 0: a scalar (rank 0) holding v[0]. */

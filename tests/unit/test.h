@@ -58,7 +58,7 @@ void hp_test_register(const char *name, hp_test_fn fn);
 	do {                                                                   \
 		double va_ = (double)(a), vb_ = (double)(b);                   \
 		double sc_ = fabs(vb_) > 1 ? fabs(vb_) : 1;                    \
-		if (!(fabs(va_ - vb_) <= (tol) * sc_))                         \
+		if (!(fabs(va_ - vb_) <= (tol)*sc_))                           \
 			HP_FAIL("%s == %.9g, expected %.9g (tol %g)", #a, va_, \
 				vb_, (double)(tol));                           \
 	} while (0)

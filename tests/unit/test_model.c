@@ -16,12 +16,12 @@
 #include "test.h"
 
 static const char spec_example[] =
-	"{\"name\":\"cnn-a\",\"input\":[3,32,32],\"classes\":10,\"layers\":["
-	"{\"type\":\"conv\",\"filters\":32,\"kernel\":3,\"stride\":1,\"pad\":1},"
-	"{\"type\":\"bn\"},{\"type\":\"relu\"},"
-	"{\"type\":\"pool\",\"op\":\"max\",\"kernel\":2,\"stride\":2},"
-	"{\"type\":\"dropout\",\"p\":0.5},{\"type\":\"fc\",\"units\":128},"
-	"{\"type\":\"relu\"},{\"type\":\"fc\",\"units\":10}]}";
+    "{\"name\":\"cnn-a\",\"input\":[3,32,32],\"classes\":10,\"layers\":["
+    "{\"type\":\"conv\",\"filters\":32,\"kernel\":3,\"stride\":1,\"pad\":1},"
+    "{\"type\":\"bn\"},{\"type\":\"relu\"},"
+    "{\"type\":\"pool\",\"op\":\"max\",\"kernel\":2,\"stride\":2},"
+    "{\"type\":\"dropout\",\"p\":0.5},{\"type\":\"fc\",\"units\":128},"
+    "{\"type\":\"relu\"},{\"type\":\"fc\",\"units\":10}]}";
 
 struct ref_row {
 	char model[64];
@@ -93,8 +93,9 @@ static void check_reference_dir(const char *dir, int min_models)
 				HP_FAIL("%s: %s", path, err.msg);
 			rel = (double)(f.macs_per_sample - rows[i].macs) /
 			      (double)rows[i].macs;
-			fprintf(stderr, "%-40s params %lld (ref %lld) macs %lld "
-					"(ref %lld, %+.3f%%) skipped %d\n",
+			fprintf(stderr,
+				"%-40s params %lld (ref %lld) macs %lld "
+				"(ref %lld, %+.3f%%) skipped %d\n",
 				path + strlen(dir) + 1, (long long)f.params,
 				(long long)rows[i].params,
 				(long long)f.macs_per_sample,
@@ -142,7 +143,7 @@ HP_TEST(model_spec_example_counts)
 	struct hp_error err = {0};
 	struct hp_features f;
 	struct hp_graph *g =
-		hp_spec_parse(spec_example, strlen(spec_example), &err);
+	    hp_spec_parse(spec_example, strlen(spec_example), &err);
 
 	ASSERT(g);
 	ASSERT_EQ_INT(hp_analyze(g, 4, NULL, 0, &f, &err), 0);
@@ -177,7 +178,8 @@ HP_TEST(model_spec_example_counts)
 
 HP_TEST(model_flops_scale_with_batch)
 {
-	struct hp_graph *g = load(hp_test_path("data/models/resnet18.train.onnx"));
+	struct hp_graph *g =
+	    load(hp_test_path("data/models/resnet18.train.onnx"));
 	struct hp_features a, b;
 	struct hp_error err = {0};
 
@@ -197,7 +199,8 @@ HP_TEST(model_flops_scale_with_batch)
 
 HP_TEST(model_input_shape_override)
 {
-	struct hp_graph *g = load(hp_test_path("data/models/resnet18.train.onnx"));
+	struct hp_graph *g =
+	    load(hp_test_path("data/models/resnet18.train.onnx"));
 	struct hp_features a, b;
 	struct hp_error err = {0};
 	int64_t shape[3] = {3, 448, 448}, bad[2] = {3, 448};
@@ -206,7 +209,7 @@ HP_TEST(model_input_shape_override)
 	ASSERT_EQ_INT(hp_analyze(g, 1, shape, 3, &b, &err), 0);
 	/* Convs scale with the area; the fc layer does not (global pool). */
 	ASSERT_NEAR((double)(b.macs_per_sample - 512000) /
-			    (double)(a.macs_per_sample - 512000),
+			(double)(a.macs_per_sample - 512000),
 		    4.0, 1e-9);
 	ASSERT(hp_analyze(g, 1, bad, 2, &b, &err) == HP_EINVAL);
 	hp_features_release(&a);
@@ -494,8 +497,8 @@ HP_TEST(bad_graph_negative_pads_and_overflow)
 {
 	struct ob *b = ob_new(13);
 	int64_t in[4] = {-1, 3, 8, 8}, w[4] = {4, 3, 3, 3};
-	int64_t pads[4] = {-1, 0, 0, 0}, huge[4] = {1 << 20, 1 << 20, 1 << 20,
-						     1 << 20};
+	int64_t pads[4] = {-1, 0, 0, 0},
+		huge[4] = {1 << 20, 1 << 20, 1 << 20, 1 << 20};
 	char msg[256];
 	int n;
 
@@ -530,9 +533,10 @@ HP_TEST(bad_onnx_truncated_and_garbage)
 	struct hp_graph *g;
 	int fails = 0;
 
-	ASSERT_EQ_INT(hp_read_file(hp_test_path("data/models/resnet18.train.onnx"),
-				   1 << 26, &data, &len, &err),
-		      0);
+	ASSERT_EQ_INT(
+	    hp_read_file(hp_test_path("data/models/resnet18.train.onnx"),
+			 1 << 26, &data, &len, &err),
+	    0);
 	/* Every cut of the file parses or fails cleanly; most fail. */
 	for (size_t cut = 0; cut < len; cut += len / 97 + 1) {
 		g = hp_onnx_parse(data, cut, &err);
@@ -558,38 +562,40 @@ HP_TEST(bad_spec_inputs)
 		const char *json;
 		const char *needle;
 	} cases[] = {
-		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
-		 "\"kernel\":9}]}",
-		 "kernel 9 larger"},
-		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"kernel\":2},"
-		 "{\"type\":\"pool\",\"kernel\":2},{\"type\":\"pool\",\"kernel\":2},"
-		 "{\"type\":\"pool\",\"kernel\":2}]}",
-		 "layer 3 (pool)"},
-		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":0,"
-		 "\"kernel\":3}]}",
-		 "\"filters\" is 0"},
-		{"{\"input\":[3,-8,8],\"layers\":[{\"type\":\"relu\"}]}",
-		 "\"input\"[1]"},
-		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filter\":4,"
-		 "\"kernel\":3}]}",
-		 "unknown key \"filter\""},
-		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"lstm\"}]}",
-		 "unknown type"},
-		{"{\"input\":[3,8,8],\"classes\":10,\"layers\":[{\"type\":\"fc\","
-		 "\"units\":7}]}",
-		 "\"classes\" is 10"},
-		{"{\"input\":[3,8,8],\"layers\":[]}", "non-empty"},
-		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"relu\"}],"
-		 "\"layers\":[]}",
-		 "invalid JSON"},
-		{"[1,2]", "object"},
-		{"{\"input\":[3,8,8],\"layers\":[{\"type\":\"dropout\",\"p\":1.5}]}",
-		 "\"p\""},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
+	     "\"kernel\":9}]}",
+	     "kernel 9 larger"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"kernel\":2},"
+	     "{\"type\":\"pool\",\"kernel\":2},{\"type\":\"pool\",\"kernel\":2}"
+	     ","
+	     "{\"type\":\"pool\",\"kernel\":2}]}",
+	     "layer 3 (pool)"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":0,"
+	     "\"kernel\":3}]}",
+	     "\"filters\" is 0"},
+	    {"{\"input\":[3,-8,8],\"layers\":[{\"type\":\"relu\"}]}",
+	     "\"input\"[1]"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filter\":4,"
+	     "\"kernel\":3}]}",
+	     "unknown key \"filter\""},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"lstm\"}]}",
+	     "unknown type"},
+	    {"{\"input\":[3,8,8],\"classes\":10,\"layers\":[{\"type\":\"fc\","
+	     "\"units\":7}]}",
+	     "\"classes\" is 10"},
+	    {"{\"input\":[3,8,8],\"layers\":[]}", "non-empty"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"relu\"}],"
+	     "\"layers\":[]}",
+	     "invalid JSON"},
+	    {"[1,2]", "object"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"dropout\",\"p\":1.5}]"
+	     "}",
+	     "\"p\""},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct hp_error err = {0};
-		struct hp_graph *g = hp_spec_parse(cases[i].json,
-						   strlen(cases[i].json), &err);
+		struct hp_graph *g =
+		    hp_spec_parse(cases[i].json, strlen(cases[i].json), &err);
 		if (g)
 			HP_FAIL("case %zu parsed", i);
 		if (!strstr(err.msg, cases[i].needle))
@@ -603,7 +609,7 @@ HP_TEST(model_json_report_keys)
 	struct hp_error err = {0};
 	struct hp_features f;
 	struct hp_graph *g =
-		hp_spec_parse(spec_example, strlen(spec_example), &err);
+	    hp_spec_parse(spec_example, strlen(spec_example), &err);
 	struct json_t *j;
 	char *s;
 

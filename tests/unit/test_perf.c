@@ -30,8 +30,8 @@ HP_TEST(sweep_default_has_180_valid_unique_configs)
 				HP_FAIL("duplicate id %s", c->id);
 		/* The spec survives a JSON round trip and analyses. */
 		ASSERT(json);
-		ASSERT_EQ_INT(hp_spec_parse_only(json, strlen(json), &back, &err),
-			      0);
+		ASSERT_EQ_INT(
+		    hp_spec_parse_only(json, strlen(json), &back, &err), 0);
 		ASSERT_EQ_INT(back.nlayers, c->spec.nlayers);
 		g = hp_spec_to_graph(&back, &err);
 		ASSERT(g);
@@ -67,7 +67,8 @@ HP_TEST(sweep_grid_sample_and_errors)
 	ASSERT_EQ_INT(hp_sweep_parse(grid, strlen(grid), NULL, &s, &err), 0);
 	ASSERT_EQ_INT(s.n, 12);
 	hp_sweep_release(&s);
-	ASSERT_EQ_INT(hp_sweep_parse(sample, strlen(sample), NULL, &s, &err), 0);
+	ASSERT_EQ_INT(hp_sweep_parse(sample, strlen(sample), NULL, &s, &err),
+		      0);
 	ASSERT_EQ_INT(hp_sweep_parse(sample, strlen(sample), NULL, &s2, &err),
 		      0);
 	ASSERT_EQ_INT(s.n, 5);
