@@ -21,60 +21,24 @@ struct col {
 	size_t size; /* strings: buffer size */
 };
 
-#define S(f)                                                                   \
-	{                                                                      \
-#f, C_STR, offsetof(struct hp_profile_row, f),                 \
-		    sizeof(((struct hp_profile_row *)0)->f)                    \
-	}
-#define I(f)                                                                   \
-	{                                                                      \
-#f, C_I64, offsetof(struct hp_profile_row, f), 0               \
-	}
-#define N(f)                                                                   \
-	{                                                                      \
-#f, C_INT, offsetof(struct hp_profile_row, f), 0               \
-	}
-#define F(f)                                                                   \
-	{                                                                      \
-#f, C_F64, offsetof(struct hp_profile_row, f), 0               \
-	}
+/* clang-format off */
+#define S(f) {#f, C_STR, offsetof(struct hp_profile_row, f), \
+	       sizeof(((struct hp_profile_row *)0)->f)}
+#define I(f) {#f, C_I64, offsetof(struct hp_profile_row, f), 0}
+#define N(f) {#f, C_INT, offsetof(struct hp_profile_row, f), 0}
+#define F(f) {#f, C_F64, offsetof(struct hp_profile_row, f), 0}
 
 static const struct col cols[] = {
-    S(config_id),
-    S(family),
-    N(conv_layers),
-    I(filters),
-    N(fc_layers),
-    I(fc_width),
-    I(input_size),
-    I(batch),
-    I(params),
-    I(macs_per_sample),
-    F(flops_fwd),
-    F(flops_bwd),
-    I(activations_bytes),
-    S(device),
-    S(device_name),
-    S(backend),
-    S(host),
-    S(driver),
-    N(threads),
-    S(optimizer),
-    F(step_time_s),
-    F(step_time_cv),
-    F(step_time_min_s),
-    F(step_time_p90_s),
-    N(steps),
-    N(warmup_steps),
-    I(peak_mem_bytes),
-    I(peak_rss_bytes),
-    F(energy_per_step_j),
-    F(power_w),
-    S(energy_source),
-    S(timestamp),
-    S(hetpool_version),
-    S(spec_json),
+	S(config_id), S(family), N(conv_layers), I(filters), N(fc_layers),
+	I(fc_width), I(input_size), I(batch), I(params), I(macs_per_sample),
+	F(flops_fwd), F(flops_bwd), I(activations_bytes), S(device),
+	S(device_name), S(backend), S(host), S(driver), N(threads),
+	S(optimizer), F(step_time_s), F(step_time_cv), F(step_time_min_s),
+	F(step_time_p90_s), N(steps), N(warmup_steps), I(peak_mem_bytes),
+	I(peak_rss_bytes), F(energy_per_step_j), F(power_w), S(energy_source),
+	S(timestamp), S(hetpool_version), S(spec_json),
 };
+/* clang-format on */
 #define NCOLS ((int)(sizeof(cols) / sizeof(cols[0])))
 
 const char *hp_version(void)
