@@ -16,10 +16,10 @@
 #define ENGINE_MAX_BATCH ((int64_t)1 << 31)
 
 static const char *const layer_names[] = {
-	[HP_LAYER_CONV] = "conv",	[HP_LAYER_BN] = "bn",
-	[HP_LAYER_RELU] = "relu",	[HP_LAYER_POOL] = "pool",
-	[HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
-	[HP_LAYER_SOFTMAX] = "softmax",
+    [HP_LAYER_CONV] = "conv",	    [HP_LAYER_BN] = "bn",
+    [HP_LAYER_RELU] = "relu",	    [HP_LAYER_POOL] = "pool",
+    [HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
+    [HP_LAYER_SOFTMAX] = "softmax",
 };
 
 void hp_engine_opts_init(struct hp_engine_opts *o)
@@ -61,10 +61,9 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 	if (!s || s->nlayers < 0 || (s->nlayers > 0 && !s->layers))
 		return hp_error_set(err, HP_EINVAL, "no spec");
 	if (batch < 1 || batch > ENGINE_MAX_BATCH)
-		return hp_error_set(err, HP_ERANGE,
-				    "batch %lld out of range 1..%lld",
-				    (long long)batch,
-				    (long long)ENGINE_MAX_BATCH);
+		return hp_error_set(
+		    err, HP_ERANGE, "batch %lld out of range 1..%lld",
+		    (long long)batch, (long long)ENGINE_MAX_BATCH);
 	c = s->input[0];
 	h = s->input[1];
 	w = s->input[2];
@@ -89,8 +88,8 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		struct hp__plan_layer *pl = &p->layers[i];
 		const struct hp_spec_layer *L = &s->layers[i];
 		const char *tn = (unsigned)L->type <= HP_LAYER_SOFTMAX
-					 ? layer_names[L->type]
-					 : "?";
+				     ? layer_names[L->type]
+				     : "?";
 		bool newact = true;
 
 		pl->L = *L;
@@ -102,23 +101,24 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 			if (L->kernel < 1 || L->stride < 1 || L->pad < 0 ||
 			    (L->type == HP_LAYER_CONV && L->filters < 1))
 				return hp_error_set(
-					err, HP_EINVAL,
-					"layer %d (%s): sizes must be positive",
-					i, tn);
+				    err, HP_EINVAL,
+				    "layer %d (%s): sizes must be positive", i,
+				    tn);
 			if (rank != 4)
-				return hp_error_set(err, HP_EINVAL,
-						    "layer %d (%s): comes after "
-						    "an fc layer",
-						    i, tn);
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "layer %d (%s): comes after "
+				    "an fc layer",
+				    i, tn);
 			ph = h + 2 * L->pad;
 			pw = w + 2 * L->pad;
 			if (L->kernel > ph || L->kernel > pw)
 				return hp_error_set(
-					err, HP_ESHAPE,
-					"layer %d (%s): kernel %lld larger "
-					"than input %lldx%lld (padded)",
-					i, tn, (long long)L->kernel,
-					(long long)ph, (long long)pw);
+				    err, HP_ESHAPE,
+				    "layer %d (%s): kernel %lld larger "
+				    "than input %lldx%lld (padded)",
+				    i, tn, (long long)L->kernel, (long long)ph,
+				    (long long)pw);
 			if (L->type == HP_LAYER_POOL && 2 * L->pad > L->kernel)
 				return hp_error_set(err, HP_EINVAL,
 						    "layer %d (pool): pad %lld "
@@ -176,10 +176,11 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 					    (int)L->type);
 		}
 		if (h < 1 || w < 1)
-			return hp_error_set(err, HP_ESHAPE,
-					    "layer %d (%s) shrinks the image to "
-					    "nothing",
-					    i, tn);
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "layer %d (%s) shrinks the image to "
+			    "nothing",
+			    i, tn);
 		if (!hp_mul_i64(batch, c, &n) || !hp_mul_i64(n, h, &n) ||
 		    !hp_mul_i64(n, w, &n) || n > HP_MODEL_MAX_ELEMS)
 			return hp_error_set(err, HP_ETOOBIG,
@@ -256,8 +257,8 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
  * for the blocked layouts oneDNN picks. */
 static int64_t act_elems(const struct hp__plan_act *a, bool blocked)
 {
-	int64_t c = blocked && a->rank == 4 ? round_up(a->dims[1], 16)
-					    : a->dims[1];
+	int64_t c =
+	    blocked && a->rank == 4 ? round_up(a->dims[1], 16) : a->dims[1];
 	return a->dims[0] * c * a->dims[2] * a->dims[3];
 }
 
@@ -283,8 +284,8 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 			if (pl->x == 0)
 				b += 4 * ex; /* input reordered to blocked */
 			wb = 4.0 * (double)round_up(pl->L.filters, 16) *
-				     (double)c16 * (double)pl->L.kernel *
-				     (double)pl->L.kernel +
+				 (double)c16 * (double)pl->L.kernel *
+				 (double)pl->L.kernel +
 			     4.0 * (double)round_up(pl->L.filters, 16);
 			break;
 		case HP_LAYER_BN:
@@ -293,17 +294,17 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 			break;
 		case HP_LAYER_POOL:
 			if (pl->L.pool_max)
-				b += ey * (pl->L.kernel * pl->L.kernel < 256
-						   ? 1
-						   : 4);
+				b +=
+				    ey *
+				    (pl->L.kernel * pl->L.kernel < 256 ? 1 : 4);
 			break;
 		case HP_LAYER_DROPOUT:
 			b += 4 * ex;
 			break;
 		case HP_LAYER_FC:
 			wb = 4.0 * (double)pl->L.units *
-				     (double)(x->rank == 4 ? c16 : x->dims[1]) *
-				     (double)x->dims[2] * (double)x->dims[3] +
+				 (double)(x->rank == 4 ? c16 : x->dims[1]) *
+				 (double)x->dims[2] * (double)x->dims[3] +
 			     4.0 * (double)pl->L.units;
 			break;
 		default:
@@ -410,8 +411,8 @@ static int list_params(struct hp_engine *e)
 	int k = 0;
 
 	e->params = calloc((size_t)p->nparams + 1, sizeof(*e->params));
-	e->param_names = calloc((size_t)p->nparams + 1,
-				sizeof(*e->param_names));
+	e->param_names =
+	    calloc((size_t)p->nparams + 1, sizeof(*e->param_names));
 	if (!e->params || !e->param_names)
 		return HP_ENOMEM;
 	for (int i = 0; i < p->nlayers; i++) {
@@ -492,13 +493,19 @@ struct hp_engine *hp_engine_new(const struct hp_spec *spec,
 		goto fail;
 	}
 	if (kind == 1) {
+#ifdef HP_HAVE_CUDA
+		e->ops = &hp__engine_cuda_ops;
+		e->o.device = "cuda"; /* the caller's string may go */
+#else
 		hp_error_set(err, HP_EDEVICE,
 			     "device '%s': no CUDA backend in this build",
 			     o->device);
 		goto fail;
+#endif
+	} else {
+		e->ops = &hp__engine_cpu_ops;
+		e->o.device = "cpu";
 	}
-	e->ops = &hp__engine_cpu_ops;
-	e->o.device = "cpu";
 	if (hp__plan_build(spec, o->batch, o->input_grad, &e->plan, err))
 		goto fail;
 	limit = o->max_bytes ? o->max_bytes : default_max_bytes();
@@ -550,10 +557,10 @@ int hp_engine_set_input(struct hp_engine *e, const float *x,
 		for (int64_t i = 0; i < e->plan.batch; i++)
 			if (labels[i] < 0 || labels[i] >= e->plan.classes)
 				return hp_error_set(
-					err, HP_ERANGE,
-					"label %lld is %d, not in 0..%lld",
-					(long long)i, (int)labels[i],
-					(long long)e->plan.classes - 1);
+				    err, HP_ERANGE,
+				    "label %lld is %d, not in 0..%lld",
+				    (long long)i, (int)labels[i],
+				    (long long)e->plan.classes - 1);
 	}
 	return e->ops->set_input(e->be, x, labels, err);
 }
@@ -587,9 +594,9 @@ int hp_engine_fill_synthetic(struct hp_engine *e, uint64_t seed,
 	}
 	for (int64_t i = 0; i < d[0]; i++)
 		lab[i] = e->plan.classes > 0
-				 ? (int32_t)(hp__rng_uniform(&st) *
-					     (double)e->plan.classes)
-				 : 0;
+			     ? (int32_t)(hp__rng_uniform(&st) *
+					 (double)e->plan.classes)
+			     : 0;
 	rc = e->ops->set_input(e->be, x, lab, err);
 	free(x);
 	free(lab);
@@ -729,4 +736,24 @@ size_t hp_engine_peak_bytes(const struct hp_engine *e)
 const char *hp_engine_device_desc(const struct hp_engine *e)
 {
 	return e ? e->ops->desc(e->be) : "";
+}
+
+int hp_engine_device_info(const struct hp_engine *e,
+			  struct hp_engine_device_info *out)
+{
+	if (!e || !out)
+		return HP_EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!e->ops->device_info)
+		return HP_EUNSUPP;
+	return e->ops->device_info(e->be, out);
+}
+
+int hp_engine_energy_mj(struct hp_engine *e, uint64_t *mj)
+{
+	if (!e || !mj)
+		return HP_EINVAL;
+	if (!e->ops->energy_mj)
+		return HP_EUNSUPP;
+	return e->ops->energy_mj(e->be, mj);
 }

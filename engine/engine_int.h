@@ -39,8 +39,8 @@ struct hp__plan {
 	struct hp__plan_act *acts; /* acts[0]: the network input */
 	int out;		   /* activation the loss reads */
 	int64_t classes;
-	int nparams;	       /* parameter tensors */
-	int64_t param_elems;   /* their elements */
+	int nparams;	     /* parameter tensors */
+	int64_t param_elems; /* their elements */
 };
 
 /* Walk spec at batch; fill p (release with hp__plan_release()). */
@@ -72,6 +72,9 @@ struct hp__engine_ops {
 	int (*mask_get)(void *be, int layer, float *out, struct hp_error *err);
 	size_t (*peak_bytes)(const void *be);
 	const char *(*desc)(const void *be);
+	/* optional (NULL: unsupported, as on the CPU) */
+	int (*energy_mj)(void *be, uint64_t *mj);
+	int (*device_info)(const void *be, struct hp_engine_device_info *out);
 };
 
 struct hp_engine {
@@ -80,12 +83,15 @@ struct hp_engine {
 	struct hp_engine_opts o;
 	int device_index; /* K of "cuda:K"; 0 for the CPU */
 	struct hp__plan plan;
-	struct hp_spec spec;		   /* copy: name not kept, layers owned */
-	struct hp_engine_param *params;	   /* plan.nparams */
+	struct hp_spec spec;		/* copy: no name; layers owned */
+	struct hp_engine_param *params; /* plan.nparams */
 	char (*param_names)[48];
 };
 
 extern const struct hp__engine_ops hp__engine_cpu_ops;
+#ifdef HP_HAVE_CUDA
+extern const struct hp__engine_ops hp__engine_cuda_ops;
+#endif
 
 /* Deterministic random numbers (splitmix64). */
 static inline uint64_t hp__rng_mix(uint64_t z)

@@ -70,16 +70,22 @@ static void fill_identity(struct hp_profile_row *r, const struct hp_engine *e,
 {
 	time_t now = time(NULL);
 	struct tm tm;
+	struct hp_engine_device_info di;
 
 	snprintf(r->device, sizeof(r->device), "%s",
 		 strncmp(o->device, "cuda", 4) ? "cpu" : o->device);
-	cpu_model(r->device_name, sizeof(r->device_name));
+	if (hp_engine_device_info(e, &di) == 0 && di.name[0])
+		snprintf(r->device_name, sizeof(r->device_name), "%s", di.name);
+	else
+		cpu_model(r->device_name, sizeof(r->device_name));
 	snprintf(r->backend, sizeof(r->backend), "%s",
 		 hp_engine_device_desc(e));
 	if (gethostname(r->host, sizeof(r->host)) != 0)
 		snprintf(r->host, sizeof(r->host), "unknown");
 	r->host[sizeof(r->host) - 1] = '\0';
 	r->driver[0] = '\0';
+	if (hp_engine_device_info(e, &di) == 0)
+		snprintf(r->driver, sizeof(r->driver), "%s", di.driver);
 	snprintf(r->optimizer, sizeof(r->optimizer), "%s",
 		 o->opt == HP_OPT_ADAM ? "adam" : "sgd");
 	gmtime_r(&now, &tm);
@@ -126,8 +132,10 @@ int hp_profile_config(const struct hp_sweep_config *c,
 {
 	struct hp_engine_opts eo;
 	struct hp_engine *e = NULL;
-	double *t = NULL, *tmp = NULL, t0, sum = 0, sum2 = 0, mean;
+	double *t = NULL, *tmp = NULL, t0, sum = 0, sum2 = 0, mean, elapsed;
 	struct rusage ru;
+	uint64_t mj0 = 0, mj1 = 0;
+	bool energy;
 	int n = 0, rc;
 
 	memset(r, 0, sizeof(*r));
@@ -177,6 +185,9 @@ int hp_profile_config(const struct hp_sweep_config *c,
 		if (i >= 1000)
 			break;
 	}
+	/* Energy over the timed steps, where the device counts it (NVML);
+	 * the steps are synchronous, so the counter brackets their work. */
+	energy = hp_engine_energy_mj(e, &mj0) == 0;
 	t0 = hp_now_s();
 	while (n < o->max_steps) {
 		double s = hp_now_s();
@@ -199,6 +210,14 @@ int hp_profile_config(const struct hp_sweep_config *c,
 			if (hp_now_s() - t0 >= o->max_seconds)
 				break;
 		}
+	}
+	elapsed = hp_now_s() - t0;
+	if (energy && hp_engine_energy_mj(e, &mj1) == 0 && mj1 > mj0 &&
+	    elapsed > 0) {
+		double j = (double)(mj1 - mj0) / 1000.0;
+		r->energy_per_step_j = j / n;
+		r->power_w = j / elapsed;
+		snprintf(r->energy_source, sizeof(r->energy_source), "nvml");
 	}
 	mean = sum / n;
 	r->steps = n;

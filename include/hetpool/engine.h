@@ -9,6 +9,10 @@
  * one.  Everything a step needs is created and allocated once, in
  * hp_engine_new(); a step allocates nothing.
  *
+ * Threads: the CPU backend runs on OpenMP (oneDNN's runtime); every call
+ * sets the thread count of the calling thread (opts.threads).  An engine
+ * is not safe to share between threads without a lock.
+ *
  * Ownership: hp_engine_new() returns an engine the caller frees with
  * hp_engine_free(); it copies what it needs from the spec and the options,
  * which the caller may release afterwards.  Arrays passed in or out are the
@@ -49,7 +53,7 @@ struct hp_engine_opts {
 	double weight_decay; /* L2 added to the gradient (default 0) */
 	double bn_eps;	     /* batch norm epsilon (1e-5) */
 	double bn_momentum;  /* running statistics update (0.1) */
-	uint64_t seed;	     /* weight init, dropout masks, synthetic data */
+	uint64_t seed;	     /* weight init, dropout masks */
 	size_t max_bytes;    /* refuse nets that need more; 0: 80% of RAM */
 	bool input_grad;     /* also compute d loss / d input (tests) */
 };
@@ -94,8 +98,7 @@ int hp_engine_fill_synthetic(struct hp_engine *e, uint64_t seed,
  */
 int hp_engine_step(struct hp_engine *e, double *loss, struct hp_error *err);
 /* The three parts of a step, for tests. */
-int hp_engine_forward(struct hp_engine *e, double *loss,
-		      struct hp_error *err);
+int hp_engine_forward(struct hp_engine *e, double *loss, struct hp_error *err);
 int hp_engine_backward(struct hp_engine *e, struct hp_error *err);
 int hp_engine_update(struct hp_engine *e, struct hp_error *err);
 
@@ -126,8 +129,7 @@ int hp_engine_grad_get(struct hp_engine *e, int i, float *out,
  * the element count; hp_engine_output_get() copies it as plain NCHW.
  */
 int64_t hp_engine_output_dims(const struct hp_engine *e, int64_t dims[4]);
-int hp_engine_output_get(struct hp_engine *e, float *out,
-			 struct hp_error *err);
+int hp_engine_output_get(struct hp_engine *e, float *out, struct hp_error *err);
 /* d loss / d input (batch*C*H*W floats) from the last backward; needs
  * opts.input_grad, else HP_EINVAL. */
 int hp_engine_input_grad_get(struct hp_engine *e, float *out,
@@ -145,6 +147,22 @@ int hp_engine_dropout_mask_get(struct hp_engine *e, int layer, float *out,
 size_t hp_engine_peak_bytes(const struct hp_engine *e);
 /* e.g. "cpu: oneDNN 2.6.3 avx512_core, 2 threads" */
 const char *hp_engine_device_desc(const struct hp_engine *e);
+
+/* The device behind an engine, where its backend can say (GPUs). */
+struct hp_engine_device_info {
+	char name[128];	 /* e.g. "NVIDIA H200" */
+	char driver[64]; /* driver version, e.g. "570.86.15" */
+};
+/* Fill out; HP_EUNSUPP for the CPU backend (the host's CPU model is
+ * known without the engine). */
+int hp_engine_device_info(const struct hp_engine *e,
+			  struct hp_engine_device_info *out);
+/*
+ * The device's energy counter in millijoules (NVML on GPUs): the
+ * difference of two readings is the energy used between them.  HP_EUNSUPP
+ * where energy is not measured (the CPU; a GPU without NVML).
+ */
+int hp_engine_energy_mj(struct hp_engine *e, uint64_t *mj);
 
 /*
  * Estimate of the bytes hp_engine_new() would allocate for spec at batch

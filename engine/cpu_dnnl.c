@@ -1,0 +1,1282 @@
+/*
+ * cpu_dnnl.c - the CPU backend of the training-step engine, on oneDNN's C
+ * API.  Every primitive is created once, when the engine is made: conv
+ * lets oneDNN pick its layouts (format_tag_any), the layers that follow
+ * keep the layout they get, and a reorder is added only where two
+ * primitives disagree.  All buffers are ours (user scratchpad mode), so
+ * the bytes reported are the bytes used; a step allocates nothing.
+ *
+ * The work is kept as lists of operations per layer: forward runs the
+ * layers in order, backward in reverse; inside a layer the list runs in
+ * order (reorders before and after the primitive that needs them).
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dnnl.h>
+#include <dnnl_debug.h>
+
+#include "engine_int.h"
+#include "util/banned.h"
+
+#define MAX_ARGS 12
+
+/* A buffer and the oneDNN memory over it. */
+struct mem {
+	dnnl_memory_desc_t md;
+	size_t bytes;
+	bool raw;     /* a plain buffer: no oneDNN memory */
+	bool scratch; /* lives in the shared scratchpad */
+	void *p;
+	dnnl_memory_t m;
+};
+
+enum op_kind { OP_DNNL, OP_DROPOUT_FWD, OP_DROPOUT_BWD, OP_BN_STATS };
+
+struct op {
+	enum op_kind kind;
+	dnnl_primitive_t prim;
+	int nargs;
+	int arg_id[MAX_ARGS];
+	struct mem *arg[MAX_ARGS];
+	dnnl_exec_arg_t exec[MAX_ARGS];
+	/* custom ops */
+	int layer;
+	struct mem *a, *b, *c, *d;
+};
+
+struct oplist {
+	struct op *v;
+	int n, alloc;
+};
+
+struct act {
+	struct mem *d, *g; /* data, gradient (same layout) */
+};
+
+struct param {
+	struct mem *w, *g, *m1, *m2; /* value, gradient, optimizer state */
+	dnnl_memory_desc_t plain;    /* the layout at the API */
+};
+
+struct lstate {
+	struct oplist fwd, bwd;
+	struct mem *mask; /* dropout */
+};
+
+struct cpu {
+	struct hp_engine *e;
+	const struct hp__plan *p;
+	const struct hp_engine_opts *o;
+	dnnl_engine_t eng;
+	dnnl_stream_t strm;
+	dnnl_primitive_attr_t attr;
+	int threads;
+	struct mem **mems;
+	int nmems, amems;
+	dnnl_primitive_desc_t *pds;
+	int npds, apds;
+	size_t scratch_bytes;
+	void *scratch;
+	size_t total_bytes;
+	struct act *acts;
+	struct lstate *ls;
+	struct param *params;
+	int nparams;
+	struct mem *logits, *dlogits, *labels;
+	struct oplist out_fwd, out_bwd;
+	uint64_t fwd_count; /* forwards run (dropout masks) */
+	int64_t t;	    /* optimizer steps */
+	bool fwd_done, bwd_done;
+	char impl[64];
+	char desc[160];
+};
+
+static int dnnl_fail(struct hp_error *err, dnnl_status_t st, const char *what)
+{
+	int code = st == dnnl_unimplemented   ? HP_EUNSUPP
+		   : st == dnnl_out_of_memory ? HP_ENOMEM
+					      : HP_EINTERNAL;
+	return hp_error_set(err, code, "oneDNN %s: %s", what,
+			    dnnl_status2str(st));
+}
+
+#define CK(call, what)                                                         \
+	do {                                                                   \
+		dnnl_status_t st_ = (call);                                    \
+		if (st_ != dnnl_success)                                       \
+			return dnnl_fail(err, st_, what);                      \
+	} while (0)
+
+static int nomem(struct hp_error *err)
+{
+	return hp_error_set(err, HP_ENOMEM, "out of memory");
+}
+
+/* Register a buffer of layout md (allocated later, in materialize()). */
+static struct mem *mem_md(struct cpu *b, const dnnl_memory_desc_t *md,
+			  bool scratch)
+{
+	struct mem *m;
+
+	if (b->nmems == b->amems) {
+		int na = b->amems ? 2 * b->amems : 64;
+		struct mem **v = realloc(b->mems, (size_t)na * sizeof(*v));
+		if (!v)
+			return NULL;
+		b->mems = v;
+		b->amems = na;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->md = *md;
+	m->bytes = dnnl_memory_desc_get_size(md);
+	m->scratch = scratch;
+	if (scratch && m->bytes > b->scratch_bytes)
+		b->scratch_bytes = m->bytes;
+	b->mems[b->nmems++] = m;
+	return m;
+}
+
+static struct mem *mem_raw(struct cpu *b, size_t bytes)
+{
+	dnnl_memory_desc_t md;
+	dnnl_dims_t d = {(dnnl_dim_t)bytes};
+	struct mem *m;
+
+	if (dnnl_memory_desc_init_by_tag(&md, 1, d, dnnl_u8, dnnl_a) !=
+	    dnnl_success)
+		return NULL;
+	m = mem_md(b, &md, false);
+	if (m)
+		m->raw = true;
+	return m;
+}
+
+static int pd_keep(struct cpu *b, dnnl_primitive_desc_t pd)
+{
+	if (b->npds == b->apds) {
+		int na = b->apds ? 2 * b->apds : 64;
+		dnnl_primitive_desc_t *v =
+		    realloc(b->pds, (size_t)na * sizeof(*v));
+		if (!v)
+			return HP_ENOMEM;
+		b->pds = v;
+		b->apds = na;
+	}
+	b->pds[b->npds++] = pd;
+	return 0;
+}
+
+static int pd_make(struct cpu *b, dnnl_primitive_desc_t *pd,
+		   const void *op_desc, const_dnnl_primitive_desc_t hint,
+		   const char *what, struct hp_error *err)
+{
+	CK(dnnl_primitive_desc_create(pd, op_desc, b->attr, b->eng, hint),
+	   what);
+	if (pd_keep(b, *pd)) {
+		dnnl_primitive_desc_destroy(*pd);
+		return nomem(err);
+	}
+	return 0;
+}
+
+static const dnnl_memory_desc_t *qmd(const_dnnl_primitive_desc_t pd, int arg)
+{
+	return dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+}
+
+static bool md_eq(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b)
+{
+	return dnnl_memory_desc_equal(a, b) != 0;
+}
+
+static struct op *op_new(struct oplist *l)
+{
+	if (l->n == l->alloc) {
+		int na = l->alloc ? 2 * l->alloc : 4;
+		struct op *v = realloc(l->v, (size_t)na * sizeof(*v));
+		if (!v)
+			return NULL;
+		l->v = v;
+		l->alloc = na;
+	}
+	memset(&l->v[l->n], 0, sizeof(l->v[0]));
+	return &l->v[l->n++];
+}
+
+/*
+ * Append a primitive made from pd, with n (int arg, struct mem *) pairs;
+ * a NULL mem is skipped.  The scratchpad argument is added here.
+ */
+static int prim_op(struct cpu *b, struct oplist *l, dnnl_primitive_desc_t pd,
+		   const char *what, struct hp_error *err, int n, ...)
+{
+	struct op *op = op_new(l);
+	const dnnl_memory_desc_t *smd;
+	va_list ap;
+
+	if (!op)
+		return nomem(err);
+	op->kind = OP_DNNL;
+	CK(dnnl_primitive_create(&op->prim, pd), what);
+	va_start(ap, n);
+	for (int i = 0; i < n; i++) {
+		int id = va_arg(ap, int);
+		struct mem *m = va_arg(ap, struct mem *);
+		if (!m)
+			continue;
+		op->arg_id[op->nargs] = id;
+		op->arg[op->nargs++] = m;
+	}
+	va_end(ap);
+	smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+	if (smd && dnnl_memory_desc_get_size(smd) > 0) {
+		struct mem *s = mem_md(b, smd, true);
+		if (!s)
+			return nomem(err);
+		op->arg_id[op->nargs] = DNNL_ARG_SCRATCHPAD;
+		op->arg[op->nargs++] = s;
+	}
+	return 0;
+}
+
+static int reorder_op(struct cpu *b, struct oplist *l, struct mem *from,
+		      struct mem *to, struct hp_error *err)
+{
+	dnnl_primitive_desc_t pd;
+
+	CK(dnnl_reorder_primitive_desc_create(&pd, &from->md, b->eng, &to->md,
+					      b->eng, b->attr),
+	   "reorder");
+	if (pd_keep(b, pd)) {
+		dnnl_primitive_desc_destroy(pd);
+		return nomem(err);
+	}
+	return prim_op(b, l, pd, "reorder", err, 2, DNNL_ARG_FROM, from,
+		       DNNL_ARG_TO, to);
+}
+
+/*
+ * `have` in layout `want`: have itself when the layouts agree, else a new
+ * buffer, filled by a reorder appended to l when to_want (an input), or
+ * reordered back into have when not (an output; the caller appends that
+ * after its primitive, see reorder_back()).
+ */
+static int as_md(struct cpu *b, struct oplist *l, struct mem *have,
+		 const dnnl_memory_desc_t *want, bool to_want, struct mem **out,
+		 struct hp_error *err)
+{
+	if (md_eq(&have->md, want)) {
+		*out = have;
+		return 0;
+	}
+	*out = mem_md(b, want, false);
+	if (!*out)
+		return nomem(err);
+	return to_want ? reorder_op(b, l, have, *out, err) : 0;
+}
+
+static int reorder_back(struct cpu *b, struct oplist *l, struct mem *tmp,
+			struct mem *have, struct hp_error *err)
+{
+	return tmp == have ? 0 : reorder_op(b, l, tmp, have, err);
+}
+
+static void md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
+{
+	dnnl_dims_t d;
+
+	for (int i = 0; i < rank; i++)
+		d[i] = dims[i];
+	dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32,
+				     dnnl_format_tag_any);
+}
+
+static void md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
+{
+	static const dnnl_format_tag_t tags[5] = {dnnl_format_tag_undef, dnnl_a,
+						  dnnl_ab, dnnl_abc, dnnl_abcd};
+	dnnl_dims_t d;
+
+	for (int i = 0; i < rank; i++)
+		d[i] = dims[i];
+	dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, tags[rank]);
+}
+
+/* Create the buffers of activation y in layout md. */
+static int act_make(struct cpu *b, int y, const dnnl_memory_desc_t *md,
+		    struct hp_error *err)
+{
+	struct act *a = &b->acts[y];
+
+	a->d = mem_md(b, md, false);
+	if (!a->d)
+		return nomem(err);
+	if (b->p->acts[y].diff) {
+		a->g = mem_md(b, md, false);
+		if (!a->g)
+			return nomem(err);
+	}
+	return 0;
+}
+
+static int add_param(struct cpu *b, const dnnl_memory_desc_t *md,
+		     const dnnl_memory_desc_t *plain, struct mem **w,
+		     struct mem **g, struct hp_error *err)
+{
+	struct param *P = &b->params[b->nparams++];
+
+	P->w = mem_md(b, md, false);
+	P->g = mem_md(b, md, false);
+	if (!P->w || !P->g)
+		return nomem(err);
+	P->m1 = mem_raw(b, P->w->bytes);
+	if (!P->m1)
+		return nomem(err);
+	if (b->o->opt == HP_OPT_ADAM) {
+		P->m2 = mem_raw(b, P->w->bytes);
+		if (!P->m2)
+			return nomem(err);
+	}
+	P->plain = *plain;
+	*w = P->w;
+	*g = P->g;
+	return 0;
+}
+
+static void note_impl(struct cpu *b, const_dnnl_primitive_desc_t pd)
+{
+	const char *s = NULL;
+
+	if (b->impl[0])
+		return;
+	if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s) ==
+		dnnl_success &&
+	    s)
+		snprintf(b->impl, sizeof(b->impl), "%s", s);
+}
+
+/* conv and fc: forward, weight gradients, input gradient. */
+static int build_weighted(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct hp__plan_act *xa = &b->p->acts[pl->x];
+	const struct hp__plan_act *ya = &b->p->acts[pl->y];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	bool conv = pl->L.type == HP_LAYER_CONV;
+	dnnl_memory_desc_t src_any, w_any, bias_md, dst_any, plain_w, plain_b;
+	const dnnl_memory_desc_t *S, *W, *D, *q;
+	dnnl_primitive_desc_t fpd, wpd, dpd;
+	dnnl_dims_t st = {pl->L.stride, pl->L.stride};
+	dnnl_dims_t pad = {pl->L.pad, pl->L.pad};
+	int64_t wd[4], od;
+	int wr, rc;
+	union {
+		dnnl_convolution_desc_t c;
+		dnnl_inner_product_desc_t ip;
+	} d;
+	struct mem *src, *w, *bias, *gw, *gb, *t, *ddst, *wsrc, *dw;
+
+	od = conv ? pl->L.filters : pl->L.units;
+	if (conv) {
+		wr = 4;
+		wd[0] = od;
+		wd[1] = xa->dims[1];
+		wd[2] = wd[3] = pl->L.kernel;
+		md_any(&src_any, 4, xa->dims);
+		md_any(&dst_any, 4, ya->dims);
+	} else {
+		wr = xa->rank;
+		wd[0] = od;
+		wd[1] = xa->dims[1];
+		wd[2] = xa->dims[2];
+		wd[3] = xa->dims[3];
+		src_any = X->d->md;
+		md_any(&dst_any, 2, ya->dims);
+	}
+	md_any(&w_any, wr, wd);
+	md_plain(&plain_w, wr, wd);
+	md_plain(&bias_md, 1, &od);
+	plain_b = bias_md;
+
+	/* forward */
+	if (conv) {
+		CK(dnnl_convolution_forward_desc_init(
+		       &d.c, dnnl_forward_training, dnnl_convolution_direct,
+		       &src_any, &w_any, &bias_md, &dst_any, st, pad, pad),
+		   "conv forward");
+		rc = pd_make(b, &fpd, &d, NULL, "conv forward", err);
+	} else {
+		CK(dnnl_inner_product_forward_desc_init(
+		       &d.ip, dnnl_forward_training, &src_any, &w_any, &bias_md,
+		       &dst_any),
+		   "fc forward");
+		rc = pd_make(b, &fpd, &d, NULL, "fc forward", err);
+		if (rc) {
+			/* the input's layout is refused: let oneDNN pick */
+			md_any(&src_any, xa->rank, xa->dims);
+			CK(dnnl_inner_product_forward_desc_init(
+			       &d.ip, dnnl_forward_training, &src_any, &w_any,
+			       &bias_md, &dst_any),
+			   "fc forward");
+			rc = pd_make(b, &fpd, &d, NULL, "fc forward", err);
+		}
+	}
+	if (rc)
+		return rc;
+	note_impl(b, fpd);
+	S = qmd(fpd, DNNL_ARG_SRC);
+	W = qmd(fpd, DNNL_ARG_WEIGHTS);
+	D = qmd(fpd, DNNL_ARG_DST);
+	if ((rc = as_md(b, &ls->fwd, X->d, S, true, &src, err)) ||
+	    (rc = add_param(b, W, &plain_w, &w, &gw, err)) ||
+	    (rc = add_param(b, &bias_md, &plain_b, &bias, &gb, err)) ||
+	    (rc = act_make(b, pl->y, D, err)))
+		return rc;
+	if ((rc = prim_op(b, &ls->fwd, fpd, "forward", err, 4, DNNL_ARG_SRC,
+			  src, DNNL_ARG_WEIGHTS, w, DNNL_ARG_BIAS, bias,
+			  DNNL_ARG_DST, Y->d)))
+		return rc;
+
+	/* weight gradients */
+	if (conv)
+		CK(dnnl_convolution_backward_weights_desc_init(
+		       &d.c, dnnl_convolution_direct, &src_any, &w_any,
+		       &bias_md, &dst_any, st, pad, pad),
+		   "conv backward weights");
+	else
+		CK(dnnl_inner_product_backward_weights_desc_init(
+		       &d.ip, S, &w_any, &bias_md, &dst_any),
+		   "fc backward weights");
+	if ((rc = pd_make(b, &wpd, &d, fpd, "backward weights", err)))
+		return rc;
+	q = qmd(wpd, DNNL_ARG_SRC);
+	if (md_eq(q, S))
+		wsrc = src;
+	else if ((rc = as_md(b, &ls->bwd, X->d, q, true, &wsrc, err)))
+		return rc;
+	if ((rc = as_md(b, &ls->bwd, Y->g, qmd(wpd, DNNL_ARG_DIFF_DST), true,
+			&ddst, err)) ||
+	    (rc = as_md(b, NULL, gw, qmd(wpd, DNNL_ARG_DIFF_WEIGHTS), false,
+			&dw, err)))
+		return rc;
+	if ((rc = prim_op(b, &ls->bwd, wpd, "backward weights", err, 4,
+			  DNNL_ARG_SRC, wsrc, DNNL_ARG_DIFF_DST, ddst,
+			  DNNL_ARG_DIFF_WEIGHTS, dw, DNNL_ARG_DIFF_BIAS, gb)) ||
+	    (rc = reorder_back(b, &ls->bwd, dw, gw, err)))
+		return rc;
+
+	/* input gradient */
+	if (!pl->need_dsrc)
+		return 0;
+	if (conv)
+		CK(dnnl_convolution_backward_data_desc_init(
+		       &d.c, dnnl_convolution_direct, &src_any, &w_any,
+		       &dst_any, st, pad, pad),
+		   "conv backward data");
+	else
+		CK(dnnl_inner_product_backward_data_desc_init(&d.ip, S, &w_any,
+							      &dst_any),
+		   "fc backward data");
+	if ((rc = pd_make(b, &dpd, &d, fpd, "backward data", err)))
+		return rc;
+	q = qmd(dpd, DNNL_ARG_DIFF_DST);
+	if (md_eq(q, &ddst->md))
+		t = ddst;
+	else if ((rc = as_md(b, &ls->bwd, Y->g, q, true, &t, err)))
+		return rc;
+	ddst = t;
+	q = qmd(dpd, DNNL_ARG_WEIGHTS);
+	if ((rc = as_md(b, &ls->bwd, w, q, true, &t, err)))
+		return rc;
+	w = t;
+	if ((rc = as_md(b, NULL, X->g, qmd(dpd, DNNL_ARG_DIFF_SRC), false, &t,
+			err)) ||
+	    (rc = prim_op(b, &ls->bwd, dpd, "backward data", err, 3,
+			  DNNL_ARG_DIFF_DST, ddst, DNNL_ARG_WEIGHTS, w,
+			  DNNL_ARG_DIFF_SRC, t)) ||
+	    (rc = reorder_back(b, &ls->bwd, t, X->g, err)))
+		return rc;
+	return 0;
+}
+
+static int build_bn(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_batch_normalization_desc_t d;
+	dnnl_primitive_desc_t fpd, bpd;
+	dnnl_memory_desc_t cmd;
+	unsigned flags = dnnl_use_scale | dnnl_use_shift;
+	float eps = (float)b->o->bn_eps;
+	struct mem *scale, *shift, *gscale, *gshift, *mean, *var, *ws = NULL;
+	struct mem *ddst, *dsrc;
+	struct op *op;
+	int64_t c = b->p->acts[pl->x].dims[1];
+	int rc;
+
+	if (pl->fuse_relu)
+		flags |= dnnl_fuse_norm_relu;
+	md_plain(&cmd, 1, &c);
+	CK(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_training,
+						      &X->d->md, eps, flags),
+	   "batch norm forward");
+	if ((rc = pd_make(b, &fpd, &d, NULL, "batch norm forward", err)) ||
+	    (rc = act_make(b, pl->y, qmd(fpd, DNNL_ARG_DST), err)) ||
+	    (rc = add_param(b, &cmd, &cmd, &scale, &gscale, err)) ||
+	    (rc = add_param(b, &cmd, &cmd, &shift, &gshift, err)))
+		return rc;
+	mean = mem_md(b, qmd(fpd, DNNL_ARG_MEAN), false);
+	var = mem_md(b, qmd(fpd, DNNL_ARG_VARIANCE), false);
+	if (!mean || !var)
+		return nomem(err);
+	if (pl->fuse_relu) {
+		ws = mem_md(b, qmd(fpd, DNNL_ARG_WORKSPACE), false);
+		if (!ws)
+			return nomem(err);
+	}
+	if ((rc =
+		 prim_op(b, &ls->fwd, fpd, "batch norm forward", err, 7,
+			 DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d, DNNL_ARG_SCALE,
+			 scale, DNNL_ARG_SHIFT, shift, DNNL_ARG_MEAN, mean,
+			 DNNL_ARG_VARIANCE, var, DNNL_ARG_WORKSPACE, ws)))
+		return rc;
+	/* running statistics, as PyTorch keeps them */
+	op = op_new(&ls->fwd);
+	if (!op)
+		return nomem(err);
+	op->kind = OP_BN_STATS;
+	op->layer = i;
+	op->a = mean;
+	op->b = var;
+	op->c = mem_raw(b, (size_t)c * sizeof(float));
+	op->d = mem_raw(b, (size_t)c * sizeof(float));
+	if (!op->c || !op->d)
+		return nomem(err);
+
+	CK(dnnl_batch_normalization_backward_desc_init(
+	       &d, dnnl_backward, &X->d->md, &X->d->md, eps, flags),
+	   "batch norm backward");
+	if ((rc = pd_make(b, &bpd, &d, fpd, "batch norm backward", err)) ||
+	    (rc = as_md(b, &ls->bwd, Y->g, qmd(bpd, DNNL_ARG_DIFF_DST), true,
+			&ddst, err)))
+		return rc;
+	/* without an input gradient to keep, write it over diff_dst */
+	if (pl->need_dsrc)
+		rc = as_md(b, NULL, X->g, qmd(bpd, DNNL_ARG_DIFF_SRC), false,
+			   &dsrc, err);
+	else
+		dsrc = ddst;
+	if (rc || (rc = prim_op(b, &ls->bwd, bpd, "batch norm backward", err,
+				10, DNNL_ARG_SRC, X->d, DNNL_ARG_MEAN, mean,
+				DNNL_ARG_VARIANCE, var, DNNL_ARG_DIFF_DST, ddst,
+				DNNL_ARG_SCALE, scale, DNNL_ARG_SHIFT, shift,
+				DNNL_ARG_WORKSPACE, ws, DNNL_ARG_DIFF_SRC, dsrc,
+				DNNL_ARG_DIFF_SCALE, gscale,
+				DNNL_ARG_DIFF_SHIFT, gshift)))
+		return rc;
+	if (pl->need_dsrc)
+		return reorder_back(b, &ls->bwd, dsrc, X->g, err);
+	return 0;
+}
+
+static int build_relu(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_eltwise_desc_t d;
+	dnnl_primitive_desc_t fpd, bpd;
+	const dnnl_alg_kind_t alg = dnnl_eltwise_relu_use_dst_for_bwd;
+	int rc;
+
+	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training, alg,
+					  &X->d->md, 0, 0),
+	   "relu forward");
+	if ((rc = pd_make(b, &fpd, &d, NULL, "relu forward", err)))
+		return rc;
+	if (!pl->inplace && (rc = act_make(b, pl->y, &X->d->md, err)))
+		return rc;
+	if ((rc = prim_op(b, &ls->fwd, fpd, "relu forward", err, 2,
+			  DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d)))
+		return rc;
+	if (!pl->need_dsrc)
+		return 0;
+	CK(dnnl_eltwise_backward_desc_init(&d, alg, &X->d->md, &X->d->md, 0, 0),
+	   "relu backward");
+	if ((rc = pd_make(b, &bpd, &d, fpd, "relu backward", err)))
+		return rc;
+	return prim_op(b, &ls->bwd, bpd, "relu backward", err, 3, DNNL_ARG_DST,
+		       Y->d, DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
+}
+
+static int build_pool(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_pooling_desc_t d;
+	dnnl_primitive_desc_t fpd, bpd;
+	dnnl_memory_desc_t dst_any;
+	dnnl_dims_t st = {pl->L.stride, pl->L.stride};
+	dnnl_dims_t k = {pl->L.kernel, pl->L.kernel};
+	dnnl_dims_t pad = {pl->L.pad, pl->L.pad};
+	dnnl_alg_kind_t alg = pl->L.pool_max ? dnnl_pooling_max
+					     : dnnl_pooling_avg_include_padding;
+	const dnnl_memory_desc_t *q;
+	struct mem *ws = NULL, *ddst;
+	int rc;
+
+	md_any(&dst_any, 4, b->p->acts[pl->y].dims);
+	CK(dnnl_pooling_forward_desc_init(&d, dnnl_forward_training, alg,
+					  &X->d->md, &dst_any, st, k, pad, pad),
+	   "pool forward");
+	if ((rc = pd_make(b, &fpd, &d, NULL, "pool forward", err)) ||
+	    (rc = act_make(b, pl->y, qmd(fpd, DNNL_ARG_DST), err)))
+		return rc;
+	q = qmd(fpd, DNNL_ARG_WORKSPACE);
+	if (q && dnnl_memory_desc_get_size(q) > 0) {
+		ws = mem_md(b, q, false);
+		if (!ws)
+			return nomem(err);
+	}
+	if ((rc =
+		 prim_op(b, &ls->fwd, fpd, "pool forward", err, 3, DNNL_ARG_SRC,
+			 X->d, DNNL_ARG_DST, Y->d, DNNL_ARG_WORKSPACE, ws)))
+		return rc;
+	if (!pl->need_dsrc)
+		return 0;
+	CK(dnnl_pooling_backward_desc_init(&d, alg, &X->d->md, &Y->d->md, st, k,
+					   pad, pad),
+	   "pool backward");
+	if ((rc = pd_make(b, &bpd, &d, fpd, "pool backward", err)) ||
+	    (rc = as_md(b, &ls->bwd, Y->g, qmd(bpd, DNNL_ARG_DIFF_DST), true,
+			&ddst, err)))
+		return rc;
+	return prim_op(b, &ls->bwd, bpd, "pool backward", err, 3,
+		       DNNL_ARG_DIFF_DST, ddst, DNNL_ARG_DIFF_SRC, X->g,
+		       DNNL_ARG_WORKSPACE, ws);
+}
+
+static int build_softmax(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_softmax_desc_t d;
+	dnnl_primitive_desc_t fpd, bpd;
+	int rc;
+
+	CK(dnnl_softmax_forward_desc_init(&d, dnnl_forward_training, &X->d->md,
+					  1),
+	   "softmax forward");
+	if ((rc = pd_make(b, &fpd, &d, NULL, "softmax forward", err)) ||
+	    (rc = act_make(b, pl->y, qmd(fpd, DNNL_ARG_DST), err)) ||
+	    (rc = prim_op(b, &ls->fwd, fpd, "softmax forward", err, 2,
+			  DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d)))
+		return rc;
+	if (!pl->need_dsrc)
+		return 0;
+	CK(dnnl_softmax_backward_desc_init(&d, &Y->d->md, &Y->d->md, 1),
+	   "softmax backward");
+	if ((rc = pd_make(b, &bpd, &d, fpd, "softmax backward", err)))
+		return rc;
+	return prim_op(b, &ls->bwd, bpd, "softmax backward", err, 3,
+		       DNNL_ARG_DST, Y->d, DNNL_ARG_DIFF_DST, Y->g,
+		       DNNL_ARG_DIFF_SRC, X->g);
+}
+
+static int build_dropout(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	struct op *op;
+	int rc;
+
+	if (!pl->inplace && (rc = act_make(b, pl->y, &X->d->md, err)))
+		return rc;
+	ls->mask = mem_md(b, &X->d->md, false);
+	op = op_new(&ls->fwd);
+	if (!ls->mask || !op)
+		return nomem(err);
+	op->kind = OP_DROPOUT_FWD;
+	op->layer = i;
+	op->a = X->d;
+	op->b = Y->d;
+	op->c = ls->mask;
+	if (!pl->need_dsrc)
+		return 0;
+	op = op_new(&ls->bwd);
+	if (!op)
+		return nomem(err);
+	op->kind = OP_DROPOUT_BWD;
+	op->layer = i;
+	op->a = Y->g;
+	op->b = X->g;
+	op->c = ls->mask;
+	return 0;
+}
+
+/* The loss reads a plain copy of the last activation. */
+static int build_output(struct cpu *b, struct hp_error *err)
+{
+	const struct hp__plan_act *za = &b->p->acts[b->p->out];
+	struct act *Z = &b->acts[b->p->out];
+	dnnl_memory_desc_t plain;
+	int rc;
+
+	md_plain(&plain, za->rank, za->dims);
+	if ((rc = as_md(b, &b->out_fwd, Z->d, &plain, true, &b->logits, err)))
+		return rc;
+	if (Z->g) {
+		if ((rc = as_md(b, NULL, Z->g, &plain, false, &b->dlogits,
+				err)) ||
+		    (rc = reorder_back(b, &b->out_bwd, b->dlogits, Z->g, err)))
+			return rc;
+	}
+	b->labels = mem_raw(b, (size_t)za->dims[0] * sizeof(int32_t));
+	return b->labels ? 0 : nomem(err);
+}
+
+static void *alloc_zeroed(size_t bytes)
+{
+	size_t n = (bytes + 63) / 64 * 64;
+	void *p = aligned_alloc(64, n ? n : 64);
+
+	if (p)
+		memset(p, 0, n ? n : 64);
+	return p;
+}
+
+static void fill_args(struct oplist *l)
+{
+	for (int i = 0; i < l->n; i++) {
+		struct op *op = &l->v[i];
+		for (int j = 0; j < op->nargs; j++) {
+			op->exec[j].arg = op->arg_id[j];
+			op->exec[j].memory = op->arg[j]->m;
+		}
+	}
+}
+
+/* Check the exact total against the limit, then allocate everything. */
+static int materialize(struct cpu *b, struct hp_error *err)
+{
+	size_t total = (b->scratch_bytes + 63) / 64 * 64;
+
+	for (int i = 0; i < b->nmems; i++)
+		if (!b->mems[i]->scratch)
+			total += (b->mems[i]->bytes + 63) / 64 * 64;
+	if (total > b->o->max_bytes)
+		return hp_error_set(err, HP_ETOOBIG,
+				    "batch %lld needs %.1f MiB, over the limit "
+				    "of %.1f MiB",
+				    (long long)b->p->batch,
+				    (double)total / 1048576.0,
+				    (double)b->o->max_bytes / 1048576.0);
+	if (b->scratch_bytes && !(b->scratch = alloc_zeroed(b->scratch_bytes)))
+		return nomem(err);
+	for (int i = 0; i < b->nmems; i++) {
+		struct mem *m = b->mems[i];
+		if (m->scratch) {
+			m->p = b->scratch;
+		} else if (!(m->p = alloc_zeroed(m->bytes))) {
+			return nomem(err);
+		}
+		if (!m->raw)
+			CK(dnnl_memory_create(&m->m, &m->md, b->eng, m->p),
+			   "memory");
+	}
+	b->total_bytes = total;
+	for (int i = 0; i < b->p->nlayers; i++) {
+		fill_args(&b->ls[i].fwd);
+		fill_args(&b->ls[i].bwd);
+	}
+	fill_args(&b->out_fwd);
+	fill_args(&b->out_bwd);
+	return 0;
+}
+
+/* Copy between a buffer of layout smd and one of layout dmd. */
+static int copy_md(struct cpu *b, const dnnl_memory_desc_t *smd, void *sp,
+		   const dnnl_memory_desc_t *dmd, void *dp,
+		   struct hp_error *err)
+{
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_primitive_t prim = NULL;
+	dnnl_memory_t sm = NULL, dm = NULL;
+	dnnl_status_t st;
+	dnnl_exec_arg_t args[2];
+
+	if (md_eq(smd, dmd)) {
+		memcpy(dp, sp, dnnl_memory_desc_get_size(smd));
+		return 0;
+	}
+	omp_set_num_threads(b->threads);
+	st = dnnl_memory_create(&sm, smd, b->eng, sp);
+	if (st == dnnl_success)
+		st = dnnl_memory_create(&dm, dmd, b->eng, dp);
+	if (st == dnnl_success)
+		st = dnnl_reorder_primitive_desc_create(&pd, smd, b->eng, dmd,
+							b->eng, NULL);
+	if (st == dnnl_success)
+		st = dnnl_primitive_create(&prim, pd);
+	if (st == dnnl_success) {
+		args[0] = (dnnl_exec_arg_t){DNNL_ARG_FROM, sm};
+		args[1] = (dnnl_exec_arg_t){DNNL_ARG_TO, dm};
+		st = dnnl_primitive_execute(prim, b->strm, 2, args);
+	}
+	if (st == dnnl_success)
+		st = dnnl_stream_wait(b->strm);
+	if (prim)
+		dnnl_primitive_destroy(prim);
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (sm)
+		dnnl_memory_destroy(sm);
+	if (dm)
+		dnnl_memory_destroy(dm);
+	return st == dnnl_success ? 0 : dnnl_fail(err, st, "copy");
+}
+
+static int cpu_param_io(void *be, int i, int what, int dir, float *buf,
+			struct hp_error *err)
+{
+	struct cpu *b = be;
+	struct param *P = &b->params[i];
+	struct mem *m = what ? P->g : P->w;
+
+	if (dir)
+		return copy_md(b, &P->plain, buf, &m->md, m->p, err);
+	return copy_md(b, &m->md, m->p, &P->plain, buf, err);
+}
+
+/* PyTorch's default: uniform(+-1/sqrt(fan_in)) for conv and fc, 1 and 0
+ * for bn; running variance 1. */
+static int init_params(struct cpu *b, struct hp_error *err)
+{
+	uint64_t st = hp__rng_mix(b->o->seed ^ 0x5eedull);
+	const struct hp_engine_param *ps = b->e->params;
+
+	for (int i = 0; i < b->nparams; i++) {
+		const struct hp_engine_param *pi = &ps[i];
+		const struct hp_engine_param *w = (i & 1) ? &ps[i - 1] : pi;
+		bool bn = b->p->layers[pi->layer].L.type == HP_LAYER_BN;
+		double fan_in = (double)(w->numel / w->dims[0]);
+		double bound = 1 / sqrt(fan_in);
+		float *v = malloc((size_t)pi->numel * sizeof(*v));
+		int rc;
+		if (!v)
+			return nomem(err);
+		for (int64_t j = 0; j < pi->numel; j++)
+			v[j] = bn ? ((i & 1) ? 0.0f : 1.0f)
+				  : (float)((2 * hp__rng_uniform(&st) - 1) *
+					    bound);
+		rc = cpu_param_io(b, i, 0, 1, v, err);
+		free(v);
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < b->p->nlayers; i++)
+		for (int j = 0; j < b->ls[i].fwd.n; j++) {
+			struct op *op = &b->ls[i].fwd.v[j];
+			if (op->kind != OP_BN_STATS)
+				continue;
+			float *rv = op->d->p;
+			for (size_t k = 0; k < op->d->bytes / sizeof(float);
+			     k++)
+				rv[k] = 1.0f;
+		}
+	return 0;
+}
+
+static void cpu_destroy(void *be)
+{
+	struct cpu *b = be;
+	struct oplist *lists[2];
+
+	if (!b)
+		return;
+	for (int i = -1; b->ls && i < b->p->nlayers; i++) {
+		lists[0] = i < 0 ? &b->out_fwd : &b->ls[i].fwd;
+		lists[1] = i < 0 ? &b->out_bwd : &b->ls[i].bwd;
+		for (int k = 0; k < 2; k++) {
+			for (int j = 0; j < lists[k]->n; j++)
+				if (lists[k]->v[j].prim)
+					dnnl_primitive_destroy(
+					    lists[k]->v[j].prim);
+			free(lists[k]->v);
+		}
+	}
+	for (int i = 0; i < b->npds; i++)
+		dnnl_primitive_desc_destroy(b->pds[i]);
+	for (int i = 0; i < b->nmems; i++) {
+		struct mem *m = b->mems[i];
+		if (m->m)
+			dnnl_memory_destroy(m->m);
+		if (!m->scratch)
+			free(m->p);
+		free(m);
+	}
+	free(b->scratch);
+	free(b->mems);
+	free(b->pds);
+	free(b->acts);
+	free(b->ls);
+	free(b->params);
+	if (b->attr)
+		dnnl_primitive_attr_destroy(b->attr);
+	if (b->strm)
+		dnnl_stream_destroy(b->strm);
+	if (b->eng)
+		dnnl_engine_destroy(b->eng);
+	free(b);
+}
+
+static int build(struct cpu *b, struct hp_error *err)
+{
+	const struct hp__plan *p = b->p;
+	const dnnl_version_t *v = dnnl_version();
+	dnnl_memory_desc_t in;
+	int rc = 0;
+
+	CK(dnnl_engine_create(&b->eng, dnnl_cpu, 0), "engine");
+	CK(dnnl_stream_create(&b->strm, b->eng, dnnl_stream_default_flags),
+	   "stream");
+	CK(dnnl_primitive_attr_create(&b->attr), "attributes");
+	CK(dnnl_primitive_attr_set_scratchpad_mode(b->attr,
+						   dnnl_scratchpad_mode_user),
+	   "attributes");
+	b->acts = calloc((size_t)p->nacts, sizeof(*b->acts));
+	b->ls = calloc((size_t)p->nlayers + 1, sizeof(*b->ls));
+	b->params = calloc((size_t)p->nparams + 1, sizeof(*b->params));
+	if (!b->acts || !b->ls || !b->params)
+		return nomem(err);
+	md_plain(&in, 4, p->acts[0].dims);
+	if ((rc = act_make(b, 0, &in, err)))
+		return rc;
+	for (int i = 0; i < p->nlayers && !rc; i++) {
+		const struct hp__plan_layer *pl = &p->layers[i];
+		if (pl->noop)
+			continue;
+		switch (pl->L.type) {
+		case HP_LAYER_CONV:
+		case HP_LAYER_FC:
+			rc = build_weighted(b, i, err);
+			break;
+		case HP_LAYER_BN:
+			rc = build_bn(b, i, err);
+			break;
+		case HP_LAYER_RELU:
+			rc = build_relu(b, i, err);
+			break;
+		case HP_LAYER_POOL:
+			rc = build_pool(b, i, err);
+			break;
+		case HP_LAYER_DROPOUT:
+			rc = build_dropout(b, i, err);
+			break;
+		case HP_LAYER_SOFTMAX:
+			rc = build_softmax(b, i, err);
+			break;
+		}
+		if (rc)
+			hp_error_prefix(err, "layer %d", i);
+	}
+	if (rc || (rc = build_output(b, err)) || (rc = materialize(b, err)) ||
+	    (rc = init_params(b, err)))
+		return rc;
+	snprintf(b->desc, sizeof(b->desc),
+		 "cpu: oneDNN %d.%d.%d %s, %d thread%s", v->major, v->minor,
+		 v->patch, b->impl[0] ? b->impl : "", b->threads,
+		 b->threads == 1 ? "" : "s");
+	return 0;
+}
+
+static int cpu_create(struct hp_engine *e, struct hp_error *err)
+{
+	struct cpu *b = calloc(1, sizeof(*b));
+	int rc;
+
+	if (!b)
+		return nomem(err);
+	b->e = e;
+	b->p = &e->plan;
+	b->o = &e->o;
+	b->threads = e->o.threads > 0 ? e->o.threads : omp_get_num_procs();
+	/* oneDNN sizes its kernels for the threads it will get */
+	omp_set_num_threads(b->threads);
+	rc = build(b, err);
+	if (rc) {
+		cpu_destroy(b);
+		return rc;
+	}
+	e->be = b;
+	return 0;
+}
+
+static int cpu_set_input(void *be, const float *x, const int32_t *labels,
+			 struct hp_error *err)
+{
+	struct cpu *b = be;
+
+	(void)err;
+	memcpy(b->acts[0].d->p, x, b->acts[0].d->bytes);
+	if (labels && b->p->classes > 0)
+		memcpy(b->labels->p, labels, b->labels->bytes);
+	return 0;
+}
+
+static void dropout_fwd(struct cpu *b, const struct op *op)
+{
+	const float *x = op->a->p;
+	float *y = op->b->p, *m = op->c->p;
+	double p = b->p->layers[op->layer].L.p;
+	float scale = (float)(1 / (1 - p));
+	int64_t n = (int64_t)(op->c->bytes / sizeof(float));
+	uint64_t key =
+	    hp__rng_mix(b->o->seed ^ hp__rng_mix(((uint64_t)op->layer << 40) ^
+						 b->fwd_count));
+	uint32_t thr = (uint32_t)(p * 16777216.0);
+
+#pragma omp parallel for schedule(static)
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u = (uint32_t)(hp__rng_mix(key + (uint64_t)i) >> 40);
+		m[i] = u >= thr ? scale : 0.0f;
+		y[i] = x[i] * m[i];
+	}
+}
+
+static void dropout_bwd(const struct op *op)
+{
+	const float *dy = op->a->p, *m = op->c->p;
+	float *dx = op->b->p;
+	int64_t n = (int64_t)(op->c->bytes / sizeof(float));
+
+#pragma omp parallel for schedule(static)
+	for (int64_t i = 0; i < n; i++)
+		dx[i] = dy[i] * m[i];
+}
+
+static void bn_stats(struct cpu *b, const struct op *op)
+{
+	const struct hp__plan_act *x = &b->p->acts[b->p->layers[op->layer].x];
+	const float *mean = op->a->p, *var = op->b->p;
+	float *rm = op->c->p, *rv = op->d->p;
+	double n = (double)(x->dims[0] * x->dims[2] * x->dims[3]);
+	double mom = b->o->bn_momentum, unb = n > 1 ? n / (n - 1) : 1;
+
+	for (int64_t c = 0; c < x->dims[1]; c++) {
+		rm[c] = (float)((1 - mom) * rm[c] + mom * mean[c]);
+		rv[c] = (float)((1 - mom) * rv[c] + mom * var[c] * unb);
+	}
+}
+
+static int run(struct cpu *b, struct oplist *l, struct hp_error *err)
+{
+	for (int i = 0; i < l->n; i++) {
+		struct op *op = &l->v[i];
+		switch (op->kind) {
+		case OP_DNNL:
+			CK(dnnl_primitive_execute(op->prim, b->strm, op->nargs,
+						  op->exec),
+			   "execute");
+			break;
+		case OP_DROPOUT_FWD:
+			dropout_fwd(b, op);
+			break;
+		case OP_DROPOUT_BWD:
+			dropout_bwd(op);
+			break;
+		case OP_BN_STATS:
+			bn_stats(b, op);
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Mean softmax cross-entropy (or 0.5 sum y^2 / N) and its gradient. */
+static double loss_and_grad(struct cpu *b)
+{
+	const struct hp__plan_act *za = &b->p->acts[b->p->out];
+	int64_t n = za->dims[0], k = za->dims[1] * za->dims[2] * za->dims[3];
+	const float *z = b->logits->p;
+	float *g = b->dlogits ? b->dlogits->p : NULL;
+	const int32_t *lab = b->labels->p;
+	double loss = 0, inv = 1.0 / (double)n;
+
+	for (int64_t i = 0; i < n; i++) {
+		const float *zi = z + i * k;
+		float *gi = g ? g + i * k : NULL;
+		if (b->p->classes > 0) {
+			double mx = zi[0], s = 0, lse;
+			for (int64_t j = 1; j < k; j++)
+				mx = zi[j] > mx ? zi[j] : mx;
+			for (int64_t j = 0; j < k; j++)
+				s += exp(zi[j] - mx);
+			lse = mx + log(s);
+			loss += lse - zi[lab[i]];
+			for (int64_t j = 0; gi && j < k; j++)
+				gi[j] = (float)((exp(zi[j] - lse) -
+						 (j == lab[i] ? 1 : 0)) *
+						inv);
+		} else {
+			for (int64_t j = 0; j < k; j++) {
+				loss += 0.5 * (double)zi[j] * zi[j];
+				if (gi)
+					gi[j] = (float)(zi[j] * inv);
+			}
+		}
+	}
+	return loss * inv;
+}
+
+static int cpu_forward(void *be, double *loss, struct hp_error *err)
+{
+	struct cpu *b = be;
+	int rc;
+
+	omp_set_num_threads(b->threads);
+	b->fwd_count++;
+	for (int i = 0; i < b->p->nlayers; i++)
+		if ((rc = run(b, &b->ls[i].fwd, err)))
+			return rc;
+	if ((rc = run(b, &b->out_fwd, err)))
+		return rc;
+	CK(dnnl_stream_wait(b->strm), "wait");
+	*loss = loss_and_grad(b);
+	b->fwd_done = true;
+	return 0;
+}
+
+static int cpu_backward(void *be, struct hp_error *err)
+{
+	struct cpu *b = be;
+	int rc;
+
+	if (!b->fwd_done)
+		return hp_error_set(err, HP_EINVAL, "backward before forward");
+	omp_set_num_threads(b->threads);
+	if ((rc = run(b, &b->out_bwd, err)))
+		return rc;
+	for (int i = b->p->nlayers - 1; i >= 0; i--)
+		if ((rc = run(b, &b->ls[i].bwd, err)))
+			return rc;
+	CK(dnnl_stream_wait(b->strm), "wait");
+	b->bwd_done = true;
+	return 0;
+}
+
+static int cpu_update(void *be, struct hp_error *err)
+{
+	struct cpu *b = be;
+	const struct hp_engine_opts *o = b->o;
+	float lr = (float)o->lr, wd = (float)o->weight_decay;
+
+	if (!b->bwd_done)
+		return hp_error_set(err, HP_EINVAL, "update before backward");
+	omp_set_num_threads(b->threads);
+	b->t++;
+	for (int k = 0; k < b->nparams; k++) {
+		struct param *P = &b->params[k];
+		float *w = P->w->p, *g = P->g->p, *m = P->m1->p;
+		int64_t n = (int64_t)(P->w->bytes / sizeof(float));
+		if (o->opt == HP_OPT_SGD) {
+			float mu = (float)o->momentum;
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+			for (int64_t i = 0; i < n; i++) {
+				float d = g[i] + wd * w[i];
+				m[i] = mu * m[i] + d;
+				w[i] -= lr * m[i];
+			}
+		} else {
+			float b1 = (float)o->beta1, b2 = (float)o->beta2;
+			float *v = P->m2->p;
+			double bc1 = 1 - pow(o->beta1, (double)b->t);
+			double bc2 = 1 - pow(o->beta2, (double)b->t);
+			float step = (float)(o->lr / bc1);
+			float rbc2 = (float)(1 / sqrt(bc2)),
+			      eps = (float)o->eps;
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+			for (int64_t i = 0; i < n; i++) {
+				float d = g[i] + wd * w[i];
+				m[i] = b1 * m[i] + (1 - b1) * d;
+				v[i] = b2 * v[i] + (1 - b2) * d * d;
+				w[i] -=
+				    step * m[i] / (sqrtf(v[i]) * rbc2 + eps);
+			}
+		}
+	}
+	return 0;
+}
+
+static int cpu_output_get(void *be, float *out, struct hp_error *err)
+{
+	struct cpu *b = be;
+
+	(void)err;
+	memcpy(out, b->logits->p, b->logits->bytes);
+	return 0;
+}
+
+static int cpu_input_grad_get(void *be, float *out, struct hp_error *err)
+{
+	struct cpu *b = be;
+
+	(void)err;
+	memcpy(out, b->acts[0].g->p, b->acts[0].g->bytes);
+	return 0;
+}
+
+static int cpu_mask_get(void *be, int layer, float *out, struct hp_error *err)
+{
+	struct cpu *b = be;
+	const struct hp__plan_act *x = &b->p->acts[b->p->layers[layer].x];
+	struct mem *m = b->ls[layer].mask;
+	dnnl_memory_desc_t plain;
+
+	if (!m) { /* p = 0: keeps everything */
+		int64_t n = x->dims[0] * x->dims[1] * x->dims[2] * x->dims[3];
+		for (int64_t i = 0; i < n; i++)
+			out[i] = 1.0f;
+		return 0;
+	}
+	md_plain(&plain, x->rank, x->dims);
+	return copy_md(b, &m->md, m->p, &plain, out, err);
+}
+
+static size_t cpu_peak_bytes(const void *be)
+{
+	return ((const struct cpu *)be)->total_bytes;
+}
+
+static const char *cpu_desc(const void *be)
+{
+	return ((const struct cpu *)be)->desc;
+}
+
+const struct hp__engine_ops hp__engine_cpu_ops = {
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .set_input = cpu_set_input,
+    .forward = cpu_forward,
+    .backward = cpu_backward,
+    .update = cpu_update,
+    .param_io = cpu_param_io,
+    .output_get = cpu_output_get,
+    .input_grad_get = cpu_input_grad_get,
+    .mask_get = cpu_mask_get,
+    .peak_bytes = cpu_peak_bytes,
+    .desc = cpu_desc,
+};

@@ -1,0 +1,193 @@
+/*
+ * cuda_kernels.cu - element-wise kernels of the CUDA backend (see
+ * cuda_kernels.h): dropout drawing the same masks as the CPU backend, the
+ * loss and its gradient on the device, and the optimizer updates, all in
+ * the formulas engine/cpu_dnnl.c uses.
+ */
+#include <math.h>
+
+#include "cuda_kernels.h"
+
+#define THREADS 256
+
+/* Grid for n elements with a grid-stride loop. */
+static unsigned blocks_for(int64_t n)
+{
+	int64_t b = (n + THREADS - 1) / THREADS;
+	return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+static int launched(void)
+{
+	return (int)cudaGetLastError();
+}
+
+/* splitmix64's mixer: the same as hp__rng_mix() in engine_int.h. */
+__device__ static uint64_t mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+#define FOR_EACH(i, n)                                                         \
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;       \
+	     i < (n); i += (int64_t)blockDim.x * gridDim.x)
+
+__global__ static void k_dropout_fwd(const float *x, float *y, float *m,
+				     int64_t n, uint64_t key, uint32_t thr,
+				     float scale)
+{
+	FOR_EACH(i, n)
+	{
+		uint32_t u = (uint32_t)(mix(key + (uint64_t)i) >> 40);
+		float mi = u >= thr ? scale : 0.0f;
+		m[i] = mi;
+		y[i] = x[i] * mi;
+	}
+}
+
+__global__ static void k_mul(const float *a, const float *b, float *out,
+			     int64_t n)
+{
+	FOR_EACH(i, n)
+	out[i] = a[i] * b[i];
+}
+
+__global__ static void k_fill(float *out, float v, int64_t n)
+{
+	FOR_EACH(i, n)
+	out[i] = v;
+}
+
+/* One block per sample; double precision like the CPU backend. */
+__global__ static void k_loss(const float *z, const int32_t *lab, float *g,
+			      double *loss, int64_t k, double inv)
+{
+	__shared__ double red[THREADS];
+	const float *zi = z + (int64_t)blockIdx.x * k;
+	float *gi = g ? g + (int64_t)blockIdx.x * k : NULL;
+	int t = threadIdx.x;
+	double acc;
+
+	if (!lab) {
+		acc = 0;
+		for (int64_t j = t; j < k; j += THREADS) {
+			acc += 0.5 * (double)zi[j] * zi[j];
+			if (gi)
+				gi[j] = (float)(zi[j] * inv);
+		}
+		red[t] = acc;
+		__syncthreads();
+		for (int s = THREADS / 2; s > 0; s /= 2) {
+			if (t < s)
+				red[t] += red[t + s];
+			__syncthreads();
+		}
+		if (t == 0)
+			loss[blockIdx.x] = red[0];
+		return;
+	}
+	acc = -INFINITY;
+	for (int64_t j = t; j < k; j += THREADS)
+		acc = fmax(acc, (double)zi[j]);
+	red[t] = acc;
+	__syncthreads();
+	for (int s = THREADS / 2; s > 0; s /= 2) {
+		if (t < s)
+			red[t] = fmax(red[t], red[t + s]);
+		__syncthreads();
+	}
+	double mx = red[0];
+	__syncthreads();
+	acc = 0;
+	for (int64_t j = t; j < k; j += THREADS)
+		acc += exp((double)zi[j] - mx);
+	red[t] = acc;
+	__syncthreads();
+	for (int s = THREADS / 2; s > 0; s /= 2) {
+		if (t < s)
+			red[t] += red[t + s];
+		__syncthreads();
+	}
+	double lse = mx + log(red[0]);
+	int32_t y = lab[blockIdx.x];
+	for (int64_t j = t; gi && j < k; j += THREADS)
+		gi[j] = (float)((exp((double)zi[j] - lse) - (j == y ? 1 : 0)) *
+				inv);
+	if (t == 0)
+		loss[blockIdx.x] = lse - zi[y];
+}
+
+__global__ static void k_sgd(float *w, const float *g, float *m, int64_t n,
+			     float lr, float wd, float mu)
+{
+	FOR_EACH(i, n)
+	{
+		float d = g[i] + wd * w[i];
+		m[i] = mu * m[i] + d;
+		w[i] -= lr * m[i];
+	}
+}
+
+__global__ static void k_adam(float *w, const float *g, float *m, float *v,
+			      int64_t n, float step, float rbc2, float b1,
+			      float b2, float eps, float wd)
+{
+	FOR_EACH(i, n)
+	{
+		float d = g[i] + wd * w[i];
+		m[i] = b1 * m[i] + (1 - b1) * d;
+		v[i] = b2 * v[i] + (1 - b2) * d * d;
+		w[i] -= step * m[i] / (sqrtf(v[i]) * rbc2 + eps);
+	}
+}
+
+extern "C" int hp__cu_dropout_fwd(const float *x, float *y, float *m, int64_t n,
+				  uint64_t key, uint32_t thr, float scale,
+				  cudaStream_t s)
+{
+	k_dropout_fwd<<<blocks_for(n), THREADS, 0, s>>>(x, y, m, n, key, thr,
+							scale);
+	return launched();
+}
+
+extern "C" int hp__cu_mul(const float *a, const float *b, float *out, int64_t n,
+			  cudaStream_t s)
+{
+	k_mul<<<blocks_for(n), THREADS, 0, s>>>(a, b, out, n);
+	return launched();
+}
+
+extern "C" int hp__cu_fill(float *out, float v, int64_t n, cudaStream_t s)
+{
+	k_fill<<<blocks_for(n), THREADS, 0, s>>>(out, v, n);
+	return launched();
+}
+
+extern "C" int hp__cu_loss(const float *z, const int32_t *lab, float *g,
+			   double *loss, int64_t n, int64_t k, cudaStream_t s)
+{
+	if (n < 1 || n > 0x7fffffff)
+		return (int)cudaErrorInvalidValue;
+	k_loss<<<(unsigned)n, THREADS, 0, s>>>(z, lab, g, loss, k,
+					       1.0 / (double)n);
+	return launched();
+}
+
+extern "C" int hp__cu_sgd(float *w, const float *g, float *m, int64_t n,
+			  float lr, float wd, float mu, cudaStream_t s)
+{
+	k_sgd<<<blocks_for(n), THREADS, 0, s>>>(w, g, m, n, lr, wd, mu);
+	return launched();
+}
+
+extern "C" int hp__cu_adam(float *w, const float *g, float *m, float *v,
+			   int64_t n, float step, float rbc2, float b1,
+			   float b2, float eps, float wd, cudaStream_t s)
+{
+	k_adam<<<blocks_for(n), THREADS, 0, s>>>(w, g, m, v, n, step, rbc2, b1,
+						 b2, eps, wd);
+	return launched();
+}

@@ -1,0 +1,536 @@
+/*
+ * ref_nn.c - the naive double-precision reference net for the engine's
+ * tests (see ref_nn.h).  Direct loops, written from the textbook formulas,
+ * nothing shared with the engine.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_nn.h"
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p)
+{
+	return (in + 2 * p - k) / s + 1;
+}
+
+/* Offset in an h x w plane of tap (u, v) of output (i, j), or -1 when the
+ * tap falls in the padding. */
+static int64_t tap(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
+		   int64_t p, int64_t h, int64_t w)
+{
+	int64_t yy = i * s - p + u, xx = j * s - p + v;
+
+	if (yy < 0 || yy >= h || xx < 0 || xx >= w)
+		return -1;
+	return yy * w + xx;
+}
+
+/* Output element q = ((in * o + oc) * oh + i) * ow + j sums the taps
+ * r = (ic * k + u) * k + v of filter oc. */
+void ref_conv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		  const double *wt, const double *b, int64_t o, int64_t k,
+		  int64_t s, int64_t p, double *y)
+{
+	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
+	int64_t kk = k * k;
+
+	for (int64_t q = 0; q < n * o * oh * ow; q++) {
+		int64_t j = q % ow, i = q / ow % oh;
+		int64_t oc = q / (ow * oh) % o, in = q / (ow * oh * o);
+		double acc = b[oc];
+		for (int64_t r = 0; r < c * kk; r++) {
+			int64_t ic = r / kk, u = r / k % k, v = r % k;
+			int64_t t = tap(i, j, u, v, s, p, h, w);
+			if (t >= 0)
+				acc += x[(in * c + ic) * h * w + t] *
+				       wt[oc * c * kk + r];
+		}
+		y[q] = acc;
+	}
+}
+
+void ref_conv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		  const double *wt, int64_t o, int64_t k, int64_t s, int64_t p,
+		  const double *dy, double *dx, double *dw, double *db)
+{
+	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
+	int64_t kk = k * k;
+
+	memset(dx, 0, (size_t)(n * c * h * w) * sizeof(double));
+	memset(dw, 0, (size_t)(o * c * kk) * sizeof(double));
+	memset(db, 0, (size_t)o * sizeof(double));
+	for (int64_t q = 0; q < n * o * oh * ow; q++) {
+		int64_t j = q % ow, i = q / ow % oh;
+		int64_t oc = q / (ow * oh) % o, in = q / (ow * oh * o);
+		double g = dy[q];
+		db[oc] += g;
+		for (int64_t r = 0; r < c * kk; r++) {
+			int64_t ic = r / kk, u = r / k % k, v = r % k;
+			int64_t t = tap(i, j, u, v, s, p, h, w);
+			int64_t xi = (in * c + ic) * h * w + t;
+			if (t < 0)
+				continue;
+			dw[oc * c * kk + r] += g * x[xi];
+			dx[xi] += g * wt[oc * c * kk + r];
+		}
+	}
+}
+
+/* Max pool picks the first maximum in the window; padding never wins.
+ * Avg pool divides by k*k (padding counted, as PyTorch's default). */
+void ref_pool_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		  int64_t k, int64_t s, int64_t p, int is_max, double *y)
+{
+	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
+
+	for (int64_t q = 0; q < n * c * oh * ow; q++) {
+		int64_t j = q % ow, i = q / ow % oh, nc = q / (ow * oh);
+		double acc = is_max ? -INFINITY : 0;
+		for (int64_t r = 0; r < k * k; r++) {
+			int64_t t = tap(i, j, r / k, r % k, s, p, h, w);
+			double val;
+			if (t < 0)
+				continue;
+			val = x[nc * h * w + t];
+			if (is_max)
+				acc = val > acc ? val : acc;
+			else
+				acc += val;
+		}
+		y[q] = is_max ? acc : acc / (double)(k * k);
+	}
+}
+
+void ref_pool_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		  int64_t k, int64_t s, int64_t p, int is_max, const double *dy,
+		  double *dx)
+{
+	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
+
+	memset(dx, 0, (size_t)(n * c * h * w) * sizeof(double));
+	for (int64_t q = 0; q < n * c * oh * ow; q++) {
+		int64_t j = q % ow, i = q / ow % oh, nc = q / (ow * oh);
+		double best = -INFINITY;
+		int64_t arg = -1;
+		for (int64_t r = 0; r < k * k; r++) {
+			int64_t t = tap(i, j, r / k, r % k, s, p, h, w);
+			int64_t xi = nc * h * w + t;
+			if (t < 0)
+				continue;
+			if (!is_max)
+				dx[xi] += dy[q] / (double)(k * k);
+			else if (x[xi] > best) {
+				best = x[xi];
+				arg = xi;
+			}
+		}
+		if (is_max && arg >= 0)
+			dx[arg] += dy[q];
+	}
+}
+
+/* Batch statistics over N, H, W; biased variance. */
+static void bn_stats(const double *x, int64_t n, int64_t c, int64_t hw,
+		     int64_t ch, double *mean, double *var)
+{
+	double m = 0, v = 0, cnt = (double)(n * hw);
+
+	for (int64_t in = 0; in < n; in++)
+		for (int64_t i = 0; i < hw; i++)
+			m += x[(in * c + ch) * hw + i];
+	m /= cnt;
+	for (int64_t in = 0; in < n; in++)
+		for (int64_t i = 0; i < hw; i++) {
+			double d = x[(in * c + ch) * hw + i] - m;
+			v += d * d;
+		}
+	*mean = m;
+	*var = v / cnt;
+}
+
+void ref_bn_fwd(const double *x, int64_t n, int64_t c, int64_t hw,
+		const double *g, const double *b, double eps, double *y)
+{
+	for (int64_t ch = 0; ch < c; ch++) {
+		double m, v, is;
+		bn_stats(x, n, c, hw, ch, &m, &v);
+		is = 1 / sqrt(v + eps);
+		for (int64_t in = 0; in < n; in++)
+			for (int64_t i = 0; i < hw; i++) {
+				int64_t k = (in * c + ch) * hw + i;
+				y[k] = g[ch] * (x[k] - m) * is + b[ch];
+			}
+	}
+}
+
+void ref_bn_bwd(const double *x, int64_t n, int64_t c, int64_t hw,
+		const double *g, double eps, const double *dy, double *dx,
+		double *dg, double *db)
+{
+	double cnt = (double)(n * hw);
+
+	for (int64_t ch = 0; ch < c; ch++) {
+		double m, v, is, sdy = 0, sdyx = 0;
+		bn_stats(x, n, c, hw, ch, &m, &v);
+		is = 1 / sqrt(v + eps);
+		for (int64_t in = 0; in < n; in++)
+			for (int64_t i = 0; i < hw; i++) {
+				int64_t k = (in * c + ch) * hw + i;
+				sdy += dy[k];
+				sdyx += dy[k] * (x[k] - m) * is;
+			}
+		dg[ch] = sdyx;
+		db[ch] = sdy;
+		for (int64_t in = 0; in < n; in++)
+			for (int64_t i = 0; i < hw; i++) {
+				int64_t k = (in * c + ch) * hw + i;
+				double xh = (x[k] - m) * is;
+				dx[k] = g[ch] * is *
+					(dy[k] - sdy / cnt - xh * sdyx / cnt);
+			}
+	}
+}
+
+/* Softmax over the channels at each (sample, position). */
+static void softmax_fwd(const double *x, int64_t n, int64_t c, int64_t hw,
+			double *y)
+{
+	for (int64_t q = 0; q < n * hw; q++) {
+		const double *xq = x + q / hw * c * hw + q % hw;
+		double *yq = y + q / hw * c * hw + q % hw;
+		double mx = -INFINITY, sum = 0;
+		for (int64_t ch = 0; ch < c; ch++)
+			mx = fmax(mx, xq[ch * hw]);
+		for (int64_t ch = 0; ch < c; ch++)
+			sum += exp(xq[ch * hw] - mx);
+		for (int64_t ch = 0; ch < c; ch++)
+			yq[ch * hw] = exp(xq[ch * hw] - mx) / sum;
+	}
+}
+
+/* dx = y * (dy - sum_c dy * y) */
+static void softmax_bwd(const double *y, const double *dy, int64_t n, int64_t c,
+			int64_t hw, double *dx)
+{
+	for (int64_t q = 0; q < n * hw; q++) {
+		int64_t base = q / hw * c * hw + q % hw;
+		double dot = 0;
+		for (int64_t ch = 0; ch < c; ch++)
+			dot += dy[base + ch * hw] * y[base + ch * hw];
+		for (int64_t ch = 0; ch < c; ch++)
+			dx[base + ch * hw] =
+			    y[base + ch * hw] * (dy[base + ch * hw] - dot);
+	}
+}
+
+/* Shapes through the spec: sizes[i] = C, H, W after layer i. */
+struct shape {
+	int64_t c, h, w;
+};
+
+static int walk(const struct hp_spec *s, struct shape *sh)
+{
+	int64_t c = s->input[0], h = s->input[1], w = s->input[2];
+
+	for (int i = 0; i < s->nlayers; i++) {
+		const struct hp_spec_layer *L = &s->layers[i];
+		if (L->type == HP_LAYER_CONV || L->type == HP_LAYER_POOL) {
+			h = out_size(h, L->kernel, L->stride, L->pad);
+			w = out_size(w, L->kernel, L->stride, L->pad);
+			if (L->type == HP_LAYER_CONV)
+				c = L->filters;
+		} else if (L->type == HP_LAYER_FC) {
+			c = L->units;
+			h = w = 1;
+		}
+		sh[i] = (struct shape){c, h, w};
+	}
+	return 0;
+}
+
+int ref_nparams(const struct hp_spec *s)
+{
+	int k = 0;
+
+	for (int i = 0; i < s->nlayers; i++)
+		if (s->layers[i].type == HP_LAYER_CONV ||
+		    s->layers[i].type == HP_LAYER_BN ||
+		    s->layers[i].type == HP_LAYER_FC)
+			k += 2;
+	return k;
+}
+
+int64_t ref_param_numel(const struct hp_spec *s, int idx)
+{
+	int64_t c = s->input[0], h = s->input[1], w = s->input[2];
+	int k = 0;
+
+	for (int i = 0; i < s->nlayers; i++) {
+		const struct hp_spec_layer *L = &s->layers[i];
+		int64_t nw = -1, nb = -1;
+		switch (L->type) {
+		case HP_LAYER_CONV:
+			nw = L->filters * c * L->kernel * L->kernel;
+			nb = L->filters;
+			break;
+		case HP_LAYER_BN:
+			nw = nb = c;
+			break;
+		case HP_LAYER_FC:
+			nw = L->units * c * h * w;
+			nb = L->units;
+			break;
+		default:
+			break;
+		}
+		if (nw >= 0) {
+			if (k == idx)
+				return nw;
+			if (k + 1 == idx)
+				return nb;
+			k += 2;
+		}
+		if (L->type == HP_LAYER_CONV || L->type == HP_LAYER_POOL) {
+			h = out_size(h, L->kernel, L->stride, L->pad);
+			w = out_size(w, L->kernel, L->stride, L->pad);
+			if (L->type == HP_LAYER_CONV)
+				c = L->filters;
+		} else if (L->type == HP_LAYER_FC) {
+			c = L->units;
+			h = w = 1;
+		}
+	}
+	return -1;
+}
+
+int64_t ref_out_numel(const struct hp_spec *s)
+{
+	struct shape sh[256];
+
+	if (s->nlayers == 0)
+		return s->input[0] * s->input[1] * s->input[2];
+	if (s->nlayers > 256)
+		return -1;
+	walk(s, sh);
+	return sh[s->nlayers - 1].c * sh[s->nlayers - 1].h *
+	       sh[s->nlayers - 1].w;
+}
+
+double ref_net_run(const struct ref_net *r, const double *x, double *logits,
+		   double **dparams, double *dx)
+{
+	const struct hp_spec *s = r->spec;
+	int nl = s->nlayers, pk = 0;
+	int64_t n = r->batch;
+	struct shape sh[257];
+	double *acts[257], *grads[257];
+	int pidx[256];
+	bool fold_softmax = nl > 0 && s->classes > 0 &&
+			    s->layers[nl - 1].type == HP_LAYER_SOFTMAX;
+	bool back = dparams || dx;
+	double loss = 0;
+	int64_t out_n;
+
+	if (nl > 256)
+		return NAN;
+	sh[0] = (struct shape){s->input[0], s->input[1], s->input[2]};
+	walk(s, sh + 1);
+	acts[0] =
+	    malloc((size_t)(n * sh[0].c * sh[0].h * sh[0].w) * sizeof(double));
+	memcpy(acts[0], x,
+	       (size_t)(n * sh[0].c * sh[0].h * sh[0].w) * sizeof(double));
+	/* forward: acts[i + 1] is layer i's output */
+	for (int i = 0; i < nl; i++) {
+		const struct hp_spec_layer *L = &s->layers[i];
+		struct shape a = sh[i], b = sh[i + 1];
+		int64_t na = n * a.c * a.h * a.w, nb = n * b.c * b.h * b.w;
+		const double *in = acts[i];
+		double *y = calloc((size_t)nb, sizeof(double));
+
+		pidx[i] = -1;
+		acts[i + 1] = y;
+		switch (L->type) {
+		case HP_LAYER_CONV:
+			pidx[i] = pk;
+			ref_conv_fwd(in, n, a.c, a.h, a.w, r->params[pk],
+				     r->params[pk + 1], L->filters, L->kernel,
+				     L->stride, L->pad, y);
+			pk += 2;
+			break;
+		case HP_LAYER_BN:
+			pidx[i] = pk;
+			ref_bn_fwd(in, n, a.c, a.h * a.w, r->params[pk],
+				   r->params[pk + 1], r->bn_eps, y);
+			pk += 2;
+			break;
+		case HP_LAYER_RELU:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = in[k] > 0 ? in[k] : 0;
+			break;
+		case HP_LAYER_POOL:
+			ref_pool_fwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
+				     L->pad, L->pool_max, y);
+			break;
+		case HP_LAYER_DROPOUT:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = in[k] * (r->masks && r->masks[i]
+						    ? r->masks[i][k]
+						    : 1.0);
+			break;
+		case HP_LAYER_FC: {
+			int64_t fin = a.c * a.h * a.w;
+			const double *W = r->params[pk], *B = r->params[pk + 1];
+			pidx[i] = pk;
+			for (int64_t in_ = 0; in_ < n; in_++)
+				for (int64_t u = 0; u < L->units; u++) {
+					double acc = B[u];
+					for (int64_t j = 0; j < fin; j++)
+						acc += W[u * fin + j] *
+						       in[in_ * fin + j];
+					y[in_ * L->units + u] = acc;
+				}
+			pk += 2;
+			break;
+		}
+		case HP_LAYER_SOFTMAX:
+			if (fold_softmax && i == nl - 1)
+				memcpy(y, in, (size_t)na * sizeof(double));
+			else
+				softmax_fwd(in, n, a.c, a.h * a.w, y);
+			break;
+		}
+	}
+	/* loss and its gradient */
+	out_n = sh[nl].c * sh[nl].h * sh[nl].w;
+	grads[nl] = calloc((size_t)(n * out_n), sizeof(double));
+	for (int64_t in_ = 0; in_ < n; in_++) {
+		const double *z = acts[nl] + in_ * out_n;
+		double *g = grads[nl] + in_ * out_n;
+		if (s->classes > 0) {
+			double mx = -INFINITY, sum = 0, lse;
+			for (int64_t j = 0; j < out_n; j++)
+				mx = fmax(mx, z[j]);
+			for (int64_t j = 0; j < out_n; j++)
+				sum += exp(z[j] - mx);
+			lse = mx + log(sum);
+			loss += lse - z[r->labels[in_]];
+			for (int64_t j = 0; j < out_n; j++)
+				g[j] = (exp(z[j] - lse) -
+					(j == r->labels[in_] ? 1 : 0)) /
+				       (double)n;
+		} else {
+			for (int64_t j = 0; j < out_n; j++) {
+				loss += 0.5 * z[j] * z[j];
+				g[j] = z[j] / (double)n;
+			}
+		}
+	}
+	loss /= (double)n;
+	if (logits)
+		memcpy(logits, acts[nl], (size_t)(n * out_n) * sizeof(double));
+	/* backward: grads[i] is d loss / d acts[i] */
+	for (int i = nl - 1; back && i >= 0; i--) {
+		const struct hp_spec_layer *L = &s->layers[i];
+		struct shape a = sh[i];
+		int64_t na = n * a.c * a.h * a.w;
+		const double *in = acts[i], *y = acts[i + 1],
+			     *dy = grads[i + 1];
+		double *g = calloc((size_t)na, sizeof(double));
+		double *dw = NULL, *db = NULL;
+		int q = pidx[i];
+
+		grads[i] = g;
+		if (q >= 0 && dparams) {
+			dw = dparams[q];
+			db = dparams[q + 1];
+		}
+		switch (L->type) {
+		case HP_LAYER_CONV: {
+			int64_t nw = L->filters * a.c * L->kernel * L->kernel;
+			double *tw =
+			    dw ? dw : malloc((size_t)nw * sizeof(double));
+			double *tb =
+			    db ? db
+			       : malloc((size_t)L->filters * sizeof(double));
+			ref_conv_bwd(in, n, a.c, a.h, a.w, r->params[q],
+				     L->filters, L->kernel, L->stride, L->pad,
+				     dy, g, tw, tb);
+			if (!dw)
+				free(tw);
+			if (!db)
+				free(tb);
+			break;
+		}
+		case HP_LAYER_BN: {
+			double *tw =
+			    dw ? dw : malloc((size_t)a.c * sizeof(double));
+			double *tb =
+			    db ? db : malloc((size_t)a.c * sizeof(double));
+			ref_bn_bwd(in, n, a.c, a.h * a.w, r->params[q],
+				   r->bn_eps, dy, g, tw, tb);
+			if (!dw)
+				free(tw);
+			if (!db)
+				free(tb);
+			break;
+		}
+		case HP_LAYER_RELU:
+			for (int64_t k = 0; k < na; k++)
+				g[k] = in[k] > 0 ? dy[k] : 0;
+			break;
+		case HP_LAYER_POOL:
+			ref_pool_bwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
+				     L->pad, L->pool_max, dy, g);
+			break;
+		case HP_LAYER_DROPOUT:
+			for (int64_t k = 0; k < na; k++)
+				g[k] = dy[k] * (r->masks && r->masks[i]
+						    ? r->masks[i][k]
+						    : 1.0);
+			break;
+		case HP_LAYER_FC: {
+			int64_t fin = a.c * a.h * a.w;
+			const double *W = r->params[q];
+			if (dw) {
+				memset(dw, 0,
+				       (size_t)(L->units * fin) *
+					   sizeof(double));
+				memset(db, 0,
+				       (size_t)L->units * sizeof(double));
+			}
+			for (int64_t in_ = 0; in_ < n; in_++)
+				for (int64_t u = 0; u < L->units; u++) {
+					double gu = dy[in_ * L->units + u];
+					if (db)
+						db[u] += gu;
+					for (int64_t j = 0; j < fin; j++) {
+						g[in_ * fin + j] +=
+						    gu * W[u * fin + j];
+						if (dw)
+							dw[u * fin + j] +=
+							    gu *
+							    in[in_ * fin + j];
+					}
+				}
+			break;
+		}
+		case HP_LAYER_SOFTMAX:
+			if (fold_softmax && i == nl - 1)
+				memcpy(g, dy, (size_t)na * sizeof(double));
+			else
+				softmax_bwd(y, dy, n, a.c, a.h * a.w, g);
+			break;
+		}
+	}
+	if (dx && back)
+		memcpy(dx, grads[0],
+		       (size_t)(n * sh[0].c * sh[0].h * sh[0].w) *
+			   sizeof(double));
+	for (int i = 0; i <= nl; i++) {
+		free(acts[i]);
+		if (back || i == nl)
+			free(grads[i]);
+	}
+	return loss;
+}

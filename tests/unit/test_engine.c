@@ -1,0 +1,869 @@
+/*
+ * test_engine.c - the training-step engine against the naive reference in
+ * ref_nn.c: forward values and gradients (parameters and input) per layer
+ * type, the reference's gradients against central finite differences, the
+ * optimizer updates against their formulas, a net that must learn a
+ * synthetic task, and the refusals (too big, no CUDA backend, bad specs).
+ */
+#ifdef HP_HAVE_ENGINE
+
+#include <stdarg.h>
+#include <sys/resource.h>
+
+#include "hetpool/engine.h"
+#include "ref_nn.h"
+#include "test.h"
+
+static void parse(const char *js, struct hp_spec *s)
+{
+	struct hp_error err = {0};
+
+	if (hp_spec_parse_only(js, strlen(js), s, &err))
+		HP_FAIL("spec: %s", err.msg);
+}
+
+static double urand(uint64_t *st)
+{
+	*st = *st * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(*st >> 11) * 0x1.0p-53;
+}
+
+/* An engine on a tiny net, its input and a double copy of everything. */
+struct fx {
+	struct hp_spec s;
+	struct hp_engine *e;
+	int64_t n, nx;
+	float *x;
+	double *xd;
+	int32_t *lab;
+	int np;
+	double **p;
+	int64_t *pn;
+};
+
+static void fx_open(struct fx *f, const char *js, int64_t n,
+		    struct hp_engine_opts *o)
+{
+	struct hp_error err = {0};
+	uint64_t st = 42;
+
+	memset(f, 0, sizeof(*f));
+	parse(js, &f->s);
+	f->n = o->batch = n;
+	f->e = hp_engine_new(&f->s, o, &err);
+	if (!f->e)
+		HP_FAIL("hp_engine_new: %s", err.msg);
+	f->nx = n * f->s.input[0] * f->s.input[1] * f->s.input[2];
+	f->x = malloc((size_t)f->nx * sizeof(float));
+	f->xd = malloc((size_t)f->nx * sizeof(double));
+	f->lab = calloc((size_t)n, sizeof(int32_t));
+	for (int64_t i = 0; i < f->nx; i++) {
+		f->x[i] = (float)(2 * urand(&st) - 1);
+		f->xd[i] = f->x[i];
+	}
+	for (int64_t i = 0; i < n && f->s.classes > 0; i++)
+		f->lab[i] = (int32_t)(urand(&st) * (double)f->s.classes);
+	ASSERT(hp_engine_set_input(f->e, f->x, f->lab, &err) == 0);
+	f->np = hp_engine_param_count(f->e);
+	ASSERT_EQ_INT(f->np, ref_nparams(&f->s));
+	f->p = calloc((size_t)f->np, sizeof(double *));
+	f->pn = calloc((size_t)f->np, sizeof(int64_t));
+	for (int i = 0; i < f->np; i++) {
+		struct hp_engine_param pi;
+		float *tmp;
+		ASSERT(hp_engine_param_info(f->e, i, &pi) == 0);
+		ASSERT_EQ_INT(pi.numel, ref_param_numel(&f->s, i));
+		f->pn[i] = pi.numel;
+		f->p[i] = malloc((size_t)pi.numel * sizeof(double));
+		tmp = malloc((size_t)pi.numel * sizeof(float));
+		ASSERT(hp_engine_param_get(f->e, i, tmp, &err) == 0);
+		for (int64_t j = 0; j < pi.numel; j++)
+			f->p[i][j] = tmp[j];
+		free(tmp);
+	}
+}
+
+static void fx_close(struct fx *f)
+{
+	for (int i = 0; i < f->np; i++)
+		free(f->p[i]);
+	free(f->p);
+	free(f->pn);
+	free(f->x);
+	free(f->xd);
+	free(f->lab);
+	hp_engine_free(f->e);
+	hp_spec_release(&f->s);
+}
+
+/* max |a - b| over max(max |b|, floor): an error relative to the scale
+ * (the floor keeps gradients that should be 0, like a conv bias before bn,
+ * from measuring float noise). */
+static double rel_err(const float *a, const double *b, int64_t n, double floor)
+{
+	double d = 0, sc = floor;
+
+	for (int64_t i = 0; i < n; i++) {
+		d = fmax(d, fabs((double)a[i] - b[i]));
+		sc = fmax(sc, fabs(b[i]));
+	}
+	return d / sc;
+}
+
+static double max_abs(const double *v, int64_t n)
+{
+	double m = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		m = fmax(m, fabs(v[i]));
+	return m;
+}
+
+/* Central differences of the reference loss at a few elements of v. */
+static void check_fd(const struct ref_net *r, const double *x, double *v,
+		     int64_t nv, const double *g, const char *what)
+{
+	const double h = 1e-6;
+	double scale = fmax(max_abs(g, nv), 1e-4);
+	int64_t step = nv > 7 ? nv / 7 : 1;
+
+	for (int64_t j = 0; j < nv; j += step) {
+		double keep = v[j], lp, lm, fd;
+		v[j] = keep + h;
+		lp = ref_net_run(r, x, NULL, NULL, NULL);
+		v[j] = keep - h;
+		lm = ref_net_run(r, x, NULL, NULL, NULL);
+		v[j] = keep;
+		fd = (lp - lm) / (2 * h);
+		if (!(fabs(fd - g[j]) <= 1e-5 * scale + 1e-8))
+			HP_FAIL("%s[%lld]: finite difference %.9g, analytic "
+				"%.9g",
+				what, (long long)j, fd, g[j]);
+	}
+}
+
+/*
+ * Engine vs reference on the spec js at batch n: logits, loss, every
+ * parameter gradient and the input gradient; then the reference's
+ * gradients vs finite differences.
+ */
+static void check_net_tol(const char *js, int64_t n, int threads, double tol)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct fx f;
+	struct ref_net r;
+	double **dp, *dx, *logits, **masks, loss_e, loss_r, gmax = 0;
+	int64_t odims[4], no;
+	float *buf;
+
+	hp_engine_opts_init(&o);
+	o.threads = threads;
+	o.input_grad = true;
+	o.seed = 7;
+	fx_open(&f, js, n, &o);
+	ASSERT(hp_engine_forward(f.e, &loss_e, &err) == 0);
+	ASSERT(hp_engine_backward(f.e, &err) == 0);
+
+	masks = calloc((size_t)f.s.nlayers + 1, sizeof(double *));
+	{
+		/* the dropout masks the engine drew, per input element */
+		int64_t c = f.s.input[0], h = f.s.input[1], w = f.s.input[2];
+		for (int i = 0; i < f.s.nlayers; i++) {
+			const struct hp_spec_layer *L = &f.s.layers[i];
+			if (L->type == HP_LAYER_DROPOUT) {
+				int64_t m = n * c * h * w, kept = 0;
+				float *t = malloc((size_t)m * sizeof(float));
+				ASSERT(hp_engine_dropout_mask_get(f.e, i, t,
+								  &err) == 0);
+				masks[i] = malloc((size_t)m * sizeof(double));
+				for (int64_t j = 0; j < m; j++) {
+					masks[i][j] = t[j];
+					ASSERT(t[j] == 0 ||
+					       fabs(t[j] * (1 - L->p) - 1) <
+						   1e-6);
+					kept += t[j] != 0;
+				}
+				if (L->p > 0 && m >= 64)
+					ASSERT(kept > 0 && kept < m);
+				free(t);
+			}
+			if (L->type == HP_LAYER_CONV ||
+			    L->type == HP_LAYER_POOL) {
+				h = (h + 2 * L->pad - L->kernel) / L->stride +
+				    1;
+				w = (w + 2 * L->pad - L->kernel) / L->stride +
+				    1;
+				if (L->type == HP_LAYER_CONV)
+					c = L->filters;
+			} else if (L->type == HP_LAYER_FC) {
+				c = L->units;
+				h = w = 1;
+			}
+		}
+	}
+	r = (struct ref_net){
+	    &f.s, n, o.bn_eps, f.p, (const double *const *)masks, f.lab};
+	no = hp_engine_output_dims(f.e, odims);
+	ASSERT_EQ_INT(no, n * ref_out_numel(&f.s));
+	logits = malloc((size_t)no * sizeof(double));
+	dp = calloc((size_t)f.np, sizeof(double *));
+	for (int i = 0; i < f.np; i++)
+		dp[i] = malloc((size_t)f.pn[i] * sizeof(double));
+	dx = malloc((size_t)f.nx * sizeof(double));
+	loss_r = ref_net_run(&r, f.xd, logits, dp, dx);
+	ASSERT(isfinite(loss_r));
+
+	/* forward */
+	buf = malloc((size_t)(no > f.nx ? no : f.nx) * sizeof(float));
+	ASSERT(hp_engine_output_get(f.e, buf, &err) == 0);
+	if (rel_err(buf, logits, no, 1e-3) > 1e-4)
+		HP_FAIL("logits differ: rel err %g",
+			rel_err(buf, logits, no, 1e-3));
+	ASSERT_NEAR(loss_e, loss_r, 1e-4);
+
+	/* gradients, against the largest of them all */
+	for (int i = 0; i < f.np; i++)
+		gmax = fmax(gmax, max_abs(dp[i], f.pn[i]));
+	for (int i = 0; i < f.np; i++) {
+		struct hp_engine_param pi;
+		float *g = malloc((size_t)f.pn[i] * sizeof(float));
+		double e;
+		hp_engine_param_info(f.e, i, &pi);
+		ASSERT(hp_engine_grad_get(f.e, i, g, &err) == 0);
+		e = rel_err(g, dp[i], f.pn[i], fmax(1e-2 * gmax, 1e-4));
+		if (e > tol)
+			HP_FAIL("gradient of %s differs: rel err %g", pi.name,
+				e);
+		free(g);
+	}
+	ASSERT(hp_engine_input_grad_get(f.e, buf, &err) == 0);
+	if (rel_err(buf, dx, f.nx, 1e-5) > tol)
+		HP_FAIL("input gradient differs: rel err %g",
+			rel_err(buf, dx, f.nx, 1e-5));
+
+	/* the reference against finite differences */
+	for (int i = 0; i < f.np; i++)
+		check_fd(&r, f.xd, f.p[i], f.pn[i], dp[i], "param");
+	check_fd(&r, f.xd, f.xd, f.nx, dx, "input");
+
+	for (int i = 0; i < f.np; i++)
+		free(dp[i]);
+	for (int i = 0; i < f.s.nlayers; i++)
+		free(masks[i]);
+	free(masks);
+	free(dp);
+	free(dx);
+	free(logits);
+	free(buf);
+	fx_close(&f);
+}
+
+static void check_net(const char *js, int64_t n, int threads)
+{
+	check_net_tol(js, n, threads, 2e-3);
+}
+
+#define NET(input, classes, layers)                                            \
+	"{\"name\":\"t\",\"input\":" input ",\"classes\":" #classes            \
+	",\"layers\":[" layers "]}"
+#define CONV(f, k, s, p)                                                       \
+	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
+	",\"stride\":" #s ",\"pad\":" #p "}"
+#define POOL(op, k, s, p)                                                      \
+	"{\"type\":\"pool\",\"op\":\"" op "\",\"kernel\":" #k                  \
+	",\"stride\":" #s ",\"pad\":" #p "}"
+#define FC(u) "{\"type\":\"fc\",\"units\":" #u "}"
+#define BN "{\"type\":\"bn\"}"
+#define RELU "{\"type\":\"relu\"}"
+#define SOFTMAX "{\"type\":\"softmax\"}"
+#define DROPOUT(p) "{\"type\":\"dropout\",\"p\":" #p "}"
+
+HP_TEST(engine_conv)
+{
+	check_net(NET("[3,6,6]", 3, CONV(4, 3, 1, 1) "," FC(3)), 4, 2);
+}
+
+HP_TEST(engine_conv_strided)
+{
+	/* stride 2 without padding, then a conv with a backward-data pass
+	 * that is not the first layer, and a wide one (blocked layouts) */
+	check_net(
+	    NET("[3,7,7]", 3, CONV(5, 3, 2, 0) "," CONV(17, 2, 1, 1) "," FC(3)),
+	    3, 2);
+}
+
+HP_TEST(engine_bn)
+{
+	check_net(NET("[3,5,5]", 3, CONV(4, 3, 1, 1) "," BN "," FC(3)), 4, 2);
+}
+
+HP_TEST(engine_bn_input_and_fc)
+{
+	/* bn straight on the plain input, and bn on a 2-d fc output */
+	check_net(NET("[2,4,4]", 3, BN "," FC(6) "," BN "," FC(3)), 5, 1);
+}
+
+HP_TEST(engine_bn_relu_fused)
+{
+	check_net(NET("[3,5,5]", 3, CONV(4, 3, 1, 1) "," BN "," RELU "," FC(3)),
+		  4, 2);
+}
+
+HP_TEST(engine_relu)
+{
+	check_net(NET("[3,5,5]", 3, CONV(4, 3, 1, 1) "," RELU "," FC(3)), 4, 2);
+	/* relu on the input itself (not in place) */
+	check_net(NET("[2,3,3]", 3, RELU "," FC(3)), 4, 1);
+}
+
+HP_TEST(engine_pool_max)
+{
+	check_net(NET("[3,6,6]", 3,
+		      CONV(4, 3, 1, 1) "," POOL("max", 2, 2, 0) "," FC(3)),
+		  4, 2);
+	check_net(NET("[3,7,7]", 3,
+		      CONV(4, 3, 1, 1) "," POOL("max", 3, 2, 1) "," FC(3)),
+		  3, 2);
+}
+
+HP_TEST(engine_pool_avg)
+{
+	check_net(NET("[3,7,7]", 3,
+		      CONV(4, 3, 1, 1) "," POOL("avg", 3, 2, 1) "," FC(3)),
+		  3, 2);
+	check_net(NET("[3,6,6]", 3,
+		      CONV(4, 3, 1, 0) "," POOL("avg", 2, 2, 0) "," FC(3)),
+		  4, 2);
+}
+
+HP_TEST(engine_dropout)
+{
+	check_net(
+	    NET("[3,6,6]", 3, CONV(4, 3, 1, 1) "," DROPOUT(0.5) "," FC(3)), 4,
+	    2);
+	/* dropout right on the input (not in place), and p = 0 */
+	check_net(
+	    NET("[2,4,4]", 3, DROPOUT(0.3) "," FC(5) "," DROPOUT(0) "," FC(3)),
+	    4, 1);
+}
+
+HP_TEST(engine_dropout_masks_change)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct fx f;
+	float *m1, *m2;
+	int64_t n = 8 * 2 * 4 * 4, same = 0, kept = 0;
+	double loss;
+
+	hp_engine_opts_init(&o);
+	o.threads = 1;
+	fx_open(&f, NET("[2,4,4]", 3, DROPOUT(0.5) "," FC(3)), 8, &o);
+	m1 = malloc((size_t)n * sizeof(float));
+	m2 = malloc((size_t)n * sizeof(float));
+	ASSERT(hp_engine_forward(f.e, &loss, &err) == 0);
+	ASSERT(hp_engine_dropout_mask_get(f.e, 0, m1, &err) == 0);
+	ASSERT(hp_engine_forward(f.e, &loss, &err) == 0);
+	ASSERT(hp_engine_dropout_mask_get(f.e, 0, m2, &err) == 0);
+	for (int64_t i = 0; i < n; i++) {
+		same += m1[i] == m2[i];
+		kept += m1[i] != 0;
+	}
+	ASSERT(same < n);
+	/* about half kept: 256 draws, 6 sigma is 48 */
+	ASSERT(kept > 128 - 48 && kept < 128 + 48);
+	ASSERT(hp_engine_dropout_mask_get(f.e, 1, m2, &err) == HP_EINVAL);
+	free(m1);
+	free(m2);
+	fx_close(&f);
+}
+
+HP_TEST(engine_fc)
+{
+	/* fc straight on a 4-d input (implicit flatten), then fc on 2-d */
+	check_net(NET("[3,4,4]", 3, FC(5) "," RELU "," FC(3)), 4, 2);
+	/* flatten of a blocked conv output with channels not a multiple of
+	 * the block */
+	check_net(NET("[3,5,5]", 4, CONV(6, 3, 1, 1) "," FC(4)), 3, 2);
+}
+
+HP_TEST(engine_softmax)
+{
+	/* a softmax inside the net, and the last one taken by the loss */
+	check_net(NET("[3,4,4]", 3, FC(5) "," SOFTMAX "," FC(3)), 4, 2);
+	check_net(NET("[3,4,4]", 3, FC(3) "," SOFTMAX), 4, 2);
+	/* softmax over the channels of a conv output */
+	check_net(NET("[3,4,4]", 3, CONV(4, 3, 1, 1) "," SOFTMAX "," FC(3)), 2,
+		  2);
+}
+
+HP_TEST(engine_no_loss_layer)
+{
+	/* without "classes" the loss is 0.5 sum(y^2) / batch */
+	check_net(NET("[3,5,5]", 0, CONV(4, 3, 1, 1) "," RELU "," FC(6)), 3, 2);
+}
+
+HP_TEST(engine_small_net)
+{
+	check_net(NET("[3,8,8]", 5,
+		      CONV(8, 3, 1, 1) "," BN "," RELU "," POOL(
+			  "max", 2, 2,
+			  0) "," CONV(16, 3, 1,
+				      1) "," RELU
+					 "," POOL("avg", 2, 2, 0) "," DROPOUT(
+					     0.25) "," FC(12) "," RELU
+							      "," FC(5)),
+		  6, 2);
+}
+
+/* Append printf-style text to a fixed buffer. */
+static void cat(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+/* Random small nets (layouts, odd sizes, paddings), each checked as
+ * above. */
+HP_TEST(engine_random_nets)
+{
+	uint64_t st = 99;
+
+	for (int t = 0; t < 12; t++) {
+		char js[2048] = "";
+		int64_t c = 1 + (int64_t)(urand(&st) * 4);
+		int64_t hw = 4 + (int64_t)(urand(&st) * 6), units;
+		int blocks = 1 + (int)(urand(&st) * 2);
+		cat(js, sizeof(js),
+		    "{\"input\":[%lld,%lld,%lld],\"classes\":", (long long)c,
+		    (long long)hw, (long long)hw);
+		units = 2 + (int64_t)(urand(&st) * 4);
+		cat(js, sizeof(js), "%lld,\"layers\":[", (long long)units);
+		for (int b = 0; b < blocks; b++) {
+			int64_t k = 1 + (int64_t)(urand(&st) * 3);
+			int64_t str = 1 + (int64_t)(urand(&st) * 2);
+			int64_t pad =
+			    (int64_t)(urand(&st) * (double)(k / 2 + 1));
+			int64_t f = 1 + (int64_t)(urand(&st) * 20);
+			if (k > hw + 2 * pad)
+				break;
+			hw = (hw + 2 * pad - k) / str + 1;
+			cat(js, sizeof(js),
+			    "%s" CONV(% lld, % lld, % lld, % lld), b ? "," : "",
+			    (long long)f, (long long)k, (long long)str,
+			    (long long)pad);
+			if (urand(&st) < 0.5)
+				cat(js, sizeof(js), "," BN);
+			if (urand(&st) < 0.7)
+				cat(js, sizeof(js), "," RELU);
+			if (hw >= 3 && urand(&st) < 0.6) {
+				int64_t pk = 2 + (int64_t)(urand(&st) * 2);
+				int64_t pp = (int64_t)(urand(&st) *
+						       (double)(pk / 2 + 1));
+				hw = (hw + 2 * pp - pk) / pk + 1;
+				cat(js, sizeof(js),
+				    ",{\"type\":\"pool\",\"op\":\"%s\","
+				    "\"kernel\":%lld,\"pad\":%lld}",
+				    urand(&st) < 0.5 ? "max" : "avg",
+				    (long long)pk, (long long)pp);
+			}
+		}
+		if (urand(&st) < 0.4)
+			cat(js, sizeof(js), "," DROPOUT(0.4));
+		if (urand(&st) < 0.5)
+			cat(js, sizeof(js), "," FC(7) "," RELU);
+		cat(js, sizeof(js), ",{\"type\":\"fc\",\"units\":%lld}%s]}",
+		    (long long)units, urand(&st) < 0.3 ? "," SOFTMAX : "");
+		fprintf(stderr, "net %d: %s\n", t, js);
+		/* float32 through bn over few values loses more digits */
+		check_net_tol(js, 3 + (int64_t)(urand(&st) * 4), 1 + t % 2,
+			      1e-2);
+	}
+}
+
+/*
+ * Without opts.input_grad the layers before the first parameter skip their
+ * backward (bn writes its input gradient over its output gradient, conv
+ * skips backward-data): the parameter gradients must not change.
+ */
+static void check_same_grads(const char *js, int64_t n)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct fx a, b;
+	double loss;
+
+	hp_engine_opts_init(&o);
+	o.threads = 1;
+	o.input_grad = true;
+	fx_open(&a, js, n, &o);
+	o.input_grad = false;
+	fx_open(&b, js, n, &o);
+	ASSERT(hp_engine_forward(a.e, &loss, &err) == 0);
+	ASSERT(hp_engine_backward(a.e, &err) == 0);
+	ASSERT(hp_engine_forward(b.e, &loss, &err) == 0);
+	ASSERT(hp_engine_backward(b.e, &err) == 0);
+	for (int i = 0; i < a.np; i++) {
+		float *ga = malloc((size_t)a.pn[i] * sizeof(float));
+		float *gb = malloc((size_t)a.pn[i] * sizeof(float));
+		double *gd = malloc((size_t)a.pn[i] * sizeof(double));
+		ASSERT(hp_engine_grad_get(a.e, i, ga, &err) == 0);
+		ASSERT(hp_engine_grad_get(b.e, i, gb, &err) == 0);
+		for (int64_t j = 0; j < a.pn[i]; j++)
+			gd[j] = ga[j];
+		ASSERT(rel_err(gb, gd, a.pn[i], 1e-6) < 1e-5);
+		free(ga);
+		free(gb);
+		free(gd);
+	}
+	fx_close(&a);
+	fx_close(&b);
+}
+
+HP_TEST(engine_no_input_grad)
+{
+	check_same_grads(NET("[3,6,6]", 3,
+			     BN "," RELU "," CONV(4, 3, 1, 1) "," BN "," FC(3)),
+			 4);
+	check_same_grads(NET("[3,6,6]", 3,
+			     DROPOUT(0) "," POOL("max", 2, 2, 0) "," CONV(
+				 4, 3, 1, 1) "," SOFTMAX "," FC(3)),
+			 4);
+}
+
+/* Parameters as doubles, all tensors concatenated. */
+static double *all_params(struct hp_engine *e, int grad, int64_t *total)
+{
+	struct hp_error err = {0};
+	int np = hp_engine_param_count(e);
+	int64_t n = 0, k = 0;
+	double *v;
+
+	for (int i = 0; i < np; i++) {
+		struct hp_engine_param pi;
+		hp_engine_param_info(e, i, &pi);
+		n += pi.numel;
+	}
+	v = malloc((size_t)n * sizeof(double));
+	for (int i = 0; i < np; i++) {
+		struct hp_engine_param pi;
+		float *t;
+		hp_engine_param_info(e, i, &pi);
+		t = malloc((size_t)pi.numel * sizeof(float));
+		if (grad)
+			ASSERT(hp_engine_grad_get(e, i, t, &err) == 0);
+		else
+			ASSERT(hp_engine_param_get(e, i, t, &err) == 0);
+		for (int64_t j = 0; j < pi.numel; j++)
+			v[k++] = t[j];
+		free(t);
+	}
+	*total = n;
+	return v;
+}
+
+/* Two steps of the optimizer against its formula (PyTorch's). */
+static void check_optimizer(enum hp_optimizer opt)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct fx f;
+	double *w, *g, *w1, *m, *v, loss;
+	int64_t n;
+
+	hp_engine_opts_init(&o);
+	o.threads = 2;
+	o.opt = opt;
+	o.lr = 0.05;
+	o.momentum = 0.8;
+	o.beta1 = 0.85;
+	o.beta2 = 0.99;
+	o.eps = 1e-6;
+	o.weight_decay = 0.01;
+	fx_open(&f,
+		NET("[3,6,6]", 3,
+		    CONV(8, 3, 1, 1) "," BN "," RELU
+				     "," POOL("max", 2, 2, 0) "," FC(3)),
+		4, &o);
+	w = all_params(f.e, 0, &n);
+	m = calloc((size_t)n, sizeof(double));
+	v = calloc((size_t)n, sizeof(double));
+	for (int t = 1; t <= 2; t++) {
+		ASSERT(hp_engine_forward(f.e, &loss, &err) == 0);
+		ASSERT(hp_engine_backward(f.e, &err) == 0);
+		g = all_params(f.e, 1, &n);
+		ASSERT(hp_engine_update(f.e, &err) == 0);
+		w1 = all_params(f.e, 0, &n);
+		for (int64_t i = 0; i < n; i++) {
+			double d = g[i] + o.weight_decay * w[i], want;
+			if (opt == HP_OPT_SGD) {
+				m[i] = o.momentum * m[i] + d;
+				want = w[i] - o.lr * m[i];
+			} else {
+				double bc1 = 1 - pow(o.beta1, t);
+				double bc2 = 1 - pow(o.beta2, t);
+				m[i] = o.beta1 * m[i] + (1 - o.beta1) * d;
+				v[i] = o.beta2 * v[i] + (1 - o.beta2) * d * d;
+				want =
+				    w[i] - o.lr / bc1 * m[i] /
+					       (sqrt(v[i]) / sqrt(bc2) + o.eps);
+			}
+			ASSERT_NEAR(w1[i], want, 2e-5);
+		}
+		/* the update moved the weights */
+		ASSERT(fabs(w1[0] - w[0]) > 0);
+		free(w);
+		free(g);
+		w = w1;
+	}
+	free(w);
+	free(m);
+	free(v);
+	fx_close(&f);
+}
+
+HP_TEST(engine_sgd_momentum)
+{
+	check_optimizer(HP_OPT_SGD);
+}
+
+HP_TEST(engine_adam)
+{
+	check_optimizer(HP_OPT_ADAM);
+}
+
+/* A batch of the quadrant task: the class is the brightest quadrant. */
+static void quadrant_batch(uint64_t *st, int64_t n, float *x, int32_t *lab)
+{
+	for (int64_t i = 0; i < n; i++) {
+		int q = (int)(urand(st) * 4);
+		lab[i] = q;
+		for (int y = 0; y < 8; y++)
+			for (int xx = 0; xx < 8; xx++) {
+				int in = (y >= 4) * 2 + (xx >= 4);
+				x[(i * 8 + y) * 8 + xx] =
+				    (float)(0.5 * (2 * urand(st) - 1) +
+					    (in == q ? 0.7 : 0));
+			}
+	}
+}
+
+HP_TEST(engine_loss_falls)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_engine *e;
+	const int64_t n = 32;
+	float x[32 * 64];
+	int32_t lab[32];
+	double first = 0, last = 0, loss;
+	uint64_t st = 2024;
+
+	parse(NET("[1,8,8]", 4,
+		  CONV(8, 3, 1, 1) "," BN "," RELU "," POOL(
+		      "max", 2, 2,
+		      0) "," CONV(8, 3, 1, 1) "," RELU "," POOL("avg", 2, 2,
+								0) "," FC(4)),
+	      &s);
+	hp_engine_opts_init(&o);
+	o.threads = 1;
+	o.batch = n;
+	o.lr = 0.05;
+	o.seed = 3;
+	e = hp_engine_new(&s, &o, &err);
+	ASSERT(e);
+	for (int step = 0; step < 100; step++) {
+		quadrant_batch(&st, n, x, lab);
+		ASSERT(hp_engine_set_input(e, x, lab, &err) == 0);
+		ASSERT(hp_engine_step(e, &loss, &err) == 0);
+		ASSERT(isfinite(loss));
+		if (step < 10)
+			first += loss / 10;
+		if (step >= 90)
+			last += loss / 10;
+	}
+	if (!(last < 0.5 * first))
+		HP_FAIL("loss went from %g to %g", first, last);
+	hp_engine_free(e);
+	hp_spec_release(&s);
+}
+
+static long maxrss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+HP_TEST(engine_too_big)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct hp_spec s;
+	long rss0;
+	int64_t est;
+
+	parse(NET("[3,64,64]", 10,
+		  CONV(64, 3, 1, 1) "," BN "," RELU
+				    "," POOL("max", 2, 2, 0) "," FC(10)),
+	      &s);
+	hp_engine_opts_init(&o);
+	rss0 = maxrss_kb();
+	/* a limit set by the caller */
+	o.batch = 64;
+	o.max_bytes = 16u << 20;
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_ETOOBIG);
+	ASSERT(strstr(err.msg, "MiB"));
+	/* the default limit (80% of RAM) against a batch of 2^30 */
+	o.max_bytes = 0;
+	o.batch = (int64_t)1 << 30;
+	est = hp_engine_estimate_bytes(&s, o.batch, HP_OPT_SGD);
+	ASSERT(est > ((int64_t)1 << 40));
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_ETOOBIG);
+	/* a batch that overflows */
+	o.batch = (int64_t)1 << 40;
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT(err.code == HP_ERANGE || err.code == HP_ETOOBIG);
+	/* refused before anything large was allocated */
+	ASSERT(maxrss_kb() - rss0 < 64 * 1024);
+	hp_spec_release(&s);
+}
+
+HP_TEST(engine_estimate_vs_peak)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_engine *e;
+	int64_t est;
+	size_t peak;
+
+	parse(NET("[3,32,32]", 10,
+		  CONV(32, 3, 1, 1) "," BN "," RELU "," POOL(
+		      "max", 2, 2,
+		      0) "," CONV(64, 3, 1,
+				  1) "," RELU
+				     "," POOL("avg", 2, 2, 0) "," DROPOUT(
+					 0.5) "," FC(128) "," RELU "," FC(10)),
+	      &s);
+	hp_engine_opts_init(&o);
+	o.threads = 1;
+	o.batch = 16;
+	o.opt = HP_OPT_ADAM;
+	e = hp_engine_new(&s, &o, &err);
+	ASSERT(e);
+	est = hp_engine_estimate_bytes(&s, 16, HP_OPT_ADAM);
+	peak = hp_engine_peak_bytes(e);
+	ASSERT(peak > 0);
+	/* activations alone: 16 * 32*32*32 floats * 2 (value, gradient) */
+	ASSERT(peak > (size_t)16 * 32 * 32 * 32 * 4 * 2);
+	if (!((double)est > 0.7 * (double)peak &&
+	      (double)est < 1.5 * (double)peak))
+		HP_FAIL("estimate %lld, allocated %zu", (long long)est, peak);
+	ASSERT(strstr(hp_engine_device_desc(e), "oneDNN"));
+	ASSERT(strstr(hp_engine_device_desc(e), "1 thread"));
+	hp_engine_free(e);
+	hp_spec_release(&s);
+}
+
+HP_TEST(engine_cuda_refused)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct hp_spec s;
+
+	parse(NET("[3,6,6]", 3, CONV(4, 3, 1, 1) "," FC(3)), &s);
+	hp_engine_opts_init(&o);
+	/* no backend in this build, or no such device: see test_engine_gpu.c */
+	o.device = "cuda:1023";
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_EDEVICE);
+	ASSERT(strstr(err.msg, "CUDA"));
+	o.device = "tpu";
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_EINVAL);
+	o.device = "cuda:x";
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_EINVAL);
+	hp_spec_release(&s);
+}
+
+HP_TEST(engine_bad_input)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_spec_layer L[2];
+	struct hp_engine *e;
+	float x[2 * 3 * 6 * 6] = {0};
+	int32_t lab[2] = {0, 3};
+	double loss;
+
+	hp_engine_opts_init(&o);
+	/* a spec built by hand, past the parser's checks */
+	memset(&s, 0, sizeof(s));
+	memset(L, 0, sizeof(L));
+	s.input[0] = 3;
+	s.input[1] = s.input[2] = 6;
+	s.classes = 3;
+	s.layers = L;
+	s.nlayers = 2;
+	L[0].type = HP_LAYER_CONV;
+	L[0].filters = 4;
+	L[0].kernel = 0;
+	L[0].stride = 1;
+	L[1].type = HP_LAYER_FC;
+	L[1].units = 3;
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_EINVAL);
+	L[0].kernel = 9;
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_ESHAPE);
+	L[0].kernel = 3;
+	L[1].units = 4; /* classes is 3 */
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_ESHAPE);
+	L[1].units = 3;
+	L[0].type = HP_LAYER_RELU;
+	L[1].type = HP_LAYER_SOFTMAX;
+	s.classes = 0;
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_EINVAL);
+	L[0].type = HP_LAYER_CONV;
+	L[1].type = HP_LAYER_FC;
+	s.classes = 3;
+	o.batch = 0;
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_ERANGE);
+	o.batch = 2;
+	o.lr = -1;
+	ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_ERANGE);
+	o.lr = 0.01;
+	o.threads = 1;
+	e = hp_engine_new(&s, &o, &err);
+	ASSERT(e);
+	/* labels out of range; backward before forward */
+	ASSERT_EQ_INT(hp_engine_set_input(e, x, lab, &err), HP_ERANGE);
+	ASSERT_EQ_INT(hp_engine_backward(e, &err), HP_EINVAL);
+	lab[1] = 2;
+	ASSERT(hp_engine_set_input(e, x, lab, &err) == 0);
+	ASSERT(hp_engine_step(e, &loss, &err) == 0);
+	ASSERT_NEAR(loss, log(3.0), 0.2);
+	ASSERT_EQ_INT(hp_engine_input_grad_get(e, x, &err), HP_EINVAL);
+	hp_engine_free(e);
+	hp_engine_free(NULL);
+}
+
+#endif /* HP_HAVE_ENGINE */
