@@ -1,10 +1,57 @@
 #!/usr/bin/env bash
 # Run the benchmarks against a build folder.  Speed is measured here,
 # never asserted in tests.  Usage: benchmarks/run.sh [BUILD_DIR]
+# Run on a quiet machine: on 2 cores, any other busy process makes a
+# 2-thread step wait for its descheduled thread.
 set -u
 build=${1:-build}
+threads=${BENCH_THREADS:-2}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
+
 echo "== model analysis (goal: resnet50 under 50 ms)"
 "$build/bin/bench_analyze" data/models/resnet50.train.onnx \
 	$(ls tests/data/models/vit_b_16.train.onnx tests/data/models/densenet121.train.onnx 2>/dev/null)
+
+if [ -x "$build/bin/bench_predict" ]; then
+	echo
+	echo "== prediction after the estimator is loaded (goal: under 1 ms)"
+	"$build/bin/bench_predict"
+fi
+
+echo
+echo "== training step: hetpool engine (oneDNN) vs PyTorch, $threads threads, side by side (goal: ratio <= 1.2)"
+S="benchmarks/specs/cnn2_s32.json:64 benchmarks/specs/cnn3_s32_small.json:64 benchmarks/specs/cnn4_s64.json:16 benchmarks/specs/cnn6_s32.json:32 benchmarks/specs/cnn2_s64_wide.json:32"
+eng=$(mktemp)
+tor=$(mktemp)
+# Interleave the two sides config by config so drift hits both alike.
+for s in $S; do
+	"$build/bin/bench_engine" -t "$threads" -n 20 -w 5 "$s" >>"$eng"
+	if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+		/usr/bin/python3 benchmarks/bench_engine_torch.py -t "$threads" -n 20 -w 5 "$s" >>"$tor"
+	fi
+done
+python3 - "$eng" "$tor" <<'PY'
+import re, sys
+def load(p):
+    d = {}
+    for line in open(p):
+        kv = dict(re.findall(r'(\w+)=(\S+)', line))
+        if 'spec' in kv:
+            d[(kv['spec'], kv['batch'])] = float(kv['median_ms'])
+    return d
+e, t = load(sys.argv[1]), load(sys.argv[2])
+print(f"{'config':<34} {'batch':>5} {'hetpool ms':>11} {'torch ms':>9} {'ratio':>6}")
+worst = 0
+for k, v in e.items():
+    tv = t.get(k)
+    r = v / tv if tv else float('nan')
+    worst = max(worst, r) if tv else worst
+    name = k[0].split('/')[-1]
+    print(f"{name:<34} {k[1]:>5} {v:>11.2f} {tv if tv else float('nan'):>9.2f} {r:>6.2f}")
+if not t:
+    print("PyTorch not available (Debian python3-torch): no ratios")
+else:
+    print(f"worst ratio {worst:.2f} (goal <= 1.2)")
+PY
+rm -f "$eng" "$tor"
