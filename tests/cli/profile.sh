@@ -58,7 +58,7 @@ expect_err profile_resume_cut_torn "torn"
 # Bad input.
 expect_status bad_profile_no_batch 2 "$HP" profile --spec "$TMP/tiny.json" --out "$TMP/x.csv"
 expect_status bad_profile_device 2 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --device tpu --out "$TMP/x.csv"
-expect_status bad_profile_nogpu 1 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --device cuda:0 --out "$TMP/g.csv"
+expect_status bad_profile_nogpu 1 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --device cuda:1023 --out "$TMP/g.csv"
 expect_err bad_profile_nogpu_says "cuda"
 echo '{"name":"big","input":[3,4096,4096],"layers":[{"type":"conv","filters":4096,"kernel":3,"pad":1}]}' >"$TMP/big.json"
 expect_status bad_profile_too_big 2 "$HP" profile --spec "$TMP/big.json" --batch 4096 --out "$TMP/big.csv"
