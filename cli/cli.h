@@ -32,5 +32,8 @@ int cli_data_path(const char *name, char *buf, size_t n);
 int cmd_analyze(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 
 #endif

@@ -38,7 +38,7 @@ static const char help[] =
     "  --batch N           ... at this batch size\n"
     "  --sweep FILE        a sweep of ranges (see docs/profiler.md), or "
     "'default'\n"
-    "                      for the built-in CPU sweep (180 configurations)\n"
+    "                      for the built-in CPU sweep (360 configurations)\n"
     "  --device DEV        cpu (default) or cuda:K\n"
     "  --out FILE          the dataset CSV (default: profile.csv)\n"
     "  --resume            continue a dataset: skip configurations it "

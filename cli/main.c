@@ -25,6 +25,13 @@ static const char usage[] =
     "  devices [NAME...] list the device catalog: GPU types and this "
     "host, with\n"
     "                    peak throughput, memory, bandwidth and power\n"
+    "  fit DATASET...    fit the estimator of step time, memory and "
+    "energy\n"
+    "  predict MODEL     predict a training step on a device type "
+    "(time with\n"
+    "                    its interval, throughput, memory, energy)\n"
+    "  validate          cross-validate the estimator against the "
+    "roofline\n"
     "  help [COMMAND]    show help for a command\n"
     "\n"
     "Run 'hetpool COMMAND --help' for a command's options.\n";
@@ -148,6 +155,12 @@ dispatch:
 		return cmd_devices(argc, argv);
 	if (!strcmp(cmd, "profile"))
 		return cmd_profile(argc, argv);
+	if (!strcmp(cmd, "fit"))
+		return cmd_fit(argc, argv);
+	if (!strcmp(cmd, "predict"))
+		return cmd_predict(argc, argv);
+	if (!strcmp(cmd, "validate"))
+		return cmd_validate(argc, argv);
 	return cli_error(EXIT_USAGE,
 			 "'%s' is not a command; see 'hetpool --help'", cmd);
 }

@@ -10,14 +10,14 @@
 #include "hetpool/perf.h"
 #include "test.h"
 
-HP_TEST(sweep_default_has_180_valid_unique_configs)
+HP_TEST(sweep_default_has_360_valid_unique_configs)
 {
 	struct hp_sweep s;
 	struct hp_error err = {0};
 	int vals[6][8] = {{0}};
 
 	ASSERT_EQ_INT(hp_sweep_default(&s, &err), 0);
-	ASSERT_EQ_INT(s.n, 180);
+	ASSERT_EQ_INT(s.n, 360);
 	for (int i = 0; i < s.n; i++) {
 		struct hp_sweep_config *c = &s.configs[i];
 		char *json = hp_spec_to_json(&c->spec);
@@ -49,9 +49,9 @@ HP_TEST(sweep_default_has_180_valid_unique_configs)
 	}
 	/* Every value of the grid is represented. */
 	for (int k = 0; k < 4; k++)
-		ASSERT(vals[0][k] > 20);
+		ASSERT(vals[0][k] > 50);
 	for (int k = 0; k < 3; k++)
-		ASSERT(vals[1][k] > 20);
+		ASSERT(vals[1][k] > 50);
 	hp_sweep_release(&s);
 }
 

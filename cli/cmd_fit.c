@@ -1,0 +1,171 @@
+/* cmd_fit.c - `hetpool fit`: fit the estimator on profiles and public
+ * measurements and save it as JSON. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "est_cli.h"
+#include "hetpool/estimate.h"
+
+static const char help[] =
+    "usage: hetpool fit [DATASET...] --out FILE [--family physical|linear]\n"
+    "                   [--public DIR | --no-public] [--models DIR]\n"
+    "                   [--catalog FILE] [--json]\n"
+    "\n"
+    "Fit the estimator of step time, peak memory and energy, and save "
+    "it for\n"
+    "'hetpool predict'.  Both families are fitted; --family picks the "
+    "one\n"
+    "predictions use:\n"
+    "  physical  per layer, FLOPs against the device's peak at an "
+    "efficiency that\n"
+    "            grows with the layer's size, and memory traffic against "
+    "its\n"
+    "            bandwidth, plus a per-step overhead (the default)\n"
+    "  linear    least squares of log step time on the structural "
+    "variables\n"
+    "            (conv layers, filters, FC layers, FC width, input size, "
+    "batch);\n"
+    "            only for the generated CNNs it was fitted on\n"
+    "\n"
+    "  DATASET          a profiler CSV ('hetpool profile'); default: the "
+    "shipped\n"
+    "                   data/profiles/*.csv\n"
+    "  --out FILE       where to write the estimator (JSON)\n"
+    "  --public DIR     public GPU measurements (default: the shipped\n"
+    "                   data/measurements); --no-public: none\n"
+    "  --models DIR     ONNX models the public rows are analysed from\n"
+    "                   (default: the shipped data/models)\n"
+    "  --catalog FILE   device catalog (default: data/devices.csv)\n"
+    "  --json           print a JSON summary instead of text\n"
+    "\n"
+    "examples:\n"
+    "  hetpool fit data/profiles/cpu-default.csv --out est.json\n"
+    "  hetpool fit my-host.csv --no-public --family linear --out lin.json\n";
+
+int cmd_fit(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"out", required_argument, NULL, 'o'},
+	    {"family", required_argument, NULL, 'f'},
+	    {"public", required_argument, NULL, 'p'},
+	    {"no-public", no_argument, NULL, 'P'},
+	    {"models", required_argument, NULL, 'm'},
+	    {"catalog", required_argument, NULL, 'c'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct hp_fit_options o = {0};
+	struct hp_error err = {0};
+	struct hp_estimator *est = NULL;
+	struct hp_catalog *cat = NULL;
+	const char *out = NULL, *catalog = NULL, *pub = NULL, *models = NULL;
+	char pubbuf[4096], modbuf[4096];
+	char *shipped[64];
+	int nshipped = 0, c, status = EXIT_OK;
+	bool json = false, no_public = false;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:f:p:Pm:c:jh", opts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+			if (hp_est_family_parse(optarg, &o.family) ||
+			    o.family == HP_EST_ROOFLINE)
+				return cli_error(EXIT_USAGE,
+						 "fit: --family '%s': give "
+						 "physical or linear",
+						 optarg);
+			break;
+		case 'p':
+			pub = optarg;
+			break;
+		case 'P':
+			no_public = true;
+			break;
+		case 'm':
+			models = optarg;
+			break;
+		case 'c':
+			catalog = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return EXIT_OK;
+		default:
+			return cli_error(EXIT_USAGE,
+					 "fit: unknown option or missing "
+					 "value '%s'; see 'hetpool fit "
+					 "--help'",
+					 argv[optind - 1]);
+		}
+	}
+	if (!out)
+		return cli_error(EXIT_USAGE, "fit: give --out FILE; see "
+					     "'hetpool fit --help'");
+	if (pub && no_public)
+		return cli_error(EXIT_USAGE,
+				 "fit: give --public DIR or --no-public, not "
+				 "both");
+	if (!no_public && !pub) {
+		if (cli_data_path("measurements", pubbuf, sizeof(pubbuf)))
+			return cli_error(EXIT_USAGE,
+					 "fit: no data/measurements found; "
+					 "give --public DIR or --no-public");
+		pub = pubbuf;
+	}
+	if (!models && !cli_data_path("models", modbuf, sizeof(modbuf)))
+		models = modbuf;
+	if (optind < argc) {
+		o.datasets = (const char *const *)&argv[optind];
+		o.ndatasets = argc - optind;
+	} else {
+		nshipped = est_cli_profiles(shipped, 64);
+		o.datasets = (const char *const *)shipped;
+		o.ndatasets = nshipped;
+	}
+	o.public_dir = no_public ? NULL : pub;
+	o.models_dir = models;
+	if (!(cat = est_cli_catalog(catalog, "fit", &status)))
+		goto out;
+	est = hp_estimator_fit(&o, cat, &err);
+	if (!est) {
+		status =
+		    cli_error(cli_status_for(err.code), "fit: %s", err.msg);
+		goto out;
+	}
+	if (hp_estimator_save(est, out, &err)) {
+		status = cli_error(EXIT_USAGE, "fit: %s", err.msg);
+		goto out;
+	}
+	if (json) {
+		json_t *j =
+		    json_pack("{s:s, s:s, s:s}", "estimator", out, "family",
+			      hp_est_family_name(hp_estimator_family(est)),
+			      "provenance", hp_estimator_provenance(est));
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+		json_decref(j);
+	} else {
+		printf("wrote %s (%s family): %s\n", out,
+		       hp_est_family_name(hp_estimator_family(est)),
+		       hp_estimator_provenance(est));
+	}
+out:
+	for (int i = 0; i < nshipped; i++)
+		free(shipped[i]);
+	hp_estimator_free(est);
+	hp_catalog_free(cat);
+	return status;
+}

@@ -1,0 +1,62 @@
+/* est_cli.c - helpers shared by `hetpool fit`, `predict` and `validate`. */
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "est_cli.h"
+
+struct hp_catalog *est_cli_catalog(const char *catalog, const char *cmd,
+				   int *status)
+{
+	struct hp_error err = {0};
+	struct hp_catalog *cat;
+	struct hp_host host;
+	char path[4096];
+
+	if (!catalog) {
+		if (cli_data_path("devices.csv", path, sizeof(path))) {
+			*status = cli_error(EXIT_USAGE,
+					    "%s: no data/devices.csv found "
+					    "($HETPOOL_DATA_DIR, beside the "
+					    "program, the source tree); give "
+					    "--catalog FILE",
+					    cmd);
+			return NULL;
+		}
+		catalog = path;
+	}
+	cat = hp_catalog_load(catalog, &err);
+	if (!cat) {
+		*status =
+		    cli_error(cli_status_for(err.code), "%s: %s", cmd, err.msg);
+		return NULL;
+	}
+	if (hp_host_detect(&host, &err))
+		hp_log(HP_LOG_WARN, "cpu host: %s", err.msg);
+	for (int i = 0; i < cat->n; i++)
+		if (cat->types[i].kind == HP_DEVICE_CPU)
+			hp_host_apply(&host, &cat->types[i]);
+	return cat;
+}
+
+int est_cli_profiles(char **paths, int max)
+{
+	char dir[4096], pat[4200];
+	glob_t g;
+	int n = 0;
+
+	if (cli_data_path("profiles", dir, sizeof(dir)))
+		return 0;
+	snprintf(pat, sizeof(pat), "%s/*.csv", dir);
+	if (glob(pat, 0, NULL, &g))
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc && n < max; i++) {
+		paths[n] = strdup(g.gl_pathv[i]);
+		if (paths[n])
+			n++;
+	}
+	globfree(&g);
+	return n;
+}

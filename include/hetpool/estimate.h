@@ -1,0 +1,216 @@
+/*
+ * estimate.h - the estimator: fitted models of a training step's time,
+ * peak device memory and energy, for any model on any device type of the
+ * catalog, each prediction with an interval from the fit's residuals.
+ *
+ * Families of step-time models:
+ *   - "physical" (the default): per layer, the time of its FLOPs against
+ *     the device's peak at an efficiency that grows with the layer's size,
+ *     and of its memory traffic against the device's bandwidth, a smooth
+ *     max of the two, plus a per-step overhead.  Fitted per CPU host on
+ *     the project's profiles, and once for all GPU types (relative to each
+ *     type's catalog peak and bandwidth) on public measurements, so a GPU
+ *     type with no measurements is predicted from its specs.
+ *   - "linear" (the design's baseline): least squares of log step time on
+ *     the customized CNN's structural variables, per device type.
+ *   - "roofline" (validation baseline only): FLOPs / peak FP32, no fit.
+ * docs/estimator.md describes the models and the numbers they reach.
+ *
+ * Ownership: hp_estimator_fit() and hp_estimator_load*() return an
+ * estimator the caller frees with hp_estimator_free().  A struct
+ * hp_workload is caller-owned, filled by hp_workload_from_graph() and
+ * released with hp_workload_release().  Predictions and validation rows
+ * hold no heap memory, except struct hp_validation (hp_validation_release).
+ */
+#ifndef HETPOOL_ESTIMATE_H
+#define HETPOOL_ESTIMATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hetpool/device.h"
+#include "hetpool/model.h"
+#include "hetpool/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum hp_est_family {
+	HP_EST_PHYSICAL = 0,
+	HP_EST_LINEAR = 1,
+	HP_EST_ROOFLINE = 2, /* validation baseline; not stored */
+};
+/* "physical", "linear", "roofline". */
+const char *hp_est_family_name(enum hp_est_family f);
+/* 0 and *out, or HP_EINVAL for another name. */
+int hp_est_family_parse(const char *s, enum hp_est_family *out);
+
+/* Layer classes of the physical model. */
+enum hp_est_class {
+	HP_EST_CONV = 0,
+	HP_EST_FC = 1,
+	HP_EST_OTHER = 2,
+	HP_EST_NCLASS
+};
+
+/*
+ * What a training step on one device does, per layer, at one batch size:
+ * the layer's class, its FLOPs (forward and both backward passes) and its
+ * memory traffic in bytes, plus the totals the memory and linear models
+ * use.  Layers that move no data (reshapes, constants) are left out.
+ */
+struct hp_workload {
+	int64_t batch; /* per device */
+	int nlayers;
+	unsigned char *cls; /* enum hp_est_class, one per layer */
+	double *flops;	    /* forward + backward FLOPs, whole batch */
+	double *bytes;	    /* activation bytes read and written, whole
+			       batch */
+	double *wbytes;	    /* weight, gradient and optimizer-state bytes
+			       read and written (batch-independent) */
+	double *width;	    /* output channels (conv) or units (fc) */
+	double flops_total;
+	int64_t params;
+	int64_t state_bytes; /* weights, gradients, buffers, momentum */
+	int64_t activations_bytes;
+	int64_t input_bytes;
+	int64_t peak_act_bytes;
+	/* The structural variables (the linear family). */
+	int conv_layers, fc_layers;
+	int64_t filters, fc_width, input_size;
+};
+
+/*
+ * Analyse g at batch (per device; input_shape as hp_analyze) into w.
+ * The graph's shapes are updated in place.  On success w owns its arrays
+ * (hp_workload_release()).
+ */
+int hp_workload_from_graph(struct hp_graph *g, int64_t batch,
+			   const int64_t *input_shape, int input_rank,
+			   struct hp_workload *w, struct hp_error *err);
+/* The same from features already computed on g. */
+int hp_workload_from_features(const struct hp_graph *g,
+			      const struct hp_features *f,
+			      struct hp_workload *w, struct hp_error *err);
+void hp_workload_release(struct hp_workload *w);
+
+/* What to fit on. */
+struct hp_fit_options {
+	const char *const *datasets; /* profiler CSVs (docs/dataset.md) */
+	int ndatasets;
+	const char *public_dir;	   /* data/measurements, or NULL: none */
+	const char *models_dir;	   /* data/models: the ONNX files the public
+				      measurements' models are analysed from */
+	enum hp_est_family family; /* the family predict uses by default */
+	bool no_intervals; /* skip the inner cross-validation that sizes the
+			      intervals (validation fits) */
+};
+
+struct hp_estimator;
+
+/*
+ * Fit every model on the options' data against cat (whose CPU type should
+ * carry the host's figures: hp_host_apply()).  Both families are fitted;
+ * o->family is the one predictions use.  NULL with err set when there is
+ * nothing to fit or an input cannot be read.
+ */
+struct hp_estimator *hp_estimator_fit(const struct hp_fit_options *o,
+				      const struct hp_catalog *cat,
+				      struct hp_error *err);
+void hp_estimator_free(struct hp_estimator *est);
+
+/* Largest estimator file read (bytes). */
+#define HP_ESTIMATOR_MAX_BYTES (4u << 20)
+#define HP_ESTIMATOR_VERSION 1
+
+/* Save as JSON (versioned; see docs/estimator.md). */
+int hp_estimator_save(const struct hp_estimator *est, const char *path,
+		      struct hp_error *err);
+/* The JSON text; caller frees; NULL on ENOMEM. */
+char *hp_estimator_dumps(const struct hp_estimator *est);
+/* Load from a file or from text; bad input is refused with HP_EPARSE and a
+ * message naming the field.  The result is the caller's. */
+struct hp_estimator *hp_estimator_load(const char *path, struct hp_error *err);
+struct hp_estimator *hp_estimator_loads(const char *text, size_t len,
+					struct hp_error *err);
+
+enum hp_est_family hp_estimator_family(const struct hp_estimator *est);
+/* Provenance line, e.g. "fitted 2026-11-30T05:10:00Z on 180 profile rows
+ * and 160 public rows" (static storage of the estimator). */
+const char *hp_estimator_provenance(const struct hp_estimator *est);
+
+struct hp_prediction {
+	char device[32];
+	int ndevices;
+	int64_t batch; /* global: per-device batch x ndevices */
+	enum hp_est_family family;
+	double step_time_s;
+	double step_time_lo_s, step_time_hi_s; /* interval (10th-90th pct) */
+	double samples_per_s;
+	double utilisation;	    /* achieved FLOP/s / effective peak */
+	double power_w;		    /* per device; NaN: not known */
+	double energy_per_step_j;   /* all devices; NaN: not known */
+	double comm_time_s;	    /* gradient all-reduce part of the step */
+	int64_t peak_memory_bytes;  /* per device */
+	double device_memory_bytes; /* NaN: not known */
+	bool fits_in_memory;
+	bool measured;	 /* the device type had measurements in the fit */
+	char basis[192]; /* what the step time rests on */
+	char energy_basis[160]; /* what the power rests on, or why none */
+	char memory_basis[128];
+};
+
+/*
+ * Predict a training step of w (analysed at the per-device batch) on
+ * ndevices devices of type `device` (data parallel), with the given family
+ * (or the estimator's own when family < 0).  HP_ENOENT: the device type is
+ * not in cat; HP_EUNSUPP: the family cannot apply (the linear family on a
+ * model outside its structural range or on a device it has no fit for).
+ * A plan that does not fit in memory is still predicted (fits_in_memory
+ * false): the caller decides.
+ */
+int hp_estimator_predict(const struct hp_estimator *est,
+			 const struct hp_catalog *cat,
+			 const struct hp_workload *w, const char *device,
+			 int ndevices, int family, struct hp_prediction *out,
+			 struct hp_error *err);
+
+/* The roofline baseline: total FLOPs / peak FP32 of t; NaN if unknown. */
+double hp_roofline_time_s(const struct hp_workload *w,
+			  const struct hp_device_type *t);
+
+/* One line of the validation table. */
+struct hp_validation_row {
+	char data[16];	 /* "cpu-profiles", "public-gpu" */
+	char family[16]; /* "physical", "linear", "roofline" */
+	char scheme[32]; /* "k-fold", "leave-family-out",
+			    "leave-device-out" */
+	int n;		 /* predictions scored */
+	double mape;	 /* mean absolute percentage error, % */
+	double worst;	 /* largest absolute percentage error, % */
+	double median;	 /* median absolute percentage error, % */
+	char note[128];
+};
+struct hp_validation {
+	struct hp_validation_row *rows;
+	int n;
+	char notes[8][224]; /* what was left out of the data, and why */
+	int nnotes;
+};
+
+/*
+ * Cross-validate every family on the options' data: k-fold (folds),
+ * leave-one-architecture-family-out on the profiles, and
+ * leave-one-device-type-out on the public GPU measurements.  out is the
+ * caller's (hp_validation_release()).
+ */
+int hp_estimator_validate(const struct hp_fit_options *o,
+			  const struct hp_catalog *cat, int folds,
+			  struct hp_validation *out, struct hp_error *err);
+void hp_validation_release(struct hp_validation *v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HETPOOL_ESTIMATE_H */

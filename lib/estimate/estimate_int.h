@@ -1,0 +1,192 @@
+/*
+ * estimate_int.h - internals of the estimator shared by its files: the
+ * physical model's parameter vector, the fitted state behind the opaque
+ * struct hp_estimator, and the sample set that fitting and validation
+ * build from the profiles and the public measurements.
+ */
+#ifndef HETPOOL_ESTIMATE_INT_H
+#define HETPOOL_ESTIMATE_INT_H
+
+#include "hetpool/device.h"
+#include "hetpool/estimate.h"
+
+/* The physical model's parameters (all but kappa are logarithms). */
+enum {
+	HP__TH_EMAX = 0,    /* 3: peak efficiency per layer class */
+	HP__TH_TAU = 3,	    /* 3: half-efficiency time per class, s */
+	HP__TH_EM = 6,	    /* memory efficiency on activation traffic */
+	HP__TH_T0 = 7,	    /* per-step overhead, s */
+	HP__TH_KAPPA = 8,   /* logit: share of the TF32 tensor peak used */
+	HP__TH_COMM = 9,    /* all-reduce time / ideal ring time */
+	HP__TH_SRC = 10,    /* 2: time scale of Gavel's and Zeus's setups */
+	HP__TH_SRC_T0 = 12, /* 2: their extra per-step time (input
+			       pipeline, framework), s */
+	HP__TH_EMW = 14,    /* memory efficiency on weight traffic */
+	HP__TH_CHALF = 15,  /* channels at which a conv runs at half its
+			       peak efficiency */
+	HP__TH_SRC_TS = 16, /* 2: their per-sample time (data loading), s */
+	HP__NTH = 18
+};
+
+/* Where a sample comes from. */
+enum hp__src {
+	HP__SRC_PROFILE = 0,
+	HP__SRC_LAMBDA,
+	HP__SRC_GAVEL,
+	HP__SRC_ZEUS,
+	HP__SRC_N
+};
+const char *hp__src_name(int src);
+
+/* CPU memory bandwidth assumed when the host's is not known (bytes/s);
+ * the fitted memory efficiency absorbs the difference. */
+#define HP__CPU_NOMINAL_BW 20e9
+/* Memory a GPU process holds before the first tensor: the CUDA context
+ * and cuDNN/cuBLAS handles (an estimate: 300-800 MiB on recent drivers). */
+#define HP__CUDA_CONTEXT_BYTES (512.0 * 1048576)
+/* Saved activations held at the peak of a GPU step (PyTorch: the saved
+ * tensors; gradients are freed layer by layer).  Checked against the
+ * public runs: every one of them must fit (tests/unit/test_estimate.c). */
+#define HP__GPU_ACT_FACTOR 1.0
+
+/* A device type's figures as the physical model uses them. */
+struct hp__dev_spec {
+	bool cpu;
+	double fp32;	/* FLOP/s */
+	double tf32;	/* FLOP/s; 0: none */
+	double bw;	/* bytes/s */
+	double link_bw; /* bytes/s between devices for the all-reduce */
+};
+/* Fill d from t; false when the peak is not known. */
+bool hp__dev_spec(const struct hp_device_type *t, struct hp__dev_spec *d);
+/* The compute peak the model uses on d: FP32 x (TF32/FP32)^kappa. */
+double hp__peak(const double *th, const struct hp__dev_spec *d);
+
+/* Time of one step on ndev devices (per-device batch w->batch), in the
+ * setup of source src; *comm (may be NULL) gets the all-reduce part. */
+double hp__phys_time(const double *th, const struct hp__dev_spec *d,
+		     const struct hp_workload *w, int src, int ndev,
+		     double *comm);
+
+/* One measured step for the physical fit. */
+struct hp__fitpt {
+	const struct hp_workload *w;
+	struct hp__dev_spec d;
+	int src, ndev;
+	double t; /* measured step time, s */
+	int dev;  /* index of the device type (per-device scales) */
+};
+/* Default starting point and prior of the parameters for a CPU or a GPU
+ * fit. */
+void hp__phys_prior(bool cpu, double *th);
+/*
+ * Fit the free parameters of th (in: start and prior; out: the fit) on n
+ * points by robust non-linear least squares of log time (GSL's trust
+ * region Levenberg-Marquardt, Huber-reweighted twice).
+ */
+int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
+		 const bool *free_params, struct hp_error *err);
+
+/* Least squares y ~ X beta (n x p, row major); robust: bisquare
+ * reweighting (gsl_multifit_robust).  0 or a negative code. */
+int hp__linear_fit(const double *X, const double *y, int n, int p, bool robust,
+		   double *beta, struct hp_error *err);
+/* The linear family's regressors of a workload (HP__LIN_P values, the
+ * intercept first). */
+#define HP__LIN_P 7
+void hp__linear_x(const struct hp_workload *w, double *x);
+
+/* The power model: idle + (tdp - idle) x u^gamma. */
+double hp__power_w(const struct hp_device_type *t, double util, double gamma);
+
+/* Per device type: what was fitted on its own measurements. */
+struct hp__dev_fit {
+	char name[32];
+	bool cpu;
+	int n;		/* measured rows */
+	bool own_theta; /* a CPU: its own physical parameters */
+	double th[HP__NTH];
+	double fit_fp32;   /* the peak FP32 it was fitted against, FLOP/s */
+	double log_scale;  /* GPU: correction of the shared model */
+	double q_lo, q_hi; /* log(measured / predicted), 10th and 90th pct */
+	/* Linear family. */
+	bool has_linear;
+	int lin_n;
+	double beta[HP__LIN_P];
+	double lin_q_lo, lin_q_hi;
+	double range_lo[5], range_hi[5]; /* of the structural variables */
+};
+
+struct hp_estimator {
+	int version;
+	enum hp_est_family family;
+	char created[32];
+	/* GPU types: one shared set of physical parameters. */
+	bool has_gpu;
+	int gpu_n;
+	double gpu_th[HP__NTH];
+	double gpu_q_lo, gpu_q_hi;	 /* k-fold, measured types */
+	double gpu_lodo_lo, gpu_lodo_hi; /* leave-device-out: unmeasured */
+	struct hp__dev_fit *dev;
+	int ndev;
+	/* Memory: state + act_factor x activations + workspace. */
+	double mem_act_factor, mem_workspace_bytes, mem_cuda_context_bytes;
+	double mem_gpu_act_factor; /* PyTorch frees each activation's
+				      gradient as backward goes: 1x */
+	int mem_n;
+	/* Power. */
+	double power_gamma;
+	int power_n;
+	double power_mape; /* % on the rows it was fitted on */
+	/* Provenance. */
+	int profile_rows, public_rows;
+	char datasets[512];
+	char public_dir[256];
+	char provenance[384];
+};
+
+/* A measured configuration, from a profile row or a public record. */
+struct hp__sample {
+	char device[32];
+	char family[48]; /* architecture family: "c2-f3", "resnet50" */
+	int src;
+	int ndev;
+	int wl;	  /* index of its workload in the set */
+	double t; /* measured step time, s */
+	double cv;
+	double power_w;		/* measured average power per device; NaN */
+	int64_t peak_mem_bytes; /* measured (profiles); 0: not */
+	bool structural;	/* a generated CNN (linear family applies) */
+};
+
+struct hp__set {
+	struct hp__sample *s;
+	int n, alloc;
+	struct hp_workload *wl;
+	int nwl, awl;
+	char notes[8][224];
+	int nnotes;
+	int profile_rows, public_rows;
+};
+int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
+		 const struct hp_catalog *cat, struct hp_error *err);
+void hp__set_release(struct hp__set *set);
+
+/* Fit an estimator on the samples whose flags in use[] are set (all when
+ * use is NULL); inner: size the intervals by inner cross-validation. */
+struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
+				 const struct hp_catalog *cat, bool inner,
+				 struct hp_error *err);
+const struct hp__dev_fit *hp__est_dev(const struct hp_estimator *est,
+				      const char *name);
+
+/* hp_estimator_predict() for a sample measured in source src's setup. */
+int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
+		const struct hp_workload *w, const char *device, int ndevices,
+		int family, int src, struct hp_prediction *out,
+		struct hp_error *err);
+
+/* Quantile q (0..1) of v[0..n) (sorted in place). */
+double hp__quantile(double *v, int n, double q);
+
+#endif

@@ -1,0 +1,585 @@
+/*
+ * fit.c - fit an estimator on a sample set: the physical model per CPU
+ * host and once for all GPU types, per-GPU-type corrections, the linear
+ * baseline per device type, the memory model and the power curve, and the
+ * residual quantiles (by inner cross-validation) that size the intervals.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "estimate/estimate_int.h"
+#include "util/banned.h"
+
+#define INNER_FOLDS 5
+#define MIN_CPU_ROWS 8
+#define MIN_LINEAR_ROWS 10
+/* Shrinkage of a GPU type's correction toward the shared model: as if
+ * this many extra rows said "no correction". */
+#define SCALE_SHRINK 2.0
+
+const char *hp_est_family_name(enum hp_est_family f)
+{
+	switch (f) {
+	case HP_EST_PHYSICAL:
+		return "physical";
+	case HP_EST_LINEAR:
+		return "linear";
+	case HP_EST_ROOFLINE:
+		return "roofline";
+	}
+	return "?";
+}
+
+int hp_est_family_parse(const char *s, enum hp_est_family *out)
+{
+	for (int f = HP_EST_PHYSICAL; f <= HP_EST_ROOFLINE; f++)
+		if (s && !strcmp(s, hp_est_family_name(f))) {
+			*out = f;
+			return 0;
+		}
+	return HP_EINVAL;
+}
+
+enum hp_est_family hp_estimator_family(const struct hp_estimator *est)
+{
+	return est->family;
+}
+
+const char *hp_estimator_provenance(const struct hp_estimator *est)
+{
+	return est->provenance;
+}
+
+void hp_estimator_free(struct hp_estimator *est)
+{
+	if (!est)
+		return;
+	free(est->dev);
+	free(est);
+}
+
+const struct hp__dev_fit *hp__est_dev(const struct hp_estimator *est,
+				      const char *name)
+{
+	for (int i = 0; i < est->ndev; i++)
+		if (!strcmp(est->dev[i].name, name))
+			return &est->dev[i];
+	return NULL;
+}
+
+/* A stable pseudo-random fold for item i. */
+static int fold_of(int i, int k)
+{
+	uint32_t h = (uint32_t)i * 2654435761u;
+	h ^= h >> 15;
+	return (int)(h % (uint32_t)k);
+}
+
+/* The GPU model: shared parameters and a correction per device index. */
+struct gpu_model {
+	double th[HP__NTH];
+	double *scale; /* per device index */
+};
+
+static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
+		   int ndev, struct gpu_model *m, struct hp_error *err)
+{
+	struct hp__fitpt *sub;
+	bool fr[HP__NTH] = {0};
+	double *sum;
+	int *cnt, k = 0, rc;
+
+	sub = malloc((size_t)(n ? n : 1) * sizeof(*sub));
+	sum = calloc((size_t)ndev + 1, sizeof(*sum));
+	cnt = calloc((size_t)ndev + 1, sizeof(*cnt));
+	if (!sub || !sum || !cnt) {
+		free(sub);
+		free(sum);
+		free(cnt);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++)
+		if (!use || use[i])
+			sub[k++] = pts[i];
+	hp__phys_prior(false, m->th);
+	for (int j = 0; j <= HP__TH_T0; j++)
+		fr[j] = true;
+	fr[HP__TH_EMW] = false;
+	/* The public models have one small classifier each: nothing to
+	 * learn fully connected layers from, so they keep the prior. */
+	fr[HP__TH_EMAX + HP_EST_FC] = fr[HP__TH_TAU + HP_EST_FC] = false;
+	for (int i = 0; i < k; i++) {
+		if (sub[i].d.tf32 > 0)
+			fr[HP__TH_KAPPA] = true;
+		if (sub[i].ndev > 1)
+			fr[HP__TH_COMM] = true;
+		if (sub[i].src == HP__SRC_GAVEL)
+			fr[HP__TH_SRC] = fr[HP__TH_SRC_T0] = fr[HP__TH_SRC_TS] =
+			    true;
+		if (sub[i].src == HP__SRC_ZEUS)
+			fr[HP__TH_SRC + 1] = fr[HP__TH_SRC_T0 + 1] =
+			    fr[HP__TH_SRC_TS + 1] = true;
+	}
+	rc = hp__phys_fit(sub, k, m->th, fr, err);
+	if (!rc) {
+		for (int i = 0; i < k; i++) {
+			double t = hp__phys_time(m->th, &sub[i].d, sub[i].w,
+						 sub[i].src, sub[i].ndev, NULL);
+			sum[sub[i].dev] += log(sub[i].t / t);
+			cnt[sub[i].dev]++;
+		}
+		for (int d = 0; d < ndev; d++)
+			m->scale[d] = sum[d] / (cnt[d] + SCALE_SHRINK);
+	}
+	free(sub);
+	free(sum);
+	free(cnt);
+	return rc;
+}
+
+static double gpu_pred(const struct gpu_model *m, const struct hp__fitpt *p)
+{
+	return hp__phys_time(m->th, &p->d, p->w, p->src, p->ndev, NULL) *
+	       exp(m->scale[p->dev]);
+}
+
+static void quantiles(double *r, int n, double *lo, double *hi)
+{
+	if (n < 3) {
+		*lo = -0.3;
+		*hi = 0.3;
+		return;
+	}
+	*lo = hp__quantile(r, n, 0.1);
+	*hi = hp__quantile(r, n, 0.9);
+}
+
+/* Fit the GPU part of est from the GPU points. */
+static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
+		    int n, bool inner, struct hp_error *err)
+{
+	struct gpu_model m, mf;
+	bool *use = NULL;
+	double *res = NULL;
+	int nres = 0, rc;
+
+	m.scale = calloc((size_t)est->ndev + 1, sizeof(double));
+	mf.scale = calloc((size_t)est->ndev + 1, sizeof(double));
+	use = calloc((size_t)n + 1, sizeof(*use));
+	res = calloc((size_t)n + 1, sizeof(*res));
+	if (!m.scale || !mf.scale || !use || !res) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = gpu_fit(pts, n, NULL, est->ndev, &m, err)))
+		goto out;
+	memcpy(est->gpu_th, m.th, sizeof(m.th));
+	est->has_gpu = true;
+	est->gpu_n = n;
+	for (int d = 0; d < est->ndev; d++)
+		if (!est->dev[d].cpu) {
+			est->dev[d].log_scale = m.scale[d];
+			memcpy(est->dev[d].th, m.th, sizeof(m.th));
+		}
+	est->gpu_q_lo = est->gpu_lodo_lo = -0.3;
+	est->gpu_q_hi = est->gpu_lodo_hi = 0.3;
+	if (!inner)
+		goto out;
+	/* k-fold: residuals of measured types. */
+	for (int f = 0; f < INNER_FOLDS; f++) {
+		for (int i = 0; i < n; i++)
+			use[i] = fold_of(i, INNER_FOLDS) != f;
+		if ((rc = gpu_fit(pts, n, use, est->ndev, &mf, err)))
+			goto out;
+		for (int i = 0; i < n; i++)
+			if (!use[i])
+				res[nres++] =
+				    log(pts[i].t / gpu_pred(&mf, &pts[i]));
+	}
+	quantiles(res, nres, &est->gpu_q_lo, &est->gpu_q_hi);
+	/* Leave one device type out: residuals of unmeasured types. */
+	nres = 0;
+	for (int d = 0; d < est->ndev; d++) {
+		bool any = false;
+		if (est->dev[d].cpu)
+			continue;
+		for (int i = 0; i < n; i++) {
+			use[i] = pts[i].dev != d;
+			any |= !use[i];
+		}
+		if (!any)
+			continue;
+		if ((rc = gpu_fit(pts, n, use, est->ndev, &mf, err)))
+			goto out;
+		mf.scale[d] = 0;
+		for (int i = 0; i < n; i++)
+			if (!use[i])
+				res[nres++] =
+				    log(pts[i].t / gpu_pred(&mf, &pts[i]));
+	}
+	quantiles(res, nres, &est->gpu_lodo_lo, &est->gpu_lodo_hi);
+out:
+	free(m.scale);
+	free(mf.scale);
+	free(use);
+	free(res);
+	return rc;
+}
+
+/* Fit a CPU type's own parameters on its points (pts[i].dev == d). */
+static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
+		   int d, bool inner, struct hp_error *err)
+{
+	struct hp__fitpt *sub = malloc((size_t)n * sizeof(*sub));
+	double *res = malloc((size_t)n * sizeof(*res));
+	bool fr[HP__NTH] = {0};
+	int k = 0, nres = 0, rc = 0;
+
+	if (!sub || !res) {
+		free(sub);
+		free(res);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	for (int j = 0; j <= HP__TH_T0; j++)
+		fr[j] = true;
+	fr[HP__TH_EMW] = fr[HP__TH_CHALF] = true;
+	for (int i = 0; i < n; i++)
+		if (all[i].dev == d)
+			sub[k++] = all[i];
+	hp__phys_prior(true, df->th);
+	if ((rc = hp__phys_fit(sub, k, df->th, fr, err)))
+		goto out;
+	df->own_theta = true;
+	df->fit_fp32 = sub[0].d.fp32;
+	df->q_lo = -0.2;
+	df->q_hi = 0.2;
+	if (!inner)
+		goto out;
+	for (int f = 0; f < INNER_FOLDS; f++) {
+		struct hp__fitpt *tr = malloc((size_t)k * sizeof(*tr));
+		double th[HP__NTH];
+		int m = 0;
+		if (!tr) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (int i = 0; i < k; i++)
+			if (fold_of(i, INNER_FOLDS) != f)
+				tr[m++] = sub[i];
+		hp__phys_prior(true, th);
+		rc = hp__phys_fit(tr, m, th, fr, err);
+		free(tr);
+		if (rc)
+			goto out;
+		for (int i = 0; i < k; i++)
+			if (fold_of(i, INNER_FOLDS) == f)
+				res[nres++] =
+				    log(sub[i].t / hp__phys_time(th, &sub[i].d,
+								 sub[i].w, 0, 1,
+								 NULL));
+	}
+	quantiles(res, nres, &df->q_lo, &df->q_hi);
+out:
+	free(sub);
+	free(res);
+	return rc;
+}
+
+/* The linear family for device d on its structural samples. */
+static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
+		      const bool *use, bool inner, struct hp_error *err)
+{
+	double *X, *y, *res;
+	int n = 0, nres = 0, rc = 0;
+
+	X = malloc((size_t)set->n * HP__LIN_P * sizeof(*X) + 1);
+	y = malloc((size_t)set->n * sizeof(*y) + 1);
+	res = malloc((size_t)set->n * sizeof(*res) + 1);
+	if (!X || !y || !res) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int j = 0; j < 5; j++) {
+		df->range_lo[j] = INFINITY;
+		df->range_hi[j] = -INFINITY;
+	}
+	for (int i = 0; i < set->n; i++) {
+		const struct hp__sample *s = &set->s[i];
+		const struct hp_workload *w = &set->wl[s->wl];
+		double v[5] = {w->conv_layers, w->fc_layers, (double)w->filters,
+			       (double)w->fc_width, (double)w->input_size};
+		if ((use && !use[i]) || !s->structural || s->ndev != 1 ||
+		    strcmp(s->device, df->name))
+			continue;
+		hp__linear_x(w, &X[(size_t)n * HP__LIN_P]);
+		y[n++] = log(s->t);
+		for (int j = 0; j < 5; j++) {
+			if (v[j] < df->range_lo[j])
+				df->range_lo[j] = v[j];
+			if (v[j] > df->range_hi[j])
+				df->range_hi[j] = v[j];
+		}
+	}
+	if (n < MIN_LINEAR_ROWS)
+		goto out;
+	if ((rc = hp__linear_fit(X, y, n, HP__LIN_P, true, df->beta, err)))
+		goto out;
+	df->has_linear = true;
+	df->lin_n = n;
+	df->lin_q_lo = -0.3;
+	df->lin_q_hi = 0.3;
+	if (!inner)
+		goto out;
+	for (int f = 0; f < INNER_FOLDS; f++) {
+		double *Xt = malloc((size_t)n * HP__LIN_P * sizeof(*Xt));
+		double *yt = malloc((size_t)n * sizeof(*yt));
+		double b[HP__LIN_P];
+		int m = 0;
+		if (!Xt || !yt) {
+			free(Xt);
+			free(yt);
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (int i = 0; i < n; i++)
+			if (fold_of(i, INNER_FOLDS) != f) {
+				memcpy(&Xt[(size_t)m * HP__LIN_P],
+				       &X[(size_t)i * HP__LIN_P],
+				       HP__LIN_P * sizeof(*X));
+				yt[m++] = y[i];
+			}
+		rc = hp__linear_fit(Xt, yt, m, HP__LIN_P, true, b, err);
+		free(Xt);
+		free(yt);
+		if (rc)
+			goto out;
+		for (int i = 0; i < n; i++)
+			if (fold_of(i, INNER_FOLDS) == f) {
+				double p = 0;
+				for (int j = 0; j < HP__LIN_P; j++)
+					p +=
+					    b[j] * X[(size_t)i * HP__LIN_P + j];
+				res[nres++] = y[i] - p;
+			}
+	}
+	quantiles(res, nres, &df->lin_q_lo, &df->lin_q_hi);
+out:
+	free(X);
+	free(y);
+	free(res);
+	return rc;
+}
+
+/* Memory: measured peak - state - input ~ a x activations + b. */
+static void fit_memory(struct hp_estimator *est, const struct hp__set *set,
+		       const bool *use)
+{
+	double sxx = 0, sx = 0, sy = 0, sxy = 0;
+	int n = 0;
+
+	est->mem_act_factor = 2.0;
+	est->mem_workspace_bytes = 64.0 * 1048576;
+	est->mem_cuda_context_bytes = HP__CUDA_CONTEXT_BYTES;
+	est->mem_gpu_act_factor = HP__GPU_ACT_FACTOR;
+	for (int i = 0; i < set->n; i++) {
+		const struct hp__sample *s = &set->s[i];
+		const struct hp_workload *w = &set->wl[s->wl];
+		double x, y;
+		if ((use && !use[i]) || s->peak_mem_bytes <= 0)
+			continue;
+		x = (double)w->activations_bytes;
+		y = (double)(s->peak_mem_bytes - w->state_bytes -
+			     w->input_bytes);
+		sx += x;
+		sy += y;
+		sxx += x * x;
+		sxy += x * y;
+		n++;
+	}
+	est->mem_n = n;
+	if (n >= 3 && n * sxx - sx * sx > 0) {
+		double a = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+		double b = (sy - a * sx) / n;
+		est->mem_act_factor = a > 0.5 ? a : 0.5;
+		est->mem_workspace_bytes = b > 0 ? b : 0;
+	}
+}
+
+/* Power: gamma minimising the squared log error over the GPU rows with a
+ * measured power (golden-section search). */
+static void fit_power(struct hp_estimator *est, const struct hp__fitpt *pts,
+		      const double *pw, const struct hp_device_type **types,
+		      int n)
+{
+	const double g = 0.6180339887;
+	double a = 0.02, b = 3, mape = 0;
+	int m = 0;
+
+	est->power_gamma = 0.5;
+	est->power_n = 0;
+	est->power_mape = NAN;
+	for (int i = 0; i < n; i++)
+		m += pw[i] > 0 && types[i]->tdp_w > 0;
+	if (m < 3)
+		return;
+	for (int it = 0; it < 60; it++) {
+		double c = b - g * (b - a), d = a + g * (b - a), fc = 0, fd = 0;
+		for (int i = 0; i < n; i++) {
+			double u, pc, pd;
+			if (!(pw[i] > 0) || !(types[i]->tdp_w > 0))
+				continue;
+			u = pts[i].w->flops_total /
+			    (pts[i].t * hp__peak(est->gpu_th, &pts[i].d));
+			pc = hp__power_w(types[i], u, c);
+			pd = hp__power_w(types[i], u, d);
+			fc += pow(log(pc / pw[i]), 2);
+			fd += pow(log(pd / pw[i]), 2);
+		}
+		if (fc < fd)
+			b = d;
+		else
+			a = c;
+	}
+	est->power_gamma = (a + b) / 2;
+	for (int i = 0; i < n; i++) {
+		double u;
+		if (!(pw[i] > 0) || !(types[i]->tdp_w > 0))
+			continue;
+		u = pts[i].w->flops_total /
+		    (pts[i].t * hp__peak(est->gpu_th, &pts[i].d));
+		mape += fabs(
+		    hp__power_w(types[i], u, est->power_gamma) / pw[i] - 1);
+	}
+	est->power_n = m;
+	est->power_mape = 100 * mape / m;
+}
+
+struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
+				 const struct hp_catalog *cat, bool inner,
+				 struct hp_error *err)
+{
+	struct hp_estimator *est = calloc(1, sizeof(*est));
+	struct hp__fitpt *cpu = NULL, *gpu = NULL;
+	const struct hp_device_type **gtypes = NULL;
+	double *gpw = NULL;
+	int ncpu = 0, ngpu = 0, rc = 0;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (!est)
+		goto nomem;
+	est->version = HP_ESTIMATOR_VERSION;
+	est->family = HP_EST_PHYSICAL;
+	est->power_gamma = 0.5;
+	gmtime_r(&now, &tm);
+	strftime(est->created, sizeof(est->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	est->dev = calloc((size_t)set->n + 1, sizeof(*est->dev));
+	cpu = calloc((size_t)set->n + 1, sizeof(*cpu));
+	gpu = calloc((size_t)set->n + 1, sizeof(*gpu));
+	gtypes = calloc((size_t)set->n + 1, sizeof(*gtypes));
+	gpw = calloc((size_t)set->n + 1, sizeof(*gpw));
+	if (!est->dev || !cpu || !gpu || !gtypes || !gpw)
+		goto nomem;
+	for (int i = 0; i < set->n; i++) {
+		const struct hp__sample *s = &set->s[i];
+		const struct hp_device_type *t =
+		    hp_catalog_find(cat, s->device);
+		struct hp__fitpt p;
+		int d;
+		if ((use && !use[i]) || !t || !hp__dev_spec(t, &p.d))
+			continue;
+		for (d = 0; d < est->ndev; d++)
+			if (!strcmp(est->dev[d].name, t->name))
+				break;
+		if (d == est->ndev) {
+			snprintf(est->dev[d].name, sizeof(est->dev[d].name),
+				 "%s", t->name);
+			est->dev[d].cpu = p.d.cpu;
+			est->ndev++;
+		}
+		est->dev[d].n++;
+		p.w = &set->wl[s->wl];
+		p.src = s->src;
+		p.ndev = s->ndev;
+		p.t = s->t;
+		p.dev = d;
+		if (p.d.cpu) {
+			cpu[ncpu++] = p;
+		} else {
+			gtypes[ngpu] = t;
+			gpw[ngpu] = s->power_w;
+			gpu[ngpu++] = p;
+		}
+	}
+	for (int d = 0; d < est->ndev; d++) {
+		struct hp__dev_fit *df = &est->dev[d];
+		if (df->cpu && df->n >= MIN_CPU_ROWS &&
+		    (rc = fit_cpu(df, cpu, ncpu, d, inner, err)))
+			goto fail;
+		if ((rc = fit_linear(df, set, use, inner, err)))
+			goto fail;
+	}
+	if (ngpu && (rc = fit_gpus(est, gpu, ngpu, inner, err)))
+		goto fail;
+	if (!est->has_gpu)
+		hp__phys_prior(false, est->gpu_th);
+	fit_memory(est, set, use);
+	fit_power(est, gpu, gpw, gtypes, ngpu);
+	est->profile_rows = 0;
+	est->public_rows = 0;
+	for (int i = 0; i < set->n; i++) {
+		if (use && !use[i])
+			continue;
+		if (set->s[i].src == HP__SRC_PROFILE)
+			est->profile_rows++;
+		else
+			est->public_rows++;
+	}
+	snprintf(est->provenance, sizeof(est->provenance),
+		 "fitted %s on %d profile rows and %d public rows (%d device "
+		 "types)",
+		 est->created, est->profile_rows, est->public_rows, est->ndev);
+	free(cpu);
+	free(gpu);
+	free(gtypes);
+	free(gpw);
+	return est;
+nomem:
+	hp_error_set(err, HP_ENOMEM, "out of memory");
+fail:
+	free(cpu);
+	free(gpu);
+	free(gtypes);
+	free(gpw);
+	hp_estimator_free(est);
+	return NULL;
+}
+
+struct hp_estimator *hp_estimator_fit(const struct hp_fit_options *o,
+				      const struct hp_catalog *cat,
+				      struct hp_error *err)
+{
+	struct hp__set set;
+	struct hp_estimator *est;
+	size_t off = 0;
+
+	if (hp__set_load(&set, o, cat, err))
+		return NULL;
+	est = hp__fit_set(&set, NULL, cat, !o->no_intervals, err);
+	if (est) {
+		est->family = o->family == HP_EST_LINEAR ? HP_EST_LINEAR
+							 : HP_EST_PHYSICAL;
+		for (int i = 0; i < o->ndatasets && off < sizeof(est->datasets);
+		     i++)
+			off += (size_t)snprintf(
+			    est->datasets + off, sizeof(est->datasets) - off,
+			    "%s%s", i ? ";" : "", o->datasets[i]);
+		snprintf(est->public_dir, sizeof(est->public_dir), "%s",
+			 o->public_dir ? o->public_dir : "");
+	}
+	hp__set_release(&set);
+	return est;
+}

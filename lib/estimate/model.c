@@ -1,0 +1,367 @@
+/*
+ * model.c - the estimator's models and their fits: the physical step-time
+ * model (per layer, compute against peak at a size-dependent efficiency
+ * and memory traffic against bandwidth), fitted by robust non-linear least
+ * squares in log time with GSL; the linear baseline (GSL least squares);
+ * and the power curve.
+ */
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multifit.h>
+#include <gsl/gsl_multifit_nlinear.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimate/estimate_int.h"
+#include "util/banned.h"
+
+/* Weight of the prior on each free parameter (log units) against one
+ * measurement's log residual: keeps parameters the data cannot see at
+ * their physical defaults. */
+#define PRIOR_WEIGHT 0.05
+/* Exponent of the smooth max of compute and memory time. */
+#define SMOOTH_P 4.0
+
+const char *hp__src_name(int src)
+{
+	static const char *const n[] = {"profile", "lambda", "gavel", "zeus"};
+	return src >= 0 && src < HP__SRC_N ? n[src] : "?";
+}
+
+/* Link bandwidth for the gradient all-reduce, bytes/s per direction:
+ * NVLink on SXM parts, PCIe by generation elsewhere (documented defaults,
+ * docs/estimator.md). */
+static double link_bw(const struct hp_device_type *t)
+{
+	bool sxm = strstr(t->product, "SXM") != NULL;
+	const char *a = t->arch;
+
+	if (sxm) {
+		if (!strcmp(a, "pascal"))
+			return 80e9;
+		if (!strcmp(a, "volta"))
+			return 150e9;
+		if (!strcmp(a, "ampere"))
+			return 300e9;
+		return 450e9; /* hopper */
+	}
+	if (!strcmp(a, "hopper"))
+		return 48e9;
+	if (!strcmp(a, "ampere") || !strcmp(a, "ada"))
+		return 24e9;
+	return 12e9;
+}
+
+bool hp__dev_spec(const struct hp_device_type *t, struct hp__dev_spec *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->cpu = t->kind == HP_DEVICE_CPU;
+	d->fp32 = t->fp32_tflops * 1e12;
+	d->tf32 = t->tf32_tflops > t->fp32_tflops ? t->tf32_tflops * 1e12 : 0;
+	d->bw = t->mem_bw_gbs > 0 ? t->mem_bw_gbs * 1e9
+		: d->cpu	  ? HP__CPU_NOMINAL_BW
+				  : NAN;
+	d->link_bw = d->cpu ? 10e9 : link_bw(t);
+	return d->fp32 > 0 && d->bw > 0;
+}
+
+double hp__peak(const double *th, const struct hp__dev_spec *d)
+{
+	double kappa;
+
+	if (!(d->tf32 > d->fp32))
+		return d->fp32;
+	kappa = 1 / (1 + exp(-th[HP__TH_KAPPA]));
+	return d->fp32 * pow(d->tf32 / d->fp32, kappa);
+}
+
+double hp__phys_time(const double *th, const struct hp__dev_spec *d,
+		     const struct hp_workload *w, int src, int ndev,
+		     double *comm)
+{
+	double peak = hp__peak(th, d);
+	double em_bw = exp(th[HP__TH_EM]) * d->bw;
+	double emw_bw = exp(th[HP__TH_EMW]) * d->bw;
+	double chalf = exp(th[HP__TH_CHALF]);
+	double rate[HP_EST_NCLASS], lat[HP_EST_NCLASS];
+	double t = exp(th[HP__TH_T0]), c = 0;
+
+	for (int k = 0; k < HP_EST_NCLASS; k++) {
+		double e = exp(th[HP__TH_EMAX + k]);
+		rate[k] = peak * e;
+		lat[k] = exp(th[HP__TH_TAU + k]) / e;
+	}
+	for (int i = 0; i < w->nlayers; i++) {
+		int k = w->cls[i];
+		/* efficiency e(F) = emax F / (F + peak tau): the time is F at
+		 * emax of the peak plus a latency tau / emax. */
+		double tc = w->flops[i] / rate[k] + lat[k];
+		double tm = w->bytes[i] / em_bw + w->wbytes[i] / emw_bw;
+		/* Narrow convolutions fill fewer vector lanes / SMs. */
+		if (k == HP_EST_CONV && w->width[i] > 0)
+			tc *= 1 + chalf / w->width[i];
+		double a = tc > tm ? tc : tm, b = tc > tm ? tm : tc;
+		double r = b / a;
+		t += a * pow(1 + pow(r, SMOOTH_P), 1 / SMOOTH_P);
+	}
+	if (src == HP__SRC_GAVEL)
+		t = t * exp(th[HP__TH_SRC]) + exp(th[HP__TH_SRC_T0]) +
+		    (double)w->batch * exp(th[HP__TH_SRC_TS]);
+	else if (src == HP__SRC_ZEUS)
+		t = t * exp(th[HP__TH_SRC + 1]) + exp(th[HP__TH_SRC_T0 + 1]) +
+		    (double)w->batch * exp(th[HP__TH_SRC_TS + 1]);
+	if (ndev > 1) {
+		/* Ring all-reduce of FP32 gradients. */
+		c = exp(th[HP__TH_COMM]) * 2.0 * (ndev - 1) / ndev * 4.0 *
+		    (double)w->params / d->link_bw;
+		t += c;
+	}
+	if (comm)
+		*comm = c;
+	return t;
+}
+
+void hp__phys_prior(bool cpu, double *th)
+{
+	for (int k = 0; k < HP_EST_NCLASS; k++) {
+		th[HP__TH_EMAX + k] = log(0.5);
+		th[HP__TH_TAU + k] = log(cpu ? 5e-6 : 2e-5);
+	}
+	th[HP__TH_EM] = log(0.6);
+	th[HP__TH_EMW] = log(0.6);
+	th[HP__TH_CHALF] = log(4);
+	th[HP__TH_T0] = log(cpu ? 1e-4 : 2e-3);
+	th[HP__TH_KAPPA] = 0;
+	th[HP__TH_COMM] = 0;
+	th[HP__TH_SRC] = 0;
+	th[HP__TH_SRC + 1] = 0;
+	th[HP__TH_SRC_T0] = log(1e-3);
+	th[HP__TH_SRC_T0 + 1] = log(1e-3);
+	th[HP__TH_SRC_TS] = log(1e-5);
+	th[HP__TH_SRC_TS + 1] = log(1e-5);
+}
+
+struct nl_ctx {
+	const struct hp__fitpt *pts;
+	int n;
+	const double *wt;
+	double th[HP__NTH];
+	double prior[HP__NTH];
+	int idx[HP__NTH];
+	int nfree;
+};
+
+static int nl_f(const gsl_vector *x, void *ud, gsl_vector *f)
+{
+	struct nl_ctx *c = ud;
+	double th[HP__NTH];
+
+	memcpy(th, c->th, sizeof(th));
+	for (int j = 0; j < c->nfree; j++) {
+		double v = gsl_vector_get(x, (size_t)j);
+		/* Keep exp() finite whatever the solver tries. */
+		th[c->idx[j]] = v > 30 ? 30 : v < -60 ? -60 : v;
+	}
+	for (int i = 0; i < c->n; i++) {
+		const struct hp__fitpt *p = &c->pts[i];
+		double t =
+		    hp__phys_time(th, &p->d, p->w, p->src, p->ndev, NULL);
+		double r = log(t) - log(p->t);
+		if (!isfinite(r))
+			r = 50;
+		gsl_vector_set(f, (size_t)i, sqrt(c->wt[i]) * r);
+	}
+	for (int j = 0; j < c->nfree; j++)
+		gsl_vector_set(f, (size_t)(c->n + j),
+			       PRIOR_WEIGHT *
+				   (th[c->idx[j]] - c->prior[c->idx[j]]));
+	return GSL_SUCCESS;
+}
+
+static int nl_solve(struct nl_ctx *c, struct hp_error *err)
+{
+	const gsl_multifit_nlinear_type *T = gsl_multifit_nlinear_trust;
+	gsl_multifit_nlinear_parameters par =
+	    gsl_multifit_nlinear_default_parameters();
+	gsl_multifit_nlinear_fdf fdf;
+	gsl_multifit_nlinear_workspace *ws;
+	gsl_vector *x;
+	size_t nres = (size_t)(c->n + c->nfree);
+	int info, status;
+
+	x = gsl_vector_alloc((size_t)c->nfree);
+	if (!x)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	ws = gsl_multifit_nlinear_alloc(T, &par, nres, (size_t)c->nfree);
+	if (!ws) {
+		gsl_vector_free(x);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	for (int j = 0; j < c->nfree; j++)
+		gsl_vector_set(x, (size_t)j, c->th[c->idx[j]]);
+	memset(&fdf, 0, sizeof(fdf));
+	fdf.f = nl_f;
+	fdf.df = NULL; /* finite differences */
+	fdf.n = nres;
+	fdf.p = (size_t)c->nfree;
+	fdf.params = c;
+	gsl_multifit_nlinear_init(x, &fdf, ws);
+	status = gsl_multifit_nlinear_driver(200, 1e-8, 1e-8, 1e-8, NULL, NULL,
+					     &info, ws);
+	/* GSL_EMAXITER still leaves the best point found. */
+	if (status != GSL_SUCCESS && status != GSL_EMAXITER &&
+	    status != GSL_ENOPROG) {
+		gsl_multifit_nlinear_free(ws);
+		gsl_vector_free(x);
+		return hp_error_set(err, HP_EINTERNAL,
+				    "non-linear fit failed: %s",
+				    gsl_strerror(status));
+	}
+	for (int j = 0; j < c->nfree; j++) {
+		double v = gsl_vector_get(ws->x, (size_t)j);
+		c->th[c->idx[j]] = v > 30 ? 30 : v < -60 ? -60 : v;
+	}
+	gsl_multifit_nlinear_free(ws);
+	gsl_vector_free(x);
+	return 0;
+}
+
+int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
+		 const bool *free_params, struct hp_error *err)
+{
+	struct nl_ctx c;
+	double *wt, *r;
+	int rc = 0;
+
+	if (n < 1)
+		return hp_error_set(err, HP_EINVAL, "no measurements to fit");
+	gsl_set_error_handler_off();
+	memset(&c, 0, sizeof(c));
+	wt = malloc((size_t)n * sizeof(*wt));
+	r = malloc((size_t)n * sizeof(*r));
+	if (!wt || !r) {
+		free(wt);
+		free(r);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	c.pts = pts;
+	c.n = n;
+	c.wt = wt;
+	memcpy(c.th, th, sizeof(c.th));
+	memcpy(c.prior, th, sizeof(c.prior));
+	for (int j = 0; j < HP__NTH; j++)
+		if (free_params[j])
+			c.idx[c.nfree++] = j;
+	for (int i = 0; i < n; i++)
+		wt[i] = 1;
+	if (c.nfree == 0)
+		goto out;
+	/* Huber-reweighted: a few noisy measurements (a busy host) must
+	 * not pull the curve. */
+	for (int pass = 0; pass < 3; pass++) {
+		double s;
+		if ((rc = nl_solve(&c, err)))
+			goto out;
+		if (pass == 2)
+			break;
+		for (int i = 0; i < n; i++) {
+			double t = hp__phys_time(c.th, &pts[i].d, pts[i].w,
+						 pts[i].src, pts[i].ndev, NULL);
+			r[i] = fabs(log(t) - log(pts[i].t));
+			wt[i] = r[i];
+		}
+		s = 1.4826 * hp__quantile(wt, n, 0.5);
+		if (!(s > 1e-3))
+			s = 1e-3;
+		for (int i = 0; i < n; i++)
+			wt[i] = r[i] <= 1.5 * s ? 1 : 1.5 * s / r[i];
+	}
+	memcpy(th, c.th, sizeof(c.th));
+out:
+	free(wt);
+	free(r);
+	return rc;
+}
+
+void hp__linear_x(const struct hp_workload *w, double *x)
+{
+	x[0] = 1;
+	x[1] = w->conv_layers;
+	x[2] = w->fc_layers;
+	x[3] = log((double)(w->filters > 0 ? w->filters : 1));
+	x[4] = log((double)(w->fc_width > 0 ? w->fc_width : 1));
+	x[5] = log((double)(w->input_size > 0 ? w->input_size : 1));
+	x[6] = log((double)(w->batch > 0 ? w->batch : 1));
+}
+
+int hp__linear_fit(const double *X, const double *y, int n, int p, bool robust,
+		   double *beta, struct hp_error *err)
+{
+	gsl_matrix *A = NULL, *cov = NULL;
+	gsl_vector *b = NULL, *c = NULL;
+	double chisq;
+	int rc = 0, st;
+
+	if (n < p)
+		return hp_error_set(err, HP_EINVAL,
+				    "%d rows for %d coefficients: too few", n,
+				    p);
+	gsl_set_error_handler_off();
+	A = gsl_matrix_alloc((size_t)n, (size_t)p);
+	cov = gsl_matrix_alloc((size_t)p, (size_t)p);
+	b = gsl_vector_alloc((size_t)n);
+	c = gsl_vector_alloc((size_t)p);
+	if (!A || !cov || !b || !c) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		for (int j = 0; j < p; j++)
+			gsl_matrix_set(A, (size_t)i, (size_t)j,
+				       X[(size_t)i * p + j]);
+		gsl_vector_set(b, (size_t)i, y[i]);
+	}
+	st = GSL_EFAILED;
+	if (robust && n > p + 2) {
+		gsl_multifit_robust_workspace *ws = gsl_multifit_robust_alloc(
+		    gsl_multifit_robust_bisquare, (size_t)n, (size_t)p);
+		if (ws) {
+			st = gsl_multifit_robust(A, b, c, cov, ws);
+			gsl_multifit_robust_free(ws);
+		}
+	}
+	if (st != GSL_SUCCESS) {
+		gsl_multifit_linear_workspace *ws =
+		    gsl_multifit_linear_alloc((size_t)n, (size_t)p);
+		if (!ws) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		st = gsl_multifit_linear(A, b, c, cov, &chisq, ws);
+		gsl_multifit_linear_free(ws);
+	}
+	if (st != GSL_SUCCESS) {
+		rc = hp_error_set(err, HP_EINTERNAL, "linear fit failed: %s",
+				  gsl_strerror(st));
+		goto out;
+	}
+	for (int j = 0; j < p; j++)
+		beta[j] = gsl_vector_get(c, (size_t)j);
+out:
+	gsl_matrix_free(A);
+	gsl_matrix_free(cov);
+	gsl_vector_free(b);
+	gsl_vector_free(c);
+	return rc;
+}
+
+double hp__power_w(const struct hp_device_type *t, double util, double gamma)
+{
+	if (!(t->tdp_w > 0) || !(t->idle_w >= 0))
+		return NAN;
+	if (!(util > 0))
+		util = 0;
+	if (util > 1)
+		util = 1;
+	return t->idle_w + (t->tdp_w - t->idle_w) * pow(util, gamma);
+}

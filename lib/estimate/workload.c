@@ -1,0 +1,169 @@
+/*
+ * workload.c - what a training step does, per layer, as the estimator's
+ * models read it: each layer's class (conv, fully connected, other), its
+ * FLOPs over the forward and both backward passes, and the bytes it reads
+ * and writes, from the graph's shapes and hp_analyze()'s features.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimate/estimate_int.h"
+#include "util/banned.h"
+
+void hp_workload_release(struct hp_workload *w)
+{
+	if (!w)
+		return;
+	free(w->cls);
+	free(w->flops);
+	free(w->bytes);
+	free(w->wbytes);
+	free(w->width);
+	memset(w, 0, sizeof(*w));
+}
+
+static double tensor_bytes(const struct hp_graph *g, int t)
+{
+	int64_t n;
+	int sz;
+
+	if (t < 0 || t >= g->ntensors)
+		return 0;
+	n = hp_tensor_numel(&g->tensors[t]);
+	sz = hp_dtype_size(g->tensors[t].dtype);
+	if (n <= 0)
+		return 0;
+	return (double)n * (sz > 0 ? sz : 4);
+}
+
+int hp_workload_from_features(const struct hp_graph *g,
+			      const struct hp_features *f,
+			      struct hp_workload *w, struct hp_error *err)
+{
+	int n = 0;
+
+	memset(w, 0, sizeof(*w));
+	w->cls = calloc((size_t)f->nlayers + 1, sizeof(*w->cls));
+	w->flops = calloc((size_t)f->nlayers + 1, sizeof(*w->flops));
+	w->bytes = calloc((size_t)f->nlayers + 1, sizeof(*w->bytes));
+	w->wbytes = calloc((size_t)f->nlayers + 1, sizeof(*w->wbytes));
+	w->width = calloc((size_t)f->nlayers + 1, sizeof(*w->width));
+	if (!w->cls || !w->flops || !w->bytes || !w->wbytes || !w->width) {
+		hp_workload_release(w);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < f->nlayers; i++) {
+		const struct hp_layer_stats *L = &f->layers[i];
+		const struct hp_node *nd;
+		double in = 0, out = 0, wb = 4.0 * (double)L->params;
+		int cls;
+
+		switch (L->kind) {
+		case HP_KIND_CONSTANT:
+		case HP_KIND_RESHAPE:
+			continue;
+		case HP_KIND_CONV:
+			cls = HP_EST_CONV;
+			break;
+		case HP_KIND_FC:
+		case HP_KIND_ATTN_MATMUL:
+			cls = HP_EST_FC;
+			break;
+		default:
+			cls = HP_EST_OTHER;
+			break;
+		}
+		if (L->node >= 0 && L->node < g->nnodes) {
+			nd = &g->nodes[L->node];
+			for (int k = 0; k < nd->ninputs; k++) {
+				int t = nd->inputs[k];
+				if (t >= 0 && t < g->ntensors &&
+				    !g->tensors[t].initializer)
+					in += tensor_bytes(g, t);
+			}
+			for (int k = 0; k < nd->noutputs; k++)
+				out += tensor_bytes(g, nd->outputs[k]);
+		}
+		w->cls[n] = (unsigned char)cls;
+		w->flops[n] =
+		    L->flops_fwd + L->flops_bwd_input + L->flops_bwd_weight;
+		/* Forward: read the input, write the output; backward:
+		 * read the output's gradient and the input, write the
+		 * input's gradient.  Weights: read forward and backward,
+		 * write the gradient; the update reads weights, gradient
+		 * and momentum and writes two. */
+		w->bytes[n] = 3 * in + 2 * out;
+		w->wbytes[n] = 8 * wb;
+		w->width[n] =
+		    L->out_rank >= 2 && L->out_dims[1] > 0
+			? (double)L
+			      ->out_dims[L->kind == HP_KIND_FC ? L->out_rank - 1
+							       : 1]
+			: 0;
+		w->flops_total += w->flops[n];
+		n++;
+	}
+	w->nlayers = n;
+	w->batch = f->batch;
+	w->params = f->params;
+	w->state_bytes = f->weights_bytes + f->gradients_bytes +
+			 f->buffers_bytes + f->sgd_state_bytes;
+	w->activations_bytes = f->activations_bytes;
+	w->input_bytes = f->input_bytes;
+	w->peak_act_bytes = f->peak_act_bytes;
+	w->conv_layers = f->conv_layers;
+	w->fc_layers = f->fc_layers;
+	w->filters = f->max_filters;
+	w->fc_width = f->max_fc_width;
+	w->input_size = f->input_hw;
+	return 0;
+}
+
+int hp_workload_from_graph(struct hp_graph *g, int64_t batch,
+			   const int64_t *input_shape, int input_rank,
+			   struct hp_workload *w, struct hp_error *err)
+{
+	struct hp_features f;
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	rc = hp_analyze(g, batch, input_shape, input_rank, &f, err);
+	if (rc)
+		return rc;
+	rc = hp_workload_from_features(g, &f, w, err);
+	hp_features_release(&f);
+	return rc;
+}
+
+double hp_roofline_time_s(const struct hp_workload *w,
+			  const struct hp_device_type *t)
+{
+	if (!t || !(t->fp32_tflops > 0))
+		return NAN;
+	return w->flops_total / (t->fp32_tflops * 1e12);
+}
+
+double hp__quantile(double *v, int n, double q)
+{
+	double pos;
+	int i;
+
+	if (n <= 0)
+		return NAN;
+	/* Insertion sort: the sets are small. */
+	for (int a = 1; a < n; a++) {
+		double x = v[a];
+		int b = a - 1;
+		while (b >= 0 && v[b] > x) {
+			v[b + 1] = v[b];
+			b--;
+		}
+		v[b + 1] = x;
+	}
+	pos = q * (n - 1);
+	i = (int)pos;
+	if (i >= n - 1)
+		return v[n - 1];
+	return v[i] + (pos - i) * (v[i + 1] - v[i]);
+}

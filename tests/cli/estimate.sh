@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# CLI checks for the estimator: `hetpool fit` on a small profile, `predict`
+# (JSON contract, interval around the step time, the shipped default
+# estimator, cross-device from specs, memory refusal), `validate` (MAPE
+# rows), and one-line errors with exit 2 on bad input.
+. "$(dirname "$0")/lib.sh"
+SMALL=$HP_ROOT/tests/data/estimate/cpu-small.csv
+R50=$HP_ROOT/data/models/resnet50.train.onnx
+cat >"$TMP/cnn.json" <<'SPEC'
+{"name": "cnn-test", "input": [3, 32, 32], "classes": 10,
+ "layers": [{"type": "conv", "filters": 32, "kernel": 3, "stride": 1, "pad": 1},
+            {"type": "bn"}, {"type": "relu"},
+            {"type": "pool", "op": "max", "kernel": 2, "stride": 2, "pad": 0},
+            {"type": "conv", "filters": 32, "kernel": 3, "stride": 1, "pad": 1},
+            {"type": "relu"},
+            {"type": "pool", "op": "max", "kernel": 2, "stride": 2, "pad": 0},
+            {"type": "fc", "units": 10}]}
+SPEC
+
+expect_status fit_small 0 "$HP" fit "$SMALL" --no-public --out "$TMP/est.json"
+grep -q 'wrote .*est.json (physical family)' "$TMP/out" && ok fit_says_what || fail fit_says_what "$(cat "$TMP/out")"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['format']=='hetpool-estimator' and d['version']==1 and d['provenance']['profile_rows']==45, d['provenance']" "$TMP/est.json" \
+	&& ok fit_provenance || fail fit_provenance "$(head -c 400 "$TMP/est.json")"
+
+expect_status predict_cpu_json 0 "$HP" predict "$TMP/cnn.json" --device cpu --batch 32 --estimator "$TMP/est.json" --json
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("step_time_s", "step_time_interval_s", "samples_per_s", "energy_per_step_j",
+          "power_w", "peak_memory_bytes", "fits_in_memory", "basis", "utilisation"):
+    assert k in d, k
+t = d["step_time_s"]; lo, hi = d["step_time_interval_s"]
+assert t > 0 and d["samples_per_s"] > 0 and d["peak_memory_bytes"] > 0
+assert 0 < lo <= t <= hi, (lo, t, hi)
+assert abs(d["samples_per_s"] - 32 / t) < 1e-6 * d["samples_per_s"]
+assert "rows of cpu" in d["basis"]["step_time"]
+# No CPU power figure in the catalog: energy is null, and says why.
+assert d["energy_per_step_j"] is None and "not known" in d["basis"]["energy"]
+PY
+then ok predict_cpu_contract; else fail predict_cpu_contract "$(head -c 600 "$TMP/out")"; fi
+expect_status predict_cpu_linear 0 "$HP" predict "$TMP/cnn.json" --device cpu --batch 32 --estimator "$TMP/est.json" --family linear
+expect_status predict_linear_refuses_resnet 2 "$HP" predict "$R50" --device cpu --batch 8 --estimator "$TMP/est.json" --family linear
+expect_err predict_linear_says_why "linear family cannot apply: conv_layers 53"
+
+# The shipped default estimator: out of the box, GPUs with and without data.
+expect_status predict_default_v100 0 "$HP" predict "$R50" --device v100 --batch 64
+grep -q '^step time' "$TMP/out" && ok predict_text || fail predict_text "$(cat "$TMP/out")"
+expect_status predict_default_json 0 "$HP" predict "$R50" --device v100 --batch 64 --json
+cp "$TMP/out" "$TMP/v100.json"
+expect_status predict_unmeasured_l4 0 "$HP" predict "$R50" --device l4 --batch 64 --json
+cp "$TMP/out" "$TMP/l4.json"
+expect_status predict_unmeasured_h200 0 "$HP" predict "$R50" --device h200 --batch 64 --json
+if python3 - "$TMP/v100.json" "$TMP/l4.json" "$TMP/out" <<'PY'
+import json, sys
+v, l4, h200 = (json.load(open(p)) for p in sys.argv[1:])
+for d in (v, l4, h200):
+    lo, hi = d["step_time_interval_s"]
+    assert 0 < lo <= d["step_time_s"] <= hi
+    assert d["power_w"] > 0 and d["energy_per_step_j"] > 0
+assert not l4["measured"] and "no measurements of l4" in l4["basis"]["step_time"]
+# H200 (67 TFLOP/s, 4.8 TB/s) is faster than V100 (15.7, 0.9).
+assert h200["step_time_s"] < v["step_time_s"], (h200["step_time_s"], v["step_time_s"])
+PY
+then ok predict_cross_device; else fail predict_cross_device "$(cat "$TMP/out")"; fi
+expect_status predict_multi_gpu 0 "$HP" predict "$R50" --device a100 --batch 512 --devices 8 --json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['devices']==8 and d['comm_time_s']>0" "$TMP/out" \
+	&& ok predict_multi_gpu_comm || fail predict_multi_gpu_comm "$(cat "$TMP/out")"
+expect_status predict_too_big 2 "$HP" predict "$R50" --device t4 --batch 2048
+expect_err predict_too_big_says "does not fit: .* t4 has"
+
+expect_status validate_runs 0 "$HP" validate --profiles "$SMALL" --no-public --folds 3
+grep -qE '^cpu-profiles +physical +leave-family-out +[0-9]+ +[0-9.]+' "$TMP/out" && ok validate_physical_row || fail validate_physical_row "$(cat "$TMP/out")"
+grep -qE '^cpu-profiles +roofline +k-fold' "$TMP/out" && ok validate_roofline_row || fail validate_roofline_row "$(cat "$TMP/out")"
+expect_status validate_json 0 "$HP" validate --profiles "$SMALL" --no-public --folds 3 --json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert all(r['mape_percent']>=0 for r in d['rows']) and len(d['rows'])>=6" "$TMP/out" \
+	&& ok validate_json_rows || fail validate_json_rows "$(head -c 300 "$TMP/out")"
+
+expect_status help_fit 0 "$HP" fit --help
+expect_status help_predict 0 "$HP" predict --help
+expect_status help_validate 0 "$HP" validate --help
+
+# Bad input: one line on stderr, exit status 2.
+expect_status bad_device 2 "$HP" predict "$R50" --device tpu-v5 --batch 8
+expect_err bad_device_says "'tpu-v5' is not in the catalog"
+expect_status bad_batch_zero 2 "$HP" predict "$R50" --device v100 --batch 0
+expect_status bad_batch_multiple 2 "$HP" predict "$R50" --device v100 --batch 10 --devices 4
+expect_status bad_estimator_missing 2 "$HP" predict "$R50" --device v100 --batch 8 --estimator "$TMP/nope.json"
+expect_err bad_estimator_missing_names_it "nope.json"
+echo '{"format": "hetpool-estimator", "version": 1, "family": "physical", "gpu": {' >"$TMP/corrupt.json"
+expect_status bad_estimator_corrupt 2 "$HP" predict "$R50" --device v100 --batch 8 --estimator "$TMP/corrupt.json"
+expect_err bad_estimator_corrupt_says "not valid JSON"
+expect_status bad_model 2 "$HP" predict "$TMP/nope.onnx" --device v100 --batch 8
+expect_status bad_family 2 "$HP" predict "$R50" --device v100 --batch 8 --family magic
+expect_status bad_fit_no_out 2 "$HP" fit "$SMALL" --no-public
+expect_status bad_fit_dataset 2 "$HP" fit "$TMP/nope.csv" --no-public --out "$TMP/x.json"
+expect_status bad_fit_family 2 "$HP" fit "$SMALL" --no-public --family roofline --out "$TMP/x.json"
+expect_status bad_validate_folds 2 "$HP" validate --folds 1
