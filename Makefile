@@ -3,7 +3,7 @@
 #   make deps      install the system packages (Debian 12, apt-get)
 #   make           build into build/ (binaries in build/bin/)
 #   make test      build and run the whole suite; ends with "N passed, N failed"
-#   make run       the main job: analyse a sample model
+#   make run       the main job: analyse ResNet-50, predict it on five device types
 #   make asan      the suite under AddressSanitizer + UBSan (build-asan/)
 #   make fuzz      libFuzzer targets, each for FUZZ_SECONDS (build-fuzz/)
 #   make bench     benchmarks (speed is measured here, never in tests)
@@ -40,7 +40,9 @@ test: build
 	@tests/run.sh $(BUILD)
 
 run: build
-	$(BUILD)/bin/hetpool analyze data/models/resnet50.train.onnx --batch 32
+	$(BUILD)/bin/hetpool analyze data/models/resnet50.train.onnx --batch 32 --summary
+	@for d in cpu t4 v100 a100 h100; do echo; \
+		$(BUILD)/bin/hetpool predict data/models/resnet50.train.onnx --device $$d --batch 32 || exit 1; done
 
 $(ASAN_BUILD)/build.ninja:
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=ON
