@@ -51,7 +51,7 @@ static void print_shape(const struct hp_layer_stats *L, char *buf, size_t n)
 static void print_table(const struct hp_graph *g, const struct hp_features *f,
 			bool summary)
 {
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], d[32];
 
 	printf("model        %s (%s)\n", g->name, g->source ? g->source : "");
 	printf("batch        %lld\n", (long long)f->batch);
@@ -68,7 +68,7 @@ static void print_table(const struct hp_graph *g, const struct hp_features *f,
 	       cli_si(f->flops_fwd, a, sizeof(a)),
 	       cli_si(f->flops_bwd_input + f->flops_bwd_weight, b, sizeof(b)),
 	       cli_si(f->flops_bwd_input, c, sizeof(c)),
-	       cli_si(f->flops_bwd_weight, c + 16, 16));
+	       cli_si(f->flops_bwd_weight, d, sizeof(d)));
 	printf("memory       activations %s, weights %s, gradients %s\n",
 	       cli_bytes(f->activations_bytes, a, sizeof(a)),
 	       cli_bytes(f->weights_bytes, b, sizeof(b)),

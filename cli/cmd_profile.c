@@ -72,14 +72,14 @@ struct done_set {
 	char (*ids)[96];
 	int n, cap;
 	const char *device;
-	int threads;
+	const char *optimizer;
 };
 
 static int collect_done(const struct hp_profile_row *r, void *ud)
 {
 	struct done_set *d = ud;
 
-	if (strcmp(r->device, d->device))
+	if (strcmp(r->device, d->device) || strcmp(r->optimizer, d->optimizer))
 		return 0;
 	if (d->n == d->cap) {
 		int nc = d->cap ? d->cap * 2 : 256;
@@ -297,11 +297,7 @@ int cmd_profile(int argc, char **argv)
 		}
 		free(text);
 		sw.n = 1;
-		snprintf(sw.configs[0].id, sizeof(sw.configs[0].id),
-			 "spec:%.60s:b%lld", sw.configs[0].spec.name,
-			 (long long)batch);
-		snprintf(sw.configs[0].family, sizeof(sw.configs[0].family),
-			 "spec:%.24s", sw.configs[0].spec.name);
+		hp_sweep_spec_ids(&sw.configs[0].spec, batch, &sw.configs[0]);
 		sw.configs[0].batch = batch;
 		sw.configs[0].input_size = sw.configs[0].spec.input[1];
 	} else if (!strcmp(sweep_arg, "default")) {
@@ -333,6 +329,7 @@ int cmd_profile(int argc, char **argv)
 
 	/* The dataset: new, or resumed (a torn last line is cut off). */
 	done.device = strncmp(po.device, "cuda", 4) ? "cpu" : po.device;
+	done.optimizer = po.opt == HP_OPT_ADAM ? "adam" : "sgd";
 	if (access(out, F_OK) == 0) {
 		int64_t torn = 0;
 		struct stat st;
@@ -445,8 +442,13 @@ int cmd_profile(int argc, char **argv)
 				goto out;
 			}
 			hp_buf_reset(&line);
-			if (hp_dataset_format_row(row, &line) ||
-			    append_line(fd, line.data, line.len)) {
+			if ((prc = hp_dataset_format_row(row, &line))) {
+				rc = cli_error(EXIT_FAIL,
+					       "%s: cannot format its row: %s",
+					       cfg->id, hp_strerror(prc));
+				goto out;
+			}
+			if (append_line(fd, line.data, line.len)) {
 				rc = cli_error(EXIT_FAIL,
 					       "cannot write '%s': %s", out,
 					       strerror(errno));

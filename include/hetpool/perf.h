@@ -53,6 +53,11 @@ struct hp_sweep {
 int hp_sweep_parse(const char *json, size_t len, const char *base_dir,
 		   struct hp_sweep *out, struct hp_error *err);
 int hp_sweep_default(struct hp_sweep *out, struct hp_error *err);
+/* Fill c->id ("spec:NAME-HASH:bN", NAME reduced to [A-Za-z0-9._-], HASH of
+ * the spec's JSON, so different specs never share an id) and c->family
+ * for an explicit spec at batch. */
+void hp_sweep_spec_ids(const struct hp_spec *sp, int64_t batch,
+		       struct hp_sweep_config *c);
 void hp_sweep_release(struct hp_sweep *s);
 /* The JSON text of the built-in default sweep (static). */
 const char *hp_sweep_default_json(void);

@@ -172,6 +172,13 @@ static double act_cost(const char *op)
 	return 4; /* exp/tanh-based */
 }
 
+/* *acc += v, stopping at INT64_MAX instead of overflowing. */
+static void sat_add(int64_t *acc, int64_t v)
+{
+	if (!hp_add_i64(*acc, v, acc))
+		*acc = INT64_MAX;
+}
+
 static int64_t numel(const struct hp_tensor *t)
 {
 	int64_t e = hp_tensor_numel(t);
@@ -214,20 +221,24 @@ static int64_t node_macs(const struct hp_graph *g, const struct hp_node *n,
 
 	if (!y || !x || !w || y->rank < 0 || x->rank < 0 || w->rank < 0)
 		return 0;
-	if (!strcmp(n->op, "Conv")) {
+	/* Sizes come from the file: every product is checked; -1 means
+	 * the count overflows. */
+	if (!strcmp(n->op, "Conv") || !strcmp(n->op, "ConvTranspose")) {
 		for (int i = 1; i < w->rank; i++)
-			k *= w->dims[i];
-		m = numel(y) * k;
-	} else if (!strcmp(n->op, "ConvTranspose")) {
-		for (int i = 1; i < w->rank; i++)
-			k *= w->dims[i];
-		m = numel(x) * k;
-	} else if (!strcmp(n->op, "Gemm")) {
+			if (!hp_mul_i64(k, w->dims[i], &k))
+				return -1;
+		/* Conv: per output element; ConvTranspose: per input. */
+		if (!hp_mul_i64(numel(strcmp(n->op, "Conv") ? x : y), k, &m))
+			return -1;
+	} else if (!strcmp(n->op, "Gemm") && x->rank == 2) {
 		int64_t kk =
 		    hp_node_attr_i(n, "transA", 0) ? x->dims[0] : x->dims[1];
-		m = numel(y) * kk;
-	} else if (kind == HP_KIND_FC || kind == HP_KIND_ATTN_MATMUL) {
-		m = numel(y) * x->dims[x->rank - 1];
+		if (!hp_mul_i64(numel(y), kk, &m))
+			return -1;
+	} else if ((kind == HP_KIND_FC || kind == HP_KIND_ATTN_MATMUL) &&
+		   x->rank >= 1) {
+		if (!hp_mul_i64(numel(y), x->dims[x->rank - 1], &m))
+			return -1;
 	}
 	return m;
 }
@@ -439,8 +450,8 @@ static void attribute_params(struct state *s, int ni, struct hp_layer_stats *L)
 		s->counted[src] = true;
 		if (buffer_slot(n->op, k)) {
 			if (!strcmp(n->op, "BatchNormalization")) {
-				s->f->nontrainable += numel(w);
-				s->f->buffers_bytes += tbytes(w);
+				sat_add(&s->f->nontrainable, numel(w));
+				sat_add(&s->f->buffers_bytes, tbytes(w));
 			}
 			continue;
 		}
@@ -454,6 +465,21 @@ static int propagate(struct state *s, const int *order, int64_t batch,
 {
 	struct hp_graph *g = s->g;
 
+	/* Forget what an earlier analysis (another batch size) computed:
+	 * every tensor a node other than Constant writes is recomputed. */
+	for (int i = 0; i < g->ntensors; i++) {
+		struct hp_tensor *t = &g->tensors[i];
+		if (t->producer < 0 ||
+		    !strcmp(g->nodes[t->producer].op, "Constant"))
+			continue;
+		t->rank = -1;
+		free(t->ival);
+		t->ival = NULL;
+		t->nival = -1;
+		free(t->fvals);
+		t->fvals = NULL;
+		t->nfvals = -1;
+	}
 	for (int i = 0; i < g->ninputs; i++) {
 		struct hp_tensor *t = &g->tensors[g->inputs[i]];
 		if (t->rank < 0)
@@ -480,6 +506,12 @@ static int propagate(struct state *s, const int *order, int64_t batch,
 				    "input '%s' has an unknown dimension "
 				    "%d: give it with --input-shape",
 				    t->name, d);
+		if (hp_tensor_numel(t) < 0 ||
+		    hp_tensor_numel(t) > HP_MODEL_MAX_ELEMS)
+			return hp_error_set(err, HP_ESHAPE,
+					    "input '%s' has more than 2^50 "
+					    "elements at batch %lld",
+					    t->name, (long long)batch);
 	}
 	for (int i = 0; i < g->nnodes; i++) {
 		struct hp_node *n = &g->nodes[order[i]];
@@ -570,19 +602,30 @@ int hp_analyze(struct hp_graph *g, int64_t batch, const int64_t *input_shape,
 		if (L->kind == HP_KIND_CONV || L->kind == HP_KIND_FC ||
 		    L->kind == HP_KIND_ATTN_MATMUL)
 			L->macs = node_macs(g, n, L->kind);
+		if (L->macs < 0) {
+			rc = hp_error_set(err, HP_ERANGE,
+					  "node '%s': MAC count overflows",
+					  n->name);
+			goto out;
+		}
 		cost_node(&s, ni, L);
 
-		f->params += L->params;
 		if (!hp_add_i64(f->macs_per_sample, L->macs,
-				&f->macs_per_sample)) {
-			rc =
-			    hp_error_set(err, HP_ERANGE, "MAC count overflows");
+				&f->macs_per_sample) ||
+		    !hp_add_i64(f->params, L->params, &f->params) ||
+		    !hp_add_i64(f->activations_bytes, L->act_bytes,
+				&f->activations_bytes) ||
+		    f->params > ((int64_t)1 << 56) ||
+		    f->activations_bytes > ((int64_t)1 << 60)) {
+			rc = hp_error_set(err, HP_ERANGE,
+					  "node '%s': counts overflow (a model "
+					  "this large cannot be trained)",
+					  n->name);
 			goto out;
 		}
 		f->flops_fwd += L->flops_fwd;
 		f->flops_bwd_input += L->flops_bwd_input;
 		f->flops_bwd_weight += L->flops_bwd_weight;
-		f->activations_bytes += L->act_bytes;
 		if (L->kind != HP_KIND_CONSTANT) {
 			f->kind_count[L->kind]++;
 			if (y && tbytes(y) > f->peak_act_bytes &&
@@ -604,7 +647,7 @@ int hp_analyze(struct hp_graph *g, int64_t batch, const int64_t *input_shape,
 	}
 	f->macs_per_sample /= batch;
 	for (int i = 0; i < g->ninputs; i++)
-		f->input_bytes += tbytes(&g->tensors[g->inputs[i]]);
+		sat_add(&f->input_bytes, tbytes(&g->tensors[g->inputs[i]]));
 	if (g->ninputs > 0) {
 		const struct hp_tensor *t = &g->tensors[g->inputs[0]];
 		if (t->rank >= 3)
@@ -649,8 +692,20 @@ int64_t hp_features_train_bytes(const struct hp_features *f, bool adam)
 {
 	/* Weights, gradients, optimizer state, saved activations, the input
 	 * batch, and one transient buffer the size of the largest activation
-	 * (the gradient being propagated). */
-	return f->weights_bytes + f->gradients_bytes + f->buffers_bytes +
-	       (adam ? f->adam_state_bytes : f->sgd_state_bytes) +
-	       f->activations_bytes + f->input_bytes + 2 * f->peak_act_bytes;
+	 * (the gradient being propagated).  Saturates instead of overflowing.
+	 */
+	int64_t parts[] = {f->weights_bytes,
+			   f->gradients_bytes,
+			   f->buffers_bytes,
+			   adam ? f->adam_state_bytes : f->sgd_state_bytes,
+			   f->activations_bytes,
+			   f->input_bytes,
+			   f->peak_act_bytes,
+			   f->peak_act_bytes};
+	int64_t sum = 0;
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (!hp_add_i64(sum, parts[i], &sum))
+			return INT64_MAX;
+	return sum;
 }

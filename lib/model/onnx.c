@@ -250,7 +250,8 @@ static int constant_scalar_forms(struct ctx *c, struct hp_node *n)
 	struct hp_tensor *t;
 	const struct hp_attr *a;
 
-	if (strcmp(n->op, "Constant") != 0 || n->noutputs != 1)
+	if (strcmp(n->op, "Constant") != 0 || n->noutputs != 1 ||
+	    n->outputs[0] < 0)
 		return 0;
 	t = &c->g->tensors[n->outputs[0]];
 	if ((a = hp_node_attr(n, "value_int")) && a->type == HP_ATTR_INT) {
@@ -454,6 +455,73 @@ fail:
 	return rc;
 }
 
+/*
+ * protobuf-c's unpacker recurses once per nested message with no limit, so
+ * a small file of deeply nested subgraphs would exhaust the stack.  Walk
+ * the wire format first: a length-delimited field that itself parses as a
+ * message counts as one level deeper.  Work is bounded by MAX_DEPTH passes
+ * over the bytes.
+ */
+#define ONNX_MAX_DEPTH 48
+
+static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* Depth of the deepest message nested in [p, end), or -1 if the bytes are
+ * not a well-formed message (then they are a string or bytes field). */
+static int wire_depth(const uint8_t *p, const uint8_t *end, int depth)
+{
+	int deepest = depth;
+
+	while (p < end) {
+		uint64_t key, v;
+		if (!varint(&p, end, &key) || (key >> 3) == 0)
+			return -1;
+		switch (key & 7) {
+		case 0:
+			if (!varint(&p, end, &v))
+				return -1;
+			break;
+		case 1:
+			if (end - p < 8)
+				return -1;
+			p += 8;
+			break;
+		case 5:
+			if (end - p < 4)
+				return -1;
+			p += 4;
+			break;
+		case 2: {
+			int d;
+			if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
+				return -1;
+			if (depth + 1 > ONNX_MAX_DEPTH)
+				return depth + 1;
+			d = v ? wire_depth(p, p + v, depth + 1) : -1;
+			if (d > deepest)
+				deepest = d;
+			if (deepest > ONNX_MAX_DEPTH)
+				return deepest;
+			p += v;
+			break;
+		}
+		default:
+			return -1;
+		}
+	}
+	return deepest;
+}
+
 struct hp_graph *hp_onnx_parse(const void *data, size_t len,
 			       struct hp_error *err)
 {
@@ -463,6 +531,12 @@ struct hp_graph *hp_onnx_parse(const void *data, size_t len,
 
 	if (len == 0) {
 		hp_error_set(err, HP_EPARSE, "empty file");
+		return NULL;
+	}
+	if (wire_depth(data, (const uint8_t *)data + len, 0) > ONNX_MAX_DEPTH) {
+		hp_error_set(err, HP_EPARSE,
+			     "ONNX messages nested more than %d deep",
+			     ONNX_MAX_DEPTH);
 		return NULL;
 	}
 	m = onnx__model_proto__unpack(NULL, len, data);

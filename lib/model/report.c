@@ -5,6 +5,23 @@
 #include "hetpool/model.h"
 #include "util/banned.h"
 
+/* A JSON string of s; names from a file may not be UTF-8 (protobuf-c does
+ * not check), so bytes outside ASCII are replaced rather than dropping the
+ * value. */
+static json_t *jstr(const char *s)
+{
+	json_t *j = json_string(s ? s : "");
+	char buf[512];
+	size_t i = 0;
+
+	if (j || !s)
+		return j;
+	for (; *s && i + 1 < sizeof(buf); s++)
+		buf[i++] = (unsigned char)*s < 0x80 ? *s : '?';
+	buf[i] = '\0';
+	return json_string(buf);
+}
+
 static json_t *dims_json(const int64_t *d, int rank)
 {
 	json_t *a = json_array();
@@ -24,9 +41,8 @@ struct json_t *hp_features_json(const struct hp_graph *g,
 	root = json_object();
 	if (!root)
 		return NULL;
-	model = json_pack("{s:s, s:s, s:I}", "name", g->name, "source",
-			  g->source ? g->source : "", "opset",
-			  (json_int_t)g->opset);
+	model = json_pack("{s:o, s:o, s:I}", "name", jstr(g->name), "source",
+			  jstr(g->source), "opset", (json_int_t)g->opset);
 	json_object_set_new(root, "model", model);
 	json_object_set_new(root, "batch", json_integer(f->batch));
 	json_object_set_new(root, "params", json_integer(f->params));
@@ -75,10 +91,10 @@ struct json_t *hp_features_json(const struct hp_graph *g,
 		if (L->kind == HP_KIND_CONSTANT)
 			continue;
 		row = json_pack(
-		    "{s:s, s:s, s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "name",
-		    n->name, "op", n->op, "kind", hp_kind_name(L->kind),
-		    "params", (json_int_t)L->params, "macs",
-		    (json_int_t)(L->macs / f->batch), "flops_forward",
+		    "{s:o, s:o, s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "name",
+		    jstr(n->name), "op", jstr(n->op), "kind",
+		    hp_kind_name(L->kind), "params", (json_int_t)L->params,
+		    "macs", (json_int_t)(L->macs / f->batch), "flops_forward",
 		    L->flops_fwd, "flops_backward_input", L->flops_bwd_input,
 		    "flops_backward_weight", L->flops_bwd_weight, "saved_bytes",
 		    (json_int_t)L->act_bytes);
@@ -93,7 +109,7 @@ struct json_t *hp_features_json(const struct hp_graph *g,
 	json_object_set_new(root, "per_layer", layers);
 	skipped = json_array();
 	for (int i = 0; i < f->nskipped; i++)
-		json_array_append_new(skipped, json_string(f->skipped[i]));
+		json_array_append_new(skipped, jstr(f->skipped[i]));
 	json_object_set_new(root, "skipped_ops", skipped);
 	return root;
 }

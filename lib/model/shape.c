@@ -97,8 +97,14 @@ static int set_val(struct hp_graph *g, struct hp_node *n, int k,
 	struct hp_tensor *t = out(g, n, k);
 	int rc;
 
-	if (!t || nv > MAXC)
+	if (!t)
 		return 0;
+	if (nv > MAXC) { /* too large to keep: forget any older value */
+		free(t->ival);
+		t->ival = NULL;
+		t->nival = -1;
+		return 0;
+	}
 	rc = hp_tensor_set_ival(t, v, nv);
 	return rc ? hp_error_set(err, rc, "out of memory") : 0;
 }
@@ -200,6 +206,7 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 	int dtype = 0;
 	bool cmp = false;
 	const char *op = n->op;
+	int rc;
 
 	for (int k = 0; k < n->ninputs; k++) {
 		struct hp_tensor *t = in(g, n, k);
@@ -236,8 +243,13 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 	    !strcmp(op, "GreaterOrEqual") || !strcmp(op, "And") ||
 	    !strcmp(op, "Or") || !strcmp(op, "Xor") || !strcmp(op, "Not"))
 		cmp = true;
-	if (set_shape(g, n, 0, cmp ? HP_DT_BOOL : dtype, o.rank, o.d, err))
-		return err->code;
+	rc = set_shape(g, n, 0, cmp ? HP_DT_BOOL : dtype, o.rank, o.d, err);
+	if (rc)
+		return rc;
+	/* Fold only with every operand the op reads present. */
+	if (!in(g, n, 0) ||
+	    (!strcmp(op, "Where") && (!in(g, n, 1) || !in(g, n, 2))))
+		fold = false;
 	if (fold) {
 		int64_t ne = numel_of(&o), v[MAXC];
 		if (ne < 0 || ne > MAXC)
@@ -313,6 +325,15 @@ static int op_cast(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	rc = set_shape(g, n, 0, to, x->rank, x->dims, err);
 	if (rc)
 		return rc;
+	if (has_val(x) && to == HP_DT_FLOAT && x->nival <= 64) {
+		double v[64];
+		struct hp_tensor *o = out(g, n, 0);
+		for (int64_t i = 0; i < x->nival; i++)
+			v[i] = (double)x->ival[i];
+		if (o && hp_tensor_set_fvals(o, v, x->nival))
+			return hp_error_set(err, HP_ENOMEM, "out of memory");
+		return 0;
+	}
 	if (has_val(x))
 		return set_val(g, n, 0, x->ival, x->nival, err);
 	if (x->nfvals >= 0 && x->nfvals <= 64 &&
@@ -326,14 +347,6 @@ static int op_cast(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 		}
 		return set_val(g, n, 0, v, x->nfvals, err);
 	}
-	if (has_val(x) && to == HP_DT_FLOAT && x->nival <= 64) {
-		double v[64];
-		for (int64_t i = 0; i < x->nival; i++)
-			v[i] = (double)x->ival[i];
-		struct hp_tensor *o = out(g, n, 0);
-		if (o && hp_tensor_set_fvals(o, v, x->nival))
-			return hp_error_set(err, HP_ENOMEM, "out of memory");
-	}
 	return 0;
 }
 
@@ -342,8 +355,13 @@ static int window(int64_t in_sz, int64_t k, int64_t s, int64_t dil, int64_t *pb,
 		  int64_t *pe, const char *auto_pad, bool ceil_mode,
 		  int64_t *out_sz)
 {
-	int64_t ek = (k - 1) * dil + 1, o;
+	int64_t ek, o;
 
+	/* Inputs are at most 2^40 each: only the dilated kernel can
+	 * overflow, and one past 2^42 is larger than any padded input. */
+	if (!hp_mul_i64(k - 1, dil, &ek) || ek > ((int64_t)1 << 42))
+		return -1;
+	ek += 1;
 	if (!strcmp(auto_pad, "SAME_UPPER") ||
 	    !strcmp(auto_pad, "SAME_LOWER")) {
 		int64_t total;
@@ -474,7 +492,9 @@ static int op_conv(struct hp_graph *g, struct hp_node *n, bool transpose,
 				   "kernel_shape does not match weight");
 	o[0] = x->dims[0];
 	if (!transpose) {
-		if (w->dims[1] * group != x->dims[1] || w->dims[0] % group)
+		int64_t cin;
+		if (!hp_mul_i64(w->dims[1], group, &cin) || cin != x->dims[1] ||
+		    w->dims[0] % group)
 			return hp_error_set(
 			    err, HP_ESHAPE,
 			    "node '%s' (Conv): input has %lld channels but "
@@ -499,27 +519,37 @@ static int op_conv(struct hp_graph *g, struct hp_node *n, bool transpose,
 		if (w->dims[0] != x->dims[1])
 			return bad(err, n,
 				   "input channels do not match weight");
-		o[1] = w->dims[1] * group;
+		if (!hp_mul_i64(w->dims[1], group, &o[1]))
+			return bad(err, n, "output channels overflow");
 		for (int i = 0; i < nsp; i++) {
 			int64_t opad =
 			    op && op->type == HP_ATTR_INTS && (int)op->n == nsp
 				? op->ints[i]
 				: 0;
-			int64_t ek = (win.k[i] - 1) * win.d[i] + 1;
+			int64_t ek, v;
+			bool ok = opad >= 0 && opad <= HP_MODEL_MAX_DIM &&
+				  hp_mul_i64(win.k[i] - 1, win.d[i], &ek);
 			if (os && os->type == HP_ATTR_INTS &&
 			    (int)os->n >= nsp) {
-				o[2 + i] =
-				    os->ints[os->n - (size_t)nsp + (size_t)i];
+				v = os->ints[os->n - (size_t)nsp + (size_t)i];
 			} else if (!strcmp(win.auto_pad, "SAME_UPPER") ||
 				   !strcmp(win.auto_pad, "SAME_LOWER")) {
-				o[2 + i] = x->dims[2 + i] * win.s[i];
+				ok = ok &&
+				     hp_mul_i64(x->dims[2 + i], win.s[i], &v);
 			} else {
-				o[2 + i] = win.s[i] * (x->dims[2 + i] - 1) +
-					   opad + ek - win.pads[i] -
-					   win.pads[i + nsp];
+				/* s * (in - 1) + opad + ek + 1 - pads */
+				ok = ok &&
+				     hp_mul_i64(win.s[i], x->dims[2 + i] - 1,
+						&v) &&
+				     hp_add_i64(v, opad + ek + 1, &v);
+				v = ok ? v - win.pads[i] - win.pads[i + nsp]
+				       : 0;
 			}
-			if (o[2 + i] < 1)
+			if (!ok)
+				return bad(err, n, "output size overflows");
+			if (v < 1)
 				return bad(err, n, "output shrinks to nothing");
+			o[2 + i] = v;
 		}
 	}
 	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
@@ -719,8 +749,11 @@ static int op_concat(struct hp_graph *g, struct hp_node *n,
 	}
 	if (!x0)
 		return bad(err, n, "no inputs");
-	if (set_shape(g, n, 0, x0->dtype, x0->rank, o, err))
-		return err->code;
+	{
+		int rc = set_shape(g, n, 0, x0->dtype, x0->rank, o, err);
+		if (rc)
+			return rc;
+	}
 	return fold ? set_val(g, n, 0, v, nv, err) : 0;
 }
 
@@ -742,6 +775,8 @@ static int op_split(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 		int64_t each = parts ? (dim + parts - 1) / parts : 0;
 		if (parts < 1)
 			return bad(err, n, "no outputs");
+		if (parts > MAXC)
+			return bad(err, n, "too many outputs");
 		for (int64_t i = 0; i < parts; i++) {
 			int64_t left = dim - i * each;
 			sp[i] = left < each ? (left > 0 ? left : 0) : each;
@@ -780,7 +815,9 @@ static int op_flatten(struct hp_graph *g, struct hp_node *n,
 	else if (axis_of(a, x->rank, &ax))
 		return bad(err, n, "axis out of range");
 	for (int i = 0; i < x->rank; i++)
-		o[i < ax ? 0 : 1] *= x->dims[i];
+		if (!hp_mul_i64(o[i < ax ? 0 : 1], x->dims[i],
+				&o[i < ax ? 0 : 1]))
+			return bad(err, n, "output size overflows");
 	return set_shape(g, n, 0, x->dtype, 2, o, err);
 }
 
@@ -946,8 +983,8 @@ static int op_slice(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 		if (axis_of(nax ? ax[i] : i, x->rank, &a))
 			return bad(err, n, "axis out of range");
 		d = x->dims[a];
-		if (s == 0)
-			return bad(err, n, "step is 0");
+		if (s == 0 || s == INT64_MIN)
+			return bad(err, n, "step is 0 or out of range");
 		if (b < 0)
 			b += d;
 		if (e < 0 && e > INT64_MIN + d)
@@ -955,11 +992,11 @@ static int op_slice(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 		if (s > 0) {
 			b = b < 0 ? 0 : (b > d ? d : b);
 			e = e < 0 ? 0 : (e > d ? d : e);
-			len = e > b ? (e - b + s - 1) / s : 0;
+			len = e > b ? (e - b - 1) / s + 1 : 0;
 		} else {
 			b = b < 0 ? -1 : (b > d - 1 ? d - 1 : b);
 			e = e < -1 ? -1 : (e > d - 1 ? d - 1 : e);
-			len = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+			len = b > e ? (b - e - 1) / (-s) + 1 : 0;
 		}
 		o[a] = len;
 		first[a] = b;
@@ -993,9 +1030,12 @@ static int op_pad(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	if (np != 2 * x->rank)
 		return bad(err, n, "pads do not match rank");
 	for (int i = 0; i < x->rank; i++) {
-		o[i] = x->dims[i] + p[i] + p[i + x->rank];
-		if (o[i] < 0 || p[i] > HP_MODEL_MAX_DIM ||
-		    p[i + x->rank] > HP_MODEL_MAX_DIM)
+		int64_t a = p[i], b = p[i + x->rank];
+		if (a < -HP_MODEL_MAX_DIM || a > HP_MODEL_MAX_DIM ||
+		    b < -HP_MODEL_MAX_DIM || b > HP_MODEL_MAX_DIM)
+			return bad(err, n, "pads out of range");
+		o[i] = x->dims[i] + a + b;
+		if (o[i] < 0)
 			return bad(err, n, "pads shrink an axis below 0");
 	}
 	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
@@ -1010,7 +1050,7 @@ static int op_resize(struct hp_graph *g, struct hp_node *n,
 
 	if (!known(x))
 		return 2;
-	if (!strcmp(n->op, "Upsample"))
+	if (!strcmp(n->op, "Upsample") || g->opset < 11 || n->ninputs == 2)
 		scales = in(g, n, 1);
 	else {
 		scales = in(g, n, 2);
@@ -1444,8 +1484,9 @@ int hp__shape_node(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	/* Not known: guess the first output from the first input. */
 	{
 		struct hp_tensor *x = in(g, n, 0);
-		if (known(x) && set_like(g, n, 0, x, err))
-			return err->code;
+		int rc = known(x) ? set_like(g, n, 0, x, err) : 0;
+		if (rc)
+			return rc;
 	}
 	return 1;
 }

@@ -229,6 +229,17 @@ static int check_shapes(const struct hp_spec *s, struct hp_error *err)
 			    "layer %d (%s) shrinks the image to "
 			    "nothing",
 			    i, tn);
+		/* Padding grows the image: keep every layer's output, and so
+		 * the flatten before an fc, within the model limits. */
+		{
+			int64_t e;
+			if (!hp_mul_i64(c, h, &e) || !hp_mul_i64(e, w, &e) ||
+			    e > ((int64_t)1 << 40))
+				return hp_error_set(err, HP_ESHAPE,
+						    "layer %d (%s): output of "
+						    "more than 2^40 values",
+						    i, tn);
+		}
 	}
 	if (s->classes > 0 && c * h * w != s->classes)
 		return hp_error_set(err, HP_ESHAPE,

@@ -196,8 +196,11 @@ int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 				goto out;
 			}
 		}
-		if ((rc = fn(row, ud)))
+		if ((rc = fn(row, ud)) < 0) {
+			hp_error_set(err, rc, "line %d: %s", csv.line,
+				     hp_strerror(rc));
 			goto out;
+		}
 	}
 out:
 	free(row);

@@ -216,6 +216,32 @@ static int push(struct hp_sweep *s, int *cap, struct hp_sweep_config *c,
 	return 0;
 }
 
+void hp_sweep_spec_ids(const struct hp_spec *sp, int64_t batch,
+		       struct hp_sweep_config *c)
+{
+	char safe[41], *json = hp_spec_to_json(sp);
+	uint32_t h = 2166136261u; /* FNV-1a of the spec's JSON */
+	size_t i = 0;
+
+	for (const char *p = json ? json : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	free(json);
+	/* Names are the user's: keep ids plain ASCII (CSV, JSON, shells). */
+	for (const char *p = sp->name ? sp->name : "spec";
+	     *p && i + 1 < sizeof(safe); p++) {
+		char ch = *p;
+		bool ok = (ch >= 'a' && ch <= 'z') ||
+			  (ch >= 'A' && ch <= 'Z') ||
+			  (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+			  ch == '.';
+		safe[i++] = ok ? ch : '_';
+	}
+	safe[i] = '\0';
+	snprintf(c->id, sizeof(c->id), "spec:%s-%08x:b%lld", safe, h,
+		 (long long)batch);
+	snprintf(c->family, sizeof(c->family), "spec:%.24s", safe);
+}
+
 static int add_spec_files(json_t *root, const char *base_dir,
 			  const int64_t *batch, int nb, struct hp_sweep *s,
 			  int *cap, struct hp_error *err)
@@ -269,10 +295,7 @@ static int add_spec_files(json_t *root, const char *base_dir,
 						    "out of memory");
 			}
 			free(j);
-			snprintf(c.id, sizeof(c.id), "spec:%.60s:b%lld",
-				 sp.name, (long long)batch[b]);
-			snprintf(c.family, sizeof(c.family), "spec:%.24s",
-				 sp.name);
+			hp_sweep_spec_ids(&sp, batch[b], &c);
 			c.batch = batch[b];
 			c.input_size = sp.input[1];
 			if ((rc = push(s, cap, &c, err))) {
@@ -435,8 +458,25 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 				free(pick);
 				goto out;
 			}
-			snprintf(c.id, sizeof(c.id), "%s-b%lld%s", c.spec.name,
-				 (long long)c.batch, bn ? "" : "-nobn");
+			{
+				/* Variables off their defaults go in the id. */
+				char extra[64] = "";
+				size_t o = 0;
+				if (channels != 3)
+					o += (size_t)snprintf(
+					    extra + o, sizeof(extra) - o,
+					    "-ch%lld", (long long)channels);
+				if (classes != 10)
+					o += (size_t)snprintf(
+					    extra + o, sizeof(extra) - o,
+					    "-n%lld", (long long)classes);
+				if (dropout > 0)
+					snprintf(extra + o, sizeof(extra) - o,
+						 "-d%g", dropout);
+				snprintf(c.id, sizeof(c.id), "%s-b%lld%s%s",
+					 c.spec.name, (long long)c.batch,
+					 bn ? "" : "-nobn", extra);
+			}
 			snprintf(c.family, sizeof(c.family), "c%d-f%d",
 				 c.conv_layers, c.fc_layers);
 			if ((rc = push(s, &cap, &c, err))) {

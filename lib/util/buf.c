@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "hetpool/util.h"
 #include "util/banned.h"
@@ -123,12 +125,17 @@ int hp_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
 {
 	struct stat st;
 	FILE *f;
+	int fd;
 	char *p;
 	size_t n;
 
 	*out = NULL;
 	*len = 0;
-	f = fopen(path, "rb");
+	/* O_NONBLOCK: a FIFO must not block before it is refused below. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
 	if (!f)
 		return hp_error_set(err,
 				    errno == ENOENT   ? HP_ENOENT

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -656,4 +657,190 @@ HP_TEST(util_buf_cap_and_parse)
 	ASSERT_EQ_INT(hp_parse_double("1e400", &d), HP_ERANGE);
 	ASSERT_STR_EQ(hp_err_name(HP_ECYCLE), "HP_ECYCLE");
 	ASSERT_STR_EQ(hp_strerror(HP_ENOMEM), "out of memory");
+}
+
+/* Regressions from review: hostile graphs fail cleanly. */
+HP_TEST(bad_graph_hostile_nodes)
+{
+	int64_t in[4] = {-1, 3, 8, 8}, one = 1, big = INT64_MAX;
+	int64_t huge[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
+	char msg[256], outs[6 * 5000 + 8];
+	struct ob *b;
+	size_t o = 0;
+	int n;
+
+	/* A Constant whose only output name is empty. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "Constant", "", "");
+	ob_attr_i(b, n, "value_int", 1);
+	ob_node(b, "Relu", "x", "y");
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), 0);
+
+	/* A Split into 5000 parts with no sizes. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	for (int i = 0; i < 5000; i++)
+		o += (size_t)snprintf(outs + o, sizeof(outs) - o, "%ss%d",
+				      i ? "," : "", i);
+	ob_node(b, "Split", "x", outs);
+	ob_output(b, "s0");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+
+	/* Add with its first input left empty, second a constant. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	ob_init_i64(b, "c", 1, &one);
+	ob_node(b, "Add", ",c", "y");
+	ob_node(b, "Relu", "x", "z");
+	ob_output(b, "z");
+	ASSERT(parse_err(b, msg, sizeof(msg)) <= 0);
+
+	/* A pooling window whose dilated size overflows. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "MaxPool", "x", "y");
+	ob_attr_ints(b, n, "kernel_shape", 2, huge);
+	ob_attr_ints(b, n, "dilations", 2, huge);
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+
+	/* Slice with the largest step, and Pad with the largest pad. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	ob_init_i64(b, "st", 1, (int64_t[]){0});
+	ob_init_i64(b, "en", 1, (int64_t[]){8});
+	ob_init_i64(b, "ax", 1, (int64_t[]){3});
+	ob_init_i64(b, "sp", 1, &big);
+	ob_node(b, "Slice", "x,st,en,ax,sp", "y");
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), 0);
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	ob_init_i64(b, "pads", 8,
+		    (int64_t[]){0, 0, 0, INT64_MAX, 0, 0, 0, INT64_MAX});
+	ob_node(b, "Pad", "x,pads", "y");
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+}
+
+HP_TEST(bad_onnx_deep_nesting)
+{
+	/* Attribute -> Graph -> Node -> Attribute -> ... 2000 levels deep:
+	 * refused before protobuf-c recurses on it. */
+	size_t cap = 64 << 10, len = 0;
+	uint8_t *buf = malloc(cap), *tmp = malloc(cap);
+	struct hp_error err = {0};
+
+	ASSERT(buf && tmp);
+	for (int level = 0; level < 2000 && len + 16 < cap; level++) {
+		/* Wrap the current bytes in field 1, wire type 2. */
+		size_t l = len, h = 0;
+		uint8_t hdr[12];
+		hdr[h++] = (uint8_t)((level % 2 ? 7 : 5) << 3 | 2);
+		do {
+			hdr[h++] =
+			    (uint8_t)((l & 0x7f) | (l > 0x7f ? 0x80 : 0));
+			l >>= 7;
+		} while (l);
+		memcpy(tmp, hdr, h);
+		memcpy(tmp + h, buf, len);
+		len += h;
+		memcpy(buf, tmp, len);
+	}
+	ASSERT(!hp_onnx_parse(buf, len, &err));
+	ASSERT(strstr(err.msg, "nested more than"));
+	free(buf);
+	free(tmp);
+}
+
+HP_TEST(model_analyze_twice_matches_fresh)
+{
+	/* An analysis at batch 64 after one at batch 1 must equal a fresh
+	 * analysis at 64 (no values left over from the first). */
+	const char *path =
+	    hp_test_path("tests/data/models/vit_b_16.train.onnx");
+	struct hp_graph *g = load(path), *h = load(path);
+	struct hp_features a, b, c;
+	struct hp_error err = {0};
+
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &a, &err), 0);
+	ASSERT_EQ_INT(hp_analyze(g, 64, NULL, 0, &b, &err), 0);
+	ASSERT_EQ_INT(hp_analyze(h, 64, NULL, 0, &c, &err), 0);
+	ASSERT_EQ_INT(b.macs_per_sample, c.macs_per_sample);
+	ASSERT_NEAR(b.flops_fwd, c.flops_fwd, 1e-12);
+	ASSERT_EQ_INT(b.activations_bytes, c.activations_bytes);
+	for (int k = 0; k < HP_KIND__COUNT; k++)
+		ASSERT_EQ_INT(b.kind_count[k], c.kind_count[k]);
+	hp_features_release(&a);
+	hp_features_release(&b);
+	hp_features_release(&c);
+	hp_graph_free(g);
+	hp_graph_free(h);
+}
+
+HP_TEST(shape_resize_opset10_and_cast_scales)
+{
+	int64_t in[4] = {-1, 2, 5, 5}, sc[4] = {1, 1, 2, 3};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct ob *b = ob_new(10);
+
+	/* Resize-10 takes (X, scales); scales made by Cast from int64. */
+	ob_input(b, "x", 4, in);
+	ob_init_i64(b, "si", 4, sc);
+	ob_attr_i(b, ob_node(b, "Cast", "si", "s"), "to", 1);
+	ob_node(b, "Resize", "x,s", "y");
+	ob_output(b, "y");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	if (hp_analyze(g, 2, NULL, 0, &f, &err))
+		HP_FAIL("%s", err.msg);
+	ASSERT_DIMS(T(g, "y"), 2, 2, 10, 15);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+HP_TEST(model_json_survives_bad_utf8_names)
+{
+	int64_t in[2] = {-1, 4};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct json_t *j;
+	char *s;
+	struct ob *b = ob_new(13);
+
+	ob_input(b, "x", 2, in);
+	ob_node(b, "Relu", "x", "y\xff\xfe");
+	ob_node(b, "Relu", "y\xff\xfe", "z");
+	ob_output(b, "z");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	free(g->nodes[0].name);
+	g->nodes[0].name = strdup("bad\xff name");
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &f, &err), 0);
+	j = hp_features_json(g, &f);
+	s = json_dumps(j, JSON_COMPACT);
+	ASSERT(s && strstr(s, "\"bad? name\""));
+	free(s);
+	json_decref(j);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+HP_TEST(util_read_file_refuses_fifo)
+{
+	char path[] = "/tmp/hp_fifo_XXXXXX";
+	struct hp_error err = {0};
+	char *data;
+	size_t len;
+
+	ASSERT(mkdtemp(path));
+	strcat(path, "/f");
+	ASSERT_EQ_INT(mkfifo(path, 0600), 0);
+	ASSERT_EQ_INT(hp_read_file(path, 1024, &data, &len, &err), HP_EINVAL);
+	unlink(path);
 }
