@@ -25,7 +25,10 @@ enum {
 	HP__TH_CHALF = 15,  /* channels at which a conv runs at half its
 			       peak efficiency */
 	HP__TH_SRC_TS = 16, /* 2: their per-sample time (data loading), s */
-	HP__NTH = 18
+	HP__TH_CACHE = 18,  /* working set (bytes) at which half of a
+			       layer's traffic goes to memory, not cache */
+	HP__TH_CACHEX = 19, /* how much faster traffic served from cache is */
+	HP__NTH = 20
 };
 
 /* Where a sample comes from. */

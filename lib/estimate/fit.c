@@ -246,6 +246,7 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 	for (int j = 0; j <= HP__TH_T0; j++)
 		fr[j] = true;
 	fr[HP__TH_EMW] = fr[HP__TH_CHALF] = true;
+	fr[HP__TH_CACHE] = fr[HP__TH_CACHEX] = true;
 	for (int i = 0; i < n; i++)
 		if (all[i].dev == d)
 			sub[k++] = all[i];

@@ -83,6 +83,7 @@ double hp__phys_time(const double *th, const struct hp__dev_spec *d,
 	double em_bw = exp(th[HP__TH_EM]) * d->bw;
 	double emw_bw = exp(th[HP__TH_EMW]) * d->bw;
 	double chalf = exp(th[HP__TH_CHALF]);
+	double cache = exp(th[HP__TH_CACHE]), cachex = exp(th[HP__TH_CACHEX]);
 	double rate[HP_EST_NCLASS], lat[HP_EST_NCLASS];
 	double t = exp(th[HP__TH_T0]), c = 0;
 
@@ -96,7 +97,12 @@ double hp__phys_time(const double *th, const struct hp__dev_spec *d,
 		/* efficiency e(F) = emax F / (F + peak tau): the time is F at
 		 * emax of the peak plus a latency tau / emax. */
 		double tc = w->flops[i] / rate[k] + lat[k];
-		double tm = w->bytes[i] / em_bw + w->wbytes[i] / emw_bw;
+		/* Traffic of a small working set is served by the caches:
+		 * the share that goes to memory grows with its size. */
+		double fa = w->bytes[i] / (w->bytes[i] + cache);
+		double fw = w->wbytes[i] / (w->wbytes[i] + cache);
+		double tm = w->bytes[i] / em_bw * (fa + (1 - fa) / cachex) +
+			    w->wbytes[i] / emw_bw * (fw + (1 - fw) / cachex);
 		/* Narrow convolutions fill fewer vector lanes / SMs. */
 		if (k == HP_EST_CONV && w->width[i] > 0)
 			tc *= 1 + chalf / w->width[i];
@@ -139,6 +145,10 @@ void hp__phys_prior(bool cpu, double *th)
 	th[HP__TH_SRC_T0 + 1] = log(1e-3);
 	th[HP__TH_SRC_TS] = log(1e-5);
 	th[HP__TH_SRC_TS + 1] = log(1e-5);
+	/* CPUs: caches of a few MiB to tens of MiB.  GPUs: no cache term
+	 * (a working set of 1 byte: all traffic goes to memory). */
+	th[HP__TH_CACHE] = cpu ? log(8e6) : 0;
+	th[HP__TH_CACHEX] = cpu ? log(4) : 0;
 }
 
 struct nl_ctx {
