@@ -397,19 +397,19 @@ int cmd_profile(int argc, char **argv)
 		goto out;
 	}
 	{
-		int todo = 0, k = 0;
+		int pending = 0, k = 0;
 		for (int i = 0; i < sw.n; i++)
-			todo += !is_done(&done, sw.configs[i].id);
-		if (limit && todo > limit)
-			todo = (int)limit;
+			pending += !is_done(&done, sw.configs[i].id);
+		if (limit && pending > limit)
+			pending = (int)limit;
 		t0 = hp_now_s();
-		for (int i = 0; i < sw.n && k < todo; i++) {
+		for (int i = 0; i < sw.n && k < pending; i++) {
 			const struct hp_sweep_config *cfg = &sw.configs[i];
 			if (is_done(&done, cfg->id)) {
 				skipped++;
 				continue;
 			}
-			progress(k, todo, cfg->id, hp_now_s() - t0, tty);
+			progress(k, pending, cfg->id, hp_now_s() - t0, tty);
 			hp_error_clear(&err);
 			int prc = hp_profile_config(cfg, &po, row, &err);
 			k++;
@@ -420,7 +420,7 @@ int cmd_profile(int argc, char **argv)
 					"hetpool: interrupted: %d of %d "
 					"configurations are in '%s'; continue "
 					"with --resume\n",
-					measured, todo, out);
+					measured, pending, out);
 				rc = 130;
 				goto out;
 			}
@@ -456,7 +456,7 @@ int cmd_profile(int argc, char **argv)
 			}
 			measured++;
 		}
-		progress(todo, todo, "done", hp_now_s() - t0, tty);
+		progress(pending, pending, "done", hp_now_s() - t0, tty);
 		if (tty)
 			fputc('\n', stderr);
 	}
