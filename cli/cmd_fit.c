@@ -63,11 +63,11 @@ int cmd_fit(int argc, char **argv)
 	struct hp_error err = {0};
 	struct hp_estimator *est = NULL;
 	struct hp_catalog *cat = NULL;
-	const char *out = NULL, *catalog = NULL, *pub = NULL, *models = NULL;
-	char pubbuf[4096], modbuf[4096];
+	const char *out = NULL, *catalog = NULL;
+	struct est_cli_sources src = {0};
 	char *shipped[64];
 	int nshipped = 0, c, status = EXIT_OK;
-	bool json = false, no_public = false;
+	bool json = false;
 
 	opterr = 0;
 	optind = 1;
@@ -86,13 +86,13 @@ int cmd_fit(int argc, char **argv)
 						 optarg);
 			break;
 		case 'p':
-			pub = optarg;
+			src.pub = optarg;
 			break;
 		case 'P':
-			no_public = true;
+			src.no_public = true;
 			break;
 		case 'm':
-			models = optarg;
+			src.models = optarg;
 			break;
 		case 'c':
 			catalog = optarg;
@@ -114,19 +114,8 @@ int cmd_fit(int argc, char **argv)
 	if (!out)
 		return cli_error(EXIT_USAGE, "fit: give --out FILE; see "
 					     "'hetpool fit --help'");
-	if (pub && no_public)
-		return cli_error(EXIT_USAGE,
-				 "fit: give --public DIR or --no-public, not "
-				 "both");
-	if (!no_public && !pub) {
-		if (cli_data_path("measurements", pubbuf, sizeof(pubbuf)))
-			return cli_error(EXIT_USAGE,
-					 "fit: no data/measurements found; "
-					 "give --public DIR or --no-public");
-		pub = pubbuf;
-	}
-	if (!models && !cli_data_path("models", modbuf, sizeof(modbuf)))
-		models = modbuf;
+	if ((status = est_cli_resolve(&src, "fit", &o)))
+		return status;
 	if (optind < argc) {
 		o.datasets = (const char *const *)&argv[optind];
 		o.ndatasets = argc - optind;
@@ -135,8 +124,6 @@ int cmd_fit(int argc, char **argv)
 		o.datasets = (const char *const *)shipped;
 		o.ndatasets = nshipped;
 	}
-	o.public_dir = no_public ? NULL : pub;
-	o.models_dir = models;
 	if (!(cat = est_cli_catalog(catalog, "fit", &status)))
 		goto out;
 	est = hp_estimator_fit(&o, cat, &err);

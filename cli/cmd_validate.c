@@ -67,12 +67,12 @@ int cmd_validate(int argc, char **argv)
 	struct hp_error err = {0};
 	struct hp_validation v = {0};
 	struct hp_catalog *cat = NULL;
-	const char *catalog = NULL, *pub = NULL, *models = NULL;
-	char pubbuf[4096], modbuf[4096];
+	const char *catalog = NULL;
+	struct est_cli_sources src = {0};
 	char *profiles[64];
 	int nprof = 0, nshipped = 0, c, status = EXIT_OK;
 	int64_t folds = 5;
-	bool json = false, no_public = false;
+	bool json = false;
 
 	opterr = 0;
 	optind = 1;
@@ -87,10 +87,10 @@ int cmd_validate(int argc, char **argv)
 			profiles[nprof++] = optarg;
 			break;
 		case 'p':
-			pub = optarg;
+			src.pub = optarg;
 			break;
 		case 'P':
-			no_public = true;
+			src.no_public = true;
 			break;
 		case 'k':
 			if (hp_parse_i64(optarg, 2, 100, &folds))
@@ -100,7 +100,7 @@ int cmd_validate(int argc, char **argv)
 						 optarg);
 			break;
 		case 'm':
-			models = optarg;
+			src.models = optarg;
 			break;
 		case 'c':
 			catalog = optarg;
@@ -124,22 +124,14 @@ int cmd_validate(int argc, char **argv)
 				 "validate: unexpected '%s'; give profiles "
 				 "with --profiles FILE",
 				 argv[optind]);
-	if (pub && no_public)
-		return cli_error(EXIT_USAGE, "validate: give --public DIR or "
-					     "--no-public, not both");
-	if (!no_public && !pub &&
-	    !cli_data_path("measurements", pubbuf, sizeof(pubbuf)))
-		pub = pubbuf;
-	if (!models && !cli_data_path("models", modbuf, sizeof(modbuf)))
-		models = modbuf;
+	if ((status = est_cli_resolve(&src, "validate", &o)))
+		return status;
 	if (!nprof) {
 		nshipped = est_cli_profiles(profiles, 64);
 		nprof = nshipped;
 	}
 	o.datasets = (const char *const *)profiles;
 	o.ndatasets = nprof;
-	o.public_dir = no_public ? NULL : pub;
-	o.models_dir = models;
 	if (!(cat = est_cli_catalog(catalog, "validate", &status)))
 		goto out;
 	if (hp_estimator_validate(&o, cat, (int)folds, &v, &err)) {

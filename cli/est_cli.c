@@ -41,6 +41,30 @@ struct hp_catalog *est_cli_catalog(const char *catalog, const char *cmd,
 	return cat;
 }
 
+int est_cli_resolve(struct est_cli_sources *s, const char *cmd,
+		    struct hp_fit_options *o)
+{
+	if (s->pub && s->no_public)
+		return cli_error(EXIT_USAGE,
+				 "%s: give --public DIR or --no-public, not "
+				 "both",
+				 cmd);
+	if (!s->no_public && !s->pub) {
+		if (cli_data_path("measurements", s->pubbuf, sizeof(s->pubbuf)))
+			return cli_error(EXIT_USAGE,
+					 "%s: no data/measurements found; "
+					 "give --public DIR or --no-public",
+					 cmd);
+		s->pub = s->pubbuf;
+	}
+	if (!s->models &&
+	    !cli_data_path("models", s->modbuf, sizeof(s->modbuf)))
+		s->models = s->modbuf;
+	o->public_dir = s->no_public ? NULL : s->pub;
+	o->models_dir = s->models;
+	return 0;
+}
+
 int est_cli_profiles(char **paths, int max)
 {
 	char dir[4096], pat[4200];

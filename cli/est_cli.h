@@ -3,9 +3,24 @@
 #ifndef HP_EST_CLI_H
 #define HP_EST_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "hetpool/device.h"
+#include "hetpool/estimate.h"
+
+/* Where fit and validate read from: --public DIR, --no-public, --models DIR
+ * as given (NULL when not), resolved to the shipped data by default. */
+struct est_cli_sources {
+	const char *pub, *models;
+	bool no_public;
+	char pubbuf[4096], modbuf[4096];
+};
+/* Set o->public_dir and o->models_dir from s.  0, or the exit status after
+ * printing one error line (both --public and --no-public; no shipped
+ * measurements and no --no-public). */
+int est_cli_resolve(struct est_cli_sources *s, const char *cmd,
+		    struct hp_fit_options *o);
 
 /* Load the catalog (catalog NULL: the shipped one) and fill its CPU type
  * from this host.  NULL after printing one error line; *status is the exit
