@@ -11,6 +11,7 @@
 #include <libgen.h>
 #include <math.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,25 @@ static char *dir_of(const char *path)
 	d = strdup(dirname(copy));
 	free(copy);
 	return d;
+}
+
+/* Whether the dataset at path starts with the header this build writes
+ * (rows appended to a file with other columns would not line up). */
+static bool same_header(const char *path)
+{
+	const char *h = hp_dataset_header();
+	size_t n = strlen(h);
+	char *line = malloc(n + 2);
+	FILE *f = fopen(path, "r");
+	bool same = false;
+
+	if (line && f && fread(line, 1, n + 1, f) == n + 1)
+		same = !memcmp(line, h, n) &&
+		       (line[n] == '\n' || line[n] == '\r');
+	if (f)
+		fclose(f);
+	free(line);
+	return same;
 }
 
 int cmd_profile(int argc, char **argv)
@@ -342,6 +362,16 @@ int cmd_profile(int argc, char **argv)
 			    out);
 		}
 		if (stat(out, &st) == 0 && st.st_size > 0) {
+			if (!same_header(out)) {
+				hp_sweep_release(&sw);
+				free(done.ids);
+				return cli_error(EXIT_USAGE,
+						 "'%s' has other columns than "
+						 "this hetpool writes (an "
+						 "older version's?): choose "
+						 "another --out",
+						 out);
+			}
 			if (hp_dataset_read(out, collect_done, &done, &torn,
 					    &err)) {
 				hp_sweep_release(&sw);

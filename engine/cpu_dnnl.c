@@ -31,6 +31,7 @@ struct mem {
 	size_t bytes;
 	bool raw;     /* a plain buffer: no oneDNN memory */
 	bool scratch; /* lives in the shared scratchpad */
+	struct mem *alias; /* another view of this buffer (made earlier) */
 	void *p;
 	dnnl_memory_t m;
 };
@@ -91,6 +92,8 @@ struct cpu {
 	struct oplist out_fwd, out_bwd;
 	uint64_t fwd_count; /* forwards run (dropout masks) */
 	int64_t t;	    /* optimizer steps */
+	double *lt;	    /* opts.layer_times: seconds per layer, +1 loss */
+	int lt_steps;	    /* updates summed into lt */
 	bool fwd_done, bwd_done;
 	char impl[64];
 	char desc[160];
@@ -140,6 +143,17 @@ static struct mem *mem_md(struct cpu *b, const dnnl_memory_desc_t *md,
 	if (scratch && m->bytes > b->scratch_bytes)
 		b->scratch_bytes = m->bytes;
 	b->mems[b->nmems++] = m;
+	return m;
+}
+
+/* A view of buffer `of` in layout md (same size: a reshape). */
+static struct mem *mem_alias(struct cpu *b, struct mem *of,
+			     const dnnl_memory_desc_t *md)
+{
+	struct mem *m = mem_md(b, md, false);
+
+	if (m)
+		m->alias = of;
 	return m;
 }
 
@@ -383,8 +397,33 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 		dnnl_inner_product_desc_t ip;
 	} d;
 	struct mem *src, *w, *bias, *gw, *gb, *t, *ddst, *wsrc, *dw;
+	struct mem *xd = X->d, *xg = X->g, *g4 = NULL;
 
 	od = conv ? pl->L.filters : pl->L.units;
+	if (!conv && xa->rank == 4) {
+		/* Flatten, as PyTorch does: the input in plain NCHW is the
+		 * same buffer as [N, C*H*W], and the layer runs as a 2-D
+		 * inner product.  (oneDNN's inner product on a blocked 4-D
+		 * source is several times slower.) */
+		dnnl_memory_desc_t p4, p2;
+		int64_t d2[2] = {xa->dims[0],
+				 xa->dims[1] * xa->dims[2] * xa->dims[3]};
+		struct mem *x4;
+		md_plain(&p4, 4, xa->dims);
+		md_plain(&p2, 2, d2);
+		if ((rc = as_md(b, &ls->fwd, X->d, &p4, true, &x4, err)))
+			return rc;
+		if (!(xd = mem_alias(b, x4, &p2)))
+			return nomem(err);
+		if (pl->need_dsrc) {
+			if (md_eq(&X->g->md, &p4))
+				g4 = X->g;
+			else if (!(g4 = mem_md(b, &p4, false)))
+				return nomem(err);
+			if (!(xg = mem_alias(b, g4, &p2)))
+				return nomem(err);
+		}
+	}
 	if (conv) {
 		wr = 4;
 		wd[0] = od;
@@ -393,12 +432,11 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 		md_any(&src_any, 4, xa->dims);
 		md_any(&dst_any, 4, ya->dims);
 	} else {
-		wr = xa->rank;
+		wr = xd->md.ndims;
 		wd[0] = od;
-		wd[1] = xa->dims[1];
-		wd[2] = xa->dims[2];
-		wd[3] = xa->dims[3];
-		src_any = X->d->md;
+		for (int k = 1; k < wr; k++)
+			wd[k] = xd->md.dims[k];
+		src_any = xd->md;
 		md_any(&dst_any, 2, ya->dims);
 	}
 	md_any(&w_any, wr, wd);
@@ -421,7 +459,8 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 		rc = pd_make(b, &fpd, &d, NULL, "fc forward", err);
 		if (rc) {
 			/* the input's layout is refused: let oneDNN pick */
-			md_any(&src_any, xa->rank, xa->dims);
+			md_any(&src_any, wr, wd);
+			src_any.dims[0] = xa->dims[0];
 			CK(dnnl_inner_product_forward_desc_init(
 			       &d.ip, dnnl_forward_training, &src_any, &w_any,
 			       &bias_md, &dst_any),
@@ -435,7 +474,7 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	S = qmd(fpd, DNNL_ARG_SRC);
 	W = qmd(fpd, DNNL_ARG_WEIGHTS);
 	D = qmd(fpd, DNNL_ARG_DST);
-	if ((rc = as_md(b, &ls->fwd, X->d, S, true, &src, err)) ||
+	if ((rc = as_md(b, &ls->fwd, xd, S, true, &src, err)) ||
 	    (rc = add_param(b, W, &plain_w, &w, &gw, err)) ||
 	    (rc = add_param(b, &bias_md, &plain_b, &bias, &gb, err)) ||
 	    (rc = act_make(b, pl->y, D, err)))
@@ -460,7 +499,7 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	q = qmd(wpd, DNNL_ARG_SRC);
 	if (md_eq(q, S))
 		wsrc = src;
-	else if ((rc = as_md(b, &ls->bwd, X->d, q, true, &wsrc, err)))
+	else if ((rc = as_md(b, &ls->bwd, xd, q, true, &wsrc, err)))
 		return rc;
 	if ((rc = as_md(b, &ls->bwd, Y->g, qmd(wpd, DNNL_ARG_DIFF_DST), true,
 			&ddst, err)) ||
@@ -497,12 +536,15 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	if ((rc = as_md(b, &ls->bwd, w, q, true, &t, err)))
 		return rc;
 	w = t;
-	if ((rc = as_md(b, NULL, X->g, qmd(dpd, DNNL_ARG_DIFF_SRC), false, &t,
+	if ((rc = as_md(b, NULL, xg, qmd(dpd, DNNL_ARG_DIFF_SRC), false, &t,
 			err)) ||
 	    (rc = prim_op(b, &ls->bwd, dpd, "backward data", err, 3,
 			  DNNL_ARG_DIFF_DST, ddst, DNNL_ARG_WEIGHTS, w,
 			  DNNL_ARG_DIFF_SRC, t)) ||
-	    (rc = reorder_back(b, &ls->bwd, t, X->g, err)))
+	    (rc = reorder_back(b, &ls->bwd, t, xg, err)))
+		return rc;
+	/* A flattened input's gradient back in the input's layout. */
+	if (g4 && g4 != X->g && (rc = reorder_op(b, &ls->bwd, g4, X->g, err)))
 		return rc;
 	return 0;
 }
@@ -774,7 +816,7 @@ static int materialize(struct cpu *b, struct hp_error *err)
 	size_t total = (b->scratch_bytes + 63) / 64 * 64;
 
 	for (int i = 0; i < b->nmems; i++)
-		if (!b->mems[i]->scratch)
+		if (!b->mems[i]->scratch && !b->mems[i]->alias)
 			total += (b->mems[i]->bytes + 63) / 64 * 64;
 	if (total > b->o->max_bytes)
 		return hp_error_set(err, HP_ETOOBIG,
@@ -789,6 +831,8 @@ static int materialize(struct cpu *b, struct hp_error *err)
 		struct mem *m = b->mems[i];
 		if (m->scratch) {
 			m->p = b->scratch;
+		} else if (m->alias) {
+			m->p = m->alias->p;
 		} else if (!(m->p = alloc_zeroed(m->bytes))) {
 			return nomem(err);
 		}
@@ -923,7 +967,7 @@ static void cpu_destroy(void *be)
 		struct mem *m = b->mems[i];
 		if (m->m)
 			dnnl_memory_destroy(m->m);
-		if (!m->scratch)
+		if (!m->scratch && !m->alias)
 			free(m->p);
 		free(m);
 	}
@@ -939,6 +983,7 @@ static void cpu_destroy(void *be)
 		dnnl_stream_destroy(b->strm);
 	if (b->eng)
 		dnnl_engine_destroy(b->eng);
+	free(b->lt);
 	free(b);
 }
 
@@ -1015,6 +1060,13 @@ static int cpu_create(struct hp_engine *e, struct hp_error *err)
 	b->threads = e->o.threads > 0 ? e->o.threads : omp_get_num_procs();
 	/* oneDNN sizes its kernels for the threads it will get */
 	omp_set_num_threads(b->threads);
+	if (e->o.layer_times) {
+		b->lt = calloc((size_t)b->p->nlayers + 1, sizeof(*b->lt));
+		if (!b->lt) {
+			cpu_destroy(b);
+			return nomem(err);
+		}
+	}
 	rc = build(b, err);
 	if (rc) {
 		cpu_destroy(b);
@@ -1141,20 +1193,45 @@ static double loss_and_grad(struct cpu *b)
 	return loss * inv;
 }
 
+/*
+ * run() with the layer's time added to b->lt[slot] when layers are timed:
+ * the stream is drained first so the time is the layer's own (the CPU
+ * stream is synchronous; the wait costs nothing there).
+ */
+static int run_timed(struct cpu *b, struct oplist *l, int slot,
+		     struct hp_error *err)
+{
+	double t0;
+	int rc;
+
+	if (!b->lt)
+		return run(b, l, err);
+	t0 = hp_now_s();
+	if ((rc = run(b, l, err)))
+		return rc;
+	CK(dnnl_stream_wait(b->strm), "wait");
+	b->lt[slot] += hp_now_s() - t0;
+	return 0;
+}
+
 static int cpu_forward(void *be, double *loss, struct hp_error *err)
 {
 	struct cpu *b = be;
+	double t0;
 	int rc;
 
 	omp_set_num_threads(b->threads);
 	b->fwd_count++;
 	for (int i = 0; i < b->p->nlayers; i++)
-		if ((rc = run(b, &b->ls[i].fwd, err)))
+		if ((rc = run_timed(b, &b->ls[i].fwd, i, err)))
 			return rc;
+	t0 = b->lt ? hp_now_s() : 0;
 	if ((rc = run(b, &b->out_fwd, err)))
 		return rc;
 	CK(dnnl_stream_wait(b->strm), "wait");
 	*loss = loss_and_grad(b);
+	if (b->lt)
+		b->lt[b->p->nlayers] += hp_now_s() - t0;
 	b->fwd_done = true;
 	return 0;
 }
@@ -1167,10 +1244,10 @@ static int cpu_backward(void *be, struct hp_error *err)
 	if (!b->fwd_done)
 		return hp_error_set(err, HP_EINVAL, "backward before forward");
 	omp_set_num_threads(b->threads);
-	if ((rc = run(b, &b->out_bwd, err)))
+	if ((rc = run_timed(b, &b->out_bwd, b->p->nlayers, err)))
 		return rc;
 	for (int i = b->p->nlayers - 1; i >= 0; i--)
-		if ((rc = run(b, &b->ls[i].bwd, err)))
+		if ((rc = run_timed(b, &b->ls[i].bwd, i, err)))
 			return rc;
 	CK(dnnl_stream_wait(b->strm), "wait");
 	b->bwd_done = true;
@@ -1191,6 +1268,7 @@ static int cpu_update(void *be, struct hp_error *err)
 		struct param *P = &b->params[k];
 		float *w = P->w->p, *g = P->g->p, *m = P->m1->p;
 		int64_t n = (int64_t)(P->w->bytes / sizeof(float));
+		double t0 = b->lt ? hp_now_s() : 0;
 		if (o->opt == HP_OPT_SGD) {
 			float mu = (float)o->momentum;
 #pragma omp parallel for simd schedule(static) if (n > 65536)
@@ -1216,8 +1294,33 @@ static int cpu_update(void *be, struct hp_error *err)
 				    step * m[i] / (sqrtf(v[i]) * rbc2 + eps);
 			}
 		}
+		if (b->lt)
+			b->lt[b->e->params[k].layer] += hp_now_s() - t0;
 	}
+	if (b->lt)
+		b->lt_steps++;
 	return 0;
+}
+
+static int cpu_layer_times(const void *be, double *out, int n, int *steps)
+{
+	const struct cpu *b = be;
+
+	if (!b->lt)
+		return HP_EINVAL;
+	for (int i = 0; i < n && i <= b->p->nlayers; i++)
+		out[i] = b->lt[i];
+	*steps = b->lt_steps;
+	return 0;
+}
+
+static void cpu_layer_times_reset(void *be)
+{
+	struct cpu *b = be;
+
+	if (b->lt)
+		memset(b->lt, 0, ((size_t)b->p->nlayers + 1) * sizeof(*b->lt));
+	b->lt_steps = 0;
 }
 
 static int cpu_output_get(void *be, float *out, struct hp_error *err)
@@ -1279,4 +1382,6 @@ const struct hp__engine_ops hp__engine_cpu_ops = {
     .mask_get = cpu_mask_get,
     .peak_bytes = cpu_peak_bytes,
     .desc = cpu_desc,
+    .layer_times = cpu_layer_times,
+    .layer_times_reset = cpu_layer_times_reset,
 };

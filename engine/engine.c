@@ -749,6 +749,27 @@ int hp_engine_device_info(const struct hp_engine *e,
 	return e->ops->device_info(e->be, out);
 }
 
+int hp_engine_layer_times(const struct hp_engine *e, double *out, int n,
+			  int *steps, struct hp_error *err)
+{
+	if (!e || !out || !steps || n < 0)
+		return hp_error_set(err, HP_EINVAL, "invalid argument");
+	if (!e->ops->layer_times)
+		return hp_error_set(err, HP_EUNSUPP,
+				    "the %s backend does not time layers",
+				    e->ops->name);
+	if (!e->o.layer_times)
+		return hp_error_set(err, HP_EINVAL,
+				    "layer times need opts.layer_times");
+	return e->ops->layer_times(e->be, out, n, steps);
+}
+
+void hp_engine_layer_times_reset(struct hp_engine *e)
+{
+	if (e && e->ops->layer_times_reset)
+		e->ops->layer_times_reset(e->be);
+}
+
 int hp_engine_energy_mj(struct hp_engine *e, uint64_t *mj)
 {
 	if (!e || !mj)

@@ -75,6 +75,9 @@ struct hp__engine_ops {
 	/* optional (NULL: unsupported, as on the CPU) */
 	int (*energy_mj)(void *be, uint64_t *mj);
 	int (*device_info)(const void *be, struct hp_engine_device_info *out);
+	/* seconds per plan layer (+1: the loss) and steps summed; reset */
+	int (*layer_times)(const void *be, double *out, int n, int *steps);
+	void (*layer_times_reset)(void *be);
 };
 
 struct hp_engine {

@@ -126,6 +126,35 @@ static int fill_features(const struct hp_sweep_config *c,
 	return 0;
 }
 
+/* The timed steps' mean time per layer class, where the backend times
+ * layers (the CPU); NaN elsewhere. */
+static void split_time(const struct hp_engine *e, const struct hp_spec *s,
+		       struct hp_profile_row *r)
+{
+	double *lt = calloc((size_t)s->nlayers + 1, sizeof(*lt));
+	int steps = 0;
+
+	r->time_conv_s = r->time_fc_s = r->time_other_s = r->time_loss_s = NAN;
+	if (!lt || hp_engine_layer_times(e, lt, s->nlayers + 1, &steps,
+					 NULL) != 0 ||
+	    steps <= 0) {
+		free(lt);
+		return;
+	}
+	r->time_conv_s = r->time_fc_s = r->time_other_s = 0;
+	for (int i = 0; i < s->nlayers; i++) {
+		double t = lt[i] / steps;
+		if (s->layers[i].type == HP_LAYER_CONV)
+			r->time_conv_s += t;
+		else if (s->layers[i].type == HP_LAYER_FC)
+			r->time_fc_s += t;
+		else
+			r->time_other_s += t;
+	}
+	r->time_loss_s = lt[s->nlayers] / steps;
+	free(lt);
+}
+
 int hp_profile_config(const struct hp_sweep_config *c,
 		      const struct hp_profile_opts *o, struct hp_profile_row *r,
 		      struct hp_error *err)
@@ -160,6 +189,7 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	eo.opt = o->opt;
 	eo.seed = o->seed;
 	eo.max_bytes = o->max_bytes;
+	eo.layer_times = true;
 	e = hp_engine_new(&c->spec, &eo, err);
 	if (!e)
 		return err ? err->code : HP_ENOMEM;
@@ -188,6 +218,7 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	/* Energy over the timed steps, where the device counts it (NVML);
 	 * the steps are synchronous, so the counter brackets their work. */
 	energy = hp_engine_energy_mj(e, &mj0) == 0;
+	hp_engine_layer_times_reset(e);
 	t0 = hp_now_s();
 	while (n < o->max_steps) {
 		double s = hp_now_s();
@@ -219,6 +250,7 @@ int hp_profile_config(const struct hp_sweep_config *c,
 		r->power_w = j / elapsed;
 		snprintf(r->energy_source, sizeof(r->energy_source), "nvml");
 	}
+	split_time(e, &c->spec, r);
 	mean = sum / n;
 	r->steps = n;
 	r->step_time_s = median_of(t, n, tmp);

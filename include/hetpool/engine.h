@@ -56,6 +56,7 @@ struct hp_engine_opts {
 	uint64_t seed;	     /* weight init, dropout masks */
 	size_t max_bytes;    /* refuse nets that need more; 0: 80% of RAM */
 	bool input_grad;     /* also compute d loss / d input (tests) */
+	bool layer_times;    /* time every layer (hp_engine_layer_times) */
 };
 
 /* Fill o with the defaults above. */
@@ -141,6 +142,20 @@ int hp_engine_input_grad_get(struct hp_engine *e, float *out,
  */
 int hp_engine_dropout_mask_get(struct hp_engine *e, int layer, float *out,
 			       struct hp_error *err);
+
+/*
+ * Where a step's time went, with opts.layer_times: out[i] (i < n, n <=
+ * spec->nlayers + 1) gets the seconds layer i of the spec spent in forward,
+ * backward and its parameters' update, summed over the steps since the
+ * engine was built or hp_engine_layer_times_reset(); out[spec->nlayers]
+ * is the loss and its gradient.  *steps gets the number of steps summed.
+ * Each layer is timed with the stream drained, so the times add up to the
+ * step.  HP_EINVAL without opts.layer_times, HP_EUNSUPP where the backend
+ * cannot time layers (GPUs).
+ */
+int hp_engine_layer_times(const struct hp_engine *e, double *out, int n,
+			  int *steps, struct hp_error *err);
+void hp_engine_layer_times_reset(struct hp_engine *e);
 
 /* Bytes the engine allocated: all tensors, workspaces, the scratchpad and
  * the optimizer state (a step allocates nothing more). */

@@ -100,6 +100,11 @@ struct hp_profile_row {
 	double step_time_s;  /* median */
 	double step_time_cv; /* stdev / mean of the timed steps */
 	double step_time_min_s, step_time_p90_s;
+	/* Where the step's time went, from timing every layer (CPU; NaN: not
+	 * measured): the mean per step of the conv layers, the fully
+	 * connected layers, the others (norm, activation, pool, dropout),
+	 * each with its parameters' update, and of the loss. */
+	double time_conv_s, time_fc_s, time_other_s, time_loss_s;
 	int steps, warmup_steps;
 	int64_t peak_mem_bytes;	  /* allocated by the engine */
 	int64_t peak_rss_bytes;	  /* the process, from getrusage */

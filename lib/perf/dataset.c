@@ -4,6 +4,7 @@
  * columns drives both the writer and the reader.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ struct col {
 	enum col_type type;
 	size_t off;
 	size_t size; /* strings: buffer size */
+	bool optional; /* older datasets lack it: not measured (NaN) */
 };
 
 /* clang-format off */
@@ -27,6 +29,7 @@ struct col {
 #define I(f) {#f, C_I64, offsetof(struct hp_profile_row, f), 0}
 #define N(f) {#f, C_INT, offsetof(struct hp_profile_row, f), 0}
 #define F(f) {#f, C_F64, offsetof(struct hp_profile_row, f), 0}
+#define O(f) {#f, C_F64, offsetof(struct hp_profile_row, f), 0, true}
 
 static const struct col cols[] = {
 	S(config_id), S(family), N(conv_layers), I(filters), N(fc_layers),
@@ -34,7 +37,8 @@ static const struct col cols[] = {
 	F(flops_fwd), F(flops_bwd), I(activations_bytes), S(device),
 	S(device_name), S(backend), S(host), S(driver), N(threads),
 	S(optimizer), F(step_time_s), F(step_time_cv), F(step_time_min_s),
-	F(step_time_p90_s), N(steps), N(warmup_steps), I(peak_mem_bytes),
+	F(step_time_p90_s), O(time_conv_s), O(time_fc_s), O(time_other_s),
+	O(time_loss_s), N(steps), N(warmup_steps), I(peak_mem_bytes),
 	I(peak_rss_bytes), F(energy_per_step_j), F(power_w), S(energy_source),
 	S(timestamp), S(hetpool_version), S(spec_json),
 };
@@ -163,7 +167,7 @@ int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 	}
 	for (int i = 0; i < NCOLS; i++) {
 		map[i] = hp_csv_index(&csv, cols[i].name);
-		if (map[i] < 0) {
+		if (map[i] < 0 && !cols[i].optional) {
 			rc = hp_error_set(err, HP_EPARSE,
 					  "line 1: no column '%s' (not a "
 					  "hetpool dataset?)",
@@ -179,6 +183,10 @@ int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 	while ((rc = hp_csv_next(&csv, err)) == 1) {
 		memset(row, 0, sizeof(*row));
 		for (int i = 0; i < NCOLS; i++) {
+			if (map[i] < 0) {
+				*(double *)((char *)row + cols[i].off) = NAN;
+				continue;
+			}
 			if (map[i] >= csv.nfields) {
 				rc =
 				    hp_error_set(err, HP_EPARSE,

@@ -867,3 +867,57 @@ HP_TEST(engine_bad_input)
 }
 
 #endif /* HP_HAVE_ENGINE */
+
+/* Layer times: every layer and the loss get time, the parts add up to the
+ * measured steps, a reset clears them, and they need opts.layer_times. */
+HP_TEST(engine_layer_times)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_engine *e;
+	double lt[16], sum = 0, t0, wall;
+	int steps = -1;
+
+	parse(NET("[3,24,24]", 10,
+		  CONV(16, 3, 1, 1) "," BN "," RELU "," POOL(
+		      "max", 2, 2, 0) "," FC(64) "," RELU "," FC(10)),
+	      &s);
+	ASSERT_EQ_INT(s.nlayers, 7);
+	hp_engine_opts_init(&o);
+	o.threads = 1;
+	o.batch = 8;
+	e = hp_engine_new(&s, &o, &err);
+	ASSERT(e);
+	ASSERT_EQ_INT(hp_engine_layer_times(e, lt, 8, &steps, &err), HP_EINVAL);
+	hp_engine_free(e);
+
+	o.layer_times = true;
+	e = hp_engine_new(&s, &o, &err);
+	ASSERT(e);
+	ASSERT_EQ_INT(hp_engine_fill_synthetic(e, 1, &err), 0);
+	ASSERT_EQ_INT(hp_engine_step(e, NULL, &err), 0);
+	hp_engine_layer_times_reset(e);
+	ASSERT_EQ_INT(hp_engine_layer_times(e, lt, 8, &steps, &err), 0);
+	ASSERT_EQ_INT(steps, 0);
+	for (int i = 0; i < 8; i++)
+		ASSERT(lt[i] == 0);
+	t0 = hp_now_s();
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ_INT(hp_engine_step(e, NULL, &err), 0);
+	wall = hp_now_s() - t0;
+	ASSERT_EQ_INT(hp_engine_layer_times(e, lt, 8, &steps, &err), 0);
+	ASSERT_EQ_INT(steps, 5);
+	/* conv, bn, pool, both fc and the loss do work every step (the relu
+	 * after bn is fused into it and may take no time) */
+	ASSERT(lt[0] > 0 && lt[1] > 0 && lt[3] > 0 && lt[4] > 0 && lt[6] > 0);
+	ASSERT(lt[7] > 0);
+	for (int i = 0; i < 8; i++) {
+		ASSERT(lt[i] >= 0);
+		sum += lt[i];
+	}
+	if (!(sum <= wall && sum > 0.5 * wall))
+		HP_FAIL("layer times add up to %g s of %g s", sum, wall);
+	hp_engine_free(e);
+	hp_spec_release(&s);
+}
