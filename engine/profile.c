@@ -126,33 +126,18 @@ static int fill_features(const struct hp_sweep_config *c,
 	return 0;
 }
 
-/* The timed steps' mean time per layer class, where the backend times
- * layers (the CPU); NaN elsewhere. */
-static void split_time(const struct hp_engine *e, const struct hp_spec *s,
-		       struct hp_profile_row *r)
+/* Seconds of the layer times lt (hp_engine_layer_times) per class: conv,
+ * fully connected, other layers, the loss. */
+static void class_sums(const struct hp_spec *s, const double *lt, double *c)
 {
-	double *lt = calloc((size_t)s->nlayers + 1, sizeof(*lt));
-	int steps = 0;
-
-	r->time_conv_s = r->time_fc_s = r->time_other_s = r->time_loss_s = NAN;
-	if (!lt || hp_engine_layer_times(e, lt, s->nlayers + 1, &steps,
-					 NULL) != 0 ||
-	    steps <= 0) {
-		free(lt);
-		return;
-	}
-	r->time_conv_s = r->time_fc_s = r->time_other_s = 0;
+	c[0] = c[1] = c[2] = 0;
 	for (int i = 0; i < s->nlayers; i++) {
-		double t = lt[i] / steps;
-		if (s->layers[i].type == HP_LAYER_CONV)
-			r->time_conv_s += t;
-		else if (s->layers[i].type == HP_LAYER_FC)
-			r->time_fc_s += t;
-		else
-			r->time_other_s += t;
+		int k = s->layers[i].type == HP_LAYER_CONV ? 0
+			: s->layers[i].type == HP_LAYER_FC ? 1
+							    : 2;
+		c[k] += lt[i];
 	}
-	r->time_loss_s = lt[s->nlayers] / steps;
-	free(lt);
+	c[3] = lt[s->nlayers];
 }
 
 int hp_profile_config(const struct hp_sweep_config *c,
@@ -164,8 +149,10 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	double *t = NULL, *tmp = NULL, t0, sum = 0, sum2 = 0, mean, elapsed;
 	struct rusage ru;
 	uint64_t mj0 = 0, mj1 = 0;
-	bool energy;
-	int n = 0, rc;
+	bool energy, split;
+	/* per timed step: seconds per class (split), layer times before */
+	double *cls[4] = {NULL}, *lt = NULL, *lt0 = NULL, c0[4], c1[4];
+	int steps, n = 0, rc;
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->config_id, sizeof(r->config_id), "%s", c->id);
@@ -177,6 +164,7 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	r->fc_width = c->fc_width;
 	r->input_size = c->input_size;
 	r->energy_per_step_j = NAN;
+	r->time_conv_s = r->time_fc_s = r->time_other_s = r->time_loss_s = NAN;
 	r->power_w = NAN;
 	snprintf(r->energy_source, sizeof(r->energy_source), "not measured");
 	if ((rc = fill_features(c, r, err)))
@@ -195,7 +183,12 @@ int hp_profile_config(const struct hp_sweep_config *c,
 		return err ? err->code : HP_ENOMEM;
 	t = malloc((size_t)o->max_steps * sizeof(*t));
 	tmp = malloc((size_t)o->max_steps * sizeof(*tmp));
-	if (!t || !tmp) {
+	lt = calloc((size_t)c->spec.nlayers + 1, sizeof(*lt));
+	lt0 = calloc((size_t)c->spec.nlayers + 1, sizeof(*lt0));
+	for (int k = 0; k < 4; k++)
+		cls[k] = malloc((size_t)o->max_steps * sizeof(*cls[k]));
+	if (!t || !tmp || !lt || !lt0 || !cls[0] || !cls[1] || !cls[2] ||
+	    !cls[3]) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -219,6 +212,8 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	 * the steps are synchronous, so the counter brackets their work. */
 	energy = hp_engine_energy_mj(e, &mj0) == 0;
 	hp_engine_layer_times_reset(e);
+	split = hp_engine_layer_times(e, lt0, c->spec.nlayers + 1, &steps,
+				      NULL) == 0;
 	t0 = hp_now_s();
 	while (n < o->max_steps) {
 		double s = hp_now_s();
@@ -229,6 +224,17 @@ int hp_profile_config(const struct hp_sweep_config *c,
 		if ((rc = hp_engine_step(e, NULL, err)))
 			goto out;
 		t[n] = hp_now_s() - s;
+		if (split) {
+			/* this step's share of each class */
+			hp_engine_layer_times(e, lt, c->spec.nlayers + 1,
+					      &steps, NULL);
+			class_sums(&c->spec, lt0, c0);
+			class_sums(&c->spec, lt, c1);
+			for (int k = 0; k < 4; k++)
+				cls[k][n] = c1[k] - c0[k];
+			memcpy(lt0, lt,
+			       ((size_t)c->spec.nlayers + 1) * sizeof(*lt));
+		}
 		sum += t[n];
 		sum2 += t[n] * t[n];
 		n++;
@@ -250,7 +256,11 @@ int hp_profile_config(const struct hp_sweep_config *c,
 		r->power_w = j / elapsed;
 		snprintf(r->energy_source, sizeof(r->energy_source), "nvml");
 	}
-	split_time(e, &c->spec, r);
+	/* Medians, like the step time: robust to a step the host stalled. */
+	r->time_conv_s = split ? median_of(cls[0], n, tmp) : NAN;
+	r->time_fc_s = split ? median_of(cls[1], n, tmp) : NAN;
+	r->time_other_s = split ? median_of(cls[2], n, tmp) : NAN;
+	r->time_loss_s = split ? median_of(cls[3], n, tmp) : NAN;
 	mean = sum / n;
 	r->steps = n;
 	r->step_time_s = median_of(t, n, tmp);
@@ -268,6 +278,10 @@ int hp_profile_config(const struct hp_sweep_config *c,
 out:
 	free(t);
 	free(tmp);
+	free(lt);
+	free(lt0);
+	for (int k = 0; k < 4; k++)
+		free(cls[k]);
 	hp_engine_free(e);
 	return rc;
 }
