@@ -47,6 +47,10 @@ static const char help[] =
     "  --threads N         CPU threads (default: all cores)\n"
     "  --optimizer OPT     sgd (momentum, default) or adam\n"
     "  --max-seconds S     timed stepping per configuration (default 4)\n"
+    "  --max-pressure F    measure a configuration again when other tasks\n"
+    "                      waited for a CPU more than this share of its\n"
+    "                      timed steps (/proc/pressure/cpu; default 0.05)\n"
+    "  --retries N         ... at most N more times (default 3, 0: never)\n"
     "  --limit N           profile at most N configurations of the sweep\n"
     "  --list              print the sweep's configurations and stop\n"
     "  --json              print a JSON summary on stdout\n"
@@ -189,6 +193,8 @@ int cmd_profile(int argc, char **argv)
 	    {"optimizer", required_argument, NULL, 'O'},
 	    {"max-seconds", required_argument, NULL, 'm'},
 	    {"limit", required_argument, NULL, 'l'},
+	    {"max-pressure", required_argument, NULL, 'P'},
+	    {"retries", required_argument, NULL, 'R'},
 	    {"list", no_argument, NULL, 'L'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
@@ -267,6 +273,24 @@ int cmd_profile(int argc, char **argv)
 						 "seconds between 0 and 3600",
 						 optarg);
 			break;
+		case 'P':
+			if (hp_parse_double(optarg, &po.max_pressure) ||
+			    !(po.max_pressure >= 0 && po.max_pressure <= 1))
+				return cli_error(EXIT_USAGE,
+						 "--max-pressure '%s': give a "
+						 "share between 0 and 1",
+						 optarg);
+			break;
+		case 'R': {
+			int64_t v;
+			if (hp_parse_i64(optarg, 0, 100, &v))
+				return cli_error(EXIT_USAGE,
+						 "--retries '%s': give a whole "
+						 "number from 0 to 100",
+						 optarg);
+			po.retries = (int)v;
+			break;
+		}
 		case 'l':
 			if (hp_parse_i64(optarg, 1, 1 << 30, &limit))
 				return cli_error(EXIT_USAGE,
@@ -470,6 +494,19 @@ int cmd_profile(int argc, char **argv)
 				rc = cli_error(cli_status_for(prc), "%s: %s",
 					       cfg->id, err.msg);
 				goto out;
+			}
+			if (row->cpu_pressure > po.max_pressure) {
+				if (tty)
+					fputc('\n', stderr);
+				fprintf(stderr,
+					"hetpool: warning: %s: the host was "
+					"busy (other tasks waited for a CPU "
+					"%.0f%% of the time, %d attempts); its "
+					"times are kept with cpu_pressure "
+					"%.2f, which 'hetpool fit' leaves "
+					"out\n",
+					cfg->id, 100 * row->cpu_pressure,
+					row->attempts, row->cpu_pressure);
 			}
 			hp_buf_reset(&line);
 			if ((prc = hp_dataset_format_row(row, &line))) {

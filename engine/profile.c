@@ -25,7 +25,31 @@ void hp_profile_opts_init(struct hp_profile_opts *o)
 	o->max_steps = 500;
 	o->max_seconds = 4.0;
 	o->stable_rel = 0.01;
+	o->max_pressure = 0.05;
+	o->retries = 3;
 	o->seed = 1;
+}
+
+/*
+ * Microseconds that some runnable task of this machine has waited for a
+ * CPU, from /proc/pressure/cpu (Linux PSI, "some ... total="); -1 where
+ * the kernel does not report it.
+ */
+static long long cpu_stall_us(void)
+{
+	FILE *f = fopen("/proc/pressure/cpu", "r");
+	char line[256];
+	long long v = -1;
+
+	if (!f)
+		return -1;
+	if (fgets(line, sizeof(line), f) && !strncmp(line, "some ", 5)) {
+		const char *p = strstr(line, "total=");
+		if (p && sscanf(p + 6, "%lld", &v) != 1)
+			v = -1;
+	}
+	fclose(f);
+	return v;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -152,7 +176,8 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	bool energy, split;
 	/* per timed step: seconds per class (split), layer times before */
 	double *cls[4] = {NULL}, *lt = NULL, *lt0 = NULL, c0[4], c1[4];
-	int steps, n = 0, rc;
+	int steps, n = 0, attempt = 0, rc;
+	long long psi0, psi1;
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->config_id, sizeof(r->config_id), "%s", c->id);
@@ -166,6 +191,7 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	r->energy_per_step_j = NAN;
 	r->time_conv_s = r->time_fc_s = r->time_other_s = r->time_loss_s = NAN;
 	r->power_w = NAN;
+	r->cpu_pressure = NAN;
 	snprintf(r->energy_source, sizeof(r->energy_source), "not measured");
 	if ((rc = fill_features(c, r, err)))
 		return rc;
@@ -210,6 +236,10 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	}
 	/* Energy over the timed steps, where the device counts it (NVML);
 	 * the steps are synchronous, so the counter brackets their work. */
+again:
+	n = 0;
+	sum = sum2 = 0;
+	psi0 = cpu_stall_us();
 	energy = hp_engine_energy_mj(e, &mj0) == 0;
 	hp_engine_layer_times_reset(e);
 	split = hp_engine_layer_times(e, lt0, c->spec.nlayers + 1, &steps,
@@ -249,6 +279,19 @@ int hp_profile_config(const struct hp_sweep_config *c,
 		}
 	}
 	elapsed = hp_now_s() - t0;
+	/* Other tasks waiting for a CPU while we measured: our threads
+	 * were descheduled too, and the times are not the device's. */
+	psi1 = cpu_stall_us();
+	r->cpu_pressure = psi0 >= 0 && psi1 >= psi0 && elapsed > 0
+			      ? (double)(psi1 - psi0) / (elapsed * 1e6)
+			      : NAN;
+	if (r->cpu_pressure > o->max_pressure && attempt < o->retries) {
+		struct timespec pause = {0, 200000000L * (attempt + 1)};
+		attempt++;
+		nanosleep(&pause, NULL);
+		goto again;
+	}
+	r->attempts = attempt + 1;
 	if (energy && hp_engine_energy_mj(e, &mj1) == 0 && mj1 > mj0 &&
 	    elapsed > 0) {
 		double j = (double)(mj1 - mj0) / 1000.0;

@@ -70,6 +70,12 @@ struct hp_workload {
 	double *wbytes;	    /* weight, gradient and optimizer-state bytes
 			       read and written (batch-independent) */
 	double *width;	    /* output channels (conv) or units (fc) */
+	double *in_bytes;   /* activation input bytes, whole batch */
+	double *out_bytes;  /* output bytes, whole batch */
+	double *cin;	    /* channels of a 4-D input another layer wrote
+			       (through reshapes); 0: none (the model's
+			       input, or 2-D) */
+	double *cout;	    /* channels of a 4-D output; 0: not 4-D */
 	double flops_total;
 	int64_t params;
 	int64_t state_bytes; /* weights, gradients, buffers, momentum */
@@ -122,7 +128,7 @@ void hp_estimator_free(struct hp_estimator *est);
 
 /* Largest estimator file read (bytes). */
 #define HP_ESTIMATOR_MAX_BYTES (4u << 20)
-#define HP_ESTIMATOR_VERSION 1
+#define HP_ESTIMATOR_VERSION 2
 
 /* Save as JSON (versioned; see docs/estimator.md). */
 int hp_estimator_save(const struct hp_estimator *est, const char *path,

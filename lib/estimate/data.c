@@ -78,7 +78,7 @@ struct prof_ctx {
 	const struct hp_catalog *cat;
 	const char *path;
 	struct hp_error *err;
-	int rows, skipped;
+	int rows, skipped, busy;
 };
 
 static int prof_row(const struct hp_profile_row *r, void *ud)
@@ -92,6 +92,12 @@ static int prof_row(const struct hp_profile_row *r, void *ud)
 
 	if (!(r->step_time_s > 0) || r->batch < 1) {
 		c->skipped++;
+		return 0;
+	}
+	/* Measured while other tasks fought for the CPUs: not the device's
+	 * time (the profiler warned and recorded it). */
+	if (r->cpu_pressure > HP__MAX_CPU_PRESSURE) {
+		c->busy++;
 		return 0;
 	}
 	if (!strncmp(r->device, "cuda", 4))
@@ -138,6 +144,7 @@ static int prof_row(const struct hp_profile_row *r, void *ud)
 	s->power_w = r->power_w;
 	s->peak_mem_bytes = r->peak_mem_bytes;
 	s->structural = r->conv_layers > 0;
+	s->chan_block = hp__chan_block(r->backend);
 	c->rows++;
 	return 0;
 }
@@ -326,7 +333,7 @@ int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 
 	memset(set, 0, sizeof(*set));
 	for (int i = 0; i < o->ndatasets; i++) {
-		struct prof_ctx c = {set, cat, o->datasets[i], err, 0, 0};
+		struct prof_ctx c = {set, cat, o->datasets[i], err, 0, 0, 0};
 		int64_t torn = 0;
 		rc = hp_dataset_read(o->datasets[i], prof_row, &c, &torn, err);
 		if (rc) {
@@ -338,6 +345,11 @@ int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 		     c.skipped ? " (some rows without a step time or a known "
 				 "device left out)"
 			       : "");
+		if (c.busy)
+			note(set,
+			     "profiles: %d rows of %s measured on a busy host "
+			     "(cpu_pressure over %.2f) left out",
+			     c.busy, o->datasets[i], HP__MAX_CPU_PRESSURE);
 	}
 	if (o->public_dir) {
 		rc = load_public(set, o, cat, err);

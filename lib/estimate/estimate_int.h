@@ -41,6 +41,11 @@ enum hp__src {
 };
 const char *hp__src_name(int src);
 
+/* Profile rows measured while other tasks waited for a CPU more than
+ * this share of the time are left out of fits (the profiler's default
+ * --max-pressure). */
+#define HP__MAX_CPU_PRESSURE 0.05
+
 /* CPU memory bandwidth assumed when the host's is not known (bytes/s);
  * the fitted memory efficiency absorbs the difference. */
 #define HP__CPU_NOMINAL_BW 20e9
@@ -59,7 +64,13 @@ struct hp__dev_spec {
 	double tf32;	/* FLOP/s; 0: none */
 	double bw;	/* bytes/s */
 	double link_bw; /* bytes/s between devices for the all-reduce */
+	int chan_block; /* channels are padded to a multiple of this in the
+			   backend's tensor layouts (oneDNN on AVX-512: 16);
+			   1: no padding */
 };
+/* The channel block of a profile row's backend ("... jit:avx512_core"):
+ * 16 for AVX-512, 8 for AVX/AVX2, 4 for SSE, 1 otherwise (GPUs). */
+int hp__chan_block(const char *backend);
 /* Fill d from t; false when the peak is not known. */
 bool hp__dev_spec(const struct hp_device_type *t, struct hp__dev_spec *d);
 /* The compute peak the model uses on d: FP32 x (TF32/FP32)^kappa. */
@@ -108,6 +119,7 @@ struct hp__dev_fit {
 	bool cpu;
 	int n;		/* measured rows */
 	bool own_theta; /* a CPU: its own physical parameters */
+	int chan_block; /* of its backend's layouts (hp__dev_spec) */
 	double th[HP__NTH];
 	double fit_fp32;   /* the peak FP32 it was fitted against, FLOP/s */
 	double log_scale;  /* GPU: correction of the shared model */
@@ -160,6 +172,7 @@ struct hp__sample {
 	double power_w;		/* measured average power per device; NaN */
 	int64_t peak_mem_bytes; /* measured (profiles); 0: not */
 	bool structural;	/* a generated CNN (linear family applies) */
+	int chan_block;		/* hp__chan_block() of its backend */
 };
 
 struct hp__set {

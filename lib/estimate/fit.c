@@ -501,6 +501,9 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 			est->dev[d].cpu = p.d.cpu;
 			est->ndev++;
 		}
+		p.d.chan_block = s->chan_block > 1 ? s->chan_block : 1;
+		if (est->dev[d].chan_block < p.d.chan_block)
+			est->dev[d].chan_block = p.d.chan_block;
 		est->dev[d].n++;
 		p.w = &set->wl[s->wl];
 		p.src = s->src;

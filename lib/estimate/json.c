@@ -96,6 +96,8 @@ static json_t *est_json(const struct hp_estimator *est)
 			json_object_set_new(dj, "params", params_json(d->th));
 			json_object_set_new(dj, "fit_fp32_flops",
 					    json_real(d->fit_fp32));
+			json_object_set_new(dj, "chan_block",
+					    json_integer(d->chan_block));
 		}
 		if (d->has_linear) {
 			json_t *c = json_object(), *r = json_object();
@@ -264,6 +266,15 @@ static int load_device(json_t *dj, int i, struct hp__dev_fit *d,
 				  &d->fit_fp32, err)))
 			return rc;
 		d->own_theta = true;
+		d->chan_block = 1;
+		if (json_object_get(dj, "chan_block")) {
+			if ((rc = get_int(dj, "chan_block", ctx, &d->chan_block,
+					  err)))
+				return rc;
+			if (d->chan_block < 1 || d->chan_block > 64)
+				return bad(err, ctx,
+					   "chan_block must be 1 to 64");
+		}
 	}
 	lin = json_object_get(dj, "linear");
 	if (lin && !json_is_null(lin)) {

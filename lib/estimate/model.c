@@ -62,7 +62,29 @@ bool hp__dev_spec(const struct hp_device_type *t, struct hp__dev_spec *d)
 		: d->cpu	  ? HP__CPU_NOMINAL_BW
 				  : NAN;
 	d->link_bw = d->cpu ? 10e9 : link_bw(t);
+	d->chan_block = 1;
 	return d->fp32 > 0 && d->bw > 0;
+}
+
+int hp__chan_block(const char *backend)
+{
+	if (!backend)
+		return 1;
+	if (strstr(backend, "avx512"))
+		return 16;
+	if (strstr(backend, "avx"))
+		return 8;
+	if (strstr(backend, "sse"))
+		return 4;
+	return 1;
+}
+
+/* How much a tensor of c channels grows when padded to blocks of b. */
+static double pad_factor(double c, int b)
+{
+	if (b <= 1 || !(c > 0))
+		return 1;
+	return ceil(c / b) * b / c;
 }
 
 double hp__peak(const double *th, const struct hp__dev_spec *d)
@@ -94,21 +116,35 @@ double hp__phys_time(const double *th, const struct hp__dev_spec *d,
 	}
 	for (int i = 0; i < w->nlayers; i++) {
 		int k = w->cls[i];
+		/* Blocked layouts pad channels (8 channels take a 16-wide
+		 * block on AVX-512): padded lanes are computed and moved. */
+		double pin = pad_factor(w->cin ? w->cin[i] : 0, d->chan_block);
+		double pout =
+		    pad_factor(w->cout ? w->cout[i] : 0, d->chan_block);
+		double flops = w->flops[i] * (k == HP_EST_CONV ? pin * pout : 1);
+		double act = d->chan_block > 1 && w->in_bytes
+				 ? 3 * w->in_bytes[i] * pin +
+				       2 * w->out_bytes[i] * pout
+				 : w->bytes[i];
 		/* efficiency e(F) = emax F / (F + peak tau): the time is F at
 		 * emax of the peak plus a latency tau / emax. */
-		double tc = w->flops[i] / rate[k] + lat[k];
+		double tc = flops / rate[k] + lat[k];
 		/* Traffic of a small working set is served by the caches:
 		 * the share that goes to memory grows with its size. */
-		double fa = w->bytes[i] / (w->bytes[i] + cache);
+		double fa = act / (act + cache);
 		double fw = w->wbytes[i] / (w->wbytes[i] + cache);
-		double tm = w->bytes[i] / em_bw * (fa + (1 - fa) / cachex) +
-			    w->wbytes[i] / emw_bw * (fw + (1 - fw) / cachex);
+		double tw = w->wbytes[i] / emw_bw * (fw + (1 - fw) / cachex);
+		/* Weights move 8 times a step: 3 in the forward and backward
+		 * passes (overlapping their compute), 5 in the optimizer's
+		 * update, a pass of its own after backward. */
+		double tm = act / em_bw * (fa + (1 - fa) / cachex) +
+			    tw * (3.0 / 8);
 		/* Narrow convolutions fill fewer vector lanes / SMs. */
 		if (k == HP_EST_CONV && w->width[i] > 0)
 			tc *= 1 + chalf / w->width[i];
 		double a = tc > tm ? tc : tm, b = tc > tm ? tm : tc;
 		double r = b / a;
-		t += a * pow(1 + pow(r, SMOOTH_P), 1 / SMOOTH_P);
+		t += a * pow(1 + pow(r, SMOOTH_P), 1 / SMOOTH_P) + tw * (5.0 / 8);
 	}
 	if (src == HP__SRC_GAVEL)
 		t = t * exp(th[HP__TH_SRC]) + exp(th[HP__TH_SRC_T0]) +

@@ -40,6 +40,8 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 	hp__dev_spec(t, &d);
 	if (d.cpu && !(d.fp32 > 0) && df && df->own_theta)
 		d.fp32 = df->fit_fp32;
+	if (d.cpu && df && df->own_theta && df->chan_block > 1)
+		d.chan_block = df->chan_block;
 	if (!(d.fp32 > 0) || !(d.bw > 0))
 		return hp_error_set(err, HP_EUNSUPP,
 				    "device type '%s': no peak FP32 or "

@@ -20,6 +20,10 @@ void hp_workload_release(struct hp_workload *w)
 	free(w->bytes);
 	free(w->wbytes);
 	free(w->width);
+	free(w->in_bytes);
+	free(w->out_bytes);
+	free(w->cin);
+	free(w->cout);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -37,6 +41,42 @@ static double tensor_bytes(const struct hp_graph *g, int t)
 	return (double)n * (sz > 0 ? sz : 4);
 }
 
+/* Channels of tensor t when it is 4-D, else 0. */
+static double chan4(const struct hp_graph *g, int t)
+{
+	if (t < 0 || t >= g->ntensors || g->tensors[t].rank != 4 ||
+	    g->tensors[t].dims[1] <= 0)
+		return 0;
+	return (double)g->tensors[t].dims[1];
+}
+
+/*
+ * Channels of the 4-D tensor a layer's input t was computed from: t
+ * itself, or what a chain of reshapes (Flatten) started from; 0 for the
+ * model's input (fed plain, never padded) and for 2-D data.
+ */
+static double chan_from(const struct hp_graph *g, int t)
+{
+	for (int hops = 0; hops < 8; hops++) {
+		const struct hp_node *nd;
+		int p;
+		if (t < 0 || t >= g->ntensors || g->tensors[t].graph_input)
+			return 0;
+		if (g->tensors[t].rank == 4)
+			return chan4(g, t);
+		p = g->tensors[t].producer;
+		if (p < 0 || p >= g->nnodes)
+			return 0;
+		nd = &g->nodes[p];
+		if (!nd->op || nd->ninputs < 1 ||
+		    (strcmp(nd->op, "Flatten") && strcmp(nd->op, "Reshape") &&
+		     strcmp(nd->op, "Squeeze") && strcmp(nd->op, "Identity")))
+			return 0;
+		t = nd->inputs[0];
+	}
+	return 0;
+}
+
 int hp_workload_from_features(const struct hp_graph *g,
 			      const struct hp_features *f,
 			      struct hp_workload *w, struct hp_error *err)
@@ -49,7 +89,12 @@ int hp_workload_from_features(const struct hp_graph *g,
 	w->bytes = calloc((size_t)f->nlayers + 1, sizeof(*w->bytes));
 	w->wbytes = calloc((size_t)f->nlayers + 1, sizeof(*w->wbytes));
 	w->width = calloc((size_t)f->nlayers + 1, sizeof(*w->width));
-	if (!w->cls || !w->flops || !w->bytes || !w->wbytes || !w->width) {
+	w->in_bytes = calloc((size_t)f->nlayers + 1, sizeof(*w->in_bytes));
+	w->out_bytes = calloc((size_t)f->nlayers + 1, sizeof(*w->out_bytes));
+	w->cin = calloc((size_t)f->nlayers + 1, sizeof(*w->cin));
+	w->cout = calloc((size_t)f->nlayers + 1, sizeof(*w->cout));
+	if (!w->cls || !w->flops || !w->bytes || !w->wbytes || !w->width ||
+	    !w->in_bytes || !w->out_bytes || !w->cin || !w->cout) {
 		hp_workload_release(w);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
@@ -57,6 +102,7 @@ int hp_workload_from_features(const struct hp_graph *g,
 		const struct hp_layer_stats *L = &f->layers[i];
 		const struct hp_node *nd;
 		double in = 0, out = 0, wb = 4.0 * (double)L->params;
+		double cin = 0, cout = 0;
 		int cls;
 
 		switch (L->kind) {
@@ -79,11 +125,16 @@ int hp_workload_from_features(const struct hp_graph *g,
 			for (int k = 0; k < nd->ninputs; k++) {
 				int t = nd->inputs[k];
 				if (t >= 0 && t < g->ntensors &&
-				    !g->tensors[t].initializer)
+				    !g->tensors[t].initializer) {
 					in += tensor_bytes(g, t);
+					if (k == 0)
+						cin = chan_from(g, t);
+				}
 			}
 			for (int k = 0; k < nd->noutputs; k++)
 				out += tensor_bytes(g, nd->outputs[k]);
+			if (nd->noutputs > 0)
+				cout = chan4(g, nd->outputs[0]);
 		}
 		w->cls[n] = (unsigned char)cls;
 		w->flops[n] =
@@ -101,6 +152,10 @@ int hp_workload_from_features(const struct hp_graph *g,
 			      ->out_dims[L->kind == HP_KIND_FC ? L->out_rank - 1
 							       : 1]
 			: 0;
+		w->in_bytes[n] = in;
+		w->out_bytes[n] = out;
+		w->cin[n] = cin;
+		w->cout[n] = cout;
 		w->flops_total += w->flops[n];
 		n++;
 	}

@@ -30,6 +30,7 @@ struct col {
 #define N(f) {#f, C_INT, offsetof(struct hp_profile_row, f), 0}
 #define F(f) {#f, C_F64, offsetof(struct hp_profile_row, f), 0}
 #define O(f) {#f, C_F64, offsetof(struct hp_profile_row, f), 0, true}
+#define OI(f) {#f, C_INT, offsetof(struct hp_profile_row, f), 0, true}
 
 static const struct col cols[] = {
 	S(config_id), S(family), N(conv_layers), I(filters), N(fc_layers),
@@ -38,7 +39,7 @@ static const struct col cols[] = {
 	S(device_name), S(backend), S(host), S(driver), N(threads),
 	S(optimizer), F(step_time_s), F(step_time_cv), F(step_time_min_s),
 	F(step_time_p90_s), O(time_conv_s), O(time_fc_s), O(time_other_s),
-	O(time_loss_s), N(steps), N(warmup_steps), I(peak_mem_bytes),
+	O(time_loss_s), O(cpu_pressure), OI(attempts), N(steps), N(warmup_steps), I(peak_mem_bytes),
 	I(peak_rss_bytes), F(energy_per_step_j), F(power_w), S(energy_source),
 	S(timestamp), S(hetpool_version), S(spec_json),
 };
@@ -183,8 +184,10 @@ int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 	while ((rc = hp_csv_next(&csv, err)) == 1) {
 		memset(row, 0, sizeof(*row));
 		for (int i = 0; i < NCOLS; i++) {
-			if (map[i] < 0) {
-				*(double *)((char *)row + cols[i].off) = NAN;
+			if (map[i] < 0) { /* optional: not in this file */
+				if (cols[i].type == C_F64)
+					*(double *)((char *)row +
+						    cols[i].off) = NAN;
 				continue;
 			}
 			if (map[i] >= csv.nfields) {

@@ -19,7 +19,7 @@ SPEC
 
 expect_status fit_small 0 "$HP" fit "$SMALL" --no-public --out "$TMP/est.json"
 grep -q 'wrote .*est.json (physical family)' "$TMP/out" && ok fit_says_what || fail fit_says_what "$(cat "$TMP/out")"
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['format']=='hetpool-estimator' and d['version']==1 and d['provenance']['profile_rows']==45, d['provenance']" "$TMP/est.json" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['format']=='hetpool-estimator' and d['version']==2 and d['provenance']['profile_rows']==45, d['provenance']" "$TMP/est.json" \
 	&& ok fit_provenance || fail fit_provenance "$(head -c 400 "$TMP/est.json")"
 
 expect_status predict_cpu_json 0 "$HP" predict "$TMP/cnn.json" --device cpu --batch 32 --estimator "$TMP/est.json" --json
@@ -86,7 +86,7 @@ expect_status bad_batch_zero 2 "$HP" predict "$R50" --device v100 --batch 0
 expect_status bad_batch_multiple 2 "$HP" predict "$R50" --device v100 --batch 10 --devices 4
 expect_status bad_estimator_missing 2 "$HP" predict "$R50" --device v100 --batch 8 --estimator "$TMP/nope.json"
 expect_err bad_estimator_missing_names_it "nope.json"
-echo '{"format": "hetpool-estimator", "version": 1, "family": "physical", "gpu": {' >"$TMP/corrupt.json"
+echo '{"format": "hetpool-estimator", "version": 2, "family": "physical", "gpu": {' >"$TMP/corrupt.json"
 expect_status bad_estimator_corrupt 2 "$HP" predict "$R50" --device v100 --batch 8 --estimator "$TMP/corrupt.json"
 expect_err bad_estimator_corrupt_says "not valid JSON"
 expect_status bad_model 2 "$HP" predict "$TMP/nope.onnx" --device v100 --batch 8
@@ -95,3 +95,19 @@ expect_status bad_fit_no_out 2 "$HP" fit "$SMALL" --no-public
 expect_status bad_fit_dataset 2 "$HP" fit "$TMP/nope.csv" --no-public --out "$TMP/x.json"
 expect_status bad_fit_family 2 "$HP" fit "$SMALL" --no-public --family roofline --out "$TMP/x.json"
 expect_status bad_validate_folds 2 "$HP" validate --folds 1
+
+# Rows measured on a busy host (cpu_pressure over 0.05) are left out of fits.
+python3 - "$SMALL" "$TMP/busy.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+w = csv.DictWriter(open(sys.argv[2], "w", newline=""), fieldnames=list(rows[0]) + ["cpu_pressure"])
+w.writeheader()
+for i, r in enumerate(rows):
+    r["cpu_pressure"] = "0.4" if i < 5 else "0.001"
+    w.writerow(r)
+PY
+expect_status fit_busy_rows 0 "$HP" fit "$TMP/busy.csv" --no-public --out "$TMP/busy.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['provenance']['profile_rows']==40, d['provenance']" "$TMP/busy.json" \
+	&& ok fit_busy_rows_left_out || fail fit_busy_rows_left_out "$(head -c 400 "$TMP/busy.json")"
+expect_status validate_busy_rows 0 "$HP" validate --profiles "$TMP/busy.csv" --no-public --folds 3
+grep -q "5 rows of .*busy host" "$TMP/out" && ok validate_busy_rows_noted || fail validate_busy_rows_noted "$(tail -3 "$TMP/out")"

@@ -36,7 +36,7 @@ expect_status profile_resume_nothing_to_do 0 "$HP" profile --spec "$TMP/tiny.jso
 sw=$TMP/sweep.csv
 "$HP" profile --sweep "$TMP/sweep.json" --out "$sw" --max-seconds 0.05 --threads 1 >/dev/null 2>"$TMP/err" &
 pid=$!
-for _ in $(seq 1 100); do [ "$(wc -l <"$sw" 2>/dev/null || echo 0)" -ge 4 ] && break; sleep 0.1; done
+for _ in $(seq 1 100); do [ -f "$sw" ] && [ "$(wc -l <"$sw")" -ge 4 ] && break; sleep 0.1; done
 kill -INT $pid
 wait $pid
 rc=$?

@@ -353,10 +353,11 @@ HP_TEST(estimate_bad_json_refused)
 	    {"[1,2]", "not a JSON object"},
 	    {"{\"format\":\"other\"}", "'format'"},
 	    {"{\"format\":\"hetpool-estimator\",\"version\":99}", "version 99"},
-	    {"{\"format\":\"hetpool-estimator\",\"version\":1,"
+	    {"{\"format\":\"hetpool-estimator\",\"version\":1}", "refit"},
+	    {"{\"format\":\"hetpool-estimator\",\"version\":2,"
 	     "\"family\":\"magic\"}",
 	     "'family'"},
-	    {"{\"format\":\"hetpool-estimator\",\"version\":1,"
+	    {"{\"format\":\"hetpool-estimator\",\"version\":2,"
 	     "\"family\":\"physical\",\"gpu\":{\"fitted\":true,\"rows\":1}}",
 	     "'gpu.params'"},
 	};
@@ -496,4 +497,67 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 	hp_estimator_free(est);
 	hp__set_release(&set);
 	hp_catalog_free(cat);
+}
+
+/* Channel padding: a profile row's backend gives the block, the workload
+ * knows which tensors another layer wrote, and a net of 8-channel convs
+ * costs more on a 16-channel block than unpadded, a 16-channel one not. */
+HP_TEST(estimate_channel_padding)
+{
+	static const char *spec8 =
+	    "{\"input\":[3,16,16],\"classes\":10,\"layers\":["
+	    "{\"type\":\"conv\",\"filters\":8,\"kernel\":3,\"stride\":1,"
+	    "\"pad\":1},{\"type\":\"relu\"},"
+	    "{\"type\":\"conv\",\"filters\":8,\"kernel\":3,\"stride\":1,"
+	    "\"pad\":1},{\"type\":\"fc\",\"units\":10}]}";
+	char spec16[512];
+	struct hp_workload w8, w16;
+	struct hp_error err = {0};
+	struct hp__dev_spec d = cpu_spec;
+	double th[HP__NTH], t8[2], t16[2];
+	const char *p;
+	size_t off;
+
+	ASSERT_EQ_INT(hp__chan_block("cpu: oneDNN 2.6.3 jit:avx512_core, 2 "
+				     "threads"),
+		      16);
+	ASSERT_EQ_INT(hp__chan_block("cpu: oneDNN 2.6.3 jit:avx2, 4 threads"),
+		      8);
+	ASSERT_EQ_INT(hp__chan_block("cuda: cuDNN 9"), 1);
+	ASSERT_EQ_INT(hp__chan_block(NULL), 1);
+	/* the same net with 16 channels */
+	snprintf(spec16, sizeof(spec16), "%s", spec8);
+	while ((p = strstr(spec16, "\"filters\":8,"))) {
+		off = (size_t)(p - spec16) + strlen("\"filters\":");
+		memmove(spec16 + off + 1, spec16 + off,
+			strlen(spec16 + off) + 1);
+		memcpy(spec16 + off, "16", 2);
+	}
+	for (int k = 0; k < 2; k++) {
+		const char *s = k ? spec16 : spec8;
+		struct hp_workload *w = k ? &w16 : &w8;
+		struct hp_graph *g = hp_spec_parse(s, strlen(s), &err);
+		ASSERT(g);
+		ASSERT_EQ_INT(hp_workload_from_graph(g, 4, NULL, 0, w, &err),
+			      0);
+		hp_graph_free(g);
+	}
+	/* conv (input: the model's, never padded), relu, conv, fc (input:
+	 * the second conv's output through the flatten) */
+	ASSERT(w8.nlayers >= 4);
+	ASSERT(w8.cls[0] == HP_EST_CONV && w8.cin[0] == 0 && w8.cout[0] == 8);
+	ASSERT(w8.cls[1] == HP_EST_OTHER && w8.cin[1] == 8);
+	ASSERT(w8.cls[2] == HP_EST_CONV && w8.cin[2] == 8 && w8.cout[2] == 8);
+	ASSERT(w8.cls[3] == HP_EST_FC && w8.cin[3] == 8 && w8.cout[3] == 0);
+	ASSERT(w8.in_bytes[3] == 4.0 * 4 * 8 * 16 * 16);
+	hp__phys_prior(true, th);
+	for (int b = 0; b < 2; b++) {
+		d.chan_block = b ? 16 : 1;
+		t8[b] = hp__phys_time(th, &d, &w8, 0, 1, NULL);
+		t16[b] = hp__phys_time(th, &d, &w16, 0, 1, NULL);
+	}
+	ASSERT(t8[1] > 1.05 * t8[0]);
+	ASSERT_NEAR(t16[1], t16[0], 1e-12);
+	hp_workload_release(&w8);
+	hp_workload_release(&w16);
 }
