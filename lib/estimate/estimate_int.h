@@ -96,10 +96,15 @@ void hp__phys_prior(bool cpu, double *th);
 /*
  * Fit the free parameters of th (in: start and prior; out: the fit) on n
  * points by robust non-linear least squares of log time (GSL's trust
- * region Levenberg-Marquardt, Huber-reweighted twice).
+ * region Levenberg-Marquardt, Huber-reweighted twice).  With scale (nscale
+ * entries, may be NULL), a log time scale per device index (pts[i].dev) is
+ * fitted with them, pulled to 0 as if `shrink` more rows said 0: a type's
+ * own deviation from the shared model does not bend the shared
+ * parameters.
  */
 int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
-		 const bool *free_params, struct hp_error *err);
+		 const bool *free_params, int nscale, double *scale,
+		 double shrink, struct hp_error *err);
 
 /* Least squares y ~ X beta (n x p, row major); robust: bisquare
  * reweighting (gsl_multifit_robust).  0 or a negative code. */

@@ -123,17 +123,8 @@ static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
 			fr[HP__TH_SRC + 1] = fr[HP__TH_SRC_T0 + 1] =
 			    fr[HP__TH_SRC_TS + 1] = true;
 	}
-	rc = hp__phys_fit(sub, k, m->th, fr, err);
-	if (!rc) {
-		for (int i = 0; i < k; i++) {
-			double t = hp__phys_time(m->th, &sub[i].d, sub[i].w,
-						 sub[i].src, sub[i].ndev, NULL);
-			sum[sub[i].dev] += log(sub[i].t / t);
-			cnt[sub[i].dev]++;
-		}
-		for (int d = 0; d < ndev; d++)
-			m->scale[d] = sum[d] / (cnt[d] + SCALE_SHRINK);
-	}
+	rc = hp__phys_fit(sub, k, m->th, fr, ndev, m->scale, SCALE_SHRINK,
+			  err);
 	free(sub);
 	free(sum);
 	free(cnt);
@@ -251,7 +242,7 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 		if (all[i].dev == d)
 			sub[k++] = all[i];
 	hp__phys_prior(true, df->th);
-	if ((rc = hp__phys_fit(sub, k, df->th, fr, err)))
+	if ((rc = hp__phys_fit(sub, k, df->th, fr, 0, NULL, 0, err)))
 		goto out;
 	df->own_theta = true;
 	df->fit_fp32 = sub[0].d.fp32;
@@ -271,7 +262,7 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 			if (fold_of(i, INNER_FOLDS) != f)
 				tr[m++] = sub[i];
 		hp__phys_prior(true, th);
-		rc = hp__phys_fit(tr, m, th, fr, err);
+		rc = hp__phys_fit(tr, m, th, fr, 0, NULL, 0, err);
 		free(tr);
 		if (rc)
 			goto out;

@@ -195,12 +195,26 @@ struct nl_ctx {
 	double prior[HP__NTH];
 	int idx[HP__NTH];
 	int nfree;
+	/* per-device log scales, fitted with the rest (0: none) */
+	int nscale;
+	double *scale;
+	double shrink; /* their ridge: as if this many rows said 0 */
 };
+
+/* The point's time with its device's scale. */
+static double pt_time(const struct nl_ctx *c, const double *th,
+		      const double *sc, const struct hp__fitpt *p)
+{
+	double t = hp__phys_time(th, &p->d, p->w, p->src, p->ndev, NULL);
+	if (c->nscale > 0 && p->dev >= 0 && p->dev < c->nscale)
+		t *= exp(sc[p->dev]);
+	return t;
+}
 
 static int nl_f(const gsl_vector *x, void *ud, gsl_vector *f)
 {
 	struct nl_ctx *c = ud;
-	double th[HP__NTH];
+	double th[HP__NTH], *sc = c->scale;
 
 	memcpy(th, c->th, sizeof(th));
 	for (int j = 0; j < c->nfree; j++) {
@@ -208,11 +222,13 @@ static int nl_f(const gsl_vector *x, void *ud, gsl_vector *f)
 		/* Keep exp() finite whatever the solver tries. */
 		th[c->idx[j]] = v > 30 ? 30 : v < -60 ? -60 : v;
 	}
+	for (int d = 0; d < c->nscale; d++) {
+		double v = gsl_vector_get(x, (size_t)(c->nfree + d));
+		sc[d] = v > 20 ? 20 : v < -20 ? -20 : v;
+	}
 	for (int i = 0; i < c->n; i++) {
 		const struct hp__fitpt *p = &c->pts[i];
-		double t =
-		    hp__phys_time(th, &p->d, p->w, p->src, p->ndev, NULL);
-		double r = log(t) - log(p->t);
+		double r = log(pt_time(c, th, sc, p)) - log(p->t);
 		if (!isfinite(r))
 			r = 50;
 		gsl_vector_set(f, (size_t)i, sqrt(c->wt[i]) * r);
@@ -221,6 +237,9 @@ static int nl_f(const gsl_vector *x, void *ud, gsl_vector *f)
 		gsl_vector_set(f, (size_t)(c->n + j),
 			       PRIOR_WEIGHT *
 				   (th[c->idx[j]] - c->prior[c->idx[j]]));
+	for (int d = 0; d < c->nscale; d++)
+		gsl_vector_set(f, (size_t)(c->n + c->nfree + d),
+			       sqrt(c->shrink) * sc[d]);
 	return GSL_SUCCESS;
 }
 
@@ -232,24 +251,27 @@ static int nl_solve(struct nl_ctx *c, struct hp_error *err)
 	gsl_multifit_nlinear_fdf fdf;
 	gsl_multifit_nlinear_workspace *ws;
 	gsl_vector *x;
-	size_t nres = (size_t)(c->n + c->nfree);
+	size_t np = (size_t)(c->nfree + c->nscale);
+	size_t nres = (size_t)c->n + np;
 	int info, status;
 
-	x = gsl_vector_alloc((size_t)c->nfree);
+	x = gsl_vector_alloc(np);
 	if (!x)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	ws = gsl_multifit_nlinear_alloc(T, &par, nres, (size_t)c->nfree);
+	ws = gsl_multifit_nlinear_alloc(T, &par, nres, np);
 	if (!ws) {
 		gsl_vector_free(x);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
 	for (int j = 0; j < c->nfree; j++)
 		gsl_vector_set(x, (size_t)j, c->th[c->idx[j]]);
+	for (int d = 0; d < c->nscale; d++)
+		gsl_vector_set(x, (size_t)(c->nfree + d), c->scale[d]);
 	memset(&fdf, 0, sizeof(fdf));
 	fdf.f = nl_f;
 	fdf.df = NULL; /* finite differences */
 	fdf.n = nres;
-	fdf.p = (size_t)c->nfree;
+	fdf.p = np;
 	fdf.params = c;
 	gsl_multifit_nlinear_init(x, &fdf, ws);
 	status = gsl_multifit_nlinear_driver(200, 1e-8, 1e-8, 1e-8, NULL, NULL,
@@ -267,13 +289,18 @@ static int nl_solve(struct nl_ctx *c, struct hp_error *err)
 		double v = gsl_vector_get(ws->x, (size_t)j);
 		c->th[c->idx[j]] = v > 30 ? 30 : v < -60 ? -60 : v;
 	}
+	for (int d = 0; d < c->nscale; d++) {
+		double v = gsl_vector_get(ws->x, (size_t)(c->nfree + d));
+		c->scale[d] = v > 20 ? 20 : v < -20 ? -20 : v;
+	}
 	gsl_multifit_nlinear_free(ws);
 	gsl_vector_free(x);
 	return 0;
 }
 
 int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
-		 const bool *free_params, struct hp_error *err)
+		 const bool *free_params, int nscale, double *scale,
+		 double shrink, struct hp_error *err)
 {
 	struct nl_ctx c;
 	double *wt, *r;
@@ -298,9 +325,14 @@ int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 	for (int j = 0; j < HP__NTH; j++)
 		if (free_params[j])
 			c.idx[c.nfree++] = j;
+	c.nscale = scale ? nscale : 0;
+	c.scale = scale;
+	c.shrink = shrink;
+	for (int d = 0; d < c.nscale; d++)
+		scale[d] = 0;
 	for (int i = 0; i < n; i++)
 		wt[i] = 1;
-	if (c.nfree == 0)
+	if (c.nfree + c.nscale == 0)
 		goto out;
 	/* Huber-reweighted: a few noisy measurements (a busy host) must
 	 * not pull the curve. */
@@ -311,8 +343,7 @@ int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 		if (pass == 2)
 			break;
 		for (int i = 0; i < n; i++) {
-			double t = hp__phys_time(c.th, &pts[i].d, pts[i].w,
-						 pts[i].src, pts[i].ndev, NULL);
+			double t = pt_time(&c, c.th, c.scale, &pts[i]);
 			r[i] = fabs(log(t) - log(pts[i].t));
 			wt[i] = r[i];
 		}

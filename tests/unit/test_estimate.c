@@ -99,7 +99,7 @@ HP_TEST(estimate_phys_fit_recovers_parameters)
 	for (int j = 0; j <= HP__TH_T0; j++)
 		fr[j] = true;
 	hp__phys_prior(true, th);
-	ASSERT_EQ_INT(hp__phys_fit(pts, N, th, fr, NULL), 0);
+	ASSERT_EQ_INT(hp__phys_fit(pts, N, th, fr, 0, NULL, 0, NULL), 0);
 	/* The well-determined parameters come back... */
 	ASSERT_NEAR(exp(th[HP__TH_EMAX]), 0.7, 0.1);
 	ASSERT_NEAR(exp(th[HP__TH_T0]) / 3e-4, 1, 0.2);
