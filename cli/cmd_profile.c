@@ -47,9 +47,9 @@ static const char help[] =
     "  --threads N         CPU threads (default: all cores)\n"
     "  --optimizer OPT     sgd (momentum, default) or adam\n"
     "  --max-seconds S     timed stepping per configuration (default 4)\n"
-    "  --max-pressure F    measure a configuration again when other tasks\n"
-    "                      waited for a CPU more than this share of its\n"
-    "                      timed steps (/proc/pressure/cpu; default 0.05)\n"
+    "  --max-pressure F    measure a configuration again when its threads\n"
+    "                      waited for a CPU (other work on the host) more\n"
+    "                      than this share of the time (default 0.05)\n"
     "  --retries N         ... at most N more times (default 3, 0: never)\n"
     "  --limit N           profile at most N configurations of the sweep\n"
     "  --list              print the sweep's configurations and stop\n"
@@ -500,11 +500,11 @@ int cmd_profile(int argc, char **argv)
 					fputc('\n', stderr);
 				fprintf(stderr,
 					"hetpool: warning: %s: the host was "
-					"busy (other tasks waited for a CPU "
-					"%.0f%% of the time, %d attempts); its "
-					"times are kept with cpu_pressure "
-					"%.2f, which 'hetpool fit' leaves "
-					"out\n",
+					"busy (the profiler's threads waited "
+					"for a CPU %.0f%% of the time, %d "
+					"attempts); its times are kept with "
+					"cpu_pressure %.2f, which 'hetpool "
+					"fit' leaves out\n",
 					cfg->id, 100 * row->cpu_pressure,
 					row->attempts, row->cpu_pressure);
 			}

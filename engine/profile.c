@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,25 +32,37 @@ void hp_profile_opts_init(struct hp_profile_opts *o)
 }
 
 /*
- * Microseconds that some runnable task of this machine has waited for a
- * CPU, from /proc/pressure/cpu (Linux PSI, "some ... total="); -1 where
- * the kernel does not report it.
+ * Nanoseconds this process's threads have spent runnable but waiting for
+ * a CPU (the run-queue delay of /proc/self/task/<tid>/schedstat, summed
+ * over threads); -1 where the kernel does not report it.
  */
-static long long cpu_stall_us(void)
+static long long own_wait_ns(void)
 {
-	FILE *f = fopen("/proc/pressure/cpu", "r");
-	char line[256];
-	long long v = -1;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	long long sum = 0;
+	bool any = false;
 
-	if (!f)
+	if (!d)
 		return -1;
-	if (fgets(line, sizeof(line), f) && !strncmp(line, "some ", 5)) {
-		const char *p = strstr(line, "total=");
-		if (p && sscanf(p + 6, "%lld", &v) != 1)
-			v = -1;
+	while ((de = readdir(d))) {
+		char path[64];
+		unsigned long long run, wait;
+		FILE *f;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%.20s/schedstat",
+			 de->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fscanf(f, "%llu %llu", &run, &wait) == 2) {
+			sum += (long long)wait;
+			any = true;
+		}
+		fclose(f);
 	}
-	fclose(f);
-	return v;
+	closedir(d);
+	return any ? sum : -1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -177,7 +190,9 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	/* per timed step: seconds per class (split), layer times before */
 	double *cls[4] = {NULL}, *lt = NULL, *lt0 = NULL, c0[4], c1[4];
 	int steps, n = 0, attempt = 0, rc;
-	long long psi0, psi1;
+	long long w0, w1;
+	int nthr = o->threads > 0 ? o->threads
+				  : (int)sysconf(_SC_NPROCESSORS_ONLN);
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->config_id, sizeof(r->config_id), "%s", c->id);
@@ -239,7 +254,7 @@ int hp_profile_config(const struct hp_sweep_config *c,
 again:
 	n = 0;
 	sum = sum2 = 0;
-	psi0 = cpu_stall_us();
+	w0 = own_wait_ns();
 	energy = hp_engine_energy_mj(e, &mj0) == 0;
 	hp_engine_layer_times_reset(e);
 	split = hp_engine_layer_times(e, lt0, c->spec.nlayers + 1, &steps,
@@ -279,11 +294,11 @@ again:
 		}
 	}
 	elapsed = hp_now_s() - t0;
-	/* Other tasks waiting for a CPU while we measured: our threads
-	 * were descheduled too, and the times are not the device's. */
-	psi1 = cpu_stall_us();
-	r->cpu_pressure = psi0 >= 0 && psi1 >= psi0 && elapsed > 0
-			      ? (double)(psi1 - psi0) / (elapsed * 1e6)
+	/* Our threads waiting for a CPU while we measured (other work on
+	 * the host took their cores): the times are not the device's. */
+	w1 = own_wait_ns();
+	r->cpu_pressure = w0 >= 0 && w1 >= w0 && elapsed > 0 && nthr > 0
+			      ? (double)(w1 - w0) / (elapsed * 1e9 * nthr)
 			      : NAN;
 	if (r->cpu_pressure > o->max_pressure && attempt < o->retries) {
 		struct timespec pause = {0, 200000000L * (attempt + 1)};

@@ -76,6 +76,10 @@ struct hp_workload {
 			       (through reshapes); 0: none (the model's
 			       input, or 2-D) */
 	double *cout;	    /* channels of a 4-D output; 0: not 4-D */
+	double *hw;	    /* pixels (H x W) of a 4-D output; 0: not 4-D */
+	unsigned char *after_bn; /* 1: a Relu whose input is a
+				    BatchNormalization's output read by
+				    nothing else (engines fuse the two) */
 	double flops_total;
 	int64_t params;
 	int64_t state_bytes; /* weights, gradients, buffers, momentum */

@@ -105,9 +105,10 @@ struct hp_profile_row {
 	 * connected layers, the others (norm, activation, pool, dropout),
 	 * each with its parameters' update, and of the loss. */
 	double time_conv_s, time_fc_s, time_other_s, time_loss_s;
-	/* Share of the timed interval in which some other task waited for a
-	 * CPU (Linux PSI): near 0 on a quiet host; NaN: not known.  The last
-	 * of `attempts` measurements (a busy host is measured again). */
+	/* Share of the timed interval the profiler's threads waited for a
+	 * CPU (run-queue delay / (threads x time)): near 0 on a quiet host;
+	 * NaN: not known.  Of the last of `attempts` measurements (a busy
+	 * host is measured again). */
 	double cpu_pressure;
 	int attempts;
 	int steps, warmup_steps;

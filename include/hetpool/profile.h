@@ -27,9 +27,9 @@ struct hp_profile_opts {
 	double max_seconds; /* timed stepping stops after this (4 s) */
 	double stable_rel;  /* stop once the median's standard error is
 			       below this fraction of it (0.01) */
-	double max_pressure; /* re-measure when other tasks waited for a CPU
+	double max_pressure; /* re-measure when our threads waited for a CPU
 				more than this fraction of the timed time
-				(/proc/pressure/cpu; 0.05) ... */
+				(schedstat run-queue delay; 0.05) ... */
 	int retries;	     /* ... up to this many times (3) */
 	uint64_t seed;
 	size_t max_bytes; /* refuse configurations needing more (0: 80% RAM) */

@@ -41,6 +41,8 @@ static struct hp__sample *add_sample(struct hp__set *set)
 	memset(s, 0, sizeof(*s));
 	s->ndev = 1;
 	s->power_w = NAN;
+	for (int k = 0; k < HP_EST_NCLASS; k++)
+		s->tcls[k] = NAN;
 	return s;
 }
 
@@ -145,6 +147,9 @@ static int prof_row(const struct hp_profile_row *r, void *ud)
 	s->peak_mem_bytes = r->peak_mem_bytes;
 	s->structural = r->conv_layers > 0;
 	s->chan_block = hp__chan_block(r->backend);
+	s->tcls[HP_EST_CONV] = r->time_conv_s;
+	s->tcls[HP_EST_FC] = r->time_fc_s;
+	s->tcls[HP_EST_OTHER] = r->time_other_s;
 	c->rows++;
 	return 0;
 }

@@ -28,7 +28,9 @@ enum {
 	HP__TH_CACHE = 18,  /* working set (bytes) at which half of a
 			       layer's traffic goes to memory, not cache */
 	HP__TH_CACHEX = 19, /* how much faster traffic served from cache is */
-	HP__NTH = 20
+	HP__TH_SHALF = 20,  /* output pixels (H x W) at which a conv runs at
+			       half its peak efficiency */
+	HP__NTH = 21
 };
 
 /* Where a sample comes from. */
@@ -41,7 +43,7 @@ enum hp__src {
 };
 const char *hp__src_name(int src);
 
-/* Profile rows measured while other tasks waited for a CPU more than
+/* Profile rows whose threads waited for a CPU (a busy host) more than
  * this share of the time are left out of fits (the profiler's default
  * --max-pressure). */
 #define HP__MAX_CPU_PRESSURE 0.05
@@ -64,6 +66,8 @@ struct hp__dev_spec {
 	double tf32;	/* FLOP/s; 0: none */
 	double bw;	/* bytes/s */
 	double link_bw; /* bytes/s between devices for the all-reduce */
+	bool fuse_bn_relu; /* the backend fuses a relu into the bn before it
+			      (hetpool's CPU engine) */
 	int chan_block; /* channels are padded to a multiple of this in the
 			   backend's tensor layouts (oneDNN on AVX-512: 16);
 			   1: no padding */
@@ -81,6 +85,11 @@ double hp__peak(const double *th, const struct hp__dev_spec *d);
 double hp__phys_time(const double *th, const struct hp__dev_spec *d,
 		     const struct hp_workload *w, int src, int ndev,
 		     double *comm);
+/* The same, with each layer class's share in cls[HP_EST_NCLASS] (may be
+ * NULL; the per-step overhead and the all-reduce are in no class). */
+double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
+			 const struct hp_workload *w, int src, int ndev,
+			 double *comm, double *cls);
 
 /* One measured step for the physical fit. */
 struct hp__fitpt {
@@ -89,12 +98,15 @@ struct hp__fitpt {
 	int src, ndev;
 	double t; /* measured step time, s */
 	int dev;  /* index of the device type (per-device scales) */
+	double tcls[HP_EST_NCLASS]; /* measured time of each layer class
+				       (the profiler's split); NaN: none */
 };
 /* Default starting point and prior of the parameters for a CPU or a GPU
  * fit. */
 void hp__phys_prior(bool cpu, double *th);
 /*
- * Fit the free parameters of th (in: start and prior; out: the fit) on n
+ * Fit the free parameters of th (in: the start, and the prior unless
+ * prior is given; out: the fit) on n
  * points by robust non-linear least squares of log time (GSL's trust
  * region Levenberg-Marquardt, Huber-reweighted twice).  With scale (nscale
  * entries, may be NULL), a log time scale per device index (pts[i].dev) is
@@ -103,8 +115,8 @@ void hp__phys_prior(bool cpu, double *th);
  * parameters.
  */
 int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
-		 const bool *free_params, int nscale, double *scale,
-		 double shrink, struct hp_error *err);
+		 const double *prior, const bool *free_params, int nscale,
+		 double *scale, double shrink, struct hp_error *err);
 
 /* Least squares y ~ X beta (n x p, row major); robust: bisquare
  * reweighting (gsl_multifit_robust).  0 or a negative code. */
@@ -178,6 +190,7 @@ struct hp__sample {
 	int64_t peak_mem_bytes; /* measured (profiles); 0: not */
 	bool structural;	/* a generated CNN (linear family applies) */
 	int chan_block;		/* hp__chan_block() of its backend */
+	double tcls[HP_EST_NCLASS]; /* measured per class; NaN: not */
 };
 
 struct hp__set {

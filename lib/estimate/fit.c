@@ -123,8 +123,8 @@ static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
 			fr[HP__TH_SRC + 1] = fr[HP__TH_SRC_T0 + 1] =
 			    fr[HP__TH_SRC_TS + 1] = true;
 	}
-	rc = hp__phys_fit(sub, k, m->th, fr, ndev, m->scale, SCALE_SHRINK,
-			  err);
+	rc = hp__phys_fit(sub, k, m->th, NULL, fr, ndev, m->scale,
+			  SCALE_SHRINK, err);
 	free(sub);
 	free(sum);
 	free(cnt);
@@ -220,6 +220,45 @@ out:
 	return rc;
 }
 
+/* Mean absolute log residual of th on pts. */
+static double mean_abs_res(const double *th, const struct hp__fitpt *pts,
+			   int n)
+{
+	double s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += fabs(log(hp__phys_time(th, &pts[i].d, pts[i].w, pts[i].src,
+					    pts[i].ndev, NULL) /
+			      pts[i].t));
+	return n ? s / n : 0;
+}
+
+/*
+ * A CPU fit from two starts, keeping the better: the cache term makes the
+ * problem non-convex (a cache that speeds small working sets up, or one
+ * that does little), and Levenberg-Marquardt finds the minimum nearest
+ * its start.  Both use the same prior.
+ */
+static int cpu_fit(const struct hp__fitpt *pts, int n, double *th,
+		   const bool *fr, struct hp_error *err)
+{
+	double prior[HP__NTH], alt[HP__NTH];
+	int rc;
+
+	hp__phys_prior(true, prior);
+	memcpy(th, prior, sizeof(prior));
+	if ((rc = hp__phys_fit(pts, n, th, prior, fr, 0, NULL, 0, err)))
+		return rc;
+	memcpy(alt, prior, sizeof(prior));
+	alt[HP__TH_CACHE] = log(64e3);
+	alt[HP__TH_CACHEX] = log(0.25);
+	if ((rc = hp__phys_fit(pts, n, alt, prior, fr, 0, NULL, 0, err)))
+		return rc;
+	if (mean_abs_res(alt, pts, n) < mean_abs_res(th, pts, n))
+		memcpy(th, alt, sizeof(alt));
+	return 0;
+}
+
 /* Fit a CPU type's own parameters on its points (pts[i].dev == d). */
 static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 		   int d, bool inner, struct hp_error *err)
@@ -238,11 +277,11 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 		fr[j] = true;
 	fr[HP__TH_EMW] = fr[HP__TH_CHALF] = true;
 	fr[HP__TH_CACHE] = fr[HP__TH_CACHEX] = true;
+	fr[HP__TH_SHALF] = true;
 	for (int i = 0; i < n; i++)
 		if (all[i].dev == d)
 			sub[k++] = all[i];
-	hp__phys_prior(true, df->th);
-	if ((rc = hp__phys_fit(sub, k, df->th, fr, 0, NULL, 0, err)))
+	if ((rc = cpu_fit(sub, k, df->th, fr, err)))
 		goto out;
 	df->own_theta = true;
 	df->fit_fp32 = sub[0].d.fp32;
@@ -261,8 +300,7 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 		for (int i = 0; i < k; i++)
 			if (fold_of(i, INNER_FOLDS) != f)
 				tr[m++] = sub[i];
-		hp__phys_prior(true, th);
-		rc = hp__phys_fit(tr, m, th, fr, 0, NULL, 0, err);
+		rc = cpu_fit(tr, m, th, fr, err);
 		free(tr);
 		if (rc)
 			goto out;
@@ -501,6 +539,7 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 		p.ndev = s->ndev;
 		p.t = s->t;
 		p.dev = d;
+		memcpy(p.tcls, s->tcls, sizeof(p.tcls));
 		if (p.d.cpu) {
 			cpu[ncpu++] = p;
 		} else {

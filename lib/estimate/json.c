@@ -33,7 +33,8 @@ static const char *const th_names[HP__NTH] = {"log_emax_conv",
 					      "log_per_sample_gavel_s",
 					      "log_per_sample_zeus_s",
 					      "log_cache_bytes",
-					      "log_cache_speedup"};
+					      "log_cache_speedup",
+					      "log_conv_half_pixels"};
 static const char *const lin_names[HP__LIN_P] = {
     "intercept",   "conv_layers",   "fc_layers", "ln_filters",
     "ln_fc_width", "ln_input_size", "ln_batch"};

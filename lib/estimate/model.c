@@ -15,6 +15,9 @@
 #include "estimate/estimate_int.h"
 #include "util/banned.h"
 
+/* Weight of a layer class's measured time (the profiler's split) against
+ * the step's: each class counts half a measurement. */
+#define CLASS_WEIGHT 0.5
 /* Weight of the prior on each free parameter (log units) against one
  * measurement's log residual: keeps parameters the data cannot see at
  * their physical defaults. */
@@ -63,6 +66,7 @@ bool hp__dev_spec(const struct hp_device_type *t, struct hp__dev_spec *d)
 				  : NAN;
 	d->link_bw = d->cpu ? 10e9 : link_bw(t);
 	d->chan_block = 1;
+	d->fuse_bn_relu = d->cpu;
 	return d->fp32 > 0 && d->bw > 0;
 }
 
@@ -101,13 +105,25 @@ double hp__phys_time(const double *th, const struct hp__dev_spec *d,
 		     const struct hp_workload *w, int src, int ndev,
 		     double *comm)
 {
+	return hp__phys_time_cls(th, d, w, src, ndev, comm, NULL);
+}
+
+double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
+			 const struct hp_workload *w, int src, int ndev,
+			 double *comm, double *cls)
+{
 	double peak = hp__peak(th, d);
 	double em_bw = exp(th[HP__TH_EM]) * d->bw;
 	double emw_bw = exp(th[HP__TH_EMW]) * d->bw;
 	double chalf = exp(th[HP__TH_CHALF]);
+	double shalf = exp(th[HP__TH_SHALF]);
 	double cache = exp(th[HP__TH_CACHE]), cachex = exp(th[HP__TH_CACHEX]);
 	double rate[HP_EST_NCLASS], lat[HP_EST_NCLASS];
 	double t = exp(th[HP__TH_T0]), c = 0;
+
+	if (cls)
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			cls[k] = 0;
 
 	for (int k = 0; k < HP_EST_NCLASS; k++) {
 		double e = exp(th[HP__TH_EMAX + k]);
@@ -116,6 +132,9 @@ double hp__phys_time(const double *th, const struct hp__dev_spec *d,
 	}
 	for (int i = 0; i < w->nlayers; i++) {
 		int k = w->cls[i];
+		/* A relu fused into the bn before it costs nothing more. */
+		if (d->fuse_bn_relu && w->after_bn && w->after_bn[i])
+			continue;
 		/* Blocked layouts pad channels (8 channels take a 16-wide
 		 * block on AVX-512): padded lanes are computed and moved. */
 		double pin = pad_factor(w->cin ? w->cin[i] : 0, d->chan_block);
@@ -142,9 +161,16 @@ double hp__phys_time(const double *th, const struct hp__dev_spec *d,
 		/* Narrow convolutions fill fewer vector lanes / SMs. */
 		if (k == HP_EST_CONV && w->width[i] > 0)
 			tc *= 1 + chalf / w->width[i];
+		/* ... and small feature maps fill fewer register blocks. */
+		if (k == HP_EST_CONV && w->hw && w->hw[i] > 0)
+			tc *= 1 + shalf / w->hw[i];
 		double a = tc > tm ? tc : tm, b = tc > tm ? tm : tc;
 		double r = b / a;
-		t += a * pow(1 + pow(r, SMOOTH_P), 1 / SMOOTH_P) + tw * (5.0 / 8);
+		double tl = a * pow(1 + pow(r, SMOOTH_P), 1 / SMOOTH_P) +
+			    tw * (5.0 / 8);
+		t += tl;
+		if (cls)
+			cls[k] += tl;
 	}
 	if (src == HP__SRC_GAVEL)
 		t = t * exp(th[HP__TH_SRC]) + exp(th[HP__TH_SRC_T0]) +
@@ -185,6 +211,9 @@ void hp__phys_prior(bool cpu, double *th)
 	 * (a working set of 1 byte: all traffic goes to memory). */
 	th[HP__TH_CACHE] = cpu ? log(8e6) : 0;
 	th[HP__TH_CACHEX] = cpu ? log(4) : 0;
+	/* GPUs: left at a negligible value (the public models' maps are
+	 * not varied enough to fit it). */
+	th[HP__TH_SHALF] = cpu ? log(4) : log(1e-6);
 }
 
 struct nl_ctx {
@@ -199,6 +228,9 @@ struct nl_ctx {
 	int nscale;
 	double *scale;
 	double shrink; /* their ridge: as if this many rows said 0 */
+	/* points with measured class times (indices into pts) */
+	int *cls_pt;
+	int ncls;
 };
 
 /* The point's time with its device's scale. */
@@ -233,12 +265,30 @@ static int nl_f(const gsl_vector *x, void *ud, gsl_vector *f)
 			r = 50;
 		gsl_vector_set(f, (size_t)i, sqrt(c->wt[i]) * r);
 	}
+	/* Where the step went, where measured: each class's own time. */
+	for (int i = 0; i < c->ncls; i++) {
+		const struct hp__fitpt *p = &c->pts[c->cls_pt[i]];
+		double pc[HP_EST_NCLASS];
+		hp__phys_time_cls(th, &p->d, p->w, p->src, p->ndev, NULL, pc);
+		for (int k = 0; k < HP_EST_NCLASS; k++) {
+			double r = 0;
+			if (p->tcls[k] > 0 && pc[k] > 0)
+				r = log(pc[k]) - log(p->tcls[k]);
+			if (!isfinite(r))
+				r = 50;
+			gsl_vector_set(
+			    f, (size_t)(c->n + i * HP_EST_NCLASS + k),
+			    CLASS_WEIGHT * sqrt(c->wt[c->cls_pt[i]]) * r);
+		}
+	}
 	for (int j = 0; j < c->nfree; j++)
-		gsl_vector_set(f, (size_t)(c->n + j),
+		gsl_vector_set(f, (size_t)(c->n + c->ncls * HP_EST_NCLASS + j),
 			       PRIOR_WEIGHT *
 				   (th[c->idx[j]] - c->prior[c->idx[j]]));
 	for (int d = 0; d < c->nscale; d++)
-		gsl_vector_set(f, (size_t)(c->n + c->nfree + d),
+		gsl_vector_set(f,
+			       (size_t)(c->n + c->ncls * HP_EST_NCLASS +
+					c->nfree + d),
 			       sqrt(c->shrink) * sc[d]);
 	return GSL_SUCCESS;
 }
@@ -252,7 +302,7 @@ static int nl_solve(struct nl_ctx *c, struct hp_error *err)
 	gsl_multifit_nlinear_workspace *ws;
 	gsl_vector *x;
 	size_t np = (size_t)(c->nfree + c->nscale);
-	size_t nres = (size_t)c->n + np;
+	size_t nres = (size_t)c->n + (size_t)c->ncls * HP_EST_NCLASS + np;
 	int info, status;
 
 	x = gsl_vector_alloc(np);
@@ -299,8 +349,8 @@ static int nl_solve(struct nl_ctx *c, struct hp_error *err)
 }
 
 int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
-		 const bool *free_params, int nscale, double *scale,
-		 double shrink, struct hp_error *err)
+		 const double *prior, const bool *free_params, int nscale,
+		 double *scale, double shrink, struct hp_error *err)
 {
 	struct nl_ctx c;
 	double *wt, *r;
@@ -312,22 +362,31 @@ int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 	memset(&c, 0, sizeof(c));
 	wt = malloc((size_t)n * sizeof(*wt));
 	r = malloc((size_t)n * sizeof(*r));
-	if (!wt || !r) {
+	c.cls_pt = malloc((size_t)n * sizeof(*c.cls_pt));
+	if (!wt || !r || !c.cls_pt) {
 		free(wt);
 		free(r);
+		free(c.cls_pt);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
 	c.pts = pts;
 	c.n = n;
 	c.wt = wt;
 	memcpy(c.th, th, sizeof(c.th));
-	memcpy(c.prior, th, sizeof(c.prior));
+	memcpy(c.prior, prior ? prior : th, sizeof(c.prior));
 	for (int j = 0; j < HP__NTH; j++)
 		if (free_params[j])
 			c.idx[c.nfree++] = j;
 	c.nscale = scale ? nscale : 0;
 	c.scale = scale;
 	c.shrink = shrink;
+	for (int i = 0; i < n; i++) {
+		bool any = false;
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			any |= pts[i].tcls[k] > 0;
+		if (any)
+			c.cls_pt[c.ncls++] = i;
+	}
 	for (int d = 0; d < c.nscale; d++)
 		scale[d] = 0;
 	for (int i = 0; i < n; i++)
@@ -355,6 +414,7 @@ int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 	}
 	memcpy(th, c.th, sizeof(c.th));
 out:
+	free(c.cls_pt);
 	free(wt);
 	free(r);
 	return rc;

@@ -24,6 +24,8 @@ void hp_workload_release(struct hp_workload *w)
 	free(w->out_bytes);
 	free(w->cin);
 	free(w->cout);
+	free(w->hw);
+	free(w->after_bn);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -39,6 +41,31 @@ static double tensor_bytes(const struct hp_graph *g, int t)
 	if (n <= 0)
 		return 0;
 	return (double)n * (sz > 0 ? sz : 4);
+}
+
+/* Whether node k is a Relu on a BatchNormalization's output that nothing
+ * else reads (a pair engines fuse: oneDNN's bn with a relu post-op). */
+static unsigned char relu_after_bn(const struct hp_graph *g, int k)
+{
+	const struct hp_node *nd;
+	int t, p, readers = 0;
+
+	if (k < 0 || k >= g->nnodes)
+		return 0;
+	nd = &g->nodes[k];
+	if (!nd->op || strcmp(nd->op, "Relu") || nd->ninputs < 1)
+		return 0;
+	t = nd->inputs[0];
+	if (t < 0 || t >= g->ntensors)
+		return 0;
+	p = g->tensors[t].producer;
+	if (p < 0 || p >= g->nnodes || !g->nodes[p].op ||
+	    strcmp(g->nodes[p].op, "BatchNormalization"))
+		return 0;
+	for (int j = 0; j < g->nnodes; j++)
+		for (int i = 0; i < g->nodes[j].ninputs; i++)
+			readers += g->nodes[j].inputs[i] == t;
+	return readers == 1;
 }
 
 /* Channels of tensor t when it is 4-D, else 0. */
@@ -93,8 +120,11 @@ int hp_workload_from_features(const struct hp_graph *g,
 	w->out_bytes = calloc((size_t)f->nlayers + 1, sizeof(*w->out_bytes));
 	w->cin = calloc((size_t)f->nlayers + 1, sizeof(*w->cin));
 	w->cout = calloc((size_t)f->nlayers + 1, sizeof(*w->cout));
+	w->hw = calloc((size_t)f->nlayers + 1, sizeof(*w->hw));
+	w->after_bn = calloc((size_t)f->nlayers + 1, sizeof(*w->after_bn));
 	if (!w->cls || !w->flops || !w->bytes || !w->wbytes || !w->width ||
-	    !w->in_bytes || !w->out_bytes || !w->cin || !w->cout) {
+	    !w->in_bytes || !w->out_bytes || !w->cin || !w->cout || !w->hw ||
+	    !w->after_bn) {
 		hp_workload_release(w);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
@@ -156,6 +186,11 @@ int hp_workload_from_features(const struct hp_graph *g,
 		w->out_bytes[n] = out;
 		w->cin[n] = cin;
 		w->cout[n] = cout;
+		w->after_bn[n] = relu_after_bn(g, L->node);
+		w->hw[n] = L->out_rank == 4 && L->out_dims[2] > 0 &&
+				   L->out_dims[3] > 0
+			       ? (double)(L->out_dims[2] * L->out_dims[3])
+			       : 0;
 		w->flops_total += w->flops[n];
 		n++;
 	}

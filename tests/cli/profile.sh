@@ -56,7 +56,42 @@ PY
 then ok profile_resume_completes_sweep; else fail profile_resume_completes_sweep "rows wrong after resume (had $n1)"; fi
 expect_err profile_resume_cut_torn "torn"
 
+# Where the step went: the per-class times are there and add up to about
+# the step (the rest is the per-step overhead).
+if python3 - "$out" <<'PY'
+import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[0]
+parts = [float(r[k]) for k in ("time_conv_s", "time_fc_s", "time_other_s", "time_loss_s")]
+assert all(p >= 0 for p in parts) and parts[0] > 0 and parts[1] > 0, parts
+s = sum(parts) / float(r["step_time_s"])
+assert 0.5 < s < 1.3, s
+assert float(r["cpu_pressure"]) >= 0 and int(r["attempts"]) >= 1
+PY
+then ok profile_time_split; else fail profile_time_split "per-class times wrong"; fi
+
+# A busy host: as many CPU hogs as cores, in this session, while a
+# configuration is measured on every core.  Its threads wait for a CPU
+# about half the time: the profiler measures again, then keeps the row
+# with its cpu_pressure and a warning, and fit leaves such rows out.
+ncpu=$(nproc)
+hogs=""
+for _ in $(seq 1 "$ncpu"); do (while :; do :; done) & hogs="$hogs $!"; done
+"$HP" profile --spec "$TMP/tiny.json" --batch 4 --out "$TMP/busy.csv" --max-seconds 0.3 --threads "$ncpu" --retries 1 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+kill $hogs 2>/dev/null
+wait $hogs 2>/dev/null
+[ $rc -eq 0 ] && ok profile_busy_status || fail profile_busy_status "exit $rc: $(cat "$TMP/err")"
+grep -q "warning: .*busy" "$TMP/err" && ok profile_busy_warns || fail profile_busy_warns "$(cat "$TMP/err")"
+if python3 - "$TMP/busy.csv" <<'PY'
+import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[0]
+assert float(r["cpu_pressure"]) > 0.05 and r["attempts"] == "2", (r["cpu_pressure"], r["attempts"])
+PY
+then ok profile_busy_recorded; else fail profile_busy_recorded "$(cut -d, -f28-32 "$TMP/busy.csv")"; fi
+
 # Bad input.
+expect_status bad_profile_pressure 2 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --out "$TMP/x.csv" --max-pressure 2
+expect_status bad_profile_retries 2 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --out "$TMP/x.csv" --retries -1
 expect_status bad_profile_no_batch 2 "$HP" profile --spec "$TMP/tiny.json" --out "$TMP/x.csv"
 expect_status bad_profile_device 2 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --device tpu --out "$TMP/x.csv"
 expect_status bad_profile_nogpu 1 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --device cuda:1023 --out "$TMP/g.csv"

@@ -95,11 +95,13 @@ HP_TEST(estimate_phys_fit_recovers_parameters)
 		pts[i].dev = 0;
 		pts[i].t = hp__phys_time(truth, &cpu_spec, &w[i], 0, 1, NULL) *
 			   exp(0.02 * nrand());
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			pts[i].tcls[k] = NAN;
 	}
 	for (int j = 0; j <= HP__TH_T0; j++)
 		fr[j] = true;
 	hp__phys_prior(true, th);
-	ASSERT_EQ_INT(hp__phys_fit(pts, N, th, fr, 0, NULL, 0, NULL), 0);
+	ASSERT_EQ_INT(hp__phys_fit(pts, N, th, NULL, fr, 0, NULL, 0, NULL), 0);
 	/* The well-determined parameters come back... */
 	ASSERT_NEAR(exp(th[HP__TH_EMAX]), 0.7, 0.1);
 	ASSERT_NEAR(exp(th[HP__TH_T0]) / 3e-4, 1, 0.2);
@@ -560,4 +562,51 @@ HP_TEST(estimate_channel_padding)
 	ASSERT_NEAR(t16[1], t16[0], 1e-12);
 	hp_workload_release(&w8);
 	hp_workload_release(&w16);
+}
+
+/* With the profiler's per-class times the fit sees each layer class on its
+ * own: the model's own class split comes back exactly, and the classes'
+ * parameters with it. */
+HP_TEST(estimate_phys_fit_uses_class_times)
+{
+	enum { N = 80 };
+	static struct hp_workload w[N];
+	struct hp__fitpt pts[N];
+	bool fr[HP__NTH] = {0};
+	double th[HP__NTH], truth[HP__NTH], pc[HP_EST_NCLASS], tc[HP_EST_NCLASS];
+
+	true_theta(truth);
+	for (int i = 0; i < N; i++) {
+		synth_wl(&w[i], 6 + i % 12, (int64_t)1 << (i % 7));
+		memset(&pts[i], 0, sizeof(pts[i]));
+		pts[i].w = &w[i];
+		pts[i].d = cpu_spec;
+		pts[i].src = HP__SRC_PROFILE;
+		pts[i].ndev = 1;
+		pts[i].t = hp__phys_time_cls(truth, &cpu_spec, &w[i], 0, 1,
+					     NULL, pts[i].tcls);
+		/* the parts and the overhead add up to the step */
+		ASSERT_NEAR((pts[i].tcls[0] + pts[i].tcls[1] + pts[i].tcls[2] +
+			     exp(truth[HP__TH_T0])) /
+				pts[i].t,
+			    1, 1e-9);
+	}
+	for (int j = 0; j <= HP__TH_T0; j++)
+		fr[j] = true;
+	hp__phys_prior(true, th);
+	ASSERT_EQ_INT(hp__phys_fit(pts, N, th, NULL, fr, 0, NULL, 0, NULL), 0);
+	/* conv is compute-bound here (the synthetic fc and other layers
+	 * are bound by their traffic: their efficiency is not seen) */
+	ASSERT_NEAR(exp(th[HP__TH_EMAX + HP_EST_CONV]) /
+			exp(truth[HP__TH_EMAX + HP_EST_CONV]),
+		    1, 0.1);
+	for (int i = 0; i < N; i += 7) {
+		hp__phys_time_cls(th, &cpu_spec, &w[i], 0, 1, NULL, pc);
+		hp__phys_time_cls(truth, &cpu_spec, &w[i], 0, 1, NULL, tc);
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			if (tc[k] > 0)
+				ASSERT_NEAR(pc[k] / tc[k], 1, 0.05);
+	}
+	for (int i = 0; i < N; i++)
+		hp_workload_release(&w[i]);
 }
