@@ -614,11 +614,11 @@ HP_TEST(recommend_chooses_a_mix_when_one_type_is_not_enough)
 	    "{\"nodes\": ["
 	    "{\"name\": \"v\", \"devices\": [{\"type\": \"v100\", \"count\": "
 	    "8}], \"cpu_cores\": 40, \"memory_gb\": 512, \"intra_bw_gbps\": "
-	    "1200, \"net_bw_gbps\": 100, \"net_latency_us\": 3, "
+	    "1200, \"net_bw_gbps\": 400, \"net_latency_us\": 3, "
 	    "\"base_power_w\": 1000},"
 	    "{\"name\": \"a\", \"devices\": [{\"type\": \"a100\", \"count\": "
-	    "8, \"free\": 2}], \"cpu_cores\": 128, \"memory_gb\": 1024, "
-	    "\"intra_bw_gbps\": 2400, \"net_bw_gbps\": 100, "
+	    "8, \"free\": 4}], \"cpu_cores\": 128, \"memory_gb\": 1024, "
+	    "\"intra_bw_gbps\": 2400, \"net_bw_gbps\": 400, "
 	    "\"net_latency_us\": 3, \"base_power_w\": 1500}]}";
 
 	env_load(&e, "data/models/resnet50.train.onnx");
@@ -630,6 +630,7 @@ HP_TEST(recommend_chooses_a_mix_when_one_type_is_not_enough)
 	/* What 8 V100s alone need, less 15%. */
 	job.deadline_s = 1e9;
 	job.device_type = "v100";
+	job.ndevices = 8;
 	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
 		      0);
 	ASSERT(r.found);
