@@ -36,7 +36,12 @@ struct ctx {
 	int64_t **pref; /* pref[t][r]: free of the r fullest nodes */
 	int *nnodes_t;	/* nodes with free of t */
 	double *basemin_t;
-	double thr[64]; /* per type: largest samples/s per device */
+	double *bwmax_t, *latmin_t; /* best network figures of t's nodes */
+	double thr[64];		    /* per type: largest samples/s per device */
+	double eps[64]; /* per type: least device energy per sample, J */
+	/* Per type: a device's energy over a step at local batch b is at
+	 * least alpha + beta b (J). */
+	double alpha[64], beta[64];
 	struct hp__rec_stats *st;
 	/* Results. */
 	struct hp_rec_config *evald; /* every evaluated count's best */
@@ -118,9 +123,42 @@ static void ctx_release(struct ctx *c)
 	free(c->pref);
 	free(c->nnodes_t);
 	free(c->basemin_t);
+	free(c->bwmax_t);
+	free(c->latmin_t);
 	for (int i = 0; i < c->nevald; i++)
 		hp_rec_config_release(&c->evald[i]);
 	free(c->evald);
+}
+
+/*
+ * A line under a device's energy over a step: a device at local batch b
+ * works at least the least step time of any batch >= b (the slowest type
+ * sets the step), at the power of b: phi(b) = p(b) x min t(b' >= b).  The
+ * line through phi(1) with the least slope to any later point lies below
+ * phi everywhere.
+ */
+static int minorant(const struct hp__rec_tt *tt, double *alpha, double *beta)
+{
+	double *suf = malloc(((size_t)tt->bmax + 2) * sizeof(double));
+	double phi1, b = INFINITY;
+
+	if (!suf)
+		return HP_ENOMEM;
+	suf[tt->bmax + 1] = INFINITY;
+	for (int64_t x = tt->bmax; x >= 1; x--)
+		suf[x] = tt->t[x] < suf[x + 1] ? tt->t[x] : suf[x + 1];
+	phi1 = tt->p[1] * suf[1];
+	for (int64_t x = 2; x <= tt->bmax; x++) {
+		double sl = (tt->p[x] * suf[x] - phi1) / (double)(x - 1);
+		if (sl < b)
+			b = sl;
+	}
+	if (b == INFINITY)
+		b = 0;
+	*beta = b;
+	*alpha = phi1 - b;
+	free(suf);
+	return 0;
 }
 
 static int ctx_init(struct ctx *c, struct hp_error *err)
@@ -133,9 +171,11 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 	c->pref = calloc((size_t)(nt ? nt : 1), sizeof(*c->pref));
 	c->nnodes_t = calloc((size_t)(nt ? nt : 1), sizeof(int));
 	c->basemin_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
+	c->bwmax_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
+	c->latmin_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
 	tmp = malloc((size_t)p->n * sizeof(int));
 	if (!c->nodefree || !order || !c->pref || !c->nnodes_t ||
-	    !c->basemin_t || !tmp)
+	    !c->basemin_t || !c->bwmax_t || !c->latmin_t || !tmp)
 		goto nomem;
 	for (int i = 0; i < p->n; i++)
 		for (int d = 0; d < p->nodes[i].ndevs; d++) {
@@ -200,9 +240,15 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 	for (int t = 0; t < nt; t++) {
 		int r = 0;
 		c->basemin_t[t] = INFINITY;
+		c->latmin_t[t] = INFINITY;
 		for (int i = 0; i < p->n; i++)
 			if (c->nodefree[i * nt + t] > 0) {
 				tmp[r++] = c->nodefree[i * nt + t];
+				if (p->nodes[i].net_bw_gbps > c->bwmax_t[t])
+					c->bwmax_t[t] = p->nodes[i].net_bw_gbps;
+				if (p->nodes[i].net_latency_us < c->latmin_t[t])
+					c->latmin_t[t] =
+					    p->nodes[i].net_latency_us;
 				if (p->nodes[i].base_power_w < c->basemin_t[t])
 					c->basemin_t[t] =
 					    p->nodes[i].base_power_w;
@@ -216,12 +262,20 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 			c->pref[t][i + 1] = c->pref[t][i] + tmp[i];
 		c->nnodes_t[t] = r;
 		c->thr[t] = 0;
+		c->eps[t] = INFINITY;
 		if (c->m->tt[t].ok)
 			for (int64_t b = 1; b <= c->m->tt[t].bmax; b++) {
-				double v = (double)b / c->m->tt[t].t[b];
+				const struct hp__rec_tt *tt = &c->m->tt[t];
+				double v = (double)b / tt->t[b];
+				double e = tt->p[b] * tt->t[b] / (double)b;
 				if (v > c->thr[t])
 					c->thr[t] = v;
+				if (e < c->eps[t])
+					c->eps[t] = e;
 			}
+		if (c->m->tt[t].ok &&
+		    minorant(&c->m->tt[t], &c->alpha[t], &c->beta[t]))
+			goto nomem;
 	}
 	free(order);
 	free(tmp);
@@ -830,16 +884,16 @@ static bool bounds(const struct ctx *c, const int *ty, const int *n, int k,
 		mlb = q->nnodes;
 	}
 	if (mlb >= 2) {
-		for (int i = 0; i < c->ncls; i++) {
-			bool rel = false;
-			for (int j = 0; j < k; j++)
-				rel |= c->cls[i].free[ty[j]] > 0;
-			if (rel) {
-				double v = inter_of(c, &c->cls[i], mlb);
-				if (v < x)
-					x = v;
-			}
+		/* Every used node's link is no better than the best of the
+		 * types' nodes: bandwidth at most, latency at least. */
+		double bw = 0, lat = INFINITY;
+		for (int j = 0; j < k; j++) {
+			if (c->bwmax_t[ty[j]] > bw)
+				bw = c->bwmax_t[ty[j]];
+			if (c->latmin_t[ty[j]] < lat)
+				lat = c->latmin_t[ty[j]];
 		}
+		x = hp__rec_inter_s(bw, lat, mlb, c->m->grad_bytes);
 	} else {
 		x = 0;
 	}
@@ -980,7 +1034,7 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 	const struct hp__rec_params *q = c->q;
 	int64_t f0 = c->nnodes_t[t0] ? c->pref[t0][c->nnodes_t[t0]] : 0;
 	int64_t f1 = c->nnodes_t[t1] ? c->pref[t1][c->nnodes_t[t1]] : 0;
-	double cfloor = INFINITY, fixed;
+	double cfloor = INFINITY, fixed, epsmin, bmn, a0, a1, tfloor;
 	double pm0 = c->m->tt[t0].pmin, pm1 = c->m->tt[t1].pmin;
 	double bmin0 = c->basemin_t[t0], bmin1 = c->basemin_t[t1];
 	int nc = 0, ac = 0;
@@ -997,8 +1051,35 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 		if (c->m->tt[t1].t[b] < cfloor)
 			cfloor = c->m->tt[t1].t[b];
 	fixed = HP_REC_STARTUP_S + 2 * HP_REC_STARTUP_NODE_S;
+	/* Each device's energy per step is at least its samples times its
+	 * type's least energy per sample (it works at least its own step
+	 * time at its own power): no split of the batch does better. */
+	epsmin = c->eps[t0] < c->eps[t1] ? c->eps[t0] : c->eps[t1];
+	if (phase == PH_ENERGY &&
+	    (double)q->steps * (double)q->B * epsmin >= bound)
+		return 0;
+	bmn = c->beta[t0] < c->beta[t1] ? c->beta[t0] : c->beta[t1];
+	if (bmn < 0)
+		bmn = 0;
+	a0 = c->alpha[t0] + c->beta[t0];
+	a1 = c->alpha[t1] + c->beta[t1];
+	tfloor = (double)q->steps * cfloor + fixed;
+	if (phase == PH_ENERGY && tfloor > q->deadline_s)
+		return 0;
 	for (int n0 = 1; n0 <= f0 && n0 < q->B; n0++) {
-		for (int n1 = 1; n1 <= f1 && n0 + n1 <= q->B; n1++) {
+		int n1s = 1;
+		if (phase == PH_ENERGY) {
+			/* The fewest n1 whose time bound meets the
+			 * deadline (one less, for rounding). */
+			double cd = (q->deadline_s - fixed) / (double)q->steps;
+			double need =
+			    ((double)q->B / cd - n0 * c->thr[t0]) / c->thr[t1];
+			if (need > (double)f1 + 1)
+				continue;
+			if (need > 2)
+				n1s = (int)need - 1;
+		}
+		for (int n1 = n1s; n1 <= f1 && n0 + n1 <= q->B; n1++) {
 			int ty[2] = {t0, t1};
 			double cthr, clb, tlb, plb, elb;
 			struct cand x;
@@ -1013,6 +1094,37 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 			tlb = (double)q->steps * clb + fixed;
 			plb = n0 * pm0 + n1 * pm1 + bmin0 + bmin1;
 			elb = tlb * plb;
+			{
+				/* Devices' energy: at least the lines under
+				 * it, every device with one sample and the
+				 * rest at the cheaper slope; plus the two
+				 * nodes' base power over the least time. */
+				double es =
+				    (double)q->steps *
+					(n0 * a0 + n1 * a1 +
+					 (double)(q->B - n0 - n1) * bmn) +
+				    tlb * (bmin0 + bmin1);
+				double es2 =
+				    (double)q->steps *
+				    (n0 * c->eps[t0] + n1 * c->eps[t1] +
+				     (double)(q->B - n0 - n1) * epsmin);
+				if (es2 > es)
+					es = es2;
+				if (phase == PH_ENERGY && es >= bound &&
+				    tlb <= q->deadline_s) {
+					/* With the time at its floor, the
+					 * bound only grows with n1. */
+					double ef =
+					    (double)q->steps *
+						(n0 * a0 + n1 * a1 +
+						 (double)(q->B - n0 - n1) *
+						     bmn) +
+					    tfloor * (bmin0 + bmin1);
+					if (ef >= bound && a1 >= bmn)
+						break;
+					continue;
+				}
+			}
 			if (phase == PH_ENERGY) {
 				if (tlb > q->deadline_s)
 					continue;
@@ -1034,6 +1146,10 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 			c->st->candidates++;
 			if (!bounds(c, ty, x.n, 2, &x.cp, &x.tlb, &x.elb))
 				continue;
+			if (phase == PH_ENERGY
+				? x.tlb > q->deadline_s || x.elb >= bound
+				: x.tlb >= bound)
+				continue;
 			if (nc == ac) {
 				int na = ac ? ac * 2 : 256;
 				void *p = realloc(cv, (size_t)na * sizeof(*cv));
@@ -1049,11 +1165,13 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 		/* Whole rows beyond: every later n0 has at least this
 		 * power and no less than the floor of time. */
 		if (phase == PH_ENERGY) {
-			double cthr =
-			    (double)q->B / (n0 * c->thr[t0] + f1 * c->thr[t1]);
-			double tl = (double)q->steps * cfloor + fixed;
-			if (cthr <= cfloor &&
-			    tl * (n0 * pm0 + pm1 + bmin0 + bmin1) >= bound)
+			double ef =
+			    (double)q->steps *
+				(n0 * a0 + a1 + (double)(q->B - n0 - 1) * bmn) +
+			    tfloor * (bmin0 + bmin1);
+			if (tfloor * (n0 * pm0 + pm1 + bmin0 + bmin1) >= bound)
+				break;
+			if (ef >= bound && a0 >= bmn && a1 >= bmn)
 				break;
 		}
 	}
