@@ -233,6 +233,14 @@ static int build_type(const struct hp_estimator *est,
 			gb += oct / 4;
 		}
 	}
+	/* A larger local batch is never faster: keep the running maximum
+	 * (a no-op on the physical family, whose time grows with the
+	 * batch; the split and the bounds of the search rely on it). */
+	for (int64_t b = 2; b <= bmem; b++) {
+		tt->t[b] = fmax(tt->t[b], tt->t[b - 1]);
+		tt->lo[b] = fmax(tt->lo[b], tt->lo[b - 1]);
+		tt->hi[b] = fmax(tt->hi[b], tt->hi[b - 1]);
+	}
 	tt->ok = true;
 	return 0;
 }

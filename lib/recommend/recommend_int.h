@@ -19,7 +19,7 @@ struct hp__rec_tt {
 	char why[160];	 /* when not ok */
 	int64_t bmem;	 /* largest local batch that fits (capped) */
 	int64_t bmax;	 /* table size: min(bmem, cap) */
-	double *t;	 /* step time at b, [0] unused */
+	double *t;	 /* step time at b, [0] unused; nondecreasing */
 	double *lo, *hi; /* its interval */
 	double *p;	 /* power per device at b, W */
 	double pmin;	 /* smallest p over b */

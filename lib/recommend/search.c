@@ -131,33 +131,46 @@ static void ctx_release(struct ctx *c)
 }
 
 /*
- * A line under a device's energy over a step: a device at local batch b
- * works at least the least step time of any batch >= b (the slowest type
- * sets the step), at the power of b: phi(b) = p(b) x min t(b' >= b).  The
- * line through phi(1) with the least slope to any later point lies below
- * phi everywhere.
+ * Bounds of one type that hold for any split of the batch.  A device at
+ * local batch b in a configuration whose step is c has b <= ceil of its
+ * type's share, so c >= t(bhi) >= u(b), u(b) = min t(b' >= b) (the
+ * suffix minimum; the tables are not assumed monotone).  Hence:
+ *   thr: b <= c x max(b / u(b)): samples per second per device;
+ *   eps: its energy over the step p(b) c >= b x min(p(b) u(b) / b);
+ *   alpha + beta b <= phi(b) = p(b) u(b): the line through phi(1) with
+ *   the least slope to any later point lies below phi everywhere.
  */
-static int minorant(const struct hp__rec_tt *tt, double *alpha, double *beta)
+static int per_type_bounds(const struct hp__rec_tt *tt, double *thr,
+			   double *eps, double *alpha, double *beta)
 {
-	double *suf = malloc(((size_t)tt->bmax + 2) * sizeof(double));
-	double phi1, b = INFINITY;
+	double *u = malloc(((size_t)tt->bmax + 2) * sizeof(double));
+	double phi1, sl = INFINITY;
 
-	if (!suf)
+	if (!u)
 		return HP_ENOMEM;
-	suf[tt->bmax + 1] = INFINITY;
+	u[tt->bmax + 1] = INFINITY;
 	for (int64_t x = tt->bmax; x >= 1; x--)
-		suf[x] = tt->t[x] < suf[x + 1] ? tt->t[x] : suf[x + 1];
-	phi1 = tt->p[1] * suf[1];
-	for (int64_t x = 2; x <= tt->bmax; x++) {
-		double sl = (tt->p[x] * suf[x] - phi1) / (double)(x - 1);
-		if (sl < b)
-			b = sl;
+		u[x] = tt->t[x] < u[x + 1] ? tt->t[x] : u[x + 1];
+	*thr = 0;
+	*eps = INFINITY;
+	phi1 = tt->p[1] * u[1];
+	for (int64_t x = 1; x <= tt->bmax; x++) {
+		double v = (double)x / u[x], e = tt->p[x] * u[x] / (double)x;
+		if (v > *thr)
+			*thr = v;
+		if (e < *eps)
+			*eps = e;
+		if (x >= 2) {
+			double d = (tt->p[x] * u[x] - phi1) / (double)(x - 1);
+			if (d < sl)
+				sl = d;
+		}
 	}
-	if (b == INFINITY)
-		b = 0;
-	*beta = b;
-	*alpha = phi1 - b;
-	free(suf);
+	if (sl == INFINITY)
+		sl = 0;
+	*beta = sl;
+	*alpha = phi1 - sl;
+	free(u);
 	return 0;
 }
 
@@ -261,20 +274,9 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 		for (int i = 0; i < r; i++)
 			c->pref[t][i + 1] = c->pref[t][i] + tmp[i];
 		c->nnodes_t[t] = r;
-		c->thr[t] = 0;
-		c->eps[t] = INFINITY;
-		if (c->m->tt[t].ok)
-			for (int64_t b = 1; b <= c->m->tt[t].bmax; b++) {
-				const struct hp__rec_tt *tt = &c->m->tt[t];
-				double v = (double)b / tt->t[b];
-				double e = tt->p[b] * tt->t[b] / (double)b;
-				if (v > c->thr[t])
-					c->thr[t] = v;
-				if (e < c->eps[t])
-					c->eps[t] = e;
-			}
 		if (c->m->tt[t].ok &&
-		    minorant(&c->m->tt[t], &c->alpha[t], &c->beta[t]))
+		    per_type_bounds(&c->m->tt[t], &c->thr[t], &c->eps[t],
+				    &c->alpha[t], &c->beta[t]))
 			goto nomem;
 	}
 	free(order);

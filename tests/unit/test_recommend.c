@@ -351,6 +351,112 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 	env_free(&e);
 }
 
+/* The same against synthetic tables the estimator would never give: step
+ * times with jumps and plateaus, power that falls and rises with the
+ * batch, types that fit few samples, larger batches and devices. */
+HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
+{
+	static double t[4][129], lo[4][129], hi[4][129], p[4][129];
+	static struct hp__rec_tt tt[4];
+	static const char *const names[4] = {"v100", "a100-80", "t4",
+					     "h100-sxm"};
+	int feasible = 0, infeasible = 0, mixed = 0;
+	long configs = 0;
+	enum { POOLS = 1000 };
+
+	for (int seed = 1; seed <= POOLS; seed++) {
+		struct hp__rec_model m = {tt, 4, 0};
+		struct hp_pool pool;
+		struct hp__rec_params q = {0};
+		struct hp_rec_result res;
+		struct hp_error err = {0};
+		struct ref r = {0};
+		int ty[4], cnt[4];
+
+		rs = 0x51ed270b27e2d3a5ull ^
+		     ((uint64_t)seed * 0x9e3779b97f4a7c15ull);
+		rnd();
+		m.grad_bytes = 1e6 * pow(1000, urnd());
+		for (int i = 0; i < 4; i++) {
+			double acc = 0.005 + 0.05 * urnd();
+			snprintf(tt[i].name, sizeof(tt[i].name), "%s",
+				 names[i]);
+			tt[i].ok = urnd() > 0.05;
+			tt[i].bmem = tt[i].bmax = irnd(2, 128);
+			tt[i].t = t[i];
+			tt[i].lo = lo[i];
+			tt[i].hi = hi[i];
+			tt[i].p = p[i];
+			tt[i].pmin = INFINITY;
+			for (int b = 1; b <= tt[i].bmax; b++) {
+				/* Nondecreasing, with plateaus and jumps. */
+				acc +=
+				    urnd() < 0.3 ? 0 : 0.004 * urnd() * (i + 1);
+				if (urnd() < 0.05)
+					acc += 0.05 * urnd();
+				t[i][b] = acc;
+				lo[i][b] = 0.8 * acc;
+				hi[i][b] = 1.3 * acc;
+				p[i][b] = 30 + 500 * urnd();
+				tt[i].pmin = fmin(tt[i].pmin, p[i][b]);
+			}
+		}
+		random_pool(&pool, &m);
+		q.B = irnd(8, 128);
+		q.steps = irnd(10, 20000);
+		q.only_type = urnd() < 0.1 ? irnd(0, 3) : -1;
+		q.ndevices = urnd() < 0.1 ? irnd(1, 10) : 0;
+		q.nnodes = urnd() < 0.1 ? irnd(1, 4) : 0;
+		q.max_mix = 2;
+		q.deadline_s = (65 + q.steps * t[irnd(0, 3)][1] * 4) *
+			       pow(10, -1 + 1.5 * urnd());
+		r.m = &m;
+		r.pool = &pool;
+		r.q = &q;
+		r.best_e = r.best_t = INFINITY;
+		ref_walk(&r, 0, ty, cnt);
+		configs += r.configs;
+		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &res, NULL, &err),
+			      0);
+		if (r.best_t == INFINITY) {
+			if (res.found)
+				HP_FAIL("seed %d: found one, reference none",
+					seed);
+			hp_rec_result_release(&res);
+			continue;
+		}
+		if (!res.found)
+			HP_FAIL("seed %d: found none, reference %ld", seed,
+				r.configs);
+		check_choice(&res.choice, &pool, q.B);
+		if (res.feasible != r.feasible)
+			HP_FAIL("seed %d: feasible %d, reference %d", seed,
+				res.feasible, r.feasible);
+		if (r.feasible) {
+			if (!(fabs(res.choice.energy_j - r.best_e) <=
+			      1e-9 * r.best_e))
+				HP_FAIL("seed %d: energy %.12g, exhaustive "
+					"%.12g",
+					seed, res.choice.energy_j, r.best_e);
+			feasible++;
+		} else {
+			if (!(fabs(res.choice.time_s - r.best_t) <=
+			      1e-9 * r.best_t))
+				HP_FAIL("seed %d: fastest %.12g s, exhaustive "
+					"%.12g s",
+					seed, res.choice.time_s, r.best_t);
+			infeasible++;
+		}
+		mixed += res.choice.ntypes == 2;
+		hp_rec_result_release(&res);
+	}
+	fprintf(stderr,
+		"synthetic: %d pools, %ld configurations; %d feasible, %d "
+		"infeasible, %d mixed choices; 0 mismatches\n",
+		POOLS, configs, feasible, infeasible, mixed);
+	ASSERT(feasible >= 100 && infeasible >= 100 && mixed >= 20);
+}
+
 /* ---- The batch split ------------------------------------------------- */
 
 HP_TEST(recommend_split_is_brute_force_min_max)
