@@ -917,8 +917,9 @@ static int run_cands(struct ctx *c, const int *ty, int k, struct cand *cv,
 		     int nc, int phase, double *gbest, struct setbest *sb,
 		     bool prune_by_global)
 {
-	qsort(cv, (size_t)nc, sizeof(*cv),
-	      phase == PH_ENERGY ? cmp_cand_e : cmp_cand_t);
+	if (nc > 0)
+		qsort(cv, (size_t)nc, sizeof(*cv),
+		      phase == PH_ENERGY ? cmp_cand_e : cmp_cand_t);
 	for (int i = 0; i < nc; i++) {
 		struct hp_rec_config cfg = {0};
 		double own = sb->have ? (phase == PH_ENERGY ? sb->cfg.energy_j
