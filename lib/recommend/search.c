@@ -1037,14 +1037,20 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 	const struct hp__rec_params *q = c->q;
 	int64_t f0 = c->nnodes_t[t0] ? c->pref[t0][c->nnodes_t[t0]] : 0;
 	int64_t f1 = c->nnodes_t[t1] ? c->pref[t1][c->nnodes_t[t1]] : 0;
-	double cfloor = INFINITY, fixed, epsmin, bmn, a0, a1, tfloor;
+	double cfloor = INFINITY, epsmin, bmn, a0, a1, bw, lat;
 	double pm0 = c->m->tt[t0].pmin, pm1 = c->m->tt[t1].pmin;
 	double bmin0 = c->basemin_t[t0], bmin1 = c->basemin_t[t1];
-	int nc = 0, ac = 0;
+	double bminx = bmin0 < bmin1 ? bmin0 : bmin1;
+	double steps = (double)q->steps;
+	int nc = 0, ac = 0, *mm0 = NULL, *mm1 = NULL, rc = 0;
 	struct cand *cv = NULL;
 
 	*out = NULL;
 	*nout = 0;
+	if (f0 > q->B)
+		f0 = q->B;
+	if (f1 > q->B)
+		f1 = q->B;
 	if (f0 < 1 || f1 < 1)
 		return 0;
 	for (int64_t b = 1; b <= c->m->tt[t0].bmax; b++)
@@ -1053,93 +1059,134 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 	for (int64_t b = 1; b <= c->m->tt[t1].bmax; b++)
 		if (c->m->tt[t1].t[b] < cfloor)
 			cfloor = c->m->tt[t1].t[b];
-	fixed = HP_REC_STARTUP_S + 2 * HP_REC_STARTUP_NODE_S;
-	/* Each device's energy per step is at least its samples times its
-	 * type's least energy per sample (it works at least its own step
-	 * time at its own power): no split of the batch does better. */
+	/* Each device's energy over a step is at least its samples times
+	 * its type's least energy per sample: no split does better. */
 	epsmin = c->eps[t0] < c->eps[t1] ? c->eps[t0] : c->eps[t1];
-	if (phase == PH_ENERGY &&
-	    (double)q->steps * (double)q->B * epsmin >= bound)
+	if (phase == PH_ENERGY && steps * (double)q->B * epsmin >= bound)
 		return 0;
 	bmn = c->beta[t0] < c->beta[t1] ? c->beta[t0] : c->beta[t1];
 	if (bmn < 0)
 		bmn = 0;
 	a0 = c->alpha[t0] + c->beta[t0];
 	a1 = c->alpha[t1] + c->beta[t1];
-	tfloor = (double)q->steps * cfloor + fixed;
-	if (phase == PH_ENERGY && tfloor > q->deadline_s)
-		return 0;
+	/* The best network figures any used node can have. */
+	bw = c->bwmax_t[t0] > c->bwmax_t[t1] ? c->bwmax_t[t0] : c->bwmax_t[t1];
+	lat = c->latmin_t[t0] < c->latmin_t[t1] ? c->latmin_t[t0]
+						: c->latmin_t[t1];
+	/* Fewest nodes for n devices of each type (one type per node). */
+	mm0 = malloc(((size_t)f0 + 1) * sizeof(int));
+	mm1 = malloc(((size_t)f1 + 1) * sizeof(int));
+	if (!mm0 || !mm1) {
+		rc = HP_ENOMEM;
+		goto out;
+	}
+	for (int n = 1; n <= f0; n++)
+		mm0[n] = mmin_of(c, t0, n);
+	for (int n = 1; n <= f1; n++)
+		mm1[n] = mmin_of(c, t1, n);
 	for (int n0 = 1; n0 <= f0 && n0 < q->B; n0++) {
 		int n1s = 1;
+		/* Rows beyond: every cell has at least these nodes, this
+		 * power and no less than the floor of compute. */
+		{
+			int ml = mm0[n0] + 1;
+			double tn, tfl;
+			if (q->nnodes > 0) {
+				if (ml > q->nnodes)
+					break;
+				ml = q->nnodes;
+			}
+			tn = HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * ml +
+			     steps *
+				 hp__rec_inter_s(bw, lat, ml, c->m->grad_bytes);
+			tfl = steps * cfloor + tn;
+			if (phase == PH_ENERGY) {
+				double bl = mm0[n0] * bmin0 + bmin1;
+				double ef =
+				    steps * (n0 * a0 + a1 +
+					     (double)(q->B - n0 - 1) * bmn) +
+				    tfl * bl;
+				if (tfl > q->deadline_s ||
+				    tfl * (n0 * pm0 + pm1 + bl) >= bound ||
+				    (ef >= bound && a0 >= bmn && a1 >= bmn))
+					break;
+			} else if (tfl >= bound) {
+				break;
+			}
+		}
 		if (phase == PH_ENERGY) {
-			/* The fewest n1 whose time bound meets the
+			/* The fewest n1 whose compute bound meets the
 			 * deadline (one less, for rounding). */
-			double cd = (q->deadline_s - fixed) / (double)q->steps;
+			double cd = (q->deadline_s - HP_REC_STARTUP_S -
+				     2 * HP_REC_STARTUP_NODE_S) /
+				    steps;
 			double need =
 			    ((double)q->B / cd - n0 * c->thr[t0]) / c->thr[t1];
-			if (need > (double)f1 + 1)
+			if (!(cd > 0) || need > (double)f1 + 1)
 				continue;
 			if (need > 2)
 				n1s = (int)need - 1;
 		}
 		for (int n1 = n1s; n1 <= f1 && n0 + n1 <= q->B; n1++) {
-			int ty[2] = {t0, t1};
-			double cthr, clb, tlb, plb, elb;
+			int ty[2] = {t0, t1}, ml = mm0[n0] + mm1[n1];
+			double cthr, clb, tn, tlb, tfl, bl, plb, elb, es, es2;
+			bool floor_now;
 			struct cand x;
 			if (q->ndevices > 0 && n0 + n1 != q->ndevices) {
 				if (n0 + n1 > q->ndevices)
 					break;
 				continue;
 			}
+			bl = mm0[n0] * bmin0 + mm1[n1] * bmin1;
+			if (q->nnodes > 0) {
+				/* More devices need no fewer nodes. */
+				if (ml > q->nnodes)
+					break;
+				bl += (q->nnodes - ml) * bminx;
+				ml = q->nnodes;
+			}
+			tn = HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * ml +
+			     steps *
+				 hp__rec_inter_s(bw, lat, ml, c->m->grad_bytes);
 			cthr =
 			    (double)q->B / (n0 * c->thr[t0] + n1 * c->thr[t1]);
-			clb = cthr > cfloor ? cthr : cfloor;
-			tlb = (double)q->steps * clb + fixed;
-			plb = n0 * pm0 + n1 * pm1 + bmin0 + bmin1;
+			floor_now = cthr <= cfloor;
+			clb = floor_now ? cfloor : cthr;
+			tlb = steps * clb + tn;
+			tfl = steps * cfloor + tn;
+			plb = n0 * pm0 + n1 * pm1 + bl;
 			elb = tlb * plb;
-			{
-				/* Devices' energy: at least the lines under
-				 * it, every device with one sample and the
-				 * rest at the cheaper slope; plus the two
-				 * nodes' base power over the least time. */
-				double es =
-				    (double)q->steps *
-					(n0 * a0 + n1 * a1 +
-					 (double)(q->B - n0 - n1) * bmn) +
-				    tlb * (bmin0 + bmin1);
-				double es2 =
-				    (double)q->steps *
-				    (n0 * c->eps[t0] + n1 * c->eps[t1] +
-				     (double)(q->B - n0 - n1) * epsmin);
-				if (es2 > es)
-					es = es2;
-				if (phase == PH_ENERGY && es >= bound &&
-				    tlb <= q->deadline_s) {
-					/* With the time at its floor, the
-					 * bound only grows with n1. */
-					double ef =
-					    (double)q->steps *
-						(n0 * a0 + n1 * a1 +
-						 (double)(q->B - n0 - n1) *
-						     bmn) +
-					    tfloor * (bmin0 + bmin1);
-					if (ef >= bound && a1 >= bmn)
-						break;
-					continue;
-				}
-			}
+			/* Devices' energy: at least the lines under it,
+			 * every device with one sample and the rest at the
+			 * cheaper slope; plus the nodes' base power. */
+			es = steps * (n0 * a0 + n1 * a1 +
+				      (double)(q->B - n0 - n1) * bmn) +
+			     tlb * bl;
+			es2 = steps * (n0 * c->eps[t0] + n1 * c->eps[t1] +
+				       (double)(q->B - n0 - n1) * epsmin) +
+			      tlb * bl;
+			if (es2 > es)
+				es = es2;
+			/* Once compute is at its floor, nodes, power and
+			 * the line bound only grow with n1: stop. */
 			if (phase == PH_ENERGY) {
-				if (tlb > q->deadline_s)
+				double ef =
+				    steps * (n0 * a0 + n1 * a1 +
+					     (double)(q->B - n0 - n1) * bmn) +
+				    tfl * bl;
+				if (floor_now &&
+				    (tlb > q->deadline_s || elb >= bound))
+					break;
+				if (ef >= bound && a1 >= bmn)
+					break;
+				if (tlb > q->deadline_s || elb >= bound ||
+				    es >= bound)
 					continue;
-				if (elb >= bound) {
-					/* Past the point where the floor
-					 * holds, more devices only add. */
-					if (cthr <= cfloor)
-						break;
+			} else {
+				if (floor_now && tlb >= bound)
+					break;
+				if (tlb >= bound)
 					continue;
-				}
-			} else if (tlb >= bound) {
-				continue;
 			}
 			memset(&x, 0, sizeof(x));
 			x.n[0] = n0;
@@ -1157,26 +1204,21 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 				int na = ac ? ac * 2 : 256;
 				void *p = realloc(cv, (size_t)na * sizeof(*cv));
 				if (!p) {
-					free(cv);
-					return HP_ENOMEM;
+					rc = HP_ENOMEM;
+					goto out;
 				}
 				cv = p;
 				ac = na;
 			}
 			cv[nc++] = x;
 		}
-		/* Whole rows beyond: every later n0 has at least this
-		 * power and no less than the floor of time. */
-		if (phase == PH_ENERGY) {
-			double ef =
-			    (double)q->steps *
-				(n0 * a0 + a1 + (double)(q->B - n0 - 1) * bmn) +
-			    tfloor * (bmin0 + bmin1);
-			if (tfloor * (n0 * pm0 + pm1 + bmin0 + bmin1) >= bound)
-				break;
-			if (ef >= bound && a0 >= bmn && a1 >= bmn)
-				break;
-		}
+	}
+out:
+	free(mm0);
+	free(mm1);
+	if (rc) {
+		free(cv);
+		return rc;
 	}
 	*out = cv;
 	*nout = nc;
