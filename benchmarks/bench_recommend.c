@@ -4,7 +4,9 @@
  * (v100, a100-80, h100-sxm, t4, a10, l40s) with varied free counts:
  * median over repeated calls per pool size, split into building the
  * per-type tables (estimator calls) and the search.  Goal: 10 ms at
- * 2000 x 8.  Usage: bench_recommend [MODEL [BATCH [DEADLINE_S]]]
+ * 2000 x 8.  Usage: bench_recommend [MODEL [BATCH [DEADLINE_S [distinct]]]]
+ * ("distinct": every node's links and base power differ a little, so
+ * nodes do not group into classes: the search's worst case).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@ static int cmp(const void *a, const void *b)
 }
 
 /* A pool of n nodes, each 8 GPUs of one type with a server like it. */
-static struct hp_pool *make_pool(int n)
+static struct hp_pool *make_pool(int n, int distinct)
 {
 	static const struct {
 		const char *type;
@@ -66,6 +68,13 @@ static struct hp_pool *make_pool(int n)
 		nd->net_bw_gbps = sku[s].net;
 		nd->net_latency_us = sku[s].lat;
 		nd->base_power_w = sku[s].base;
+		if (distinct) {
+			/* Every node its own: links and base power vary
+			 * by a few percent, so no two nodes form a class. */
+			nd->intra_bw_gbps *= 0.95 + 0.1 * irnd(1000) / 1000.0;
+			nd->net_bw_gbps *= 0.95 + 0.1 * irnd(1000) / 1000.0;
+			nd->base_power_w *= 0.95 + 0.1 * irnd(1000) / 1000.0;
+		}
 	}
 	return p;
 }
@@ -76,6 +85,7 @@ int main(int argc, char **argv)
 	    argc > 1 ? argv[1] : "data/models/resnet50.train.onnx";
 	int64_t batch = argc > 2 ? atoll(argv[2]) : 512;
 	double deadline = argc > 3 ? atof(argv[3]) : 4 * 3600.0;
+	int distinct = argc > 4 && !strcmp(argv[4], "distinct");
 	static const int sizes[] = {10, 100, 1000, 2000, 4000};
 	enum { REPS = 21 };
 	struct hp_error err = {0};
@@ -111,7 +121,7 @@ int main(int argc, char **argv)
 	printf("%8s %8s %10s %10s %10s  %s\n", "nodes", "gpus", "median_ms",
 	       "min_ms", "max_ms", "choice");
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		struct hp_pool *p = make_pool(sizes[k]);
+		struct hp_pool *p = make_pool(sizes[k], distinct);
 		double ms[REPS];
 		long gpus = 0;
 		char choice[160] = "";

@@ -590,7 +590,8 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 {
 	const struct hp__rec_params *q = c->q;
 	struct pk *P = calloc(1, sizeof(*P));
-	double *lv1 = NULL, *lv2 = NULL, best = bound;
+	double *lv1 = NULL, *lv2 = NULL, *rr = NULL, best = bound;
+	int *roff = NULL;
 	int nlv1 = 0, ntot = 0, mlo, mhi, rc = 0, nrelnodes = 0;
 
 	if (!P)
@@ -652,6 +653,29 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 				lv1[nlv1++] = intra_of(c, kc, kk);
 		}
 		nlv1 = uniq(lv1, nlv1);
+		/* Each relevant class's intra term by device count. */
+		roff = malloc(((size_t)P->nrel + 1) * sizeof(int));
+		{
+			size_t tot = 1;
+			for (int i = 0; i < P->nrel; i++)
+				tot += (size_t)c->cls[P->rel[i]].maxfree + 1;
+			rr = malloc(tot * sizeof(double));
+		}
+		if (!roff || !rr) {
+			rc = HP_ENOMEM;
+			goto out;
+		}
+		{
+			int o = 0;
+			for (int i = 0; i < P->nrel; i++) {
+				const struct cls *kc = &c->cls[P->rel[i]];
+				roff[i] = o;
+				rr[o] = 0;
+				for (int kk = 1; kk <= kc->maxfree; kk++)
+					rr[o + kk] = intra_of(c, kc, kk);
+				o += kc->maxfree + 1;
+			}
+		}
 	}
 	mlo = k;
 	mhi = ntot < nrelnodes ? ntot : nrelnodes;
@@ -693,6 +717,20 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		for (int a2 = 0; a2 < nlv2; a2++) {
 			double tau2 = lv2[a2], basemin = INFINITY;
 			int navail = 0;
+			bool first = true;
+			/* Higher network levels only add time; the base
+			 * is at least the least of all relevant nodes. */
+			double t2 = (double)q->steps *
+					(cp->c + (lv1[0] + tau2) *
+						     (1 - HP_REC_OVERLAP)) +
+				    HP_REC_STARTUP_S +
+				    HP_REC_STARTUP_NODE_S * m;
+			if (phase == PH_ENERGY &&
+			    (t2 > q->deadline_s ||
+			     t2 * (cp->pdev + m * bmin_all) >= best))
+				break;
+			if (phase == PH_TIME && t2 >= best)
+				break;
 			for (int i = 0; i < P->nrel; i++) {
 				const struct cls *kc = &c->cls[P->rel[i]];
 				if (inter_of(c, kc, m) <= tau2) {
@@ -722,23 +760,40 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 				} else if (tth >= best) {
 					break;
 				}
-				/* Caps at this level. */
-				for (int i = 0; i < P->nrel; i++) {
-					const struct cls *kc =
-					    &c->cls[P->rel[i]];
-					bool el = inter_of(c, kc, m) <= tau2;
-					int kmax = 1;
-					while (kmax < kc->maxfree &&
-					       intra_of(c, kc, kmax + 1) <=
-						   tau1)
-						kmax++;
-					if (kmax < kc->maxfree)
-						all_full = false;
-					for (int j = 0; j < k; j++) {
-						int f = kc->free[ty[j]];
-						P->cap[i][j] =
-						    el ? (f < kmax ? f : kmax)
-						       : 0;
+				/* Caps at this level.  A level that changes
+				 * no cap has the same packings as the one
+				 * before it and only more time: skip it. */
+				{
+					bool changed = first;
+					for (int i = 0; i < P->nrel; i++) {
+						const struct cls *kc =
+						    &c->cls[P->rel[i]];
+						bool el =
+						    inter_of(c, kc, m) <= tau2;
+						const double *r = rr + roff[i];
+						int kmax = 1;
+						while (kmax < kc->maxfree &&
+						       r[kmax + 1] <= tau1)
+							kmax++;
+						if (el && kmax < kc->maxfree)
+							all_full = false;
+						for (int j = 0; j < k; j++) {
+							int f = kc->free[ty[j]];
+							int v =
+							    el ? (f < kmax
+								      ? f
+								      : kmax)
+							       : 0;
+							changed |=
+							    v != P->cap[i][j];
+							P->cap[i][j] = v;
+						}
+					}
+					first = false;
+					if (!changed) {
+						if (all_full)
+							break;
+						continue;
 					}
 				}
 				for (int j = 0; j < 2; j++)
@@ -794,6 +849,8 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 out:
 	free(lv1);
 	free(lv2);
+	free(rr);
+	free(roff);
 	free(P->rel);
 	free(P->cap);
 	free(P->capmax_suf);
