@@ -19,6 +19,12 @@ if [ -x "$build/bin/bench_predict" ]; then
 	"$build/bin/bench_predict"
 fi
 
+if [ -x "$build/bin/bench_recommend" ]; then
+	echo
+	echo "== recommendation on pools of N nodes x 8 GPUs of 6 types, after loading (goal: 10 ms at 2000 x 8)"
+	"$build/bin/bench_recommend"
+fi
+
 echo
 echo "== training step: hetpool engine (oneDNN) vs PyTorch, $threads threads, side by side (goal: ratio <= 1.2)"
 S="benchmarks/specs/cnn2_s32.json:64 benchmarks/specs/cnn3_s32_small.json:64 benchmarks/specs/cnn4_s64.json:16 benchmarks/specs/cnn6_s32.json:32 benchmarks/specs/cnn2_s64_wide.json:32"

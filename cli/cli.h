@@ -35,5 +35,6 @@ int cmd_profile(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_recommend(int argc, char **argv);
 
 #endif

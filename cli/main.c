@@ -32,6 +32,9 @@ static const char usage[] =
     "                    its interval, throughput, memory, energy)\n"
     "  validate          cross-validate the estimator against the "
     "roofline\n"
+    "  recommend MODEL   the least-energy configuration of a pool's free "
+    "devices\n"
+    "                    that meets a deadline, and how to run it there\n"
     "  help [COMMAND]    show help for a command\n"
     "\n"
     "Run 'hetpool COMMAND --help' for a command's options.\n";
@@ -161,6 +164,8 @@ dispatch:
 		return cmd_predict(argc, argv);
 	if (!strcmp(cmd, "validate"))
 		return cmd_validate(argc, argv);
+	if (!strcmp(cmd, "recommend"))
+		return cmd_recommend(argc, argv);
 	return cli_error(EXIT_USAGE,
 			 "'%s' is not a command; see 'hetpool --help'", cmd);
 }

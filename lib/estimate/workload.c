@@ -29,6 +29,57 @@ void hp_workload_release(struct hp_workload *w)
 	memset(w, 0, sizeof(*w));
 }
 
+int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
+			 struct hp_workload *out, struct hp_error *err)
+{
+	double k;
+	size_t n;
+
+	memset(out, 0, sizeof(*out));
+	if (!w1 || w1->batch != 1)
+		return hp_error_set(err, HP_EINVAL,
+				    "workload must be analysed at batch 1");
+	if (batch < 1 || batch > ((int64_t)1 << 30))
+		return hp_error_set(err, HP_ERANGE,
+				    "batch %lld: give 1 to 2^30",
+				    (long long)batch);
+	if (w1->activations_bytes > INT64_MAX / batch ||
+	    w1->input_bytes > INT64_MAX / batch ||
+	    w1->peak_act_bytes > INT64_MAX / batch)
+		return hp_error_set(err, HP_ERANGE,
+				    "batch %lld: activation bytes overflow",
+				    (long long)batch);
+	*out = *w1;
+	out->cls = NULL;
+	out->flops = out->bytes = out->wbytes = out->width = NULL;
+	n = (size_t)w1->nlayers + 1;
+	out->cls = malloc(n * sizeof(*out->cls));
+	out->flops = malloc(n * sizeof(*out->flops));
+	out->bytes = malloc(n * sizeof(*out->bytes));
+	out->wbytes = malloc(n * sizeof(*out->wbytes));
+	out->width = malloc(n * sizeof(*out->width));
+	if (!out->cls || !out->flops || !out->bytes || !out->wbytes ||
+	    !out->width) {
+		hp_workload_release(out);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	k = (double)batch;
+	out->flops_total = 0;
+	for (int i = 0; i < w1->nlayers; i++) {
+		out->cls[i] = w1->cls[i];
+		out->flops[i] = w1->flops[i] * k;
+		out->bytes[i] = w1->bytes[i] * k;
+		out->wbytes[i] = w1->wbytes[i];
+		out->width[i] = w1->width[i];
+		out->flops_total += out->flops[i];
+	}
+	out->batch = batch;
+	out->activations_bytes = w1->activations_bytes * batch;
+	out->input_bytes = w1->input_bytes * batch;
+	out->peak_act_bytes = w1->peak_act_bytes * batch;
+	return 0;
+}
+
 static double tensor_bytes(const struct hp_graph *g, int t)
 {
 	int64_t n;

@@ -1,0 +1,479 @@
+/* cmd_recommend.c - `hetpool recommend`: the least-energy configuration of
+ * a pool's free devices that trains a model by a deadline, and how to run
+ * it (local batches, gradient weights, learning rate). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "est_cli.h"
+#include "hetpool/pool.h"
+#include "hetpool/recommend.h"
+
+static const char help[] =
+    "usage: hetpool recommend MODEL --pool POOL.json --samples N\n"
+    "                         (--epochs E | --steps S)\n"
+    "                         (--batch B | --batch-min B1 --batch-max B2)\n"
+    "                         --deadline D [--device-type T] [--devices K]\n"
+    "                         [--nodes M] [--lr-rule linear|sqrt|none]\n"
+    "                         [--ref-batch R] [--max-mix 1|2]\n"
+    "                         [--estimator FILE] [--catalog FILE]\n"
+    "                         [--input-shape CxHxW] [--json] [--explain]\n"
+    "\n"
+    "Recommend the configuration of least energy over the pool's free "
+    "devices\n"
+    "that trains MODEL by the deadline: which devices on which nodes, the "
+    "local\n"
+    "batch of each (they sum to the global batch and equalise the types' "
+    "step\n"
+    "times), the gradient weights and the learning-rate scale.  When no\n"
+    "configuration meets the deadline, the fastest is given with its time.\n"
+    "Configurations: one device type, or a pair of types (mixed), any "
+    "count,\n"
+    "any packing onto nodes with free devices, one type per node.  The "
+    "model of\n"
+    "time and energy is in docs/recommender.md.\n"
+    "\n"
+    "  MODEL             an ONNX file (.onnx) or a hetpool JSON spec\n"
+    "  --pool FILE       the pool (JSON; see data/pools/sample.json)\n"
+    "  --samples N       dataset size in samples\n"
+    "  --epochs E        passes over the data (steps = ceil(N / B) x E)\n"
+    "  --steps S         or training steps\n"
+    "  --batch B         global batch\n"
+    "  --batch-min/-max  or bounds: the powers of two within are tried\n"
+    "  --deadline D      wall clock: 90m, 2h, 1h30m, 45s, 1d or seconds\n"
+    "  --device-type T   only this catalog type\n"
+    "  --devices K       exactly K devices\n"
+    "  --nodes M         exactly M nodes\n"
+    "  --lr-rule R       linear (default: lr x B / R), sqrt, or none\n"
+    "  --ref-batch R     the batch the learning rate was tuned at "
+    "(default: B)\n"
+    "  --max-mix N       1: one type per job; 2 (default): pairs too\n"
+    "  --estimator FILE  default data/estimators/default.json\n"
+    "  --catalog FILE    device catalog (default: data/devices.csv)\n"
+    "  --json            print JSON for scripts\n"
+    "  --explain         print the plan and the reasoning for a person\n"
+    "\n"
+    "exit status: 0 a recommendation was made (read 'feasible': false when "
+    "no\n"
+    "configuration meets the deadline or the constraints cannot be met; "
+    "then\n"
+    "the fastest configuration, if any, is given), 1 a failure while "
+    "working,\n"
+    "2 bad input (options, model, pool file).\n"
+    "\n"
+    "examples:\n"
+    "  hetpool recommend data/models/resnet50.train.onnx --pool "
+    "data/pools/sample.json \\\n"
+    "      --samples 1281167 --epochs 1 --batch 256 --deadline 2h "
+    "--explain\n"
+    "  hetpool recommend resnet50.onnx --pool pool.json --samples 50000 "
+    "--steps 2000 \\\n"
+    "      --batch-min 128 --batch-max 1024 --deadline 45m --json\n";
+
+static const char *dur(double s, char *buf, size_t n)
+{
+	if (!isfinite(s))
+		snprintf(buf, n, "?");
+	else if (s < 120)
+		snprintf(buf, n, "%.1f s", s);
+	else if (s < 7200)
+		snprintf(buf, n, "%.1f min", s / 60);
+	else
+		snprintf(buf, n, "%.2f h", s / 3600);
+	return buf;
+}
+
+static const char *energy(double j, char *buf, size_t n)
+{
+	if (!isfinite(j))
+		snprintf(buf, n, "?");
+	else
+		snprintf(buf, n, "%.2f kWh", j / 3.6e6);
+	return buf;
+}
+
+static void print_config(const struct hp_rec_config *c,
+			 const struct hp_pool *pool, bool groups)
+{
+	char a[32], b[32], d[32], e[32], f[32], h[32];
+
+	printf("  ");
+	for (int j = 0; j < c->ntypes; j++)
+		printf("%s%d x %s", j ? " + " : "", c->types[j].count,
+		       c->types[j].type);
+	printf(" on %d node%s, global batch %lld: %s [%s, %s], %s [%s, %s]\n",
+	       c->nnodes, c->nnodes == 1 ? "" : "s", (long long)c->global_batch,
+	       dur(c->time_s, a, sizeof(a)), dur(c->time_lo_s, b, sizeof(b)),
+	       dur(c->time_hi_s, d, sizeof(d)),
+	       energy(c->energy_j, e, sizeof(e)),
+	       energy(c->energy_lo_j, f, sizeof(f)),
+	       energy(c->energy_hi_j, h, sizeof(h)));
+	if (!groups)
+		return;
+	for (int i = 0; i < c->ngroups; i++)
+		printf("    %-16s %3d x %-10s local batch %5lld  grad weight "
+		       "%.4g\n",
+		       pool->nodes[c->groups[i].node].name, c->groups[i].count,
+		       c->groups[i].type, (long long)c->groups[i].local_batch,
+		       c->groups[i].grad_weight);
+}
+
+static void print_explain(const struct hp_rec_result *r,
+			  const struct hp_rec_job *job,
+			  const struct hp_pool *pool)
+{
+	const struct hp_rec_config *c = &r->choice;
+	char a[32], b[32];
+	int64_t ref;
+
+	printf("deadline     %s\n", dur(r->deadline_s, a, sizeof(a)));
+	if (!r->found) {
+		printf("no configuration: %s\n", r->reason);
+		return;
+	}
+	printf("%s\n", r->feasible ? "choice       least energy that meets "
+				     "the deadline"
+				   : "choice       none meets the deadline; "
+				     "the fastest:");
+	print_config(c, pool, true);
+	printf("per type     ");
+	for (int j = 0; j < c->ntypes; j++)
+		printf("%s%s: %lld samples, local batch <= %lld, step %.4g s, "
+		       "%.0f W",
+		       j ? "\n             " : "", c->types[j].type,
+		       (long long)c->types[j].batch,
+		       (long long)c->types[j].local_max,
+		       c->types[j].step_time_s, c->types[j].power_w);
+	printf("\n");
+	printf("step         %.4g s [%.4g, %.4g] = compute %.4g s + "
+	       "all-reduce %.4g s\n",
+	       c->step_time_s, c->step_time_lo_s, c->step_time_hi_s,
+	       c->compute_time_s, c->comm_time_s);
+	printf("             (all-reduce: %.3g s within nodes, %.3g s across; "
+	       "not overlapped with backward)\n",
+	       c->intra_time_s, c->inter_time_s);
+	printf("job          %lld steps x step + start-up %.0f s "
+	       "(%.0f s + %.0f s per node) = %s\n",
+	       (long long)c->steps, c->startup_s, HP_REC_STARTUP_S,
+	       HP_REC_STARTUP_NODE_S, dur(c->time_s, a, sizeof(a)));
+	printf("energy       %.0f W (devices at their utilisation + each "
+	       "used node's base) x time = %s\n",
+	       c->power_w, energy(c->energy_j, b, sizeof(b)));
+	printf("             idle devices on used nodes stay free for other "
+	       "jobs and are not charged\n");
+	ref = job->ref_batch > 0 ? job->ref_batch : c->global_batch;
+	printf("gradients    each device's gradient weighted by local / "
+	       "global batch, so\n             the update equals one device's "
+	       "at batch %lld\n",
+	       (long long)c->global_batch);
+	printf("lr           %s rule: lr x %.4g (batch %lld vs reference "
+	       "%lld)",
+	       hp_lr_rule_name(job->lr_rule), c->lr_scale,
+	       (long long)c->global_batch, (long long)ref);
+	if (c->warmup_steps > 0)
+		printf(", linear warm-up over the first %lld steps",
+		       (long long)c->warmup_steps);
+	printf("\n");
+	if (!r->feasible)
+		printf("why          %s\n", r->reason);
+	if (r->npareto > 1) {
+		printf("time-energy front (%d):\n", r->npareto);
+		for (int i = 0; i < r->npareto; i++)
+			print_config(&r->pareto[i], pool, false);
+	}
+	if (r->nrejected) {
+		printf("alternatives:\n");
+		for (int i = 0; i < r->nrejected; i++)
+			printf("  %-22s %s\n", r->rejected[i].what,
+			       r->rejected[i].reason);
+	}
+	for (int i = 0; i < r->nnotes; i++)
+		printf("note         %s\n", r->notes[i]);
+}
+
+static void print_short(const struct hp_rec_result *r,
+			const struct hp_pool *pool)
+{
+	if (!r->found) {
+		printf("no configuration: %s\n", r->reason);
+		return;
+	}
+	printf("%s\n", r->feasible ? "meets the deadline:"
+				   : "misses the deadline (fastest):");
+	print_config(&r->choice, pool, true);
+	printf("lr x %.4g", r->choice.lr_scale);
+	if (r->choice.warmup_steps)
+		printf(", warm-up %lld steps",
+		       (long long)r->choice.warmup_steps);
+	printf("\n");
+	if (!r->feasible)
+		printf("%s\n", r->reason);
+}
+
+static int parse_count(const char *opt, const char *s, int64_t min, int64_t max,
+		       int64_t *out)
+{
+	if (hp_parse_i64(s, min, max, out))
+		return cli_error(EXIT_USAGE,
+				 "recommend: %s '%s': give a whole number from "
+				 "%lld to %lld",
+				 opt, s, (long long)min, (long long)max);
+	return 0;
+}
+
+int cmd_recommend(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"pool", required_argument, NULL, 'p'},
+	    {"samples", required_argument, NULL, 'n'},
+	    {"epochs", required_argument, NULL, 'E'},
+	    {"steps", required_argument, NULL, 'S'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"batch-min", required_argument, NULL, '1'},
+	    {"batch-max", required_argument, NULL, '2'},
+	    {"deadline", required_argument, NULL, 'D'},
+	    {"device-type", required_argument, NULL, 't'},
+	    {"devices", required_argument, NULL, 'k'},
+	    {"nodes", required_argument, NULL, 'm'},
+	    {"lr-rule", required_argument, NULL, 'l'},
+	    {"ref-batch", required_argument, NULL, 'r'},
+	    {"max-mix", required_argument, NULL, 'x'},
+	    {"estimator", required_argument, NULL, 'e'},
+	    {"catalog", required_argument, NULL, 'c'},
+	    {"input-shape", required_argument, NULL, 's'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"explain", no_argument, NULL, 'X'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct hp_error err = {0};
+	struct hp_estimator *est = NULL;
+	struct hp_catalog *cat = NULL;
+	struct hp_pool *pool = NULL;
+	struct hp_graph *g = NULL;
+	struct hp_workload w = {0};
+	struct hp_rec_job job = {0};
+	struct hp_rec_result res = {0};
+	const char *poolpath = NULL, *estpath = NULL, *catalog = NULL, *model;
+	const char *deadline = NULL;
+	char estbuf[4096];
+	int64_t v, shape[HP_MAX_RANK];
+	int shape_rank = 0, c, rc, status = EXIT_OK;
+	bool json = false, explain = false;
+
+	opterr = 0;
+	optind = 1;
+	job.lr_rule = HP_LR_LINEAR;
+	while ((c = getopt_long(argc, argv,
+				"p:n:E:S:b:1:2:D:t:k:m:l:r:x:e:c:s:"
+				"jXh",
+				opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			poolpath = optarg;
+			break;
+		case 'n':
+			if (parse_count("--samples", optarg, 1,
+					(int64_t)1 << 40, &job.samples))
+				return EXIT_USAGE;
+			break;
+		case 'E':
+			if (parse_count("--epochs", optarg, 1, 1 << 20,
+					&job.epochs))
+				return EXIT_USAGE;
+			break;
+		case 'S':
+			if (parse_count("--steps", optarg, 1, (int64_t)1 << 40,
+					&job.steps))
+				return EXIT_USAGE;
+			break;
+		case 'b':
+			if (parse_count("--batch", optarg, 1, 1 << 24,
+					&job.batch))
+				return EXIT_USAGE;
+			break;
+		case '1':
+			if (parse_count("--batch-min", optarg, 1, 1 << 24,
+					&job.batch_min))
+				return EXIT_USAGE;
+			break;
+		case '2':
+			if (parse_count("--batch-max", optarg, 1, 1 << 24,
+					&job.batch_max))
+				return EXIT_USAGE;
+			break;
+		case 'D':
+			deadline = optarg;
+			if (hp_parse_duration(optarg, &job.deadline_s, &err))
+				return cli_error(EXIT_USAGE, "recommend: %s",
+						 err.msg);
+			break;
+		case 't':
+			job.device_type = optarg;
+			break;
+		case 'k':
+			if (parse_count("--devices", optarg, 1, 1 << 20, &v))
+				return EXIT_USAGE;
+			job.ndevices = (int)v;
+			break;
+		case 'm':
+			if (parse_count("--nodes", optarg, 1, HP_POOL_MAX_NODES,
+					&v))
+				return EXIT_USAGE;
+			job.nnodes = (int)v;
+			break;
+		case 'l':
+			if (hp_lr_rule_parse(optarg, &job.lr_rule))
+				return cli_error(EXIT_USAGE,
+						 "recommend: --lr-rule '%s': "
+						 "give linear, sqrt or none",
+						 optarg);
+			break;
+		case 'r':
+			if (parse_count("--ref-batch", optarg, 1, 1 << 24,
+					&job.ref_batch))
+				return EXIT_USAGE;
+			break;
+		case 'x':
+			if (parse_count("--max-mix", optarg, 1, HP_REC_MAX_MIX,
+					&v))
+				return EXIT_USAGE;
+			job.max_mix = (int)v;
+			break;
+		case 'e':
+			estpath = optarg;
+			break;
+		case 'c':
+			catalog = optarg;
+			break;
+		case 's':
+			shape_rank = cli_parse_dims(optarg, shape, HP_MAX_RANK);
+			if (shape_rank < 0)
+				return cli_error(EXIT_USAGE,
+						 "recommend: --input-shape "
+						 "'%s': give dimensions like "
+						 "3x224x224",
+						 optarg);
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'X':
+			explain = true;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return EXIT_OK;
+		default:
+			return cli_error(EXIT_USAGE,
+					 "recommend: unknown option or missing "
+					 "value '%s'; see 'hetpool recommend "
+					 "--help'",
+					 argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		return cli_error(EXIT_USAGE, "recommend: give one MODEL file; "
+					     "see 'hetpool recommend --help'");
+	model = argv[optind];
+	if (!poolpath)
+		return cli_error(EXIT_USAGE, "recommend: give --pool FILE");
+	if (!job.samples)
+		return cli_error(EXIT_USAGE, "recommend: give --samples N");
+	if (!job.epochs == !job.steps)
+		return cli_error(EXIT_USAGE,
+				 "recommend: give --epochs E or --steps S "
+				 "(one of them)");
+	if (job.batch && (job.batch_min || job.batch_max))
+		return cli_error(EXIT_USAGE,
+				 "recommend: give --batch or --batch-min/"
+				 "--batch-max, not both");
+	if (!job.batch && (!job.batch_min || !job.batch_max))
+		return cli_error(EXIT_USAGE,
+				 "recommend: give --batch B, or both "
+				 "--batch-min and --batch-max");
+	if (!job.batch && job.batch_min > job.batch_max)
+		return cli_error(EXIT_USAGE,
+				 "recommend: --batch-min %lld is more than "
+				 "--batch-max %lld",
+				 (long long)job.batch_min,
+				 (long long)job.batch_max);
+	if (!deadline)
+		return cli_error(EXIT_USAGE, "recommend: give --deadline D");
+	if (!(cat = est_cli_catalog(catalog, "recommend", &status)))
+		goto out;
+	if (job.device_type && !hp_catalog_find(cat, job.device_type)) {
+		status = cli_error(EXIT_USAGE,
+				   "recommend: --device-type '%s' is not in "
+				   "the catalog; see 'hetpool devices'",
+				   job.device_type);
+		goto out;
+	}
+	if (!(pool = hp_pool_load(poolpath, cat, &err))) {
+		status = cli_error(cli_status_for(err.code) == EXIT_FAIL &&
+					   err.code != HP_ENOMEM
+				       ? EXIT_USAGE
+				       : cli_status_for(err.code),
+				   "recommend: %s", err.msg);
+		goto out;
+	}
+	if (!estpath) {
+		if (cli_data_path("estimators/default.json", estbuf,
+				  sizeof(estbuf))) {
+			status = cli_error(EXIT_USAGE,
+					   "recommend: no data/estimators/"
+					   "default.json found; give "
+					   "--estimator FILE ('hetpool fit')");
+			goto out;
+		}
+		estpath = estbuf;
+	}
+	if (!(est = hp_estimator_load(estpath, &err))) {
+		status = cli_error(cli_status_for(err.code), "recommend: %s",
+				   err.msg);
+		goto out;
+	}
+	if (!(g = hp_model_load(model, &err))) {
+		status = cli_error(cli_status_for(err.code),
+				   "recommend: '%s': %s", model, err.msg);
+		goto out;
+	}
+	rc = hp_workload_from_graph(g, 1, shape_rank ? shape : NULL, shape_rank,
+				    &w, &err);
+	if (rc) {
+		status = cli_error(cli_status_for(rc), "recommend: '%s': %s",
+				   model, err.msg);
+		goto out;
+	}
+	rc = hp_recommend(est, cat, &w, pool, &job, &res, &err);
+	if (rc) {
+		status =
+		    cli_error(cli_status_for(rc), "recommend: %s", err.msg);
+		goto out;
+	}
+	if (json) {
+		char *s = hp_rec_result_json(&res, &job, pool);
+		if (!s) {
+			status = cli_error(EXIT_FAIL, "recommend: out of "
+						      "memory");
+			goto out;
+		}
+		puts(s);
+		free(s);
+	} else if (explain) {
+		print_explain(&res, &job, pool);
+	} else {
+		print_short(&res, pool);
+	}
+out:
+	hp_rec_result_release(&res);
+	hp_workload_release(&w);
+	hp_graph_free(g);
+	hp_estimator_free(est);
+	hp_pool_free(pool);
+	hp_catalog_free(cat);
+	return status;
+}

@@ -1,0 +1,82 @@
+/*
+ * pool.h - a pool of nodes that training jobs can run on: each node's
+ * devices (catalog type, count, how many are free), its CPU cores and
+ * memory, the bandwidth between its devices and to the network, its
+ * network latency and the node's own power draw.  The pool file is JSON
+ * (docs/recommender.md, data/pools/sample.json).
+ *
+ * Ownership: hp_pool_parse() / hp_pool_load() return a pool the caller
+ * frees with hp_pool_free(); the nodes, names and device lists inside
+ * belong to the pool.
+ */
+#ifndef HETPOOL_POOL_H
+#define HETPOOL_POOL_H
+
+#include <stddef.h>
+
+#include "hetpool/device.h"
+#include "hetpool/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest pool file read (bytes), most nodes, most devices per node. */
+#define HP_POOL_MAX_BYTES (64u << 20)
+#define HP_POOL_MAX_NODES 100000
+#define HP_POOL_MAX_DEVICES 4096
+
+/* One kind of device on a node. */
+struct hp_pool_dev {
+	char type[32]; /* the catalog's id (aliases are resolved) */
+	int count;     /* installed */
+	int free;      /* not taken by other jobs: 0..count */
+};
+
+struct hp_pool_node {
+	char *name;
+	struct hp_pool_dev *devs;
+	int ndevs;
+	int cpu_cores;
+	double memory_gb;      /* host memory, 10^9 bytes */
+	double intra_bw_gbps;  /* between the node's devices (NVLink, PCIe),
+				  10^9 bits/s per direction */
+	double net_bw_gbps;    /* node to network, 10^9 bits/s */
+	double net_latency_us; /* node to network, one hop */
+	double base_power_w;   /* the node's own draw (CPUs, memory, fans,
+				  NICs) while a job uses it */
+};
+
+struct hp_pool {
+	struct hp_pool_node *nodes;
+	int n;
+	char *path; /* the file it came from ("" for memory) */
+};
+
+/*
+ * Parse a pool from JSON text: {"nodes": [{"name", "devices": [{"type",
+ * "count", "free"}], "cpu_cores", "memory_gb", "intra_bw_gbps",
+ * "net_bw_gbps", "net_latency_us", "base_power_w"}, ...]}.  "free"
+ * defaults to "count"; every other field is required; unknown keys are
+ * ignored.  With cat, device types must be catalog ids or aliases and
+ * are stored as ids; without, names are kept as written.  Bad input is
+ * refused with HP_EPARSE and a lowercase message naming the node and the
+ * field, e.g. "pool: node 'gpu-07': duplicate name".  The result is the
+ * caller's (hp_pool_free()); NULL on failure.
+ */
+struct hp_pool *hp_pool_parse(const char *text, size_t len, const char *path,
+			      const struct hp_catalog *cat,
+			      struct hp_error *err);
+/* Read and parse a pool file; NULL with err set on failure. */
+struct hp_pool *hp_pool_load(const char *path, const struct hp_catalog *cat,
+			     struct hp_error *err);
+/* Free a pool; NULL is a no-op. */
+void hp_pool_free(struct hp_pool *p);
+
+/* Free devices of a type over the whole pool. */
+long hp_pool_free_of(const struct hp_pool *p, const char *type);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HETPOOL_POOL_H */

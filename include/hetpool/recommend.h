@@ -1,0 +1,157 @@
+/*
+ * recommend.h - the recommender: for a model, a dataset, a global batch
+ * and a deadline, the configuration of least energy over a pool's free
+ * devices that meets the deadline (or, when none does, the fastest), with
+ * how to run it: the devices on each node, their local batch sizes, the
+ * gradient weights and the learning-rate scale.  docs/recommender.md
+ * gives the model of a configuration, the search and why it is exact.
+ *
+ * Ownership: struct hp_rec_job and struct hp_rec_result are the caller's;
+ * hp_recommend() fills a result that hp_rec_result_release() frees.
+ * hp_rec_result_json() returns text the caller frees.
+ */
+#ifndef HETPOOL_RECOMMEND_H
+#define HETPOOL_RECOMMEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hetpool/device.h"
+#include "hetpool/estimate.h"
+#include "hetpool/pool.h"
+#include "hetpool/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Learning-rate rule when the global batch differs from the reference. */
+enum hp_lr_rule {
+	HP_LR_LINEAR = 0, /* lr x B / B_ref (Goyal et al. 2017) */
+	HP_LR_SQRT = 1,	  /* lr x sqrt(B / B_ref) */
+	HP_LR_NONE = 2,	  /* unchanged */
+};
+const char *hp_lr_rule_name(enum hp_lr_rule r);
+int hp_lr_rule_parse(const char *s, enum hp_lr_rule *out);
+
+/* Most device types in one configuration (mixed configurations are pairs). */
+#define HP_REC_MAX_MIX 2
+
+/* What to train and the user's constraints. */
+struct hp_rec_job {
+	int64_t samples;	      /* dataset size */
+	int64_t epochs;		      /* or 0: steps given */
+	int64_t steps;		      /* or 0: from epochs */
+	int64_t batch;		      /* global batch, or 0: bounds */
+	int64_t batch_min, batch_max; /* candidate global batches: the
+					 powers of two within */
+	int64_t ref_batch;	      /* the user's reference (0: batch) */
+	enum hp_lr_rule lr_rule;      /* default linear */
+	double deadline_s;	      /* wall clock */
+	const char *device_type;      /* NULL: any */
+	int ndevices;		      /* 0: any */
+	int nnodes;		      /* 0: any */
+	int max_mix;		      /* 0: HP_REC_MAX_MIX */
+};
+
+/* Devices of one type on one node, all at one local batch. */
+struct hp_rec_group {
+	int node; /* index in the pool */
+	char type[32];
+	int count;
+	int64_t local_batch;
+	double grad_weight; /* local_batch / global_batch, per device */
+};
+
+/* One device type's part of a configuration. */
+struct hp_rec_type {
+	char type[32];
+	int count;
+	int64_t batch;	    /* samples of the global batch it takes */
+	int64_t local_max;  /* its largest local batch */
+	double step_time_s; /* compute at local_max (estimator) */
+	double power_w;	    /* all its devices */
+};
+
+struct hp_rec_config {
+	struct hp_rec_group *groups; /* owned */
+	int ngroups;
+	struct hp_rec_type types[HP_REC_MAX_MIX];
+	int ntypes;
+	int ndevices, nnodes;
+	int64_t global_batch, steps;
+	double lr_scale;
+	int64_t warmup_steps;
+	double compute_time_s; /* slowest type's compute */
+	double comm_time_s;    /* all-reduce: intra + inter */
+	double intra_time_s, inter_time_s;
+	double step_time_s, step_time_lo_s, step_time_hi_s;
+	double startup_s;
+	double time_s, time_lo_s, time_hi_s;
+	double power_w; /* devices + nodes' base */
+	double energy_j, energy_lo_j, energy_hi_j;
+	bool meets_deadline;
+};
+
+/* A configuration that lost, and why. */
+struct hp_rec_reject {
+	struct hp_rec_config cfg; /* ngroups 0: none could be built */
+	char what[64];		  /* "h100-sxm", "a100-80+v100" */
+	char reason[160];
+};
+
+struct hp_rec_result {
+	bool feasible;	  /* a configuration meets the deadline */
+	bool found;	  /* choice holds a configuration */
+	char reason[256]; /* why not feasible ("" when feasible) */
+	struct hp_rec_config choice;
+	struct hp_rec_config *pareto; /* sorted by time */
+	int npareto;
+	struct hp_rec_reject *rejected;
+	int nrejected;
+	double deadline_s;
+	int64_t evaluated;  /* configurations costed in full */
+	char notes[4][160]; /* types left out and why */
+	int nnotes;
+};
+
+/* The constants of the configuration model (docs/recommender.md). */
+#define HP_REC_STARTUP_S 60.0	    /* per job */
+#define HP_REC_STARTUP_NODE_S 5.0   /* per node used */
+#define HP_REC_INTRA_LATENCY_S 5e-6 /* per ring step inside a node */
+#define HP_REC_OVERLAP 0.0	    /* share of comm hidden by backward */
+#define HP_REC_WARMUP_EPOCHS 5	    /* linear warm-up when lr_scale > 1 */
+
+/*
+ * Recommend for the model w1 (a workload analysed at batch 1) on the
+ * pool.  Bad job fields are refused with HP_EINVAL and a message naming
+ * the field; a job nothing can run is not an error (result->found false,
+ * result->reason says why).  out is the caller's (hp_rec_result_release()).
+ */
+int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
+		 const struct hp_workload *w1, const struct hp_pool *pool,
+		 const struct hp_rec_job *job, struct hp_rec_result *out,
+		 struct hp_error *err);
+void hp_rec_result_release(struct hp_rec_result *r);
+void hp_rec_config_release(struct hp_rec_config *c);
+
+/*
+ * The result as JSON text (keys in docs/recommender.md); the caller frees
+ * it.  NULL on ENOMEM.
+ */
+char *hp_rec_result_json(const struct hp_rec_result *r,
+			 const struct hp_rec_job *job,
+			 const struct hp_pool *pool);
+
+/*
+ * Parse a duration: "90m", "2h", "1h30m", "45s", "1d", "1.5h" or plain
+ * seconds ("3600").  Units d, h, m, s, each at most once, largest first.
+ * HP_EINVAL (empty, garbage, zero, negative) or HP_ERANGE (over 10 years),
+ * with a message naming the value.
+ */
+int hp_parse_duration(const char *s, double *seconds, struct hp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HETPOOL_RECOMMEND_H */

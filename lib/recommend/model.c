@@ -1,0 +1,392 @@
+/*
+ * model.c - the recommender's model of one configuration's compute: the
+ * estimator's step time, interval and power per device type at each local
+ * batch (a grid of predictions, linear in between), the largest local
+ * batch that fits in memory, and the split of the global batch that
+ * equalises the types' step times.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recommend/recommend_int.h"
+#include "util/banned.h"
+
+void hp__rec_model_release(struct hp__rec_model *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->ntypes; i++) {
+		free(m->tt[i].t);
+		free(m->tt[i].lo);
+		free(m->tt[i].hi);
+		free(m->tt[i].p);
+	}
+	free(m->tt);
+	memset(m, 0, sizeof(*m));
+}
+
+int hp__rec_type_index(const struct hp__rec_model *m, const char *name)
+{
+	for (int i = 0; i < m->ntypes; i++)
+		if (!strcmp(m->tt[i].name, name))
+			return i;
+	return -1;
+}
+
+/* Rescale w1 (batch 1) into w (arrays already sized) at batch b. */
+static void scale_into(const struct hp_workload *w1, int64_t b,
+		       struct hp_workload *w)
+{
+	double k = (double)b;
+
+	w->flops_total = 0;
+	for (int i = 0; i < w1->nlayers; i++) {
+		w->flops[i] = w1->flops[i] * k;
+		w->bytes[i] = w1->bytes[i] * k;
+		w->flops_total += w->flops[i];
+	}
+	w->batch = b;
+	w->activations_bytes = w1->activations_bytes * b;
+	w->input_bytes = w1->input_bytes * b;
+	w->peak_act_bytes = w1->peak_act_bytes * b;
+}
+
+struct pt {
+	double t, lo, hi, p;
+	bool fits;
+};
+
+static int predict_at(const struct hp_estimator *est,
+		      const struct hp_catalog *cat,
+		      const struct hp_workload *w1, struct hp_workload *w,
+		      struct hp__rec_tt *tt, int64_t b, struct pt *out,
+		      struct hp_error *err)
+{
+	struct hp_prediction p;
+	int rc;
+
+	scale_into(w1, b, w);
+	rc = hp_estimator_predict(est, cat, w, tt->name, 1, -1, &p, err);
+	tt->npred++;
+	if (rc)
+		return rc;
+	out->t = p.step_time_s;
+	out->lo = p.step_time_lo_s;
+	out->hi = p.step_time_hi_s;
+	out->p = p.power_w;
+	out->fits = p.fits_in_memory;
+	return 0;
+}
+
+/* Largest b in [1, cap] that fits, knowing 1 fits: the estimator's memory
+ * is affine in b, so guess from b = 1 and 2, then check around. */
+static int find_bmem(const struct hp_estimator *est,
+		     const struct hp_catalog *cat, const struct hp_workload *w1,
+		     struct hp_workload *w, struct hp__rec_tt *tt, int64_t cap,
+		     int64_t *out, struct hp_error *err)
+{
+	struct hp_prediction p1, p2;
+	struct pt q;
+	int64_t lo = 1, hi = cap + 1, guess;
+	double slope, room;
+	int rc;
+
+	scale_into(w1, 1, w);
+	if ((rc = hp_estimator_predict(est, cat, w, tt->name, 1, -1, &p1, err)))
+		return rc;
+	scale_into(w1, 2, w);
+	if ((rc = hp_estimator_predict(est, cat, w, tt->name, 1, -1, &p2, err)))
+		return rc;
+	tt->npred += 2;
+	slope = (double)(p2.peak_memory_bytes - p1.peak_memory_bytes);
+	room = p1.device_memory_bytes - (double)p1.peak_memory_bytes;
+	if (isnan(p1.device_memory_bytes) || !(slope > 0))
+		guess = cap;
+	else
+		guess = 1 + (int64_t)fmin(floor(room / slope), (double)cap);
+	if (guess < 1)
+		guess = 1;
+	if (guess > cap)
+		guess = cap;
+	/* Check guess and guess + 1; fall back to bisection. */
+	if ((rc = predict_at(est, cat, w1, w, tt, guess, &q, err)))
+		return rc;
+	if (q.fits) {
+		lo = guess;
+		if (guess == cap) {
+			*out = cap;
+			return 0;
+		}
+		if ((rc = predict_at(est, cat, w1, w, tt, guess + 1, &q, err)))
+			return rc;
+		if (!q.fits) {
+			*out = guess;
+			return 0;
+		}
+		lo = guess + 1;
+	} else {
+		hi = guess;
+	}
+	while (hi - lo > 1) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if ((rc = predict_at(est, cat, w1, w, tt, mid, &q, err)))
+			return rc;
+		if (q.fits)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*out = lo;
+	return 0;
+}
+
+static int build_type(const struct hp_estimator *est,
+		      const struct hp_catalog *cat,
+		      const struct hp_workload *w1, struct hp_workload *w,
+		      struct hp__rec_tt *tt, int64_t cap, struct hp_error *err)
+{
+	struct hp_error e2 = {0};
+	struct pt q, prev = {0};
+	int64_t bmem, gb, prevb = 0;
+	int rc;
+
+	rc = predict_at(est, cat, w1, w, tt, 1, &q, &e2);
+	if (rc == HP_ENOMEM)
+		return hp_error_set(err, rc, "%s", e2.msg);
+	if (rc) {
+		snprintf(tt->why, sizeof(tt->why), "not predicted: %.100s",
+			 e2.msg);
+		return 0;
+	}
+	if (isnan(q.p)) {
+		snprintf(tt->why, sizeof(tt->why),
+			 "power not known: it cannot be chosen on energy");
+		return 0;
+	}
+	if (!q.fits) {
+		snprintf(tt->why, sizeof(tt->why),
+			 "does not fit in memory at local batch 1");
+		return 0;
+	}
+	rc = find_bmem(est, cat, w1, w, tt, cap, &bmem, &e2);
+	if (rc) {
+		if (rc == HP_ENOMEM)
+			return hp_error_set(err, rc, "%s", e2.msg);
+		snprintf(tt->why, sizeof(tt->why), "not predicted: %.100s",
+			 e2.msg);
+		return 0;
+	}
+	tt->bmem = bmem;
+	tt->bmax = bmem;
+	tt->t = calloc((size_t)bmem + 1, sizeof(double));
+	tt->lo = calloc((size_t)bmem + 1, sizeof(double));
+	tt->hi = calloc((size_t)bmem + 1, sizeof(double));
+	tt->p = calloc((size_t)bmem + 1, sizeof(double));
+	if (!tt->t || !tt->lo || !tt->hi || !tt->p)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	/* Grid: every b up to 8, then 4 per octave, and bmem. */
+	gb = 1;
+	tt->pmin = INFINITY;
+	for (;;) {
+		int64_t b = gb > bmem ? bmem : gb;
+		if ((rc = predict_at(est, cat, w1, w, tt, b, &q, &e2))) {
+			if (rc == HP_ENOMEM)
+				return hp_error_set(err, rc, "%s", e2.msg);
+			snprintf(tt->why, sizeof(tt->why),
+				 "not predicted at local batch %lld: %.80s",
+				 (long long)b, e2.msg);
+			return 0;
+		}
+		if (isnan(q.p) || !(q.t > 0)) {
+			snprintf(tt->why, sizeof(tt->why),
+				 "no step time or power at local batch %lld",
+				 (long long)b);
+			return 0;
+		}
+		tt->t[b] = q.t;
+		tt->lo[b] = q.lo;
+		tt->hi[b] = q.hi;
+		tt->p[b] = q.p;
+		if (prevb)
+			for (int64_t x = prevb + 1; x < b; x++) {
+				double f =
+				    (double)(x - prevb) / (double)(b - prevb);
+				tt->t[x] = prev.t + f * (q.t - prev.t);
+				tt->lo[x] = prev.lo + f * (q.lo - prev.lo);
+				tt->hi[x] = prev.hi + f * (q.hi - prev.hi);
+				tt->p[x] = prev.p + f * (q.p - prev.p);
+			}
+		if (q.p < tt->pmin)
+			tt->pmin = q.p;
+		prev = q;
+		prevb = b;
+		if (b == bmem)
+			break;
+		if (gb < 8) {
+			gb++;
+		} else {
+			int64_t oct = 8;
+			while (oct * 2 <= gb)
+				oct *= 2;
+			gb += oct / 4;
+		}
+	}
+	/* A larger local batch is never faster: keep the running maximum
+	 * (a no-op on the physical family, whose time grows with the
+	 * batch; the split and the bounds of the search rely on it). */
+	for (int64_t b = 2; b <= bmem; b++) {
+		tt->t[b] = fmax(tt->t[b], tt->t[b - 1]);
+		tt->lo[b] = fmax(tt->lo[b], tt->lo[b - 1]);
+		tt->hi[b] = fmax(tt->hi[b], tt->hi[b - 1]);
+	}
+	tt->ok = true;
+	return 0;
+}
+
+int hp__rec_model_build(const struct hp_estimator *est,
+			const struct hp_catalog *cat,
+			const struct hp_workload *w1, const char *const *types,
+			int ntypes, int64_t cap, struct hp__rec_model *m,
+			struct hp_error *err)
+{
+	struct hp_workload w = {0};
+	struct hp_error e2 = {0};
+	int rc = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (cap > HP__REC_MAX_LOCAL)
+		cap = HP__REC_MAX_LOCAL;
+	if (cap < 1)
+		cap = 1;
+	m->tt = calloc((size_t)(ntypes ? ntypes : 1), sizeof(*m->tt));
+	if (!m->tt)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	m->ntypes = ntypes;
+	m->grad_bytes = 4.0 * (double)w1->params;
+	for (int i = 0; i < ntypes; i++)
+		snprintf(m->tt[i].name, sizeof(m->tt[i].name), "%s", types[i]);
+	/* One scratch workload, rescaled in place for every prediction. */
+	if ((rc = hp_workload_at_batch(w1, 1, &w, &e2))) {
+		hp__rec_model_release(m);
+		return hp_error_set(err, rc, "%s", e2.msg);
+	}
+	for (int i = 0; i < ntypes && !rc; i++)
+		rc = build_type(est, cat, w1, &w, &m->tt[i], cap, err);
+	hp_workload_release(&w);
+	if (rc)
+		hp__rec_model_release(m);
+	return rc;
+}
+
+double hp__rec_intra_s(double bw_gbps, int k, double g)
+{
+	if (k <= 1)
+		return 0;
+	return 2.0 * (k - 1) / k * g / (bw_gbps * 1e9 / 8) +
+	       2.0 * (k - 1) * HP_REC_INTRA_LATENCY_S;
+}
+
+double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g)
+{
+	if (m <= 1)
+		return 0;
+	return 2.0 * (m - 1) / m * g / (bw_gbps * 1e9 / 8) +
+	       2.0 * (m - 1) * 2 * lat_us * 1e-6;
+}
+
+/* Type j's step time when it takes s samples over n devices. */
+static double tshare(const struct hp__rec_tt *tt, int64_t s, int n)
+{
+	return tt->t[(s + n - 1) / n];
+}
+
+static void fill_type(const struct hp__rec_tt *tt, int j, int64_t s, int n,
+		      struct hp__rec_comp *o)
+{
+	int64_t bhi = (s + n - 1) / n;
+	int nhi = (int)(s - (bhi - 1) * n); /* devices at bhi */
+
+	o->share[j] = s;
+	o->bhi[j] = bhi;
+	o->nhi[j] = nhi;
+	o->tstep[j] = tt->t[bhi];
+	o->ptype[j] =
+	    nhi * tt->p[bhi] + (n - nhi) * (bhi > 1 ? tt->p[bhi - 1] : 0);
+	if (tt->t[bhi] > o->c) {
+		o->c = tt->t[bhi];
+	}
+	if (tt->lo[bhi] > o->c_lo)
+		o->c_lo = tt->lo[bhi];
+	if (tt->hi[bhi] > o->c_hi)
+		o->c_hi = tt->hi[bhi];
+	o->pdev += o->ptype[j];
+}
+
+int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
+		    int k, int64_t B, struct hp__rec_comp *out)
+{
+	const struct hp__rec_tt *a, *b;
+	int64_t lo, hi, s, best;
+
+	memset(out, 0, sizeof(*out));
+	if (k == 1) {
+		a = &m->tt[ty[0]];
+		if (!a->ok || n[0] < 1 || n[0] > B ||
+		    (B + n[0] - 1) / n[0] > a->bmax)
+			return -1;
+		fill_type(a, 0, B, n[0], out);
+		return 0;
+	}
+	if (k != 2)
+		return -1;
+	a = &m->tt[ty[0]];
+	b = &m->tt[ty[1]];
+	if (!a->ok || !b->ok || n[0] < 1 || n[1] < 1 ||
+	    (int64_t)n[0] + n[1] > B)
+		return -1;
+	/* Type 0 takes s samples: at least one per device, within memory. */
+	lo = n[0];
+	if (B - (int64_t)n[1] * b->bmax > lo)
+		lo = B - (int64_t)n[1] * b->bmax;
+	hi = B - n[1];
+	if ((int64_t)n[0] * a->bmax < hi)
+		hi = (int64_t)n[0] * a->bmax;
+	if (lo > hi)
+		return -1;
+	/* f0(s) grows with s, f1(s) shrinks: the smallest s with f0 >= f1
+	 * and the one before it hold the least max. */
+	{
+		int64_t l = lo, h = hi + 1;
+		while (l < h) {
+			int64_t mid = l + (h - l) / 2;
+			if (tshare(a, mid, n[0]) >= tshare(b, B - mid, n[1]))
+				h = mid;
+			else
+				l = mid + 1;
+		}
+		s = l;
+	}
+	best = -1;
+	{
+		double bm = INFINITY, bd = INFINITY;
+		for (int64_t c = s - 1; c <= s; c++) {
+			double x, y, mx, d;
+			if (c < lo || c > hi)
+				continue;
+			x = tshare(a, c, n[0]);
+			y = tshare(b, B - c, n[1]);
+			mx = x > y ? x : y;
+			d = fabs(x - y);
+			if (mx < bm || (mx == bm && d < bd)) {
+				bm = mx;
+				bd = d;
+				best = c;
+			}
+		}
+	}
+	fill_type(a, 0, best, n[0], out);
+	fill_type(b, 1, B - best, n[1], out);
+	return 0;
+}

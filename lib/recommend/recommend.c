@@ -1,0 +1,243 @@
+/*
+ * recommend.c - hp_recommend(): check the job, build the per-type tables
+ * once (the estimator at a grid of local batches), search each candidate
+ * global batch and keep the best, and state the learning-rate rule.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recommend/recommend_int.h"
+#include "util/banned.h"
+
+void hp_rec_config_release(struct hp_rec_config *c)
+{
+	if (!c)
+		return;
+	free(c->groups);
+	memset(c, 0, sizeof(*c));
+}
+
+void hp_rec_result_release(struct hp_rec_result *r)
+{
+	if (!r)
+		return;
+	hp_rec_config_release(&r->choice);
+	for (int i = 0; i < r->npareto; i++)
+		hp_rec_config_release(&r->pareto[i]);
+	free(r->pareto);
+	for (int i = 0; i < r->nrejected; i++)
+		hp_rec_config_release(&r->rejected[i].cfg);
+	free(r->rejected);
+	memset(r, 0, sizeof(*r));
+}
+
+static void fill_lr(struct hp_rec_config *c, const struct hp_rec_job *job)
+{
+	int64_t ref = job->ref_batch > 0 ? job->ref_batch : c->global_batch;
+	double r = (double)c->global_batch / (double)ref;
+
+	if (!c->global_batch)
+		return;
+	c->lr_scale = job->lr_rule == HP_LR_LINEAR ? r
+		      : job->lr_rule == HP_LR_SQRT ? sqrt(r)
+						   : 1.0;
+	c->warmup_steps = 0;
+	if (c->lr_scale > 1) {
+		/* Goyal et al.: ramp linearly over the first 5 epochs. */
+		int64_t spe =
+		    job->samples > 0
+			? (job->samples + c->global_batch - 1) / c->global_batch
+			: 0;
+		int64_t w = spe * HP_REC_WARMUP_EPOCHS;
+		if (w > c->steps / 2)
+			w = c->steps / 2;
+		c->warmup_steps = w;
+	}
+}
+
+static void fill_lr_all(struct hp_rec_result *r, const struct hp_rec_job *job)
+{
+	fill_lr(&r->choice, job);
+	for (int i = 0; i < r->npareto; i++)
+		fill_lr(&r->pareto[i], job);
+	for (int i = 0; i < r->nrejected; i++)
+		fill_lr(&r->rejected[i].cfg, job);
+}
+
+static int check_job(const struct hp_rec_job *j, struct hp_error *err)
+{
+	if (j->samples < 1)
+		return hp_error_set(err, HP_EINVAL, "samples: give at least 1");
+	if ((j->epochs > 0) == (j->steps > 0))
+		return hp_error_set(err, HP_EINVAL,
+				    "give epochs or steps (one of them)");
+	if (j->epochs < 0 || j->steps < 0)
+		return hp_error_set(err, HP_EINVAL,
+				    "epochs and steps cannot be negative");
+	if (j->batch < 0 || j->batch_min < 0 || j->batch_max < 0 ||
+	    j->ref_batch < 0)
+		return hp_error_set(err, HP_EINVAL,
+				    "batch sizes cannot be negative");
+	if (!j->batch && (j->batch_min < 1 || j->batch_max < j->batch_min))
+		return hp_error_set(err, HP_EINVAL,
+				    "give a global batch, or bounds with "
+				    "1 <= batch_min <= batch_max");
+	if ((j->batch ? j->batch : j->batch_max) > (1 << 24))
+		return hp_error_set(err, HP_ERANGE, "batch: at most %d",
+				    1 << 24);
+	if (!(j->deadline_s > 0) || !isfinite(j->deadline_s))
+		return hp_error_set(err, HP_EINVAL,
+				    "deadline: must be more than zero");
+	if (j->ndevices < 0 || j->nnodes < 0)
+		return hp_error_set(err, HP_EINVAL,
+				    "device and node counts cannot be "
+				    "negative");
+	if (j->max_mix < 0 || j->max_mix > HP_REC_MAX_MIX)
+		return hp_error_set(err, HP_EINVAL, "max_mix: give 0 to %d",
+				    HP_REC_MAX_MIX);
+	return 0;
+}
+
+/* The distinct device types with free devices in the pool. */
+static int pool_types(const struct hp_pool *pool, const char ***out)
+{
+	const char **v = NULL;
+	int n = 0, a = 0;
+
+	for (int i = 0; i < pool->n; i++)
+		for (int d = 0; d < pool->nodes[i].ndevs; d++) {
+			const char *t = pool->nodes[i].devs[d].type;
+			bool seen = false;
+			if (pool->nodes[i].devs[d].free < 1)
+				continue;
+			for (int k = 0; k < n && !seen; k++)
+				seen = !strcmp(v[k], t);
+			if (seen)
+				continue;
+			if (n == a) {
+				int na = a ? a * 2 : 16;
+				void *p = realloc(v, (size_t)na * sizeof(*v));
+				if (!p) {
+					free(v);
+					return -1;
+				}
+				v = p;
+				a = na;
+			}
+			v[n++] = t;
+		}
+	*out = v;
+	return n;
+}
+
+int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
+		 const struct hp_workload *w1, const struct hp_pool *pool,
+		 const struct hp_rec_job *job, struct hp_rec_result *out,
+		 struct hp_error *err)
+{
+	struct hp__rec_model m = {0};
+	const char **types = NULL;
+	const char *only = NULL;
+	int ntypes, rc;
+	int64_t bs[32];
+	int nb = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!est || !cat || !w1 || !pool || !job)
+		return hp_error_set(err, HP_EINVAL, "missing argument");
+	if ((rc = check_job(job, err)))
+		return rc;
+	if (job->device_type) {
+		const struct hp_device_type *t =
+		    hp_catalog_find(cat, job->device_type);
+		if (!t)
+			return hp_error_set(err, HP_EINVAL,
+					    "device type '%s' is not in the "
+					    "catalog",
+					    job->device_type);
+		only = t->name;
+	}
+	if (job->batch)
+		bs[nb++] = job->batch;
+	else
+		for (int64_t b = 1; b <= job->batch_max && nb < 32; b *= 2)
+			if (b >= job->batch_min)
+				bs[nb++] = b;
+	if (nb == 0)
+		bs[nb++] = job->batch_min;
+	ntypes = pool_types(pool, &types);
+	if (ntypes < 0)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	rc = hp__rec_model_build(est, cat, w1, types, ntypes, bs[nb - 1], &m,
+				 err);
+	free(types);
+	if (rc)
+		return rc;
+	for (int bi = 0; bi < nb; bi++) {
+		struct hp__rec_params q = {0};
+		struct hp_rec_result r;
+		bool better;
+
+		q.B = bs[bi];
+		q.steps = job->steps > 0
+			      ? job->steps
+			      : (job->samples + q.B - 1) / q.B * job->epochs;
+		q.deadline_s = job->deadline_s;
+		q.only_type = -1;
+		if (only) {
+			q.only_type = hp__rec_type_index(&m, only);
+			if (q.only_type < 0) {
+				out->deadline_s = job->deadline_s;
+				snprintf(out->reason, sizeof(out->reason),
+					 "no free %s devices in the pool",
+					 only);
+				break;
+			}
+		}
+		q.ndevices = job->ndevices;
+		q.nnodes = job->nnodes;
+		q.max_mix = job->max_mix ? job->max_mix : HP_REC_MAX_MIX;
+		if (q.nnodes > 0 && q.ndevices > 0 && q.nnodes > q.ndevices) {
+			out->deadline_s = job->deadline_s;
+			snprintf(out->reason, sizeof(out->reason),
+				 "%d nodes for %d devices: each node used "
+				 "takes at least one device",
+				 q.nnodes, q.ndevices);
+			break;
+		}
+		if ((rc = hp__rec_search(&m, pool, &q, &r, NULL, err)))
+			goto fail;
+		if (bi == 0) {
+			*out = r;
+			continue;
+		}
+		better =
+		    r.found &&
+		    (!out->found || (r.feasible && !out->feasible) ||
+		     (r.feasible == out->feasible &&
+		      (r.feasible ? r.choice.energy_j < out->choice.energy_j
+				  : r.choice.time_s < out->choice.time_s)));
+		if (better) {
+			hp_rec_result_release(out);
+			*out = r;
+		} else {
+			hp_rec_result_release(&r);
+		}
+	}
+	if (!out->nnotes)
+		for (int i = 0; i < m.ntypes; i++)
+			if (!m.tt[i].ok && out->nnotes < 4)
+				snprintf(out->notes[out->nnotes++],
+					 sizeof(out->notes[0]),
+					 "%s left out: %.110s", m.tt[i].name,
+					 m.tt[i].why);
+	fill_lr_all(out, job);
+	hp__rec_model_release(&m);
+	return 0;
+fail:
+	hp__rec_model_release(&m);
+	hp_rec_result_release(out);
+	return rc;
+}

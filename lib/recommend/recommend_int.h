@@ -1,0 +1,102 @@
+/*
+ * recommend_int.h - internals of the recommender shared by its files and
+ * the unit tests: the per-type tables of step time and power by local
+ * batch (from the estimator), the leaf cost of one configuration's
+ * compute part (the batch split), the all-reduce terms, and the search.
+ */
+#ifndef HP_RECOMMEND_INT_H
+#define HP_RECOMMEND_INT_H
+
+#include "hetpool/recommend.h"
+
+/* Largest local batch the tables hold. */
+#define HP__REC_MAX_LOCAL 65536
+
+/* One device type's predictions by local batch b = 1..bmax. */
+struct hp__rec_tt {
+	char name[32];
+	bool ok;	 /* usable: predicted, power known, fits at 1 */
+	char why[160];	 /* when not ok */
+	int64_t bmem;	 /* largest local batch that fits (capped) */
+	int64_t bmax;	 /* table size: min(bmem, cap) */
+	double *t;	 /* step time at b, [0] unused; nondecreasing */
+	double *lo, *hi; /* its interval */
+	double *p;	 /* power per device at b, W */
+	double pmin;	 /* smallest p over b */
+	int npred;	 /* estimator calls made */
+};
+
+struct hp__rec_model {
+	struct hp__rec_tt *tt;
+	int ntypes;
+	double grad_bytes; /* gradient bytes all-reduced per step */
+};
+
+/*
+ * Build tables for the given catalog types up to local batch cap: the
+ * estimator at a grid of local batches (all up to 8, then four per
+ * octave, and the largest), linear in between.  Types that cannot be
+ * used get ok false and why.  Release with hp__rec_model_release().
+ */
+int hp__rec_model_build(const struct hp_estimator *est,
+			const struct hp_catalog *cat,
+			const struct hp_workload *w1, const char *const *types,
+			int ntypes, int64_t cap, struct hp__rec_model *m,
+			struct hp_error *err);
+void hp__rec_model_release(struct hp__rec_model *m);
+
+/* The compute part of a configuration: how the batch is split. */
+struct hp__rec_comp {
+	double c, c_lo, c_hi; /* slowest type's step time and interval */
+	double pdev;	      /* all devices' power, W */
+	int64_t share[HP_REC_MAX_MIX]; /* samples per type */
+	int64_t bhi[HP_REC_MAX_MIX];   /* local batch of the first nhi */
+	int nhi[HP_REC_MAX_MIX];       /* devices at bhi; the rest bhi - 1 */
+	double tstep[HP_REC_MAX_MIX];  /* each type's step time */
+	double ptype[HP_REC_MAX_MIX];  /* each type's power, W */
+};
+
+/*
+ * The leaf: split the global batch B over n[j] devices of types ty[j]
+ * (k types, 1 or 2) into whole local batches, at least 1 each, none over
+ * its type's memory, minimising the slowest type's step time (within a
+ * type the batch is spread evenly: local batches differ by at most 1).
+ * 0 and *out, or -1 when no split fits.
+ */
+int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
+		    int k, int64_t B, struct hp__rec_comp *out);
+
+/* Ring all-reduce of g bytes over k participants: within a node over
+ * bw_gbps with HP_REC_INTRA_LATENCY_S per step, and across m nodes over
+ * a node's network link (two hops of lat_us per step). */
+double hp__rec_intra_s(double bw_gbps, int k, double g);
+double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g);
+
+/* What the search needs besides the pool. */
+struct hp__rec_params {
+	int64_t B, steps;
+	double deadline_s;
+	int only_type; /* model type index, or -1 */
+	int ndevices, nnodes;
+	int max_mix;
+};
+
+/* Search stats for tests and the benchmark. */
+struct hp__rec_stats {
+	int64_t candidates; /* type sets x counts considered */
+	int64_t evaluated;  /* packed in full */
+	int64_t leaves;	    /* packing sub-problems solved */
+};
+
+/*
+ * The fast search over pool for one global batch.  Fills out (choice,
+ * pareto, rejected, feasible, reason).  0, or HP_ENOMEM.
+ */
+int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
+		   const struct hp__rec_params *q, struct hp_rec_result *out,
+		   struct hp__rec_stats *st, struct hp_error *err);
+
+/* Type index in m of a catalog id, or -1. */
+int hp__rec_type_index(const struct hp__rec_model *m, const char *name);
+
+#endif

@@ -1,0 +1,1560 @@
+/*
+ * search.c - the recommender's search: over type sets (one type, or a
+ * pair), device counts per type and packings onto the pool's nodes, the
+ * configuration of least energy that meets the deadline, or the fastest
+ * when none does.  Nodes with identical free devices, links and base
+ * power form a class; a packing is found exactly by fixing its node
+ * count and its slowest intra-node and network links (thresholds) and
+ * choosing the cheapest nodes by depth-first search with bounds.
+ * docs/recommender.md proves that nothing pruned can be strictly better.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recommend/recommend_int.h"
+#include "util/banned.h"
+
+/* Nodes that are alike for the search. */
+struct cls {
+	double base, intra, netbw, lat;
+	int mult;
+	int *free;  /* per model type */
+	int *nodes; /* pool indices, mult of them */
+	int maxfree;
+};
+
+struct ctx {
+	const struct hp__rec_model *m;
+	const struct hp_pool *pool;
+	const struct hp__rec_params *q;
+	struct cls *cls;
+	int ncls;
+	int *nodefree; /* pool.n x ntypes */
+	/* Per type: free counts of nodes sorted down, prefix sums. */
+	int64_t **pref; /* pref[t][r]: free of the r fullest nodes */
+	int *nnodes_t;	/* nodes with free of t */
+	double *basemin_t;
+	double *bwmax_t, *latmin_t; /* best network figures of t's nodes */
+	double thr[64];		    /* per type: largest samples/s per device */
+	double eps[64]; /* per type: least device energy per sample, J */
+	/* Per type: a device's energy over a step at local batch b is at
+	 * least alpha + beta b (J). */
+	double alpha[64], beta[64];
+	struct hp__rec_stats *st;
+	/* Results. */
+	struct hp_rec_config *evald; /* every evaluated count's best */
+	int nevald, aevald;
+};
+
+/* The packing problem of one (types, counts). */
+struct pk {
+	struct ctx *c;
+	int ty[HP_REC_MAX_MIX];
+	int n[HP_REC_MAX_MIX];
+	int k;
+	int *rel; /* class indices, base ascending */
+	int nrel;
+	int m; /* nodes to use */
+	/* Per relevant class (nrel, + 1 for the suffixes). */
+	int (*cap)[2], (*capmax_suf)[2], *avail_suf;
+	int (*y)[2], (*ybest)[2];
+	double best; /* best base so far (strict improvement) */
+	bool found;
+};
+
+static int cmp_cls(const void *a, const void *b)
+{
+	const struct cls *x = a, *y = b;
+	if (x->base != y->base)
+		return x->base < y->base ? -1 : 1;
+	if (x->maxfree != y->maxfree)
+		return y->maxfree - x->maxfree;
+	if (x->intra != y->intra)
+		return x->intra > y->intra ? -1 : 1;
+	if (x->netbw != y->netbw)
+		return x->netbw > y->netbw ? -1 : 1;
+	if (x->lat != y->lat)
+		return x->lat < y->lat ? -1 : 1;
+	return 0;
+}
+
+/* Node order for grouping: by figures, then free vector. */
+static const struct ctx *sort_ctx;
+static int cmp_node(const void *a, const void *b)
+{
+	const struct ctx *c = sort_ctx;
+	int i = *(const int *)a, j = *(const int *)b, nt = c->m->ntypes;
+	const struct hp_pool_node *x = &c->pool->nodes[i],
+				  *y = &c->pool->nodes[j];
+	if (x->base_power_w != y->base_power_w)
+		return x->base_power_w < y->base_power_w ? -1 : 1;
+	if (x->intra_bw_gbps != y->intra_bw_gbps)
+		return x->intra_bw_gbps < y->intra_bw_gbps ? -1 : 1;
+	if (x->net_bw_gbps != y->net_bw_gbps)
+		return x->net_bw_gbps < y->net_bw_gbps ? -1 : 1;
+	if (x->net_latency_us != y->net_latency_us)
+		return x->net_latency_us < y->net_latency_us ? -1 : 1;
+	for (int t = 0; t < nt; t++) {
+		int a1 = c->nodefree[i * nt + t], b1 = c->nodefree[j * nt + t];
+		if (a1 != b1)
+			return a1 - b1;
+	}
+	return i - j;
+}
+
+static int cmp_int_desc(const void *a, const void *b)
+{
+	return *(const int *)b - *(const int *)a;
+}
+
+static void ctx_release(struct ctx *c)
+{
+	for (int i = 0; i < c->ncls; i++) {
+		free(c->cls[i].free);
+		free(c->cls[i].nodes);
+	}
+	free(c->cls);
+	free(c->nodefree);
+	if (c->pref)
+		for (int t = 0; t < c->m->ntypes; t++)
+			free(c->pref[t]);
+	free(c->pref);
+	free(c->nnodes_t);
+	free(c->basemin_t);
+	free(c->bwmax_t);
+	free(c->latmin_t);
+	for (int i = 0; i < c->nevald; i++)
+		hp_rec_config_release(&c->evald[i]);
+	free(c->evald);
+}
+
+/*
+ * Bounds of one type that hold for any split of the batch.  A device at
+ * local batch b in a configuration whose step is c has b <= ceil of its
+ * type's share, so c >= t(bhi) >= u(b), u(b) = min t(b' >= b) (the
+ * suffix minimum; the tables are not assumed monotone).  Hence:
+ *   thr: b <= c x max(b / u(b)): samples per second per device;
+ *   eps: its energy over the step p(b) c >= b x min(p(b) u(b) / b);
+ *   alpha + beta b <= phi(b) = p(b) u(b): the line through phi(1) with
+ *   the least slope to any later point lies below phi everywhere.
+ */
+static int per_type_bounds(const struct hp__rec_tt *tt, double *thr,
+			   double *eps, double *alpha, double *beta)
+{
+	double *u = malloc(((size_t)tt->bmax + 2) * sizeof(double));
+	double phi1, sl = INFINITY;
+
+	if (!u)
+		return HP_ENOMEM;
+	u[tt->bmax + 1] = INFINITY;
+	for (int64_t x = tt->bmax; x >= 1; x--)
+		u[x] = tt->t[x] < u[x + 1] ? tt->t[x] : u[x + 1];
+	*thr = 0;
+	*eps = INFINITY;
+	phi1 = tt->p[1] * u[1];
+	for (int64_t x = 1; x <= tt->bmax; x++) {
+		double v = (double)x / u[x], e = tt->p[x] * u[x] / (double)x;
+		if (v > *thr)
+			*thr = v;
+		if (e < *eps)
+			*eps = e;
+		if (x >= 2) {
+			double d = (tt->p[x] * u[x] - phi1) / (double)(x - 1);
+			if (d < sl)
+				sl = d;
+		}
+	}
+	if (sl == INFINITY)
+		sl = 0;
+	*beta = sl;
+	*alpha = phi1 - sl;
+	free(u);
+	return 0;
+}
+
+static int ctx_init(struct ctx *c, struct hp_error *err)
+{
+	const struct hp_pool *p = c->pool;
+	int nt = c->m->ntypes, *order = NULL, *tmp = NULL;
+
+	c->nodefree = calloc((size_t)p->n * (size_t)(nt ? nt : 1), sizeof(int));
+	order = malloc((size_t)p->n * sizeof(int));
+	c->pref = calloc((size_t)(nt ? nt : 1), sizeof(*c->pref));
+	c->nnodes_t = calloc((size_t)(nt ? nt : 1), sizeof(int));
+	c->basemin_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
+	c->bwmax_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
+	c->latmin_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
+	tmp = malloc((size_t)p->n * sizeof(int));
+	if (!c->nodefree || !order || !c->pref || !c->nnodes_t ||
+	    !c->basemin_t || !c->bwmax_t || !c->latmin_t || !tmp)
+		goto nomem;
+	for (int i = 0; i < p->n; i++)
+		for (int d = 0; d < p->nodes[i].ndevs; d++) {
+			int t =
+			    hp__rec_type_index(c->m, p->nodes[i].devs[d].type);
+			if (t >= 0 && c->m->tt[t].ok)
+				c->nodefree[i * nt + t] =
+				    p->nodes[i].devs[d].free;
+		}
+	/* Classes: sort node indices, group equal ones. */
+	for (int i = 0; i < p->n; i++)
+		order[i] = i;
+	sort_ctx = c;
+	qsort(order, (size_t)p->n, sizeof(int), cmp_node);
+	c->cls = calloc((size_t)p->n, sizeof(*c->cls));
+	if (!c->cls)
+		goto nomem;
+	for (int a = 0; a < p->n;) {
+		int b = a + 1, any = 0;
+		const struct hp_pool_node *x = &p->nodes[order[a]];
+		struct cls *k;
+		while (b < p->n) {
+			const struct hp_pool_node *y = &p->nodes[order[b]];
+			if (x->base_power_w != y->base_power_w ||
+			    x->intra_bw_gbps != y->intra_bw_gbps ||
+			    x->net_bw_gbps != y->net_bw_gbps ||
+			    x->net_latency_us != y->net_latency_us ||
+			    memcmp(&c->nodefree[order[a] * nt],
+				   &c->nodefree[order[b] * nt],
+				   (size_t)nt * sizeof(int)))
+				break;
+			b++;
+		}
+		for (int t = 0; t < nt; t++)
+			any |= c->nodefree[order[a] * nt + t] > 0;
+		if (any) {
+			k = &c->cls[c->ncls];
+			k->base = x->base_power_w;
+			k->intra = x->intra_bw_gbps;
+			k->netbw = x->net_bw_gbps;
+			k->lat = x->net_latency_us;
+			k->mult = b - a;
+			k->free = malloc((size_t)(nt ? nt : 1) * sizeof(int));
+			k->nodes = malloc((size_t)(b - a) * sizeof(int));
+			if (!k->free || !k->nodes) {
+				c->ncls++;
+				goto nomem;
+			}
+			memcpy(k->free, &c->nodefree[order[a] * nt],
+			       (size_t)nt * sizeof(int));
+			for (int t = 0; t < nt; t++)
+				if (k->free[t] > k->maxfree)
+					k->maxfree = k->free[t];
+			memcpy(k->nodes, &order[a],
+			       (size_t)(b - a) * sizeof(int));
+			c->ncls++;
+		}
+		a = b;
+	}
+	qsort(c->cls, (size_t)c->ncls, sizeof(*c->cls), cmp_cls);
+	/* Per type: fullest nodes first. */
+	for (int t = 0; t < nt; t++) {
+		int r = 0;
+		c->basemin_t[t] = INFINITY;
+		c->latmin_t[t] = INFINITY;
+		for (int i = 0; i < p->n; i++)
+			if (c->nodefree[i * nt + t] > 0) {
+				tmp[r++] = c->nodefree[i * nt + t];
+				if (p->nodes[i].net_bw_gbps > c->bwmax_t[t])
+					c->bwmax_t[t] = p->nodes[i].net_bw_gbps;
+				if (p->nodes[i].net_latency_us < c->latmin_t[t])
+					c->latmin_t[t] =
+					    p->nodes[i].net_latency_us;
+				if (p->nodes[i].base_power_w < c->basemin_t[t])
+					c->basemin_t[t] =
+					    p->nodes[i].base_power_w;
+			}
+		qsort(tmp, (size_t)r, sizeof(int), cmp_int_desc);
+		c->pref[t] = malloc(((size_t)r + 1) * sizeof(int64_t));
+		if (!c->pref[t])
+			goto nomem;
+		c->pref[t][0] = 0;
+		for (int i = 0; i < r; i++)
+			c->pref[t][i + 1] = c->pref[t][i] + tmp[i];
+		c->nnodes_t[t] = r;
+		if (c->m->tt[t].ok &&
+		    per_type_bounds(&c->m->tt[t], &c->thr[t], &c->eps[t],
+				    &c->alpha[t], &c->beta[t]))
+			goto nomem;
+	}
+	free(order);
+	free(tmp);
+	return 0;
+nomem:
+	free(order);
+	free(tmp);
+	return hp_error_set(err, HP_ENOMEM, "out of memory");
+}
+
+/* Fewest nodes that hold n free devices of type t, or -1. */
+static int mmin_of(const struct ctx *c, int t, int n)
+{
+	int lo = 1, hi = c->nnodes_t[t];
+	if (hi == 0 || c->pref[t][hi] < n)
+		return -1;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (c->pref[t][mid] >= n)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+static double intra_of(const struct ctx *c, const struct cls *k, int kk)
+{
+	return hp__rec_intra_s(k->intra, kk, c->m->grad_bytes);
+}
+
+static double inter_of(const struct ctx *c, const struct cls *k, int m)
+{
+	return hp__rec_inter_s(k->netbw, k->lat, m, c->m->grad_bytes);
+}
+
+static void dfs(struct pk *P, int idx, int used, double cost, const int *ytot,
+		const int64_t *capsum)
+{
+	const struct cls *k;
+	int left = P->m - used, hi0;
+
+	if (left == 0) {
+		for (int j = 0; j < P->k; j++)
+			if (capsum[j] < P->n[j] || ytot[j] < 1)
+				return;
+		if (cost < P->best) {
+			P->best = cost;
+			P->found = true;
+			memcpy(P->ybest, P->y, (size_t)P->nrel * sizeof(*P->y));
+		}
+		return;
+	}
+	if (idx >= P->nrel || P->avail_suf[idx] < left)
+		return;
+	k = &P->c->cls[P->rel[idx]];
+	if (cost + left * k->base >= P->best)
+		return;
+	for (int j = 0; j < P->k; j++) {
+		int need_nodes = ytot[j] < 1 ? 1 : 0;
+		if (capsum[j] + (int64_t)left * P->capmax_suf[idx][j] <
+			P->n[j] ||
+		    (need_nodes && P->capmax_suf[idx][j] < 1))
+			return;
+	}
+	hi0 = k->mult < left ? k->mult : left;
+	if (P->k == 1) {
+		int y0 = P->cap[idx][0] > 0 ? hi0 : 0;
+		if (y0 > P->n[0] - ytot[0])
+			y0 = P->n[0] - ytot[0];
+		for (; y0 >= 0; y0--) {
+			int yt[1] = {ytot[0] + y0};
+			int64_t cs[1] = {capsum[0] +
+					 (int64_t)y0 * P->cap[idx][0]};
+			P->y[idx][0] = y0;
+			dfs(P, idx + 1, used + y0, cost + y0 * k->base, yt, cs);
+		}
+		P->y[idx][0] = 0;
+		return;
+	}
+	{
+		int y0 = P->cap[idx][0] > 0 ? hi0 : 0;
+		if (y0 > P->n[0] - ytot[0])
+			y0 = P->n[0] - ytot[0];
+		for (; y0 >= 0; y0--) {
+			int y1 = P->cap[idx][1] > 0 ? hi0 - y0 : 0;
+			if (y1 > P->n[1] - ytot[1])
+				y1 = P->n[1] - ytot[1];
+			for (; y1 >= 0; y1--) {
+				int yt[2] = {ytot[0] + y0, ytot[1] + y1};
+				int64_t cs[2] = {
+				    capsum[0] + (int64_t)y0 * P->cap[idx][0],
+				    capsum[1] + (int64_t)y1 * P->cap[idx][1]};
+				P->y[idx][0] = y0;
+				P->y[idx][1] = y1;
+				dfs(P, idx + 1, used + y0 + y1,
+				    cost + (y0 + y1) * k->base, yt, cs);
+			}
+		}
+		P->y[idx][0] = P->y[idx][1] = 0;
+	}
+}
+
+/* The actual cost of a configuration whose groups are set. */
+static void cost_actual(const struct ctx *c, const struct hp__rec_comp *cp,
+			struct hp_rec_config *cfg)
+{
+	const struct hp_pool *p = c->pool;
+	const struct hp__rec_params *q = c->q;
+	double intra = 0, inter = 0, base = 0, g = c->m->grad_bytes;
+	int m = 0;
+
+	/* Groups are sorted by node: count distinct nodes. */
+	for (int i = 0; i < cfg->ngroups; i++) {
+		int node = cfg->groups[i].node, kk = 0;
+		if (i > 0 && cfg->groups[i - 1].node == node)
+			continue;
+		for (int j = i; j < cfg->ngroups && cfg->groups[j].node == node;
+		     j++)
+			kk += cfg->groups[j].count;
+		m++;
+		base += p->nodes[node].base_power_w;
+		{
+			double r = hp__rec_intra_s(p->nodes[node].intra_bw_gbps,
+						   kk, g);
+			if (r > intra)
+				intra = r;
+		}
+	}
+	for (int i = 0; i < cfg->ngroups; i++) {
+		const struct hp_pool_node *nd = &p->nodes[cfg->groups[i].node];
+		double x =
+		    hp__rec_inter_s(nd->net_bw_gbps, nd->net_latency_us, m, g);
+		if (x > inter)
+			inter = x;
+	}
+	cfg->nnodes = m;
+	cfg->intra_time_s = intra;
+	cfg->inter_time_s = inter;
+	cfg->comm_time_s = (intra + inter) * (1 - HP_REC_OVERLAP);
+	cfg->compute_time_s = cp->c;
+	cfg->step_time_s = cp->c + cfg->comm_time_s;
+	cfg->step_time_lo_s = cp->c_lo + cfg->comm_time_s;
+	cfg->step_time_hi_s = cp->c_hi + cfg->comm_time_s;
+	cfg->startup_s = HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * m;
+	cfg->steps = q->steps;
+	cfg->global_batch = q->B;
+	cfg->time_s = (double)q->steps * cfg->step_time_s + cfg->startup_s;
+	cfg->time_lo_s =
+	    (double)q->steps * cfg->step_time_lo_s + cfg->startup_s;
+	cfg->time_hi_s =
+	    (double)q->steps * cfg->step_time_hi_s + cfg->startup_s;
+	cfg->power_w = cp->pdev + base;
+	cfg->energy_j = cfg->time_s * cfg->power_w;
+	cfg->energy_lo_j = cfg->time_lo_s * cfg->power_w;
+	cfg->energy_hi_j = cfg->time_hi_s * cfg->power_w;
+	cfg->meets_deadline = cfg->time_s <= q->deadline_s;
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct hp_rec_group *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node - y->node;
+	if (x->local_batch != y->local_batch)
+		return x->local_batch > y->local_batch ? -1 : 1;
+	return strcmp(x->type, y->type);
+}
+
+/* Turn the DFS's class counts into groups on nodes: each chosen node gets
+ * one device, then the rest are spread round-robin within caps. */
+static int build_config(const struct pk *P, const struct hp__rec_comp *cp,
+			struct hp_rec_config *cfg)
+{
+	struct ctx *c = P->c;
+	int total = 0, ng = 0, *cnt = NULL, *nodes = NULL, *capn = NULL;
+	int *tyn = NULL;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (int i = 0; i < P->nrel; i++)
+		for (int j = 0; j < P->k; j++)
+			total += P->ybest[i][j];
+	cnt = calloc((size_t)total + 1, sizeof(int));
+	nodes = calloc((size_t)total + 1, sizeof(int));
+	capn = calloc((size_t)total + 1, sizeof(int));
+	tyn = calloc((size_t)total + 1, sizeof(int));
+	cfg->groups = calloc((size_t)total * 2 + 2, sizeof(*cfg->groups));
+	if (!cnt || !nodes || !capn || !tyn || !cfg->groups)
+		goto nomem;
+	for (int j = 0; j < P->k; j++) {
+		int first = ng, left = P->n[j];
+		for (int i = 0; i < P->nrel; i++) {
+			const struct cls *k = &c->cls[P->rel[i]];
+			int used = 0;
+			/* Nodes of the class already taken by the other
+			 * type come first in its list. */
+			for (int jj = 0; jj < j; jj++)
+				used += P->ybest[i][jj];
+			for (int y = 0; y < P->ybest[i][j]; y++) {
+				nodes[ng] = k->nodes[used + y];
+				capn[ng] = P->cap[i][j];
+				tyn[ng] = j;
+				cnt[ng] = 1;
+				ng++;
+				left--;
+			}
+		}
+		while (left > 0) {
+			int moved = 0;
+			for (int x = first; x < ng && left > 0; x++)
+				if (cnt[x] < capn[x]) {
+					cnt[x]++;
+					left--;
+					moved = 1;
+				}
+			if (!moved)
+				break;
+		}
+	}
+	/* Local batches: the first nhi devices of each type at bhi. */
+	{
+		int hileft[HP_REC_MAX_MIX];
+		for (int j = 0; j < P->k; j++)
+			hileft[j] = cp->nhi[j];
+		for (int x = 0; x < ng; x++) {
+			int j = tyn[x],
+			    h = cnt[x] < hileft[j] ? cnt[x] : hileft[j];
+			const char *tn = c->m->tt[P->ty[j]].name;
+			hileft[j] -= h;
+			if (h > 0) {
+				struct hp_rec_group *g =
+				    &cfg->groups[cfg->ngroups++];
+				g->node = nodes[x];
+				snprintf(g->type, sizeof(g->type), "%s", tn);
+				g->count = h;
+				g->local_batch = cp->bhi[j];
+			}
+			if (cnt[x] - h > 0) {
+				struct hp_rec_group *g =
+				    &cfg->groups[cfg->ngroups++];
+				g->node = nodes[x];
+				snprintf(g->type, sizeof(g->type), "%s", tn);
+				g->count = cnt[x] - h;
+				g->local_batch = cp->bhi[j] - 1;
+			}
+		}
+	}
+	for (int i = 0; i < cfg->ngroups; i++)
+		cfg->groups[i].grad_weight =
+		    (double)cfg->groups[i].local_batch / (double)c->q->B;
+	qsort(cfg->groups, (size_t)cfg->ngroups, sizeof(*cfg->groups),
+	      cmp_group);
+	cfg->ntypes = P->k;
+	cfg->ndevices = 0;
+	for (int j = 0; j < P->k; j++) {
+		struct hp_rec_type *t = &cfg->types[j];
+		snprintf(t->type, sizeof(t->type), "%s",
+			 c->m->tt[P->ty[j]].name);
+		t->count = P->n[j];
+		t->batch = cp->share[j];
+		t->local_max = cp->bhi[j];
+		t->step_time_s = cp->tstep[j];
+		t->power_w = cp->ptype[j];
+		cfg->ndevices += P->n[j];
+	}
+	free(cnt);
+	free(nodes);
+	free(capn);
+	free(tyn);
+	cost_actual(c, cp, cfg);
+	return 0;
+nomem:
+	free(cnt);
+	free(nodes);
+	free(capn);
+	free(tyn);
+	free(cfg->groups);
+	cfg->groups = NULL;
+	return HP_ENOMEM;
+}
+
+/* Levels of the intra-node term over the relevant classes, ascending. */
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static int uniq(double *v, int n)
+{
+	int r = 0;
+	qsort(v, (size_t)n, sizeof(double), cmp_dbl);
+	for (int i = 0; i < n; i++)
+		if (r == 0 || v[i] != v[r - 1])
+			v[r++] = v[i];
+	return r;
+}
+
+enum { PH_ENERGY = 0, PH_TIME = 1 };
+
+/*
+ * Solve the packing of (types, counts) whose compute part is cp: phase
+ * PH_ENERGY, the least energy meeting the deadline with energy below
+ * *bound; PH_TIME, the least time below *bound.  1 and cfg when one is
+ * found, 0 when none, negative on ENOMEM.
+ */
+static int pack(struct ctx *c, const int *ty, const int *n, int k,
+		const struct hp__rec_comp *cp, int phase, double bound,
+		struct hp_rec_config *cfg)
+{
+	const struct hp__rec_params *q = c->q;
+	struct pk *P = calloc(1, sizeof(*P));
+	double *lv1 = NULL, *lv2 = NULL, *rr = NULL, best = bound;
+	int *roff = NULL;
+	int nlv1 = 0, ntot = 0, mlo, mhi, rc = 0, nrelnodes = 0;
+
+	if (!P)
+		return HP_ENOMEM;
+	P->c = c;
+	P->k = k;
+	for (int j = 0; j < k; j++) {
+		P->ty[j] = ty[j];
+		P->n[j] = n[j];
+		ntot += n[j];
+	}
+	P->rel = malloc((size_t)(c->ncls ? c->ncls : 1) * sizeof(int));
+	if (!P->rel) {
+		rc = HP_ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < c->ncls; i++) {
+		int any = 0;
+		for (int j = 0; j < k; j++)
+			any |= c->cls[i].free[ty[j]] > 0;
+		if (any) {
+			P->rel[P->nrel++] = i;
+			nrelnodes += c->cls[i].mult;
+		}
+	}
+	P->cap = calloc((size_t)P->nrel + 1, sizeof(*P->cap));
+	P->capmax_suf = calloc((size_t)P->nrel + 1, sizeof(*P->capmax_suf));
+	P->avail_suf = calloc((size_t)P->nrel + 1, sizeof(*P->avail_suf));
+	P->y = calloc((size_t)P->nrel + 1, sizeof(*P->y));
+	P->ybest = calloc((size_t)P->nrel + 1, sizeof(*P->ybest));
+	if (!P->cap || !P->capmax_suf || !P->avail_suf || !P->y || !P->ybest) {
+		rc = HP_ENOMEM;
+		goto out;
+	}
+	/* Intra levels: every r(kk) a relevant class can reach. */
+	{
+		int cnt = 0;
+		for (int i = 0; i < P->nrel; i++) {
+			const struct cls *kc = &c->cls[P->rel[i]];
+			int mf = 0;
+			for (int j = 0; j < k; j++)
+				if (kc->free[ty[j]] > mf)
+					mf = kc->free[ty[j]];
+			cnt += mf;
+		}
+		lv1 = malloc(((size_t)cnt + 1) * sizeof(double));
+		lv2 = malloc(((size_t)P->nrel + 1) * sizeof(double));
+		if (!lv1 || !lv2) {
+			rc = HP_ENOMEM;
+			goto out;
+		}
+		for (int i = 0; i < P->nrel; i++) {
+			const struct cls *kc = &c->cls[P->rel[i]];
+			int mf = 0;
+			for (int j = 0; j < k; j++)
+				if (kc->free[ty[j]] > mf)
+					mf = kc->free[ty[j]];
+			for (int kk = 1; kk <= mf; kk++)
+				lv1[nlv1++] = intra_of(c, kc, kk);
+		}
+		nlv1 = uniq(lv1, nlv1);
+		/* Each relevant class's intra term by device count. */
+		roff = malloc(((size_t)P->nrel + 1) * sizeof(int));
+		{
+			size_t tot = 1;
+			for (int i = 0; i < P->nrel; i++)
+				tot += (size_t)c->cls[P->rel[i]].maxfree + 1;
+			rr = malloc(tot * sizeof(double));
+		}
+		if (!roff || !rr) {
+			rc = HP_ENOMEM;
+			goto out;
+		}
+		{
+			int o = 0;
+			for (int i = 0; i < P->nrel; i++) {
+				const struct cls *kc = &c->cls[P->rel[i]];
+				roff[i] = o;
+				rr[o] = 0;
+				for (int kk = 1; kk <= kc->maxfree; kk++)
+					rr[o + kk] = intra_of(c, kc, kk);
+				o += kc->maxfree + 1;
+			}
+		}
+	}
+	mlo = k;
+	mhi = ntot < nrelnodes ? ntot : nrelnodes;
+	if (q->nnodes > 0) {
+		mlo = mlo > q->nnodes ? mlo : q->nnodes;
+		mhi = mhi < q->nnodes ? mhi : q->nnodes;
+	}
+	{
+		int ml = 0;
+		for (int j = 0; j < k; j++) {
+			int x = mmin_of(c, ty[j], n[j]);
+			if (x < 0)
+				goto out;
+			ml += x;
+		}
+		if (ml > mlo)
+			mlo = ml;
+	}
+	for (int m = mlo; m <= mhi; m++) {
+		int nlv2 = 0;
+		double tmin, bmin_all = INFINITY;
+		P->m = m;
+		for (int i = 0; i < P->nrel; i++) {
+			lv2[nlv2++] = inter_of(c, &c->cls[P->rel[i]], m);
+			if (c->cls[P->rel[i]].base < bmin_all)
+				bmin_all = c->cls[P->rel[i]].base;
+		}
+		nlv2 = uniq(lv2, nlv2);
+		/* Time and energy only grow with m from here on. */
+		tmin =
+		    (double)q->steps * (cp->c + lv2[0] * (1 - HP_REC_OVERLAP)) +
+		    HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * m;
+		if (phase == PH_ENERGY &&
+		    (tmin > q->deadline_s ||
+		     tmin * (cp->pdev + m * bmin_all) >= best))
+			break;
+		if (phase == PH_TIME && tmin >= best)
+			break;
+		for (int a2 = 0; a2 < nlv2; a2++) {
+			double tau2 = lv2[a2], basemin = INFINITY;
+			int navail = 0;
+			bool first = true;
+			/* Higher network levels only add time; the base
+			 * is at least the least of all relevant nodes. */
+			double t2 = (double)q->steps *
+					(cp->c + (lv1[0] + tau2) *
+						     (1 - HP_REC_OVERLAP)) +
+				    HP_REC_STARTUP_S +
+				    HP_REC_STARTUP_NODE_S * m;
+			if (phase == PH_ENERGY &&
+			    (t2 > q->deadline_s ||
+			     t2 * (cp->pdev + m * bmin_all) >= best))
+				break;
+			if (phase == PH_TIME && t2 >= best)
+				break;
+			for (int i = 0; i < P->nrel; i++) {
+				const struct cls *kc = &c->cls[P->rel[i]];
+				if (inter_of(c, kc, m) <= tau2) {
+					navail += kc->mult;
+					if (kc->base < basemin)
+						basemin = kc->base;
+				}
+			}
+			if (navail < m)
+				continue;
+			for (int a1 = 0; a1 < nlv1; a1++) {
+				double tau1 = lv1[a1], tth, lb;
+				bool all_full = true;
+				int zero[2] = {0, 0};
+				int64_t zc[2] = {0, 0};
+				tth = (double)q->steps *
+					  (cp->c + (tau1 + tau2) *
+						       (1 - HP_REC_OVERLAP)) +
+				      HP_REC_STARTUP_S +
+				      HP_REC_STARTUP_NODE_S * m;
+				if (phase == PH_ENERGY) {
+					if (tth > q->deadline_s)
+						break;
+					lb = tth * (cp->pdev + m * basemin);
+					if (lb >= best)
+						break;
+				} else if (tth >= best) {
+					break;
+				}
+				/* Caps at this level.  A level that changes
+				 * no cap has the same packings as the one
+				 * before it and only more time: skip it. */
+				{
+					bool changed = first;
+					for (int i = 0; i < P->nrel; i++) {
+						const struct cls *kc =
+						    &c->cls[P->rel[i]];
+						bool el =
+						    inter_of(c, kc, m) <= tau2;
+						const double *r = rr + roff[i];
+						int kmax = 1;
+						while (kmax < kc->maxfree &&
+						       r[kmax + 1] <= tau1)
+							kmax++;
+						if (el && kmax < kc->maxfree)
+							all_full = false;
+						for (int j = 0; j < k; j++) {
+							int f = kc->free[ty[j]];
+							int v =
+							    el ? (f < kmax
+								      ? f
+								      : kmax)
+							       : 0;
+							changed |=
+							    v != P->cap[i][j];
+							P->cap[i][j] = v;
+						}
+					}
+					first = false;
+					if (!changed) {
+						if (all_full)
+							break;
+						continue;
+					}
+				}
+				for (int j = 0; j < 2; j++)
+					P->capmax_suf[P->nrel][j] = 0;
+				P->avail_suf[P->nrel] = 0;
+				for (int i = P->nrel - 1; i >= 0; i--) {
+					int any = 0;
+					for (int j = 0; j < k; j++) {
+						int v = P->cap[i][j];
+						P->capmax_suf[i][j] =
+						    v > P->capmax_suf[i + 1][j]
+							? v
+							: P->capmax_suf[i + 1]
+								       [j];
+						any |= v > 0;
+					}
+					P->avail_suf[i] =
+					    P->avail_suf[i + 1] +
+					    (any ? c->cls[P->rel[i]].mult : 0);
+				}
+				/* The DFS looks for a base below what would
+				 * beat the incumbent. */
+				P->found = false;
+				if (phase == PH_ENERGY)
+					P->best = best / tth - cp->pdev;
+				else
+					P->best = INFINITY;
+				memset(P->y, 0,
+				       ((size_t)P->nrel + 1) * sizeof(*P->y));
+				c->st->leaves++;
+				dfs(P, 0, 0, 0, zero, zc);
+				if (P->found) {
+					double v =
+					    phase == PH_ENERGY
+						? tth * (cp->pdev + P->best)
+						: tth;
+					if (v < best) {
+						best = v;
+						rc = 1;
+						/* Keep the packing. */
+						hp_rec_config_release(cfg);
+						if (build_config(P, cp, cfg)) {
+							rc = HP_ENOMEM;
+							goto out;
+						}
+					}
+				}
+				if (all_full)
+					break;
+			}
+		}
+	}
+out:
+	free(lv1);
+	free(lv2);
+	free(rr);
+	free(roff);
+	free(P->rel);
+	free(P->cap);
+	free(P->capmax_suf);
+	free(P->avail_suf);
+	free(P->y);
+	free(P->ybest);
+	free(P);
+	return rc;
+}
+
+/* Remember an evaluated configuration (for the front). */
+static int keep(struct ctx *c, const struct hp_rec_config *cfg)
+{
+	struct hp_rec_config *d;
+	if (c->nevald == c->aevald) {
+		int na = c->aevald ? c->aevald * 2 : 64;
+		void *p = realloc(c->evald, (size_t)na * sizeof(*c->evald));
+		if (!p)
+			return HP_ENOMEM;
+		c->evald = p;
+		c->aevald = na;
+	}
+	d = &c->evald[c->nevald];
+	*d = *cfg;
+	d->groups = malloc((size_t)(cfg->ngroups ? cfg->ngroups : 1) *
+			   sizeof(*d->groups));
+	if (!d->groups)
+		return HP_ENOMEM;
+	memcpy(d->groups, cfg->groups,
+	       (size_t)cfg->ngroups * sizeof(*d->groups));
+	c->nevald++;
+	return 0;
+}
+
+static int copy_config(struct hp_rec_config *d, const struct hp_rec_config *s)
+{
+	*d = *s;
+	d->groups =
+	    malloc((size_t)(s->ngroups ? s->ngroups : 1) * sizeof(*d->groups));
+	if (!d->groups)
+		return HP_ENOMEM;
+	memcpy(d->groups, s->groups, (size_t)s->ngroups * sizeof(*d->groups));
+	return 0;
+}
+
+/* A candidate (types, counts) with its lower bounds. */
+struct cand {
+	int n[2];
+	double tlb, elb;
+	struct hp__rec_comp cp;
+};
+
+static int cmp_cand_e(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	return (x->elb > y->elb) - (x->elb < y->elb);
+}
+static int cmp_cand_t(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	return (x->tlb > y->tlb) - (x->tlb < y->tlb);
+}
+
+/* Lower bounds of time and energy of (types, counts) from its compute
+ * part: fewest nodes, cheapest base, slowest link not below the fastest. */
+static bool bounds(const struct ctx *c, const int *ty, const int *n, int k,
+		   const struct hp__rec_comp *cp, double *tlb, double *elb)
+{
+	const struct hp__rec_params *q = c->q;
+	int mlb = 0;
+	double base = 0, x = INFINITY;
+
+	for (int j = 0; j < k; j++) {
+		int mm = mmin_of(c, ty[j], n[j]);
+		if (mm < 0)
+			return false;
+		mlb += mm;
+		base += mm * c->basemin_t[ty[j]];
+	}
+	if (q->nnodes > 0) {
+		if (q->nnodes < mlb || q->nnodes > n[0] + (k > 1 ? n[1] : 0))
+			return false;
+		if (q->nnodes > mlb) {
+			double bm = INFINITY;
+			for (int j = 0; j < k; j++)
+				if (c->basemin_t[ty[j]] < bm)
+					bm = c->basemin_t[ty[j]];
+			base += (q->nnodes - mlb) * bm;
+		}
+		mlb = q->nnodes;
+	}
+	if (mlb >= 2) {
+		/* Every used node's link is no better than the best of the
+		 * types' nodes: bandwidth at most, latency at least. */
+		double bw = 0, lat = INFINITY;
+		for (int j = 0; j < k; j++) {
+			if (c->bwmax_t[ty[j]] > bw)
+				bw = c->bwmax_t[ty[j]];
+			if (c->latmin_t[ty[j]] < lat)
+				lat = c->latmin_t[ty[j]];
+		}
+		x = hp__rec_inter_s(bw, lat, mlb, c->m->grad_bytes);
+	} else {
+		x = 0;
+	}
+	*tlb = (double)q->steps * (cp->c + x * (1 - HP_REC_OVERLAP)) +
+	       HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * mlb;
+	*elb = *tlb * (cp->pdev + base);
+	return true;
+}
+
+/* Best of one type set. */
+struct setbest {
+	struct hp_rec_config cfg;
+	bool have;
+	char why[160];
+};
+
+/* Evaluate candidates of one type set in order of their bounds. */
+static int run_cands(struct ctx *c, const int *ty, int k, struct cand *cv,
+		     int nc, int phase, double *gbest, struct setbest *sb,
+		     bool prune_by_global)
+{
+	if (nc > 0)
+		qsort(cv, (size_t)nc, sizeof(*cv),
+		      phase == PH_ENERGY ? cmp_cand_e : cmp_cand_t);
+	for (int i = 0; i < nc; i++) {
+		struct hp_rec_config cfg = {0};
+		double own = sb->have ? (phase == PH_ENERGY ? sb->cfg.energy_j
+							    : sb->cfg.time_s)
+				      : INFINITY;
+		double bound = prune_by_global && *gbest < own ? *gbest : own;
+		double lb = phase == PH_ENERGY ? cv[i].elb : cv[i].tlb;
+		int rc;
+		if (phase == PH_ENERGY && cv[i].tlb > c->q->deadline_s)
+			continue;
+		if (lb >= bound)
+			break;
+		c->st->evaluated++;
+		rc = pack(c, ty, cv[i].n, k, &cv[i].cp, phase, bound, &cfg);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			if (keep(c, &cfg)) {
+				hp_rec_config_release(&cfg);
+				return HP_ENOMEM;
+			}
+			hp_rec_config_release(&sb->cfg);
+			sb->cfg = cfg;
+			sb->have = true;
+			{
+				double v = phase == PH_ENERGY ? cfg.energy_j
+							      : cfg.time_s;
+				if (v < *gbest)
+					*gbest = v;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Candidates of one type: every count the batch, memory and constraints
+ * allow. */
+static int cands_one(struct ctx *c, int t, struct cand **out, int *nout,
+		     char *why, size_t whylen)
+{
+	const struct hp__rec_params *q = c->q;
+	const struct hp__rec_tt *tt = &c->m->tt[t];
+	int64_t nmax = c->nnodes_t[t] ? c->pref[t][c->nnodes_t[t]] : 0;
+	int lo = 1, nc = 0;
+	struct cand *cv;
+
+	*out = NULL;
+	*nout = 0;
+	if (nmax > q->B)
+		nmax = q->B;
+	if (q->ndevices > 0) {
+		if (q->ndevices > nmax) {
+			if (q->ndevices > q->B)
+				snprintf(why, whylen,
+					 "%d devices for a global batch of "
+					 "%lld: each needs a sample",
+					 q->ndevices, (long long)q->B);
+			else
+				snprintf(
+				    why, whylen,
+				    "not enough free devices: %d asked, "
+				    "%lld free",
+				    q->ndevices,
+				    (long long)(c->nnodes_t[t]
+						    ? c->pref[t][c->nnodes_t[t]]
+						    : 0));
+			return 0;
+		}
+		lo = q->ndevices;
+		nmax = q->ndevices;
+	}
+	if (nmax < 1) {
+		snprintf(why, whylen, "no free devices in the pool");
+		return 0;
+	}
+	cv = calloc((size_t)nmax, sizeof(*cv));
+	if (!cv)
+		return HP_ENOMEM;
+	for (int n = lo; n <= nmax; n++) {
+		struct cand *x = &cv[nc];
+		int ty[1] = {t};
+		x->n[0] = n;
+		if (hp__rec_compute(c->m, ty, x->n, 1, q->B, &x->cp))
+			continue;
+		c->st->candidates++;
+		if (!bounds(c, ty, x->n, 1, &x->cp, &x->tlb, &x->elb))
+			continue;
+		nc++;
+	}
+	if (nc == 0) {
+		int64_t b = (q->B + nmax - 1) / nmax;
+		if (b > tt->bmem)
+			snprintf(why, whylen,
+				 "does not fit in memory at local batch %lld "
+				 "(at most %lld)",
+				 (long long)b, (long long)tt->bmem);
+		else if (q->nnodes > 0)
+			snprintf(why, whylen,
+				 "cannot be spread over exactly %d nodes",
+				 q->nnodes);
+		else
+			snprintf(why, whylen, "no configuration fits");
+	}
+	*out = cv;
+	*nout = nc;
+	return 0;
+}
+
+/* Candidates of a pair: counts whose bounds could beat bound (energy
+ * phase: also meet the deadline); rows and columns are cut with bounds
+ * that hold for every count beyond the cut. */
+static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
+		      struct cand **out, int *nout)
+{
+	const struct hp__rec_params *q = c->q;
+	int64_t f0 = c->nnodes_t[t0] ? c->pref[t0][c->nnodes_t[t0]] : 0;
+	int64_t f1 = c->nnodes_t[t1] ? c->pref[t1][c->nnodes_t[t1]] : 0;
+	double cfloor = INFINITY, epsmin, bmn, a0, a1, bw, lat;
+	double pm0 = c->m->tt[t0].pmin, pm1 = c->m->tt[t1].pmin;
+	double bmin0 = c->basemin_t[t0], bmin1 = c->basemin_t[t1];
+	double bminx = bmin0 < bmin1 ? bmin0 : bmin1;
+	double steps = (double)q->steps;
+	int nc = 0, ac = 0, *mm0 = NULL, *mm1 = NULL, rc = 0;
+	struct cand *cv = NULL;
+
+	*out = NULL;
+	*nout = 0;
+	if (f0 > q->B)
+		f0 = q->B;
+	if (f1 > q->B)
+		f1 = q->B;
+	if (f0 < 1 || f1 < 1)
+		return 0;
+	for (int64_t b = 1; b <= c->m->tt[t0].bmax; b++)
+		if (c->m->tt[t0].t[b] < cfloor)
+			cfloor = c->m->tt[t0].t[b];
+	for (int64_t b = 1; b <= c->m->tt[t1].bmax; b++)
+		if (c->m->tt[t1].t[b] < cfloor)
+			cfloor = c->m->tt[t1].t[b];
+	/* Each device's energy over a step is at least its samples times
+	 * its type's least energy per sample: no split does better. */
+	epsmin = c->eps[t0] < c->eps[t1] ? c->eps[t0] : c->eps[t1];
+	if (phase == PH_ENERGY && steps * (double)q->B * epsmin >= bound)
+		return 0;
+	bmn = c->beta[t0] < c->beta[t1] ? c->beta[t0] : c->beta[t1];
+	if (bmn < 0)
+		bmn = 0;
+	a0 = c->alpha[t0] + c->beta[t0];
+	a1 = c->alpha[t1] + c->beta[t1];
+	/* The best network figures any used node can have. */
+	bw = c->bwmax_t[t0] > c->bwmax_t[t1] ? c->bwmax_t[t0] : c->bwmax_t[t1];
+	lat = c->latmin_t[t0] < c->latmin_t[t1] ? c->latmin_t[t0]
+						: c->latmin_t[t1];
+	/* Fewest nodes for n devices of each type (one type per node). */
+	mm0 = malloc(((size_t)f0 + 1) * sizeof(int));
+	mm1 = malloc(((size_t)f1 + 1) * sizeof(int));
+	if (!mm0 || !mm1) {
+		rc = HP_ENOMEM;
+		goto out;
+	}
+	for (int n = 1; n <= f0; n++)
+		mm0[n] = mmin_of(c, t0, n);
+	for (int n = 1; n <= f1; n++)
+		mm1[n] = mmin_of(c, t1, n);
+	for (int n0 = 1; n0 <= f0 && n0 < q->B; n0++) {
+		int n1s = 1;
+		/* Rows beyond: every cell has at least these nodes, this
+		 * power and no less than the floor of compute. */
+		{
+			int ml = mm0[n0] + 1;
+			double tn, tfl;
+			if (q->nnodes > 0) {
+				if (ml > q->nnodes)
+					break;
+				ml = q->nnodes;
+			}
+			tn = HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * ml +
+			     steps *
+				 hp__rec_inter_s(bw, lat, ml, c->m->grad_bytes);
+			tfl = steps * cfloor + tn;
+			if (phase == PH_ENERGY) {
+				double bl = mm0[n0] * bmin0 + bmin1;
+				double ef =
+				    steps * (n0 * a0 + a1 +
+					     (double)(q->B - n0 - 1) * bmn) +
+				    tfl * bl;
+				if (tfl > q->deadline_s ||
+				    tfl * (n0 * pm0 + pm1 + bl) >= bound ||
+				    (ef >= bound && a0 >= bmn && a1 >= bmn))
+					break;
+			} else if (tfl >= bound) {
+				break;
+			}
+		}
+		if (phase == PH_ENERGY) {
+			/* The fewest n1 whose compute bound meets the
+			 * deadline (one less, for rounding). */
+			double cd = (q->deadline_s - HP_REC_STARTUP_S -
+				     2 * HP_REC_STARTUP_NODE_S) /
+				    steps;
+			double need =
+			    ((double)q->B / cd - n0 * c->thr[t0]) / c->thr[t1];
+			if (!(cd > 0) || need > (double)f1 + 1)
+				continue;
+			if (need > 2)
+				n1s = (int)need - 1;
+		}
+		for (int n1 = n1s; n1 <= f1 && n0 + n1 <= q->B; n1++) {
+			int ty[2] = {t0, t1}, ml = mm0[n0] + mm1[n1];
+			double cthr, clb, tn, tlb, tfl, bl, plb, elb, es, es2;
+			bool floor_now;
+			struct cand x;
+			if (q->ndevices > 0 && n0 + n1 != q->ndevices) {
+				if (n0 + n1 > q->ndevices)
+					break;
+				continue;
+			}
+			bl = mm0[n0] * bmin0 + mm1[n1] * bmin1;
+			if (q->nnodes > 0) {
+				/* More devices need no fewer nodes. */
+				if (ml > q->nnodes)
+					break;
+				bl += (q->nnodes - ml) * bminx;
+				ml = q->nnodes;
+			}
+			tn = HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * ml +
+			     steps *
+				 hp__rec_inter_s(bw, lat, ml, c->m->grad_bytes);
+			cthr =
+			    (double)q->B / (n0 * c->thr[t0] + n1 * c->thr[t1]);
+			floor_now = cthr <= cfloor;
+			clb = floor_now ? cfloor : cthr;
+			tlb = steps * clb + tn;
+			tfl = steps * cfloor + tn;
+			plb = n0 * pm0 + n1 * pm1 + bl;
+			elb = tlb * plb;
+			/* Devices' energy: at least the lines under it,
+			 * every device with one sample and the rest at the
+			 * cheaper slope; plus the nodes' base power. */
+			es = steps * (n0 * a0 + n1 * a1 +
+				      (double)(q->B - n0 - n1) * bmn) +
+			     tlb * bl;
+			es2 = steps * (n0 * c->eps[t0] + n1 * c->eps[t1] +
+				       (double)(q->B - n0 - n1) * epsmin) +
+			      tlb * bl;
+			if (es2 > es)
+				es = es2;
+			/* Once compute is at its floor, nodes, power and
+			 * the line bound only grow with n1: stop. */
+			if (phase == PH_ENERGY) {
+				double ef =
+				    steps * (n0 * a0 + n1 * a1 +
+					     (double)(q->B - n0 - n1) * bmn) +
+				    tfl * bl;
+				if (floor_now &&
+				    (tlb > q->deadline_s || elb >= bound))
+					break;
+				if (ef >= bound && a1 >= bmn)
+					break;
+				if (tlb > q->deadline_s || elb >= bound ||
+				    es >= bound)
+					continue;
+			} else {
+				if (floor_now && tlb >= bound)
+					break;
+				if (tlb >= bound)
+					continue;
+			}
+			memset(&x, 0, sizeof(x));
+			x.n[0] = n0;
+			x.n[1] = n1;
+			if (hp__rec_compute(c->m, ty, x.n, 2, q->B, &x.cp))
+				continue;
+			c->st->candidates++;
+			if (!bounds(c, ty, x.n, 2, &x.cp, &x.tlb, &x.elb))
+				continue;
+			if (phase == PH_ENERGY
+				? x.tlb > q->deadline_s || x.elb >= bound
+				: x.tlb >= bound)
+				continue;
+			if (nc == ac) {
+				int na = ac ? ac * 2 : 256;
+				void *p = realloc(cv, (size_t)na * sizeof(*cv));
+				if (!p) {
+					rc = HP_ENOMEM;
+					goto out;
+				}
+				cv = p;
+				ac = na;
+			}
+			cv[nc++] = x;
+		}
+	}
+out:
+	free(mm0);
+	free(mm1);
+	if (rc) {
+		free(cv);
+		return rc;
+	}
+	*out = cv;
+	*nout = nc;
+	return 0;
+}
+
+static int add_reject(struct hp_rec_result *r, const char *what,
+		      const struct hp_rec_config *cfg, const char *reason)
+{
+	struct hp_rec_reject *x;
+	void *p = realloc(r->rejected,
+			  ((size_t)r->nrejected + 1) * sizeof(*r->rejected));
+	if (!p)
+		return HP_ENOMEM;
+	r->rejected = p;
+	x = &r->rejected[r->nrejected];
+	memset(x, 0, sizeof(*x));
+	if (cfg && copy_config(&x->cfg, cfg))
+		return HP_ENOMEM;
+	snprintf(x->what, sizeof(x->what), "%s", what);
+	snprintf(x->reason, sizeof(x->reason), "%s", reason);
+	r->nrejected++;
+	return 0;
+}
+
+static void dur_text(double s, char *buf, size_t n)
+{
+	if (s < 120)
+		snprintf(buf, n, "%.0f s", s);
+	else if (s < 7200)
+		snprintf(buf, n, "%.0f min", s / 60);
+	else
+		snprintf(buf, n, "%.1f h", s / 3600);
+}
+
+static int cmp_cfg_time(const void *a, const void *b)
+{
+	const struct hp_rec_config *x = a, *y = b;
+	if (x->time_s != y->time_s)
+		return x->time_s < y->time_s ? -1 : 1;
+	return (x->energy_j > y->energy_j) - (x->energy_j < y->energy_j);
+}
+
+int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
+		   const struct hp__rec_params *q, struct hp_rec_result *out,
+		   struct hp__rec_stats *st, struct hp_error *err)
+{
+	struct hp__rec_stats dummy = {0};
+	struct ctx c = {0};
+	struct setbest *sb = NULL;
+	int nt = m->ntypes, nsets = 0, rc = 0, phase, npairs_none = 0;
+	int(*sets)[2] = NULL;
+	double gbest;
+
+	memset(out, 0, sizeof(*out));
+	out->deadline_s = q->deadline_s;
+	c.m = m;
+	c.pool = pool;
+	c.q = q;
+	c.st = st ? st : &dummy;
+	if (nt > 64)
+		return hp_error_set(err, HP_EINVAL,
+				    "more than 64 device types");
+	if ((rc = ctx_init(&c, err)))
+		goto out;
+	sets = calloc((size_t)(nt + nt * nt + 1), sizeof(*sets));
+	sb = calloc((size_t)(nt + nt * nt + 1), sizeof(*sb));
+	if (!sets || !sb) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int t = 0; t < nt; t++)
+		if (q->only_type < 0 || q->only_type == t) {
+			sets[nsets][0] = t;
+			sets[nsets][1] = -1;
+			nsets++;
+		}
+	if (q->only_type < 0 && q->max_mix >= 2)
+		for (int a = 0; a < nt; a++)
+			for (int b = a + 1; b < nt; b++) {
+				sets[nsets][0] = a;
+				sets[nsets][1] = b;
+				nsets++;
+			}
+	/* Phase 1: least energy among configurations meeting the deadline;
+	 * phase 2 (none does): the fastest. */
+	for (phase = PH_ENERGY; phase <= PH_TIME; phase++) {
+		gbest = INFINITY;
+		for (int s = 0; s < nsets; s++) {
+			int ty[2] = {sets[s][0], sets[s][1]};
+			int k = ty[1] < 0 ? 1 : 2;
+			struct cand *cv = NULL;
+			int ncv = 0;
+			hp_rec_config_release(&sb[s].cfg);
+			sb[s].have = false;
+			if (!m->tt[ty[0]].ok || (k == 2 && !m->tt[ty[1]].ok)) {
+				snprintf(
+				    sb[s].why, sizeof(sb[s].why), "%s",
+				    m->tt[m->tt[ty[0]].ok ? ty[1] : ty[0]].why);
+				continue;
+			}
+			if (k == 1)
+				rc = cands_one(&c, ty[0], &cv, &ncv, sb[s].why,
+					       sizeof(sb[s].why));
+			else
+				rc = cands_pair(&c, ty[0], ty[1], phase, gbest,
+						&cv, &ncv);
+			if (rc < 0) {
+				rc = hp_error_set(err, rc, "out of memory");
+				goto out;
+			}
+			rc = run_cands(&c, ty, k, cv, ncv, phase, &gbest,
+				       &sb[s], k == 2);
+			free(cv);
+			if (rc < 0) {
+				rc = hp_error_set(err, rc, "out of memory");
+				goto out;
+			}
+			if (!sb[s].have && !sb[s].why[0]) {
+				if (k == 2)
+					snprintf(
+					    sb[s].why, sizeof(sb[s].why),
+					    phase == PH_ENERGY
+						? "no mix of the two beats "
+						  "the choice within the "
+						  "deadline (bounds)"
+						: "no mix of the two is "
+						  "faster (bounds)");
+				else if (phase == PH_ENERGY)
+					snprintf(sb[s].why, sizeof(sb[s].why),
+						 "misses the deadline with "
+						 "any count");
+				else
+					snprintf(sb[s].why, sizeof(sb[s].why),
+						 "no configuration fits");
+			}
+		}
+		if (gbest < INFINITY)
+			break;
+	}
+	/* The choice. */
+	{
+		int bi = -1;
+		for (int s = 0; s < nsets; s++) {
+			double v, bv;
+			if (!sb[s].have)
+				continue;
+			if (bi < 0) {
+				bi = s;
+				continue;
+			}
+			v = phase == PH_ENERGY ? sb[s].cfg.energy_j
+					       : sb[s].cfg.time_s;
+			bv = phase == PH_ENERGY ? sb[bi].cfg.energy_j
+						: sb[bi].cfg.time_s;
+			if (v < bv)
+				bi = s;
+		}
+		if (bi >= 0) {
+			out->found = true;
+			if ((rc = copy_config(&out->choice, &sb[bi].cfg))) {
+				rc = hp_error_set(err, rc, "out of memory");
+				goto out;
+			}
+			out->feasible = phase == PH_ENERGY;
+			if (!out->feasible) {
+				char a[32];
+				dur_text(out->choice.time_s - q->deadline_s, a,
+					 sizeof(a));
+				snprintf(out->reason, sizeof(out->reason),
+					 "no configuration meets the deadline: "
+					 "the fastest misses it by %s",
+					 a);
+			}
+		} else {
+			/* Nothing can run: say why, from the first set. */
+			out->found = false;
+			out->feasible = false;
+			snprintf(out->reason, sizeof(out->reason),
+				 "no configuration can run");
+			for (int s = 0; s < nsets; s++)
+				if (sb[s].why[0]) {
+					snprintf(out->reason,
+						 sizeof(out->reason), "%s: %s",
+						 m->tt[sets[s][0]].name,
+						 sb[s].why);
+					break;
+				}
+		}
+		/* Rejected: each other type set's best, or why none. */
+		for (int s = 0; s < nsets; s++) {
+			char what[64], reason[160];
+			if (s == bi)
+				continue;
+			if (sets[s][1] < 0)
+				snprintf(what, sizeof(what), "%s",
+					 m->tt[sets[s][0]].name);
+			else
+				snprintf(what, sizeof(what), "%s+%s",
+					 m->tt[sets[s][0]].name,
+					 m->tt[sets[s][1]].name);
+			if (!sb[s].have) {
+				/* Pairs without a configuration are summed
+				 * up below; types that cannot be used are
+				 * listed once, alone. */
+				if (sets[s][1] >= 0) {
+					npairs_none++;
+					continue;
+				}
+				snprintf(reason, sizeof(reason), "%s",
+					 sb[s].why);
+				rc = add_reject(out, what, NULL, reason);
+			} else if (bi >= 0) {
+				const struct hp_rec_config *x = &sb[s].cfg,
+							   *y = &out->choice;
+				if (phase == PH_ENERGY)
+					snprintf(
+					    reason, sizeof(reason),
+					    "uses %.0f%% more energy",
+					    100 * (x->energy_j / y->energy_j -
+						   1));
+				else {
+					char a[32];
+					dur_text(x->time_s - q->deadline_s, a,
+						 sizeof(a));
+					snprintf(reason, sizeof(reason),
+						 "misses the deadline by %s",
+						 a);
+				}
+				rc = add_reject(out, what, x, reason);
+			}
+			if (rc) {
+				rc = hp_error_set(err, rc, "out of memory");
+				goto out;
+			}
+		}
+	}
+	if (npairs_none > 0 &&
+	    add_reject(out, "pairs of types", NULL,
+		       phase == PH_ENERGY
+			   ? "no mix of two usable types beats the choice "
+			     "within the deadline (lower bounds)"
+			   : "no mix of two usable types is faster (lower "
+			     "bounds)")) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Pareto: the non-dominated evaluated configurations by time. */
+	if (c.nevald) {
+		qsort(c.evald, (size_t)c.nevald, sizeof(*c.evald),
+		      cmp_cfg_time);
+		out->pareto = calloc((size_t)c.nevald, sizeof(*out->pareto));
+		if (!out->pareto) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		{
+			double emin = INFINITY;
+			for (int i = 0; i < c.nevald; i++) {
+				if (!(c.evald[i].energy_j < emin))
+					continue;
+				emin = c.evald[i].energy_j;
+				if (copy_config(&out->pareto[out->npareto],
+						&c.evald[i])) {
+					rc = hp_error_set(err, HP_ENOMEM,
+							  "out of memory");
+					goto out;
+				}
+				out->npareto++;
+			}
+		}
+	}
+	out->evaluated = c.st->evaluated;
+out:
+	if (sb)
+		for (int s = 0; s < nsets; s++)
+			hp_rec_config_release(&sb[s].cfg);
+	free(sb);
+	free(sets);
+	ctx_release(&c);
+	return rc;
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# CLI checks for `hetpool recommend`: the JSON contract on the sample pool
+# (choice, intervals, local batches summing to the global batch, gradient
+# weights, front, rejected with reasons), --explain, a deadline nothing
+# meets and constraints nothing can meet (exit 0, feasible false), batch
+# bounds, learning-rate rules, a mixed choice with equalised step times,
+# and one-line errors with exit 2 on bad input.
+. "$(dirname "$0")/lib.sh"
+R50=$HP_ROOT/data/models/resnet50.train.onnx
+POOL=$HP_ROOT/data/pools/sample.json
+JOB=(--samples 1281167 --epochs 1 --batch 256)
+
+expect_status rec_help 0 "$HP" recommend --help
+grep -q 'exit status: 0' "$TMP/out" && ok rec_help_exit_status || fail rec_help_exit_status "$(head -c 300 "$TMP/out")"
+
+expect_status rec_json 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --ref-batch 128 --json
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("feasible", "choice", "pareto", "rejected", "deadline_s", "steps", "startup_s", "comm_time_s"):
+    assert k in d, k
+assert d["feasible"] is True and d["deadline_s"] == 3600
+c = d["choice"]
+for k in ("devices", "global_batch", "lr_scale", "step_time_s", "step_time_interval_s",
+          "predicted_time_s", "predicted_time_interval_s", "predicted_energy_j",
+          "predicted_energy_interval_j", "comm_time_s", "startup_s"):
+    assert k in c, k
+assert c["global_batch"] == 256
+assert sum(g["count"] * g["local_batch"] for g in c["devices"]) == 256
+assert abs(sum(g["count"] * g["grad_weight"] for g in c["devices"]) - 1) < 1e-9
+for g in c["devices"]:
+    for k in ("node", "type", "count", "local_batch", "grad_weight"):
+        assert k in g, k
+for k in ("step_time", "predicted_time"):
+    lo, hi = c[k + "_interval_s"]
+    assert lo <= c[k + "_s"] <= hi, (k, lo, c[k + "_s"], hi)
+lo, hi = c["predicted_energy_interval_j"]
+assert lo <= c["predicted_energy_j"] <= hi
+assert c["predicted_time_s"] <= 3600
+assert abs(c["predicted_time_s"] - (d["steps"] * c["step_time_s"] + c["startup_s"])) < 1e-6 * c["predicted_time_s"]
+assert d["steps"] == 5005
+# lr: linear rule, batch 256 vs reference 128, with warm-up
+assert abs(c["lr_scale"] - 2) < 1e-12 and c["lr"]["warmup_steps"] > 0
+# front: sorted by time, energy falling, the choice on it
+p = d["pareto"]
+assert len(p) >= 1
+assert all(a["predicted_time_s"] <= b["predicted_time_s"] for a, b in zip(p, p[1:]))
+assert all(a["predicted_energy_j"] > b["predicted_energy_j"] for a, b in zip(p, p[1:]))
+assert any(abs(x["predicted_energy_j"] - c["predicted_energy_j"]) < 1e-6 for x in p)
+# rejected: a reason each; the CPU nodes' missing power is said
+assert d["rejected"] and all(r["reason"] for r in d["rejected"])
+assert any("power not known" in r["reason"] for r in d["rejected"])
+assert any("more energy" in r["reason"] for r in d["rejected"])
+PY
+then ok rec_json_contract; else fail rec_json_contract "$(head -c 800 "$TMP/out")"; fi
+
+expect_status rec_explain 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --explain
+grep -q '^lr ' "$TMP/out" && grep -q 'not overlapped' "$TMP/out" && grep -q 'not charged' "$TMP/out" && grep -q '^alternatives' "$TMP/out" \
+	&& ok rec_explain_says_rules || fail rec_explain_says_rules "$(head -c 600 "$TMP/out")"
+
+expect_status rec_text 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 90m
+grep -q 'meets the deadline' "$TMP/out" && ok rec_text_out || fail rec_text_out "$(cat "$TMP/out")"
+
+# Nothing meets a one-minute deadline: exit 0, the fastest and its time.
+expect_status rec_infeasible 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 60 --json
+python3 -c "
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d['feasible'] is False and d['choice'] and 'misses it by' in d['reason']
+assert d['choice']['predicted_time_s'] > 60
+" "$TMP/out" && ok rec_infeasible_fastest || fail rec_infeasible_fastest "$(head -c 400 "$TMP/out")"
+
+# Constraints nothing can meet: a reason, not an error.
+expect_status rec_no_h200 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --device-type h200 --json
+python3 -c "
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d['feasible'] is False and d['choice'] is None and 'no free h200' in d['reason']
+" "$TMP/out" && ok rec_constraint_reason || fail rec_constraint_reason "$(head -c 400 "$TMP/out")"
+expect_status rec_too_many 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --device-type v100 --devices 64 --json
+grep -q 'not enough free devices' "$TMP/out" && ok rec_too_many_reason || fail rec_too_many_reason "$(head -c 400 "$TMP/out")"
+expect_status rec_constrained 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1d --device-type a100 --devices 4 --nodes 2 --json
+python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); c=d['choice']
+assert d['feasible'] and c['device_count'] == 4 and c['nodes'] == 2
+assert {g['type'] for g in c['devices']} == {'a100-80'}
+assert len({g['node'] for g in c['devices']}) == 2
+" "$TMP/out" && ok rec_constraints_honoured || fail rec_constraints_honoured "$(head -c 600 "$TMP/out")"
+
+# Batch bounds and the square-root rule.
+expect_status rec_bounds 0 "$HP" recommend "$R50" --pool "$POOL" --samples 1281167 --epochs 1 --batch-min 100 --batch-max 600 --ref-batch 128 --lr-rule sqrt --deadline 1h --json
+python3 -c "
+import json,sys,math; d=json.load(open(sys.argv[1])); c=d['choice']
+assert c['global_batch'] in (128, 256, 512)
+assert abs(c['lr_scale'] - math.sqrt(c['global_batch'] / 128)) < 1e-9 and c['lr']['rule'] == 'sqrt'
+" "$TMP/out" && ok rec_batch_bounds_sqrt || fail rec_batch_bounds_sqrt "$(head -c 400 "$TMP/out")"
+
+# Mixed: two V100 nodes' worth is not enough, add A100s; step times equal.
+cat >"$TMP/mix.json" <<'J'
+{"nodes": [
+ {"name": "v", "devices": [{"type": "v100", "count": 8}], "cpu_cores": 40, "memory_gb": 512,
+  "intra_bw_gbps": 1200, "net_bw_gbps": 400, "net_latency_us": 3, "base_power_w": 1000},
+ {"name": "a", "devices": [{"type": "a100", "count": 8, "free": 4}], "cpu_cores": 128, "memory_gb": 1024,
+  "intra_bw_gbps": 2400, "net_bw_gbps": 400, "net_latency_us": 3, "base_power_w": 1500}]}
+J
+expect_status rec_mix_ref 0 "$HP" recommend "$R50" --pool "$TMP/mix.json" "${JOB[@]}" --deadline 1d --device-type v100 --devices 8 --json
+t8=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['choice']['predicted_time_s'])" "$TMP/out")
+dl=$(python3 -c "print(int(0.85 * $t8))")
+expect_status rec_mix 0 "$HP" recommend "$R50" --pool "$TMP/mix.json" "${JOB[@]}" --deadline "$dl" --json
+python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); c=d['choice']; t=c['types']
+assert d['feasible'] and len(t) == 2, t
+a, b = t[0]['step_time_s'], t[1]['step_time_s']
+assert abs(a - b) / min(a, b) <= 0.05, (a, b)
+print('mixed split: %s %.5g s vs %s %.5g s (%.2f%%)' % (t[0]['type'], a, t[1]['type'], b, 100*abs(a-b)/min(a,b)))
+" "$TMP/out" && ok rec_mix_equalised || fail rec_mix_equalised "$(head -c 600 "$TMP/out")"
+
+# Bad input: one line, exit 2.
+expect_status rec_bad_type 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --device-type tpu9
+expect_err rec_bad_type_says "device-type 'tpu9' is not in the catalog"
+expect_status rec_neg_devices 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --devices -1
+expect_err rec_neg_devices_says "--devices '-1'"
+expect_status rec_zero_nodes 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --nodes 0
+for d in soon "" -5m 0 1h1h 5x 99999999999d; do
+	expect_status "rec_bad_deadline_'$d'" 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline "$d"
+	expect_err "rec_bad_deadline_names_'$d'" "deadline '$d'"
+done
+expect_status rec_missing_pool 2 "$HP" recommend "$R50" --pool "$TMP/nope.json" "${JOB[@]}" --deadline 1h
+expect_err rec_missing_pool_says "nope.json"
+node() { echo "{\"name\": \"$1\", \"devices\": [$2], \"cpu_cores\": 8, \"memory_gb\": 64, \"intra_bw_gbps\": 100, \"net_bw_gbps\": ${3:-25}, \"net_latency_us\": 5, \"base_power_w\": 200}"; }
+echo "{\"nodes\": [$(node gpu-07 '{"type": "v100", "count": 2}'), $(node gpu-07 '{"type": "t4", "count": 1}')]}" >"$TMP/dup.json"
+expect_status rec_dup_nodes 2 "$HP" recommend "$R50" --pool "$TMP/dup.json" "${JOB[@]}" --deadline 1h
+expect_err rec_dup_nodes_says "pool: node 'gpu-07': duplicate name"
+echo "{\"nodes\": [$(node a '{"type": "v100", "count": 2, "free": 3}')]}" >"$TMP/free.json"
+expect_status rec_free_gt_count 2 "$HP" recommend "$R50" --pool "$TMP/free.json" "${JOB[@]}" --deadline 1h
+expect_err rec_free_gt_count_says "node 'a'.*'free' 3 is more than 'count' 2"
+echo "{\"nodes\": [$(node a '{"type": "v100", "count": -2}')]}" >"$TMP/neg.json"
+expect_status rec_neg_count 2 "$HP" recommend "$R50" --pool "$TMP/neg.json" "${JOB[@]}" --deadline 1h
+expect_err rec_neg_count_says "'count' is -2"
+echo "{\"nodes\": [$(node a '{"type": "tpu9", "count": 2}')]}" >"$TMP/unk.json"
+expect_status rec_pool_unknown_type 2 "$HP" recommend "$R50" --pool "$TMP/unk.json" "${JOB[@]}" --deadline 1h
+expect_err rec_pool_unknown_type_says "device type 'tpu9' is not in the catalog"
+echo "{\"nodes\": [$(node a '{"type": "v100", "count": 2}' '"fast"')]}" >"$TMP/wrong.json"
+expect_status rec_pool_wrong_type 2 "$HP" recommend "$R50" --pool "$TMP/wrong.json" "${JOB[@]}" --deadline 1h
+expect_err rec_pool_wrong_type_says "'net_bw_gbps' must be a number"
+echo "{\"nodes\": [$(node a '{"type": "v100", "count": 2}' '25, "rack": "r1"')]}" >"$TMP/extra.json"
+expect_status rec_pool_unknown_keys_ok 0 "$HP" recommend "$R50" --pool "$TMP/extra.json" "${JOB[@]}" --deadline 1d
+expect_status rec_both_epochs_steps 2 "$HP" recommend "$R50" --pool "$POOL" --samples 10 --epochs 1 --steps 5 --batch 8 --deadline 1h
+expect_status rec_no_deadline 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}"
+expect_status rec_bad_lr_rule 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --lr-rule cosine
+expect_status rec_bad_bounds 2 "$HP" recommend "$R50" --pool "$POOL" --samples 10 --epochs 1 --batch-min 64 --batch-max 32 --deadline 1h

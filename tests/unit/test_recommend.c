@@ -1,0 +1,925 @@
+/*
+ * test_recommend.c - the recommender: the fast search finds the same
+ * energy (or, when nothing meets the deadline, the same time) as an
+ * exhaustive enumeration of every subset of free devices on 1,000+ random
+ * small pools, with the cost of a configuration computed here a second
+ * time independently; the batch split is the brute-force min-max; a mixed
+ * split's types differ by at most 5% in step time; the deadline parser,
+ * hp_workload_at_batch and the pool parser refuse bad input by name.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetpool/estimate.h"
+#include "hetpool/pool.h"
+#include "hetpool/recommend.h"
+#include "recommend/recommend_int.h"
+#include "test.h"
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+static double urnd(void)
+{
+	return (double)(rnd() >> 11) / 9007199254740992.0;
+}
+static int irnd(int lo, int hi) /* inclusive */
+{
+	return lo + (int)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+struct env {
+	struct hp_catalog *cat;
+	struct hp_estimator *est;
+	struct hp_graph *g;
+	struct hp_workload w1;
+};
+
+static void env_load(struct env *e, const char *model)
+{
+	struct hp_error err = {0};
+	memset(e, 0, sizeof(*e));
+	e->cat = hp_catalog_load(hp_test_path("data/devices.csv"), &err);
+	ASSERT(e->cat);
+	e->est = hp_estimator_load(hp_test_path("data/estimators/default.json"),
+				   &err);
+	ASSERT(e->est);
+	e->g = hp_model_load(hp_test_path(model), &err);
+	ASSERT(e->g);
+	ASSERT_EQ_INT(hp_workload_from_graph(e->g, 1, NULL, 0, &e->w1, &err),
+		      0);
+}
+
+static void env_free(struct env *e)
+{
+	hp_workload_release(&e->w1);
+	hp_graph_free(e->g);
+	hp_estimator_free(e->est);
+	hp_catalog_free(e->cat);
+}
+
+/* ---- The exhaustive reference ---------------------------------------- */
+
+struct ref {
+	const struct hp__rec_model *m;
+	const struct hp_pool *pool;
+	const struct hp__rec_params *q;
+	int choice_ty[16], choice_n[16]; /* per node: type (-1) and count */
+	bool feasible;
+	double best_e, best_t; /* least energy meeting; least time */
+	long configs;
+};
+
+/* The all-reduce and the job's time and energy, written out again. */
+static void ref_cost(struct ref *r, const int *ty, const int *cnt)
+{
+	const struct hp_pool *p = r->pool;
+	const struct hp__rec_params *q = r->q;
+	double g = r->m->grad_bytes, intra = 0, inter = 0, base = 0;
+	int types[2], nt = 0, n[2] = {0, 0}, m = 0;
+	struct hp__rec_comp cp;
+	double step, time, energy;
+
+	for (int i = 0; i < p->n; i++) {
+		int j;
+		if (cnt[i] == 0)
+			continue;
+		for (j = 0; j < nt; j++)
+			if (types[j] == ty[i])
+				break;
+		if (j == nt) {
+			if (nt == 2)
+				return; /* three types: outside the space */
+			types[nt++] = ty[i];
+		}
+		n[j] += cnt[i];
+		m++;
+	}
+	if (m == 0)
+		return;
+	if (q->only_type >= 0 && (nt != 1 || types[0] != q->only_type))
+		return;
+	if (q->ndevices > 0 && n[0] + n[1] != q->ndevices)
+		return;
+	if (q->nnodes > 0 && m != q->nnodes)
+		return;
+	if (nt == 2 && types[0] > types[1]) {
+		int t = types[0], c = n[0];
+		types[0] = types[1];
+		n[0] = n[1];
+		types[1] = t;
+		n[1] = c;
+	}
+	if (hp__rec_compute(r->m, types, n, nt, q->B, &cp))
+		return;
+	r->configs++;
+	for (int i = 0; i < p->n; i++) {
+		const struct hp_pool_node *nd = &p->nodes[i];
+		double k = cnt[i], bw, x;
+		if (cnt[i] == 0)
+			continue;
+		base += nd->base_power_w;
+		bw = nd->intra_bw_gbps * 1e9 / 8;
+		x = k > 1 ? 2 * (k - 1) / k * g / bw + 2 * (k - 1) * 5e-6 : 0;
+		intra = fmax(intra, x);
+		bw = nd->net_bw_gbps * 1e9 / 8;
+		x = m > 1 ? 2.0 * (m - 1) / m * g / bw +
+				4.0 * (m - 1) * nd->net_latency_us * 1e-6
+			  : 0;
+		inter = fmax(inter, x);
+	}
+	step = cp.c + intra + inter;
+	time = (double)q->steps * step + 60 + 5.0 * m;
+	energy = time * (cp.pdev + base);
+	if (time < r->best_t)
+		r->best_t = time;
+	if (time <= q->deadline_s) {
+		r->feasible = true;
+		if (energy < r->best_e)
+			r->best_e = energy;
+	}
+}
+
+/* Every subset of free devices: per node unused, or one of its types with
+ * 1..free devices. */
+static void ref_walk(struct ref *r, int node, int *ty, int *cnt)
+{
+	const struct hp_pool_node *nd;
+	if (node == r->pool->n) {
+		ref_cost(r, ty, cnt);
+		return;
+	}
+	nd = &r->pool->nodes[node];
+	ty[node] = -1;
+	cnt[node] = 0;
+	ref_walk(r, node + 1, ty, cnt);
+	for (int d = 0; d < nd->ndevs; d++) {
+		int t = hp__rec_type_index(r->m, nd->devs[d].type);
+		if (t < 0 || !r->m->tt[t].ok)
+			continue;
+		for (int k = 1; k <= nd->devs[d].free; k++) {
+			ty[node] = t;
+			cnt[node] = k;
+			ref_walk(r, node + 1, ty, cnt);
+		}
+	}
+	ty[node] = -1;
+	cnt[node] = 0;
+}
+
+/* A random pool: 1-4 nodes, 1-3 types among the model's, up to 4 free
+ * devices each, random links and base power. */
+static void random_pool(struct hp_pool *p, const struct hp__rec_model *m)
+{
+	static struct hp_pool_node nodes[4];
+	static struct hp_pool_dev devs[4][2];
+	static char names[4][16];
+	int ntypes = irnd(1, 3), use[3];
+
+	for (int j = 0; j < ntypes; j++)
+		use[j] = irnd(0, m->ntypes - 1);
+	memset(nodes, 0, sizeof(nodes));
+	p->n = urnd() < 0.2 ? irnd(1, 2) : irnd(3, 4);
+	p->nodes = nodes;
+	p->path = NULL;
+	for (int i = 0; i < p->n; i++) {
+		struct hp_pool_node *nd = &nodes[i];
+		int nd_types = urnd() < 0.15 && ntypes > 1 ? 2 : 1;
+		snprintf(names[i], sizeof(names[i]), "n%d", i);
+		nd->name = names[i];
+		nd->devs = devs[i];
+		nd->ndevs = 0;
+		for (int k = 0; k < nd_types; k++) {
+			int t = use[irnd(0, ntypes - 1)];
+			if (k == 1 && !strcmp(devs[i][0].type, m->tt[t].name))
+				continue;
+			snprintf(devs[i][k].type, sizeof(devs[i][k].type), "%s",
+				 m->tt[t].name);
+			devs[i][k].free = urnd() < 0.15 ? 0 : irnd(1, 4);
+			devs[i][k].count = devs[i][k].free + irnd(0, 2);
+			if (devs[i][k].count == 0)
+				devs[i][k].count = 1;
+			nd->ndevs++;
+		}
+		nd->intra_bw_gbps = 64 * pow(75, urnd()); /* 64-4800 */
+		nd->net_bw_gbps = 10 * pow(40, urnd());	  /* 10-400 */
+		nd->net_latency_us = 1 + 29 * urnd();	  /* 1-30 */
+		nd->base_power_w = urnd() < 0.2 ? 0 : 2000 * urnd();
+		/* Identical nodes now and then, to exercise classes. */
+		if (i > 0 && urnd() < 0.25) {
+			struct hp_pool_node *pr = &nodes[i - 1];
+			nd->intra_bw_gbps = pr->intra_bw_gbps;
+			nd->net_bw_gbps = pr->net_bw_gbps;
+			nd->net_latency_us = pr->net_latency_us;
+			nd->base_power_w = pr->base_power_w;
+			nd->ndevs = pr->ndevs;
+			memcpy(devs[i], devs[i - 1], sizeof(devs[i]));
+		}
+	}
+}
+
+/* The choice is a configuration of the pool: free devices respected, one
+ * type per node, local batches summing to the global batch. */
+static void check_choice(const struct hp_rec_config *c, const struct hp_pool *p,
+			 int64_t B)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < c->ngroups; i++) {
+		const struct hp_rec_group *g = &c->groups[i];
+		const struct hp_pool_node *nd = &p->nodes[g->node];
+		int used = 0, fr = -1;
+		for (int j = 0; j < c->ngroups; j++)
+			if (c->groups[j].node == g->node) {
+				ASSERT_STR_EQ(c->groups[j].type, g->type);
+				used += c->groups[j].count;
+			}
+		for (int d = 0; d < nd->ndevs; d++)
+			if (!strcmp(nd->devs[d].type, g->type))
+				fr = nd->devs[d].free;
+		ASSERT(used <= fr);
+		ASSERT(g->local_batch >= 1);
+		sum += g->count * g->local_batch;
+	}
+	ASSERT_EQ_INT(sum, B);
+}
+
+HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
+{
+	static const char *const types[] = {"v100", "a100-80", "t4",
+					    "h100-sxm"};
+	struct hp_error err = {0};
+	struct hp__rec_model m;
+	struct env e;
+	int feasible = 0, infeasible = 0, none = 0, mixed = 0, constrained = 0;
+	long configs = 0;
+	enum { POOLS = 2000 };
+
+	env_load(&e, "data/models/resnet18.train.onnx");
+	ASSERT_EQ_INT(
+	    hp__rec_model_build(e.est, e.cat, &e.w1, types, 4, 64, &m, &err),
+	    0);
+	for (int i = 0; i < 4; i++)
+		ASSERT(m.tt[i].ok);
+	for (int seed = 1; seed <= POOLS; seed++) {
+		struct hp_pool pool;
+		struct hp__rec_params q = {0};
+		struct hp_rec_result res;
+		struct ref r = {0};
+		int ty[4], cnt[4];
+		double tref;
+
+		rs = 0x9e3779b97f4a7c15ull ^
+		     ((uint64_t)seed * 0x2545f4914f6cdd1dull);
+		rnd();
+		random_pool(&pool, &m);
+		q.B = 64;
+		q.steps = irnd(100, 20000);
+		q.only_type = -1;
+		q.max_mix = 2;
+		if (urnd() < 0.1)
+			q.only_type = irnd(0, 3);
+		if (urnd() < 0.1)
+			q.ndevices = irnd(1, 8);
+		if (urnd() < 0.1)
+			q.nnodes = irnd(1, 3);
+		constrained += q.only_type >= 0 || q.ndevices || q.nnodes;
+		/* Deadlines around what a few devices need. */
+		tref = 65 + (double)q.steps * m.tt[0].t[16] * 2;
+		q.deadline_s = tref * pow(10, -1.3 + 1.6 * urnd());
+		r.m = &m;
+		r.pool = &pool;
+		r.q = &q;
+		r.best_e = r.best_t = INFINITY;
+		ref_walk(&r, 0, ty, cnt);
+		configs += r.configs;
+		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &res, NULL, &err),
+			      0);
+		if (r.best_t == INFINITY) {
+			if (res.found)
+				HP_FAIL("seed %d: the search found a "
+					"configuration, the reference none",
+					seed);
+			none++;
+			hp_rec_result_release(&res);
+			continue;
+		}
+		if (!res.found)
+			HP_FAIL("seed %d: the search found none, the reference "
+				"%ld configurations",
+				seed, r.configs);
+		check_choice(&res.choice, &pool, q.B);
+		if (res.feasible != r.feasible)
+			HP_FAIL("seed %d: feasible %d, reference %d (time "
+				"%.9g, reference fastest %.9g, deadline %.9g)",
+				seed, res.feasible, r.feasible,
+				res.choice.time_s, r.best_t, q.deadline_s);
+		if (r.feasible) {
+			if (!(fabs(res.choice.energy_j - r.best_e) <=
+			      1e-9 * r.best_e))
+				HP_FAIL("seed %d: energy %.12g, exhaustive "
+					"%.12g",
+					seed, res.choice.energy_j, r.best_e);
+			ASSERT(res.choice.time_s <= q.deadline_s);
+			feasible++;
+		} else {
+			if (!(fabs(res.choice.time_s - r.best_t) <=
+			      1e-9 * r.best_t))
+				HP_FAIL("seed %d: fastest %.12g s, exhaustive "
+					"%.12g s",
+					seed, res.choice.time_s, r.best_t);
+			infeasible++;
+		}
+		mixed += res.choice.ntypes == 2;
+		hp_rec_result_release(&res);
+	}
+	fprintf(stderr,
+		"exhaustive: %d pools, %ld configurations; %d feasible, %d "
+		"infeasible (fastest compared), %d with nothing to run, %d "
+		"mixed choices, %d constrained; 0 mismatches\n",
+		POOLS, configs, feasible, infeasible, none, mixed, constrained);
+	/* Both kinds of answer were exercised. */
+	ASSERT(feasible >= 100 && infeasible >= 100);
+	ASSERT(mixed >= 10);
+	hp__rec_model_release(&m);
+	env_free(&e);
+}
+
+/* The same against synthetic tables the estimator would never give: step
+ * times with jumps and plateaus, power that falls and rises with the
+ * batch, types that fit few samples, larger batches and devices. */
+HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
+{
+	static double t[4][129], lo[4][129], hi[4][129], p[4][129];
+	static struct hp__rec_tt tt[4];
+	static const char *const names[4] = {"v100", "a100-80", "t4",
+					     "h100-sxm"};
+	int feasible = 0, infeasible = 0, mixed = 0;
+	long configs = 0;
+	enum { POOLS = 1000 };
+
+	for (int seed = 1; seed <= POOLS; seed++) {
+		struct hp__rec_model m = {tt, 4, 0};
+		struct hp_pool pool;
+		struct hp__rec_params q = {0};
+		struct hp_rec_result res;
+		struct hp_error err = {0};
+		struct ref r = {0};
+		int ty[4], cnt[4];
+
+		rs = 0x51ed270b27e2d3a5ull ^
+		     ((uint64_t)seed * 0x9e3779b97f4a7c15ull);
+		rnd();
+		m.grad_bytes = 1e6 * pow(1000, urnd());
+		for (int i = 0; i < 4; i++) {
+			double acc = 0.005 + 0.05 * urnd();
+			snprintf(tt[i].name, sizeof(tt[i].name), "%s",
+				 names[i]);
+			tt[i].ok = urnd() > 0.05;
+			tt[i].bmem = tt[i].bmax = irnd(2, 128);
+			tt[i].t = t[i];
+			tt[i].lo = lo[i];
+			tt[i].hi = hi[i];
+			tt[i].p = p[i];
+			tt[i].pmin = INFINITY;
+			for (int b = 1; b <= tt[i].bmax; b++) {
+				/* Nondecreasing, with plateaus and jumps. */
+				acc +=
+				    urnd() < 0.3 ? 0 : 0.004 * urnd() * (i + 1);
+				if (urnd() < 0.05)
+					acc += 0.05 * urnd();
+				t[i][b] = acc;
+				lo[i][b] = 0.8 * acc;
+				hi[i][b] = 1.3 * acc;
+				p[i][b] = 30 + 500 * urnd();
+				tt[i].pmin = fmin(tt[i].pmin, p[i][b]);
+			}
+		}
+		random_pool(&pool, &m);
+		q.B = irnd(8, 128);
+		q.steps = irnd(10, 20000);
+		q.only_type = urnd() < 0.1 ? irnd(0, 3) : -1;
+		q.ndevices = urnd() < 0.1 ? irnd(1, 10) : 0;
+		q.nnodes = urnd() < 0.1 ? irnd(1, 4) : 0;
+		q.max_mix = 2;
+		q.deadline_s = (65 + q.steps * t[irnd(0, 3)][1] * 4) *
+			       pow(10, -1 + 1.5 * urnd());
+		r.m = &m;
+		r.pool = &pool;
+		r.q = &q;
+		r.best_e = r.best_t = INFINITY;
+		ref_walk(&r, 0, ty, cnt);
+		configs += r.configs;
+		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &res, NULL, &err),
+			      0);
+		if (r.best_t == INFINITY) {
+			if (res.found)
+				HP_FAIL("seed %d: found one, reference none",
+					seed);
+			hp_rec_result_release(&res);
+			continue;
+		}
+		if (!res.found)
+			HP_FAIL("seed %d: found none, reference %ld", seed,
+				r.configs);
+		check_choice(&res.choice, &pool, q.B);
+		if (res.feasible != r.feasible)
+			HP_FAIL("seed %d: feasible %d, reference %d", seed,
+				res.feasible, r.feasible);
+		if (r.feasible) {
+			if (!(fabs(res.choice.energy_j - r.best_e) <=
+			      1e-9 * r.best_e))
+				HP_FAIL("seed %d: energy %.12g, exhaustive "
+					"%.12g",
+					seed, res.choice.energy_j, r.best_e);
+			feasible++;
+		} else {
+			if (!(fabs(res.choice.time_s - r.best_t) <=
+			      1e-9 * r.best_t))
+				HP_FAIL("seed %d: fastest %.12g s, exhaustive "
+					"%.12g s",
+					seed, res.choice.time_s, r.best_t);
+			infeasible++;
+		}
+		mixed += res.choice.ntypes == 2;
+		hp_rec_result_release(&res);
+	}
+	fprintf(stderr,
+		"synthetic: %d pools, %ld configurations; %d feasible, %d "
+		"infeasible, %d mixed choices; 0 mismatches\n",
+		POOLS, configs, feasible, infeasible, mixed);
+	ASSERT(feasible >= 100 && infeasible >= 100 && mixed >= 20);
+}
+
+/* ---- The batch split ------------------------------------------------- */
+
+HP_TEST(recommend_split_is_brute_force_min_max)
+{
+	static const char *const types[] = {"t4", "a100-80"};
+	struct hp_error err = {0};
+	struct hp__rec_model m;
+	struct env e;
+
+	env_load(&e, "data/models/resnet18.train.onnx");
+	ASSERT_EQ_INT(
+	    hp__rec_model_build(e.est, e.cat, &e.w1, types, 2, 512, &m, &err),
+	    0);
+	rs = 12345;
+	for (int it = 0; it < 400; it++) {
+		int ty[2] = {0, 1}, n[2] = {irnd(1, 12), irnd(1, 12)};
+		int64_t B = irnd(n[0] + n[1], 512);
+		struct hp__rec_comp cp;
+		double best = INFINITY, p = 0;
+		int rc = hp__rec_compute(&m, ty, n, 2, B, &cp);
+		for (int64_t s = n[0]; s <= B - n[1]; s++) {
+			int64_t b0 = (s + n[0] - 1) / n[0];
+			int64_t b1 = (B - s + n[1] - 1) / n[1];
+			if (b0 > m.tt[0].bmax || b1 > m.tt[1].bmax)
+				continue;
+			best = fmin(best, fmax(m.tt[0].t[b0], m.tt[1].t[b1]));
+		}
+		if (best == INFINITY) {
+			ASSERT(rc != 0);
+			continue;
+		}
+		ASSERT_EQ_INT(rc, 0);
+		ASSERT_NEAR(cp.c, best, 1e-12);
+		ASSERT_EQ_INT(cp.share[0] + cp.share[1], B);
+		/* Within a type local batches differ by at most one. */
+		for (int j = 0; j < 2; j++) {
+			ASSERT(cp.nhi[j] >= 1 && cp.nhi[j] <= n[j]);
+			ASSERT_EQ_INT(cp.nhi[j] * cp.bhi[j] +
+					  (n[j] - cp.nhi[j]) * (cp.bhi[j] - 1),
+				      cp.share[j]);
+			p += cp.nhi[j] * m.tt[j].p[cp.bhi[j]] +
+			     (n[j] - cp.nhi[j]) *
+				 (cp.bhi[j] > 1 ? m.tt[j].p[cp.bhi[j] - 1] : 0);
+		}
+		ASSERT_NEAR(cp.pdev, p, 1e-12);
+	}
+	hp__rec_model_release(&m);
+	env_free(&e);
+}
+
+/* Mixed split of ResNet-50 over V100s and A100s: the types' predicted step
+ * times, in the recommender's tables and from the estimator itself at the
+ * local batches chosen, differ by at most 5%. */
+HP_TEST(recommend_mixed_split_equalises_step_times)
+{
+	static const char *const types[] = {"v100", "a100-80"};
+	struct hp_error err = {0};
+	struct hp__rec_model m;
+	struct env e;
+	double worst = 0;
+	struct {
+		int n0, n1;
+		int64_t B;
+	} cases[] = {{4, 4, 256}, {8, 2, 256}, {2, 6, 512}, {16, 8, 1024}};
+
+	env_load(&e, "data/models/resnet50.train.onnx");
+	ASSERT_EQ_INT(
+	    hp__rec_model_build(e.est, e.cat, &e.w1, types, 2, 1024, &m, &err),
+	    0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ty[2] = {0, 1}, n[2] = {cases[i].n0, cases[i].n1};
+		struct hp__rec_comp cp;
+		struct hp_prediction p[2];
+		double d, dd;
+		ASSERT_EQ_INT(hp__rec_compute(&m, ty, n, 2, cases[i].B, &cp),
+			      0);
+		d = fabs(cp.tstep[0] - cp.tstep[1]) /
+		    fmin(cp.tstep[0], cp.tstep[1]);
+		for (int j = 0; j < 2; j++) {
+			struct hp_workload w;
+			ASSERT_EQ_INT(
+			    hp_workload_at_batch(&e.w1, cp.bhi[j], &w, &err),
+			    0);
+			ASSERT_EQ_INT(hp_estimator_predict(e.est, e.cat, &w,
+							   types[j], 1, -1,
+							   &p[j], &err),
+				      0);
+			hp_workload_release(&w);
+		}
+		dd = fabs(p[0].step_time_s - p[1].step_time_s) /
+		     fmin(p[0].step_time_s, p[1].step_time_s);
+		fprintf(stderr,
+			"mixed %d v100 + %d a100-80, B %lld: local %lld / "
+			"%lld, step %.5g / %.5g s (%.2f%%), estimator %.5g / "
+			"%.5g s (%.2f%%)\n",
+			n[0], n[1], (long long)cases[i].B, (long long)cp.bhi[0],
+			(long long)cp.bhi[1], cp.tstep[0], cp.tstep[1], 100 * d,
+			p[0].step_time_s, p[1].step_time_s, 100 * dd);
+		ASSERT(d <= 0.05);
+		ASSERT(dd <= 0.05);
+		/* The faster type takes more of the batch. */
+		ASSERT(cp.bhi[1] > cp.bhi[0]);
+		worst = fmax(worst, fmax(d, dd));
+	}
+	ASSERT(worst > 0); /* a real difference was measured */
+	hp__rec_model_release(&m);
+	env_free(&e);
+}
+
+/* The tables are the estimator at the grid points and close to it in
+ * between; step time and throughput do not fall with the local batch
+ * (the search's bounds use both). */
+HP_TEST(recommend_tables_follow_the_estimator)
+{
+	static const char *const types[] = {"v100",	"a100-80", "t4",
+					    "h100-sxm", "l4",	   "a10"};
+	struct hp_error err = {0};
+	struct hp__rec_model m;
+	struct env e;
+	double worst = 0;
+
+	env_load(&e, "data/models/resnet50.train.onnx");
+	ASSERT_EQ_INT(
+	    hp__rec_model_build(e.est, e.cat, &e.w1, types, 6, 600, &m, &err),
+	    0);
+	for (int i = 0; i < 6; i++) {
+		const struct hp__rec_tt *tt = &m.tt[i];
+		ASSERT(tt->ok);
+		for (int64_t b = 1; b <= tt->bmax; b += 7) {
+			struct hp_workload w;
+			struct hp_prediction p;
+			ASSERT_EQ_INT(hp_workload_at_batch(&e.w1, b, &w, &err),
+				      0);
+			ASSERT_EQ_INT(hp_estimator_predict(e.est, e.cat, &w,
+							   tt->name, 1, -1, &p,
+							   &err),
+				      0);
+			ASSERT(p.fits_in_memory);
+			worst = fmax(worst, fabs(tt->t[b] / p.step_time_s - 1));
+			worst = fmax(worst, fabs(tt->p[b] / p.power_w - 1));
+			hp_workload_release(&w);
+		}
+		for (int64_t b = 2; b <= tt->bmax; b++) {
+			ASSERT(tt->t[b] >= tt->t[b - 1]);
+			ASSERT(b / tt->t[b] >= (b - 1) / tt->t[b - 1]);
+		}
+		/* bmem is the memory limit, unless capped. */
+		if (tt->bmem < 600) {
+			struct hp_workload w;
+			struct hp_prediction p;
+			ASSERT_EQ_INT(
+			    hp_workload_at_batch(&e.w1, tt->bmem + 1, &w, &err),
+			    0);
+			ASSERT_EQ_INT(hp_estimator_predict(e.est, e.cat, &w,
+							   tt->name, 1, -1, &p,
+							   &err),
+				      0);
+			ASSERT(!p.fits_in_memory);
+			hp_workload_release(&w);
+		}
+	}
+	fprintf(stderr, "tables vs estimator: worst %.3f%%\n", 100 * worst);
+	ASSERT(worst < 0.01);
+	hp__rec_model_release(&m);
+	env_free(&e);
+}
+
+/* ---- Whole recommendations ------------------------------------------- */
+
+static struct hp_pool *pool_text(const char *text, const struct env *e,
+				 struct hp_error *err)
+{
+	return hp_pool_parse(text, strlen(text), "t.json", e->cat, err);
+}
+
+HP_TEST(recommend_sample_pool_meets_deadline_and_explains)
+{
+	struct hp_error err = {0};
+	struct hp_rec_job job = {0};
+	struct hp_rec_result r;
+	struct hp_pool *pool;
+	struct env e;
+	char *js;
+
+	env_load(&e, "data/models/resnet50.train.onnx");
+	pool =
+	    hp_pool_load(hp_test_path("data/pools/sample.json"), e.cat, &err);
+	ASSERT(pool);
+	job.samples = 1281167;
+	job.epochs = 1;
+	job.batch = 256;
+	job.ref_batch = 128;
+	job.deadline_s = 3600;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      0);
+	ASSERT(r.found && r.feasible);
+	ASSERT(r.choice.time_s <= 3600);
+	ASSERT_NEAR(r.choice.lr_scale, 2.0, 1e-12);
+	ASSERT(r.choice.warmup_steps > 0);
+	ASSERT(r.npareto >= 1 && r.nrejected >= 1);
+	/* The CPU type has no power figure: left out, and said so. */
+	ASSERT(r.nnotes >= 1 && strstr(r.notes[0], "cpu"));
+	for (int i = 0; i < r.npareto; i++)
+		ASSERT(r.pareto[i].energy_j >= r.choice.energy_j ||
+		       r.pareto[i].time_s > 3600);
+	js = hp_rec_result_json(&r, &job, pool);
+	ASSERT(js);
+	ASSERT(strstr(js, "\"predicted_energy_interval_j\""));
+	ASSERT(strstr(js, "\"grad_weight\""));
+	free(js);
+	hp_rec_result_release(&r);
+
+	/* A deadline nothing meets: the fastest, and by how much. */
+	job.deadline_s = 60;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      0);
+	ASSERT(r.found && !r.feasible);
+	ASSERT(strstr(r.reason, "misses it by"));
+	hp_rec_result_release(&r);
+
+	/* Constraints that cannot be met are a reason, not an error. */
+	job.deadline_s = 3600;
+	job.device_type = "h200";
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      0);
+	ASSERT(!r.found && strstr(r.reason, "no free h200"));
+	hp_rec_result_release(&r);
+	job.device_type = "v100";
+	job.ndevices = 100;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      0);
+	ASSERT(!r.found && strstr(r.reason, "not enough free devices"));
+	hp_rec_result_release(&r);
+	job.device_type = NULL;
+	job.ndevices = 0;
+
+	/* Batch bounds: the powers of two within are tried. */
+	job.batch = 0;
+	job.batch_min = 100;
+	job.batch_max = 600;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      0);
+	ASSERT(r.found);
+	ASSERT(r.choice.global_batch == 128 || r.choice.global_batch == 256 ||
+	       r.choice.global_batch == 512);
+	hp_rec_result_release(&r);
+	hp_pool_free(pool);
+	env_free(&e);
+}
+
+/* Two V100 nodes cannot meet a tight deadline alone, nor can one A100
+ * node: the choice mixes them, and the step times are equalised. */
+HP_TEST(recommend_chooses_a_mix_when_one_type_is_not_enough)
+{
+	struct hp_error err = {0};
+	struct hp_rec_job job = {0};
+	struct hp_rec_result r;
+	struct hp_pool *pool;
+	struct env e;
+	const char *text =
+	    "{\"nodes\": ["
+	    "{\"name\": \"v\", \"devices\": [{\"type\": \"v100\", \"count\": "
+	    "8}], \"cpu_cores\": 40, \"memory_gb\": 512, \"intra_bw_gbps\": "
+	    "1200, \"net_bw_gbps\": 400, \"net_latency_us\": 3, "
+	    "\"base_power_w\": 1000},"
+	    "{\"name\": \"a\", \"devices\": [{\"type\": \"a100\", \"count\": "
+	    "8, \"free\": 4}], \"cpu_cores\": 128, \"memory_gb\": 1024, "
+	    "\"intra_bw_gbps\": 2400, \"net_bw_gbps\": 400, "
+	    "\"net_latency_us\": 3, \"base_power_w\": 1500}]}";
+
+	env_load(&e, "data/models/resnet50.train.onnx");
+	pool = pool_text(text, &e, &err);
+	ASSERT(pool);
+	job.samples = 1281167;
+	job.epochs = 1;
+	job.batch = 256;
+	/* What 8 V100s alone need, less 15%. */
+	job.deadline_s = 1e9;
+	job.device_type = "v100";
+	job.ndevices = 8;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      0);
+	ASSERT(r.found);
+	{
+		double t8 = r.choice.time_s;
+		hp_rec_result_release(&r);
+		job.device_type = NULL;
+		job.ndevices = 0;
+		job.deadline_s = 0.85 * t8;
+	}
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      0);
+	ASSERT(r.found && r.feasible);
+	ASSERT_EQ_INT(r.choice.ntypes, 2);
+	{
+		double a = r.choice.types[0].step_time_s,
+		       b = r.choice.types[1].step_time_s;
+		fprintf(stderr, "mix: %d %s + %d %s, steps %.5g / %.5g s\n",
+			r.choice.types[0].count, r.choice.types[0].type,
+			r.choice.types[1].count, r.choice.types[1].type, a, b);
+		ASSERT(fabs(a - b) / fmin(a, b) <= 0.05);
+	}
+	hp_rec_result_release(&r);
+	hp_pool_free(pool);
+	env_free(&e);
+}
+
+/* ---- Inputs ---------------------------------------------------------- */
+
+HP_TEST(recommend_parse_duration)
+{
+	struct hp_error err = {0};
+	double s;
+	struct {
+		const char *in;
+		double want;
+	} ok[] = {{"90m", 5400},  {"2h", 7200},	      {"1h30m", 5400},
+		  {"45s", 45},	  {"3600", 3600},     {"1d", 86400},
+		  {"1.5h", 5400}, {"1d2h3m4s", 93784}};
+	const char *bad[] = {
+	    "",	    "-5m",  "0",   "0h",  "abc",	  "5x",	  "m",
+	    "1m2h", "1h1h", "1e3", "5m ", "99999999999d", "1..2h"};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		ASSERT_EQ_INT(hp_parse_duration(ok[i].in, &s, &err), 0);
+		ASSERT_NEAR(s, ok[i].want, 1e-12);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT(hp_parse_duration(bad[i], &s, &err) != 0);
+		ASSERT(strstr(err.msg, "deadline '"));
+	}
+	ASSERT_EQ_INT(hp_parse_duration("99999999999d", &s, &err), HP_ERANGE);
+}
+
+HP_TEST(recommend_workload_at_batch_matches_analysis)
+{
+	struct hp_error err = {0};
+	struct env e;
+
+	env_load(&e, "data/models/resnet50.train.onnx");
+	for (int64_t b = 2; b <= 96; b *= 3) {
+		struct hp_workload wa, wb;
+		ASSERT_EQ_INT(
+		    hp_workload_from_graph(e.g, b, NULL, 0, &wa, &err), 0);
+		ASSERT_EQ_INT(hp_workload_at_batch(&e.w1, b, &wb, &err), 0);
+		ASSERT_EQ_INT(wa.nlayers, wb.nlayers);
+		ASSERT_EQ_INT(wb.batch, b);
+		ASSERT_NEAR(wb.flops_total, wa.flops_total, 1e-12);
+		for (int i = 0; i < wa.nlayers; i++) {
+			ASSERT_EQ_INT(wa.cls[i], wb.cls[i]);
+			ASSERT_NEAR(wb.flops[i], wa.flops[i], 1e-12);
+			/* Normalisation layers read per-channel tensors that
+			 * do not grow with the batch but scale here: a few
+			 * percent of their traffic at most. */
+			ASSERT(fabs(wb.bytes[i] / wa.bytes[i] - 1) < 0.04);
+			ASSERT_NEAR(wb.wbytes[i], wa.wbytes[i], 1e-12);
+			ASSERT_NEAR(wb.width[i], wa.width[i], 1e-12);
+		}
+		ASSERT_EQ_INT(wb.activations_bytes, wa.activations_bytes);
+		ASSERT_EQ_INT(wb.input_bytes, wa.input_bytes);
+		ASSERT_EQ_INT(wb.peak_act_bytes, wa.peak_act_bytes);
+		ASSERT_EQ_INT(wb.params, wa.params);
+		ASSERT_EQ_INT(wb.state_bytes, wa.state_bytes);
+		/* What the estimator makes of it: the same memory, the
+		 * step time within 0.5% on every type the pool uses. */
+		for (int t = 0; t < 4; t++) {
+			static const char *const ty[] = {"v100", "a100-80",
+							 "t4", "h100-sxm"};
+			struct hp_prediction pa, pb;
+			ASSERT_EQ_INT(hp_estimator_predict(e.est, e.cat, &wa,
+							   ty[t], 1, -1, &pa,
+							   &err),
+				      0);
+			ASSERT_EQ_INT(hp_estimator_predict(e.est, e.cat, &wb,
+							   ty[t], 1, -1, &pb,
+							   &err),
+				      0);
+			ASSERT_EQ_INT(pb.peak_memory_bytes,
+				      pa.peak_memory_bytes);
+			ASSERT(fabs(pb.step_time_s / pa.step_time_s - 1) <
+			       0.005);
+		}
+		hp_workload_release(&wa);
+		hp_workload_release(&wb);
+	}
+	/* Refused: not at batch 1, a batch out of range. */
+	{
+		struct hp_workload w2, x;
+		ASSERT_EQ_INT(hp_workload_at_batch(&e.w1, 2, &w2, &err), 0);
+		ASSERT_EQ_INT(hp_workload_at_batch(&w2, 4, &x, &err),
+			      HP_EINVAL);
+		ASSERT_EQ_INT(hp_workload_at_batch(&e.w1, 0, &x, &err),
+			      HP_ERANGE);
+		hp_workload_release(&w2);
+	}
+	env_free(&e);
+}
+
+HP_TEST(pool_parse_refuses_bad_input_by_name)
+{
+	struct hp_error err = {0};
+	struct env e;
+	struct hp_pool *p;
+#define NODE(name, dev, extra)                                                 \
+	"{\"name\": \"" name "\", \"devices\": [" dev "], \"cpu_cores\": 8, "  \
+	"\"memory_gb\": 64, \"intra_bw_gbps\": 100, \"net_bw_gbps\": 25, "     \
+	"\"net_latency_us\": 5, \"base_power_w\": 200" extra "}"
+	struct {
+		const char *text, *msg;
+	} bad[] = {
+	    {"{\"nodes\": [" NODE(
+		 "gpu-07", "{\"type\": \"v100\", \"count\": 2}",
+		 "") "," NODE("gpu-07", "{\"type\": \"t4\", \"count\": 1}",
+			      "") "]}",
+	     "pool: node 'gpu-07': duplicate name"},
+	    {"{\"nodes\": [" NODE("a", "{\"type\": \"tpu9\", \"count\": 2}",
+				  "") "]}",
+	     "node 'a': device type 'tpu9' is not in the catalog"},
+	    {"{\"nodes\": [" NODE("a", "{\"type\": \"v100\", \"count\": -2}",
+				  "") "]}",
+	     "node 'a': devices[0]: 'count' is -2"},
+	    {"{\"nodes\": [" NODE(
+		 "a", "{\"type\": \"v100\", \"count\": 2, \"free\": 3}",
+		 "") "]}",
+	     "'free' 3 is more than 'count' 2"},
+	    {"{\"nodes\": [" NODE(
+		 "a", "{\"type\": \"v100\", \"count\": 2}",
+		 ", \"spare\": 1") "," NODE("b", "",
+					    ", \"net_bw_"
+					    "gbps\": \"fast\"") "]}",
+	     "duplicate"},
+	    {"{\"nodes\": [{\"name\": \"b\", \"devices\": [], \"cpu_cores\": "
+	     "8, \"memory_gb\": 64, \"intra_bw_gbps\": 100, \"net_bw_gbps\": "
+	     "\"fast\", \"net_latency_us\": 5, \"base_power_w\": 200}]}",
+	     "node 'b': 'net_bw_gbps' must be a number"},
+	    {"{\"nodes\": [{\"name\": \"c\", \"devices\": []}]}",
+	     "node 'c': missing 'cpu_cores'"},
+	    {"{\"nodes\": []}", "0 nodes"},
+	    {"[1, 2]", "top level"},
+	    {"{\"nodes\": [", "pool: t.json:"},
+	};
+	env_load(&e, "data/models/resnet18.train.onnx");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = pool_text(bad[i].text, &e, &err);
+		if (p || !strstr(err.msg, bad[i].msg))
+			HP_FAIL("case %zu: got '%s', expected '%s'", i,
+				p ? "(parsed)" : err.msg, bad[i].msg);
+		ASSERT_EQ_INT(err.code, HP_EPARSE);
+	}
+	/* Aliases resolve, free defaults to count, unknown keys are fine. */
+	p = pool_text("{\"nodes\": [" NODE(
+			  "a", "{\"type\": \"Tesla V100\", \"count\": 2}",
+			  ", \"rack\": \"r1\"") "]}",
+		      &e, &err);
+	ASSERT(p);
+	ASSERT_STR_EQ(p->nodes[0].devs[0].type, "v100");
+	ASSERT_EQ_INT(p->nodes[0].devs[0].free, 2);
+	ASSERT_EQ_INT(hp_pool_free_of(p, "v100"), 2);
+	hp_pool_free(p);
+	p = hp_pool_load(hp_test_path("data/pools/sample.json"), e.cat, &err);
+	ASSERT(p);
+	ASSERT(p->n >= 20);
+	hp_pool_free(p);
+	env_free(&e);
+#undef NODE
+}
