@@ -50,15 +50,28 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 				    "batch %lld: activation bytes overflow",
 				    (long long)batch);
 	*out = *w1;
-	out->cls = NULL;
+	/* Every array is the copy's own (none may alias w1's). */
+	out->cls = out->after_bn = NULL;
 	out->flops = out->bytes = out->wbytes = out->width = NULL;
+	out->in_bytes = out->out_bytes = out->cin = out->cout = out->hw = NULL;
 	n = (size_t)w1->nlayers + 1;
 	out->cls = malloc(n * sizeof(*out->cls));
 	out->flops = malloc(n * sizeof(*out->flops));
 	out->bytes = malloc(n * sizeof(*out->bytes));
 	out->wbytes = malloc(n * sizeof(*out->wbytes));
 	out->width = malloc(n * sizeof(*out->width));
-	if (!out->cls || !out->flops || !out->bytes || !out->wbytes ||
+	/* the layout arrays only where w1 has them (hand-made workloads
+	 * may not: the model then uses `bytes`) */
+	if ((w1->in_bytes &&
+	     !(out->in_bytes = calloc(n, sizeof(*out->in_bytes)))) ||
+	    (w1->out_bytes &&
+	     !(out->out_bytes = calloc(n, sizeof(*out->out_bytes)))) ||
+	    (w1->cin && !(out->cin = calloc(n, sizeof(*out->cin)))) ||
+	    (w1->cout && !(out->cout = calloc(n, sizeof(*out->cout)))) ||
+	    (w1->hw && !(out->hw = calloc(n, sizeof(*out->hw)))) ||
+	    (w1->after_bn &&
+	     !(out->after_bn = calloc(n, sizeof(*out->after_bn)))) ||
+	    !out->cls || !out->flops || !out->bytes || !out->wbytes ||
 	    !out->width) {
 		hp_workload_release(out);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
@@ -71,6 +84,18 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 		out->bytes[i] = w1->bytes[i] * k;
 		out->wbytes[i] = w1->wbytes[i];
 		out->width[i] = w1->width[i];
+		if (w1->in_bytes)
+			out->in_bytes[i] = w1->in_bytes[i] * k;
+		if (w1->out_bytes)
+			out->out_bytes[i] = w1->out_bytes[i] * k;
+		if (w1->cin)
+			out->cin[i] = w1->cin[i];
+		if (w1->cout)
+			out->cout[i] = w1->cout[i];
+		if (w1->hw)
+			out->hw[i] = w1->hw[i];
+		if (w1->after_bn)
+			out->after_bn[i] = w1->after_bn[i];
 		out->flops_total += out->flops[i];
 	}
 	out->batch = batch;

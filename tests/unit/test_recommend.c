@@ -814,6 +814,23 @@ HP_TEST(recommend_workload_at_batch_matches_analysis)
 			ASSERT(fabs(wb.bytes[i] / wa.bytes[i] - 1) < 0.04);
 			ASSERT_NEAR(wb.wbytes[i], wa.wbytes[i], 1e-12);
 			ASSERT_NEAR(wb.width[i], wa.width[i], 1e-12);
+			/* (a norm layer's per-channel outputs scale too: 7%
+			 * of a 7x7 map's bytes at batch 6) */
+			ASSERT(fabs(wb.in_bytes[i] - wa.in_bytes[i]) <=
+			       0.1 * wa.in_bytes[i]);
+			/* (a loss's scalar output is scaled too: 4 bytes) */
+			if (!(fabs(wb.out_bytes[i] - wa.out_bytes[i]) <=
+			      0.1 * wa.out_bytes[i] + 4.0 * (double)b))
+				HP_FAIL("layer %d (class %d): out bytes %g at "
+					"batch 1 x %lld, %g analysed",
+					i, wa.cls[i], wb.out_bytes[i],
+					(long long)b, wa.out_bytes[i]);
+			ASSERT(wb.cin[i] == wa.cin[i] &&
+			       wb.cout[i] == wa.cout[i] &&
+			       wb.hw[i] == wa.hw[i] &&
+			       wb.after_bn[i] == wa.after_bn[i]);
+			/* the copy owns its arrays */
+			ASSERT(wb.cin != e.w1.cin && wb.hw != e.w1.hw);
 		}
 		ASSERT_EQ_INT(wb.activations_bytes, wa.activations_bytes);
 		ASSERT_EQ_INT(wb.input_bytes, wa.input_bytes);
