@@ -576,6 +576,68 @@ static int uniq(double *v, int n)
 	return r;
 }
 
+/* Caps of the relevant classes at levels (tau1, tau2); whether any cap
+ * changed, and whether every eligible class is at its free count. */
+static bool set_caps(struct pk *P, const double *gm, const double *rr,
+		     const int *roff, double tau1, double tau2, bool *all_full)
+{
+	const struct ctx *c = P->c;
+	bool changed = false;
+
+	*all_full = true;
+	for (int i = 0; i < P->nrel; i++) {
+		const struct cls *kc = &c->cls[P->rel[i]];
+		const double *r = rr + roff[i];
+		bool el = gm[i] <= tau2;
+		int kmax = 1;
+		while (kmax < kc->maxfree && r[kmax + 1] <= tau1)
+			kmax++;
+		if (el && kmax < kc->maxfree)
+			*all_full = false;
+		for (int j = 0; j < P->k; j++) {
+			int f = kc->free[P->ty[j]];
+			int v = el ? (f < kmax ? f : kmax) : 0;
+			changed |= v != P->cap[i][j];
+			P->cap[i][j] = v;
+		}
+	}
+	return changed;
+}
+
+/* The DFS's suffix bounds for the current caps. */
+static void set_suffix(struct pk *P)
+{
+	for (int j = 0; j < 2; j++)
+		P->capmax_suf[P->nrel][j] = 0;
+	P->avail_suf[P->nrel] = 0;
+	for (int i = P->nrel - 1; i >= 0; i--) {
+		int any = 0;
+		for (int j = 0; j < P->k; j++) {
+			int v = P->cap[i][j];
+			P->capmax_suf[i][j] = v > P->capmax_suf[i + 1][j]
+						  ? v
+						  : P->capmax_suf[i + 1][j];
+			any |= v > 0;
+		}
+		P->avail_suf[i] =
+		    P->avail_suf[i + 1] + (any ? P->c->cls[P->rel[i]].mult : 0);
+	}
+}
+
+/* Least base of m nodes at caps already set (INFINITY: none). */
+static double least_base(struct pk *P, double below)
+{
+	int zero[2] = {0, 0};
+	int64_t zc[2] = {0, 0};
+
+	P->found = false;
+	P->best = below;
+	memset(P->y, 0, ((size_t)P->nrel + 1) * sizeof(*P->y));
+	P->c->st->leaves++;
+	dfs(P, 0, 0, 0, zero, zc);
+	return P->found ? P->best : INFINITY;
+}
+
 enum { PH_ENERGY = 0, PH_TIME = 1 };
 
 /*
@@ -590,7 +652,7 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 {
 	const struct hp__rec_params *q = c->q;
 	struct pk *P = calloc(1, sizeof(*P));
-	double *lv1 = NULL, *lv2 = NULL, *rr = NULL, best = bound;
+	double *lv1 = NULL, *lv2 = NULL, *rr = NULL, *gm = NULL, best = bound;
 	int *roff = NULL;
 	int nlv1 = 0, ntot = 0, mlo, mhi, rc = 0, nrelnodes = 0;
 
@@ -639,7 +701,8 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		}
 		lv1 = malloc(((size_t)cnt + 1) * sizeof(double));
 		lv2 = malloc(((size_t)P->nrel + 1) * sizeof(double));
-		if (!lv1 || !lv2) {
+		gm = malloc(((size_t)P->nrel + 1) * sizeof(double));
+		if (!lv1 || !lv2 || !gm) {
 			rc = HP_ENOMEM;
 			goto out;
 		}
@@ -696,14 +759,25 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 	}
 	for (int m = mlo; m <= mhi; m++) {
 		int nlv2 = 0;
-		double tmin, bmin_all = INFINITY;
+		double tmin, bmin_all = INFINITY, bfull;
 		P->m = m;
 		for (int i = 0; i < P->nrel; i++) {
-			lv2[nlv2++] = inter_of(c, &c->cls[P->rel[i]], m);
+			gm[i] = inter_of(c, &c->cls[P->rel[i]], m);
+			lv2[nlv2++] = gm[i];
 			if (c->cls[P->rel[i]].base < bmin_all)
 				bmin_all = c->cls[P->rel[i]].base;
 		}
 		nlv2 = uniq(lv2, nlv2);
+		/* The least base m nodes can have at any level: every node
+		 * eligible, every cap full.  None: no packing of m nodes. */
+		{
+			bool af;
+			set_caps(P, gm, rr, roff, INFINITY, INFINITY, &af);
+			set_suffix(P);
+			bfull = least_base(P, INFINITY);
+			if (bfull == INFINITY)
+				continue;
+		}
 		/* Time and energy only grow with m from here on. */
 		tmin =
 		    (double)q->steps * (cp->c + lv2[0] * (1 - HP_REC_OVERLAP)) +
@@ -727,13 +801,13 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 				    HP_REC_STARTUP_NODE_S * m;
 			if (phase == PH_ENERGY &&
 			    (t2 > q->deadline_s ||
-			     t2 * (cp->pdev + m * bmin_all) >= best))
+			     t2 * (cp->pdev + bfull) >= best))
 				break;
 			if (phase == PH_TIME && t2 >= best)
 				break;
 			for (int i = 0; i < P->nrel; i++) {
 				const struct cls *kc = &c->cls[P->rel[i]];
-				if (inter_of(c, kc, m) <= tau2) {
+				if (gm[i] <= tau2) {
 					navail += kc->mult;
 					if (kc->base < basemin)
 						basemin = kc->base;
@@ -744,8 +818,6 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 			for (int a1 = 0; a1 < nlv1; a1++) {
 				double tau1 = lv1[a1], tth, lb;
 				bool all_full = true;
-				int zero[2] = {0, 0};
-				int64_t zc[2] = {0, 0};
 				tth = (double)q->steps *
 					  (cp->c + (tau1 + tau2) *
 						       (1 - HP_REC_OVERLAP)) +
@@ -754,7 +826,10 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 				if (phase == PH_ENERGY) {
 					if (tth > q->deadline_s)
 						break;
-					lb = tth * (cp->pdev + m * basemin);
+					lb = tth *
+					     (cp->pdev + (m * basemin > bfull
+							      ? m * basemin
+							      : bfull));
 					if (lb >= best)
 						break;
 				} else if (tth >= best) {
@@ -763,68 +838,20 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 				/* Caps at this level.  A level that changes
 				 * no cap has the same packings as the one
 				 * before it and only more time: skip it. */
-				{
-					bool changed = first;
-					for (int i = 0; i < P->nrel; i++) {
-						const struct cls *kc =
-						    &c->cls[P->rel[i]];
-						bool el =
-						    inter_of(c, kc, m) <= tau2;
-						const double *r = rr + roff[i];
-						int kmax = 1;
-						while (kmax < kc->maxfree &&
-						       r[kmax + 1] <= tau1)
-							kmax++;
-						if (el && kmax < kc->maxfree)
-							all_full = false;
-						for (int j = 0; j < k; j++) {
-							int f = kc->free[ty[j]];
-							int v =
-							    el ? (f < kmax
-								      ? f
-								      : kmax)
-							       : 0;
-							changed |=
-							    v != P->cap[i][j];
-							P->cap[i][j] = v;
-						}
-					}
-					first = false;
-					if (!changed) {
-						if (all_full)
-							break;
-						continue;
-					}
+				if (!set_caps(P, gm, rr, roff, tau1, tau2,
+					      &all_full) &&
+				    !first) {
+					if (all_full)
+						break;
+					continue;
 				}
-				for (int j = 0; j < 2; j++)
-					P->capmax_suf[P->nrel][j] = 0;
-				P->avail_suf[P->nrel] = 0;
-				for (int i = P->nrel - 1; i >= 0; i--) {
-					int any = 0;
-					for (int j = 0; j < k; j++) {
-						int v = P->cap[i][j];
-						P->capmax_suf[i][j] =
-						    v > P->capmax_suf[i + 1][j]
-							? v
-							: P->capmax_suf[i + 1]
-								       [j];
-						any |= v > 0;
-					}
-					P->avail_suf[i] =
-					    P->avail_suf[i + 1] +
-					    (any ? c->cls[P->rel[i]].mult : 0);
-				}
+				first = false;
+				set_suffix(P);
 				/* The DFS looks for a base below what would
 				 * beat the incumbent. */
-				P->found = false;
-				if (phase == PH_ENERGY)
-					P->best = best / tth - cp->pdev;
-				else
-					P->best = INFINITY;
-				memset(P->y, 0,
-				       ((size_t)P->nrel + 1) * sizeof(*P->y));
-				c->st->leaves++;
-				dfs(P, 0, 0, 0, zero, zc);
+				least_base(P, phase == PH_ENERGY
+						  ? best / tth - cp->pdev
+						  : INFINITY);
 				if (P->found) {
 					double v =
 					    phase == PH_ENERGY
@@ -851,6 +878,7 @@ out:
 	free(lv2);
 	free(rr);
 	free(roff);
+	free(gm);
 	free(P->rel);
 	free(P->cap);
 	free(P->capmax_suf);
