@@ -67,6 +67,9 @@ struct pk {
 	int *seg;	 /* rel indices, grouped */
 	double *gbase0;	 /* cheapest base of each group */
 	double *gminsuf; /* least gbase0 of groups g.. */
+	int *gcnt; /* [(g * (vmax + 1) + v) * 2 + j]: nodes of groups g.. with
+		      cap v for type j */
+	bool first_only; /* stop at the first packing (feasibility) */
 	double best;	 /* best base so far (strict improvement) */
 	bool found;
 };
@@ -362,10 +365,23 @@ static void dfs(struct pk *P, int g, int used, double cost, const int *ytot,
 		return;
 	if (cost + left * P->gminsuf[g] >= P->best)
 		return;
+	if (P->first_only && P->found)
+		return;
 	for (int j = 0; j < P->k; j++) {
-		int need_nodes = ytot[j] < 1 ? 1 : 0;
+		int need_nodes = ytot[j] < 1 ? 1 : 0, r = left;
+		int64_t most = 0;
 		if (capsum[j] + (int64_t)left * P->capmax_suf[g][j] < P->n[j] ||
 		    (need_nodes && P->capmax_suf[g][j] < 1))
+			return;
+		/* The largest caps the remaining nodes have. */
+		for (int v = P->vmax; v >= 1 && r > 0; v--) {
+			int cn =
+			    P->gcnt[((size_t)g * (P->vmax + 1) + v) * 2 + j];
+			int t = cn < r ? cn : r;
+			most += (int64_t)t * v;
+			r -= t;
+		}
+		if (capsum[j] + most < P->n[j])
 			return;
 	}
 	hi = P->gsize[g] < left ? P->gsize[g] : left;
@@ -676,6 +692,18 @@ static void set_suffix(struct pk *P)
 				    ? P->gbase0[g]
 				    : P->gminsuf[g + 1];
 	}
+	{
+		size_t w = ((size_t)P->vmax + 1) * 2;
+		memset(&P->gcnt[(size_t)P->ng * w], 0, w * sizeof(int));
+		for (int g = P->ng - 1; g >= 0; g--) {
+			memcpy(&P->gcnt[(size_t)g * w],
+			       &P->gcnt[((size_t)g + 1) * w], w * sizeof(int));
+			for (int j = 0; j < P->k; j++)
+				P->gcnt[(size_t)g * w +
+					(size_t)P->gcap[g][j] * 2 +
+					(size_t)j] += P->gsize[g];
+		}
+	}
 }
 
 /* The DFS's choice per group back to counts per class and type. */
@@ -745,6 +773,8 @@ static double rs_base(struct rs *R, int i1, int i2, double below)
 	bool af;
 	set_caps(R->P, R->gm, R->rr, R->roff, R->lv1[i1], R->lv2[i2], &af);
 	set_suffix(R->P);
+	/* On time, only whether a packing exists matters. */
+	R->P->first_only = R->phase == PH_TIME;
 	return least_base(R->P, below);
 }
 
@@ -815,6 +845,7 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		return HP_ENOMEM;
 	P->c = c;
 	P->k = k;
+	P->first_only = phase == PH_TIME;
 	for (int j = 0; j < k; j++) {
 		P->ty[j] = ty[j];
 		P->n[j] = n[j];
@@ -855,9 +886,12 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 	P->seg = calloc((size_t)P->nrel + 1, sizeof(int));
 	P->gbase0 = calloc((size_t)P->nrel + 1, sizeof(double));
 	P->gminsuf = calloc((size_t)P->nrel + 1, sizeof(double));
+	P->gcnt = calloc(((size_t)P->nrel + 1) * ((size_t)P->vmax + 1) * 2,
+			 sizeof(int));
 	if (!P->cap || !P->capmax_suf || !P->avail_suf || !P->y || !P->ybest ||
 	    !P->gkey || !P->gcap || !P->gsize || !P->gseg0 || !P->gnseg ||
-	    !P->gy || !P->gybest || !P->seg || !P->gbase0 || !P->gminsuf) {
+	    !P->gy || !P->gybest || !P->seg || !P->gbase0 || !P->gminsuf ||
+	    !P->gcnt) {
 		rc = HP_ENOMEM;
 		goto out;
 	}
@@ -995,6 +1029,7 @@ out:
 	free(P->seg);
 	free(P->gbase0);
 	free(P->gminsuf);
+	free(P->gcnt);
 	free(P);
 	return rc;
 }
