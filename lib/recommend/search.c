@@ -16,6 +16,8 @@
 #include "recommend/recommend_int.h"
 #include "util/banned.h"
 
+int hp__rec_grid_max = 256;
+
 /* Nodes that are alike for the search. */
 struct cls {
 	double base, intra, netbw, lat;
@@ -778,6 +780,64 @@ static double rs_base(struct rs *R, int i1, int i2, double below)
 	return least_base(R->P, below);
 }
 
+/* The same over a small grid, level by level (fewer packings solved
+ * than halving when there are few levels): network levels ascending,
+ * then intra levels ascending, each loop ended by its bound; a level that
+ * changes no cap is skipped (same packings, more time). */
+static int grid(struct rs *R, int nlv1, int nlv2, double bfull)
+{
+	struct pk *P = R->P;
+	double pdev = R->cp->pdev;
+
+	for (int a2 = 0; a2 < nlv2; a2++) {
+		double t2 = rs_time(R, 0, a2), bel = INFINITY;
+		bool first = true;
+		if (R->phase == PH_ENERGY ? t2 > R->q->deadline_s ||
+						t2 * (pdev + bfull) >= *R->best
+					  : t2 >= *R->best)
+			break;
+		for (int i = 0; i < P->nrel; i++)
+			if (R->gm[i] <= R->lv2[a2] &&
+			    P->c->cls[P->rel[i]].base < bel)
+				bel = P->c->cls[P->rel[i]].base;
+		bel = R->m * bel > bfull ? R->m * bel : bfull;
+		for (int a1 = 0; a1 < nlv1; a1++) {
+			double t = rs_time(R, a1, a2), b, v;
+			bool all_full;
+			if (R->phase == PH_ENERGY
+				? t > R->q->deadline_s ||
+				      t * (pdev + bel) >= *R->best
+				: t >= *R->best)
+				break;
+			if (!set_caps(P, R->gm, R->rr, R->roff, R->lv1[a1],
+				      R->lv2[a2], &all_full) &&
+			    !first) {
+				if (all_full)
+					break;
+				continue;
+			}
+			first = false;
+			set_suffix(P);
+			b = least_base(P, R->phase == PH_ENERGY
+					      ? *R->best / t - pdev
+					      : INFINITY);
+			if (b < INFINITY) {
+				v = R->phase == PH_ENERGY ? t * (pdev + b) : t;
+				if (v < *R->best) {
+					*R->best = v;
+					R->found = true;
+					hp_rec_config_release(R->cfg);
+					if (build_config(P, R->cp, R->cfg))
+						return HP_ENOMEM;
+				}
+			}
+			if (all_full)
+				break;
+		}
+	}
+	return 0;
+}
+
 static int rect(struct rs *R, int a1, int b1, int a2, int b2, double bhi)
 {
 	double t = rs_time(R, a1, a2), below;
@@ -998,7 +1058,10 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		{
 			struct rs R = {P, gm,	 rr,	roff, lv1, lv2, cp,
 				       q, phase, &best, cfg,  m,   0};
-			int r2 = rect(&R, 0, nlv1 - 1, 0, nlv2 - 1, bfull);
+			int r2 =
+			    (long)nlv1 * nlv2 <= hp__rec_grid_max
+				? grid(&R, nlv1, nlv2, bfull)
+				: rect(&R, 0, nlv1 - 1, 0, nlv2 - 1, bfull);
 			if (r2 < 0) {
 				rc = r2;
 				goto out;
