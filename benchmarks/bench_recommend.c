@@ -5,6 +5,7 @@
  * median over repeated calls per pool size, split into building the
  * per-type tables (estimator calls) and the search.  Goal: 10 ms at
  * 2000 x 8.  Usage: bench_recommend [MODEL [BATCH [DEADLINE_S [distinct]]]]
+ * BENCH_REPS calls per size (default 21).
  * ("distinct": every node's links and base power differ a little, so
  * nodes do not group into classes: the search's worst case).
  */
@@ -87,7 +88,7 @@ int main(int argc, char **argv)
 	double deadline = argc > 3 ? atof(argv[3]) : 4 * 3600.0;
 	int distinct = argc > 4 && !strcmp(argv[4], "distinct");
 	static const int sizes[] = {10, 100, 1000, 2000, 4000};
-	enum { REPS = 21 };
+	int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 21;
 	struct hp_error err = {0};
 	struct hp_catalog *cat;
 	struct hp_estimator *est;
@@ -105,6 +106,8 @@ int main(int argc, char **argv)
 			err.msg);
 		return 1;
 	}
+	if (reps < 1 || reps > 101)
+		reps = 21;
 	g = hp_model_load(model, &err);
 	if (!g || hp_workload_from_graph(g, 1, NULL, 0, &w, &err)) {
 		fprintf(stderr, "bench_recommend: '%s': %s\n", model, err.msg);
@@ -122,12 +125,12 @@ int main(int argc, char **argv)
 	       "min_ms", "max_ms", "choice");
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		struct hp_pool *p = make_pool(sizes[k], distinct);
-		double ms[REPS];
+		double ms[101];
 		long gpus = 0;
 		char choice[160] = "";
 		for (int i = 0; i < p->n; i++)
 			gpus += p->nodes[i].devs[0].free;
-		for (int r = 0; r < REPS; r++) {
+		for (int r = 0; r < reps; r++) {
 			struct hp_rec_result res;
 			double t0 = hp_now_s();
 			if (hp_recommend(est, cat, &w, p, &job, &res, &err)) {
@@ -157,9 +160,10 @@ int main(int argc, char **argv)
 			}
 			hp_rec_result_release(&res);
 		}
-		qsort(ms, REPS, sizeof(ms[0]), cmp);
+		qsort(ms, (size_t)reps, sizeof(ms[0]), cmp);
 		printf("%8d %8ld %10.3f %10.3f %10.3f  %s\n", sizes[k], gpus,
-		       ms[REPS / 2], ms[0], ms[REPS - 1], choice);
+		       ms[reps / 2], ms[0], ms[reps - 1], choice);
+		fflush(stdout);
 		hp_pool_free(p);
 	}
 	hp_workload_release(&w);

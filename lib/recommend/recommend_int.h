@@ -96,6 +96,11 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
 		   const struct hp__rec_params *q, struct hp_rec_result *out,
 		   struct hp__rec_stats *st, struct hp_error *err);
 
+/* Most (intra x network) levels of one node count searched level by
+ * level; more are searched by halving rectangles.  Both are exact (tests
+ * set it to exercise either). */
+extern int hp__rec_grid_max;
+
 /* Type index in m of a catalog id, or -1. */
 int hp__rec_type_index(const struct hp__rec_model *m, const char *name);
 

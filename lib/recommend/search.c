@@ -16,6 +16,8 @@
 #include "recommend/recommend_int.h"
 #include "util/banned.h"
 
+int hp__rec_grid_max = 256;
+
 /* Nodes that are alike for the search. */
 struct cls {
 	double base, intra, netbw, lat;
@@ -60,7 +62,17 @@ struct pk {
 	/* Per relevant class (nrel, + 1 for the suffixes). */
 	int (*cap)[2], (*capmax_suf)[2], *avail_suf;
 	int (*y)[2], (*ybest)[2];
-	double best; /* best base so far (strict improvement) */
+	/* Groups: the eligible classes with equal caps at the current
+	 * levels, each a run of segments (classes, base ascending). */
+	int ng, vmax, *gkey;
+	int (*gcap)[2], *gsize, *gseg0, *gnseg, (*gy)[2], (*gybest)[2];
+	int *seg;	 /* rel indices, grouped */
+	double *gbase0;	 /* cheapest base of each group */
+	double *gminsuf; /* least gbase0 of groups g.. */
+	int *gcnt; /* [(g * (vmax + 1) + v) * 2 + j]: nodes of groups g.. with
+		      cap v for type j */
+	bool first_only; /* stop at the first packing (feasibility) */
+	double best;	 /* best base so far (strict improvement) */
 	bool found;
 };
 
@@ -314,11 +326,30 @@ static double inter_of(const struct ctx *c, const struct cls *k, int m)
 	return hp__rec_inter_s(k->netbw, k->lat, m, c->m->grad_bytes);
 }
 
-static void dfs(struct pk *P, int idx, int used, double cost, const int *ytot,
+/* Base of the y cheapest nodes of group g. */
+static double gcost(const struct pk *P, int g, int y)
+{
+	double v = 0;
+	for (int s = P->gseg0[g]; s < P->gseg0[g] + P->gnseg[g] && y > 0; s++) {
+		const struct cls *k = &P->c->cls[P->rel[P->seg[s]]];
+		int t = k->mult < y ? k->mult : y;
+		v += t * k->base;
+		y -= t;
+	}
+	return v;
+}
+
+/*
+ * Least base of m nodes over the groups: nodes of a group are alike but
+ * for their base, so the y a group gives are its y cheapest.  Cut: the
+ * base so far plus the remaining nodes at the least base left reaches the
+ * best; the remaining nodes cannot add the capacity or nodes a type
+ * needs.
+ */
+static void dfs(struct pk *P, int g, int used, double cost, const int *ytot,
 		const int64_t *capsum)
 {
-	const struct cls *k;
-	int left = P->m - used, hi0;
+	int left = P->m - used, hi;
 
 	if (left == 0) {
 		for (int j = 0; j < P->k; j++)
@@ -327,58 +358,63 @@ static void dfs(struct pk *P, int idx, int used, double cost, const int *ytot,
 		if (cost < P->best) {
 			P->best = cost;
 			P->found = true;
-			memcpy(P->ybest, P->y, (size_t)P->nrel * sizeof(*P->y));
+			memcpy(P->gybest, P->gy,
+			       (size_t)P->ng * sizeof(*P->gy));
 		}
 		return;
 	}
-	if (idx >= P->nrel || P->avail_suf[idx] < left)
+	if (g >= P->ng || P->avail_suf[g] < left)
 		return;
-	k = &P->c->cls[P->rel[idx]];
-	if (cost + left * k->base >= P->best)
+	if (cost + left * P->gminsuf[g] >= P->best)
+		return;
+	if (P->first_only && P->found)
 		return;
 	for (int j = 0; j < P->k; j++) {
-		int need_nodes = ytot[j] < 1 ? 1 : 0;
-		if (capsum[j] + (int64_t)left * P->capmax_suf[idx][j] <
-			P->n[j] ||
-		    (need_nodes && P->capmax_suf[idx][j] < 1))
+		int need_nodes = ytot[j] < 1 ? 1 : 0, r = left;
+		int64_t most = 0;
+		if (capsum[j] + (int64_t)left * P->capmax_suf[g][j] < P->n[j] ||
+		    (need_nodes && P->capmax_suf[g][j] < 1))
+			return;
+		/* The largest caps the remaining nodes have. */
+		for (int v = P->vmax; v >= 1 && r > 0; v--) {
+			int cn =
+			    P->gcnt[((size_t)g * (P->vmax + 1) + v) * 2 + j];
+			int t = cn < r ? cn : r;
+			most += (int64_t)t * v;
+			r -= t;
+		}
+		if (capsum[j] + most < P->n[j])
 			return;
 	}
-	hi0 = k->mult < left ? k->mult : left;
-	if (P->k == 1) {
-		int y0 = P->cap[idx][0] > 0 ? hi0 : 0;
+	hi = P->gsize[g] < left ? P->gsize[g] : left;
+	for (int yt = hi; yt >= 0; yt--) {
+		double cst = cost + gcost(P, g, yt);
+		int y0 = P->gcap[g][0] > 0 ? yt : 0;
+		if (cst >= P->best)
+			continue;
 		if (y0 > P->n[0] - ytot[0])
 			y0 = P->n[0] - ytot[0];
 		for (; y0 >= 0; y0--) {
-			int yt[1] = {ytot[0] + y0};
-			int64_t cs[1] = {capsum[0] +
-					 (int64_t)y0 * P->cap[idx][0]};
-			P->y[idx][0] = y0;
-			dfs(P, idx + 1, used + y0, cost + y0 * k->base, yt, cs);
-		}
-		P->y[idx][0] = 0;
-		return;
-	}
-	{
-		int y0 = P->cap[idx][0] > 0 ? hi0 : 0;
-		if (y0 > P->n[0] - ytot[0])
-			y0 = P->n[0] - ytot[0];
-		for (; y0 >= 0; y0--) {
-			int y1 = P->cap[idx][1] > 0 ? hi0 - y0 : 0;
-			if (y1 > P->n[1] - ytot[1])
-				y1 = P->n[1] - ytot[1];
-			for (; y1 >= 0; y1--) {
-				int yt[2] = {ytot[0] + y0, ytot[1] + y1};
-				int64_t cs[2] = {
-				    capsum[0] + (int64_t)y0 * P->cap[idx][0],
-				    capsum[1] + (int64_t)y1 * P->cap[idx][1]};
-				P->y[idx][0] = y0;
-				P->y[idx][1] = y1;
-				dfs(P, idx + 1, used + y0 + y1,
-				    cost + (y0 + y1) * k->base, yt, cs);
+			int y1 = yt - y0;
+			int yn[2] = {ytot[0] + y0, 0};
+			int64_t cs[2] = {
+			    capsum[0] + (int64_t)y0 * P->gcap[g][0], 0};
+			if (P->k == 1) {
+				if (y1 != 0)
+					break;
+			} else {
+				if (y1 > 0 && (P->gcap[g][1] < 1 ||
+					       y1 > P->n[1] - ytot[1]))
+					continue;
+				yn[1] = ytot[1] + y1;
+				cs[1] = capsum[1] + (int64_t)y1 * P->gcap[g][1];
 			}
+			P->gy[g][0] = y0;
+			P->gy[g][1] = y1;
+			dfs(P, g + 1, used + yt, cst, yn, cs);
 		}
-		P->y[idx][0] = P->y[idx][1] = 0;
 	}
+	P->gy[g][0] = P->gy[g][1] = 0;
 }
 
 /* The actual cost of a configuration whose groups are set. */
@@ -576,7 +612,278 @@ static int uniq(double *v, int n)
 	return r;
 }
 
+/* Caps of the relevant classes at levels (tau1, tau2); whether any cap
+ * changed, and whether every eligible class is at its free count. */
+static bool set_caps(struct pk *P, const double *gm, const double *rr,
+		     const int *roff, double tau1, double tau2, bool *all_full)
+{
+	const struct ctx *c = P->c;
+	bool changed = false;
+
+	*all_full = true;
+	for (int i = 0; i < P->nrel; i++) {
+		const struct cls *kc = &c->cls[P->rel[i]];
+		const double *r = rr + roff[i];
+		bool el = gm[i] <= tau2;
+		int kmax = 1;
+		while (kmax < kc->maxfree && r[kmax + 1] <= tau1)
+			kmax++;
+		if (el && kmax < kc->maxfree)
+			*all_full = false;
+		for (int j = 0; j < P->k; j++) {
+			int f = kc->free[P->ty[j]];
+			int v = el ? (f < kmax ? f : kmax) : 0;
+			changed |= v != P->cap[i][j];
+			P->cap[i][j] = v;
+		}
+	}
+	return changed;
+}
+
+/* Group the classes by caps (base order kept within a group), order
+ * the groups by their cheapest base, and the DFS's suffix bounds. */
+static void set_suffix(struct pk *P)
+{
+	int nk = (P->vmax + 1) * (P->vmax + 1), ns = 0;
+	int *cnt = P->gkey + nk; /* segments per key */
+
+	P->ng = 0;
+	for (int x = 0; x < nk; x++) {
+		P->gkey[x] = -1;
+		cnt[x] = 0;
+	}
+	for (int i = 0; i < P->nrel; i++) {
+		int c0 = P->cap[i][0], c1 = P->k > 1 ? P->cap[i][1] : 0;
+		if (c0 > 0 || c1 > 0)
+			cnt[c0 * (P->vmax + 1) + c1]++;
+	}
+	/* Groups in order of their first (cheapest) class. */
+	for (int i = 0; i < P->nrel; i++) {
+		int c0 = P->cap[i][0], c1 = P->k > 1 ? P->cap[i][1] : 0;
+		int key = c0 * (P->vmax + 1) + c1, g;
+		if (c0 == 0 && c1 == 0)
+			continue;
+		if (P->gkey[key] < 0) {
+			g = P->ng++;
+			P->gkey[key] = g;
+			P->gcap[g][0] = c0;
+			P->gcap[g][1] = c1;
+			P->gseg0[g] = ns;
+			P->gnseg[g] = 0;
+			P->gsize[g] = 0;
+			P->gbase0[g] = P->c->cls[P->rel[i]].base;
+			ns += cnt[key];
+		}
+		g = P->gkey[key];
+		P->seg[P->gseg0[g] + P->gnseg[g]++] = i;
+		P->gsize[g] += P->c->cls[P->rel[i]].mult;
+	}
+	for (int j = 0; j < 2; j++)
+		P->capmax_suf[P->ng][j] = 0;
+	P->avail_suf[P->ng] = 0;
+	P->gminsuf[P->ng] = INFINITY;
+	for (int g = P->ng - 1; g >= 0; g--) {
+		for (int j = 0; j < 2; j++) {
+			int v = j < P->k ? P->gcap[g][j] : 0;
+			P->capmax_suf[g][j] = v > P->capmax_suf[g + 1][j]
+						  ? v
+						  : P->capmax_suf[g + 1][j];
+		}
+		P->avail_suf[g] = P->avail_suf[g + 1] + P->gsize[g];
+		P->gminsuf[g] = P->gbase0[g] < P->gminsuf[g + 1]
+				    ? P->gbase0[g]
+				    : P->gminsuf[g + 1];
+	}
+	{
+		size_t w = ((size_t)P->vmax + 1) * 2;
+		memset(&P->gcnt[(size_t)P->ng * w], 0, w * sizeof(int));
+		for (int g = P->ng - 1; g >= 0; g--) {
+			memcpy(&P->gcnt[(size_t)g * w],
+			       &P->gcnt[((size_t)g + 1) * w], w * sizeof(int));
+			for (int j = 0; j < P->k; j++)
+				P->gcnt[(size_t)g * w +
+					(size_t)P->gcap[g][j] * 2 +
+					(size_t)j] += P->gsize[g];
+		}
+	}
+}
+
+/* The DFS's choice per group back to counts per class and type. */
+static void to_classes(struct pk *P)
+{
+	memset(P->ybest, 0, ((size_t)P->nrel + 1) * sizeof(*P->ybest));
+	for (int g = 0; g < P->ng; g++) {
+		int want[2] = {P->gybest[g][0], P->gybest[g][1]};
+		for (int s = P->gseg0[g]; s < P->gseg0[g] + P->gnseg[g]; s++) {
+			int i = P->seg[s], room = P->c->cls[P->rel[i]].mult;
+			for (int j = 0; j < 2; j++) {
+				int t = want[j] < room ? want[j] : room;
+				P->ybest[i][j] += t;
+				want[j] -= t;
+				room -= t;
+			}
+		}
+	}
+}
+
+/* Least base of m nodes at caps already set (INFINITY: none). */
+static double least_base(struct pk *P, double below)
+{
+	int zero[2] = {0, 0};
+	int64_t zc[2] = {0, 0};
+
+	P->found = false;
+	P->best = below;
+	memset(P->gy, 0, ((size_t)P->nrel + 1) * sizeof(*P->gy));
+	P->c->st->leaves++;
+	dfs(P, 0, 0, 0, zero, zc);
+	if (!P->found)
+		return INFINITY;
+	to_classes(P);
+	return P->best;
+}
+
 enum { PH_ENERGY = 0, PH_TIME = 1 };
+
+/* The level search of one node count: rectangles of (intra, network)
+ * levels, each bounded by its least time and the least base at its
+ * highest levels (the least base in it). */
+struct rs {
+	struct pk *P;
+	const double *gm, *rr;
+	const int *roff;
+	const double *lv1, *lv2;
+	const struct hp__rec_comp *cp;
+	const struct hp__rec_params *q;
+	int phase;
+	double *best;
+	struct hp_rec_config *cfg;
+	int m;
+	bool found;
+};
+
+static double rs_time(const struct rs *R, int i1, int i2)
+{
+	return (double)R->q->steps * (R->cp->c + (R->lv1[i1] + R->lv2[i2]) *
+						     (1 - HP_REC_OVERLAP)) +
+	       HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * R->m;
+}
+
+/* Least base at levels (i1, i2) below `below` (INFINITY: none). */
+static double rs_base(struct rs *R, int i1, int i2, double below)
+{
+	bool af;
+	set_caps(R->P, R->gm, R->rr, R->roff, R->lv1[i1], R->lv2[i2], &af);
+	set_suffix(R->P);
+	/* On time, only whether a packing exists matters. */
+	R->P->first_only = R->phase == PH_TIME;
+	return least_base(R->P, below);
+}
+
+/* The same over a small grid, level by level (fewer packings solved
+ * than halving when there are few levels): network levels ascending,
+ * then intra levels ascending, each loop ended by its bound; a level that
+ * changes no cap is skipped (same packings, more time). */
+static int grid(struct rs *R, int nlv1, int nlv2, double bfull)
+{
+	struct pk *P = R->P;
+	double pdev = R->cp->pdev;
+
+	for (int a2 = 0; a2 < nlv2; a2++) {
+		double t2 = rs_time(R, 0, a2), bel = INFINITY;
+		bool first = true;
+		if (R->phase == PH_ENERGY ? t2 > R->q->deadline_s ||
+						t2 * (pdev + bfull) >= *R->best
+					  : t2 >= *R->best)
+			break;
+		for (int i = 0; i < P->nrel; i++)
+			if (R->gm[i] <= R->lv2[a2] &&
+			    P->c->cls[P->rel[i]].base < bel)
+				bel = P->c->cls[P->rel[i]].base;
+		bel = R->m * bel > bfull ? R->m * bel : bfull;
+		for (int a1 = 0; a1 < nlv1; a1++) {
+			double t = rs_time(R, a1, a2), b, v;
+			bool all_full;
+			if (R->phase == PH_ENERGY
+				? t > R->q->deadline_s ||
+				      t * (pdev + bel) >= *R->best
+				: t >= *R->best)
+				break;
+			if (!set_caps(P, R->gm, R->rr, R->roff, R->lv1[a1],
+				      R->lv2[a2], &all_full) &&
+			    !first) {
+				if (all_full)
+					break;
+				continue;
+			}
+			first = false;
+			set_suffix(P);
+			b = least_base(P, R->phase == PH_ENERGY
+					      ? *R->best / t - pdev
+					      : INFINITY);
+			if (b < INFINITY) {
+				v = R->phase == PH_ENERGY ? t * (pdev + b) : t;
+				if (v < *R->best) {
+					*R->best = v;
+					R->found = true;
+					hp_rec_config_release(R->cfg);
+					if (build_config(P, R->cp, R->cfg))
+						return HP_ENOMEM;
+				}
+			}
+			if (all_full)
+				break;
+		}
+	}
+	return 0;
+}
+
+static int rect(struct rs *R, int a1, int b1, int a2, int b2, double bhi)
+{
+	double t = rs_time(R, a1, a2), below;
+	int rc;
+
+	if (R->phase == PH_ENERGY) {
+		if (t > R->q->deadline_s || t * (R->cp->pdev + bhi) >= *R->best)
+			return 0;
+		below = *R->best / t - R->cp->pdev;
+	} else {
+		if (t >= *R->best)
+			return 0;
+		below = INFINITY;
+	}
+	if (a1 == b1 && a2 == b2) {
+		/* One cell: its packing, at its own levels. */
+		double b = rs_base(R, a1, a2, below);
+		double v;
+		if (b == INFINITY)
+			return 0;
+		v = R->phase == PH_ENERGY ? t * (R->cp->pdev + b) : t;
+		if (v >= *R->best)
+			return 0;
+		*R->best = v;
+		R->found = true;
+		hp_rec_config_release(R->cfg);
+		if (build_config(R->P, R->cp, R->cfg))
+			return HP_ENOMEM;
+		return 0;
+	}
+	if (b1 - a1 >= b2 - a2) {
+		int mid = a1 + (b1 - a1) / 2;
+		double bm = rs_base(R, mid, b2, below);
+		/* None below the bound at the lower half's top: no cell of
+		 * it can beat the best. */
+		if (bm < INFINITY && (rc = rect(R, a1, mid, a2, b2, bm)))
+			return rc;
+		return rect(R, mid + 1, b1, a2, b2, bhi);
+	} else {
+		int mid = a2 + (b2 - a2) / 2;
+		double bm = rs_base(R, b1, mid, below);
+		if (bm < INFINITY && (rc = rect(R, a1, b1, a2, mid, bm)))
+			return rc;
+		return rect(R, a1, b1, mid + 1, b2, bhi);
+	}
+}
 
 /*
  * Solve the packing of (types, counts) whose compute part is cp: phase
@@ -590,7 +897,7 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 {
 	const struct hp__rec_params *q = c->q;
 	struct pk *P = calloc(1, sizeof(*P));
-	double *lv1 = NULL, *lv2 = NULL, *rr = NULL, best = bound;
+	double *lv1 = NULL, *lv2 = NULL, *rr = NULL, *gm = NULL, best = bound;
 	int *roff = NULL;
 	int nlv1 = 0, ntot = 0, mlo, mhi, rc = 0, nrelnodes = 0;
 
@@ -598,6 +905,7 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		return HP_ENOMEM;
 	P->c = c;
 	P->k = k;
+	P->first_only = phase == PH_TIME;
 	for (int j = 0; j < k; j++) {
 		P->ty[j] = ty[j];
 		P->n[j] = n[j];
@@ -622,7 +930,28 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 	P->avail_suf = calloc((size_t)P->nrel + 1, sizeof(*P->avail_suf));
 	P->y = calloc((size_t)P->nrel + 1, sizeof(*P->y));
 	P->ybest = calloc((size_t)P->nrel + 1, sizeof(*P->ybest));
-	if (!P->cap || !P->capmax_suf || !P->avail_suf || !P->y || !P->ybest) {
+	P->vmax = 1;
+	for (int i = 0; i < P->nrel; i++)
+		for (int j = 0; j < k; j++)
+			if (c->cls[P->rel[i]].free[ty[j]] > P->vmax)
+				P->vmax = c->cls[P->rel[i]].free[ty[j]];
+	P->gkey = malloc(2 * ((size_t)P->vmax + 1) * ((size_t)P->vmax + 1) *
+			 sizeof(int));
+	P->gcap = calloc((size_t)P->nrel + 1, sizeof(*P->gcap));
+	P->gsize = calloc((size_t)P->nrel + 1, sizeof(int));
+	P->gseg0 = calloc((size_t)P->nrel + 1, sizeof(int));
+	P->gnseg = calloc((size_t)P->nrel + 1, sizeof(int));
+	P->gy = calloc((size_t)P->nrel + 1, sizeof(*P->gy));
+	P->gybest = calloc((size_t)P->nrel + 1, sizeof(*P->gybest));
+	P->seg = calloc((size_t)P->nrel + 1, sizeof(int));
+	P->gbase0 = calloc((size_t)P->nrel + 1, sizeof(double));
+	P->gminsuf = calloc((size_t)P->nrel + 1, sizeof(double));
+	P->gcnt = calloc(((size_t)P->nrel + 1) * ((size_t)P->vmax + 1) * 2,
+			 sizeof(int));
+	if (!P->cap || !P->capmax_suf || !P->avail_suf || !P->y || !P->ybest ||
+	    !P->gkey || !P->gcap || !P->gsize || !P->gseg0 || !P->gnseg ||
+	    !P->gy || !P->gybest || !P->seg || !P->gbase0 || !P->gminsuf ||
+	    !P->gcnt) {
 		rc = HP_ENOMEM;
 		goto out;
 	}
@@ -639,7 +968,8 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		}
 		lv1 = malloc(((size_t)cnt + 1) * sizeof(double));
 		lv2 = malloc(((size_t)P->nrel + 1) * sizeof(double));
-		if (!lv1 || !lv2) {
+		gm = malloc(((size_t)P->nrel + 1) * sizeof(double));
+		if (!lv1 || !lv2 || !gm) {
 			rc = HP_ENOMEM;
 			goto out;
 		}
@@ -696,14 +1026,25 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 	}
 	for (int m = mlo; m <= mhi; m++) {
 		int nlv2 = 0;
-		double tmin, bmin_all = INFINITY;
+		double tmin, bmin_all = INFINITY, bfull;
 		P->m = m;
 		for (int i = 0; i < P->nrel; i++) {
-			lv2[nlv2++] = inter_of(c, &c->cls[P->rel[i]], m);
+			gm[i] = inter_of(c, &c->cls[P->rel[i]], m);
+			lv2[nlv2++] = gm[i];
 			if (c->cls[P->rel[i]].base < bmin_all)
 				bmin_all = c->cls[P->rel[i]].base;
 		}
 		nlv2 = uniq(lv2, nlv2);
+		/* The least base m nodes can have at any level: every node
+		 * eligible, every cap full.  None: no packing of m nodes. */
+		{
+			bool af;
+			set_caps(P, gm, rr, roff, INFINITY, INFINITY, &af);
+			set_suffix(P);
+			bfull = least_base(P, INFINITY);
+			if (bfull == INFINITY)
+				continue;
+		}
 		/* Time and energy only grow with m from here on. */
 		tmin =
 		    (double)q->steps * (cp->c + lv2[0] * (1 - HP_REC_OVERLAP)) +
@@ -714,136 +1055,19 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 			break;
 		if (phase == PH_TIME && tmin >= best)
 			break;
-		for (int a2 = 0; a2 < nlv2; a2++) {
-			double tau2 = lv2[a2], basemin = INFINITY;
-			int navail = 0;
-			bool first = true;
-			/* Higher network levels only add time; the base
-			 * is at least the least of all relevant nodes. */
-			double t2 = (double)q->steps *
-					(cp->c + (lv1[0] + tau2) *
-						     (1 - HP_REC_OVERLAP)) +
-				    HP_REC_STARTUP_S +
-				    HP_REC_STARTUP_NODE_S * m;
-			if (phase == PH_ENERGY &&
-			    (t2 > q->deadline_s ||
-			     t2 * (cp->pdev + m * bmin_all) >= best))
-				break;
-			if (phase == PH_TIME && t2 >= best)
-				break;
-			for (int i = 0; i < P->nrel; i++) {
-				const struct cls *kc = &c->cls[P->rel[i]];
-				if (inter_of(c, kc, m) <= tau2) {
-					navail += kc->mult;
-					if (kc->base < basemin)
-						basemin = kc->base;
-				}
+		{
+			struct rs R = {P, gm,	 rr,	roff, lv1, lv2, cp,
+				       q, phase, &best, cfg,  m,   0};
+			int r2 =
+			    (long)nlv1 * nlv2 <= hp__rec_grid_max
+				? grid(&R, nlv1, nlv2, bfull)
+				: rect(&R, 0, nlv1 - 1, 0, nlv2 - 1, bfull);
+			if (r2 < 0) {
+				rc = r2;
+				goto out;
 			}
-			if (navail < m)
-				continue;
-			for (int a1 = 0; a1 < nlv1; a1++) {
-				double tau1 = lv1[a1], tth, lb;
-				bool all_full = true;
-				int zero[2] = {0, 0};
-				int64_t zc[2] = {0, 0};
-				tth = (double)q->steps *
-					  (cp->c + (tau1 + tau2) *
-						       (1 - HP_REC_OVERLAP)) +
-				      HP_REC_STARTUP_S +
-				      HP_REC_STARTUP_NODE_S * m;
-				if (phase == PH_ENERGY) {
-					if (tth > q->deadline_s)
-						break;
-					lb = tth * (cp->pdev + m * basemin);
-					if (lb >= best)
-						break;
-				} else if (tth >= best) {
-					break;
-				}
-				/* Caps at this level.  A level that changes
-				 * no cap has the same packings as the one
-				 * before it and only more time: skip it. */
-				{
-					bool changed = first;
-					for (int i = 0; i < P->nrel; i++) {
-						const struct cls *kc =
-						    &c->cls[P->rel[i]];
-						bool el =
-						    inter_of(c, kc, m) <= tau2;
-						const double *r = rr + roff[i];
-						int kmax = 1;
-						while (kmax < kc->maxfree &&
-						       r[kmax + 1] <= tau1)
-							kmax++;
-						if (el && kmax < kc->maxfree)
-							all_full = false;
-						for (int j = 0; j < k; j++) {
-							int f = kc->free[ty[j]];
-							int v =
-							    el ? (f < kmax
-								      ? f
-								      : kmax)
-							       : 0;
-							changed |=
-							    v != P->cap[i][j];
-							P->cap[i][j] = v;
-						}
-					}
-					first = false;
-					if (!changed) {
-						if (all_full)
-							break;
-						continue;
-					}
-				}
-				for (int j = 0; j < 2; j++)
-					P->capmax_suf[P->nrel][j] = 0;
-				P->avail_suf[P->nrel] = 0;
-				for (int i = P->nrel - 1; i >= 0; i--) {
-					int any = 0;
-					for (int j = 0; j < k; j++) {
-						int v = P->cap[i][j];
-						P->capmax_suf[i][j] =
-						    v > P->capmax_suf[i + 1][j]
-							? v
-							: P->capmax_suf[i + 1]
-								       [j];
-						any |= v > 0;
-					}
-					P->avail_suf[i] =
-					    P->avail_suf[i + 1] +
-					    (any ? c->cls[P->rel[i]].mult : 0);
-				}
-				/* The DFS looks for a base below what would
-				 * beat the incumbent. */
-				P->found = false;
-				if (phase == PH_ENERGY)
-					P->best = best / tth - cp->pdev;
-				else
-					P->best = INFINITY;
-				memset(P->y, 0,
-				       ((size_t)P->nrel + 1) * sizeof(*P->y));
-				c->st->leaves++;
-				dfs(P, 0, 0, 0, zero, zc);
-				if (P->found) {
-					double v =
-					    phase == PH_ENERGY
-						? tth * (cp->pdev + P->best)
-						: tth;
-					if (v < best) {
-						best = v;
-						rc = 1;
-						/* Keep the packing. */
-						hp_rec_config_release(cfg);
-						if (build_config(P, cp, cfg)) {
-							rc = HP_ENOMEM;
-							goto out;
-						}
-					}
-				}
-				if (all_full)
-					break;
-			}
+			if (R.found)
+				rc = 1;
 		}
 	}
 out:
@@ -851,12 +1075,24 @@ out:
 	free(lv2);
 	free(rr);
 	free(roff);
+	free(gm);
 	free(P->rel);
 	free(P->cap);
 	free(P->capmax_suf);
 	free(P->avail_suf);
 	free(P->y);
 	free(P->ybest);
+	free(P->gkey);
+	free(P->gcap);
+	free(P->gsize);
+	free(P->gseg0);
+	free(P->gnseg);
+	free(P->gy);
+	free(P->gybest);
+	free(P->seg);
+	free(P->gbase0);
+	free(P->gminsuf);
+	free(P->gcnt);
 	free(P);
 	return rc;
 }
