@@ -43,6 +43,9 @@ run: build
 	$(BUILD)/bin/hetpool analyze data/models/resnet50.train.onnx --batch 32 --summary
 	@for d in cpu t4 v100 a100 h100; do echo; \
 		$(BUILD)/bin/hetpool predict data/models/resnet50.train.onnx --device $$d --batch 32 || exit 1; done
+	@echo; echo "# ResNet-50, one ImageNet epoch at batch 256 within 1 hour, on the sample pool:"
+	$(BUILD)/bin/hetpool recommend data/models/resnet50.train.onnx --pool data/pools/sample.json \
+		--samples 1281167 --epochs 1 --batch 256 --deadline 1h --explain
 
 $(ASAN_BUILD)/build.ninja:
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=ON
