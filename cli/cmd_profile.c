@@ -172,8 +172,8 @@ static bool same_header(const char *path)
 	bool same = false;
 
 	if (line && f && fread(line, 1, n + 1, f) == n + 1)
-		same = !memcmp(line, h, n) &&
-		       (line[n] == '\n' || line[n] == '\r');
+		same =
+		    !memcmp(line, h, n) && (line[n] == '\n' || line[n] == '\r');
 	if (f)
 		fclose(f);
 	free(line);

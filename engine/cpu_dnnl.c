@@ -29,8 +29,8 @@
 struct mem {
 	dnnl_memory_desc_t md;
 	size_t bytes;
-	bool raw;     /* a plain buffer: no oneDNN memory */
-	bool scratch; /* lives in the shared scratchpad */
+	bool raw;	   /* a plain buffer: no oneDNN memory */
+	bool scratch;	   /* lives in the shared scratchpad */
 	struct mem *alias; /* another view of this buffer (made earlier) */
 	void *p;
 	dnnl_memory_t m;

@@ -171,7 +171,7 @@ static void class_sums(const struct hp_spec *s, const double *lt, double *c)
 	for (int i = 0; i < s->nlayers; i++) {
 		int k = s->layers[i].type == HP_LAYER_CONV ? 0
 			: s->layers[i].type == HP_LAYER_FC ? 1
-							    : 2;
+							   : 2;
 		c[k] += lt[i];
 	}
 	c[3] = lt[s->nlayers];
@@ -191,8 +191,8 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	double *cls[4] = {NULL}, *lt = NULL, *lt0 = NULL, c0[4], c1[4];
 	int steps, n = 0, attempt = 0, rc;
 	long long w0, w1;
-	int nthr = o->threads > 0 ? o->threads
-				  : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int nthr =
+	    o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->config_id, sizeof(r->config_id), "%s", c->id);

@@ -20,13 +20,13 @@ struct hp_profile_opts {
 	const char *device; /* "cpu" or "cuda:K" */
 	int threads;	    /* 0: all cores */
 	enum hp_optimizer opt;
-	int warmup_steps;   /* at least this many untimed steps (3) */
-	double warmup_s;    /* and at least this long (0.2 s) */
-	int min_steps;	    /* timed steps before stopping (10) */
-	int max_steps;	    /* at most (500) */
-	double max_seconds; /* timed stepping stops after this (4 s) */
-	double stable_rel;  /* stop once the median's standard error is
-			       below this fraction of it (0.01) */
+	int warmup_steps;    /* at least this many untimed steps (3) */
+	double warmup_s;     /* and at least this long (0.2 s) */
+	int min_steps;	     /* timed steps before stopping (10) */
+	int max_steps;	     /* at most (500) */
+	double max_seconds;  /* timed stepping stops after this (4 s) */
+	double stable_rel;   /* stop once the median's standard error is
+				below this fraction of it (0.01) */
 	double max_pressure; /* re-measure when our threads waited for a CPU
 				more than this fraction of the timed time
 				(schedstat run-queue delay; 0.05) ... */

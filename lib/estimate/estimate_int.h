@@ -62,15 +62,15 @@ const char *hp__src_name(int src);
 /* A device type's figures as the physical model uses them. */
 struct hp__dev_spec {
 	bool cpu;
-	double fp32;	/* FLOP/s */
-	double tf32;	/* FLOP/s; 0: none */
-	double bw;	/* bytes/s */
-	double link_bw; /* bytes/s between devices for the all-reduce */
+	double fp32;	   /* FLOP/s */
+	double tf32;	   /* FLOP/s; 0: none */
+	double bw;	   /* bytes/s */
+	double link_bw;	   /* bytes/s between devices for the all-reduce */
 	bool fuse_bn_relu; /* the backend fuses a relu into the bn before it
 			      (hetpool's CPU engine) */
-	int chan_block; /* channels are padded to a multiple of this in the
-			   backend's tensor layouts (oneDNN on AVX-512: 16);
-			   1: no padding */
+	int chan_block;	   /* channels are padded to a multiple of this in the
+			      backend's tensor layouts (oneDNN on AVX-512: 16);
+			      1: no padding */
 };
 /* The channel block of a profile row's backend ("... jit:avx512_core"):
  * 16 for AVX-512, 8 for AVX/AVX2, 4 for SSE, 1 otherwise (GPUs). */

@@ -123,8 +123,8 @@ static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
 			fr[HP__TH_SRC + 1] = fr[HP__TH_SRC_T0 + 1] =
 			    fr[HP__TH_SRC_TS + 1] = true;
 	}
-	rc = hp__phys_fit(sub, k, m->th, NULL, fr, ndev, m->scale,
-			  SCALE_SHRINK, err);
+	rc = hp__phys_fit(sub, k, m->th, NULL, fr, ndev, m->scale, SCALE_SHRINK,
+			  err);
 	free(sub);
 	free(sum);
 	free(cnt);
@@ -221,8 +221,7 @@ out:
 }
 
 /* Mean absolute log residual of th on pts. */
-static double mean_abs_res(const double *th, const struct hp__fitpt *pts,
-			   int n)
+static double mean_abs_res(const double *th, const struct hp__fitpt *pts, int n)
 {
 	double s = 0;
 

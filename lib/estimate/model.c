@@ -140,11 +140,12 @@ double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
 		double pin = pad_factor(w->cin ? w->cin[i] : 0, d->chan_block);
 		double pout =
 		    pad_factor(w->cout ? w->cout[i] : 0, d->chan_block);
-		double flops = w->flops[i] * (k == HP_EST_CONV ? pin * pout : 1);
-		double act = d->chan_block > 1 && w->in_bytes
-				 ? 3 * w->in_bytes[i] * pin +
-				       2 * w->out_bytes[i] * pout
-				 : w->bytes[i];
+		double flops =
+		    w->flops[i] * (k == HP_EST_CONV ? pin * pout : 1);
+		double act =
+		    d->chan_block > 1 && w->in_bytes
+			? 3 * w->in_bytes[i] * pin + 2 * w->out_bytes[i] * pout
+			: w->bytes[i];
 		/* efficiency e(F) = emax F / (F + peak tau): the time is F at
 		 * emax of the peak plus a latency tau / emax. */
 		double tc = flops / rate[k] + lat[k];
@@ -156,8 +157,8 @@ double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
 		/* Weights move 8 times a step: 3 in the forward and backward
 		 * passes (overlapping their compute), 5 in the optimizer's
 		 * update, a pass of its own after backward. */
-		double tm = act / em_bw * (fa + (1 - fa) / cachex) +
-			    tw * (3.0 / 8);
+		double tm =
+		    act / em_bw * (fa + (1 - fa) / cachex) + tw * (3.0 / 8);
 		/* Narrow convolutions fill fewer vector lanes / SMs. */
 		if (k == HP_EST_CONV && w->width[i] > 0)
 			tc *= 1 + chalf / w->width[i];
@@ -286,10 +287,9 @@ static int nl_f(const gsl_vector *x, void *ud, gsl_vector *f)
 			       PRIOR_WEIGHT *
 				   (th[c->idx[j]] - c->prior[c->idx[j]]));
 	for (int d = 0; d < c->nscale; d++)
-		gsl_vector_set(f,
-			       (size_t)(c->n + c->ncls * HP_EST_NCLASS +
-					c->nfree + d),
-			       sqrt(c->shrink) * sc[d]);
+		gsl_vector_set(
+		    f, (size_t)(c->n + c->ncls * HP_EST_NCLASS + c->nfree + d),
+		    sqrt(c->shrink) * sc[d]);
 	return GSL_SUCCESS;
 }
 

@@ -263,10 +263,10 @@ int hp_workload_from_features(const struct hp_graph *g,
 		w->cin[n] = cin;
 		w->cout[n] = cout;
 		w->after_bn[n] = relu_after_bn(g, L->node);
-		w->hw[n] = L->out_rank == 4 && L->out_dims[2] > 0 &&
-				   L->out_dims[3] > 0
-			       ? (double)(L->out_dims[2] * L->out_dims[3])
-			       : 0;
+		w->hw[n] =
+		    L->out_rank == 4 && L->out_dims[2] > 0 && L->out_dims[3] > 0
+			? (double)(L->out_dims[2] * L->out_dims[3])
+			: 0;
 		w->flops_total += w->flops[n];
 		n++;
 	}

@@ -19,7 +19,7 @@ struct col {
 	const char *name;
 	enum col_type type;
 	size_t off;
-	size_t size; /* strings: buffer size */
+	size_t size;   /* strings: buffer size */
 	bool optional; /* older datasets lack it: not measured (NaN) */
 };
 
@@ -186,8 +186,8 @@ int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 		for (int i = 0; i < NCOLS; i++) {
 			if (map[i] < 0) { /* optional: not in this file */
 				if (cols[i].type == C_F64)
-					*(double *)((char *)row +
-						    cols[i].off) = NAN;
+					*(double *)((char *)row + cols[i].off) =
+					    NAN;
 				continue;
 			}
 			if (map[i] >= csv.nfields) {

@@ -573,7 +573,8 @@ HP_TEST(estimate_phys_fit_uses_class_times)
 	static struct hp_workload w[N];
 	struct hp__fitpt pts[N];
 	bool fr[HP__NTH] = {0};
-	double th[HP__NTH], truth[HP__NTH], pc[HP_EST_NCLASS], tc[HP_EST_NCLASS];
+	double th[HP__NTH], truth[HP__NTH], pc[HP_EST_NCLASS],
+	    tc[HP_EST_NCLASS];
 
 	true_theta(truth);
 	for (int i = 0; i < N; i++) {
