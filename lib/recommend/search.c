@@ -1565,6 +1565,15 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
 	int nt = m->ntypes, nsets = 0, rc = 0, phase, npairs_none = 0;
 	int(*sets)[2] = NULL;
 	double gbest;
+	int *ord = NULL;    /* order of the sets in a phase */
+	double *olb = NULL; /* a single type's least time bound */
+	/* the single types' candidates, kept across the two phases */
+	struct {
+		struct cand *cv;
+		int n;
+		bool done;
+		char why[160];
+	} *c1 = NULL;
 
 	memset(out, 0, sizeof(*out));
 	out->deadline_s = q->deadline_s;
@@ -1579,7 +1588,10 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
 		goto out;
 	sets = calloc((size_t)(nt + nt * nt + 1), sizeof(*sets));
 	sb = calloc((size_t)(nt + nt * nt + 1), sizeof(*sb));
-	if (!sets || !sb) {
+	c1 = calloc((size_t)(nt + nt * nt + 1), sizeof(*c1));
+	ord = calloc((size_t)(nt + nt * nt + 1), sizeof(*ord));
+	olb = calloc((size_t)(nt + nt * nt + 1), sizeof(*olb));
+	if (!sets || !sb || !c1 || !ord || !olb) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -1600,7 +1612,26 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
 	 * phase 2 (none does): the fastest. */
 	for (phase = PH_ENERGY; phase <= PH_TIME; phase++) {
 		gbest = INFINITY;
+		/* Fastest: the single types whose bounds promise the least
+		 * time first, so the best so far cuts the others early. */
 		for (int s = 0; s < nsets; s++) {
+			ord[s] = s;
+			olb[s] = INFINITY;
+			if (phase == PH_TIME && sets[s][1] < 0 && c1[s].done)
+				for (int i = 0; i < c1[s].n; i++)
+					olb[s] = fmin(olb[s], c1[s].cv[i].tlb);
+		}
+		if (phase == PH_TIME)
+			for (int a = 1; a < nsets && sets[a][1] < 0; a++)
+				for (int b = a;
+				     b > 0 && olb[ord[b]] < olb[ord[b - 1]];
+				     b--) {
+					int x = ord[b];
+					ord[b] = ord[b - 1];
+					ord[b - 1] = x;
+				}
+		for (int oi = 0; oi < nsets; oi++) {
+			int s = ord[oi];
 			int ty[2] = {sets[s][0], sets[s][1]};
 			int k = ty[1] < 0 ? 1 : 2;
 			struct cand *cv = NULL;
@@ -1613,19 +1644,38 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
 				    m->tt[m->tt[ty[0]].ok ? ty[1] : ty[0]].why);
 				continue;
 			}
-			if (k == 1)
+			if (k == 1 && c1[s].done) {
+				/* a single type's candidates do not depend on
+				 * the phase: made once */
+				cv = c1[s].cv;
+				ncv = c1[s].n;
+				snprintf(sb[s].why, sizeof(sb[s].why), "%s",
+					 c1[s].why);
+				rc = 0;
+			} else if (k == 1) {
 				rc = cands_one(&c, ty[0], &cv, &ncv, sb[s].why,
 					       sizeof(sb[s].why));
-			else
+				if (rc >= 0) {
+					c1[s].cv = cv;
+					c1[s].n = ncv;
+					c1[s].done = true;
+					snprintf(c1[s].why, sizeof(c1[s].why),
+						 "%s", sb[s].why);
+				}
+			} else
 				rc = cands_pair(&c, ty[0], ty[1], phase, gbest,
 						&cv, &ncv);
 			if (rc < 0) {
 				rc = hp_error_set(err, rc, "out of memory");
 				goto out;
 			}
+			/* Single types are solved to their own best for
+			 * `rejected`, except when only the fastest counts:
+			 * then every set is cut by the best so far. */
 			rc = run_cands(&c, ty, k, cv, ncv, phase, &gbest,
-				       &sb[s], k == 2);
-			free(cv);
+				       &sb[s], k == 2 || phase == PH_TIME);
+			if (k == 2)
+				free(cv);
 			if (rc < 0) {
 				rc = hp_error_set(err, rc, "out of memory");
 				goto out;
@@ -1644,6 +1694,10 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
 					snprintf(sb[s].why, sizeof(sb[s].why),
 						 "misses the deadline with "
 						 "any count");
+				else if (ncv > 0)
+					snprintf(sb[s].why, sizeof(sb[s].why),
+						 "no count of it is faster "
+						 "than the choice (bounds)");
 				else
 					snprintf(sb[s].why, sizeof(sb[s].why),
 						 "no configuration fits");
@@ -1790,6 +1844,12 @@ out:
 		for (int s = 0; s < nsets; s++)
 			hp_rec_config_release(&sb[s].cfg);
 	free(sb);
+	if (c1)
+		for (int s = 0; s < nsets; s++)
+			free(c1[s].cv);
+	free(c1);
+	free(ord);
+	free(olb);
 	free(sets);
 	ctx_release(&c);
 	return rc;
