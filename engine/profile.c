@@ -187,8 +187,8 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	struct rusage ru;
 	uint64_t mj0 = 0, mj1 = 0;
 	bool energy, split;
-	/* per timed step: seconds per class (split), layer times before */
-	double *cls[4] = {NULL}, *lt = NULL, *lt0 = NULL, c0[4], c1[4];
+	/* per timed step: seconds per class (split); the running sums */
+	double *cls[4] = {NULL}, *lt = NULL, c0[4], c1[4];
 	int steps, n = 0, attempt = 0, rc;
 	long long w0, w1;
 	int nthr =
@@ -225,11 +225,9 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	t = malloc((size_t)o->max_steps * sizeof(*t));
 	tmp = malloc((size_t)o->max_steps * sizeof(*tmp));
 	lt = calloc((size_t)c->spec.nlayers + 1, sizeof(*lt));
-	lt0 = calloc((size_t)c->spec.nlayers + 1, sizeof(*lt0));
 	for (int k = 0; k < 4; k++)
 		cls[k] = malloc((size_t)o->max_steps * sizeof(*cls[k]));
-	if (!t || !tmp || !lt || !lt0 || !cls[0] || !cls[1] || !cls[2] ||
-	    !cls[3]) {
+	if (!t || !tmp || !lt || !cls[0] || !cls[1] || !cls[2] || !cls[3]) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -257,8 +255,10 @@ again:
 	w0 = own_wait_ns();
 	energy = hp_engine_energy_mj(e, &mj0) == 0;
 	hp_engine_layer_times_reset(e);
-	split = hp_engine_layer_times(e, lt0, c->spec.nlayers + 1, &steps,
+	/* the sums start at 0 after the reset */
+	split = hp_engine_layer_times(e, lt, c->spec.nlayers + 1, &steps,
 				      NULL) == 0;
+	c0[0] = c0[1] = c0[2] = c0[3] = 0;
 	t0 = hp_now_s();
 	while (n < o->max_steps) {
 		double s = hp_now_s();
@@ -273,12 +273,11 @@ again:
 			/* this step's share of each class */
 			hp_engine_layer_times(e, lt, c->spec.nlayers + 1,
 					      &steps, NULL);
-			class_sums(&c->spec, lt0, c0);
 			class_sums(&c->spec, lt, c1);
-			for (int k = 0; k < 4; k++)
+			for (int k = 0; k < 4; k++) {
 				cls[k][n] = c1[k] - c0[k];
-			memcpy(lt0, lt,
-			       ((size_t)c->spec.nlayers + 1) * sizeof(*lt));
+				c0[k] = c1[k];
+			}
 		}
 		sum += t[n];
 		sum2 += t[n] * t[n];
@@ -337,7 +336,6 @@ out:
 	free(t);
 	free(tmp);
 	free(lt);
-	free(lt0);
 	for (int k = 0; k < 4; k++)
 		free(cls[k]);
 	hp_engine_free(e);
