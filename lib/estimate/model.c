@@ -22,8 +22,7 @@
  * measurement's log residual: keeps parameters the data cannot see at
  * their physical defaults. */
 #define PRIOR_WEIGHT 0.05
-/* Exponent of the smooth max of compute and memory time. */
-#define SMOOTH_P 4.0
+/* The smooth max of compute and memory time is the 4-norm. */
 
 const char *hp__src_name(int src)
 {
@@ -166,9 +165,10 @@ double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
 		if (k == HP_EST_CONV && w->hw && w->hw[i] > 0)
 			tc *= 1 + shalf / w->hw[i];
 		double a = tc > tm ? tc : tm, b = tc > tm ? tm : tc;
-		double r = b / a;
-		double tl = a * pow(1 + pow(r, SMOOTH_P), 1 / SMOOTH_P) +
-			    tw * (5.0 / 8);
+		double r = b / a, r2 = r * r;
+		/* The smooth max (a^P + b^P)^(1/P) at P = 4, without pow():
+		 * it is most of a prediction's time otherwise. */
+		double tl = a * sqrt(sqrt(1 + r2 * r2)) + tw * (5.0 / 8);
 		t += tl;
 		if (cls)
 			cls[k] += tl;
