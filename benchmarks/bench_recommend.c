@@ -47,6 +47,8 @@ static struct hp_pool *make_pool(int n, int distinct)
 
 	if (!p || !(p->nodes = calloc((size_t)n, sizeof(*p->nodes))))
 		abort();
+	/* The same pool for a size whatever the sizes before it. */
+	rs = 42 + (uint64_t)n * 0x9e3779b97f4a7c15ull;
 	p->n = n;
 	for (int i = 0; i < n; i++) {
 		struct hp_pool_node *nd = &p->nodes[i];
@@ -87,7 +89,7 @@ int main(int argc, char **argv)
 	int64_t batch = argc > 2 ? atoll(argv[2]) : 512;
 	double deadline = argc > 3 ? atof(argv[3]) : 4 * 3600.0;
 	int distinct = argc > 4 && !strcmp(argv[4], "distinct");
-	static const int sizes[] = {10, 100, 1000, 2000, 4000};
+	int sizes[16] = {10, 100, 1000, 2000, 4000}, nsizes = 5;
 	int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 21;
 	struct hp_error err = {0};
 	struct hp_catalog *cat;
@@ -108,6 +110,22 @@ int main(int argc, char **argv)
 	}
 	if (reps < 1 || reps > 101)
 		reps = 21;
+	if (getenv("BENCH_NODES")) {
+		/* A comma-separated list of pool sizes instead. */
+		char *e = getenv("BENCH_NODES"), *end;
+		nsizes = 0;
+		while (*e && nsizes < 16) {
+			long v = strtol(e, &end, 10);
+			if (end == e || v < 1 || v > 100000) {
+				fprintf(stderr,
+					"bench_recommend: BENCH_NODES: "
+					"expected sizes like 10,2000\n");
+				return 2;
+			}
+			sizes[nsizes++] = (int)v;
+			e = *end == ',' ? end + 1 : end;
+		}
+	}
 	g = hp_model_load(model, &err);
 	if (!g || hp_workload_from_graph(g, 1, NULL, 0, &w, &err)) {
 		fprintf(stderr, "bench_recommend: '%s': %s\n", model, err.msg);
@@ -123,7 +141,7 @@ int main(int argc, char **argv)
 	       (long long)job.samples, deadline);
 	printf("%8s %8s %10s %10s %10s  %s\n", "nodes", "gpus", "median_ms",
 	       "min_ms", "max_ms", "choice");
-	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+	for (int k = 0; k < nsizes; k++) {
 		struct hp_pool *p = make_pool(sizes[k], distinct);
 		double ms[101];
 		long gpus = 0;

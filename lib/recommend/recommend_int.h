@@ -86,6 +86,7 @@ struct hp__rec_stats {
 	int64_t candidates; /* type sets x counts considered */
 	int64_t evaluated;  /* packed in full */
 	int64_t leaves;	    /* packing sub-problems solved */
+	int64_t dp;	    /* of them, by dynamic programming */
 };
 
 /*
@@ -100,6 +101,11 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
  * level; more are searched by halving rectangles.  Both are exact (tests
  * set it to exercise either). */
 extern int hp__rec_grid_max;
+
+/* Nodes a packing's depth-first search visits before dynamic programming
+ * solves it instead (both exact; the DFS is faster on few classes, the DP
+ * bounded on many).  Tests set 0: the DP wherever it applies. */
+extern long hp__rec_dfs_budget;
 
 /* Type index in m of a catalog id, or -1. */
 int hp__rec_type_index(const struct hp__rec_model *m, const char *name);

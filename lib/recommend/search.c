@@ -17,6 +17,7 @@
 #include "util/banned.h"
 
 int hp__rec_grid_max = 256;
+long hp__rec_dfs_budget = 2000;
 
 /* Nodes that are alike for the search. */
 struct cls {
@@ -74,6 +75,13 @@ struct pk {
 	bool first_only; /* stop at the first packing (feasibility) */
 	double best;	 /* best base so far (strict improvement) */
 	bool found;
+	/* Nodes the DFS may visit before the DP takes over (0: none). */
+	long budget, visits;
+	bool aborted;
+	bool nomem; /* the DP ran out of memory */
+	bool no_dp; /* a hard DFS is left aborted (the caller bounds) */
+	int *dpbuf; /* the DP's choices, kept across calls */
+	size_t dpcap;
 };
 
 static int cmp_cls(const void *a, const void *b)
@@ -351,6 +359,12 @@ static void dfs(struct pk *P, int g, int used, double cost, const int *ytot,
 {
 	int left = P->m - used, hi;
 
+	if (P->aborted)
+		return;
+	if (P->budget > 0 && ++P->visits > P->budget) {
+		P->aborted = true;
+		return;
+	}
 	if (left == 0) {
 		for (int j = 0; j < P->k; j++)
 			if (capsum[j] < P->n[j] || ytot[j] < 1)
@@ -412,6 +426,8 @@ static void dfs(struct pk *P, int g, int used, double cost, const int *ytot,
 			P->gy[g][0] = y0;
 			P->gy[g][1] = y1;
 			dfs(P, g + 1, used + yt, cst, yn, cs);
+			if (P->aborted)
+				return;
 		}
 	}
 	P->gy[g][0] = P->gy[g][1] = 0;
@@ -726,17 +742,237 @@ static void to_classes(struct pk *P)
 	}
 }
 
-/* Least base of m nodes at caps already set (INFINITY: none). */
+/*
+ * The same problem by dynamic programming, for the packings the DFS
+ * finds hard (many alike groups, many nodes): exact, in time polynomial
+ * in the groups, nodes and devices.  It needs each group to serve one
+ * type (true of one type, and of two whose nodes hold one of them each).
+ *
+ * For type j over its groups: F[u][s], the least base of u nodes of the
+ * groups so far with capacity s (capacity past n[j] counted as n[j]).  A
+ * group's nodes are alike but for their base, so y of them cost its y
+ * cheapest (gcost).  Then the least base of m nodes is F0[m][n0], or for
+ * two types the least F0[u][n0] + F1[m - u][n1].
+ */
+struct dpt {
+	int *gl, ngl;	/* the type's groups */
+	int mu, n;	/* most nodes, capacity needed */
+	double *F;	/* (mu + 1) x (n + 1), the last layer */
+	int *ych, *sch; /* per group layer: y taken and capacity before
+			   (in the packing's buffer) */
+};
+
+static size_t dp_cells(int mu, int n)
+{
+	return ((size_t)mu + 1) * ((size_t)n + 1);
+}
+
+static void dpt_release(struct dpt *d)
+{
+	free(d->gl);
+	free(d->F);
+	memset(d, 0, sizeof(*d));
+}
+
+/* Fill d for type j with at most mu nodes, costs below `below`; its
+ * choices go to buf (2 x layers x cells ints). */
+static int dp_type(const struct pk *P, int j, int mu, double below, int *buf,
+		   struct dpt *d)
+{
+	size_t cells;
+	double *F2 = NULL, *cost = NULL;
+	int rc = 0;
+
+	d->n = P->n[j];
+	d->mu = mu < d->n ? mu : d->n;
+	cells = dp_cells(d->mu, d->n);
+	d->gl = malloc(((size_t)P->ng + 1) * sizeof(int));
+	d->F = malloc(cells * sizeof(double));
+	F2 = malloc(cells * sizeof(double));
+	cost = malloc(((size_t)d->mu + 1) * sizeof(double));
+	if (!d->gl || !d->F || !F2 || !cost) {
+		rc = HP_ENOMEM;
+		goto out;
+	}
+	for (int g = 0; g < P->ng; g++)
+		if (P->gcap[g][j] > 0)
+			d->gl[d->ngl++] = g;
+	d->ych = buf;
+	d->sch = buf + cells * ((size_t)d->ngl + 1);
+	for (size_t x = 0; x < cells; x++)
+		d->F[x] = INFINITY;
+	d->F[0] = 0;
+	for (int q = 0; q < d->ngl; q++) {
+		int g = d->gl[q], v = P->gcap[g][j];
+		int ymax = P->gsize[g] < d->mu ? P->gsize[g] : d->mu;
+		int *yc = d->ych + (size_t)q * cells, *sc = d->sch + q * cells;
+		/* The group's y cheapest, by walking its segments once. */
+		{
+			int y = 0;
+			cost[0] = 0;
+			for (int sg = P->gseg0[g];
+			     sg < P->gseg0[g] + P->gnseg[g] && y < ymax; sg++) {
+				const struct cls *k =
+				    &P->c->cls[P->rel[P->seg[sg]]];
+				for (int t = 0; t < k->mult && y < ymax; t++) {
+					cost[y + 1] = cost[y] + k->base;
+					y++;
+				}
+			}
+			ymax = y;
+		}
+		for (size_t x = 0; x < cells; x++)
+			F2[x] = INFINITY;
+		for (int u = 0; u <= d->mu; u++)
+			for (int sv = 0; sv <= d->n; sv++) {
+				double f = d->F[(size_t)u * (d->n + 1) + sv];
+				if (f >= below)
+					continue;
+				for (int y = 0; y <= ymax && u + y <= d->mu;
+				     y++) {
+					double nf = f + cost[y];
+					int64_t ns = sv + (int64_t)v * y;
+					size_t at;
+					if (nf >= below)
+						break;
+					if (ns > d->n)
+						ns = d->n;
+					at = (size_t)(u + y) * (d->n + 1) +
+					     (size_t)ns;
+					if (nf < F2[at]) {
+						F2[at] = nf;
+						yc[at] = y;
+						sc[at] = sv;
+					}
+				}
+			}
+		memcpy(d->F, F2, cells * sizeof(double));
+	}
+out:
+	free(F2);
+	free(cost);
+	return rc;
+}
+
+/* Set gybest[.][j] from type j's table at u nodes, full capacity. */
+static void dp_back(struct pk *P, const struct dpt *d, int j, int u)
+{
+	int sv = d->n;
+	size_t cells = dp_cells(d->mu, d->n);
+	for (int q = d->ngl - 1; q >= 0; q--) {
+		size_t at = (size_t)u * (d->n + 1) + (size_t)sv;
+		int y = d->ych[(size_t)q * cells + at];
+		P->gybest[d->gl[q]][j] = y;
+		sv = d->sch[(size_t)q * cells + at];
+		u -= y;
+	}
+}
+
+/* Whether the DP applies here, and its tables are of a sane size. */
+static bool dp_able(const struct pk *P)
+{
+	size_t cells = 0;
+	for (int g = 0; g < P->ng; g++)
+		if (P->k == 2 && P->gcap[g][0] > 0 && P->gcap[g][1] > 0)
+			return false;
+	for (int j = 0; j < P->k; j++)
+		cells += dp_cells(P->m, P->n[j]) * ((size_t)P->ng + 2);
+	return cells <= (size_t)1 << 22;
+}
+
+/* 1 and gybest when a packing below P->best exists, 0 when none. */
+static int dp_solve(struct pk *P)
+{
+	struct dpt d[2] = {{0}};
+	int rc = 0, ubest = -1;
+	double best = P->best;
+
+	size_t need = 0, off = 0;
+
+	for (int j = 0; j < P->k; j++) {
+		int mu =
+		    P->m - (P->k - 1) < P->n[j] ? P->m - (P->k - 1) : P->n[j];
+		need += 2 * dp_cells(mu, P->n[j]) * ((size_t)P->ng + 1);
+	}
+	if (need > P->dpcap) {
+		free(P->dpbuf);
+		P->dpbuf = malloc(need * sizeof(int));
+		P->dpcap = P->dpbuf ? need : 0;
+		if (!P->dpbuf)
+			return HP_ENOMEM;
+	}
+	for (int j = 0; j < P->k && !rc; j++) {
+		int mu =
+		    P->m - (P->k - 1) < P->n[j] ? P->m - (P->k - 1) : P->n[j];
+		rc = dp_type(P, j, mu, P->best, P->dpbuf + off, &d[j]);
+		off += 2 * dp_cells(mu, P->n[j]) * ((size_t)P->ng + 1);
+	}
+	if (rc)
+		goto out;
+	if (P->k == 1) {
+		if (P->m <= d[0].mu) {
+			double f = d[0].F[(size_t)P->m * (d[0].n + 1) + d[0].n];
+			if (f < best) {
+				best = f;
+				ubest = P->m;
+			}
+		}
+	} else {
+		for (int u = 1; u < P->m; u++) {
+			double f;
+			if (u > d[0].mu || P->m - u > d[1].mu)
+				continue;
+			f = d[0].F[(size_t)u * (d[0].n + 1) + d[0].n] +
+			    d[1].F[(size_t)(P->m - u) * (d[1].n + 1) + d[1].n];
+			if (f < best) {
+				best = f;
+				ubest = u;
+			}
+		}
+	}
+	if (ubest >= 0) {
+		memset(P->gybest, 0,
+		       ((size_t)P->nrel + 1) * sizeof(*P->gybest));
+		dp_back(P, &d[0], 0, ubest);
+		if (P->k == 2)
+			dp_back(P, &d[1], 1, P->m - ubest);
+		P->best = best;
+		P->found = true;
+		rc = 1;
+	}
+out:
+	dpt_release(&d[0]);
+	dpt_release(&d[1]);
+	return rc;
+}
+
+/* Least base of m nodes at caps already set (INFINITY: none): the DFS,
+ * or the DP when the DFS runs past its budget. */
 static double least_base(struct pk *P, double below)
 {
 	int zero[2] = {0, 0};
 	int64_t zc[2] = {0, 0};
+	bool able = dp_able(P);
 
 	P->found = false;
 	P->best = below;
+	P->visits = 0;
+	P->aborted = false;
+	P->budget =
+	    able ? (hp__rec_dfs_budget > 0 ? hp__rec_dfs_budget : 1) : 0;
 	memset(P->gy, 0, ((size_t)P->nrel + 1) * sizeof(*P->gy));
 	P->c->st->leaves++;
 	dfs(P, 0, 0, 0, zero, zc);
+	if (P->aborted && P->no_dp)
+		return INFINITY;
+	if (P->aborted) {
+		/* Start again: the DFS's best so far is not proven. */
+		P->c->st->dp++;
+		P->found = false;
+		P->best = below;
+		if (dp_solve(P) < 0)
+			P->nomem = true;
+	}
 	if (!P->found)
 		return INFINITY;
 	to_classes(P);
@@ -898,6 +1134,7 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 	const struct hp__rec_params *q = c->q;
 	struct pk *P = calloc(1, sizeof(*P));
 	double *lv1 = NULL, *lv2 = NULL, *rr = NULL, *gm = NULL, best = bound;
+	double *ilb = NULL;
 	int *roff = NULL;
 	int nlv1 = 0, ntot = 0, mlo, mhi, rc = 0, nrelnodes = 0;
 
@@ -1007,6 +1244,25 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 			}
 		}
 	}
+	/* ilb[kk]: the least intra-node term of kk devices on any relevant
+	 * node that has them free. */
+	ilb = malloc(((size_t)P->vmax + 1) * sizeof(double));
+	if (!ilb) {
+		rc = HP_ENOMEM;
+		goto out;
+	}
+	for (int kk = 0; kk <= P->vmax; kk++)
+		ilb[kk] = INFINITY;
+	for (int i = 0; i < P->nrel; i++) {
+		const struct cls *kc = &c->cls[P->rel[i]];
+		int mf = 0;
+		for (int j = 0; j < k; j++)
+			if (kc->free[ty[j]] > mf)
+				mf = kc->free[ty[j]];
+		for (int kk = 1; kk <= mf; kk++)
+			if (rr[roff[i] + kk] < ilb[kk])
+				ilb[kk] = rr[roff[i] + kk];
+	}
 	mlo = k;
 	mhi = ntot < nrelnodes ? ntot : nrelnodes;
 	if (q->nnodes > 0) {
@@ -1035,16 +1291,6 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 				bmin_all = c->cls[P->rel[i]].base;
 		}
 		nlv2 = uniq(lv2, nlv2);
-		/* The least base m nodes can have at any level: every node
-		 * eligible, every cap full.  None: no packing of m nodes. */
-		{
-			bool af;
-			set_caps(P, gm, rr, roff, INFINITY, INFINITY, &af);
-			set_suffix(P);
-			bfull = least_base(P, INFINITY);
-			if (bfull == INFINITY)
-				continue;
-		}
 		/* Time and energy only grow with m from here on. */
 		tmin =
 		    (double)q->steps * (cp->c + lv2[0] * (1 - HP_REC_OVERLAP)) +
@@ -1055,6 +1301,47 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 			break;
 		if (phase == PH_TIME && tmin >= best)
 			break;
+		/* Some node of m holds ceil(ntot / m) devices or more: its
+		 * intra-node term is at least ilb of that.  This one m only
+		 * (fewer devices a node with more nodes). */
+		{
+			int kn = (ntot + m - 1) / m;
+			double ti;
+			if (kn > P->vmax || ilb[kn] == INFINITY)
+				continue;
+			ti = tmin +
+			     (double)q->steps * ilb[kn] * (1 - HP_REC_OVERLAP);
+			if (phase == PH_ENERGY
+				? ti > q->deadline_s ||
+				      ti * (cp->pdev + m * bmin_all) >= best
+				: ti >= best)
+				continue;
+		}
+		/* The least base m nodes can have at any level: every node
+		 * eligible, every cap full.  None: no packing of m nodes.
+		 * It only bounds the levels' search, so when the DFS finds it
+		 * hard, the m cheapest nodes' base stands in. */
+		{
+			bool af;
+			set_caps(P, gm, rr, roff, INFINITY, INFINITY, &af);
+			set_suffix(P);
+			P->no_dp = true;
+			bfull = least_base(P, INFINITY);
+			P->no_dp = false;
+			if (P->aborted) {
+				int left = m;
+				bfull = 0;
+				for (int i = 0; i < P->nrel && left > 0; i++) {
+					const struct cls *kc =
+					    &c->cls[P->rel[i]];
+					int t =
+					    kc->mult < left ? kc->mult : left;
+					bfull += t * kc->base;
+					left -= t;
+				}
+			} else if (bfull == INFINITY)
+				continue;
+		}
 		{
 			struct rs R = {P, gm,	 rr,	roff, lv1, lv2, cp,
 				       q, phase, &best, cfg,  m,   0};
@@ -1062,8 +1349,8 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 			    (long)nlv1 * nlv2 <= hp__rec_grid_max
 				? grid(&R, nlv1, nlv2, bfull)
 				: rect(&R, 0, nlv1 - 1, 0, nlv2 - 1, bfull);
-			if (r2 < 0) {
-				rc = r2;
+			if (r2 < 0 || P->nomem) {
+				rc = r2 < 0 ? r2 : HP_ENOMEM;
 				goto out;
 			}
 			if (R.found)
@@ -1071,6 +1358,7 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		}
 	}
 out:
+	free(ilb);
 	free(lv1);
 	free(lv2);
 	free(rr);
@@ -1093,6 +1381,7 @@ out:
 	free(P->gbase0);
 	free(P->gminsuf);
 	free(P->gcnt);
+	free(P->dpbuf);
 	free(P);
 	return rc;
 }
@@ -1330,7 +1619,7 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 	const struct hp__rec_params *q = c->q;
 	int64_t f0 = c->nnodes_t[t0] ? c->pref[t0][c->nnodes_t[t0]] : 0;
 	int64_t f1 = c->nnodes_t[t1] ? c->pref[t1][c->nnodes_t[t1]] : 0;
-	double cfloor = INFINITY, epsmin, bmn, a0, a1, bw, lat;
+	double cfloor, epsmin, bmn, a0, a1, bw, lat;
 	double pm0 = c->m->tt[t0].pmin, pm1 = c->m->tt[t1].pmin;
 	double bmin0 = c->basemin_t[t0], bmin1 = c->basemin_t[t1];
 	double bminx = bmin0 < bmin1 ? bmin0 : bmin1;
@@ -1346,12 +1635,10 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 		f1 = q->B;
 	if (f0 < 1 || f1 < 1)
 		return 0;
-	for (int64_t b = 1; b <= c->m->tt[t0].bmax; b++)
-		if (c->m->tt[t0].t[b] < cfloor)
-			cfloor = c->m->tt[t0].t[b];
-	for (int64_t b = 1; b <= c->m->tt[t1].bmax; b++)
-		if (c->m->tt[t1].t[b] < cfloor)
-			cfloor = c->m->tt[t1].t[b];
+	/* Every device of both types takes at least one sample, and a
+	 * table's time does not fall with the batch: no split's compute is
+	 * below the slower type's time at batch 1. */
+	cfloor = fmax(c->m->tt[t0].t[1], c->m->tt[t1].t[1]);
 	/* Each device's energy over a step is at least its samples times
 	 * its type's least energy per sample: no split does better. */
 	epsmin = c->eps[t0] < c->eps[t1] ? c->eps[t0] : c->eps[t1];

@@ -259,6 +259,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 	struct env e;
 	int feasible = 0, infeasible = 0, none = 0, mixed = 0, constrained = 0;
 	long configs = 0;
+	struct hp__rec_stats st = {0};
 	enum { POOLS = 2000 };
 
 	env_load(&e, "data/models/resnet18.train.onnx");
@@ -276,8 +277,10 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 		double tref;
 
 		/* Odd seeds search levels by halving, even ones level by
-		 * level. */
+		 * level; half the seeds pack by dynamic programming wherever
+		 * it applies, half by the DFS within its budget. */
 		hp__rec_grid_max = seed % 2 ? 0 : 256;
+		hp__rec_dfs_budget = seed % 4 >= 2 ? 0 : 2000;
 		rs = 0x9e3779b97f4a7c15ull ^
 		     ((uint64_t)seed * 0x2545f4914f6cdd1dull);
 		rnd();
@@ -302,7 +305,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 		r.best_e = r.best_t = INFINITY;
 		ref_walk(&r, 0, ty, cnt);
 		configs += r.configs;
-		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &res, NULL, &err),
+		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &res, &st, &err),
 			      0);
 		if (r.best_t == INFINITY) {
 			if (res.found)
@@ -342,14 +345,19 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 		mixed += res.choice.ntypes == 2;
 		hp_rec_result_release(&res);
 	}
+	hp__rec_grid_max = 256;
+	hp__rec_dfs_budget = 2000;
 	fprintf(stderr,
 		"exhaustive: %d pools, %ld configurations; %d feasible, %d "
 		"infeasible (fastest compared), %d with nothing to run, %d "
-		"mixed choices, %d constrained; 0 mismatches\n",
-		POOLS, configs, feasible, infeasible, none, mixed, constrained);
-	/* Both kinds of answer were exercised. */
+		"mixed choices, %d constrained, %lld of %lld packings by "
+		"DP; 0 mismatches\n",
+		POOLS, configs, feasible, infeasible, none, mixed, constrained,
+		(long long)st.dp, (long long)st.leaves);
+	/* Both kinds of answer were exercised, and both packers. */
 	ASSERT(feasible >= 100 && infeasible >= 100);
 	ASSERT(mixed >= 10);
+	ASSERT(st.dp >= 1000 && st.dp < st.leaves);
 	hp__rec_model_release(&m);
 	env_free(&e);
 }
@@ -365,6 +373,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 					     "h100-sxm"};
 	int feasible = 0, infeasible = 0, mixed = 0;
 	long configs = 0;
+	struct hp__rec_stats st = {0};
 	enum { POOLS = 1000 };
 
 	for (int seed = 1; seed <= POOLS; seed++) {
@@ -377,8 +386,10 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 		int ty[4], cnt[4];
 
 		/* Odd seeds search levels by halving, even ones level by
-		 * level. */
+		 * level; half the seeds pack by dynamic programming wherever
+		 * it applies, half by the DFS within its budget. */
 		hp__rec_grid_max = seed % 2 ? 0 : 256;
+		hp__rec_dfs_budget = seed % 4 >= 2 ? 0 : 2000;
 		rs = 0x51ed270b27e2d3a5ull ^
 		     ((uint64_t)seed * 0x9e3779b97f4a7c15ull);
 		rnd();
@@ -422,7 +433,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 		r.best_e = r.best_t = INFINITY;
 		ref_walk(&r, 0, ty, cnt);
 		configs += r.configs;
-		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &res, NULL, &err),
+		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &res, &st, &err),
 			      0);
 		if (r.best_t == INFINITY) {
 			if (res.found)
@@ -456,14 +467,108 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 		mixed += res.choice.ntypes == 2;
 		hp_rec_result_release(&res);
 	}
+	hp__rec_grid_max = 256;
+	hp__rec_dfs_budget = 2000;
 	fprintf(stderr,
 		"synthetic: %d pools, %ld configurations; %d feasible, %d "
-		"infeasible, %d mixed choices; 0 mismatches\n",
-		POOLS, configs, feasible, infeasible, mixed);
+		"infeasible, %d mixed choices, %lld of %lld packings by DP; "
+		"0 mismatches\n",
+		POOLS, configs, feasible, infeasible, mixed, (long long)st.dp,
+		(long long)st.leaves);
 	ASSERT(feasible >= 100 && infeasible >= 100 && mixed >= 20);
+	ASSERT(st.dp >= 500 && st.dp < st.leaves);
 }
 
 /* ---- The batch split ------------------------------------------------- */
+
+/* Pools too large to enumerate (12-40 nodes, up to 8 free devices, every
+ * node's figures its own, a few nodes with two types): the packings by
+ * dynamic programming give the same energy or time as the DFS run to the
+ * end. */
+HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
+{
+	static const char *const types[] = {"v100", "a100-80", "t4",
+					    "h100-sxm"};
+	static struct hp_pool_node nodes[40];
+	static struct hp_pool_dev devs[40][2];
+	static char names[40][16];
+	struct hp_error err = {0};
+	struct hp__rec_model m;
+	struct env e;
+	long dp = 0, leaves = 0;
+	int feasible = 0;
+
+	env_load(&e, "data/models/resnet18.train.onnx");
+	ASSERT_EQ_INT(
+	    hp__rec_model_build(e.est, e.cat, &e.w1, types, 4, 128, &m, &err),
+	    0);
+	for (int seed = 1; seed <= 300; seed++) {
+		struct hp_pool pool = {0};
+		struct hp__rec_params q = {0};
+		struct hp_rec_result a, b;
+		struct hp__rec_stats sa = {0}, sb = {0};
+
+		rs = 0x2545f4914f6cdd1dull ^ ((uint64_t)seed * 0x9e3779b9ull);
+		rnd();
+		pool.n = irnd(12, 40);
+		pool.nodes = nodes;
+		for (int i = 0; i < pool.n; i++) {
+			struct hp_pool_node *nd = &nodes[i];
+			memset(nd, 0, sizeof(*nd));
+			snprintf(names[i], sizeof(names[i]), "n%d", i);
+			nd->name = names[i];
+			nd->devs = devs[i];
+			nd->ndevs = urnd() < 0.1 ? 2 : 1;
+			for (int k = 0; k < nd->ndevs; k++) {
+				snprintf(devs[i][k].type,
+					 sizeof(devs[i][k].type), "%s",
+					 types[(i + k) % 4]);
+				devs[i][k].free = irnd(0, 8);
+				devs[i][k].count = 8;
+			}
+			nd->intra_bw_gbps = 64 * pow(75, urnd());
+			nd->net_bw_gbps = 10 * pow(40, urnd());
+			nd->net_latency_us = 1 + 29 * urnd();
+			nd->base_power_w = 2000 * urnd();
+		}
+		q.B = 128;
+		q.steps = irnd(1000, 20000);
+		q.only_type = -1;
+		q.max_mix = 2;
+		q.deadline_s = (65 + (double)q.steps * m.tt[0].t[16] * 2) *
+			       pow(10, -1.3 + 1.6 * urnd());
+		hp__rec_dfs_budget = 1L << 40;
+		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &a, &sa, &err), 0);
+		hp__rec_dfs_budget = 0;
+		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &b, &sb, &err), 0);
+		hp__rec_dfs_budget = 2000;
+		ASSERT_EQ_INT(sa.dp, 0);
+		dp += sb.dp;
+		leaves += sb.leaves;
+		ASSERT_EQ_INT(a.found, b.found);
+		ASSERT_EQ_INT(a.feasible, b.feasible);
+		if (a.found) {
+			double x =
+			    a.feasible ? a.choice.energy_j : a.choice.time_s;
+			double y =
+			    b.feasible ? b.choice.energy_j : b.choice.time_s;
+			check_choice(&b.choice, &pool, q.B);
+			if (!(fabs(x - y) <= 1e-9 * x))
+				HP_FAIL("seed %d: DFS %.12g, DP %.12g", seed, x,
+					y);
+			feasible += a.feasible;
+		}
+		hp_rec_result_release(&a);
+		hp_rec_result_release(&b);
+	}
+	fprintf(stderr,
+		"DP vs DFS: 300 pools of 12-40 nodes, %d feasible, %ld of %ld "
+		"packings by DP; 0 mismatches\n",
+		feasible, dp, leaves);
+	ASSERT(dp >= 500 && feasible >= 30 && feasible <= 270);
+	hp__rec_model_release(&m);
+	env_free(&e);
+}
 
 HP_TEST(recommend_split_is_brute_force_min_max)
 {
