@@ -49,6 +49,7 @@ struct ctx {
 	/* Results. */
 	struct hp_rec_config *evald; /* every evaluated count's best */
 	int nevald, aevald;
+	struct pk *pk; /* the last type set's packing state */
 };
 
 /* The packing problem of one (types, counts). */
@@ -82,6 +83,17 @@ struct pk {
 	bool no_dp; /* a hard DFS is left aborted (the caller bounds) */
 	int *dpbuf; /* the DP's choices, kept across calls */
 	size_t dpcap;
+	/* Of the type set, whatever the counts. */
+	int nrelnodes;
+	double bmin_all; /* least base of a relevant node */
+	double *lv1;	 /* intra levels, ascending */
+	int nlv1;
+	double *rr; /* per class, from roff: intra term by count */
+	int *roff;
+	double *ilb;	/* [kk]: least intra term of kk devices */
+	double **gm_m;	/* [m]: each class's network term, or NULL */
+	double **lv2_m; /* [m]: network levels, ascending */
+	int *nlv2_m, mcap;
 };
 
 static int cmp_cls(const void *a, const void *b)
@@ -129,6 +141,8 @@ static int cmp_int_desc(const void *a, const void *b)
 	return *(const int *)b - *(const int *)a;
 }
 
+static void pk_free(struct pk *P);
+
 static void ctx_release(struct ctx *c)
 {
 	for (int i = 0; i < c->ncls; i++) {
@@ -148,6 +162,7 @@ static void ctx_release(struct ctx *c)
 	for (int i = 0; i < c->nevald; i++)
 		hp_rec_config_release(&c->evald[i]);
 	free(c->evald);
+	pk_free(c->pk);
 }
 
 /*
@@ -1074,6 +1089,29 @@ static int grid(struct rs *R, int nlv1, int nlv2, double bfull)
 	return 0;
 }
 
+/*
+ * A lower bound of the least base in the cells at or below levels
+ * (i1, i2) (fewer nodes eligible, smaller caps), INFINITY when none packs
+ * below `below`: the least base at (i1, i2).  While there is no best to
+ * beat, only whether (i1, i2) packs at all matters, and the first packing
+ * found says so (the DFS's capacity cuts make that quick where the least
+ * base is not); the bound is then the enclosing rectangle's, bhi.
+ */
+static double rs_bound(struct rs *R, int i1, int i2, double below, double bhi)
+{
+	double b;
+	bool af;
+
+	if (R->phase != PH_ENERGY || *R->best < INFINITY)
+		return rs_base(R, i1, i2, below);
+	set_caps(R->P, R->gm, R->rr, R->roff, R->lv1[i1], R->lv2[i2], &af);
+	set_suffix(R->P);
+	R->P->first_only = true;
+	b = least_base(R->P, INFINITY);
+	R->P->first_only = false;
+	return b == INFINITY ? INFINITY : bhi;
+}
+
 static int rect(struct rs *R, int a1, int b1, int a2, int b2, double bhi)
 {
 	double t = rs_time(R, a1, a2), below;
@@ -1106,7 +1144,7 @@ static int rect(struct rs *R, int a1, int b1, int a2, int b2, double bhi)
 	}
 	if (b1 - a1 >= b2 - a2) {
 		int mid = a1 + (b1 - a1) / 2;
-		double bm = rs_base(R, mid, b2, below);
+		double bm = rs_bound(R, mid, b2, below, bhi);
 		/* None below the bound at the lower half's top: no cell of
 		 * it can beat the best. */
 		if (bm < INFINITY && (rc = rect(R, a1, mid, a2, b2, bm)))
@@ -1114,52 +1152,80 @@ static int rect(struct rs *R, int a1, int b1, int a2, int b2, double bhi)
 		return rect(R, mid + 1, b1, a2, b2, bhi);
 	} else {
 		int mid = a2 + (b2 - a2) / 2;
-		double bm = rs_base(R, b1, mid, below);
+		double bm = rs_bound(R, b1, mid, below, bhi);
 		if (bm < INFINITY && (rc = rect(R, a1, b1, a2, mid, bm)))
 			return rc;
 		return rect(R, a1, b1, mid + 1, b2, bhi);
 	}
 }
 
-/*
- * Solve the packing of (types, counts) whose compute part is cp: phase
- * PH_ENERGY, the least energy meeting the deadline with energy below
- * *bound; PH_TIME, the least time below *bound.  1 and cfg when one is
- * found, 0 when none, negative on ENOMEM.
- */
-static int pack(struct ctx *c, const int *ty, const int *n, int k,
-		const struct hp__rec_comp *cp, int phase, double bound,
-		struct hp_rec_config *cfg)
+static void pk_free(struct pk *P)
 {
-	const struct hp__rec_params *q = c->q;
+	if (!P)
+		return;
+	if (P->gm_m)
+		for (int m = 0; m < P->mcap; m++) {
+			free(P->gm_m[m]);
+			free(P->lv2_m[m]);
+		}
+	free(P->gm_m);
+	free(P->lv2_m);
+	free(P->nlv2_m);
+	free(P->ilb);
+	free(P->lv1);
+	free(P->rr);
+	free(P->roff);
+	free(P->rel);
+	free(P->cap);
+	free(P->capmax_suf);
+	free(P->avail_suf);
+	free(P->y);
+	free(P->ybest);
+	free(P->gkey);
+	free(P->gcap);
+	free(P->gsize);
+	free(P->gseg0);
+	free(P->gnseg);
+	free(P->gy);
+	free(P->gybest);
+	free(P->seg);
+	free(P->gbase0);
+	free(P->gminsuf);
+	free(P->gcnt);
+	free(P->dpbuf);
+	free(P);
+}
+
+/*
+ * What the packings of one type set share, whatever the counts: the
+ * relevant classes, the working arrays, the intra-node levels and terms,
+ * and (filled as node counts come up) each node count's network terms
+ * and levels.  NULL on ENOMEM.
+ */
+static struct pk *pk_new(struct ctx *c, const int *ty, int k)
+{
 	struct pk *P = calloc(1, sizeof(*P));
-	double *lv1 = NULL, *lv2 = NULL, *rr = NULL, *gm = NULL, best = bound;
-	double *ilb = NULL;
-	int *roff = NULL;
-	int nlv1 = 0, ntot = 0, mlo, mhi, rc = 0, nrelnodes = 0;
+	int cnt = 0;
 
 	if (!P)
-		return HP_ENOMEM;
+		return NULL;
 	P->c = c;
 	P->k = k;
-	P->first_only = phase == PH_TIME;
-	for (int j = 0; j < k; j++) {
+	for (int j = 0; j < k; j++)
 		P->ty[j] = ty[j];
-		P->n[j] = n[j];
-		ntot += n[j];
-	}
 	P->rel = malloc((size_t)(c->ncls ? c->ncls : 1) * sizeof(int));
-	if (!P->rel) {
-		rc = HP_ENOMEM;
-		goto out;
-	}
+	if (!P->rel)
+		goto nomem;
+	P->bmin_all = INFINITY;
 	for (int i = 0; i < c->ncls; i++) {
 		int any = 0;
 		for (int j = 0; j < k; j++)
 			any |= c->cls[i].free[ty[j]] > 0;
 		if (any) {
 			P->rel[P->nrel++] = i;
-			nrelnodes += c->cls[i].mult;
+			P->nrelnodes += c->cls[i].mult;
+			if (c->cls[i].base < P->bmin_all)
+				P->bmin_all = c->cls[i].base;
 		}
 	}
 	P->cap = calloc((size_t)P->nrel + 1, sizeof(*P->cap));
@@ -1185,86 +1251,125 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 	P->gminsuf = calloc((size_t)P->nrel + 1, sizeof(double));
 	P->gcnt = calloc(((size_t)P->nrel + 1) * ((size_t)P->vmax + 1) * 2,
 			 sizeof(int));
+	P->mcap = P->nrelnodes + 1;
+	P->gm_m = calloc((size_t)P->mcap, sizeof(*P->gm_m));
+	P->lv2_m = calloc((size_t)P->mcap, sizeof(*P->lv2_m));
+	P->nlv2_m = calloc((size_t)P->mcap, sizeof(int));
 	if (!P->cap || !P->capmax_suf || !P->avail_suf || !P->y || !P->ybest ||
 	    !P->gkey || !P->gcap || !P->gsize || !P->gseg0 || !P->gnseg ||
 	    !P->gy || !P->gybest || !P->seg || !P->gbase0 || !P->gminsuf ||
-	    !P->gcnt) {
-		rc = HP_ENOMEM;
-		goto out;
-	}
-	/* Intra levels: every r(kk) a relevant class can reach. */
-	{
-		int cnt = 0;
-		for (int i = 0; i < P->nrel; i++) {
-			const struct cls *kc = &c->cls[P->rel[i]];
-			int mf = 0;
-			for (int j = 0; j < k; j++)
-				if (kc->free[ty[j]] > mf)
-					mf = kc->free[ty[j]];
-			cnt += mf;
-		}
-		lv1 = malloc(((size_t)cnt + 1) * sizeof(double));
-		lv2 = malloc(((size_t)P->nrel + 1) * sizeof(double));
-		gm = malloc(((size_t)P->nrel + 1) * sizeof(double));
-		if (!lv1 || !lv2 || !gm) {
-			rc = HP_ENOMEM;
-			goto out;
-		}
-		for (int i = 0; i < P->nrel; i++) {
-			const struct cls *kc = &c->cls[P->rel[i]];
-			int mf = 0;
-			for (int j = 0; j < k; j++)
-				if (kc->free[ty[j]] > mf)
-					mf = kc->free[ty[j]];
-			for (int kk = 1; kk <= mf; kk++)
-				lv1[nlv1++] = intra_of(c, kc, kk);
-		}
-		nlv1 = uniq(lv1, nlv1);
-		/* Each relevant class's intra term by device count. */
-		roff = malloc(((size_t)P->nrel + 1) * sizeof(int));
-		{
-			size_t tot = 1;
-			for (int i = 0; i < P->nrel; i++)
-				tot += (size_t)c->cls[P->rel[i]].maxfree + 1;
-			rr = malloc(tot * sizeof(double));
-		}
-		if (!roff || !rr) {
-			rc = HP_ENOMEM;
-			goto out;
-		}
-		{
-			int o = 0;
-			for (int i = 0; i < P->nrel; i++) {
-				const struct cls *kc = &c->cls[P->rel[i]];
-				roff[i] = o;
-				rr[o] = 0;
-				for (int kk = 1; kk <= kc->maxfree; kk++)
-					rr[o + kk] = intra_of(c, kc, kk);
-				o += kc->maxfree + 1;
-			}
-		}
-	}
-	/* ilb[kk]: the least intra-node term of kk devices on any relevant
-	 * node that has them free. */
-	ilb = malloc(((size_t)P->vmax + 1) * sizeof(double));
-	if (!ilb) {
-		rc = HP_ENOMEM;
-		goto out;
-	}
-	for (int kk = 0; kk <= P->vmax; kk++)
-		ilb[kk] = INFINITY;
+	    !P->gcnt || !P->gm_m || !P->lv2_m || !P->nlv2_m)
+		goto nomem;
+	/* Intra levels: every r(kk) a relevant class can reach; each
+	 * relevant class's intra term by device count. */
 	for (int i = 0; i < P->nrel; i++) {
 		const struct cls *kc = &c->cls[P->rel[i]];
 		int mf = 0;
 		for (int j = 0; j < k; j++)
 			if (kc->free[ty[j]] > mf)
 				mf = kc->free[ty[j]];
-		for (int kk = 1; kk <= mf; kk++)
-			if (rr[roff[i] + kk] < ilb[kk])
-				ilb[kk] = rr[roff[i] + kk];
+		cnt += mf;
+	}
+	P->lv1 = malloc(((size_t)cnt + 1) * sizeof(double));
+	P->roff = malloc(((size_t)P->nrel + 1) * sizeof(int));
+	{
+		size_t tot = 1;
+		for (int i = 0; i < P->nrel; i++)
+			tot += (size_t)c->cls[P->rel[i]].maxfree + 1;
+		P->rr = malloc(tot * sizeof(double));
+	}
+	P->ilb = malloc(((size_t)P->vmax + 1) * sizeof(double));
+	if (!P->lv1 || !P->roff || !P->rr || !P->ilb)
+		goto nomem;
+	for (int kk = 0; kk <= P->vmax; kk++)
+		P->ilb[kk] = INFINITY;
+	{
+		int o = 0;
+		for (int i = 0; i < P->nrel; i++) {
+			const struct cls *kc = &c->cls[P->rel[i]];
+			int mf = 0;
+			for (int j = 0; j < k; j++)
+				if (kc->free[ty[j]] > mf)
+					mf = kc->free[ty[j]];
+			P->roff[i] = o;
+			P->rr[o] = 0;
+			for (int kk = 1; kk <= kc->maxfree; kk++)
+				P->rr[o + kk] = intra_of(c, kc, kk);
+			/* ilb[kk]: the least intra-node term of kk devices
+			 * on any relevant node that has them free. */
+			for (int kk = 1; kk <= mf; kk++) {
+				P->lv1[P->nlv1++] = P->rr[o + kk];
+				if (P->rr[o + kk] < P->ilb[kk])
+					P->ilb[kk] = P->rr[o + kk];
+			}
+			o += kc->maxfree + 1;
+		}
+	}
+	P->nlv1 = uniq(P->lv1, P->nlv1);
+	return P;
+nomem:
+	pk_free(P);
+	return NULL;
+}
+
+/* The network term of each relevant class at m nodes, and its levels
+ * (ascending, distinct); 0 or HP_ENOMEM. */
+static int pk_levels_m(struct pk *P, int m)
+{
+	const struct ctx *c = P->c;
+	double *gm, *lv2;
+	int n = 0;
+
+	if (P->gm_m[m])
+		return 0;
+	gm = malloc(((size_t)P->nrel + 1) * sizeof(double));
+	lv2 = malloc(((size_t)P->nrel + 1) * sizeof(double));
+	if (!gm || !lv2) {
+		free(gm);
+		free(lv2);
+		return HP_ENOMEM;
+	}
+	for (int i = 0; i < P->nrel; i++) {
+		gm[i] = inter_of(c, &c->cls[P->rel[i]], m);
+		lv2[n++] = gm[i];
+	}
+	P->nlv2_m[m] = uniq(lv2, n);
+	P->gm_m[m] = gm;
+	P->lv2_m[m] = lv2;
+	return 0;
+}
+
+/*
+ * Solve the packing of (types, counts) whose compute part is cp: phase
+ * PH_ENERGY, the least energy meeting the deadline with energy below
+ * *bound; PH_TIME, the least time below *bound.  1 and cfg when one is
+ * found, 0 when none, negative on ENOMEM.  The type set's shared part is
+ * kept in c->pk for the next counts of the same set.
+ */
+static int pack(struct ctx *c, const int *ty, const int *n, int k,
+		const struct hp__rec_comp *cp, int phase, double bound,
+		struct hp_rec_config *cfg)
+{
+	const struct hp__rec_params *q = c->q;
+	struct pk *P = c->pk;
+	double best = bound;
+	int ntot = 0, mlo, mhi, rc = 0;
+
+	if (!P || P->k != k || P->ty[0] != ty[0] ||
+	    (k == 2 && P->ty[1] != ty[1])) {
+		pk_free(P);
+		c->pk = P = pk_new(c, ty, k);
+		if (!P)
+			return HP_ENOMEM;
+	}
+	P->first_only = phase == PH_TIME;
+	P->n[1] = 0;
+	for (int j = 0; j < k; j++) {
+		P->n[j] = n[j];
+		ntot += n[j];
 	}
 	mlo = k;
-	mhi = ntot < nrelnodes ? ntot : nrelnodes;
+	mhi = ntot < P->nrelnodes ? ntot : P->nrelnodes;
 	if (q->nnodes > 0) {
 		mlo = mlo > q->nnodes ? mlo : q->nnodes;
 		mhi = mhi < q->nnodes ? mhi : q->nnodes;
@@ -1274,30 +1379,28 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		for (int j = 0; j < k; j++) {
 			int x = mmin_of(c, ty[j], n[j]);
 			if (x < 0)
-				goto out;
+				return 0;
 			ml += x;
 		}
 		if (ml > mlo)
 			mlo = ml;
 	}
 	for (int m = mlo; m <= mhi; m++) {
-		int nlv2 = 0;
-		double tmin, bmin_all = INFINITY, bfull;
+		int nlv2;
+		double tmin, bfull, *gm, *lv2;
 		P->m = m;
-		for (int i = 0; i < P->nrel; i++) {
-			gm[i] = inter_of(c, &c->cls[P->rel[i]], m);
-			lv2[nlv2++] = gm[i];
-			if (c->cls[P->rel[i]].base < bmin_all)
-				bmin_all = c->cls[P->rel[i]].base;
-		}
-		nlv2 = uniq(lv2, nlv2);
+		if (pk_levels_m(P, m))
+			return HP_ENOMEM;
+		gm = P->gm_m[m];
+		lv2 = P->lv2_m[m];
+		nlv2 = P->nlv2_m[m];
 		/* Time and energy only grow with m from here on. */
 		tmin =
 		    (double)q->steps * (cp->c + lv2[0] * (1 - HP_REC_OVERLAP)) +
 		    HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * m;
 		if (phase == PH_ENERGY &&
 		    (tmin > q->deadline_s ||
-		     tmin * (cp->pdev + m * bmin_all) >= best))
+		     tmin * (cp->pdev + m * P->bmin_all) >= best))
 			break;
 		if (phase == PH_TIME && tmin >= best)
 			break;
@@ -1307,13 +1410,13 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		{
 			int kn = (ntot + m - 1) / m;
 			double ti;
-			if (kn > P->vmax || ilb[kn] == INFINITY)
+			if (kn > P->vmax || P->ilb[kn] == INFINITY)
 				continue;
-			ti = tmin +
-			     (double)q->steps * ilb[kn] * (1 - HP_REC_OVERLAP);
+			ti = tmin + (double)q->steps * P->ilb[kn] *
+					(1 - HP_REC_OVERLAP);
 			if (phase == PH_ENERGY
 				? ti > q->deadline_s ||
-				      ti * (cp->pdev + m * bmin_all) >= best
+				      ti * (cp->pdev + m * P->bmin_all) >= best
 				: ti >= best)
 				continue;
 		}
@@ -1323,12 +1426,18 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		 * hard, the m cheapest nodes' base stands in. */
 		{
 			bool af;
-			set_caps(P, gm, rr, roff, INFINITY, INFINITY, &af);
+			bool cheap = phase == PH_ENERGY && best == INFINITY;
+			set_caps(P, gm, P->rr, P->roff, INFINITY, INFINITY,
+				 &af);
 			set_suffix(P);
+			/* With nothing to beat yet the bound cuts nothing:
+			 * whether m nodes pack at all is enough. */
 			P->no_dp = true;
+			P->first_only |= cheap;
 			bfull = least_base(P, INFINITY);
 			P->no_dp = false;
-			if (P->aborted) {
+			P->first_only = phase == PH_TIME;
+			if (P->aborted || (cheap && bfull < INFINITY)) {
 				int left = m;
 				bfull = 0;
 				for (int i = 0; i < P->nrel && left > 0; i++) {
@@ -1343,46 +1452,19 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 				continue;
 		}
 		{
-			struct rs R = {P, gm,	 rr,	roff, lv1, lv2, cp,
-				       q, phase, &best, cfg,  m,   0};
+			struct rs R = {P,   gm, P->rr, P->roff, P->lv1,
+				       lv2, cp, q,     phase,	&best,
+				       cfg, m,	0};
 			int r2 =
-			    (long)nlv1 * nlv2 <= hp__rec_grid_max
-				? grid(&R, nlv1, nlv2, bfull)
-				: rect(&R, 0, nlv1 - 1, 0, nlv2 - 1, bfull);
-			if (r2 < 0 || P->nomem) {
-				rc = r2 < 0 ? r2 : HP_ENOMEM;
-				goto out;
-			}
+			    (long)P->nlv1 * nlv2 <= hp__rec_grid_max
+				? grid(&R, P->nlv1, nlv2, bfull)
+				: rect(&R, 0, P->nlv1 - 1, 0, nlv2 - 1, bfull);
+			if (r2 < 0 || P->nomem)
+				return r2 < 0 ? r2 : HP_ENOMEM;
 			if (R.found)
 				rc = 1;
 		}
 	}
-out:
-	free(ilb);
-	free(lv1);
-	free(lv2);
-	free(rr);
-	free(roff);
-	free(gm);
-	free(P->rel);
-	free(P->cap);
-	free(P->capmax_suf);
-	free(P->avail_suf);
-	free(P->y);
-	free(P->ybest);
-	free(P->gkey);
-	free(P->gcap);
-	free(P->gsize);
-	free(P->gseg0);
-	free(P->gnseg);
-	free(P->gy);
-	free(P->gybest);
-	free(P->seg);
-	free(P->gbase0);
-	free(P->gminsuf);
-	free(P->gcnt);
-	free(P->dpbuf);
-	free(P);
 	return rc;
 }
 

@@ -537,6 +537,7 @@ HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
 		q.max_mix = 2;
 		q.deadline_s = (65 + (double)q.steps * m.tt[0].t[16] * 2) *
 			       pow(10, -1.3 + 1.6 * urnd());
+		hp__rec_grid_max = seed % 2 ? 0 : 256;
 		hp__rec_dfs_budget = 1L << 40;
 		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &a, &sa, &err), 0);
 		hp__rec_dfs_budget = 0;
@@ -561,6 +562,7 @@ HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
 		hp_rec_result_release(&a);
 		hp_rec_result_release(&b);
 	}
+	hp__rec_grid_max = 256;
 	fprintf(stderr,
 		"DP vs DFS: 300 pools of 12-40 nodes, %d feasible, %ld of %ld "
 		"packings by DP; 0 mismatches\n",
