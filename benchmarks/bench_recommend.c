@@ -2,12 +2,15 @@
  * bench_recommend.c - time hp_recommend() after the estimator and the
  * model are loaded, on synthetic pools of N nodes x 8 GPUs over six types
  * (v100, a100-80, h100-sxm, t4, a10, l40s) with varied free counts:
- * median over repeated calls per pool size, split into building the
- * per-type tables (estimator calls) and the search.  Goal: 10 ms at
- * 2000 x 8.  Usage: bench_recommend [MODEL [BATCH [DEADLINE_S [distinct]]]]
+ * median over repeated calls per pool size, each building the per-type
+ * tables (estimator calls) and searching.  Goal: 10 ms at
+ * 2000 x 8.  Usage: bench_recommend [MODEL [BATCH [DEADLINE_S [KIND]]]]
+ * KIND: "distinct", "two" or "distinct,two".
  * BENCH_REPS calls per size (default 21).
  * ("distinct": every node's links and base power differ a little, so
- * nodes do not group into classes: the search's worst case).
+ * nodes do not group into classes: the search's worst case; "two":
+ * every other node also holds 4 GPUs of the next type, so a pair can
+ * share nodes.)  BENCH_NODES=10,2000 picks the pool sizes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +36,7 @@ static int cmp(const void *a, const void *b)
 }
 
 /* A pool of n nodes, each 8 GPUs of one type with a server like it. */
-static struct hp_pool *make_pool(int n, int distinct)
+static struct hp_pool *make_pool(int n, int distinct, int two)
 {
 	static const struct {
 		const char *type;
@@ -55,10 +58,18 @@ static struct hp_pool *make_pool(int n, int distinct)
 		int s = i % 6;
 		snprintf(name, sizeof(name), "node-%05d", i);
 		nd->name = strdup(name);
-		nd->devs = calloc(1, sizeof(*nd->devs));
+		nd->devs = calloc(2, sizeof(*nd->devs));
 		if (!nd->name || !nd->devs)
 			abort();
 		nd->ndevs = 1;
+		if (two && i % 2) {
+			/* Every other node also holds 4 of the next type. */
+			nd->ndevs = 2;
+			snprintf(nd->devs[1].type, sizeof(nd->devs[1].type),
+				 "%s", sku[(s + 1) % 6].type);
+			nd->devs[1].count = 4;
+			nd->devs[1].free = irnd(5);
+		}
 		snprintf(nd->devs[0].type, sizeof(nd->devs[0].type), "%s",
 			 sku[s].type);
 		nd->devs[0].count = 8;
@@ -88,7 +99,8 @@ int main(int argc, char **argv)
 	    argc > 1 ? argv[1] : "data/models/resnet50.train.onnx";
 	int64_t batch = argc > 2 ? atoll(argv[2]) : 512;
 	double deadline = argc > 3 ? atof(argv[3]) : 4 * 3600.0;
-	int distinct = argc > 4 && !strcmp(argv[4], "distinct");
+	int distinct = argc > 4 && strstr(argv[4], "distinct");
+	int two = argc > 4 && strstr(argv[4], "two");
 	int sizes[16] = {10, 100, 1000, 2000, 4000}, nsizes = 5;
 	int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 21;
 	struct hp_error err = {0};
@@ -142,12 +154,13 @@ int main(int argc, char **argv)
 	printf("%8s %8s %10s %10s %10s  %s\n", "nodes", "gpus", "median_ms",
 	       "min_ms", "max_ms", "choice");
 	for (int k = 0; k < nsizes; k++) {
-		struct hp_pool *p = make_pool(sizes[k], distinct);
+		struct hp_pool *p = make_pool(sizes[k], distinct, two);
 		double ms[101];
 		long gpus = 0;
 		char choice[160] = "";
 		for (int i = 0; i < p->n; i++)
-			gpus += p->nodes[i].devs[0].free;
+			for (int d = 0; d < p->nodes[i].ndevs; d++)
+				gpus += p->nodes[i].devs[d].free;
 		for (int r = 0; r < reps; r++) {
 			struct hp_rec_result res;
 			double t0 = hp_now_s();

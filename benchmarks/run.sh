@@ -22,7 +22,13 @@ fi
 if [ -x "$build/bin/bench_recommend" ]; then
 	echo
 	echo "== recommendation on pools of N nodes x 8 GPUs of 6 types, after loading (goal: 10 ms at 2000 x 8)"
-	"$build/bin/bench_recommend"
+	m=data/models/resnet50.train.onnx
+	echo "-- a deadline some configuration meets (4 h)"
+	"$build/bin/bench_recommend" "$m" 512 14400
+	echo "-- a deadline nothing meets (5 min): the fastest is sought"
+	"$build/bin/bench_recommend" "$m" 512 300
+	echo "-- worst case: no two nodes alike (1 h)"
+	BENCH_REPS=5 "$build/bin/bench_recommend" "$m" 512 3600 distinct
 fi
 
 echo
