@@ -10,7 +10,8 @@
  * ("distinct": every node's links and base power differ a little, so
  * nodes do not group into classes: the search's worst case; "two":
  * every other node also holds 4 GPUs of the next type, so a pair can
- * share nodes.)  BENCH_NODES=10,2000 picks the pool sizes.
+ * share nodes.)  BENCH_NODES=10,2000 picks the pool sizes; BENCH_FRONT=K
+ * adds the exact time-energy front at K deadlines.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +148,9 @@ int main(int argc, char **argv)
 	job.epochs = 10;
 	job.batch = batch;
 	job.deadline_s = deadline;
+	/* BENCH_FRONT=K: the exact front at K deadlines too (the CLI's
+	 * default is 5; the library's 0). */
+	job.front = getenv("BENCH_FRONT") ? atoi(getenv("BENCH_FRONT")) : 0;
 	printf("model %s, global batch %lld, %lld epochs of %lld samples, "
 	       "deadline %.0f s\n",
 	       model, (long long)batch, (long long)job.epochs,

@@ -18,7 +18,7 @@ static const char help[] =
     "                         (--batch B | --batch-min B1 --batch-max B2)\n"
     "                         --deadline D [--device-type T] [--devices K]\n"
     "                         [--nodes M] [--lr-rule linear|sqrt|none]\n"
-    "                         [--ref-batch R] [--max-mix 1|2]\n"
+    "                         [--ref-batch R] [--max-mix 1|2] [--front K]\n"
     "                         [--estimator FILE] [--catalog FILE]\n"
     "                         [--input-shape CxHxW] [--json] [--explain]\n"
     "\n"
@@ -51,6 +51,11 @@ static const char help[] =
     "  --ref-batch R     the batch the learning rate was tuned at "
     "(default: B)\n"
     "  --max-mix N       1: one type per job; 2 (default): pairs too\n"
+    "  --front K         the time-energy front, exact, at K deadlines from "
+    "the\n"
+    "                    fastest to the least energy (default 5; 2-16; 0: "
+    "only\n"
+    "                    the configurations the search costed, fastest)\n"
     "  --estimator FILE  default data/estimators/default.json\n"
     "  --catalog FILE    device catalog (default: data/devices.csv)\n"
     "  --json            print JSON for scripts\n"
@@ -180,7 +185,9 @@ static void print_explain(const struct hp_rec_result *r,
 	if (!r->feasible)
 		printf("why          %s\n", r->reason);
 	if (r->npareto > 1) {
-		printf("time-energy front (%d):\n", r->npareto);
+		printf("time-energy front (%d, %s):\n", r->npareto,
+		       r->pareto_exact ? "each the least energy at its time"
+				       : "of the configurations costed");
 		for (int i = 0; i < r->npareto; i++)
 			print_config(&r->pareto[i], pool, false);
 	}
@@ -241,6 +248,7 @@ int cmd_recommend(int argc, char **argv)
 	    {"lr-rule", required_argument, NULL, 'l'},
 	    {"ref-batch", required_argument, NULL, 'r'},
 	    {"max-mix", required_argument, NULL, 'x'},
+	    {"front", required_argument, NULL, 'F'},
 	    {"estimator", required_argument, NULL, 'e'},
 	    {"catalog", required_argument, NULL, 'c'},
 	    {"input-shape", required_argument, NULL, 's'},
@@ -267,8 +275,9 @@ int cmd_recommend(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	job.lr_rule = HP_LR_LINEAR;
+	job.front = 5;
 	while ((c = getopt_long(argc, argv,
-				"p:n:E:S:b:1:2:D:t:k:m:l:r:x:e:c:s:"
+				"p:n:E:S:b:1:2:D:t:k:m:l:r:x:F:e:c:s:"
 				"jXh",
 				opts, NULL)) != -1) {
 		switch (c) {
@@ -342,6 +351,20 @@ int cmd_recommend(int argc, char **argv)
 					&v))
 				return EXIT_USAGE;
 			job.max_mix = (int)v;
+			break;
+		case 'F':
+			if (parse_count("--front", optarg, 0, HP_REC_FRONT_MAX,
+					&v))
+				return EXIT_USAGE;
+			if (v == 1)
+				return cli_error(
+				    EXIT_USAGE,
+				    "recommend: --front 1: give 0, "
+				    "or 2 to %d deadlines (the "
+				    "fastest and the least energy "
+				    "at least)",
+				    HP_REC_FRONT_MAX);
+			job.front = (int)v;
 			break;
 		case 'e':
 			estpath = optarg;

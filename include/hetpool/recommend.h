@@ -52,7 +52,13 @@ struct hp_rec_job {
 	int ndevices;		      /* 0: any */
 	int nnodes;		      /* 0: any */
 	int max_mix;		      /* 0: HP_REC_MAX_MIX */
+	int front; /* 0: `pareto` holds the configurations the search
+		      costed; K (2..HP_REC_FRONT_MAX): the exact front at K
+		      deadlines from the fastest to the least energy */
 };
+
+/* Most deadlines of an exact time-energy front. */
+#define HP_REC_FRONT_MAX 16
 
 /* Devices of one type on one node, all at one local batch. */
 struct hp_rec_group {
@@ -107,6 +113,7 @@ struct hp_rec_result {
 	struct hp_rec_config choice;
 	struct hp_rec_config *pareto; /* sorted by time */
 	int npareto;
+	bool pareto_exact; /* each point the least energy at its time */
 	struct hp_rec_reject *rejected;
 	int nrejected;
 	double deadline_s;

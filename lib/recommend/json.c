@@ -117,6 +117,7 @@ char *hp_rec_result_json(const struct hp_rec_result *r,
 		json_array_append_new(pa,
 				      config_json(&r->pareto[i], job, pool));
 	json_object_set_new(o, "pareto", pa);
+	json_object_set_new(o, "pareto_exact", json_boolean(r->pareto_exact));
 	for (int i = 0; i < r->nrejected; i++) {
 		const struct hp_rec_reject *x = &r->rejected[i];
 		json_t *e = x->cfg.ngroups ? config_json(&x->cfg, job, pool)

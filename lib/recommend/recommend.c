@@ -97,7 +97,115 @@ static int check_job(const struct hp_rec_job *j, struct hp_error *err)
 	if (j->max_mix < 0 || j->max_mix > HP_REC_MAX_MIX)
 		return hp_error_set(err, HP_EINVAL, "max_mix: give 0 to %d",
 				    HP_REC_MAX_MIX);
+	if (j->front < 0 || j->front == 1 || j->front > HP_REC_FRONT_MAX)
+		return hp_error_set(err, HP_EINVAL,
+				    "front: give 0 or 2 to %d deadlines",
+				    HP_REC_FRONT_MAX);
 	return 0;
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct hp_rec_config *x = a, *y = b;
+	if (x->time_s != y->time_s)
+		return x->time_s < y->time_s ? -1 : 1;
+	return (x->energy_j > y->energy_j) - (x->energy_j < y->energy_j);
+}
+
+/*
+ * The exact time-energy front of the chosen global batch at k deadlines:
+ * the fastest configuration (a search nothing can meet), the least
+ * energy with no deadline, and k - 2 deadlines spaced geometrically
+ * between their times; each point is the least energy at its deadline
+ * (the search is exact), so none is dominated by any configuration of
+ * the pool.  With the choice, sorted by time, dominated repeats dropped.
+ * Replaces out->pareto; 0 or HP_ENOMEM.
+ */
+int hp__rec_front(struct hp__rec_session *S, int k, struct hp_rec_result *out,
+		  struct hp_error *err)
+{
+	struct hp_rec_config *pts = calloc((size_t)k + 1, sizeof(*pts));
+	double tfast = 0, tslow = 0;
+	int np = 0, rc = 0;
+
+	if (!pts)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	/* When nothing met the deadline, the choice is the fastest. */
+	if (!out->feasible)
+		tfast = out->choice.time_s;
+	for (int i = out->feasible ? 0 : 1; i < k && !rc; i++) {
+		struct hp_rec_result r;
+		double d;
+		/* 0: the fastest; 1: the least energy; then between. */
+		if (i == 0)
+			d = 1e-9;
+		else if (i == 1)
+			d = 1e15;
+		else if (tslow > tfast)
+			d = tfast *
+			    pow(tslow / tfast, (double)(i - 1) / (k - 1));
+		else
+			break;
+		if ((rc = hp__rec_session_search(S, d, &r, err)))
+			break;
+		if (r.found && (i == 0 || r.feasible)) {
+			pts[np++] = r.choice;
+			memset(&r.choice, 0, sizeof(r.choice));
+			if (i == 0)
+				tfast = pts[np - 1].time_s;
+			else if (i == 1)
+				tslow = pts[np - 1].time_s;
+		}
+		hp_rec_result_release(&r);
+	}
+	if (rc)
+		goto out;
+	if (out->choice.groups) {
+		pts[np] = out->choice;
+		pts[np].groups = malloc(
+		    (size_t)(out->choice.ngroups ? out->choice.ngroups : 1) *
+		    sizeof(*pts[np].groups));
+		if (!pts[np].groups) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		memcpy(pts[np].groups, out->choice.groups,
+		       (size_t)out->choice.ngroups * sizeof(*pts[np].groups));
+		np++;
+	}
+	qsort(pts, (size_t)np, sizeof(*pts), cmp_time);
+	{
+		void *pa = calloc((size_t)np + 1, sizeof(*out->pareto));
+		if (!pa) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (int i = 0; i < out->npareto; i++)
+			hp_rec_config_release(&out->pareto[i]);
+		free(out->pareto);
+		out->pareto = pa;
+		out->npareto = 0;
+	}
+	{
+		/* Keep a point only if it uses less energy than every faster
+		 * one (the same time and energy once). */
+		double emin = INFINITY;
+		for (int i = 0; i < np; i++) {
+			if (!(pts[i].energy_j < emin)) {
+				hp_rec_config_release(&pts[i]);
+				continue;
+			}
+			emin = pts[i].energy_j;
+			out->pareto[out->npareto++] = pts[i];
+			memset(&pts[i], 0, sizeof(pts[i]));
+		}
+	}
+	out->pareto_exact = true;
+out:
+	for (int i = 0; i < np; i++)
+		hp_rec_config_release(&pts[i]);
+	free(pts);
+	return rc;
 }
 
 /* The distinct device types with free devices in the pool. */
@@ -141,6 +249,7 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 	const char **types = NULL;
 	const char *only = NULL;
 	int ntypes, rc;
+	struct hp__rec_session *S = NULL, *Sbest = NULL;
 	int64_t bs[32];
 	int nb = 0;
 
@@ -207,10 +316,15 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 				 q.nnodes, q.ndevices);
 			break;
 		}
-		if ((rc = hp__rec_search(&m, pool, &q, &r, NULL, err)))
+		if ((rc = hp__rec_session_new(&m, pool, &q, NULL, &S, err)))
 			goto fail;
+		if ((rc = hp__rec_session_search(S, q.deadline_s, &r, err))) {
+			hp__rec_session_free(S);
+			goto fail;
+		}
 		if (bi == 0) {
 			*out = r;
+			Sbest = S;
 			continue;
 		}
 		better =
@@ -222,8 +336,11 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 		if (better) {
 			hp_rec_result_release(out);
 			*out = r;
+			hp__rec_session_free(Sbest);
+			Sbest = S;
 		} else {
 			hp_rec_result_release(&r);
+			hp__rec_session_free(S);
 		}
 	}
 	if (!out->nnotes)
@@ -233,10 +350,17 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 					 sizeof(out->notes[0]),
 					 "%s left out: %.110s", m.tt[i].name,
 					 m.tt[i].why);
+	/* The front of the chosen batch: its session's classes and
+	 * candidates serve every deadline. */
+	if (job->front >= 2 && out->found && Sbest &&
+	    (rc = hp__rec_front(Sbest, job->front, out, err)))
+		goto fail;
+	hp__rec_session_free(Sbest);
 	fill_lr_all(out, job);
 	hp__rec_model_release(&m);
 	return 0;
 fail:
+	hp__rec_session_free(Sbest);
 	hp__rec_model_release(&m);
 	hp_rec_result_release(out);
 	return rc;

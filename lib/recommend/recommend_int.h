@@ -102,6 +102,32 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
  * set it to exercise either). */
 extern int hp__rec_grid_max;
 
+/*
+ * Several searches over one pool, model and job that differ only in the
+ * deadline (the exact front) share a session: the pool's classes and the
+ * single types' candidates are made once.  hp__rec_search() is one
+ * session, one search.
+ */
+struct hp__rec_session;
+int hp__rec_session_new(const struct hp__rec_model *m,
+			const struct hp_pool *pool,
+			const struct hp__rec_params *q,
+			struct hp__rec_stats *st, struct hp__rec_session **out,
+			struct hp_error *err);
+int hp__rec_session_search(struct hp__rec_session *S, double deadline_s,
+			   struct hp_rec_result *out, struct hp_error *err);
+void hp__rec_session_free(struct hp__rec_session *S);
+
+/*
+ * Replace out->pareto (out: S's search at the job's deadline) by the
+ * exact time-energy front at k >= 2 deadlines: the fastest, the least
+ * energy with no deadline, k - 2 between (geometric), and out's choice;
+ * each the least energy at its time.  Sets out->pareto_exact.  0 or
+ * HP_ENOMEM.
+ */
+int hp__rec_front(struct hp__rec_session *S, int k, struct hp_rec_result *out,
+		  struct hp_error *err);
+
 /* Nodes a packing's depth-first search visits before dynamic programming
  * solves it instead (both exact; the DFS is faster on few classes, the DP
  * bounded on many).  Tests set 0: the DP wherever it applies. */

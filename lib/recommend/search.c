@@ -1362,6 +1362,8 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		if (!P)
 			return HP_ENOMEM;
 	}
+	/* A session's searches each work on their own copy of the ctx. */
+	P->c = c;
 	P->first_only = phase == PH_TIME;
 	P->n[1] = 0;
 	for (int j = 0; j < k; j++) {
@@ -1924,43 +1926,111 @@ static int cmp_cfg_time(const void *a, const void *b)
 	return (x->energy_j > y->energy_j) - (x->energy_j < y->energy_j);
 }
 
+/* A single type's candidates: they do not depend on the deadline or the
+ * phase, so a session makes them once. */
+struct c1ent {
+	struct cand *cv;
+	int n;
+	bool done;
+	char why[160];
+};
+
+struct hp__rec_session {
+	struct ctx c;
+	struct hp__rec_params q;
+	struct hp__rec_stats dummy;
+	struct c1ent *c1; /* per type set; pairs unused */
+	int nc1;
+};
+
+int hp__rec_session_new(const struct hp__rec_model *m,
+			const struct hp_pool *pool,
+			const struct hp__rec_params *q,
+			struct hp__rec_stats *st, struct hp__rec_session **out,
+			struct hp_error *err)
+{
+	struct hp__rec_session *S;
+	int nt = m->ntypes, rc;
+
+	*out = NULL;
+	if (nt > 64)
+		return hp_error_set(err, HP_EINVAL,
+				    "more than 64 device types");
+	S = calloc(1, sizeof(*S));
+	if (!S)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	S->q = *q;
+	S->c.m = m;
+	S->c.pool = pool;
+	S->c.q = &S->q;
+	S->c.st = st ? st : &S->dummy;
+	S->nc1 = nt + nt * nt + 1;
+	S->c1 = calloc((size_t)S->nc1, sizeof(*S->c1));
+	if (!S->c1) {
+		free(S);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	if ((rc = ctx_init(&S->c, err))) {
+		hp__rec_session_free(S);
+		return rc;
+	}
+	*out = S;
+	return 0;
+}
+
+void hp__rec_session_free(struct hp__rec_session *S)
+{
+	if (!S)
+		return;
+	for (int s = 0; s < S->nc1; s++)
+		free(S->c1[s].cv);
+	free(S->c1);
+	ctx_release(&S->c);
+	free(S);
+}
+
 int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
 		   const struct hp__rec_params *q, struct hp_rec_result *out,
 		   struct hp__rec_stats *st, struct hp_error *err)
 {
-	struct hp__rec_stats dummy = {0};
-	struct ctx c = {0};
+	struct hp__rec_session *S;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = hp__rec_session_new(m, pool, q, st, &S, err)))
+		return rc;
+	rc = hp__rec_session_search(S, q->deadline_s, out, err);
+	hp__rec_session_free(S);
+	return rc;
+}
+
+int hp__rec_session_search(struct hp__rec_session *S, double deadline_s,
+			   struct hp_rec_result *out, struct hp_error *err)
+{
+	const struct hp__rec_params *q = &S->q;
+	const struct hp__rec_model *m = S->c.m;
+	struct ctx c;
 	struct setbest *sb = NULL;
 	int nt = m->ntypes, nsets = 0, rc = 0, phase, npairs_none = 0;
 	int(*sets)[2] = NULL;
 	double gbest;
 	int *ord = NULL;    /* order of the sets in a phase */
 	double *olb = NULL; /* a single type's least time bound */
-	/* the single types' candidates, kept across the two phases */
-	struct {
-		struct cand *cv;
-		int n;
-		bool done;
-		char why[160];
-	} *c1 = NULL;
+	struct c1ent *c1 = S->c1;
 
 	memset(out, 0, sizeof(*out));
-	out->deadline_s = q->deadline_s;
-	c.m = m;
-	c.pool = pool;
-	c.q = q;
-	c.st = st ? st : &dummy;
-	if (nt > 64)
-		return hp_error_set(err, HP_EINVAL,
-				    "more than 64 device types");
-	if ((rc = ctx_init(&c, err)))
-		goto out;
+	S->q.deadline_s = deadline_s;
+	out->deadline_s = deadline_s;
+	/* The configurations costed are this search's own. */
+	for (int i = 0; i < S->c.nevald; i++)
+		hp_rec_config_release(&S->c.evald[i]);
+	S->c.nevald = 0;
+	c = S->c;
 	sets = calloc((size_t)(nt + nt * nt + 1), sizeof(*sets));
 	sb = calloc((size_t)(nt + nt * nt + 1), sizeof(*sb));
-	c1 = calloc((size_t)(nt + nt * nt + 1), sizeof(*c1));
 	ord = calloc((size_t)(nt + nt * nt + 1), sizeof(*ord));
 	olb = calloc((size_t)(nt + nt * nt + 1), sizeof(*olb));
-	if (!sets || !sb || !c1 || !ord || !olb) {
+	if (!sets || !sb || !ord || !olb) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -2213,13 +2283,11 @@ out:
 		for (int s = 0; s < nsets; s++)
 			hp_rec_config_release(&sb[s].cfg);
 	free(sb);
-	if (c1)
-		for (int s = 0; s < nsets; s++)
-			free(c1[s].cv);
-	free(c1);
 	free(ord);
 	free(olb);
 	free(sets);
-	ctx_release(&c);
+	/* What the search grew (costed configurations, packing state) stays
+	 * with the session. */
+	S->c = c;
 	return rc;
 }

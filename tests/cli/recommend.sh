@@ -41,9 +41,9 @@ assert abs(c["predicted_time_s"] - (d["steps"] * c["step_time_s"] + c["startup_s
 assert d["steps"] == 5005
 # lr: linear rule, batch 256 vs reference 128, with warm-up
 assert abs(c["lr_scale"] - 2) < 1e-12 and c["lr"]["warmup_steps"] > 0
-# front: sorted by time, energy falling, the choice on it
+# front: exact by default, sorted by time, energy falling, the choice on it
 p = d["pareto"]
-assert len(p) >= 1
+assert d["pareto_exact"] is True and len(p) >= 2
 assert all(a["predicted_time_s"] <= b["predicted_time_s"] for a, b in zip(p, p[1:]))
 assert all(a["predicted_energy_j"] > b["predicted_energy_j"] for a, b in zip(p, p[1:]))
 assert any(abs(x["predicted_energy_j"] - c["predicted_energy_j"]) < 1e-6 for x in p)
@@ -53,6 +53,28 @@ assert any("power not known" in r["reason"] for r in d["rejected"])
 assert any("more energy" in r["reason"] for r in d["rejected"])
 PY
 then ok rec_json_contract; else fail rec_json_contract "$(head -c 800 "$TMP/out")"; fi
+
+# The front at more deadlines has at least as many points, none slower
+# than the least-energy one; --front 0 keeps the costed configurations.
+expect_status rec_front9 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --front 9 --json
+cp "$TMP/out" "$TMP/front9.json"
+expect_status rec_front0 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --front 0 --json
+if python3 - "$TMP/front9.json" "$TMP/out" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+assert a["pareto_exact"] is True and b["pareto_exact"] is False
+pa = a["pareto"]
+assert len(pa) >= 3
+assert all(x["predicted_energy_j"] > y["predicted_energy_j"] for x, y in zip(pa, pa[1:]))
+# the same choice either way; the exact front reaches at least as fast and
+# as frugal as the costed configurations
+assert a["choice"]["predicted_energy_j"] == b["choice"]["predicted_energy_j"]
+assert pa[0]["predicted_time_s"] <= min(x["predicted_time_s"] for x in b["pareto"]) + 1e-9
+assert pa[-1]["predicted_energy_j"] <= min(x["predicted_energy_j"] for x in b["pareto"]) + 1e-6
+PY
+then ok rec_front_exact; else fail rec_front_exact "$(head -c 400 "$TMP/out")"; fi
+expect_status rec_bad_front 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --front 1
+grep -q -- '--front 1' "$TMP/err" && ok rec_bad_front_says || fail rec_bad_front_says "$(cat "$TMP/err")"
 
 expect_status rec_explain 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --explain
 grep -q '^lr ' "$TMP/out" && grep -q 'not overlapped' "$TMP/out" && grep -q 'not charged' "$TMP/out" && grep -q '^alternatives' "$TMP/out" \

@@ -75,6 +75,8 @@ struct ref {
 	bool feasible;
 	double best_e, best_t; /* least energy meeting; least time */
 	long configs;
+	double (*te)[2]; /* when set: every configuration's time, energy */
+	long nte, ate;
 };
 
 /* The all-reduce and the job's time and energy, written out again. */
@@ -138,6 +140,16 @@ static void ref_cost(struct ref *r, const int *ty, const int *cnt)
 	step = cp.c + intra + inter;
 	time = (double)q->steps * step + 60 + 5.0 * m;
 	energy = time * (cp.pdev + base);
+	if (r->te) {
+		if (r->nte == r->ate) {
+			r->ate = r->ate ? 2 * r->ate : 1024;
+			r->te = realloc(r->te, (size_t)r->ate * sizeof(*r->te));
+			ASSERT(r->te);
+		}
+		r->te[r->nte][0] = time;
+		r->te[r->nte][1] = energy;
+		r->nte++;
+	}
 	if (time < r->best_t)
 		r->best_t = time;
 	if (time <= q->deadline_s) {
@@ -358,6 +370,107 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 	ASSERT(feasible >= 100 && infeasible >= 100);
 	ASSERT(mixed >= 10);
 	ASSERT(st.dp >= 1000 && st.dp < st.leaves);
+	hp__rec_model_release(&m);
+	env_free(&e);
+}
+
+/* The exact front on the same random pools: its first point is the
+ * fastest configuration, its last the least energy of all, energy falls
+ * strictly along it, and no configuration of the pool is at least as
+ * fast as a point with less energy (checked against every configuration,
+ * enumerated). */
+HP_TEST(recommend_exact_front_matches_exhaustive)
+{
+	static const char *const types[] = {"v100", "a100-80", "t4",
+					    "h100-sxm"};
+	struct hp_error err = {0};
+	struct hp__rec_model m;
+	struct env e;
+	int pools = 0, points = 0;
+
+	env_load(&e, "data/models/resnet18.train.onnx");
+	ASSERT_EQ_INT(
+	    hp__rec_model_build(e.est, e.cat, &e.w1, types, 4, 64, &m, &err),
+	    0);
+	for (int seed = 1; seed <= 600; seed++) {
+		struct hp_pool pool;
+		struct hp__rec_params q = {0};
+		struct hp_rec_result res;
+		struct ref r = {0};
+		struct hp__rec_session *S;
+		int ty[4], cnt[4];
+		double emin = INFINITY;
+
+		rs = 0x6a09e667f3bcc909ull ^ ((uint64_t)seed * 0x9e3779b9ull);
+		rnd();
+		random_pool(&pool, &m);
+		q.B = 64;
+		q.steps = irnd(100, 20000);
+		q.only_type = urnd() < 0.1 ? irnd(0, 3) : -1;
+		q.ndevices = urnd() < 0.1 ? irnd(1, 8) : 0;
+		q.nnodes = urnd() < 0.1 ? irnd(1, 3) : 0;
+		q.max_mix = 2;
+		q.deadline_s = (65 + (double)q.steps * m.tt[0].t[16] * 2) *
+			       pow(10, -1.3 + 1.6 * urnd());
+		r.m = &m;
+		r.pool = &pool;
+		r.q = &q;
+		r.best_e = r.best_t = INFINITY;
+		r.te = malloc(sizeof(*r.te));
+		r.ate = 1;
+		ref_walk(&r, 0, ty, cnt);
+		ASSERT_EQ_INT(
+		    hp__rec_session_new(&m, &pool, &q, NULL, &S, &err), 0);
+		ASSERT_EQ_INT(
+		    hp__rec_session_search(S, q.deadline_s, &res, &err), 0);
+		if (!res.found) {
+			ASSERT(r.nte == 0);
+			hp_rec_result_release(&res);
+			hp__rec_session_free(S);
+			free(r.te);
+			continue;
+		}
+		ASSERT_EQ_INT(hp__rec_front(S, 2 + seed % 5, &res, &err), 0);
+		hp__rec_session_free(S);
+		ASSERT(res.pareto_exact && res.npareto >= 1);
+		for (long i = 0; i < r.nte; i++)
+			emin = fmin(emin, r.te[i][1]);
+		if (!(fabs(res.pareto[0].time_s - r.best_t) <= 1e-9 * r.best_t))
+			HP_FAIL("seed %d: front starts at %.12g s, fastest "
+				"%.12g s",
+				seed, res.pareto[0].time_s, r.best_t);
+		if (!(fabs(res.pareto[res.npareto - 1].energy_j - emin) <=
+		      1e-9 * emin))
+			HP_FAIL("seed %d: front ends at %.12g J, least %.12g J",
+				seed, res.pareto[res.npareto - 1].energy_j,
+				emin);
+		for (int i = 0; i < res.npareto; i++) {
+			const struct hp_rec_config *x = &res.pareto[i];
+			check_choice(x, &pool, q.B);
+			if (i > 0) {
+				ASSERT(x->time_s >= res.pareto[i - 1].time_s);
+				ASSERT(x->energy_j <
+				       res.pareto[i - 1].energy_j);
+			}
+			for (long c = 0; c < r.nte; c++)
+				if (r.te[c][0] <= x->time_s * (1 + 1e-12) &&
+				    r.te[c][1] < x->energy_j * (1 - 1e-9))
+					HP_FAIL("seed %d: front point %d (%.9g "
+						"s, %.9g J) dominated by %.9g "
+						"s, %.9g J",
+						seed, i, x->time_s, x->energy_j,
+						r.te[c][0], r.te[c][1]);
+			points++;
+		}
+		pools++;
+		hp_rec_result_release(&res);
+		free(r.te);
+	}
+	fprintf(stderr,
+		"exact front: %d pools, %d points, none dominated by any "
+		"configuration\n",
+		pools, points);
+	ASSERT(pools >= 400 && points >= 2 * pools);
 	hp__rec_model_release(&m);
 	env_free(&e);
 }
