@@ -104,14 +104,6 @@ static int check_job(const struct hp_rec_job *j, struct hp_error *err)
 	return 0;
 }
 
-static int cmp_time(const void *a, const void *b)
-{
-	const struct hp_rec_config *x = a, *y = b;
-	if (x->time_s != y->time_s)
-		return x->time_s < y->time_s ? -1 : 1;
-	return (x->energy_j > y->energy_j) - (x->energy_j < y->energy_j);
-}
-
 /*
  * The exact time-energy front of the chosen global batch at k deadlines:
  * the fastest configuration (a search nothing can meet), the least
@@ -160,45 +152,14 @@ int hp__rec_front(struct hp__rec_session *S, int k, struct hp_rec_result *out,
 	}
 	if (rc)
 		goto out;
-	if (out->choice.groups) {
-		pts[np] = out->choice;
-		pts[np].groups = malloc(
-		    (size_t)(out->choice.ngroups ? out->choice.ngroups : 1) *
-		    sizeof(*pts[np].groups));
-		if (!pts[np].groups) {
-			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
-			goto out;
-		}
-		memcpy(pts[np].groups, out->choice.groups,
-		       (size_t)out->choice.ngroups * sizeof(*pts[np].groups));
-		np++;
+	if (out->choice.groups &&
+	    hp__rec_config_copy(&pts[np++], &out->choice)) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
 	}
-	qsort(pts, (size_t)np, sizeof(*pts), cmp_time);
-	{
-		void *pa = calloc((size_t)np + 1, sizeof(*out->pareto));
-		if (!pa) {
-			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
-			goto out;
-		}
-		for (int i = 0; i < out->npareto; i++)
-			hp_rec_config_release(&out->pareto[i]);
-		free(out->pareto);
-		out->pareto = pa;
-		out->npareto = 0;
-	}
-	{
-		/* Keep a point only if it uses less energy than every faster
-		 * one (the same time and energy once). */
-		double emin = INFINITY;
-		for (int i = 0; i < np; i++) {
-			if (!(pts[i].energy_j < emin)) {
-				hp_rec_config_release(&pts[i]);
-				continue;
-			}
-			emin = pts[i].energy_j;
-			out->pareto[out->npareto++] = pts[i];
-			memset(&pts[i], 0, sizeof(pts[i]));
-		}
+	if (hp__rec_set_front(out, pts, np)) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
 	}
 	out->pareto_exact = true;
 out:

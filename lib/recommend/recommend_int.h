@@ -133,6 +133,15 @@ int hp__rec_front(struct hp__rec_session *S, int k, struct hp_rec_result *out,
  * bounded on many).  Tests set 0: the DP wherever it applies. */
 extern long hp__rec_dfs_budget;
 
+/* A deep copy of s into d (the caller releases it).  0 or HP_ENOMEM. */
+int hp__rec_config_copy(struct hp_rec_config *d, const struct hp_rec_config *s);
+
+/* Replace out->pareto by the time-energy front of cfgs[0..n): sorted by
+ * time (cfgs too, in place), each using less energy than every faster
+ * one; copies.  0 or HP_ENOMEM (out unchanged). */
+int hp__rec_set_front(struct hp_rec_result *out, struct hp_rec_config *cfgs,
+		      int n);
+
 /* Type index in m of a catalog id, or -1. */
 int hp__rec_type_index(const struct hp__rec_model *m, const char *name);
 

@@ -38,6 +38,8 @@ struct ctx {
 	/* Per type: free counts of nodes sorted down, prefix sums. */
 	int64_t **pref; /* pref[t][r]: free of the r fullest nodes */
 	int *nnodes_t;	/* nodes with free of t */
+	int **mm;	/* mm[t][n], n <= nmm[t]: fewest nodes for n */
+	int *nmm;
 	double *basemin_t;
 	double *bwmax_t, *latmin_t; /* best network figures of t's nodes */
 	double thr[64];		    /* per type: largest samples/s per device */
@@ -155,6 +157,11 @@ static void ctx_release(struct ctx *c)
 		for (int t = 0; t < c->m->ntypes; t++)
 			free(c->pref[t]);
 	free(c->pref);
+	if (c->mm)
+		for (int t = 0; t < c->m->ntypes; t++)
+			free(c->mm[t]);
+	free(c->mm);
+	free(c->nmm);
 	free(c->nnodes_t);
 	free(c->basemin_t);
 	free(c->bwmax_t);
@@ -218,12 +225,14 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 	order = malloc((size_t)p->n * sizeof(int));
 	c->pref = calloc((size_t)(nt ? nt : 1), sizeof(*c->pref));
 	c->nnodes_t = calloc((size_t)(nt ? nt : 1), sizeof(int));
+	c->mm = calloc((size_t)(nt ? nt : 1), sizeof(*c->mm));
+	c->nmm = calloc((size_t)(nt ? nt : 1), sizeof(int));
 	c->basemin_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
 	c->bwmax_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
 	c->latmin_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
 	tmp = malloc((size_t)p->n * sizeof(int));
-	if (!c->nodefree || !order || !c->pref || !c->nnodes_t ||
-	    !c->basemin_t || !c->bwmax_t || !c->latmin_t || !tmp)
+	if (!c->nodefree || !order || !c->pref || !c->nnodes_t || !c->mm ||
+	    !c->nmm || !c->basemin_t || !c->bwmax_t || !c->latmin_t || !tmp)
 		goto nomem;
 	for (int i = 0; i < p->n; i++)
 		for (int d = 0; d < p->nodes[i].ndevs; d++) {
@@ -309,6 +318,23 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 		for (int i = 0; i < r; i++)
 			c->pref[t][i + 1] = c->pref[t][i] + tmp[i];
 		c->nnodes_t[t] = r;
+		/* The fewest nodes for each count up to the global batch
+		 * (no configuration has more devices of a type). */
+		{
+			int64_t top =
+			    c->pref[t][r] < c->q->B ? c->pref[t][r] : c->q->B;
+			int x = 0;
+			c->mm[t] = malloc(((size_t)top + 1) * sizeof(int));
+			if (!c->mm[t])
+				goto nomem;
+			c->nmm[t] = (int)top;
+			c->mm[t][0] = 0;
+			for (int n = 1; n <= top; n++) {
+				while (c->pref[t][x] < n)
+					x++;
+				c->mm[t][n] = x;
+			}
+		}
 		if (c->m->tt[t].ok &&
 		    per_type_bounds(&c->m->tt[t], &c->thr[t], &c->eps[t],
 				    &c->alpha[t], &c->beta[t]))
@@ -323,10 +349,13 @@ nomem:
 	return hp_error_set(err, HP_ENOMEM, "out of memory");
 }
 
-/* Fewest nodes that hold n free devices of type t, or -1. */
+/* Fewest nodes that hold n free devices of type t, or -1: the table up
+ * to the global batch, a binary search past it. */
 static int mmin_of(const struct ctx *c, int t, int n)
 {
 	int lo = 1, hi = c->nnodes_t[t];
+	if (n <= c->nmm[t])
+		return c->mm[t][n];
 	if (hi == 0 || c->pref[t][hi] < n)
 		return -1;
 	while (lo < hi) {
@@ -1483,18 +1512,13 @@ static int keep(struct ctx *c, const struct hp_rec_config *cfg)
 		c->aevald = na;
 	}
 	d = &c->evald[c->nevald];
-	*d = *cfg;
-	d->groups = malloc((size_t)(cfg->ngroups ? cfg->ngroups : 1) *
-			   sizeof(*d->groups));
-	if (!d->groups)
+	if (hp__rec_config_copy(d, cfg))
 		return HP_ENOMEM;
-	memcpy(d->groups, cfg->groups,
-	       (size_t)cfg->ngroups * sizeof(*d->groups));
 	c->nevald++;
 	return 0;
 }
 
-static int copy_config(struct hp_rec_config *d, const struct hp_rec_config *s)
+int hp__rec_config_copy(struct hp_rec_config *d, const struct hp_rec_config *s)
 {
 	*d = *s;
 	d->groups =
@@ -1708,7 +1732,8 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 	double bmin0 = c->basemin_t[t0], bmin1 = c->basemin_t[t1];
 	double bminx = bmin0 < bmin1 ? bmin0 : bmin1;
 	double steps = (double)q->steps;
-	int nc = 0, ac = 0, *mm0 = NULL, *mm1 = NULL, rc = 0;
+	int nc = 0, ac = 0, rc = 0;
+	const int *mm0, *mm1;
 	struct cand *cv = NULL;
 
 	*out = NULL;
@@ -1737,17 +1762,10 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 	bw = c->bwmax_t[t0] > c->bwmax_t[t1] ? c->bwmax_t[t0] : c->bwmax_t[t1];
 	lat = c->latmin_t[t0] < c->latmin_t[t1] ? c->latmin_t[t0]
 						: c->latmin_t[t1];
-	/* Fewest nodes for n devices of each type (one type per node). */
-	mm0 = malloc(((size_t)f0 + 1) * sizeof(int));
-	mm1 = malloc(((size_t)f1 + 1) * sizeof(int));
-	if (!mm0 || !mm1) {
-		rc = HP_ENOMEM;
-		goto out;
-	}
-	for (int n = 1; n <= f0; n++)
-		mm0[n] = mmin_of(c, t0, n);
-	for (int n = 1; n <= f1; n++)
-		mm1[n] = mmin_of(c, t1, n);
+	/* Fewest nodes for n devices of each type (one type per node):
+	 * f0, f1 <= B, within the tables. */
+	mm0 = c->mm[t0];
+	mm1 = c->mm[t1];
 	for (int n0 = 1; n0 <= f0 && n0 < q->B; n0++) {
 		int n1s = 1;
 		/* Rows beyond: every cell has at least these nodes, this
@@ -1878,8 +1896,6 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 		}
 	}
 out:
-	free(mm0);
-	free(mm1);
 	if (rc) {
 		free(cv);
 		return rc;
@@ -1900,7 +1916,7 @@ static int add_reject(struct hp_rec_result *r, const char *what,
 	r->rejected = p;
 	x = &r->rejected[r->nrejected];
 	memset(x, 0, sizeof(*x));
-	if (cfg && copy_config(&x->cfg, cfg))
+	if (cfg && hp__rec_config_copy(&x->cfg, cfg))
 		return HP_ENOMEM;
 	snprintf(x->what, sizeof(x->what), "%s", what);
 	snprintf(x->reason, sizeof(x->reason), "%s", reason);
@@ -1924,6 +1940,40 @@ static int cmp_cfg_time(const void *a, const void *b)
 	if (x->time_s != y->time_s)
 		return x->time_s < y->time_s ? -1 : 1;
 	return (x->energy_j > y->energy_j) - (x->energy_j < y->energy_j);
+}
+
+int hp__rec_set_front(struct hp_rec_result *out, struct hp_rec_config *cfgs,
+		      int n)
+{
+	struct hp_rec_config *pa;
+	double emin = INFINITY;
+	int np = 0;
+
+	if (n > 0)
+		qsort(cfgs, (size_t)n, sizeof(*cfgs), cmp_cfg_time);
+	pa = calloc((size_t)n + 1, sizeof(*pa));
+	if (!pa)
+		return HP_ENOMEM;
+	/* A configuration stays if it uses less energy than every faster
+	 * one (the same time and energy once). */
+	for (int i = 0; i < n; i++) {
+		if (!(cfgs[i].energy_j < emin))
+			continue;
+		emin = cfgs[i].energy_j;
+		if (hp__rec_config_copy(&pa[np], &cfgs[i])) {
+			while (np > 0)
+				hp_rec_config_release(&pa[--np]);
+			free(pa);
+			return HP_ENOMEM;
+		}
+		np++;
+	}
+	for (int i = 0; i < out->npareto; i++)
+		hp_rec_config_release(&out->pareto[i]);
+	free(out->pareto);
+	out->pareto = pa;
+	out->npareto = np;
+	return 0;
 }
 
 /* A single type's candidates: they do not depend on the deadline or the
@@ -2165,7 +2215,8 @@ int hp__rec_session_search(struct hp__rec_session *S, double deadline_s,
 		}
 		if (bi >= 0) {
 			out->found = true;
-			if ((rc = copy_config(&out->choice, &sb[bi].cfg))) {
+			if ((rc = hp__rec_config_copy(&out->choice,
+						      &sb[bi].cfg))) {
 				rc = hp_error_set(err, rc, "out of memory");
 				goto out;
 			}
@@ -2253,30 +2304,11 @@ int hp__rec_session_search(struct hp__rec_session *S, double deadline_s,
 		goto out;
 	}
 	/* Pareto: the non-dominated evaluated configurations by time. */
-	if (c.nevald) {
-		qsort(c.evald, (size_t)c.nevald, sizeof(*c.evald),
-		      cmp_cfg_time);
-		out->pareto = calloc((size_t)c.nevald, sizeof(*out->pareto));
-		if (!out->pareto) {
-			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
-			goto out;
-		}
-		{
-			double emin = INFINITY;
-			for (int i = 0; i < c.nevald; i++) {
-				if (!(c.evald[i].energy_j < emin))
-					continue;
-				emin = c.evald[i].energy_j;
-				if (copy_config(&out->pareto[out->npareto],
-						&c.evald[i])) {
-					rc = hp_error_set(err, HP_ENOMEM,
-							  "out of memory");
-					goto out;
-				}
-				out->npareto++;
-			}
-		}
+	if (hp__rec_set_front(out, c.evald, c.nevald)) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
 	}
+
 	out->evaluated = c.st->evaluated;
 out:
 	if (sb)
