@@ -262,6 +262,27 @@ static void check_choice(const struct hp_rec_config *c, const struct hp_pool *p,
 	ASSERT_EQ_INT(sum, B);
 }
 
+/* Enumerate every configuration of pool for q (collect: keep each one's
+ * time and energy in r->te, which the caller frees). */
+static void ref_run(struct ref *r, const struct hp__rec_model *m,
+		    const struct hp_pool *pool, const struct hp__rec_params *q,
+		    bool collect)
+{
+	int ty[4], cnt[4];
+
+	memset(r, 0, sizeof(*r));
+	r->m = m;
+	r->pool = pool;
+	r->q = q;
+	r->best_e = r->best_t = INFINITY;
+	if (collect) {
+		r->te = malloc(sizeof(*r->te));
+		ASSERT(r->te);
+		r->ate = 1;
+	}
+	ref_walk(r, 0, ty, cnt);
+}
+
 /*
  * The search's answer against the exhaustive reference's: nothing when
  * the reference has nothing (0), else the same feasibility and, to 1e-9,
@@ -304,6 +325,39 @@ static int same_as_ref(int seed, const struct hp_rec_result *res,
 	return 2;
 }
 
+/* What the exhaustive tests count. */
+struct tally {
+	long configs;
+	int none, feasible, infeasible, mixed;
+};
+
+/* Search q on pool and compare with the reference, counting in t. */
+static void search_vs_ref(int seed, const struct hp__rec_model *m,
+			  const struct hp_pool *pool,
+			  const struct hp__rec_params *q,
+			  struct hp__rec_stats *st, struct tally *t)
+{
+	struct hp_error err = {0};
+	struct hp_rec_result res;
+	struct ref r;
+
+	ref_run(&r, m, pool, q, false);
+	t->configs += r.configs;
+	ASSERT_EQ_INT(hp__rec_search(m, pool, q, &res, st, &err), 0);
+	switch (same_as_ref(seed, &res, &r, pool, q)) {
+	case 0:
+		t->none++;
+		break;
+	case 1:
+		t->feasible++;
+		break;
+	default:
+		t->infeasible++;
+	}
+	t->mixed += res.found && res.choice.ntypes == 2;
+	hp_rec_result_release(&res);
+}
+
 HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 {
 	static const char *const types[] = {"v100", "a100-80", "t4",
@@ -311,8 +365,8 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 	struct hp_error err = {0};
 	struct hp__rec_model m;
 	struct env e;
-	int feasible = 0, infeasible = 0, none = 0, mixed = 0, constrained = 0;
-	long configs = 0;
+	int constrained = 0;
+	struct tally t = {0};
 	struct hp__rec_stats st = {0};
 	enum { POOLS = 2000 };
 
@@ -325,9 +379,6 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 	for (int seed = 1; seed <= POOLS; seed++) {
 		struct hp_pool pool;
 		struct hp__rec_params q = {0};
-		struct hp_rec_result res;
-		struct ref r = {0};
-		int ty[4], cnt[4];
 		double tref;
 
 		/* Odd seeds search levels by halving, even ones level by
@@ -353,26 +404,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 		/* Deadlines around what a few devices need. */
 		tref = 65 + (double)q.steps * m.tt[0].t[16] * 2;
 		q.deadline_s = tref * pow(10, -1.3 + 1.6 * urnd());
-		r.m = &m;
-		r.pool = &pool;
-		r.q = &q;
-		r.best_e = r.best_t = INFINITY;
-		ref_walk(&r, 0, ty, cnt);
-		configs += r.configs;
-		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &res, &st, &err),
-			      0);
-		switch (same_as_ref(seed, &res, &r, &pool, &q)) {
-		case 0:
-			none++;
-			break;
-		case 1:
-			feasible++;
-			break;
-		default:
-			infeasible++;
-		}
-		mixed += res.found && res.choice.ntypes == 2;
-		hp_rec_result_release(&res);
+		search_vs_ref(seed, &m, &pool, &q, &st, &t);
 	}
 	hp__rec_grid_max = 256;
 	hp__rec_dfs_budget = 2000;
@@ -381,11 +413,11 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 		"infeasible (fastest compared), %d with nothing to run, %d "
 		"mixed choices, %d constrained, %lld of %lld packings by "
 		"DP; 0 mismatches\n",
-		POOLS, configs, feasible, infeasible, none, mixed, constrained,
-		(long long)st.dp, (long long)st.leaves);
+		POOLS, t.configs, t.feasible, t.infeasible, t.none, t.mixed,
+		constrained, (long long)st.dp, (long long)st.leaves);
 	/* Both kinds of answer were exercised, and both packers. */
-	ASSERT(feasible >= 100 && infeasible >= 100);
-	ASSERT(mixed >= 10);
+	ASSERT(t.feasible >= 100 && t.infeasible >= 100);
+	ASSERT(t.mixed >= 10);
 	ASSERT(st.dp >= 1000 && st.dp < st.leaves);
 	hp__rec_model_release(&m);
 	env_free(&e);
@@ -413,9 +445,8 @@ HP_TEST(recommend_exact_front_matches_exhaustive)
 		struct hp_pool pool;
 		struct hp__rec_params q = {0};
 		struct hp_rec_result res;
-		struct ref r = {0};
+		struct ref r;
 		struct hp__rec_session *S;
-		int ty[4], cnt[4];
 		double emin = INFINITY;
 
 		rs = 0x6a09e667f3bcc909ull ^ ((uint64_t)seed * 0x9e3779b9ull);
@@ -429,13 +460,7 @@ HP_TEST(recommend_exact_front_matches_exhaustive)
 		q.max_mix = 2;
 		q.deadline_s = (65 + (double)q.steps * m.tt[0].t[16] * 2) *
 			       pow(10, -1.3 + 1.6 * urnd());
-		r.m = &m;
-		r.pool = &pool;
-		r.q = &q;
-		r.best_e = r.best_t = INFINITY;
-		r.te = malloc(sizeof(*r.te));
-		r.ate = 1;
-		ref_walk(&r, 0, ty, cnt);
+		ref_run(&r, &m, &pool, &q, true);
 		ASSERT_EQ_INT(
 		    hp__rec_session_new(&m, &pool, &q, NULL, &S, &err), 0);
 		ASSERT_EQ_INT(
@@ -501,8 +526,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 	static struct hp__rec_tt tt[4];
 	static const char *const names[4] = {"v100", "a100-80", "t4",
 					     "h100-sxm"};
-	int feasible = 0, infeasible = 0, mixed = 0;
-	long configs = 0;
+	struct tally tl = {0};
 	struct hp__rec_stats st = {0};
 	enum { POOLS = 1000 };
 
@@ -510,10 +534,6 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 		struct hp__rec_model m = {tt, 4, 0};
 		struct hp_pool pool;
 		struct hp__rec_params q = {0};
-		struct hp_rec_result res;
-		struct hp_error err = {0};
-		struct ref r = {0};
-		int ty[4], cnt[4];
 
 		/* Odd seeds search levels by halving, even ones level by
 		 * level; half the seeds pack by dynamic programming wherever
@@ -557,25 +577,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 		q.max_mix = 2;
 		q.deadline_s = (65 + q.steps * t[irnd(0, 3)][1] * 4) *
 			       pow(10, -1 + 1.5 * urnd());
-		r.m = &m;
-		r.pool = &pool;
-		r.q = &q;
-		r.best_e = r.best_t = INFINITY;
-		ref_walk(&r, 0, ty, cnt);
-		configs += r.configs;
-		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &res, &st, &err),
-			      0);
-		switch (same_as_ref(seed, &res, &r, &pool, &q)) {
-		case 0:
-			break;
-		case 1:
-			feasible++;
-			break;
-		default:
-			infeasible++;
-		}
-		mixed += res.found && res.choice.ntypes == 2;
-		hp_rec_result_release(&res);
+		search_vs_ref(seed, &m, &pool, &q, &st, &tl);
 	}
 	hp__rec_grid_max = 256;
 	hp__rec_dfs_budget = 2000;
@@ -583,9 +585,9 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 		"synthetic: %d pools, %ld configurations; %d feasible, %d "
 		"infeasible, %d mixed choices, %lld of %lld packings by DP; "
 		"0 mismatches\n",
-		POOLS, configs, feasible, infeasible, mixed, (long long)st.dp,
-		(long long)st.leaves);
-	ASSERT(feasible >= 100 && infeasible >= 100 && mixed >= 20);
+		POOLS, tl.configs, tl.feasible, tl.infeasible, tl.mixed,
+		(long long)st.dp, (long long)st.leaves);
+	ASSERT(tl.feasible >= 100 && tl.infeasible >= 100 && tl.mixed >= 20);
 	ASSERT(st.dp >= 500 && st.dp < st.leaves);
 }
 
