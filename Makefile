@@ -1,6 +1,6 @@
 # hetpool - top-level entry points.  CMake + Ninja do the building.
 #
-#   make deps      install the system packages (Debian 12, apt-get)
+#   make deps      install every system package (Debian 12, apt-get)
 #   make           build into build/ (binaries in build/bin/)
 #   make test      build and run the whole suite; ends with "N passed, N failed"
 #   make run       the main job: analyse ResNet-50, predict it on five device types
@@ -8,6 +8,10 @@
 #   make fuzz      libFuzzer targets, each for FUZZ_SECONDS (build-fuzz/)
 #   make bench     benchmarks (speed is measured here, never in tests)
 #   make format    clang-format the C sources; make format-check checks them
+#
+# Each target first installs the packages it needs that are missing
+# (tools/deps.sh: one dpkg-query when nothing is; HP_NO_DEPS=1 skips it),
+# so on a fresh Debian 12 `make run` and `make test` are all it takes.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -15,28 +19,24 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-DEPS = build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev \
-	libjansson-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev \
-	libdnnl-dev libgsl-dev libsqlite3-dev libmicrohttpd-dev \
-	python3 python3-onnx python3-torch python3-torchvision \
-	clang-format valgrind
-
-.PHONY: all deps build test run asan fuzz bench format format-check clean
+.PHONY: all deps deps-build deps-test deps-ci deps-bench build test run asan fuzz bench \
+	format format-check clean
 
 all: build
 
 deps:
-	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	$$SUDO apt-get update -qq && \
-	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEPS)
+	@tools/deps.sh all
 
-$(BUILD)/build.ninja:
+deps-build deps-test deps-ci deps-bench:
+	@tools/deps.sh $(@:deps-%=%)
+
+$(BUILD)/build.ninja: | deps-build
 	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
 
-build: $(BUILD)/build.ninja
+build: deps-build $(BUILD)/build.ninja
 	cmake --build $(BUILD)
 
-test: build
+test: deps-test build
 	@tests/run.sh $(BUILD)
 
 run: build
@@ -47,28 +47,28 @@ run: build
 	$(BUILD)/bin/hetpool recommend data/models/resnet50.train.onnx --pool data/pools/sample.json \
 		--samples 1281167 --epochs 1 --batch 256 --deadline 1h --explain
 
-$(ASAN_BUILD)/build.ninja:
+$(ASAN_BUILD)/build.ninja: | deps-ci
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=ON
 
-asan: $(ASAN_BUILD)/build.ninja
+asan: deps-ci $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD)
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		tests/run.sh $(ASAN_BUILD)
 
-$(FUZZ_BUILD)/build.ninja:
+$(FUZZ_BUILD)/build.ninja: | deps-ci
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHP_FUZZ=ON
 
-fuzz: $(FUZZ_BUILD)/build.ninja
+fuzz: deps-ci $(FUZZ_BUILD)/build.ninja
 	cmake --build $(FUZZ_BUILD)
 	@tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-bench: build
+bench: deps-bench build
 	@benchmarks/run.sh $(BUILD)
 
-format:
+format: deps-ci
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
-format-check:
+format-check: deps-ci
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
 clean:
