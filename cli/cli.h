@@ -12,9 +12,13 @@
  * bad input. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
-/* Print "hetpool: <msg>" to stderr; returns status. */
+/* Print "hetpool: <msg>" to stderr, control characters escaped (one line
+ * whatever the names in it hold); returns status. */
 int cli_error(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* s with its control characters escaped into buf (hp_str_escape): for
+ * names from files printed in tables.  Returns buf. */
+const char *cli_esc(const char *s, char *buf, size_t n);
 /* Exit status for a library error code: 2 for bad input, else 1. */
 int cli_status_for(int code);
 

@@ -1,7 +1,9 @@
 /*
  * main.c - the hetpool command: dispatch to subcommands, install the
- * library's log sink (stderr), and map errors to exit statuses.
+ * library's log sink (stderr), map errors to exit statuses, and make sure
+ * what was printed reached its destination.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,18 +39,35 @@ static const char usage[] =
     "                    that meets a deadline, and how to run it there\n"
     "  help [COMMAND]    show help for a command\n"
     "\n"
+    "  --version         print hetpool's version\n"
+    "\n"
     "Run 'hetpool COMMAND --help' for a command's options.\n";
+
+/* One line on stderr: names that came from files may hold control
+ * characters, escaped here so the line stays one line. */
+static void print_line(const char *prefix, const char *msg)
+{
+	char esc[4096];
+
+	fprintf(stderr, "hetpool: %s%s\n", prefix,
+		hp_str_escape(msg, esc, sizeof(esc)));
+}
 
 int cli_error(int status, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 
-	fputs("hetpool: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	print_line("", msg);
 	return status;
+}
+
+const char *cli_esc(const char *s, char *buf, size_t n)
+{
+	return hp_str_escape(s, buf, n);
 }
 
 int cli_status_for(int code)
@@ -118,17 +137,60 @@ const char *cli_si(double v, char *buf, int len)
 
 static void log_stderr(enum hp_log_level level, const char *msg, void *ud)
 {
+	char prefix[32];
+
 	(void)ud;
-	fprintf(stderr, "hetpool: %s: %s\n", hp_log_level_name(level), msg);
+	snprintf(prefix, sizeof(prefix), "%s: ", hp_log_level_name(level));
+	print_line(prefix, msg);
 }
 
-int main(int argc, char **argv)
+/*
+ * What a command printed is only written when stdout is flushed and
+ * closed: a full disk or a closed pipe shows up here, not at printf.  A
+ * command that succeeded but whose output was lost fails.
+ */
+static int finish_output(int status)
+{
+	int failed = fflush(stdout) != 0 || ferror(stdout);
+	int e = errno;
+
+	if (fclose(stdout) != 0 && !failed) {
+		failed = 1;
+		e = errno;
+	}
+	if (failed) {
+		cli_error(EXIT_FAIL, "cannot write the output: %s",
+			  e ? strerror(e) : "write error");
+		if (status == EXIT_OK)
+			status = EXIT_FAIL;
+	}
+	return status;
+}
+
+static int dispatch(const char *cmd, int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} cmds[] = {
+	    {"analyze", cmd_analyze},	  {"devices", cmd_devices},
+	    {"profile", cmd_profile},	  {"fit", cmd_fit},
+	    {"predict", cmd_predict},	  {"validate", cmd_validate},
+	    {"recommend", cmd_recommend},
+	};
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(cmd, cmds[i].name))
+			return cmds[i].fn(argc, argv);
+	return cli_error(EXIT_USAGE,
+			 "'%s' is not a command; see 'hetpool --help'", cmd);
+}
+
+static int run(int argc, char **argv)
 {
 	char *help_args[3] = {NULL, "--help", NULL};
 	const char *cmd;
 
-	hp_log_set(log_stderr, NULL,
-		   getenv("HETPOOL_DEBUG") ? HP_LOG_DEBUG : HP_LOG_WARN);
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;
@@ -138,34 +200,24 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return EXIT_OK;
 	}
-	if (!strcmp(cmd, "help")) {
-		if (argc > 2) {
-			help_args[0] = argv[2];
-			argv = help_args;
-			argc = 2;
-			cmd = argv[0];
-			goto dispatch;
-		}
-		fputs(usage, stdout);
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("hetpool %s\n", hp_version());
 		return EXIT_OK;
 	}
-	argc--;
-	argv++;
-dispatch:
-	if (!strcmp(cmd, "analyze"))
-		return cmd_analyze(argc, argv);
-	if (!strcmp(cmd, "devices"))
-		return cmd_devices(argc, argv);
-	if (!strcmp(cmd, "profile"))
-		return cmd_profile(argc, argv);
-	if (!strcmp(cmd, "fit"))
-		return cmd_fit(argc, argv);
-	if (!strcmp(cmd, "predict"))
-		return cmd_predict(argc, argv);
-	if (!strcmp(cmd, "validate"))
-		return cmd_validate(argc, argv);
-	if (!strcmp(cmd, "recommend"))
-		return cmd_recommend(argc, argv);
-	return cli_error(EXIT_USAGE,
-			 "'%s' is not a command; see 'hetpool --help'", cmd);
+	if (!strcmp(cmd, "help")) {
+		if (argc == 2) {
+			fputs(usage, stdout);
+			return EXIT_OK;
+		}
+		help_args[0] = argv[2];
+		return dispatch(argv[2], 2, help_args);
+	}
+	return dispatch(cmd, argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+	hp_log_set(log_stderr, NULL,
+		   getenv("HETPOOL_DEBUG") ? HP_LOG_DEBUG : HP_LOG_WARN);
+	return finish_output(run(argc, argv));
 }

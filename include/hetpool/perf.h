@@ -135,9 +135,6 @@ typedef int (*hp_dataset_row_fn)(const struct hp_profile_row *r, void *ud);
 int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 		    int64_t *torn_bytes, struct hp_error *err);
 
-/* The version of hetpool, e.g. "0.1.0". */
-const char *hp_version(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -130,6 +130,17 @@ static inline bool hp_add_i64(int64_t a, int64_t b, int64_t *out)
 	return !__builtin_add_overflow(a, b, out);
 }
 
+/*
+ * Copy src into dst (n bytes, NUL-terminated, cut short to fit) with its
+ * control characters escaped: "\n", "\r", "\t", and "\xHH" for the other
+ * bytes below 0x20 and 0x7f.  Names read from files go through it before
+ * they reach a terminal, so a message stays on one line and cannot drive
+ * the terminal.  Bytes from 0x80 up (UTF-8) pass as they are.  Returns dst.
+ */
+const char *hp_str_escape(const char *src, char *dst, size_t n);
+/* True when s holds a byte hp_str_escape() would escape. */
+bool hp_str_has_control(const char *s);
+
 /* Duplicate n bytes of s into a NUL-terminated string; NULL on ENOMEM. */
 char *hp_strndup(const char *s, size_t n);
 char *hp_strdup(const char *s);
@@ -156,6 +167,10 @@ int hp_csv_next(struct hp_csv *c, struct hp_error *err);
 int hp_csv_index(const struct hp_csv *c, const char *name);
 /* Append s to b as one CSV field (quoted when it needs to be). */
 int hp_csv_add_field(struct hp_buf *b, const char *s);
+
+/* The version of hetpool, e.g. "0.1.0" (HP_VERSION). */
+#define HP_VERSION "0.1.0"
+const char *hp_version(void);
 
 /* Monotonic clock in seconds. */
 double hp_now_s(void);

@@ -46,11 +46,6 @@ static const struct col cols[] = {
 /* clang-format on */
 #define NCOLS ((int)(sizeof(cols) / sizeof(cols[0])))
 
-const char *hp_version(void)
-{
-	return "0.1.0";
-}
-
 const char *hp_dataset_header(void)
 {
 	static char header[2048];

@@ -73,6 +73,55 @@ int hp_parse_double(const char *s, double *out)
 	return 0;
 }
 
+const char *hp_version(void)
+{
+	return HP_VERSION;
+}
+
+static bool is_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+const char *hp_str_escape(const char *src, char *dst, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (!n)
+		return dst;
+	for (const unsigned char *p = (const unsigned char *)src; src && *p;
+	     p++) {
+		char e[4];
+		size_t k = 0;
+		if (!is_control(*p)) {
+			e[k++] = (char)*p;
+		} else if (*p == '\n' || *p == '\r' || *p == '\t') {
+			e[k++] = '\\';
+			e[k++] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+		} else {
+			e[k++] = '\\';
+			e[k++] = 'x';
+			e[k++] = hex[*p >> 4];
+			e[k++] = hex[*p & 15];
+		}
+		if (o + k >= n)
+			break;
+		memcpy(dst + o, e, k);
+		o += k;
+	}
+	dst[o] = '\0';
+	return dst;
+}
+
+bool hp_str_has_control(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; s && *p; p++)
+		if (is_control(*p))
+			return true;
+	return false;
+}
+
 char *hp_strndup(const char *s, size_t n)
 {
 	char *p = malloc(n + 1);
