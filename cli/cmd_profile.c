@@ -136,7 +136,7 @@ static void fmt_eta(double s, char *buf, size_t n)
 
 static void progress(int i, int n, const char *id, double elapsed, bool tty)
 {
-	char eta[32];
+	char eta[32], esc[256];
 	int width = 28, fill;
 
 	if (!tty)
@@ -146,7 +146,8 @@ static void progress(int i, int n, const char *id, double elapsed, bool tty)
 	fprintf(stderr, "\r[");
 	for (int k = 0; k < width; k++)
 		fputc(k < fill ? '=' : (k == fill ? '>' : ' '), stderr);
-	fprintf(stderr, "] %d/%d ETA %s  %-40.40s", i, n, eta, id);
+	fprintf(stderr, "] %d/%d ETA %s  %-40.40s", i, n, eta,
+		cli_esc(id, esc, sizeof(esc)));
 	fflush(stderr);
 }
 
@@ -178,6 +179,128 @@ static bool same_header(const char *path)
 		fclose(f);
 	free(line);
 	return same;
+}
+
+/* A new dataset at path, created when its first row is ready (a profile
+ * that fails leaves no file behind), with the header; 0 and *fd, or the
+ * exit status after one error line. */
+static int create_dataset(const char *path, int *fd)
+{
+	const char *h = hp_dataset_header();
+	size_t n = strlen(h);
+	char *text = malloc(n + 1);
+
+	if (!text)
+		return cli_error(EXIT_FAIL, "out of memory");
+	memcpy(text, h, n);
+	text[n] = '\n';
+	*fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL, 0644);
+	if (*fd < 0 || append_line(*fd, text, n + 1)) {
+		int e = errno;
+		free(text);
+		if (*fd >= 0) {
+			close(*fd);
+			*fd = -1;
+			unlink(path);
+		}
+		return cli_error(EXIT_FAIL, "cannot write '%s': %s", path,
+				 strerror(e));
+	}
+	free(text);
+	return 0;
+}
+
+/* The last byte of the file at fd, or -1 (empty, unreadable). */
+static int last_byte(int fd)
+{
+	unsigned char c;
+	off_t end = lseek(fd, 0, SEEK_END);
+
+	if (end <= 0 || pread(fd, &c, 1, end - 1) != 1)
+		return -1;
+	return c;
+}
+
+/*
+ * Get the dataset at out ready for appending: a new one is checked for a
+ * place to go now and created with the first row (*fd stays -1); an
+ * existing one must be resumed, is read for what it holds (into done),
+ * has a torn last row cut and a missing final newline added, and is
+ * opened into *fd.  0, or the exit status after one error line.
+ */
+static int open_dataset(const char *out, bool resume, struct done_set *done,
+			int *fd)
+{
+	struct hp_error err = {0};
+	int64_t torn = 0;
+	struct stat st;
+
+	*fd = -1;
+	if (stat(out, &st) != 0) {
+		char *dir;
+		int status = 0;
+		if (errno != ENOENT)
+			return cli_error(EXIT_USAGE, "--out '%s': %s", out,
+					 strerror(errno));
+		if (!(dir = dir_of(out)))
+			return cli_error(EXIT_FAIL, "out of memory");
+		if (access(dir, W_OK | X_OK) != 0)
+			status = cli_error(EXIT_USAGE,
+					   "--out '%s': cannot create a file "
+					   "in '%s': %s",
+					   out, dir, strerror(errno));
+		free(dir);
+		return status;
+	}
+	if (S_ISDIR(st.st_mode))
+		return cli_error(EXIT_USAGE,
+				 "--out '%s' is a directory: give a file "
+				 "name, such as '%s/profile.csv'",
+				 out, out);
+	if (!resume)
+		return cli_error(EXIT_USAGE,
+				 "'%s' exists: add --resume to continue "
+				 "it, or choose another --out",
+				 out);
+	if (st.st_size > 0) {
+		if (!same_header(out))
+			return cli_error(EXIT_USAGE,
+					 "'%s' has other columns than this "
+					 "hetpool writes (an older "
+					 "version's?): choose another --out",
+					 out);
+		if (hp_dataset_read(out, collect_done, done, &torn, &err))
+			return cli_error(cli_status_for(err.code), "'%s': %s",
+					 out, err.msg);
+		if (torn > 0) {
+			if (truncate(out, st.st_size - torn) != 0)
+				return cli_error(EXIT_FAIL,
+						 "'%s': cannot cut the torn "
+						 "last row: %s",
+						 out, strerror(errno));
+			cli_error(EXIT_OK,
+				  "'%s': cut a torn last row (%lld bytes) "
+				  "left by an interrupted run",
+				  out, (long long)torn);
+		}
+	}
+	*fd = open(out, O_RDWR | O_APPEND);
+	if (*fd < 0)
+		return cli_error(EXIT_USAGE, "cannot open '%s': %s", out,
+				 strerror(errno));
+	if (last_byte(*fd) == -1 && st.st_size == 0) {
+		/* an empty file: the header goes first */
+		const char *h = hp_dataset_header();
+		if (append_line(*fd, h, strlen(h)) || append_line(*fd, "\n", 1))
+			return cli_error(EXIT_FAIL, "cannot write '%s': %s",
+					 out, strerror(errno));
+	} else if (last_byte(*fd) != '\n') {
+		/* a complete last row without its newline: add it */
+		if (append_line(*fd, "\n", 1))
+			return cli_error(EXIT_FAIL, "cannot write '%s': %s",
+					 out, strerror(errno));
+	}
+	return 0;
 }
 
 int cmd_profile(int argc, char **argv)
@@ -270,7 +393,8 @@ int cmd_profile(int argc, char **argv)
 			    !(po.max_seconds > 0 && po.max_seconds <= 3600))
 				return cli_error(EXIT_USAGE,
 						 "--max-seconds '%s': give "
-						 "seconds between 0 and 3600",
+						 "seconds more than 0 and at "
+						 "most 3600",
 						 optarg);
 			break;
 		case 'P':
@@ -363,10 +487,13 @@ int cmd_profile(int argc, char **argv)
 					 sweep_arg, err.msg);
 	}
 	if (list) {
-		for (int i = 0; i < sw.n; i++)
-			printf("%s\t%s\tbatch=%lld\n", sw.configs[i].id,
-			       sw.configs[i].family,
+		for (int i = 0; i < sw.n; i++) {
+			char id[256], fam[256];
+			printf("%s\t%s\tbatch=%lld\n",
+			       cli_esc(sw.configs[i].id, id, sizeof(id)),
+			       cli_esc(sw.configs[i].family, fam, sizeof(fam)),
 			       (long long)sw.configs[i].batch);
+		}
 		hp_sweep_release(&sw);
 		return EXIT_OK;
 	}
@@ -374,73 +501,9 @@ int cmd_profile(int argc, char **argv)
 	/* The dataset: new, or resumed (a torn last line is cut off). */
 	done.device = strncmp(po.device, "cuda", 4) ? "cpu" : po.device;
 	done.optimizer = po.opt == HP_OPT_ADAM ? "adam" : "sgd";
-	if (access(out, F_OK) == 0) {
-		int64_t torn = 0;
-		struct stat st;
-		if (!resume) {
-			hp_sweep_release(&sw);
-			return cli_error(
-			    EXIT_USAGE,
-			    "'%s' exists: add --resume to continue "
-			    "it, or choose another --out",
-			    out);
-		}
-		if (stat(out, &st) == 0 && st.st_size > 0) {
-			if (!same_header(out)) {
-				hp_sweep_release(&sw);
-				free(done.ids);
-				return cli_error(EXIT_USAGE,
-						 "'%s' has other columns than "
-						 "this hetpool writes (an "
-						 "older version's?): choose "
-						 "another --out",
-						 out);
-			}
-			if (hp_dataset_read(out, collect_done, &done, &torn,
-					    &err)) {
-				hp_sweep_release(&sw);
-				free(done.ids);
-				return cli_error(cli_status_for(err.code),
-						 "'%s': %s", out, err.msg);
-			}
-			if (torn > 0) {
-				if (truncate(out, st.st_size - torn) != 0) {
-					hp_sweep_release(&sw);
-					free(done.ids);
-					return cli_error(EXIT_FAIL,
-							 "'%s': cannot cut the "
-							 "torn last line: %s",
-							 out, strerror(errno));
-				}
-				fprintf(stderr,
-					"hetpool: '%s': cut a torn last line "
-					"(%lld bytes) left by an interrupted "
-					"run\n",
-					out, (long long)torn);
-			}
-		}
-	}
-	fd = open(out, O_WRONLY | O_APPEND | O_CREAT, 0644);
-	if (fd < 0) {
-		hp_sweep_release(&sw);
-		free(done.ids);
-		return cli_error(EXIT_USAGE, "cannot open '%s': %s", out,
-				 strerror(errno));
-	}
 	hp_buf_init(&line, 1u << 20);
-	{
-		struct stat st;
-		if (fstat(fd, &st) == 0 && st.st_size == 0) {
-			hp_buf_adds(&line, hp_dataset_header());
-			hp_buf_add(&line, "\n", 1);
-			if (append_line(fd, line.data, line.len)) {
-				rc = cli_error(EXIT_FAIL,
-					       "cannot write '%s': %s", out,
-					       strerror(errno));
-				goto out;
-			}
-		}
-	}
+	if ((rc = open_dataset(out, resume, &done, &fd)))
+		goto out;
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -453,16 +516,17 @@ int cmd_profile(int argc, char **argv)
 	{
 		int pending = 0, k = 0;
 		for (int i = 0; i < sw.n; i++)
-			pending += !is_done(&done, sw.configs[i].id);
+			if (is_done(&done, sw.configs[i].id))
+				skipped++;
+			else
+				pending++;
 		if (limit && pending > limit)
 			pending = (int)limit;
 		t0 = hp_now_s();
 		for (int i = 0; i < sw.n && k < pending; i++) {
 			const struct hp_sweep_config *cfg = &sw.configs[i];
-			if (is_done(&done, cfg->id)) {
-				skipped++;
+			if (is_done(&done, cfg->id))
 				continue;
-			}
 			progress(k, pending, cfg->id, hp_now_s() - t0, tty);
 			hp_error_clear(&err);
 			int prc = hp_profile_config(cfg, &po, row, &err);
@@ -470,11 +534,12 @@ int cmd_profile(int argc, char **argv)
 			if (prc == HP_ECANCELED || stop_flag) {
 				if (tty)
 					fputc('\n', stderr);
-				fprintf(stderr,
-					"hetpool: interrupted: %d of %d "
-					"configurations are in '%s'; continue "
-					"with --resume\n",
-					measured, pending, out);
+				cli_error(
+				    EXIT_OK,
+				    "interrupted: %d of %d "
+				    "configurations are in '%s'; continue "
+				    "with --resume",
+				    measured, pending, out);
 				rc = 130;
 				goto out;
 			}
@@ -483,8 +548,8 @@ int cmd_profile(int argc, char **argv)
 			    !spec_path) {
 				if (tty)
 					fputc('\n', stderr);
-				fprintf(stderr, "hetpool: skipped %s: %s\n",
-					cfg->id, err.msg);
+				cli_error(EXIT_OK, "skipped %s: %s", cfg->id,
+					  err.msg);
 				failed++;
 				continue;
 			}
@@ -498,15 +563,15 @@ int cmd_profile(int argc, char **argv)
 			if (row->cpu_pressure > po.max_pressure) {
 				if (tty)
 					fputc('\n', stderr);
-				fprintf(stderr,
-					"hetpool: warning: %s: the host was "
-					"busy (the profiler's threads waited "
-					"for a CPU %.0f%% of the time, %d "
-					"attempts); its times are kept with "
-					"cpu_pressure %.2f, which 'hetpool "
-					"fit' leaves out\n",
-					cfg->id, 100 * row->cpu_pressure,
-					row->attempts, row->cpu_pressure);
+				cli_error(EXIT_OK,
+					  "warning: %s: the host was "
+					  "busy (the profiler's threads waited "
+					  "for a CPU %.0f%% of the time, %d "
+					  "attempts); its times are kept with "
+					  "cpu_pressure %.2f, which 'hetpool "
+					  "fit' leaves out",
+					  cfg->id, 100 * row->cpu_pressure,
+					  row->attempts, row->cpu_pressure);
 			}
 			hp_buf_reset(&line);
 			if ((prc = hp_dataset_format_row(row, &line))) {
@@ -515,6 +580,8 @@ int cmd_profile(int argc, char **argv)
 					       cfg->id, hp_strerror(prc));
 				goto out;
 			}
+			if (fd < 0 && (rc = create_dataset(out, &fd)))
+				goto out;
 			if (append_line(fd, line.data, line.len)) {
 				rc = cli_error(EXIT_FAIL,
 					       "cannot write '%s': %s", out,
@@ -549,11 +616,13 @@ int cmd_profile(int argc, char **argv)
 		fputc('\n', stdout);
 		json_decref(j);
 	} else if (spec_path && measured == 1) {
+		char id[256];
 		printf("%s  batch %lld  median step %.3f ms  cv %.1f%%  "
 		       "steps %d  memory %.1f MiB  energy %s\n",
-		       row->config_id, (long long)row->batch,
-		       row->step_time_s * 1e3, row->step_time_cv * 100,
-		       row->steps, (double)row->peak_mem_bytes / 1048576.0,
+		       cli_esc(row->config_id, id, sizeof(id)),
+		       (long long)row->batch, row->step_time_s * 1e3,
+		       row->step_time_cv * 100, row->steps,
+		       (double)row->peak_mem_bytes / 1048576.0,
 		       row->energy_source);
 	} else {
 		printf("profiled %d configurations into '%s' (%d already "

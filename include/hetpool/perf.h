@@ -126,9 +126,11 @@ const char *hp_dataset_header(void);
 /* Append one row as a CSV line (with the newline) to b. */
 int hp_dataset_format_row(const struct hp_profile_row *r, struct hp_buf *b);
 /*
- * Read a dataset file: calls fn for each complete row (a last line without
- * its newline, left by a kill mid-write, is reported through *torn_bytes
- * so the caller can cut it).  Returns 0 or a negative code (err names the
+ * Read a dataset file: calls fn for each complete row.  The last record
+ * of a file that does not end in a newline is a row when it is complete;
+ * when it is not (an open quote, fewer fields than the header: a kill
+ * mid-write) it is left out and its size reported through *torn_bytes so
+ * the caller can cut it.  Returns 0 or a negative code (err names the
  * line).
  */
 typedef int (*hp_dataset_row_fn)(const struct hp_profile_row *r, void *ud);

@@ -3,6 +3,7 @@
  * configuration, columns documented in docs/dataset.md.  One table of
  * columns drives both the writer and the reader.
  */
+#include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -135,32 +136,57 @@ static int parse_field(const struct col *c, const char *s,
 	return HP_EINTERNAL;
 }
 
+/*
+ * Whether the record hp_csv_next() just read (rc) is a row cut short by a
+ * kill: the file's last record, without its newline, with an open quote,
+ * fewer fields than the header, or a spec_json (spec_col, the last column
+ * the profiler writes) that is not a whole JSON text: a cut just after
+ * the first of a doubled quote reads as a closed field.  A complete last
+ * row without its newline is a row.
+ */
+static bool torn_tail(const struct hp_csv *csv, const char *text, size_t len,
+		      int rc, int want_fields, int spec_col)
+{
+	json_t *j;
+
+	if (len == 0 || text[len - 1] == '\n' || csv->p < csv->end)
+		return false;
+	if (rc == HP_EPARSE) /* the unterminated quote at the end */
+		return true;
+	if (rc != 1)
+		return false;
+	if (csv->nfields < want_fields)
+		return true;
+	if (spec_col < 0 || spec_col >= csv->nfields ||
+	    !csv->fields[spec_col][0])
+		return false;
+	j = json_loads(csv->fields[spec_col], 0, NULL);
+	json_decref(j);
+	return j == NULL;
+}
+
 int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 		    int64_t *torn_bytes, struct hp_error *err)
 {
-	int map[NCOLS], rc;
+	int map[NCOLS], rc, header_fields, spec_col;
 	struct hp_csv csv;
 	struct hp_profile_row *row = NULL;
 	char *text;
-	size_t len, usable;
+	size_t len;
 
 	if (torn_bytes)
 		*torn_bytes = 0;
 	if ((rc = hp_read_file(path, 1u << 30, &text, &len, err)))
 		return rc;
-	/* A last line without its newline was cut by a kill: leave it out. */
-	usable = len;
-	while (usable > 0 && text[usable - 1] != '\n')
-		usable--;
-	if (torn_bytes)
-		*torn_bytes = (int64_t)(len - usable);
-	hp_csv_init(&csv, text, usable);
+	hp_csv_init(&csv, text, len);
 	rc = hp_csv_next(&csv, err);
 	if (rc <= 0) {
 		if (rc == 0)
 			rc = hp_error_set(err, HP_EPARSE, "empty dataset");
 		goto out;
 	}
+	header_fields = csv.nfields;
+	spec_col = hp_csv_index(&csv, "spec_json");
 	for (int i = 0; i < NCOLS; i++) {
 		map[i] = hp_csv_index(&csv, cols[i].name);
 		if (map[i] < 0 && !cols[i].optional) {
@@ -176,7 +202,22 @@ int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
-	while ((rc = hp_csv_next(&csv, err)) == 1) {
+	for (;;) {
+		const char *start = csv.p;
+		struct hp_error cerr = {0};
+		rc = hp_csv_next(&csv, &cerr);
+		if (torn_tail(&csv, text, len, rc, header_fields, spec_col)) {
+			/* Leave it out; the caller may cut it. */
+			if (torn_bytes)
+				*torn_bytes = (int64_t)(text + len - start);
+			rc = 0;
+			break;
+		}
+		if (rc <= 0) {
+			if (rc < 0)
+				*err = cerr;
+			break;
+		}
 		memset(row, 0, sizeof(*row));
 		for (int i = 0; i < NCOLS; i++) {
 			if (map[i] < 0) { /* optional: not in this file */
@@ -186,11 +227,11 @@ int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 				continue;
 			}
 			if (map[i] >= csv.nfields) {
-				rc =
-				    hp_error_set(err, HP_EPARSE,
-						 "line %d: %d fields, expected "
-						 "%d",
-						 csv.line, csv.nfields, NCOLS);
+				rc = hp_error_set(
+				    err, HP_EPARSE,
+				    "line %d: %d fields, expected "
+				    "%d",
+				    csv.line, csv.nfields, header_fields);
 				goto out;
 			}
 			if (parse_field(&cols[i], csv.fields[map[i]], row)) {

@@ -188,3 +188,80 @@ HP_TEST(dataset_round_trip_and_torn_line)
 	ASSERT(strstr(err.msg, "no column"));
 	unlink(path);
 }
+
+/* The last row of a file that lacks its final newline is a row when it is
+ * complete, and torn (left out, its bytes reported) only when it is not:
+ * an open quote or fewer fields than the header. */
+HP_TEST(dataset_last_row_without_newline)
+{
+	static struct hp_profile_row r;
+	struct hp_error err = {0};
+	char path[] = "/tmp/hp_dataset_XXXXXX";
+	int fd = mkstemp(path);
+	struct hp_buf b;
+	size_t row2;
+	int64_t torn;
+	FILE *f;
+
+	ASSERT(fd >= 0);
+	close(fd);
+	memset(&r, 0, sizeof(r));
+	snprintf(r.config_id, sizeof(r.config_id), "cfg-1");
+	snprintf(r.spec_json, sizeof(r.spec_json), "{\"a\":\"b,c\"}");
+	r.batch = 8;
+	r.step_time_s = 0.5;
+	hp_buf_init(&b, 1 << 20);
+	ASSERT_EQ_INT(hp_buf_adds(&b, hp_dataset_header()), 0);
+	ASSERT_EQ_INT(hp_buf_add(&b, "\n", 1), 0);
+	ASSERT_EQ_INT(hp_dataset_format_row(&r, &b), 0);
+	row2 = b.len;
+	snprintf(r.config_id, sizeof(r.config_id), "cfg-2");
+	ASSERT_EQ_INT(hp_dataset_format_row(&r, &b), 0);
+
+	/* Complete, newline missing: kept. */
+	f = fopen(path, "w");
+	ASSERT(f);
+	fwrite(b.data, 1, b.len - 1, f);
+	fclose(f);
+	struct collect col = {0};
+	ASSERT_EQ_INT(hp_dataset_read(path, on_row, &col, &torn, &err), 0);
+	ASSERT_EQ_INT(col.n, 2);
+	ASSERT_EQ_INT(torn, 0);
+	ASSERT_STR_EQ(col.last.config_id, "cfg-2");
+	ASSERT_STR_EQ(col.last.spec_json, "{\"a\":\"b,c\"}");
+
+	/* Cut inside the quoted last field: an open quote (cut 3 bytes:
+	 * inside a doubled quote), or a quote that reads as closing but a
+	 * spec that is not whole JSON (cut 4): torn either way. */
+	for (size_t cut = 3; cut <= 4; cut++) {
+		f = fopen(path, "w");
+		fwrite(b.data, 1, b.len - cut, f);
+		fclose(f);
+		memset(&col, 0, sizeof(col));
+		ASSERT_EQ_INT(hp_dataset_read(path, on_row, &col, &torn, &err),
+			      0);
+		ASSERT_EQ_INT(col.n, 1);
+		ASSERT_EQ_INT(torn, (int64_t)(b.len - cut - row2));
+	}
+
+	/* Cut between fields: fewer fields than the header, torn. */
+	f = fopen(path, "w");
+	fwrite(b.data, 1, row2 + 10, f);
+	fclose(f);
+	memset(&col, 0, sizeof(col));
+	ASSERT_EQ_INT(hp_dataset_read(path, on_row, &col, &torn, &err), 0);
+	ASSERT_EQ_INT(col.n, 1);
+	ASSERT_EQ_INT(torn, 10);
+
+	/* Fewer fields on a line that ends in its newline: not a kill but a
+	 * broken file, refused. */
+	f = fopen(path, "w");
+	fwrite(b.data, 1, row2, f);
+	fputs("cfg-3,fam,1\n", f);
+	fclose(f);
+	memset(&col, 0, sizeof(col));
+	ASSERT(hp_dataset_read(path, on_row, &col, &torn, &err) < 0);
+	ASSERT(strstr(err.msg, "line 3"));
+	hp_buf_release(&b);
+	unlink(path);
+}
