@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Run the whole suite against a build folder: the unit tests (one process
-# per test) and the CLI tests (tests/cli/*.sh, each a sequence of checks).
+# per test) and the CLI tests (tests/cli/*.sh, each a sequence of checks
+# printing "ok NAME", "FAIL NAME: why" or "skip NAME: why").  A test that
+# cannot run here is skipped, counted on a line of its own, never passed.
 # Ends with the line "N passed, N failed".
 set -u
 build=${1:-build}
@@ -11,10 +13,13 @@ export HP_ROOT="$root"
 export HP_SHARED_DIR="${HP_SHARED_DIR:-$root/../shared}"
 passed=0
 failed=0
+skipped=0
 
 out=$(mktemp)
 "$HP_BIN/hp_unit" | tee "$out"
 line=$(grep -E '^unit: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
+s=$(grep -E '^unit: [0-9]+ skipped$' "$out" | tail -n 1 | sed -E 's/unit: ([0-9]+) skipped/\1/')
+skipped=$((skipped + ${s:-0}))
 if [ -n "$line" ]; then
 	p=$(echo "$line" | sed -E 's/unit: ([0-9]+) passed.*/\1/')
 	f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
@@ -34,6 +39,8 @@ for t in "$root"/tests/cli/*.sh; do
 	cat "$out"
 	p=$(grep -c '^ok ' "$out")
 	f=$(grep -c '^FAIL ' "$out")
+	s=$(grep -c '^skip ' "$out")
+	skipped=$((skipped + s))
 	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "FAIL $(basename "$t") exited $rc"
 		f=1
@@ -43,5 +50,6 @@ for t in "$root"/tests/cli/*.sh; do
 	rm -f "$out"
 done
 
+echo "$skipped skipped (cannot run on this machine: see the 'skip' lines above)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,6 +1,7 @@
 /*
  * runner.c - runs every registered test in its own forked process, with a
- * time limit, and ends with the line "N passed, N failed".
+ * time limit, and ends with the lines "unit: N skipped" (tests that cannot
+ * run on this machine, HP_SKIP) and "unit: N passed, N failed".
  *
  * Usage: hp_unit [-l] [SUBSTRING...]   (-l lists the tests)
  */
@@ -70,7 +71,7 @@ static bool selected(const char *name, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	int passed = 0, failed = 0;
+	int passed = 0, failed = 0, skipped = 0;
 	bool list = argc > 1 && strcmp(argv[1], "-l") == 0;
 	unsigned limit_s = 300;
 	const char *lim = getenv("HP_TEST_TIMEOUT");
@@ -107,6 +108,10 @@ int main(int argc, char **argv)
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
 			printf("ok   %s\n", tests[i].name);
 			passed++;
+		} else if (WIFEXITED(st) &&
+			   WEXITSTATUS(st) == HP_TEST_SKIP_STATUS) {
+			printf("skip %s\n", tests[i].name);
+			skipped++;
 		} else {
 			if (WIFSIGNALED(st))
 				printf("FAIL %s (signal %d%s)\n", tests[i].name,
@@ -119,7 +124,9 @@ int main(int argc, char **argv)
 			failed++;
 		}
 	}
-	if (!list)
+	if (!list) {
+		printf("unit: %d skipped\n", skipped);
 		printf("unit: %d passed, %d failed\n", passed, failed);
+	}
 	return failed ? 1 : 0;
 }

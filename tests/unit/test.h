@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef void (*hp_test_fn)(void);
 void hp_test_register(const char *name, hp_test_fn fn);
@@ -29,6 +30,20 @@ void hp_test_register(const char *name, hp_test_fn fn);
 		fprintf(stderr, __VA_ARGS__);                                  \
 		fprintf(stderr, "\n");                                         \
 		exit(1);                                                       \
+	} while (0)
+
+/* Exit status of a test that cannot run here (no GPU, no driver). */
+#define HP_TEST_SKIP_STATUS 77
+
+/* The test cannot run on this machine: say why and stop; the runner counts
+ * it as skipped, never as passed. */
+#define HP_SKIP(...)                                                           \
+	do {                                                                   \
+		printf("SKIP ");                                               \
+		printf(__VA_ARGS__);                                           \
+		printf("\n");                                                  \
+		fflush(stdout);                                                \
+		_exit(HP_TEST_SKIP_STATUS);                                    \
 	} while (0)
 
 #define ASSERT(expr)                                                           \

@@ -4,8 +4,9 @@
  * against the CPU backend (same initial parameters, same dropout masks
  * where both index them alike, the same parameters after SGD and Adam
  * steps), a net that must learn, and the NVML energy counter.  Without a
- * GPU (or in a build without the CUDA backend) those tests print SKIP and
- * pass; the refusal and the NVML loader's "not there" path run everywhere.
+ * GPU (or in a build without the CUDA backend) those tests are skipped
+ * (counted as such, never as passed); the refusal and the NVML loader's "not
+ * there" path run everywhere.
  *
  * Run on a GPU machine: build/bin/hp_unit engine_gpu
  */
@@ -47,7 +48,8 @@ static double urand(uint64_t *st)
 	return (double)(*st >> 11) * 0x1.0p-53;
 }
 
-/* Is there a CUDA device 0 for this build?  Prints SKIP when not. */
+/* Is there a CUDA device 0 for this build?  The test is skipped (HP_SKIP:
+ * the process ends) when not. */
 static bool have_gpu(void)
 {
 	struct hp_engine_opts o;
@@ -64,8 +66,7 @@ static bool have_gpu(void)
 	if (!e) {
 		if (err.code != HP_EDEVICE)
 			HP_FAIL("cuda:0: %s", err.msg);
-		printf("SKIP no GPU: %s\n", err.msg);
-		return false;
+		HP_SKIP("no GPU: %s", err.msg);
 	}
 	hp_engine_free(e);
 	return true;
@@ -597,7 +598,8 @@ HP_TEST(engine_gpu_energy)
 	ASSERT(hp_engine_fill_synthetic(e, 1, &err) == 0);
 	rc = hp_engine_energy_mj(e, &mj0);
 	if (rc == HP_EUNSUPP) {
-		printf("SKIP energy: no NVML on this GPU machine\n");
+		printf("note: energy not checked: no NVML on this GPU "
+		       "machine\n");
 	} else {
 		ASSERT_EQ_INT(rc, 0);
 		t0 = hp_now_s();
