@@ -136,6 +136,9 @@ int hp_dataset_format_row(const struct hp_profile_row *r, struct hp_buf *b);
 typedef int (*hp_dataset_row_fn)(const struct hp_profile_row *r, void *ud);
 int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 		    int64_t *torn_bytes, struct hp_error *err);
+/* The same on text in memory (len bytes, need not be NUL-terminated). */
+int hp_dataset_parse(const char *text, size_t len, hp_dataset_row_fn fn,
+		     void *ud, int64_t *torn_bytes, struct hp_error *err);
 
 #ifdef __cplusplus
 }

@@ -168,16 +168,28 @@ static bool torn_tail(const struct hp_csv *csv, const char *text, size_t len,
 int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 		    int64_t *torn_bytes, struct hp_error *err)
 {
-	int map[NCOLS], rc, header_fields, spec_col;
-	struct hp_csv csv;
-	struct hp_profile_row *row = NULL;
 	char *text;
 	size_t len;
+	int rc;
 
 	if (torn_bytes)
 		*torn_bytes = 0;
 	if ((rc = hp_read_file(path, 1u << 30, &text, &len, err)))
 		return rc;
+	rc = hp_dataset_parse(text, len, fn, ud, torn_bytes, err);
+	free(text);
+	return rc;
+}
+
+int hp_dataset_parse(const char *text, size_t len, hp_dataset_row_fn fn,
+		     void *ud, int64_t *torn_bytes, struct hp_error *err)
+{
+	int map[NCOLS], rc, header_fields, spec_col;
+	struct hp_csv csv;
+	struct hp_profile_row *row = NULL;
+
+	if (torn_bytes)
+		*torn_bytes = 0;
 	hp_csv_init(&csv, text, len);
 	rc = hp_csv_next(&csv, err);
 	if (rc <= 0) {
@@ -252,6 +264,5 @@ int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 out:
 	free(row);
 	hp_csv_release(&csv);
-	free(text);
 	return rc < 0 ? rc : 0;
 }
