@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The front door, checked: README's two commands, `make run` and `make
+# test`, on a pristine Debian 12 root that has only the build tools
+# (debootstrap bookworm + build-essential), with this checkout copied in.
+# Nothing else is installed first: the make targets must install what they
+# need themselves.  Runs as root (chroot, mounts); CI runs it (.ci/run).
+#
+#   tests/fresh/run.sh [ROOT_DIR]   (default: a new folder under /var/tmp)
+#
+# Keeps the root when HP_FRESH_KEEP=1 (a second run reuses it only if
+# you pass it, with its packages already there: not a fresh check).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+shared=${HP_SHARED_DIR:-$src/../shared}
+root=${1:-$(mktemp -d /var/tmp/hetpool-fresh.XXXXXX)}
+log=${HP_FRESH_LOG:-$root.log}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "skip fresh_root: needs root (chroot and mounts)"
+	exit 0
+fi
+if ! command -v debootstrap >/dev/null; then
+	echo "FAIL fresh_root: no debootstrap: run 'make deps' (tools/deps.sh ci)"
+	exit 1
+fi
+
+cleanup() {
+	for m in dev/pts dev proc sys; do
+		mountpoint -q "$root/$m" && umount -l "$root/$m"
+	done
+	if [ "${HP_FRESH_KEEP:-0}" != 1 ]; then
+		rm -rf --one-file-system "$root"
+	fi
+}
+trap cleanup EXIT
+
+# The host's mirror, so the check runs wherever the host's apt does.
+mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)
+mirror=${mirror:-http://deb.debian.org/debian}
+t0=$(date +%s)
+if [ ! -x "$root/usr/bin/make" ]; then
+	echo "== debootstrap bookworm (+ build-essential) into $root from $mirror"
+	debootstrap --variant=minbase --include=build-essential bookworm "$root" "$mirror" >"$log" 2>&1 ||
+		{ echo "FAIL fresh_root: debootstrap failed: see $log"; tail -n 5 "$log"; exit 1; }
+fi
+cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/" 2>/dev/null &&
+	rm -f "$root/etc/apt/sources.list" || true
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+
+# This checkout as a clean clone would have it (tracked files and what git
+# does not ignore), and the shared reference data beside it.
+mkdir -p "$root/work/hetpool"
+(cd "$src" && git ls-files -z --cached --others --exclude-standard |
+	tar --null -T - -cf -) | tar -C "$root/work/hetpool" -xf -
+if [ -d "$shared" ]; then
+	mkdir -p "$root/work/shared"
+	cp -a "$shared/." "$root/work/shared/"
+fi
+for m in proc sys dev dev/pts; do
+	mount --bind "/$m" "$root/$m"
+done
+
+echo "== in the fresh root: make run && make test"
+rc=0
+chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	HOME=/root LANG=C.UTF-8 /bin/sh -c 'cd /work/hetpool && make run && make test' \
+	>"$log.make" 2>&1 || rc=$?
+tail -n 4 "$log.make"
+secs=$(($(date +%s) - t0))
+if [ $rc -ne 0 ]; then
+	echo "FAIL fresh_root: make run && make test exited $rc after ${secs}s; log: $log.make"
+	grep -E '^FAIL|rror' "$log.make" | head -n 20
+	exit 1
+fi
+last=$(tail -n 1 "$log.make")
+if ! echo "$last" | grep -qE '^[0-9]+ passed, 0 failed$'; then
+	echo "FAIL fresh_root: the suite did not end with 'N passed, 0 failed': $last"
+	exit 1
+fi
+echo "ok   fresh_root: make run && make test on a fresh Debian 12 root (${secs}s): $last"
