@@ -46,6 +46,24 @@ static bool known(const struct hp_tensor *t)
 	return true;
 }
 
+/* Integer element types (values of these are folded; bool is apart). */
+static bool int_dtype(int dtype)
+{
+	switch (dtype) {
+	case HP_DT_UINT8:
+	case HP_DT_INT8:
+	case HP_DT_UINT16:
+	case HP_DT_INT16:
+	case HP_DT_INT32:
+	case HP_DT_INT64:
+	case HP_DT_UINT32:
+	case HP_DT_UINT64:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static bool has_val(const struct hp_tensor *t)
 {
 	return t && t->nival >= 0;
@@ -196,6 +214,35 @@ static int64_t numel_of(const struct shp *s)
 	return e;
 }
 
+/*
+ * x / y (Div) or x mod y (Mod) of integers as ONNX defines them: Div
+ * truncates; Mod takes the divisor's sign, or the dividend's (C's %) with
+ * fmod=1.  A zero divisor, or INT64_MIN / -1, traps at run time: the file
+ * is wrong, and folding it to some number would hide that.
+ */
+static int int_divide(const struct hp_node *n, int64_t x, int64_t y, int64_t *r,
+		      struct hp_error *err)
+{
+	bool mod = !strcmp(n->op, "Mod");
+
+	if (y == 0)
+		return bad(err, n, "integer division by zero");
+	if (x == INT64_MIN && y == -1) {
+		if (!mod)
+			return bad(err, n, "integer division overflows");
+		*r = 0;
+		return 0;
+	}
+	if (!mod) {
+		*r = x / y;
+		return 0;
+	}
+	*r = x % y;
+	if (hp_node_attr_i(n, "fmod", 0) == 0 && *r != 0 && (*r < 0) != (y < 0))
+		*r += y;
+	return 0;
+}
+
 /* Elementwise ops with numpy broadcasting, folding integer values. */
 static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 			  struct hp_error *err)
@@ -206,7 +253,7 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 	int dtype = 0;
 	bool cmp = false;
 	const char *op = n->op;
-	int rc;
+	int arity, rc;
 
 	for (int k = 0; k < n->ninputs; k++) {
 		struct hp_tensor *t = in(g, n, k);
@@ -220,7 +267,9 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 			if (!dtype)
 				dtype = t->dtype;
 		}
-		if (!has_val(t))
+		/* Fold only values that cover the tensor, so that no
+		 * operand reads as a 0 it does not hold. */
+		if (!has_val(t) || t->nival != hp_tensor_numel(t))
 			fold = false;
 		if (first) {
 			o.rank = t->rank;
@@ -246,33 +295,44 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 	rc = set_shape(g, n, 0, cmp ? HP_DT_BOOL : dtype, o.rank, o.d, err);
 	if (rc)
 		return rc;
-	/* Fold only with every operand the op reads present. */
-	if (!in(g, n, 0) ||
-	    (!strcmp(op, "Where") && (!in(g, n, 1) || !in(g, n, 2))))
+	/* A known integer divisor with a 0 in it traps whatever it
+	 * divides. */
+	if ((!strcmp(op, "Div") || !strcmp(op, "Mod")) && numel_of(&o) > 0) {
+		const struct hp_tensor *d = in(g, n, 1);
+		bool ints = d && has_val(d) && int_dtype(d->dtype);
+		for (int64_t i = 0; ints && i < d->nival; i++)
+			if (d->ival[i] == 0)
+				return bad(err, n, "integer division by zero");
+	}
+	/* Fold only with exactly the operands the op reads, all present:
+	 * one for Neg and Not, three for Where, two for the rest. */
+	arity = !strcmp(op, "Neg") || !strcmp(op, "Not") ? 1
+		: !strcmp(op, "Where")			 ? 3
+							 : 2;
+	if (n->ninputs != arity)
 		fold = false;
+	for (int k = 0; k < arity && fold; k++)
+		if (!in(g, n, k))
+			fold = false;
 	if (fold) {
 		int64_t ne = numel_of(&o), v[MAXC];
 		if (ne < 0 || ne > MAXC)
 			return 0;
 		for (int64_t i = 0; i < ne; i++) {
 			int64_t x = ival_at(in(g, n, 0), &o, i);
-			int64_t y = n->ninputs > 1 && in(g, n, 1)
-					? ival_at(in(g, n, 1), &o, i)
-					: 0;
-			int64_t r;
+			int64_t y = arity > 1 ? ival_at(in(g, n, 1), &o, i) : 0;
+			int64_t r = 0;
 			if (!strcmp(op, "Add"))
 				r = (int64_t)((uint64_t)x + (uint64_t)y);
 			else if (!strcmp(op, "Sub"))
 				r = (int64_t)((uint64_t)x - (uint64_t)y);
 			else if (!strcmp(op, "Mul"))
 				r = (int64_t)((uint64_t)x * (uint64_t)y);
-			else if (!strcmp(op, "Div"))
-				r = y && !(x == INT64_MIN && y == -1) ? x / y
-								      : 0;
-			else if (!strcmp(op, "Mod"))
-				r = y && !(x == INT64_MIN && y == -1) ? x % y
-								      : 0;
-			else if (!strcmp(op, "Equal"))
+			else if (!strcmp(op, "Div") || !strcmp(op, "Mod")) {
+				rc = int_divide(n, x, y, &r, err);
+				if (rc)
+					return rc;
+			} else if (!strcmp(op, "Equal"))
 				r = x == y;
 			else if (!strcmp(op, "Less"))
 				r = x < y;
@@ -334,7 +394,13 @@ static int op_cast(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 			return hp_error_set(err, HP_ENOMEM, "out of memory");
 		return 0;
 	}
-	if (has_val(x))
+	if (has_val(x) && to == HP_DT_BOOL) {
+		int64_t v[MAXC];
+		for (int64_t i = 0; i < x->nival; i++)
+			v[i] = x->ival[i] != 0;
+		return set_val(g, n, 0, v, x->nival, err);
+	}
+	if (has_val(x) && int_dtype(to))
 		return set_val(g, n, 0, x->ival, x->nival, err);
 	if (x->nfvals >= 0 && x->nfvals <= 64 &&
 	    (to == HP_DT_INT64 || to == HP_DT_INT32)) {

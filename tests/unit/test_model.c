@@ -845,3 +845,105 @@ HP_TEST(util_read_file_refuses_fifo)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* Trust before growth: hostile files that used to be analysed. */
+
+#define ASSERT_MSG(msg, needle)                                                \
+	do {                                                                   \
+		if (!strstr((msg), (needle)))                                  \
+			HP_FAIL("message '%s' lacks '%s'", (msg), (needle));   \
+	} while (0)
+
+/* x.reshape(n, 48 + x.size(1) // 0): the Div sits in a folded shape chain
+ * that once folded to 48 and analysed. */
+HP_TEST(bad_graph_div_by_zero_in_shape_chain)
+{
+	int64_t in[4] = {-1, 3, 4, 4}, zero = 0, one = 1, k48 = 48, ax0 = 0;
+	struct ob *b = ob_new(13);
+	char msg[256], want[96];
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_node(b, "Shape", "x", "s");
+	ob_const_i64(b, "i0", -1, &zero);
+	ob_const_i64(b, "i1", -1, &one);
+	ob_const_i64(b, "zero", -1, &zero);
+	ob_const_i64(b, "k48", -1, &k48);
+	ob_init_i64(b, "axes", 1, &ax0);
+	ob_node(b, "Gather", "s,i0", "n");
+	ob_node(b, "Gather", "s,i1", "c");
+	n = ob_node(b, "Div", "c,zero", "q");
+	ob_node(b, "Add", "q,k48", "w");
+	ob_node(b, "Unsqueeze", "n,axes", "nu");
+	ob_node(b, "Unsqueeze", "w,axes", "wu");
+	ob_attr_i(b, ob_node(b, "Concat", "nu,wu", "shape"), "axis", 0);
+	ob_node(b, "Reshape", "x,shape", "y");
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+	snprintf(want, sizeof(want),
+		 "node 'n%d_Div' (Div): integer division by zero", n);
+	ASSERT_MSG(msg, want);
+}
+
+/* Folded integer Div and Mod follow ONNX: Div truncates, Mod takes the
+ * divisor's sign (the dividend's with fmod=1); a 0 divisor anywhere in a
+ * known integer tensor, or INT64_MIN / -1, is refused. */
+HP_TEST(shape_integer_div_mod_fold)
+{
+	int64_t in[2] = {-1, 4}, a[4] = {-7, 7, -7, 7}, d[4] = {3, -3, -3, 3};
+	int64_t zero_in[2] = {5, 0}, m1 = -1, lo = INT64_MIN;
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct ob *b = ob_new(13);
+	char msg[256];
+
+	ob_input(b, "x", 2, in);
+	ob_init_i64(b, "a", 4, a);
+	ob_init_i64(b, "d", 4, d);
+	ob_node(b, "Div", "a,d", "q");
+	ob_node(b, "Mod", "a,d", "m");
+	ob_attr_i(b, ob_node(b, "Mod", "a,d", "cm"), "fmod", 1);
+	ob_node(b, "Relu", "x", "y");
+	ob_output(b, "y");
+	ob_output(b, "q");
+	ob_output(b, "m");
+	ob_output(b, "cm");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	if (hp_analyze(g, 1, NULL, 0, &f, &err))
+		HP_FAIL("%s", err.msg);
+	/* numpy: -7 // 3 truncated is -2; np.mod(-7, 3) = 2, fmod = -1. */
+	{
+		const int64_t q[4] = {-2, -2, 2, 2}, m[4] = {2, -2, -1, 1},
+			      cm[4] = {-1, 1, -1, 1};
+		for (int i = 0; i < 4; i++) {
+			ASSERT_EQ_INT(T(g, "q")->ival[i], q[i]);
+			ASSERT_EQ_INT(T(g, "m")->ival[i], m[i]);
+			ASSERT_EQ_INT(T(g, "cm")->ival[i], cm[i]);
+		}
+	}
+	hp_features_release(&f);
+	hp_graph_free(g);
+
+	/* A 0 in the divisor, the dividend a graph input (not folded). */
+	b = ob_new(13);
+	ob_input(b, "x", 2, in);
+	ob_init_i64(b, "d", 2, zero_in);
+	ob_node(b, "Shape", "x", "s");
+	ob_node(b, "Mod", "s,d", "m");
+	ob_output(b, "m");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+	ASSERT_MSG(msg, "(Mod): integer division by zero");
+
+	b = ob_new(13);
+	ob_input(b, "x", 2, in);
+	ob_init_i64(b, "lo", 1, &lo);
+	ob_init_i64(b, "m1", 1, &m1);
+	ob_node(b, "Div", "lo,m1", "q");
+	ob_node(b, "Relu", "x", "y");
+	ob_output(b, "y");
+	ob_output(b, "q");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+	ASSERT_MSG(msg, "integer division overflows");
+}
