@@ -823,41 +823,95 @@ static int op_concat(struct hp_graph *g, struct hp_node *n,
 	return fold ? set_val(g, n, 0, v, nv, err) : 0;
 }
 
+/*
+ * Split as ONNX defines it.  Sizes from the 'split' input (or attribute,
+ * before opset 13) are each >= 0 and add up to the axis.  Without sizes,
+ * num_outputs (opset 18) cuts ceil(dim / n) per part and leaves the rest,
+ * at least 1 (onnxruntime refuses n > dim), to the last; without either,
+ * the parts are equal and must divide the axis.
+ */
 static int op_split(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
-	int64_t sp[MAXC], nsp = 0, o[HP_MAX_RANK], sum = 0;
+	const struct hp_attr *num = hp_node_attr(n, "num_outputs");
+	int64_t sp[MAXC], nsp = 0, o[HP_MAX_RANK], sum = 0, dim;
+	int64_t parts = n->noutputs;
 	int ax, rc;
 
 	if (!known(x))
 		return 2;
 	if (axis_of(hp_node_attr_i(n, "axis", 0), x->rank, &ax))
 		return bad(err, n, "axis out of range");
+	dim = x->dims[ax];
+	if (parts < 1)
+		return bad(err, n, "no outputs");
+	if (parts > MAXC)
+		return bad(err, n, "too many outputs");
 	rc = ints_arg(g, n, "split", in(g, n, 1) ? 1 : -1, sp, MAXC, &nsp);
 	if (rc < 0)
 		return bad(err, n, "split sizes are not constant");
-	if (nsp == 0) {
-		int64_t parts = n->noutputs, dim = x->dims[ax];
-		int64_t each = parts ? (dim + parts - 1) / parts : 0;
-		if (parts < 1)
-			return bad(err, n, "no outputs");
-		if (parts > MAXC)
-			return bad(err, n, "too many outputs");
-		for (int64_t i = 0; i < parts; i++) {
-			int64_t left = dim - i * each;
-			sp[i] = left < each ? (left > 0 ? left : 0) : each;
-		}
+	if (rc > 0 && num)
+		return bad(err, n,
+			   "both split sizes and num_outputs are given");
+	if (rc == 0 && num) {
+		int64_t each, last;
+		if (num->type != HP_ATTR_INT || num->i != parts)
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "node '%s' (Split): num_outputs %lld "
+			    "does not match its %lld outputs",
+			    n->name, (long long)num->i, (long long)parts);
+		if (parts > dim)
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "node '%s' (Split): num_outputs %lld "
+			    "is more than axis %d's size %lld",
+			    n->name, (long long)parts, ax, (long long)dim);
+		each = (dim + parts - 1) / parts;
+		last = dim - each * (parts - 1);
+		if (last < 1)
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "node '%s' (Split): num_outputs %lld "
+			    "cuts axis %d's size %lld into parts "
+			    "of %lld and leaves none for the last",
+			    n->name, (long long)parts, ax, (long long)dim,
+			    (long long)each);
+		for (int64_t i = 0; i < parts; i++)
+			sp[i] = i < parts - 1 ? each : last;
+		nsp = parts;
+	} else if (rc == 0) {
+		if (dim % parts)
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "node '%s' (Split): axis %d's size "
+			    "%lld does not split evenly into %lld "
+			    "outputs",
+			    n->name, ax, (long long)dim, (long long)parts);
+		for (int64_t i = 0; i < parts; i++)
+			sp[i] = dim / parts;
 		nsp = parts;
 	}
-	if (nsp != n->noutputs)
-		return bad(err, n, "split sizes do not match outputs");
+	if (nsp != parts)
+		return hp_error_set(err, HP_ESHAPE,
+				    "node '%s' (Split): %lld split sizes for "
+				    "%lld outputs",
+				    n->name, (long long)nsp, (long long)parts);
 	for (int64_t i = 0; i < nsp; i++) {
 		if (sp[i] < 0)
-			return bad(err, n, "negative split size");
-		sum += sp[i];
+			return hp_error_set(err, HP_ESHAPE,
+					    "node '%s' (Split): negative split "
+					    "size %lld",
+					    n->name, (long long)sp[i]);
+		if (!hp_add_i64(sum, sp[i], &sum))
+			return bad(err, n, "split sizes overflow");
 	}
-	if (sum != x->dims[ax])
-		return bad(err, n, "split sizes do not add up to the axis");
+	if (sum != dim)
+		return hp_error_set(err, HP_ESHAPE,
+				    "node '%s' (Split): split sizes add up to "
+				    "%lld, not axis %d's size %lld",
+				    n->name, (long long)sum, ax,
+				    (long long)dim);
 	memcpy(o, x->dims, sizeof(o));
 	for (int k = 0; k < n->noutputs; k++) {
 		o[ax] = sp[k];

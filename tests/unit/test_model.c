@@ -947,3 +947,112 @@ HP_TEST(shape_integer_div_mod_fold)
 	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
 	ASSERT_MSG(msg, "integer division overflows");
 }
+
+/* Split a [B, C, 4] tensor on axis 1 into nout outputs with the given
+ * opset, sizes (n >= 0: the 'split' input) and num_outputs (>= 0). */
+static int split_case(int64_t opset, int64_t c, int nout, int nsizes,
+		      const int64_t *sizes, int64_t num_outputs, char *msg,
+		      size_t len)
+{
+	int64_t in[3] = {-1, c, 4};
+	char outs[256];
+	size_t o = 0;
+	struct ob *b = ob_new(opset);
+	int n;
+
+	for (int i = 0; i < nout; i++)
+		o += (size_t)snprintf(outs + o, sizeof(outs) - o, "%sy%d",
+				      i ? "," : "", i);
+	ob_input(b, "x", 3, in);
+	if (nsizes >= 0)
+		ob_init_i64(b, "sizes", nsizes, sizes);
+	n = ob_node(b, "Split", nsizes >= 0 ? "x,sizes" : "x", outs);
+	ob_attr_i(b, n, "axis", 1);
+	if (num_outputs >= 0)
+		ob_attr_i(b, n, "num_outputs", num_outputs);
+	ob_output(b, "y0");
+	return parse_err(b, msg, len);
+}
+
+HP_TEST(bad_graph_split_follows_onnx)
+{
+	char msg[256];
+
+	/* Equal parts (no sizes, no num_outputs) must divide the axis. */
+	ASSERT_EQ_INT(split_case(13, 6, 3, -1, NULL, -1, msg, sizeof(msg)), 0);
+	ASSERT_EQ_INT(split_case(13, 3, 5, -1, NULL, -1, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	ASSERT_MSG(msg, "axis 1's size 3 does not split evenly into 5");
+	ASSERT_EQ_INT(split_case(13, 3, 2, -1, NULL, -1, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	/* num_outputs: ceil parts, the rest (at least 1) to the last. */
+	ASSERT_EQ_INT(split_case(18, 7, 3, -1, NULL, 3, msg, sizeof(msg)), 0);
+	ASSERT_EQ_INT(split_case(18, 3, 5, -1, NULL, 5, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	ASSERT_MSG(msg, "num_outputs 5 is more than axis 1's size 3");
+	ASSERT_EQ_INT(split_case(18, 6, 4, -1, NULL, 4, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	ASSERT_MSG(msg, "leaves none for the last");
+	ASSERT_EQ_INT(split_case(18, 6, 3, -1, NULL, 2, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	ASSERT_MSG(msg, "num_outputs 2 does not match its 3 outputs");
+	ASSERT_EQ_INT(
+	    split_case(18, 6, 2, 2, (int64_t[]){3, 3}, 2, msg, sizeof(msg)),
+	    HP_ESHAPE);
+	ASSERT_MSG(msg, "both");
+	/* Sizes: >= 0 (an empty part is allowed), adding up to the axis. */
+	ASSERT_EQ_INT(
+	    split_case(13, 6, 3, 3, (int64_t[]){0, 6, 0}, -1, msg, sizeof(msg)),
+	    0);
+	ASSERT_EQ_INT(
+	    split_case(13, 3, 2, 2, (int64_t[]){2, 2}, -1, msg, sizeof(msg)),
+	    HP_ESHAPE);
+	ASSERT_MSG(msg, "split sizes add up to 4, not axis 1's size 3");
+	ASSERT_EQ_INT(
+	    split_case(13, 3, 2, 2, (int64_t[]){4, -1}, -1, msg, sizeof(msg)),
+	    HP_ESHAPE);
+	ASSERT_MSG(msg, "negative split size -1");
+	ASSERT_EQ_INT(
+	    split_case(13, 3, 3, 2, (int64_t[]){1, 2}, -1, msg, sizeof(msg)),
+	    HP_ESHAPE);
+	ASSERT_MSG(msg, "2 split sizes for 3 outputs");
+}
+
+HP_TEST(shape_split_shapes)
+{
+	int64_t in[3] = {-1, 7, 4};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct ob *b = ob_new(18);
+	int n;
+
+	ob_input(b, "x", 3, in);
+	n = ob_node(b, "Split", "x", "a,b,c");
+	ob_attr_i(b, n, "axis", 1);
+	ob_attr_i(b, n, "num_outputs", 3);
+	ob_output(b, "c");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	ASSERT_DIMS(T(g, "a"), 2, 3, 4);
+	ASSERT_DIMS(T(g, "b"), 2, 3, 4);
+	ASSERT_DIMS(T(g, "c"), 2, 1, 4);
+	hp_features_release(&f);
+	hp_graph_free(g);
+
+	/* Opset-11 form: sizes as an attribute. */
+	b = ob_new(11);
+	ob_input(b, "x", 3, in);
+	n = ob_node(b, "Split", "x", "a,b");
+	ob_attr_i(b, n, "axis", -2);
+	ob_attr_ints(b, n, "split", 2, (int64_t[]){5, 2});
+	ob_output(b, "b");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	ASSERT_DIMS(T(g, "a"), 2, 5, 4);
+	ASSERT_DIMS(T(g, "b"), 2, 2, 4);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
