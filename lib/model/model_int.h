@@ -15,6 +15,10 @@ int hp__graph_topo(const struct hp_graph *g, int *order, struct hp_error *err);
  * negative code with err set. */
 int hp__shape_node(struct hp_graph *g, struct hp_node *n, struct hp_error *err);
 
+/* True for the auto_pad values ONNX defines: NOTSET, SAME_UPPER,
+ * SAME_LOWER and VALID. */
+bool hp__auto_pad_known(const char *s);
+
 /* True for tensors whose values are stored weights (float initializers,
  * directly or through Identity). */
 bool hp__is_weight(const struct hp_graph *g, int t);

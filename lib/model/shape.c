@@ -462,6 +462,12 @@ static int window(int64_t in_sz, int64_t k, int64_t s, int64_t dil, int64_t *pb,
 	return 0;
 }
 
+bool hp__auto_pad_known(const char *s)
+{
+	return !strcmp(s, "NOTSET") || !strcmp(s, "SAME_UPPER") ||
+	       !strcmp(s, "SAME_LOWER") || !strcmp(s, "VALID");
+}
+
 /* Common window attributes for Conv/ConvTranspose/pools. */
 struct win {
 	int nsp;
@@ -477,6 +483,11 @@ static int read_window(const struct hp_node *n, int nsp, const int64_t *kdef,
 
 	w->nsp = nsp;
 	w->auto_pad = hp_node_attr_s(n, "auto_pad", "NOTSET");
+	if (!hp__auto_pad_known(w->auto_pad))
+		return hp_error_set(err, HP_ESHAPE,
+				    "node '%s' (%s): unknown auto_pad '%.40s' "
+				    "(NOTSET, SAME_UPPER, SAME_LOWER or VALID)",
+				    n->name, n->op, w->auto_pad);
 	for (int i = 0; i < nsp; i++) {
 		w->k[i] = kdef ? kdef[i] : -1;
 		w->s[i] = 1;

@@ -1056,3 +1056,104 @@ HP_TEST(shape_split_shapes)
 	hp_features_release(&f);
 	hp_graph_free(g);
 }
+
+HP_TEST(bad_onnx_auto_pad_and_duplicate_attributes)
+{
+	int64_t in[4] = {-1, 3, 8, 8}, w[4] = {4, 3, 3, 3}, k[2] = {2, 2};
+	static const char *const ok_values[] = {"NOTSET", "SAME_UPPER",
+						"SAME_LOWER", "VALID"};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct ob *b;
+	size_t len;
+	uint8_t *buf;
+	char msg[256];
+	int n;
+
+	for (size_t i = 0; i < 4; i++) {
+		b = ob_new(13);
+		ob_input(b, "x", 4, in);
+		ob_init(b, "w", 4, w);
+		ob_attr_s(b, ob_node(b, "Conv", "x,w", "y"), "auto_pad",
+			  ok_values[i]);
+		ob_output(b, "y");
+		ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), 0);
+	}
+	/* Refused at load, before any shape is known. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w", 4, w);
+	ob_attr_s(b, ob_node(b, "Conv", "x,w", "y"), "auto_pad", "SAME_MIDDLE");
+	ob_output(b, "y");
+	buf = ob_finish(b, &len);
+	ASSERT(!hp_onnx_parse(buf, len, &err));
+	free(buf);
+	ASSERT_EQ_INT(err.code, HP_EPARSE);
+	ASSERT_MSG(err.msg, "node 'n0_Conv' (Conv): unknown auto_pad "
+			    "'SAME_MIDDLE' (NOTSET, SAME_UPPER, SAME_LOWER or "
+			    "VALID)");
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "AveragePool", "x", "y");
+	ob_attr_ints(b, n, "kernel_shape", 2, k);
+	ob_attr_s(b, n, "auto_pad", "same_upper"); /* case matters */
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "(AveragePool): unknown auto_pad 'same_upper'");
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "MaxPool", "x", "y");
+	ob_attr_ints(b, n, "kernel_shape", 2, k);
+	ob_attr_i(b, n, "auto_pad", 1);
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "auto_pad is not a string");
+
+	/* A graph made in memory is checked where the window is cut. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "MaxPool", "x", "y");
+	ob_attr_ints(b, n, "kernel_shape", 2, k);
+	ob_attr_s(b, n, "auto_pad", "VALID");
+	ob_output(b, "y");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	free(g->nodes[0].attrs[1].s);
+	g->nodes[0].attrs[1].s = strdup("SAME");
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &f, &err), HP_ESHAPE);
+	ASSERT_MSG(err.msg, "unknown auto_pad 'SAME'");
+	hp_graph_free(g);
+
+	/* Two attributes of one name: which one counts is undefined. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w", 4, w);
+	n = ob_node(b, "Conv", "x,w", "y");
+	ob_attr_ints(b, n, "strides", 2, (int64_t[]){1, 1});
+	ob_attr_ints(b, n, "strides", 2, (int64_t[]){2, 2});
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "node 'n0_Conv' (Conv): attribute 'strides' is given "
+			"twice");
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "Relu", "x", "y");
+	ob_attr_i(b, n, "alpha", 1);
+	ob_attr_f(b, n, "alpha", 2);
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "attribute 'alpha' is given twice");
+	/* Thousands of attributes (a quadratic duplicate check) are not. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "Relu", "x", "y");
+	for (int i = 0; i < 1025; i++) {
+		char nm[16];
+		snprintf(nm, sizeof(nm), "a%d", i);
+		ob_attr_i(b, n, nm, i);
+	}
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ETOOBIG);
+	ASSERT_MSG(msg, "1025 attributes (at most 1024)");
+}
