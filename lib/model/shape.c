@@ -1434,15 +1434,53 @@ static int op_tile(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
 }
 
+/*
+ * SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss: scores [N, C] or
+ * [N, C, d1, ...], labels [N] or [N, d1, ...] (the scores without C).
+ * Labels for another batch than the scores' would fail at run time.
+ */
 static int op_loss(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
-	struct hp_tensor *x = in(g, n, 0);
+	struct hp_tensor *x = in(g, n, 0), *lab = in(g, n, 1);
 	const char *red = hp_node_attr_s(n, "reduction", "mean");
 	int64_t o[HP_MAX_RANK];
 	int r = 0, rc;
 
+	if (!lab)
+		return bad(err, n, "missing labels");
 	if (!known(x))
 		return 2;
+	if (x->rank < 2)
+		return bad(err, n,
+			   "scores must have rank 2 or more (N, C, ...)");
+	if (strcmp(red, "none") && strcmp(red, "mean") && strcmp(red, "sum"))
+		return hp_error_set(err, HP_ESHAPE,
+				    "node '%s' (%s): unknown reduction '%.40s' "
+				    "(none, mean or sum)",
+				    n->name, n->op, red);
+	if (known(lab)) {
+		if (lab->rank != x->rank - 1)
+			return hp_error_set(err, HP_ESHAPE,
+					    "node '%s' (%s): labels have rank "
+					    "%d, scores %d (labels take the "
+					    "scores' shape without C)",
+					    n->name, n->op, lab->rank, x->rank);
+		if (lab->dims[0] != x->dims[0])
+			return hp_error_set(err, HP_ESHAPE,
+					    "node '%s' (%s): labels have batch "
+					    "%lld, scores %lld",
+					    n->name, n->op,
+					    (long long)lab->dims[0],
+					    (long long)x->dims[0]);
+		for (int i = 1; i < lab->rank; i++)
+			if (lab->dims[i] != x->dims[i + 1])
+				return hp_error_set(
+				    err, HP_ESHAPE,
+				    "node '%s' (%s): labels' dimension %d is "
+				    "%lld, scores' %d is %lld",
+				    n->name, n->op, i, (long long)lab->dims[i],
+				    i + 1, (long long)x->dims[i + 1]);
+	}
 	if (!strcmp(red, "none")) {
 		o[r++] = x->dims[0];
 		for (int i = 2; i < x->rank; i++)
@@ -1610,7 +1648,8 @@ int hp__shape_node(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 		return op_tile(g, n, err);
 	if (!strcmp(op, "TopK"))
 		return op_topk(g, n, err);
-	if (!strcmp(op, "SoftmaxCrossEntropyLoss"))
+	if (!strcmp(op, "SoftmaxCrossEntropyLoss") ||
+	    !strcmp(op, "NegativeLogLikelihoodLoss"))
 		return op_loss(g, n, err);
 	/* Not known: guess the first output from the first input. */
 	{

@@ -1157,3 +1157,69 @@ HP_TEST(bad_onnx_auto_pad_and_duplicate_attributes)
 	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ETOOBIG);
 	ASSERT_MSG(msg, "1025 attributes (at most 1024)");
 }
+
+/* Logits [B, 10] from a Gemm, labels with the given dims, into op. */
+static struct ob *loss_model(const char *op, int lrank, const int64_t *ldims)
+{
+	int64_t in[2] = {-1, 16}, w[2] = {10, 16};
+	struct ob *b = ob_new(13);
+
+	ob_input(b, "x", 2, in);
+	ob_input(b, "labels", lrank, ldims);
+	ob_init(b, "w", 2, w);
+	ob_attr_i(b, ob_node(b, "Gemm", "x,w", "logits"), "transB", 1);
+	ob_node(b, op, "logits,labels", "loss");
+	ob_output(b, "loss");
+	return b;
+}
+
+HP_TEST(bad_graph_loss_labels_disagree)
+{
+	static const char *const ops[] = {"SoftmaxCrossEntropyLoss",
+					  "NegativeLogLikelihoodLoss"};
+	int64_t four = 4, sym = -1, two[2] = {-1, 3};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	char msg[256], want[128];
+
+	for (int i = 0; i < 2; i++) {
+		/* Labels for 4 samples: right at batch 4, wrong at 8. */
+		g = parse_ob(loss_model(ops[i], 1, &four), &err);
+		ASSERT(g);
+		ASSERT_EQ_INT(hp_analyze(g, 4, NULL, 0, &f, &err), 0);
+		ASSERT_EQ_INT(f.kind_count[HP_KIND_LOSS], 1);
+		ASSERT_EQ_INT(T(g, "loss")->rank, 0); /* reduction mean */
+		ASSERT_EQ_INT(f.nskipped, 0);
+		hp_features_release(&f);
+		ASSERT_EQ_INT(hp_analyze(g, 8, NULL, 0, &f, &err), HP_ESHAPE);
+		snprintf(want, sizeof(want),
+			 "node 'n1_%s' (%s): labels have batch 4, scores 8",
+			 ops[i], ops[i]);
+		ASSERT_MSG(err.msg, want);
+		hp_graph_free(g);
+		/* Labels that follow the batch are right at any batch. */
+		g = parse_ob(loss_model(ops[i], 1, &sym), &err);
+		ASSERT(g);
+		ASSERT_EQ_INT(hp_analyze(g, 8, NULL, 0, &f, &err), 0);
+		hp_features_release(&f);
+		hp_graph_free(g);
+		/* Labels of rank 2 for scores of rank 2. */
+		ASSERT_EQ_INT(
+		    parse_err(loss_model(ops[i], 2, two), msg, sizeof(msg)),
+		    HP_ESHAPE);
+		ASSERT_MSG(msg, "labels have rank 2, scores 2");
+	}
+	/* Per-position labels [N, d1] for scores [N, C, d1]. */
+	for (int d = 5; d <= 6; d++) {
+		struct ob *b = ob_new(13);
+		int rc;
+		ob_input(b, "s", 3, (int64_t[]){-1, 10, 5});
+		ob_input(b, "labels", 2, (int64_t[]){-1, d});
+		ob_node(b, "SoftmaxCrossEntropyLoss", "s,labels", "loss");
+		ob_output(b, "loss");
+		rc = parse_err(b, msg, sizeof(msg));
+		ASSERT_EQ_INT(rc, d == 5 ? 0 : HP_ESHAPE);
+	}
+	ASSERT_MSG(msg, "labels' dimension 1 is 6, scores' 2 is 5");
+}
