@@ -560,6 +560,9 @@ int hp_analyze(struct hp_graph *g, int64_t batch, const int64_t *input_shape,
 		return hp_error_set(err, HP_EINVAL,
 				    "batch size %lld out of range (1..%d)",
 				    (long long)batch, 1 << 24);
+	if (g->nnodes == 0)
+		return hp_error_set(err, HP_EINVAL,
+				    "graph has no nodes: nothing to train");
 	f->batch = batch;
 	order = malloc((size_t)(g->nnodes ? g->nnodes : 1) * sizeof(int));
 	s.g = g;

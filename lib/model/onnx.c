@@ -314,6 +314,9 @@ static int load_graph(struct ctx *c, const Onnx__GraphProto *gp)
 		return hp_error_set(c->err, HP_ETOOBIG,
 				    "graph has %zu nodes (at most %d)",
 				    gp->n_node, HP_MODEL_MAX_NODES);
+	if (gp->n_node == 0)
+		return hp_error_set(c->err, HP_EPARSE,
+				    "graph has no nodes: nothing to train");
 	for (size_t i = 0; i < gp->n_initializer; i++) {
 		const Onnx__TensorProto *tp = gp->initializer[i];
 		int ti;

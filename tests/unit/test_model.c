@@ -1223,3 +1223,25 @@ HP_TEST(bad_graph_loss_labels_disagree)
 	}
 	ASSERT_MSG(msg, "labels' dimension 1 is 6, scores' 2 is 5");
 }
+
+HP_TEST(bad_graph_no_nodes)
+{
+	int64_t in[2] = {-1, 16};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct ob *b = ob_new(13);
+	char msg[256];
+
+	/* The input is the output: once a step time and a recommendation. */
+	ob_input(b, "x", 2, in);
+	ob_output(b, "x");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "graph has no nodes: nothing to train");
+	/* A graph made in memory is refused by the analysis. */
+	g = hp_graph_new("empty");
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &f, &err), HP_EINVAL);
+	ASSERT_MSG(err.msg, "no nodes: nothing to train");
+	hp_graph_free(g);
+}
