@@ -15,6 +15,9 @@ int hp__graph_topo(const struct hp_graph *g, int *order, struct hp_error *err);
  * negative code with err set. */
 int hp__shape_node(struct hp_graph *g, struct hp_node *n, struct hp_error *err);
 
+/* Length of a UTF-8 byte order mark at the start of p[0..n): 3 or 0. */
+size_t hp__utf8_bom_len(const char *p, size_t n);
+
 /* True for the auto_pad values ONNX defines: NOTSET, SAME_UPPER,
  * SAME_LOWER and VALID. */
 bool hp__auto_pad_known(const char *s);

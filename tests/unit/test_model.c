@@ -1245,3 +1245,60 @@ HP_TEST(bad_graph_no_nodes)
 	ASSERT_MSG(err.msg, "no nodes: nothing to train");
 	hp_graph_free(g);
 }
+
+/* Write data to a temporary file and load it as a model. */
+static struct hp_graph *load_bytes(const char *data, size_t len,
+				   struct hp_error *err)
+{
+	char path[] = "/tmp/hp_model_XXXXXX";
+	int fd = mkstemp(path);
+	struct hp_graph *g;
+
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len)
+		HP_FAIL("cannot write %s", path);
+	close(fd);
+	g = hp_model_load(path, err);
+	unlink(path);
+	return g;
+}
+
+HP_TEST(model_load_tells_spec_from_onnx)
+{
+	char text[sizeof(spec_example) + 16];
+	struct hp_error err = {0};
+	struct hp_features a, b;
+	struct hp_graph *g, *h;
+	int n;
+
+	/* A byte order mark (and whitespace after it) is harmless. */
+	n = snprintf(text, sizeof(text), "\xef\xbb\xbf \n%s", spec_example);
+	g = load_bytes(text, (size_t)n, &err);
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	h = hp_spec_parse(spec_example, strlen(spec_example), &err);
+	ASSERT(h);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &a, &err), 0);
+	ASSERT_EQ_INT(hp_analyze(h, 2, NULL, 0, &b, &err), 0);
+	ASSERT_EQ_INT(a.params, b.params);
+	ASSERT_EQ_INT(a.macs_per_sample, b.macs_per_sample);
+	hp_features_release(&a);
+	hp_features_release(&b);
+	hp_graph_free(g);
+	hp_graph_free(h);
+
+	/* A top-level array is a spec gone wrong, not a broken ONNX file. */
+	n = snprintf(text, sizeof(text), "[%s]", spec_example);
+	ASSERT(!load_bytes(text, (size_t)n, &err));
+	ASSERT_EQ_INT(err.code, HP_EINVAL);
+	ASSERT_MSG(err.msg, "spec: the top level must be an object {...}, "
+			    "not an array");
+	ASSERT(!load_bytes("\xef\xbb\xbf\t [1]", 8, &err));
+	ASSERT_MSG(err.msg, "not an array");
+	ASSERT(!load_bytes("\xef\xbb\xbf{\"input\":", 12, &err));
+	ASSERT_MSG(err.msg, "invalid JSON");
+	/* Bytes that are no JSON are still read as ONNX. */
+	ASSERT(!load_bytes("\xef\xbb", 2, &err));
+	ASSERT_MSG(err.msg, "not a valid ONNX model");
+	ASSERT(!hp_spec_parse("\"cnn\"", 5, &err));
+	ASSERT_MSG(err.msg, "invalid JSON");
+}
