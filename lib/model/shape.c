@@ -4,9 +4,10 @@
  * Every tensor gets a rank and dims at the chosen batch size.  Small
  * integer tensors (shape vectors) also get their values, so the
  * Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains that exporters
- * emit fold to constants.  An op that is not known is skipped with a
- * warning: its first output takes its first input's shape so the rest of
- * the graph can still be counted.
+ * emit fold to constants.  The ops it knows are one table, ops[] below,
+ * which also gives the kind features.c counts each as.  An op that is not
+ * known is skipped with a warning: its first output takes its first
+ * input's shape so the rest of the graph can still be counted.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -542,9 +543,9 @@ static int read_window(const struct hp_node *n, int nsp, const int64_t *kdef,
 	return 0;
 }
 
-static int op_conv(struct hp_graph *g, struct hp_node *n, bool transpose,
-		   struct hp_error *err)
+static int op_conv(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
+	bool transpose = !strcmp(n->op, "ConvTranspose");
 	struct hp_tensor *x = in(g, n, 0), *w = in(g, n, 1);
 	int64_t group = hp_node_attr_i(n, "group", 1);
 	struct win win;
@@ -632,9 +633,9 @@ static int op_conv(struct hp_graph *g, struct hp_node *n, bool transpose,
 	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
 }
 
-static int op_pool(struct hp_graph *g, struct hp_node *n, bool global,
-		   struct hp_error *err)
+static int op_pool(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
+	bool global = !strncmp(n->op, "Global", 6);
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t o[HP_MAX_RANK];
 	struct win win;
@@ -1030,9 +1031,10 @@ static int op_transpose(struct hp_graph *g, struct hp_node *n,
 	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
 }
 
-static int op_squeeze(struct hp_graph *g, struct hp_node *n, bool unsq,
+static int op_squeeze(struct hp_graph *g, struct hp_node *n,
 		      struct hp_error *err)
 {
+	bool unsq = !strcmp(n->op, "Unsqueeze");
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t axes[MAXC], na = 0, o[HP_MAX_RANK];
 	bool mark[HP_MAX_RANK + HP_MAX_RANK] = {0};
@@ -1511,154 +1513,167 @@ static int op_topk(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	return set_shape(g, n, 1, HP_DT_INT64, x->rank, o, err);
 }
 
-static const char *const unary_ops[] = {
-    "Relu",
-    "LeakyRelu",
-    "Sigmoid",
-    "Tanh",
-    "Clip",
-    "HardSigmoid",
-    "HardSwish",
-    "Elu",
-    "Selu",
-    "Celu",
-    "Gelu",
-    "Softplus",
-    "Softsign",
-    "Mish",
-    "Erf",
-    "Sqrt",
-    "Exp",
-    "Log",
-    "Abs",
-    "Reciprocal",
-    "Floor",
-    "Ceil",
-    "Round",
-    "Sign",
-    "Cos",
-    "Sin",
-    "Identity",
-    "Softmax",
-    "LogSoftmax",
-    "ThresholdedRelu",
-    "Shrink",
-    "IsNaN",
-    "IsInf",
-    "CumSum",
-    "LpNormalization",
-    "LRN",
-    "InstanceNormalization",
-    "GroupNormalization",
-    "MeanVarianceNormalization",
-    "Hardmax",
-    NULL,
-};
-
-static const char *const elementwise_ops[] = {
-    "Add",	   "Sub",
-    "Mul",	   "Div",
-    "Pow",	   "Max",
-    "Min",	   "Sum",
-    "Mean",	   "Equal",
-    "Less",	   "Greater",
-    "LessOrEqual", "GreaterOrEqual",
-    "And",	   "Or",
-    "Xor",	   "Mod",
-    "Where",	   "PRelu",
-    "Neg",	   "Not",
-    "BitShift",	   NULL,
-};
-
-static bool in_list(const char *op, const char *const *list)
+/* Constant's output was filled by the importer. */
+static int op_constant(struct hp_graph *g, struct hp_node *n,
+		       struct hp_error *err)
 {
-	for (int i = 0; list[i]; i++)
-		if (!strcmp(op, list[i]))
-			return true;
-	return false;
+	(void)g;
+	(void)n;
+	(void)err;
+	return 0;
+}
+
+#define K(kind) HP_KIND_##kind
+/*
+ * The ONNX ops hetpool knows, one row each: the shape rule, the kind the
+ * op is counted as (features.c), and for activations the forward FLOPs
+ * per element.  An op without a row is skipped with a warning.
+ */
+static const struct hp__op ops[] = {
+    /* Constants and shape arithmetic. */
+    {"Constant", op_constant, K(CONSTANT), 0},
+    {"ConstantOfShape", op_constant_of_shape, K(CONSTANT), 0},
+    {"Range", op_range, K(CONSTANT), 0},
+    {"Shape", op_shape, K(CONSTANT), 0},
+    {"Size", op_size, K(CONSTANT), 0},
+    /* Layers with weights.  A MatMul with no weight operand is an
+     * attention product (features.c tells them apart). */
+    {"Conv", op_conv, K(CONV), 0},
+    {"ConvTranspose", op_conv, K(CONV), 0},
+    {"Gemm", op_gemm, K(FC), 0},
+    {"MatMul", op_matmul, K(FC), 0},
+    {"BatchNormalization", op_norm, K(NORM), 0},
+    {"LayerNormalization", op_norm, K(NORM), 0},
+    {"GroupNormalization", op_unary, K(NORM), 0},
+    {"InstanceNormalization", op_unary, K(NORM), 0},
+    {"LRN", op_unary, K(NORM), 0},
+    {"LpNormalization", op_unary, K(NORM), 0},
+    {"MeanVarianceNormalization", op_unary, K(NORM), 0},
+    /* Pooling. */
+    {"AveragePool", op_pool, K(POOL), 0},
+    {"LpPool", op_pool, K(POOL), 0},
+    {"MaxPool", op_pool, K(POOL), 0},
+    {"GlobalAveragePool", op_pool, K(POOL), 0},
+    {"GlobalLpPool", op_pool, K(POOL), 0},
+    {"GlobalMaxPool", op_pool, K(POOL), 0},
+    /* Activations, with forward FLOPs per element. */
+    {"Clip", op_unary, K(ACTIVATION), 1},
+    {"LeakyRelu", op_unary, K(ACTIVATION), 1},
+    {"PRelu", op_elementwise, K(ACTIVATION), 1},
+    {"Relu", op_unary, K(ACTIVATION), 1},
+    {"Shrink", op_unary, K(ACTIVATION), 1},
+    {"ThresholdedRelu", op_unary, K(ACTIVATION), 1},
+    {"HardSigmoid", op_unary, K(ACTIVATION), 2},
+    {"HardSwish", op_unary, K(ACTIVATION), 3},
+    {"Celu", op_unary, K(ACTIVATION), 4},
+    {"Elu", op_unary, K(ACTIVATION), 4},
+    {"Gelu", op_unary, K(ACTIVATION), 4},
+    {"Mish", op_unary, K(ACTIVATION), 4},
+    {"Selu", op_unary, K(ACTIVATION), 4},
+    {"Sigmoid", op_unary, K(ACTIVATION), 4},
+    {"Softplus", op_unary, K(ACTIVATION), 4},
+    {"Softsign", op_unary, K(ACTIVATION), 4},
+    {"Tanh", op_unary, K(ACTIVATION), 4},
+    {"Hardmax", op_unary, K(SOFTMAX), 0},
+    {"LogSoftmax", op_unary, K(SOFTMAX), 0},
+    {"Softmax", op_unary, K(SOFTMAX), 0},
+    {"Dropout", op_dropout, K(DROPOUT), 0},
+    {"NegativeLogLikelihoodLoss", op_loss, K(LOSS), 0},
+    {"SoftmaxCrossEntropyLoss", op_loss, K(LOSS), 0},
+    /* Views and copies. */
+    {"Cast", op_cast, K(RESHAPE), 0},
+    {"CastLike", op_cast, K(RESHAPE), 0},
+    {"Expand", op_expand, K(RESHAPE), 0},
+    {"Flatten", op_flatten, K(RESHAPE), 0},
+    {"Gather", op_gather, K(RESHAPE), 0},
+    {"Identity", op_unary, K(RESHAPE), 0},
+    {"Pad", op_pad, K(RESHAPE), 0},
+    {"Reshape", op_reshape, K(RESHAPE), 0},
+    {"Slice", op_slice, K(RESHAPE), 0},
+    {"Squeeze", op_squeeze, K(RESHAPE), 0},
+    {"Tile", op_tile, K(RESHAPE), 0},
+    {"Transpose", op_transpose, K(RESHAPE), 0},
+    {"Unsqueeze", op_squeeze, K(RESHAPE), 0},
+    {"Concat", op_concat, K(CONCAT_SPLIT), 0},
+    {"Split", op_split, K(CONCAT_SPLIT), 0},
+    {"Resize", op_resize, K(RESIZE), 0},
+    {"Upsample", op_resize, K(RESIZE), 0},
+    /* Reductions. */
+    {"ArgMax", op_reduce, K(REDUCE), 0},
+    {"ArgMin", op_reduce, K(REDUCE), 0},
+    {"CumSum", op_unary, K(REDUCE), 0},
+    {"ReduceL1", op_reduce, K(REDUCE), 0},
+    {"ReduceL2", op_reduce, K(REDUCE), 0},
+    {"ReduceLogSum", op_reduce, K(REDUCE), 0},
+    {"ReduceLogSumExp", op_reduce, K(REDUCE), 0},
+    {"ReduceMax", op_reduce, K(REDUCE), 0},
+    {"ReduceMean", op_reduce, K(REDUCE), 0},
+    {"ReduceMin", op_reduce, K(REDUCE), 0},
+    {"ReduceProd", op_reduce, K(REDUCE), 0},
+    {"ReduceSum", op_reduce, K(REDUCE), 0},
+    {"ReduceSumSquare", op_reduce, K(REDUCE), 0},
+    {"TopK", op_topk, K(REDUCE), 0},
+    /* Elementwise, with numpy broadcasting and integer folding. */
+    {"Add", op_elementwise, K(ELEMENTWISE), 0},
+    {"And", op_elementwise, K(ELEMENTWISE), 0},
+    {"Div", op_elementwise, K(ELEMENTWISE), 0},
+    {"Equal", op_elementwise, K(ELEMENTWISE), 0},
+    {"Greater", op_elementwise, K(ELEMENTWISE), 0},
+    {"GreaterOrEqual", op_elementwise, K(ELEMENTWISE), 0},
+    {"Less", op_elementwise, K(ELEMENTWISE), 0},
+    {"LessOrEqual", op_elementwise, K(ELEMENTWISE), 0},
+    {"Max", op_elementwise, K(ELEMENTWISE), 0},
+    {"Mean", op_elementwise, K(ELEMENTWISE), 0},
+    {"Min", op_elementwise, K(ELEMENTWISE), 0},
+    {"Mod", op_elementwise, K(ELEMENTWISE), 0},
+    {"Mul", op_elementwise, K(ELEMENTWISE), 0},
+    {"Neg", op_elementwise, K(ELEMENTWISE), 0},
+    {"Not", op_elementwise, K(ELEMENTWISE), 0},
+    {"Or", op_elementwise, K(ELEMENTWISE), 0},
+    {"Pow", op_elementwise, K(ELEMENTWISE), 0},
+    {"Sub", op_elementwise, K(ELEMENTWISE), 0},
+    {"Sum", op_elementwise, K(ELEMENTWISE), 0},
+    {"Where", op_elementwise, K(ELEMENTWISE), 0},
+    {"Abs", op_unary, K(ELEMENTWISE), 0},
+    {"Ceil", op_unary, K(ELEMENTWISE), 0},
+    {"Cos", op_unary, K(ELEMENTWISE), 0},
+    {"Erf", op_unary, K(ELEMENTWISE), 0},
+    {"Exp", op_unary, K(ELEMENTWISE), 0},
+    {"Floor", op_unary, K(ELEMENTWISE), 0},
+    {"Log", op_unary, K(ELEMENTWISE), 0},
+    {"Reciprocal", op_unary, K(ELEMENTWISE), 0},
+    {"Round", op_unary, K(ELEMENTWISE), 0},
+    {"Sign", op_unary, K(ELEMENTWISE), 0},
+    {"Sin", op_unary, K(ELEMENTWISE), 0},
+    {"Sqrt", op_unary, K(ELEMENTWISE), 0},
+    /* Shaped, but counted as other work. */
+    {"BitShift", op_elementwise, K(OTHER), 0},
+    {"IsInf", op_unary, K(OTHER), 0},
+    {"IsNaN", op_unary, K(OTHER), 0},
+    {"Xor", op_elementwise, K(OTHER), 0},
+};
+#undef K
+
+const struct hp__op *hp__op_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(ops[i].name, name))
+			return &ops[i];
+	return NULL;
 }
 
 int hp__shape_node(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
-	const char *op = n->op;
+	const struct hp__op *op = hp__op_find(n->op);
+	struct hp_tensor *x;
+	int rc;
 
-	if (!strcmp(op, "Constant"))
-		return 0; /* filled by the importer */
-	if (!strcmp(op, "Conv"))
-		return op_conv(g, n, false, err);
-	if (!strcmp(op, "ConvTranspose"))
-		return op_conv(g, n, true, err);
-	if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
-	    !strcmp(op, "LpPool"))
-		return op_pool(g, n, false, err);
-	if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool") ||
-	    !strcmp(op, "GlobalLpPool"))
-		return op_pool(g, n, true, err);
-	if (!strcmp(op, "Gemm"))
-		return op_gemm(g, n, err);
-	if (!strcmp(op, "MatMul"))
-		return op_matmul(g, n, err);
-	if (!strcmp(op, "BatchNormalization") ||
-	    !strcmp(op, "LayerNormalization"))
-		return op_norm(g, n, err);
-	if (!strcmp(op, "Dropout"))
-		return op_dropout(g, n, err);
-	if (!strcmp(op, "Cast") || !strcmp(op, "CastLike"))
-		return op_cast(g, n, err);
-	if (in_list(op, unary_ops))
-		return op_unary(g, n, err);
-	if (in_list(op, elementwise_ops))
-		return op_elementwise(g, n, err);
-	if (!strcmp(op, "Concat"))
-		return op_concat(g, n, err);
-	if (!strcmp(op, "Split"))
-		return op_split(g, n, err);
-	if (!strcmp(op, "Flatten"))
-		return op_flatten(g, n, err);
-	if (!strcmp(op, "Reshape"))
-		return op_reshape(g, n, err);
-	if (!strcmp(op, "Transpose"))
-		return op_transpose(g, n, err);
-	if (!strcmp(op, "Squeeze"))
-		return op_squeeze(g, n, false, err);
-	if (!strcmp(op, "Unsqueeze"))
-		return op_squeeze(g, n, true, err);
-	if (!strcmp(op, "Slice"))
-		return op_slice(g, n, err);
-	if (!strcmp(op, "Pad"))
-		return op_pad(g, n, err);
-	if (!strcmp(op, "Resize") || !strcmp(op, "Upsample"))
-		return op_resize(g, n, err);
-	if (!strncmp(op, "Reduce", 6) || !strcmp(op, "ArgMax") ||
-	    !strcmp(op, "ArgMin"))
-		return op_reduce(g, n, err);
-	if (!strcmp(op, "Shape"))
-		return op_shape(g, n, err);
-	if (!strcmp(op, "Size"))
-		return op_size(g, n, err);
-	if (!strcmp(op, "Gather"))
-		return op_gather(g, n, err);
-	if (!strcmp(op, "ConstantOfShape"))
-		return op_constant_of_shape(g, n, err);
-	if (!strcmp(op, "Range"))
-		return op_range(g, n, err);
-	if (!strcmp(op, "Expand"))
-		return op_expand(g, n, err);
-	if (!strcmp(op, "Tile"))
-		return op_tile(g, n, err);
-	if (!strcmp(op, "TopK"))
-		return op_topk(g, n, err);
-	if (!strcmp(op, "SoftmaxCrossEntropyLoss") ||
-	    !strcmp(op, "NegativeLogLikelihoodLoss"))
-		return op_loss(g, n, err);
+	if (op)
+		return op->shape(g, n, err);
 	/* Not known: guess the first output from the first input. */
-	{
-		struct hp_tensor *x = in(g, n, 0);
-		int rc = known(x) ? set_like(g, n, 0, x, err) : 0;
-		if (rc)
-			return rc;
-	}
-	return 1;
+	x = in(g, n, 0);
+	rc = known(x) ? set_like(g, n, 0, x, err) : 0;
+	return rc ? rc : 1;
 }
 
 int hp__graph_topo(const struct hp_graph *g, int *order, struct hp_error *err)
