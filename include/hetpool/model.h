@@ -152,8 +152,10 @@ int64_t hp_tensor_numel(const struct hp_tensor *t);
 /*
  * Importers.  Each refuses bad input with a one-line message in err that
  * names what is wrong; err->msg does not include the file name (callers
- * prefix it).  hp_model_load() picks the importer from the content (ONNX
- * protobuf, or JSON starting with '{').
+ * prefix it).  hp_model_load() picks the importer from the content: a
+ * spec is JSON text ('{' or '[' after an optional UTF-8 byte order mark and
+ * whitespace), anything else is read as ONNX protobuf.  hp_spec_parse()
+ * skips a byte order mark.
  */
 struct hp_graph *hp_model_load(const char *path, struct hp_error *err);
 struct hp_graph *hp_onnx_parse(const void *data, size_t len,

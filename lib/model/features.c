@@ -81,95 +81,29 @@ static bool buffer_slot(const char *op, int k)
 static enum hp_kind classify(const struct hp_graph *g, const struct hp_node *n,
 			     bool folded)
 {
-	const char *op = n->op;
+	const struct hp__op *op = hp__op_find(n->op);
 
-	if (weight_view_op(op) && n->noutputs > 0 && n->outputs[0] >= 0 &&
+	if (weight_view_op(n->op) && n->noutputs > 0 && n->outputs[0] >= 0 &&
 	    hp__is_weight(g, n->outputs[0]))
 		return HP_KIND_CONSTANT; /* a view of a stored weight */
-	if (folded || !strcmp(op, "Constant") || !strcmp(op, "Shape") ||
-	    !strcmp(op, "Size") || !strcmp(op, "ConstantOfShape") ||
-	    !strcmp(op, "Range"))
+	if (folded)
 		return HP_KIND_CONSTANT;
-	if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"))
-		return HP_KIND_CONV;
-	if (!strcmp(op, "Gemm"))
-		return HP_KIND_FC;
-	if (!strcmp(op, "MatMul")) {
+	if (!op) /* an unknown pooling op still pools */
+		return strstr(n->op, "Pool") ? HP_KIND_POOL : HP_KIND_OTHER;
+	if (!strcmp(n->op, "MatMul")) {
 		bool w = (n->ninputs > 0 && hp__is_weight(g, n->inputs[0])) ||
 			 (n->ninputs > 1 && hp__is_weight(g, n->inputs[1]));
 		return w ? HP_KIND_FC : HP_KIND_ATTN_MATMUL;
 	}
-	if (!strcmp(op, "BatchNormalization") ||
-	    !strcmp(op, "LayerNormalization") ||
-	    !strcmp(op, "InstanceNormalization") ||
-	    !strcmp(op, "GroupNormalization") || !strcmp(op, "LRN") ||
-	    !strcmp(op, "LpNormalization") ||
-	    !strcmp(op, "MeanVarianceNormalization"))
-		return HP_KIND_NORM;
-	if (strstr(op, "Pool"))
-		return HP_KIND_POOL;
-	if (!strcmp(op, "Relu") || !strcmp(op, "LeakyRelu") ||
-	    !strcmp(op, "PRelu") || !strcmp(op, "Sigmoid") ||
-	    !strcmp(op, "Tanh") || !strcmp(op, "Clip") ||
-	    !strcmp(op, "HardSigmoid") || !strcmp(op, "HardSwish") ||
-	    !strcmp(op, "Elu") || !strcmp(op, "Selu") || !strcmp(op, "Celu") ||
-	    !strcmp(op, "Gelu") || !strcmp(op, "Softplus") ||
-	    !strcmp(op, "Softsign") || !strcmp(op, "Mish") ||
-	    !strcmp(op, "ThresholdedRelu") || !strcmp(op, "Shrink"))
-		return HP_KIND_ACTIVATION;
-	if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") ||
-	    !strcmp(op, "Hardmax"))
-		return HP_KIND_SOFTMAX;
-	if (!strcmp(op, "Dropout"))
-		return HP_KIND_DROPOUT;
-	if (!strcmp(op, "SoftmaxCrossEntropyLoss") ||
-	    !strcmp(op, "NegativeLogLikelihoodLoss"))
-		return HP_KIND_LOSS;
-	if (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") ||
-	    !strcmp(op, "Transpose") || !strcmp(op, "Squeeze") ||
-	    !strcmp(op, "Unsqueeze") || !strcmp(op, "Identity") ||
-	    !strcmp(op, "Expand") || !strcmp(op, "Slice") ||
-	    !strcmp(op, "Gather") || !strcmp(op, "Tile") ||
-	    !strcmp(op, "Pad") || !strcmp(op, "Cast") ||
-	    !strcmp(op, "CastLike"))
-		return HP_KIND_RESHAPE;
-	if (!strcmp(op, "Concat") || !strcmp(op, "Split"))
-		return HP_KIND_CONCAT_SPLIT;
-	if (!strcmp(op, "Resize") || !strcmp(op, "Upsample"))
-		return HP_KIND_RESIZE;
-	if (!strncmp(op, "Reduce", 6) || !strcmp(op, "ArgMax") ||
-	    !strcmp(op, "ArgMin") || !strcmp(op, "TopK") ||
-	    !strcmp(op, "CumSum"))
-		return HP_KIND_REDUCE;
-	if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") ||
-	    !strcmp(op, "Div") || !strcmp(op, "Pow") || !strcmp(op, "Max") ||
-	    !strcmp(op, "Min") || !strcmp(op, "Sum") || !strcmp(op, "Mean") ||
-	    !strcmp(op, "Sqrt") || !strcmp(op, "Exp") || !strcmp(op, "Log") ||
-	    !strcmp(op, "Erf") || !strcmp(op, "Abs") || !strcmp(op, "Neg") ||
-	    !strcmp(op, "Reciprocal") || !strcmp(op, "Where") ||
-	    !strcmp(op, "Equal") || !strcmp(op, "Less") ||
-	    !strcmp(op, "Greater") || !strcmp(op, "Not") ||
-	    !strcmp(op, "Floor") || !strcmp(op, "Ceil") ||
-	    !strcmp(op, "Round") || !strcmp(op, "Sign") || !strcmp(op, "Cos") ||
-	    !strcmp(op, "Sin") || !strcmp(op, "LessOrEqual") ||
-	    !strcmp(op, "GreaterOrEqual") || !strcmp(op, "And") ||
-	    !strcmp(op, "Or") || !strcmp(op, "Mod"))
-		return HP_KIND_ELEMENTWISE;
-	return HP_KIND_OTHER;
+	return op->kind;
 }
 
 /* FLOPs per output element of an activation, forward. */
-static double act_cost(const char *op)
+static double act_cost(const char *name)
 {
-	if (!strcmp(op, "Relu") || !strcmp(op, "LeakyRelu") ||
-	    !strcmp(op, "PRelu") || !strcmp(op, "Clip") ||
-	    !strcmp(op, "ThresholdedRelu") || !strcmp(op, "Shrink"))
-		return 1;
-	if (!strcmp(op, "HardSigmoid"))
-		return 2;
-	if (!strcmp(op, "HardSwish"))
-		return 3;
-	return 4; /* exp/tanh-based */
+	const struct hp__op *op = hp__op_find(name);
+
+	return op && op->act_flops ? op->act_flops : 4;
 }
 
 /* *acc += v, stopping at INT64_MAX instead of overflowing. */
@@ -560,6 +494,9 @@ int hp_analyze(struct hp_graph *g, int64_t batch, const int64_t *input_shape,
 		return hp_error_set(err, HP_EINVAL,
 				    "batch size %lld out of range (1..%d)",
 				    (long long)batch, 1 << 24);
+	if (g->nnodes == 0)
+		return hp_error_set(err, HP_EINVAL,
+				    "graph has no nodes: nothing to train");
 	f->batch = batch;
 	order = malloc((size_t)(g->nnodes ? g->nnodes : 1) * sizeof(int));
 	s.g = g;

@@ -2,15 +2,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hetpool/model.h"
+#include "model_int.h"
 #include "util/banned.h"
 
+/*
+ * A spec is JSON text: '{' or '[' after an optional UTF-8 byte order mark
+ * and whitespace.  No ONNX file starts so: 0x7b and 0x5b would open
+ * protobuf groups and 0xef has an invalid wire type, so an array or a
+ * BOM goes to the spec parser, which names what is wrong with it.
+ */
 static bool looks_like_json(const char *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
+	size_t i = hp__utf8_bom_len(p, n);
+
+	for (; i < n; i++) {
 		if (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')
 			continue;
-		return p[i] == '{';
+		return p[i] == '{' || p[i] == '[';
 	}
 	return false;
 }

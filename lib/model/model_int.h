@@ -11,9 +11,29 @@
 int hp__graph_topo(const struct hp_graph *g, int *order, struct hp_error *err);
 
 /* Shape of one node from its inputs' shapes; fills outputs.  Returns 0,
- * 1 if the op is not known (outputs guessed from the first input), or a
- * negative code with err set. */
+ * 1 if the op is not known (outputs guessed from the first input), 2 if
+ * an input's shape is not known, or a negative code with err set. */
 int hp__shape_node(struct hp_graph *g, struct hp_node *n, struct hp_error *err);
+
+/* One ONNX op that hetpool knows (the table is in shape.c). */
+struct hp__op {
+	const char *name; /* op type, e.g. "Conv" */
+	/* Its shape rule, returning as hp__shape_node() does. */
+	int (*shape)(struct hp_graph *g, struct hp_node *n,
+		     struct hp_error *err);
+	enum hp_kind kind; /* what it is counted as */
+	int act_flops;	   /* activations: forward FLOPs per element */
+};
+
+/* The row of op type name, or NULL for an op hetpool does not know. */
+const struct hp__op *hp__op_find(const char *name);
+
+/* Length of a UTF-8 byte order mark at the start of p[0..n): 3 or 0. */
+size_t hp__utf8_bom_len(const char *p, size_t n);
+
+/* True for the auto_pad values ONNX defines: NOTSET, SAME_UPPER,
+ * SAME_LOWER and VALID. */
+bool hp__auto_pad_known(const char *s);
 
 /* True for tensors whose values are stored weights (float initializers,
  * directly or through Identity). */

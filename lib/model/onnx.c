@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hetpool/model.h"
+#include "model_int.h"
 #include "onnx.pb-c.h"
 #include "util/banned.h"
+
+#define ONNX_MAX_ATTRS 1024 /* per node */
 
 struct ctx {
 	struct hp_graph *g;
@@ -171,6 +173,12 @@ static int load_attr(struct ctx *c, struct hp_node *n, int node_idx,
 		return hp_error_set(c->err, HP_EPARSE,
 				    "node '%s' has an attribute without a name",
 				    n->name);
+	/* Which of two values counts is nowhere defined: refuse both. */
+	if (hp_node_attr(n, ap->name))
+		return hp_error_set(c->err, HP_EPARSE,
+				    "node '%s' (%s): attribute '%s' is given "
+				    "twice",
+				    n->name, n->op, ap->name);
 	switch (ap->type) {
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
@@ -244,6 +252,30 @@ static int load_attr(struct ctx *c, struct hp_node *n, int node_idx,
 	return 0;
 }
 
+/*
+ * auto_pad means the same on every default-domain op that has it (Conv,
+ * ConvTranspose, the pools): one of four values.  Checked here, not only
+ * where a window is computed, so that a node whose input shape is never
+ * known is refused as well.
+ */
+static int check_auto_pad(struct ctx *c, const struct hp_node *n)
+{
+	const struct hp_attr *a = hp_node_attr(n, "auto_pad");
+
+	if (!a || strstr(n->op, "::"))
+		return 0;
+	if (a->type != HP_ATTR_STRING || !a->s)
+		return hp_error_set(c->err, HP_EPARSE,
+				    "node '%s' (%s): auto_pad is not a string",
+				    n->name, n->op);
+	if (!hp__auto_pad_known(a->s))
+		return hp_error_set(c->err, HP_EPARSE,
+				    "node '%s' (%s): unknown auto_pad '%.40s' "
+				    "(NOTSET, SAME_UPPER, SAME_LOWER or VALID)",
+				    n->name, n->op, a->s);
+	return 0;
+}
+
 /* Constant's value_int/value_ints/value_float forms. */
 static int constant_scalar_forms(struct ctx *c, struct hp_node *n)
 {
@@ -282,6 +314,9 @@ static int load_graph(struct ctx *c, const Onnx__GraphProto *gp)
 		return hp_error_set(c->err, HP_ETOOBIG,
 				    "graph has %zu nodes (at most %d)",
 				    gp->n_node, HP_MODEL_MAX_NODES);
+	if (gp->n_node == 0)
+		return hp_error_set(c->err, HP_EPARSE,
+				    "graph has no nodes: nothing to train");
 	for (size_t i = 0; i < gp->n_initializer; i++) {
 		const Onnx__TensorProto *tp = gp->initializer[i];
 		int ti;
@@ -407,11 +442,22 @@ static int load_graph(struct ctx *c, const Onnx__GraphProto *gp)
 			free(n->op);
 			n->op = op;
 		}
+		/* Ops have a few attributes; thousands would make the
+		 * duplicate check below quadratic. */
+		if (np->n_attribute > ONNX_MAX_ATTRS)
+			return hp_error_set(c->err, HP_ETOOBIG,
+					    "node '%s' has %zu attributes (at "
+					    "most %d)",
+					    name, np->n_attribute,
+					    ONNX_MAX_ATTRS);
 		for (size_t k = 0; k < np->n_attribute; k++) {
 			rc = load_attr(c, n, ni, np->attribute[k]);
 			if (rc)
 				return rc;
 		}
+		rc = check_auto_pad(c, n);
+		if (rc)
+			return rc;
 		rc = constant_scalar_forms(c, n);
 		if (rc)
 			return hp_error_set(c->err, rc,

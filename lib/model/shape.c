@@ -4,9 +4,10 @@
  * Every tensor gets a rank and dims at the chosen batch size.  Small
  * integer tensors (shape vectors) also get their values, so the
  * Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains that exporters
- * emit fold to constants.  An op that is not known is skipped with a
- * warning: its first output takes its first input's shape so the rest of
- * the graph can still be counted.
+ * emit fold to constants.  The ops it knows are one table, ops[] below,
+ * which also gives the kind features.c counts each as.  An op that is not
+ * known is skipped with a warning: its first output takes its first
+ * input's shape so the rest of the graph can still be counted.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +45,24 @@ static bool known(const struct hp_tensor *t)
 		if (t->dims[i] < 0)
 			return false;
 	return true;
+}
+
+/* Integer element types (values of these are folded; bool is apart). */
+static bool int_dtype(int dtype)
+{
+	switch (dtype) {
+	case HP_DT_UINT8:
+	case HP_DT_INT8:
+	case HP_DT_UINT16:
+	case HP_DT_INT16:
+	case HP_DT_INT32:
+	case HP_DT_INT64:
+	case HP_DT_UINT32:
+	case HP_DT_UINT64:
+		return true;
+	default:
+		return false;
+	}
 }
 
 static bool has_val(const struct hp_tensor *t)
@@ -196,6 +215,35 @@ static int64_t numel_of(const struct shp *s)
 	return e;
 }
 
+/*
+ * x / y (Div) or x mod y (Mod) of integers as ONNX defines them: Div
+ * truncates; Mod takes the divisor's sign, or the dividend's (C's %) with
+ * fmod=1.  A zero divisor, or INT64_MIN / -1, traps at run time: the file
+ * is wrong, and folding it to some number would hide that.
+ */
+static int int_divide(const struct hp_node *n, int64_t x, int64_t y, int64_t *r,
+		      struct hp_error *err)
+{
+	bool mod = !strcmp(n->op, "Mod");
+
+	if (y == 0)
+		return bad(err, n, "integer division by zero");
+	if (x == INT64_MIN && y == -1) {
+		if (!mod)
+			return bad(err, n, "integer division overflows");
+		*r = 0;
+		return 0;
+	}
+	if (!mod) {
+		*r = x / y;
+		return 0;
+	}
+	*r = x % y;
+	if (hp_node_attr_i(n, "fmod", 0) == 0 && *r != 0 && (*r < 0) != (y < 0))
+		*r += y;
+	return 0;
+}
+
 /* Elementwise ops with numpy broadcasting, folding integer values. */
 static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 			  struct hp_error *err)
@@ -206,7 +254,7 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 	int dtype = 0;
 	bool cmp = false;
 	const char *op = n->op;
-	int rc;
+	int arity, rc;
 
 	for (int k = 0; k < n->ninputs; k++) {
 		struct hp_tensor *t = in(g, n, k);
@@ -220,7 +268,9 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 			if (!dtype)
 				dtype = t->dtype;
 		}
-		if (!has_val(t))
+		/* Fold only values that cover the tensor, so that no
+		 * operand reads as a 0 it does not hold. */
+		if (!has_val(t) || t->nival != hp_tensor_numel(t))
 			fold = false;
 		if (first) {
 			o.rank = t->rank;
@@ -246,33 +296,44 @@ static int op_elementwise(struct hp_graph *g, struct hp_node *n,
 	rc = set_shape(g, n, 0, cmp ? HP_DT_BOOL : dtype, o.rank, o.d, err);
 	if (rc)
 		return rc;
-	/* Fold only with every operand the op reads present. */
-	if (!in(g, n, 0) ||
-	    (!strcmp(op, "Where") && (!in(g, n, 1) || !in(g, n, 2))))
+	/* A known integer divisor with a 0 in it traps whatever it
+	 * divides. */
+	if ((!strcmp(op, "Div") || !strcmp(op, "Mod")) && numel_of(&o) > 0) {
+		const struct hp_tensor *d = in(g, n, 1);
+		bool ints = d && has_val(d) && int_dtype(d->dtype);
+		for (int64_t i = 0; ints && i < d->nival; i++)
+			if (d->ival[i] == 0)
+				return bad(err, n, "integer division by zero");
+	}
+	/* Fold only with exactly the operands the op reads, all present:
+	 * one for Neg and Not, three for Where, two for the rest. */
+	arity = !strcmp(op, "Neg") || !strcmp(op, "Not") ? 1
+		: !strcmp(op, "Where")			 ? 3
+							 : 2;
+	if (n->ninputs != arity)
 		fold = false;
+	for (int k = 0; k < arity && fold; k++)
+		if (!in(g, n, k))
+			fold = false;
 	if (fold) {
 		int64_t ne = numel_of(&o), v[MAXC];
 		if (ne < 0 || ne > MAXC)
 			return 0;
 		for (int64_t i = 0; i < ne; i++) {
 			int64_t x = ival_at(in(g, n, 0), &o, i);
-			int64_t y = n->ninputs > 1 && in(g, n, 1)
-					? ival_at(in(g, n, 1), &o, i)
-					: 0;
-			int64_t r;
+			int64_t y = arity > 1 ? ival_at(in(g, n, 1), &o, i) : 0;
+			int64_t r = 0;
 			if (!strcmp(op, "Add"))
 				r = (int64_t)((uint64_t)x + (uint64_t)y);
 			else if (!strcmp(op, "Sub"))
 				r = (int64_t)((uint64_t)x - (uint64_t)y);
 			else if (!strcmp(op, "Mul"))
 				r = (int64_t)((uint64_t)x * (uint64_t)y);
-			else if (!strcmp(op, "Div"))
-				r = y && !(x == INT64_MIN && y == -1) ? x / y
-								      : 0;
-			else if (!strcmp(op, "Mod"))
-				r = y && !(x == INT64_MIN && y == -1) ? x % y
-								      : 0;
-			else if (!strcmp(op, "Equal"))
+			else if (!strcmp(op, "Div") || !strcmp(op, "Mod")) {
+				rc = int_divide(n, x, y, &r, err);
+				if (rc)
+					return rc;
+			} else if (!strcmp(op, "Equal"))
 				r = x == y;
 			else if (!strcmp(op, "Less"))
 				r = x < y;
@@ -334,7 +395,13 @@ static int op_cast(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 			return hp_error_set(err, HP_ENOMEM, "out of memory");
 		return 0;
 	}
-	if (has_val(x))
+	if (has_val(x) && to == HP_DT_BOOL) {
+		int64_t v[MAXC];
+		for (int64_t i = 0; i < x->nival; i++)
+			v[i] = x->ival[i] != 0;
+		return set_val(g, n, 0, v, x->nival, err);
+	}
+	if (has_val(x) && int_dtype(to))
 		return set_val(g, n, 0, x->ival, x->nival, err);
 	if (x->nfvals >= 0 && x->nfvals <= 64 &&
 	    (to == HP_DT_INT64 || to == HP_DT_INT32)) {
@@ -396,6 +463,12 @@ static int window(int64_t in_sz, int64_t k, int64_t s, int64_t dil, int64_t *pb,
 	return 0;
 }
 
+bool hp__auto_pad_known(const char *s)
+{
+	return !strcmp(s, "NOTSET") || !strcmp(s, "SAME_UPPER") ||
+	       !strcmp(s, "SAME_LOWER") || !strcmp(s, "VALID");
+}
+
 /* Common window attributes for Conv/ConvTranspose/pools. */
 struct win {
 	int nsp;
@@ -411,6 +484,11 @@ static int read_window(const struct hp_node *n, int nsp, const int64_t *kdef,
 
 	w->nsp = nsp;
 	w->auto_pad = hp_node_attr_s(n, "auto_pad", "NOTSET");
+	if (!hp__auto_pad_known(w->auto_pad))
+		return hp_error_set(err, HP_ESHAPE,
+				    "node '%s' (%s): unknown auto_pad '%.40s' "
+				    "(NOTSET, SAME_UPPER, SAME_LOWER or VALID)",
+				    n->name, n->op, w->auto_pad);
 	for (int i = 0; i < nsp; i++) {
 		w->k[i] = kdef ? kdef[i] : -1;
 		w->s[i] = 1;
@@ -465,9 +543,9 @@ static int read_window(const struct hp_node *n, int nsp, const int64_t *kdef,
 	return 0;
 }
 
-static int op_conv(struct hp_graph *g, struct hp_node *n, bool transpose,
-		   struct hp_error *err)
+static int op_conv(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
+	bool transpose = !strcmp(n->op, "ConvTranspose");
 	struct hp_tensor *x = in(g, n, 0), *w = in(g, n, 1);
 	int64_t group = hp_node_attr_i(n, "group", 1);
 	struct win win;
@@ -555,9 +633,9 @@ static int op_conv(struct hp_graph *g, struct hp_node *n, bool transpose,
 	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
 }
 
-static int op_pool(struct hp_graph *g, struct hp_node *n, bool global,
-		   struct hp_error *err)
+static int op_pool(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
+	bool global = !strncmp(n->op, "Global", 6);
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t o[HP_MAX_RANK];
 	struct win win;
@@ -757,41 +835,95 @@ static int op_concat(struct hp_graph *g, struct hp_node *n,
 	return fold ? set_val(g, n, 0, v, nv, err) : 0;
 }
 
+/*
+ * Split as ONNX defines it.  Sizes from the 'split' input (or attribute,
+ * before opset 13) are each >= 0 and add up to the axis.  Without sizes,
+ * num_outputs (opset 18) cuts ceil(dim / n) per part and leaves the rest,
+ * at least 1 (onnxruntime refuses n > dim), to the last; without either,
+ * the parts are equal and must divide the axis.
+ */
 static int op_split(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
-	int64_t sp[MAXC], nsp = 0, o[HP_MAX_RANK], sum = 0;
+	const struct hp_attr *num = hp_node_attr(n, "num_outputs");
+	int64_t sp[MAXC], nsp = 0, o[HP_MAX_RANK], sum = 0, dim;
+	int64_t parts = n->noutputs;
 	int ax, rc;
 
 	if (!known(x))
 		return 2;
 	if (axis_of(hp_node_attr_i(n, "axis", 0), x->rank, &ax))
 		return bad(err, n, "axis out of range");
+	dim = x->dims[ax];
+	if (parts < 1)
+		return bad(err, n, "no outputs");
+	if (parts > MAXC)
+		return bad(err, n, "too many outputs");
 	rc = ints_arg(g, n, "split", in(g, n, 1) ? 1 : -1, sp, MAXC, &nsp);
 	if (rc < 0)
 		return bad(err, n, "split sizes are not constant");
-	if (nsp == 0) {
-		int64_t parts = n->noutputs, dim = x->dims[ax];
-		int64_t each = parts ? (dim + parts - 1) / parts : 0;
-		if (parts < 1)
-			return bad(err, n, "no outputs");
-		if (parts > MAXC)
-			return bad(err, n, "too many outputs");
-		for (int64_t i = 0; i < parts; i++) {
-			int64_t left = dim - i * each;
-			sp[i] = left < each ? (left > 0 ? left : 0) : each;
-		}
+	if (rc > 0 && num)
+		return bad(err, n,
+			   "both split sizes and num_outputs are given");
+	if (rc == 0 && num) {
+		int64_t each, last;
+		if (num->type != HP_ATTR_INT || num->i != parts)
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "node '%s' (Split): num_outputs %lld "
+			    "does not match its %lld outputs",
+			    n->name, (long long)num->i, (long long)parts);
+		if (parts > dim)
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "node '%s' (Split): num_outputs %lld "
+			    "is more than axis %d's size %lld",
+			    n->name, (long long)parts, ax, (long long)dim);
+		each = (dim + parts - 1) / parts;
+		last = dim - each * (parts - 1);
+		if (last < 1)
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "node '%s' (Split): num_outputs %lld "
+			    "cuts axis %d's size %lld into parts "
+			    "of %lld and leaves none for the last",
+			    n->name, (long long)parts, ax, (long long)dim,
+			    (long long)each);
+		for (int64_t i = 0; i < parts; i++)
+			sp[i] = i < parts - 1 ? each : last;
+		nsp = parts;
+	} else if (rc == 0) {
+		if (dim % parts)
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "node '%s' (Split): axis %d's size "
+			    "%lld does not split evenly into %lld "
+			    "outputs",
+			    n->name, ax, (long long)dim, (long long)parts);
+		for (int64_t i = 0; i < parts; i++)
+			sp[i] = dim / parts;
 		nsp = parts;
 	}
-	if (nsp != n->noutputs)
-		return bad(err, n, "split sizes do not match outputs");
+	if (nsp != parts)
+		return hp_error_set(err, HP_ESHAPE,
+				    "node '%s' (Split): %lld split sizes for "
+				    "%lld outputs",
+				    n->name, (long long)nsp, (long long)parts);
 	for (int64_t i = 0; i < nsp; i++) {
 		if (sp[i] < 0)
-			return bad(err, n, "negative split size");
-		sum += sp[i];
+			return hp_error_set(err, HP_ESHAPE,
+					    "node '%s' (Split): negative split "
+					    "size %lld",
+					    n->name, (long long)sp[i]);
+		if (!hp_add_i64(sum, sp[i], &sum))
+			return bad(err, n, "split sizes overflow");
 	}
-	if (sum != x->dims[ax])
-		return bad(err, n, "split sizes do not add up to the axis");
+	if (sum != dim)
+		return hp_error_set(err, HP_ESHAPE,
+				    "node '%s' (Split): split sizes add up to "
+				    "%lld, not axis %d's size %lld",
+				    n->name, (long long)sum, ax,
+				    (long long)dim);
 	memcpy(o, x->dims, sizeof(o));
 	for (int k = 0; k < n->noutputs; k++) {
 		o[ax] = sp[k];
@@ -899,9 +1031,10 @@ static int op_transpose(struct hp_graph *g, struct hp_node *n,
 	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
 }
 
-static int op_squeeze(struct hp_graph *g, struct hp_node *n, bool unsq,
+static int op_squeeze(struct hp_graph *g, struct hp_node *n,
 		      struct hp_error *err)
 {
+	bool unsq = !strcmp(n->op, "Unsqueeze");
 	struct hp_tensor *x = in(g, n, 0);
 	int64_t axes[MAXC], na = 0, o[HP_MAX_RANK];
 	bool mark[HP_MAX_RANK + HP_MAX_RANK] = {0};
@@ -1303,15 +1436,53 @@ static int op_tile(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
 }
 
+/*
+ * SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss: scores [N, C] or
+ * [N, C, d1, ...], labels [N] or [N, d1, ...] (the scores without C).
+ * Labels for another batch than the scores' would fail at run time.
+ */
 static int op_loss(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
-	struct hp_tensor *x = in(g, n, 0);
+	struct hp_tensor *x = in(g, n, 0), *lab = in(g, n, 1);
 	const char *red = hp_node_attr_s(n, "reduction", "mean");
 	int64_t o[HP_MAX_RANK];
 	int r = 0, rc;
 
+	if (!lab)
+		return bad(err, n, "missing labels");
 	if (!known(x))
 		return 2;
+	if (x->rank < 2)
+		return bad(err, n,
+			   "scores must have rank 2 or more (N, C, ...)");
+	if (strcmp(red, "none") && strcmp(red, "mean") && strcmp(red, "sum"))
+		return hp_error_set(err, HP_ESHAPE,
+				    "node '%s' (%s): unknown reduction '%.40s' "
+				    "(none, mean or sum)",
+				    n->name, n->op, red);
+	if (known(lab)) {
+		if (lab->rank != x->rank - 1)
+			return hp_error_set(err, HP_ESHAPE,
+					    "node '%s' (%s): labels have rank "
+					    "%d, scores %d (labels take the "
+					    "scores' shape without C)",
+					    n->name, n->op, lab->rank, x->rank);
+		if (lab->dims[0] != x->dims[0])
+			return hp_error_set(err, HP_ESHAPE,
+					    "node '%s' (%s): labels have batch "
+					    "%lld, scores %lld",
+					    n->name, n->op,
+					    (long long)lab->dims[0],
+					    (long long)x->dims[0]);
+		for (int i = 1; i < lab->rank; i++)
+			if (lab->dims[i] != x->dims[i + 1])
+				return hp_error_set(
+				    err, HP_ESHAPE,
+				    "node '%s' (%s): labels' dimension %d is "
+				    "%lld, scores' %d is %lld",
+				    n->name, n->op, i, (long long)lab->dims[i],
+				    i + 1, (long long)x->dims[i + 1]);
+	}
 	if (!strcmp(red, "none")) {
 		o[r++] = x->dims[0];
 		for (int i = 2; i < x->rank; i++)
@@ -1342,153 +1513,167 @@ static int op_topk(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	return set_shape(g, n, 1, HP_DT_INT64, x->rank, o, err);
 }
 
-static const char *const unary_ops[] = {
-    "Relu",
-    "LeakyRelu",
-    "Sigmoid",
-    "Tanh",
-    "Clip",
-    "HardSigmoid",
-    "HardSwish",
-    "Elu",
-    "Selu",
-    "Celu",
-    "Gelu",
-    "Softplus",
-    "Softsign",
-    "Mish",
-    "Erf",
-    "Sqrt",
-    "Exp",
-    "Log",
-    "Abs",
-    "Reciprocal",
-    "Floor",
-    "Ceil",
-    "Round",
-    "Sign",
-    "Cos",
-    "Sin",
-    "Identity",
-    "Softmax",
-    "LogSoftmax",
-    "ThresholdedRelu",
-    "Shrink",
-    "IsNaN",
-    "IsInf",
-    "CumSum",
-    "LpNormalization",
-    "LRN",
-    "InstanceNormalization",
-    "GroupNormalization",
-    "MeanVarianceNormalization",
-    "Hardmax",
-    NULL,
-};
-
-static const char *const elementwise_ops[] = {
-    "Add",	   "Sub",
-    "Mul",	   "Div",
-    "Pow",	   "Max",
-    "Min",	   "Sum",
-    "Mean",	   "Equal",
-    "Less",	   "Greater",
-    "LessOrEqual", "GreaterOrEqual",
-    "And",	   "Or",
-    "Xor",	   "Mod",
-    "Where",	   "PRelu",
-    "Neg",	   "Not",
-    "BitShift",	   NULL,
-};
-
-static bool in_list(const char *op, const char *const *list)
+/* Constant's output was filled by the importer. */
+static int op_constant(struct hp_graph *g, struct hp_node *n,
+		       struct hp_error *err)
 {
-	for (int i = 0; list[i]; i++)
-		if (!strcmp(op, list[i]))
-			return true;
-	return false;
+	(void)g;
+	(void)n;
+	(void)err;
+	return 0;
+}
+
+#define K(kind) HP_KIND_##kind
+/*
+ * The ONNX ops hetpool knows, one row each: the shape rule, the kind the
+ * op is counted as (features.c), and for activations the forward FLOPs
+ * per element.  An op without a row is skipped with a warning.
+ */
+static const struct hp__op ops[] = {
+    /* Constants and shape arithmetic. */
+    {"Constant", op_constant, K(CONSTANT), 0},
+    {"ConstantOfShape", op_constant_of_shape, K(CONSTANT), 0},
+    {"Range", op_range, K(CONSTANT), 0},
+    {"Shape", op_shape, K(CONSTANT), 0},
+    {"Size", op_size, K(CONSTANT), 0},
+    /* Layers with weights.  A MatMul with no weight operand is an
+     * attention product (features.c tells them apart). */
+    {"Conv", op_conv, K(CONV), 0},
+    {"ConvTranspose", op_conv, K(CONV), 0},
+    {"Gemm", op_gemm, K(FC), 0},
+    {"MatMul", op_matmul, K(FC), 0},
+    {"BatchNormalization", op_norm, K(NORM), 0},
+    {"LayerNormalization", op_norm, K(NORM), 0},
+    {"GroupNormalization", op_unary, K(NORM), 0},
+    {"InstanceNormalization", op_unary, K(NORM), 0},
+    {"LRN", op_unary, K(NORM), 0},
+    {"LpNormalization", op_unary, K(NORM), 0},
+    {"MeanVarianceNormalization", op_unary, K(NORM), 0},
+    /* Pooling. */
+    {"AveragePool", op_pool, K(POOL), 0},
+    {"LpPool", op_pool, K(POOL), 0},
+    {"MaxPool", op_pool, K(POOL), 0},
+    {"GlobalAveragePool", op_pool, K(POOL), 0},
+    {"GlobalLpPool", op_pool, K(POOL), 0},
+    {"GlobalMaxPool", op_pool, K(POOL), 0},
+    /* Activations, with forward FLOPs per element. */
+    {"Clip", op_unary, K(ACTIVATION), 1},
+    {"LeakyRelu", op_unary, K(ACTIVATION), 1},
+    {"PRelu", op_elementwise, K(ACTIVATION), 1},
+    {"Relu", op_unary, K(ACTIVATION), 1},
+    {"Shrink", op_unary, K(ACTIVATION), 1},
+    {"ThresholdedRelu", op_unary, K(ACTIVATION), 1},
+    {"HardSigmoid", op_unary, K(ACTIVATION), 2},
+    {"HardSwish", op_unary, K(ACTIVATION), 3},
+    {"Celu", op_unary, K(ACTIVATION), 4},
+    {"Elu", op_unary, K(ACTIVATION), 4},
+    {"Gelu", op_unary, K(ACTIVATION), 4},
+    {"Mish", op_unary, K(ACTIVATION), 4},
+    {"Selu", op_unary, K(ACTIVATION), 4},
+    {"Sigmoid", op_unary, K(ACTIVATION), 4},
+    {"Softplus", op_unary, K(ACTIVATION), 4},
+    {"Softsign", op_unary, K(ACTIVATION), 4},
+    {"Tanh", op_unary, K(ACTIVATION), 4},
+    {"Hardmax", op_unary, K(SOFTMAX), 0},
+    {"LogSoftmax", op_unary, K(SOFTMAX), 0},
+    {"Softmax", op_unary, K(SOFTMAX), 0},
+    {"Dropout", op_dropout, K(DROPOUT), 0},
+    {"NegativeLogLikelihoodLoss", op_loss, K(LOSS), 0},
+    {"SoftmaxCrossEntropyLoss", op_loss, K(LOSS), 0},
+    /* Views and copies. */
+    {"Cast", op_cast, K(RESHAPE), 0},
+    {"CastLike", op_cast, K(RESHAPE), 0},
+    {"Expand", op_expand, K(RESHAPE), 0},
+    {"Flatten", op_flatten, K(RESHAPE), 0},
+    {"Gather", op_gather, K(RESHAPE), 0},
+    {"Identity", op_unary, K(RESHAPE), 0},
+    {"Pad", op_pad, K(RESHAPE), 0},
+    {"Reshape", op_reshape, K(RESHAPE), 0},
+    {"Slice", op_slice, K(RESHAPE), 0},
+    {"Squeeze", op_squeeze, K(RESHAPE), 0},
+    {"Tile", op_tile, K(RESHAPE), 0},
+    {"Transpose", op_transpose, K(RESHAPE), 0},
+    {"Unsqueeze", op_squeeze, K(RESHAPE), 0},
+    {"Concat", op_concat, K(CONCAT_SPLIT), 0},
+    {"Split", op_split, K(CONCAT_SPLIT), 0},
+    {"Resize", op_resize, K(RESIZE), 0},
+    {"Upsample", op_resize, K(RESIZE), 0},
+    /* Reductions. */
+    {"ArgMax", op_reduce, K(REDUCE), 0},
+    {"ArgMin", op_reduce, K(REDUCE), 0},
+    {"CumSum", op_unary, K(REDUCE), 0},
+    {"ReduceL1", op_reduce, K(REDUCE), 0},
+    {"ReduceL2", op_reduce, K(REDUCE), 0},
+    {"ReduceLogSum", op_reduce, K(REDUCE), 0},
+    {"ReduceLogSumExp", op_reduce, K(REDUCE), 0},
+    {"ReduceMax", op_reduce, K(REDUCE), 0},
+    {"ReduceMean", op_reduce, K(REDUCE), 0},
+    {"ReduceMin", op_reduce, K(REDUCE), 0},
+    {"ReduceProd", op_reduce, K(REDUCE), 0},
+    {"ReduceSum", op_reduce, K(REDUCE), 0},
+    {"ReduceSumSquare", op_reduce, K(REDUCE), 0},
+    {"TopK", op_topk, K(REDUCE), 0},
+    /* Elementwise, with numpy broadcasting and integer folding. */
+    {"Add", op_elementwise, K(ELEMENTWISE), 0},
+    {"And", op_elementwise, K(ELEMENTWISE), 0},
+    {"Div", op_elementwise, K(ELEMENTWISE), 0},
+    {"Equal", op_elementwise, K(ELEMENTWISE), 0},
+    {"Greater", op_elementwise, K(ELEMENTWISE), 0},
+    {"GreaterOrEqual", op_elementwise, K(ELEMENTWISE), 0},
+    {"Less", op_elementwise, K(ELEMENTWISE), 0},
+    {"LessOrEqual", op_elementwise, K(ELEMENTWISE), 0},
+    {"Max", op_elementwise, K(ELEMENTWISE), 0},
+    {"Mean", op_elementwise, K(ELEMENTWISE), 0},
+    {"Min", op_elementwise, K(ELEMENTWISE), 0},
+    {"Mod", op_elementwise, K(ELEMENTWISE), 0},
+    {"Mul", op_elementwise, K(ELEMENTWISE), 0},
+    {"Neg", op_elementwise, K(ELEMENTWISE), 0},
+    {"Not", op_elementwise, K(ELEMENTWISE), 0},
+    {"Or", op_elementwise, K(ELEMENTWISE), 0},
+    {"Pow", op_elementwise, K(ELEMENTWISE), 0},
+    {"Sub", op_elementwise, K(ELEMENTWISE), 0},
+    {"Sum", op_elementwise, K(ELEMENTWISE), 0},
+    {"Where", op_elementwise, K(ELEMENTWISE), 0},
+    {"Abs", op_unary, K(ELEMENTWISE), 0},
+    {"Ceil", op_unary, K(ELEMENTWISE), 0},
+    {"Cos", op_unary, K(ELEMENTWISE), 0},
+    {"Erf", op_unary, K(ELEMENTWISE), 0},
+    {"Exp", op_unary, K(ELEMENTWISE), 0},
+    {"Floor", op_unary, K(ELEMENTWISE), 0},
+    {"Log", op_unary, K(ELEMENTWISE), 0},
+    {"Reciprocal", op_unary, K(ELEMENTWISE), 0},
+    {"Round", op_unary, K(ELEMENTWISE), 0},
+    {"Sign", op_unary, K(ELEMENTWISE), 0},
+    {"Sin", op_unary, K(ELEMENTWISE), 0},
+    {"Sqrt", op_unary, K(ELEMENTWISE), 0},
+    /* Shaped, but counted as other work. */
+    {"BitShift", op_elementwise, K(OTHER), 0},
+    {"IsInf", op_unary, K(OTHER), 0},
+    {"IsNaN", op_unary, K(OTHER), 0},
+    {"Xor", op_elementwise, K(OTHER), 0},
+};
+#undef K
+
+const struct hp__op *hp__op_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(ops[i].name, name))
+			return &ops[i];
+	return NULL;
 }
 
 int hp__shape_node(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 {
-	const char *op = n->op;
+	const struct hp__op *op = hp__op_find(n->op);
+	struct hp_tensor *x;
+	int rc;
 
-	if (!strcmp(op, "Constant"))
-		return 0; /* filled by the importer */
-	if (!strcmp(op, "Conv"))
-		return op_conv(g, n, false, err);
-	if (!strcmp(op, "ConvTranspose"))
-		return op_conv(g, n, true, err);
-	if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
-	    !strcmp(op, "LpPool"))
-		return op_pool(g, n, false, err);
-	if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool") ||
-	    !strcmp(op, "GlobalLpPool"))
-		return op_pool(g, n, true, err);
-	if (!strcmp(op, "Gemm"))
-		return op_gemm(g, n, err);
-	if (!strcmp(op, "MatMul"))
-		return op_matmul(g, n, err);
-	if (!strcmp(op, "BatchNormalization") ||
-	    !strcmp(op, "LayerNormalization"))
-		return op_norm(g, n, err);
-	if (!strcmp(op, "Dropout"))
-		return op_dropout(g, n, err);
-	if (!strcmp(op, "Cast") || !strcmp(op, "CastLike"))
-		return op_cast(g, n, err);
-	if (in_list(op, unary_ops))
-		return op_unary(g, n, err);
-	if (in_list(op, elementwise_ops))
-		return op_elementwise(g, n, err);
-	if (!strcmp(op, "Concat"))
-		return op_concat(g, n, err);
-	if (!strcmp(op, "Split"))
-		return op_split(g, n, err);
-	if (!strcmp(op, "Flatten"))
-		return op_flatten(g, n, err);
-	if (!strcmp(op, "Reshape"))
-		return op_reshape(g, n, err);
-	if (!strcmp(op, "Transpose"))
-		return op_transpose(g, n, err);
-	if (!strcmp(op, "Squeeze"))
-		return op_squeeze(g, n, false, err);
-	if (!strcmp(op, "Unsqueeze"))
-		return op_squeeze(g, n, true, err);
-	if (!strcmp(op, "Slice"))
-		return op_slice(g, n, err);
-	if (!strcmp(op, "Pad"))
-		return op_pad(g, n, err);
-	if (!strcmp(op, "Resize") || !strcmp(op, "Upsample"))
-		return op_resize(g, n, err);
-	if (!strncmp(op, "Reduce", 6) || !strcmp(op, "ArgMax") ||
-	    !strcmp(op, "ArgMin"))
-		return op_reduce(g, n, err);
-	if (!strcmp(op, "Shape"))
-		return op_shape(g, n, err);
-	if (!strcmp(op, "Size"))
-		return op_size(g, n, err);
-	if (!strcmp(op, "Gather"))
-		return op_gather(g, n, err);
-	if (!strcmp(op, "ConstantOfShape"))
-		return op_constant_of_shape(g, n, err);
-	if (!strcmp(op, "Range"))
-		return op_range(g, n, err);
-	if (!strcmp(op, "Expand"))
-		return op_expand(g, n, err);
-	if (!strcmp(op, "Tile"))
-		return op_tile(g, n, err);
-	if (!strcmp(op, "TopK"))
-		return op_topk(g, n, err);
-	if (!strcmp(op, "SoftmaxCrossEntropyLoss"))
-		return op_loss(g, n, err);
+	if (op)
+		return op->shape(g, n, err);
 	/* Not known: guess the first output from the first input. */
-	{
-		struct hp_tensor *x = in(g, n, 0);
-		int rc = known(x) ? set_like(g, n, 0, x, err) : 0;
-		if (rc)
-			return rc;
-	}
-	return 1;
+	x = in(g, n, 0);
+	rc = known(x) ? set_like(g, n, 0, x, err) : 0;
+	return rc ? rc : 1;
 }
 
 int hp__graph_topo(const struct hp_graph *g, int *order, struct hp_error *err)

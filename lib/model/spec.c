@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hetpool/model.h"
+#include "model_int.h"
 #include "util/banned.h"
 
 #define SPEC_MAX_LAYERS 1024
@@ -31,6 +31,11 @@ static const char *const layer_names[] = {
     [HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
     [HP_LAYER_SOFTMAX] = "softmax",
 };
+
+size_t hp__utf8_bom_len(const char *p, size_t n)
+{
+	return n >= 3 && !memcmp(p, "\xef\xbb\xbf", 3) ? 3 : 0;
+}
 
 static int get_int(json_t *o, const char *key, int64_t def, int64_t min,
 		   int64_t max, int64_t *out, const char *where,
@@ -266,19 +271,25 @@ int hp_spec_parse_only(const char *text, size_t len, struct hp_spec *s,
 					    "layers", NULL};
 	json_error_t jerr;
 	json_t *root, *in, *layers, *name;
+	size_t bom;
 	int rc = 0;
 
 	memset(s, 0, sizeof(*s));
 	if (len > SPEC_MAX_JSON)
 		return hp_error_set(err, HP_ETOOBIG,
 				    "spec larger than %u bytes", SPEC_MAX_JSON);
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	/* Editors may save a byte order mark; JSON has no use for one. */
+	bom = hp__utf8_bom_len(text, len);
+	root = json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
 		return hp_error_set(err, HP_EPARSE,
 				    "invalid JSON at line %d column %d: %s",
 				    jerr.line, jerr.column, jerr.text);
 	if (!json_is_object(root)) {
-		rc = hp_error_set(err, HP_EINVAL, "spec must be a JSON object");
+		/* jansson reads nothing else at the top level. */
+		rc = hp_error_set(err, HP_EINVAL,
+				  "spec: the top level must be an object "
+				  "{...}, not an array");
 		goto out;
 	}
 	if ((rc = check_keys(root, k_top, "spec", err)))

@@ -845,3 +845,460 @@ HP_TEST(util_read_file_refuses_fifo)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* Trust before growth: hostile files that used to be analysed. */
+
+#define ASSERT_MSG(msg, needle)                                                \
+	do {                                                                   \
+		if (!strstr((msg), (needle)))                                  \
+			HP_FAIL("message '%s' lacks '%s'", (msg), (needle));   \
+	} while (0)
+
+/* x.reshape(n, 48 + x.size(1) // 0): the Div sits in a folded shape chain
+ * that once folded to 48 and analysed. */
+HP_TEST(bad_graph_div_by_zero_in_shape_chain)
+{
+	int64_t in[4] = {-1, 3, 4, 4}, zero = 0, one = 1, k48 = 48, ax0 = 0;
+	struct ob *b = ob_new(13);
+	char msg[256], want[96];
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_node(b, "Shape", "x", "s");
+	ob_const_i64(b, "i0", -1, &zero);
+	ob_const_i64(b, "i1", -1, &one);
+	ob_const_i64(b, "zero", -1, &zero);
+	ob_const_i64(b, "k48", -1, &k48);
+	ob_init_i64(b, "axes", 1, &ax0);
+	ob_node(b, "Gather", "s,i0", "n");
+	ob_node(b, "Gather", "s,i1", "c");
+	n = ob_node(b, "Div", "c,zero", "q");
+	ob_node(b, "Add", "q,k48", "w");
+	ob_node(b, "Unsqueeze", "n,axes", "nu");
+	ob_node(b, "Unsqueeze", "w,axes", "wu");
+	ob_attr_i(b, ob_node(b, "Concat", "nu,wu", "shape"), "axis", 0);
+	ob_node(b, "Reshape", "x,shape", "y");
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+	snprintf(want, sizeof(want),
+		 "node 'n%d_Div' (Div): integer division by zero", n);
+	ASSERT_MSG(msg, want);
+}
+
+/* Folded integer Div and Mod follow ONNX: Div truncates, Mod takes the
+ * divisor's sign (the dividend's with fmod=1); a 0 divisor anywhere in a
+ * known integer tensor, or INT64_MIN / -1, is refused. */
+HP_TEST(shape_integer_div_mod_fold)
+{
+	int64_t in[2] = {-1, 4}, a[4] = {-7, 7, -7, 7}, d[4] = {3, -3, -3, 3};
+	int64_t zero_in[2] = {5, 0}, m1 = -1, lo = INT64_MIN;
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct ob *b = ob_new(13);
+	char msg[256];
+
+	ob_input(b, "x", 2, in);
+	ob_init_i64(b, "a", 4, a);
+	ob_init_i64(b, "d", 4, d);
+	ob_node(b, "Div", "a,d", "q");
+	ob_node(b, "Mod", "a,d", "m");
+	ob_attr_i(b, ob_node(b, "Mod", "a,d", "cm"), "fmod", 1);
+	ob_node(b, "Relu", "x", "y");
+	ob_output(b, "y");
+	ob_output(b, "q");
+	ob_output(b, "m");
+	ob_output(b, "cm");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	if (hp_analyze(g, 1, NULL, 0, &f, &err))
+		HP_FAIL("%s", err.msg);
+	/* numpy: -7 // 3 truncated is -2; np.mod(-7, 3) = 2, fmod = -1. */
+	{
+		const int64_t q[4] = {-2, -2, 2, 2}, m[4] = {2, -2, -1, 1},
+			      cm[4] = {-1, 1, -1, 1};
+		for (int i = 0; i < 4; i++) {
+			ASSERT_EQ_INT(T(g, "q")->ival[i], q[i]);
+			ASSERT_EQ_INT(T(g, "m")->ival[i], m[i]);
+			ASSERT_EQ_INT(T(g, "cm")->ival[i], cm[i]);
+		}
+	}
+	hp_features_release(&f);
+	hp_graph_free(g);
+
+	/* A 0 in the divisor, the dividend a graph input (not folded). */
+	b = ob_new(13);
+	ob_input(b, "x", 2, in);
+	ob_init_i64(b, "d", 2, zero_in);
+	ob_node(b, "Shape", "x", "s");
+	ob_node(b, "Mod", "s,d", "m");
+	ob_output(b, "m");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+	ASSERT_MSG(msg, "(Mod): integer division by zero");
+
+	b = ob_new(13);
+	ob_input(b, "x", 2, in);
+	ob_init_i64(b, "lo", 1, &lo);
+	ob_init_i64(b, "m1", 1, &m1);
+	ob_node(b, "Div", "lo,m1", "q");
+	ob_node(b, "Relu", "x", "y");
+	ob_output(b, "y");
+	ob_output(b, "q");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ESHAPE);
+	ASSERT_MSG(msg, "integer division overflows");
+}
+
+/* Split a [B, C, 4] tensor on axis 1 into nout outputs with the given
+ * opset, sizes (n >= 0: the 'split' input) and num_outputs (>= 0). */
+static int split_case(int64_t opset, int64_t c, int nout, int nsizes,
+		      const int64_t *sizes, int64_t num_outputs, char *msg,
+		      size_t len)
+{
+	int64_t in[3] = {-1, c, 4};
+	char outs[256];
+	size_t o = 0;
+	struct ob *b = ob_new(opset);
+	int n;
+
+	for (int i = 0; i < nout; i++)
+		o += (size_t)snprintf(outs + o, sizeof(outs) - o, "%sy%d",
+				      i ? "," : "", i);
+	ob_input(b, "x", 3, in);
+	if (nsizes >= 0)
+		ob_init_i64(b, "sizes", nsizes, sizes);
+	n = ob_node(b, "Split", nsizes >= 0 ? "x,sizes" : "x", outs);
+	ob_attr_i(b, n, "axis", 1);
+	if (num_outputs >= 0)
+		ob_attr_i(b, n, "num_outputs", num_outputs);
+	ob_output(b, "y0");
+	return parse_err(b, msg, len);
+}
+
+HP_TEST(bad_graph_split_follows_onnx)
+{
+	char msg[256];
+
+	/* Equal parts (no sizes, no num_outputs) must divide the axis. */
+	ASSERT_EQ_INT(split_case(13, 6, 3, -1, NULL, -1, msg, sizeof(msg)), 0);
+	ASSERT_EQ_INT(split_case(13, 3, 5, -1, NULL, -1, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	ASSERT_MSG(msg, "axis 1's size 3 does not split evenly into 5");
+	ASSERT_EQ_INT(split_case(13, 3, 2, -1, NULL, -1, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	/* num_outputs: ceil parts, the rest (at least 1) to the last. */
+	ASSERT_EQ_INT(split_case(18, 7, 3, -1, NULL, 3, msg, sizeof(msg)), 0);
+	ASSERT_EQ_INT(split_case(18, 3, 5, -1, NULL, 5, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	ASSERT_MSG(msg, "num_outputs 5 is more than axis 1's size 3");
+	ASSERT_EQ_INT(split_case(18, 6, 4, -1, NULL, 4, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	ASSERT_MSG(msg, "leaves none for the last");
+	ASSERT_EQ_INT(split_case(18, 6, 3, -1, NULL, 2, msg, sizeof(msg)),
+		      HP_ESHAPE);
+	ASSERT_MSG(msg, "num_outputs 2 does not match its 3 outputs");
+	ASSERT_EQ_INT(
+	    split_case(18, 6, 2, 2, (int64_t[]){3, 3}, 2, msg, sizeof(msg)),
+	    HP_ESHAPE);
+	ASSERT_MSG(msg, "both");
+	/* Sizes: >= 0 (an empty part is allowed), adding up to the axis. */
+	ASSERT_EQ_INT(
+	    split_case(13, 6, 3, 3, (int64_t[]){0, 6, 0}, -1, msg, sizeof(msg)),
+	    0);
+	ASSERT_EQ_INT(
+	    split_case(13, 3, 2, 2, (int64_t[]){2, 2}, -1, msg, sizeof(msg)),
+	    HP_ESHAPE);
+	ASSERT_MSG(msg, "split sizes add up to 4, not axis 1's size 3");
+	ASSERT_EQ_INT(
+	    split_case(13, 3, 2, 2, (int64_t[]){4, -1}, -1, msg, sizeof(msg)),
+	    HP_ESHAPE);
+	ASSERT_MSG(msg, "negative split size -1");
+	ASSERT_EQ_INT(
+	    split_case(13, 3, 3, 2, (int64_t[]){1, 2}, -1, msg, sizeof(msg)),
+	    HP_ESHAPE);
+	ASSERT_MSG(msg, "2 split sizes for 3 outputs");
+}
+
+HP_TEST(shape_split_shapes)
+{
+	int64_t in[3] = {-1, 7, 4};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct ob *b = ob_new(18);
+	int n;
+
+	ob_input(b, "x", 3, in);
+	n = ob_node(b, "Split", "x", "a,b,c");
+	ob_attr_i(b, n, "axis", 1);
+	ob_attr_i(b, n, "num_outputs", 3);
+	ob_output(b, "c");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	ASSERT_DIMS(T(g, "a"), 2, 3, 4);
+	ASSERT_DIMS(T(g, "b"), 2, 3, 4);
+	ASSERT_DIMS(T(g, "c"), 2, 1, 4);
+	hp_features_release(&f);
+	hp_graph_free(g);
+
+	/* Opset-11 form: sizes as an attribute. */
+	b = ob_new(11);
+	ob_input(b, "x", 3, in);
+	n = ob_node(b, "Split", "x", "a,b");
+	ob_attr_i(b, n, "axis", -2);
+	ob_attr_ints(b, n, "split", 2, (int64_t[]){5, 2});
+	ob_output(b, "b");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	ASSERT_DIMS(T(g, "a"), 2, 5, 4);
+	ASSERT_DIMS(T(g, "b"), 2, 2, 4);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+HP_TEST(bad_onnx_auto_pad_and_duplicate_attributes)
+{
+	int64_t in[4] = {-1, 3, 8, 8}, w[4] = {4, 3, 3, 3}, k[2] = {2, 2};
+	static const char *const ok_values[] = {"NOTSET", "SAME_UPPER",
+						"SAME_LOWER", "VALID"};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct ob *b;
+	size_t len;
+	uint8_t *buf;
+	char msg[256];
+	int n;
+
+	for (size_t i = 0; i < 4; i++) {
+		b = ob_new(13);
+		ob_input(b, "x", 4, in);
+		ob_init(b, "w", 4, w);
+		ob_attr_s(b, ob_node(b, "Conv", "x,w", "y"), "auto_pad",
+			  ok_values[i]);
+		ob_output(b, "y");
+		ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), 0);
+	}
+	/* Refused at load, before any shape is known. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w", 4, w);
+	ob_attr_s(b, ob_node(b, "Conv", "x,w", "y"), "auto_pad", "SAME_MIDDLE");
+	ob_output(b, "y");
+	buf = ob_finish(b, &len);
+	ASSERT(!hp_onnx_parse(buf, len, &err));
+	free(buf);
+	ASSERT_EQ_INT(err.code, HP_EPARSE);
+	ASSERT_MSG(err.msg, "node 'n0_Conv' (Conv): unknown auto_pad "
+			    "'SAME_MIDDLE' (NOTSET, SAME_UPPER, SAME_LOWER or "
+			    "VALID)");
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "AveragePool", "x", "y");
+	ob_attr_ints(b, n, "kernel_shape", 2, k);
+	ob_attr_s(b, n, "auto_pad", "same_upper"); /* case matters */
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "(AveragePool): unknown auto_pad 'same_upper'");
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "MaxPool", "x", "y");
+	ob_attr_ints(b, n, "kernel_shape", 2, k);
+	ob_attr_i(b, n, "auto_pad", 1);
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "auto_pad is not a string");
+
+	/* A graph made in memory is checked where the window is cut. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "MaxPool", "x", "y");
+	ob_attr_ints(b, n, "kernel_shape", 2, k);
+	ob_attr_s(b, n, "auto_pad", "VALID");
+	ob_output(b, "y");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	free(g->nodes[0].attrs[1].s);
+	g->nodes[0].attrs[1].s = strdup("SAME");
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &f, &err), HP_ESHAPE);
+	ASSERT_MSG(err.msg, "unknown auto_pad 'SAME'");
+	hp_graph_free(g);
+
+	/* Two attributes of one name: which one counts is undefined. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w", 4, w);
+	n = ob_node(b, "Conv", "x,w", "y");
+	ob_attr_ints(b, n, "strides", 2, (int64_t[]){1, 1});
+	ob_attr_ints(b, n, "strides", 2, (int64_t[]){2, 2});
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "node 'n0_Conv' (Conv): attribute 'strides' is given "
+			"twice");
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "Relu", "x", "y");
+	ob_attr_i(b, n, "alpha", 1);
+	ob_attr_f(b, n, "alpha", 2);
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "attribute 'alpha' is given twice");
+	/* Thousands of attributes (a quadratic duplicate check) are not. */
+	b = ob_new(13);
+	ob_input(b, "x", 4, in);
+	n = ob_node(b, "Relu", "x", "y");
+	for (int i = 0; i < 1025; i++) {
+		char nm[16];
+		snprintf(nm, sizeof(nm), "a%d", i);
+		ob_attr_i(b, n, nm, i);
+	}
+	ob_output(b, "y");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_ETOOBIG);
+	ASSERT_MSG(msg, "1025 attributes (at most 1024)");
+}
+
+/* Logits [B, 10] from a Gemm, labels with the given dims, into op. */
+static struct ob *loss_model(const char *op, int lrank, const int64_t *ldims)
+{
+	int64_t in[2] = {-1, 16}, w[2] = {10, 16};
+	struct ob *b = ob_new(13);
+
+	ob_input(b, "x", 2, in);
+	ob_input(b, "labels", lrank, ldims);
+	ob_init(b, "w", 2, w);
+	ob_attr_i(b, ob_node(b, "Gemm", "x,w", "logits"), "transB", 1);
+	ob_node(b, op, "logits,labels", "loss");
+	ob_output(b, "loss");
+	return b;
+}
+
+HP_TEST(bad_graph_loss_labels_disagree)
+{
+	static const char *const ops[] = {"SoftmaxCrossEntropyLoss",
+					  "NegativeLogLikelihoodLoss"};
+	int64_t four = 4, sym = -1, two[2] = {-1, 3};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	char msg[256], want[128];
+
+	for (int i = 0; i < 2; i++) {
+		/* Labels for 4 samples: right at batch 4, wrong at 8. */
+		g = parse_ob(loss_model(ops[i], 1, &four), &err);
+		ASSERT(g);
+		ASSERT_EQ_INT(hp_analyze(g, 4, NULL, 0, &f, &err), 0);
+		ASSERT_EQ_INT(f.kind_count[HP_KIND_LOSS], 1);
+		ASSERT_EQ_INT(T(g, "loss")->rank, 0); /* reduction mean */
+		ASSERT_EQ_INT(f.nskipped, 0);
+		hp_features_release(&f);
+		ASSERT_EQ_INT(hp_analyze(g, 8, NULL, 0, &f, &err), HP_ESHAPE);
+		snprintf(want, sizeof(want),
+			 "node 'n1_%s' (%s): labels have batch 4, scores 8",
+			 ops[i], ops[i]);
+		ASSERT_MSG(err.msg, want);
+		hp_graph_free(g);
+		/* Labels that follow the batch are right at any batch. */
+		g = parse_ob(loss_model(ops[i], 1, &sym), &err);
+		ASSERT(g);
+		ASSERT_EQ_INT(hp_analyze(g, 8, NULL, 0, &f, &err), 0);
+		hp_features_release(&f);
+		hp_graph_free(g);
+		/* Labels of rank 2 for scores of rank 2. */
+		ASSERT_EQ_INT(
+		    parse_err(loss_model(ops[i], 2, two), msg, sizeof(msg)),
+		    HP_ESHAPE);
+		ASSERT_MSG(msg, "labels have rank 2, scores 2");
+	}
+	/* Per-position labels [N, d1] for scores [N, C, d1]. */
+	for (int d = 5; d <= 6; d++) {
+		struct ob *b = ob_new(13);
+		int rc;
+		ob_input(b, "s", 3, (int64_t[]){-1, 10, 5});
+		ob_input(b, "labels", 2, (int64_t[]){-1, d});
+		ob_node(b, "SoftmaxCrossEntropyLoss", "s,labels", "loss");
+		ob_output(b, "loss");
+		rc = parse_err(b, msg, sizeof(msg));
+		ASSERT_EQ_INT(rc, d == 5 ? 0 : HP_ESHAPE);
+	}
+	ASSERT_MSG(msg, "labels' dimension 1 is 6, scores' 2 is 5");
+}
+
+HP_TEST(bad_graph_no_nodes)
+{
+	int64_t in[2] = {-1, 16};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	struct ob *b = ob_new(13);
+	char msg[256];
+
+	/* The input is the output: once a step time and a recommendation. */
+	ob_input(b, "x", 2, in);
+	ob_output(b, "x");
+	ASSERT_EQ_INT(parse_err(b, msg, sizeof(msg)), HP_EPARSE);
+	ASSERT_MSG(msg, "graph has no nodes: nothing to train");
+	/* A graph made in memory is refused by the analysis. */
+	g = hp_graph_new("empty");
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &f, &err), HP_EINVAL);
+	ASSERT_MSG(err.msg, "no nodes: nothing to train");
+	hp_graph_free(g);
+}
+
+/* Write data to a temporary file and load it as a model. */
+static struct hp_graph *load_bytes(const char *data, size_t len,
+				   struct hp_error *err)
+{
+	char path[] = "/tmp/hp_model_XXXXXX";
+	int fd = mkstemp(path);
+	struct hp_graph *g;
+
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len)
+		HP_FAIL("cannot write %s", path);
+	close(fd);
+	g = hp_model_load(path, err);
+	unlink(path);
+	return g;
+}
+
+HP_TEST(model_load_tells_spec_from_onnx)
+{
+	char text[sizeof(spec_example) + 16];
+	struct hp_error err = {0};
+	struct hp_features a, b;
+	struct hp_graph *g, *h;
+	int n;
+
+	/* A byte order mark (and whitespace after it) is harmless. */
+	n = snprintf(text, sizeof(text), "\xef\xbb\xbf \n%s", spec_example);
+	g = load_bytes(text, (size_t)n, &err);
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	h = hp_spec_parse(spec_example, strlen(spec_example), &err);
+	ASSERT(h);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &a, &err), 0);
+	ASSERT_EQ_INT(hp_analyze(h, 2, NULL, 0, &b, &err), 0);
+	ASSERT_EQ_INT(a.params, b.params);
+	ASSERT_EQ_INT(a.macs_per_sample, b.macs_per_sample);
+	hp_features_release(&a);
+	hp_features_release(&b);
+	hp_graph_free(g);
+	hp_graph_free(h);
+
+	/* A top-level array is a spec gone wrong, not a broken ONNX file. */
+	n = snprintf(text, sizeof(text), "[%s]", spec_example);
+	ASSERT(!load_bytes(text, (size_t)n, &err));
+	ASSERT_EQ_INT(err.code, HP_EINVAL);
+	ASSERT_MSG(err.msg, "spec: the top level must be an object {...}, "
+			    "not an array");
+	ASSERT(!load_bytes("\xef\xbb\xbf\t [1]", 8, &err));
+	ASSERT_MSG(err.msg, "not an array");
+	ASSERT(!load_bytes("\xef\xbb\xbf{\"input\":", 12, &err));
+	ASSERT_MSG(err.msg, "invalid JSON");
+	/* Bytes that are no JSON are still read as ONNX. */
+	ASSERT(!load_bytes("\xef\xbb", 2, &err));
+	ASSERT_MSG(err.msg, "not a valid ONNX model");
+	ASSERT(!hp_spec_parse("\"cnn\"", 5, &err));
+	ASSERT_MSG(err.msg, "invalid JSON");
+}
