@@ -132,13 +132,15 @@ static inline bool hp_add_i64(int64_t a, int64_t b, int64_t *out)
 
 /*
  * Copy src into dst (n bytes, NUL-terminated, cut short to fit) with its
- * control characters escaped: "\n", "\r", "\t", and "\xHH" for the other
- * bytes below 0x20 and 0x7f.  Names read from files go through it before
- * they reach a terminal, so a message stays on one line and cannot drive
- * the terminal.  Bytes from 0x80 up (UTF-8) pass as they are.  Returns dst.
+ * control characters escaped: "\n", "\r", "\t", and "\xHH" for the
+ * other bytes below 0x20, 0x7f, the bytes of a C1 control (U+0080-U+009F)
+ * and bytes that are not well-formed UTF-8.  Names read from files go
+ * through it before they reach a terminal, so a message stays on one line
+ * and cannot drive the terminal.  Other UTF-8 passes as it is.  Returns
+ * dst.
  */
 const char *hp_str_escape(const char *src, char *dst, size_t n);
-/* True when s holds a byte hp_str_escape() would escape. */
+/* True when s holds bytes hp_str_escape() would escape. */
 bool hp_str_has_control(const char *s);
 
 /* Duplicate n bytes of s into a NUL-terminated string; NULL on ENOMEM. */

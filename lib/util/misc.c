@@ -78,6 +78,39 @@ const char *hp_version(void)
 	return HP_VERSION;
 }
 
+/*
+ * Length of the well-formed UTF-8 sequence at p (1-4) that is not a C1
+ * control character (U+0080-U+009F: some terminals take U+009B as CSI),
+ * or 0: such bytes, and bytes of no valid sequence (which 8-bit terminals
+ * may take as C1 controls), are escaped one by one.
+ */
+static int utf8_ok(const unsigned char *p)
+{
+	int n;
+	uint32_t cp;
+
+	if (*p < 0x80)
+		return 1;
+	if (*p >= 0xc2 && *p <= 0xdf)
+		n = 2, cp = *p & 0x1f;
+	else if (*p >= 0xe0 && *p <= 0xef)
+		n = 3, cp = *p & 0x0f;
+	else if (*p >= 0xf0 && *p <= 0xf4)
+		n = 4, cp = *p & 0x07;
+	else
+		return 0;
+	for (int i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+		return 0;
+	return n;
+}
+
 static bool is_control(unsigned char c)
 {
 	return c < 0x20 || c == 0x7f;
@@ -86,15 +119,23 @@ static bool is_control(unsigned char c)
 const char *hp_str_escape(const char *src, char *dst, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)src;
 	size_t o = 0;
 
 	if (!n)
 		return dst;
-	for (const unsigned char *p = (const unsigned char *)src; src && *p;
-	     p++) {
+	while (src && *p) {
 		char e[4];
-		size_t k = 0;
-		if (!is_control(*p)) {
+		int k = 0, u = utf8_ok(p);
+		if (u > 1) {
+			if (o + (size_t)u >= n)
+				break;
+			memcpy(dst + o, p, (size_t)u);
+			o += (size_t)u;
+			p += u;
+			continue;
+		}
+		if (u == 1 && !is_control(*p)) {
 			e[k++] = (char)*p;
 		} else if (*p == '\n' || *p == '\r' || *p == '\t') {
 			e[k++] = '\\';
@@ -105,10 +146,11 @@ const char *hp_str_escape(const char *src, char *dst, size_t n)
 			e[k++] = hex[*p >> 4];
 			e[k++] = hex[*p & 15];
 		}
-		if (o + k >= n)
+		if (o + (size_t)k >= n)
 			break;
-		memcpy(dst + o, e, k);
-		o += k;
+		memcpy(dst + o, e, (size_t)k);
+		o += (size_t)k;
+		p++;
 	}
 	dst[o] = '\0';
 	return dst;
@@ -116,9 +158,14 @@ const char *hp_str_escape(const char *src, char *dst, size_t n)
 
 bool hp_str_has_control(const char *s)
 {
-	for (const unsigned char *p = (const unsigned char *)s; s && *p; p++)
-		if (is_control(*p))
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (s && *p) {
+		int u = utf8_ok(p);
+		if (u == 0 || (u == 1 && is_control(*p)))
 			return true;
+		p += u;
+	}
 	return false;
 }
 

@@ -1,0 +1,41 @@
+/*
+ * test_util.c - lib/util: escaping names for a terminal (hp_str_escape),
+ * against escapes written out by hand.
+ */
+#include "hetpool/util.h"
+#include "test.h"
+
+static const char *esc(const char *s)
+{
+	static char buf[256];
+	return hp_str_escape(s, buf, sizeof(buf));
+}
+
+HP_TEST(util_escape_controls_and_c1)
+{
+	char small[6];
+
+	ASSERT_STR_EQ(esc("plain name-1.onnx"), "plain name-1.onnx");
+	ASSERT_STR_EQ(esc("a\nb\rc\td"), "a\\nb\\rc\\td");
+	ASSERT_STR_EQ(esc("x\033[31my"), "x\\x1b[31my");
+	ASSERT_STR_EQ(esc("del\177"), "del\\x7f");
+	/* UTF-8 passes; C1 controls (U+009B, CSI) and broken bytes do not */
+	ASSERT_STR_EQ(esc("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+		      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+	ASSERT_STR_EQ(esc("a\xc2\x9b"
+			  "2Jb"),
+		      "a\\xc2\\x9b2Jb");
+	ASSERT_STR_EQ(esc("\x9b"
+			  "2J"),
+		      "\\x9b2J");
+	ASSERT_STR_EQ(esc("\xc3"), "\\xc3");	      /* cut sequence */
+	ASSERT_STR_EQ(esc("\xc0\xaf"), "\\xc0\\xaf"); /* overlong */
+	ASSERT_STR_EQ(esc("\xed\xa0\x80"), "\\xed\\xa0\\x80"); /* surrogate */
+	ASSERT(!hp_str_has_control("caf\xc3\xa9"));
+	ASSERT(hp_str_has_control("a\xc2\x85"));
+	ASSERT(hp_str_has_control("a\n"));
+	/* cut short, never in the middle of an escape, always terminated */
+	ASSERT_STR_EQ(hp_str_escape("ab\ncd", small, sizeof(small)), "ab\\nc");
+	ASSERT_STR_EQ(hp_str_escape("abcd\033", small, sizeof(small)), "abcd");
+	ASSERT_STR_EQ(hp_str_escape(NULL, small, sizeof(small)), "");
+}
