@@ -4,8 +4,9 @@
  * exhaustive enumeration of every subset of free devices on 1,000+ random
  * small pools, with the cost of a configuration computed here a second
  * time independently; the batch split is the brute-force min-max; a mixed
- * split's types differ by at most 5% in step time; the deadline parser,
- * hp_workload_at_batch and the pool parser refuse bad input by name.
+ * split's types differ by at most 5% in step time; the deadline parser
+ * and hp_workload_at_batch refuse bad input by name (the pool parser's
+ * tests are in test_pool.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -1095,73 +1096,4 @@ HP_TEST(recommend_workload_at_batch_matches_analysis)
 		hp_workload_release(&w2);
 	}
 	env_free(&e);
-}
-
-HP_TEST(pool_parse_refuses_bad_input_by_name)
-{
-	struct hp_error err = {0};
-	struct env e;
-	struct hp_pool *p;
-#define NODE(name, dev, extra)                                                 \
-	"{\"name\": \"" name "\", \"devices\": [" dev "], \"cpu_cores\": 8, "  \
-	"\"memory_gb\": 64, \"intra_bw_gbps\": 100, \"net_bw_gbps\": 25, "     \
-	"\"net_latency_us\": 5, \"base_power_w\": 200" extra "}"
-	struct {
-		const char *text, *msg;
-	} bad[] = {
-	    {"{\"nodes\": [" NODE(
-		 "gpu-07", "{\"type\": \"v100\", \"count\": 2}",
-		 "") "," NODE("gpu-07", "{\"type\": \"t4\", \"count\": 1}",
-			      "") "]}",
-	     "pool: node 'gpu-07': duplicate name"},
-	    {"{\"nodes\": [" NODE("a", "{\"type\": \"tpu9\", \"count\": 2}",
-				  "") "]}",
-	     "node 'a': device type 'tpu9' is not in the catalog"},
-	    {"{\"nodes\": [" NODE("a", "{\"type\": \"v100\", \"count\": -2}",
-				  "") "]}",
-	     "node 'a': devices[0]: 'count' is -2"},
-	    {"{\"nodes\": [" NODE(
-		 "a", "{\"type\": \"v100\", \"count\": 2, \"free\": 3}",
-		 "") "]}",
-	     "'free' 3 is more than 'count' 2"},
-	    {"{\"nodes\": [" NODE(
-		 "a", "{\"type\": \"v100\", \"count\": 2}",
-		 ", \"spare\": 1") "," NODE("b", "",
-					    ", \"net_bw_"
-					    "gbps\": \"fast\"") "]}",
-	     "duplicate"},
-	    {"{\"nodes\": [{\"name\": \"b\", \"devices\": [], \"cpu_cores\": "
-	     "8, \"memory_gb\": 64, \"intra_bw_gbps\": 100, \"net_bw_gbps\": "
-	     "\"fast\", \"net_latency_us\": 5, \"base_power_w\": 200}]}",
-	     "node 'b': 'net_bw_gbps' must be a number"},
-	    {"{\"nodes\": [{\"name\": \"c\", \"devices\": []}]}",
-	     "node 'c': missing 'cpu_cores'"},
-	    {"{\"nodes\": []}", "0 nodes"},
-	    {"[1, 2]", "top level"},
-	    {"{\"nodes\": [", "pool: t.json:"},
-	};
-	env_load(&e, "data/models/resnet18.train.onnx");
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		p = pool_text(bad[i].text, &e, &err);
-		if (p || !strstr(err.msg, bad[i].msg))
-			HP_FAIL("case %zu: got '%s', expected '%s'", i,
-				p ? "(parsed)" : err.msg, bad[i].msg);
-		ASSERT_EQ_INT(err.code, HP_EPARSE);
-	}
-	/* Aliases resolve, free defaults to count, unknown keys are fine. */
-	p = pool_text("{\"nodes\": [" NODE(
-			  "a", "{\"type\": \"Tesla V100\", \"count\": 2}",
-			  ", \"rack\": \"r1\"") "]}",
-		      &e, &err);
-	ASSERT(p);
-	ASSERT_STR_EQ(p->nodes[0].devs[0].type, "v100");
-	ASSERT_EQ_INT(p->nodes[0].devs[0].free, 2);
-	ASSERT_EQ_INT(hp_pool_free_of(p, "v100"), 2);
-	hp_pool_free(p);
-	p = hp_pool_load(hp_test_path("data/pools/sample.json"), e.cat, &err);
-	ASSERT(p);
-	ASSERT(p->n >= 20);
-	hp_pool_free(p);
-	env_free(&e);
-#undef NODE
 }
