@@ -992,6 +992,96 @@ HP_TEST(recommend_chooses_a_mix_when_one_type_is_not_enough)
 
 /* ---- Inputs ---------------------------------------------------------- */
 
+/* The global batches searched: the batch alone, or each power of two
+ * within the bounds (edges included); none when the bounds hold none. */
+HP_TEST(recommend_batches_are_the_powers_of_two_within)
+{
+	static const struct {
+		int64_t batch, lo, hi;
+		int n;
+		int64_t first, last;
+	} c[] = {
+	    {300, 0, 0, 1, 300, 300},	     {0, 100, 600, 3, 128, 512},
+	    {0, 128, 512, 3, 128, 512},	     {0, 1, 1, 1, 1, 1},
+	    {0, 129, 255, 0, 0, 0},	     {0, 3, 3, 0, 0, 0},
+	    {0, 1, 1 << 24, 25, 1, 1 << 24}, {0, 257, 511, 0, 0, 0},
+	};
+	int64_t bs[HP_REC_MAX_BATCHES];
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct hp_rec_job job = {0};
+		int n;
+		job.batch = c[i].batch;
+		job.batch_min = c[i].lo;
+		job.batch_max = c[i].hi;
+		n = hp_rec_batches(&job, bs);
+		if (n != c[i].n)
+			HP_FAIL("case %zu: %d batches, expected %d", i, n,
+				c[i].n);
+		if (n && (bs[0] != c[i].first || bs[n - 1] != c[i].last))
+			HP_FAIL("case %zu: %lld..%lld", i, (long long)bs[0],
+				(long long)bs[n - 1]);
+		for (int k = 1; k < n; k++)
+			ASSERT(bs[k] == 2 * bs[k - 1]);
+	}
+}
+
+/* Bounds without a power of two, and a batch larger than the data, are
+ * refused by name (they were searched at batch_min and run, before). */
+HP_TEST(recommend_refuses_batches_it_cannot_search)
+{
+	struct hp_error err = {0};
+	struct hp_rec_job job = {0};
+	struct hp_rec_result r;
+	struct hp_pool *pool;
+	struct env e;
+	const char *text =
+	    "{\"nodes\": [{\"name\": \"v\", \"devices\": [{\"type\": \"v100\", "
+	    "\"count\": 8}], \"cpu_cores\": 40, \"memory_gb\": 512, "
+	    "\"intra_bw_gbps\": 1200, \"net_bw_gbps\": 100, "
+	    "\"net_latency_us\": 3, \"base_power_w\": 1000}]}";
+
+	env_load(&e, "data/models/resnet18.train.onnx");
+	pool = pool_text(text, &e, &err);
+	ASSERT(pool);
+	job.samples = 12500;
+	job.epochs = 1;
+	job.deadline_s = 86400;
+	job.batch_min = 129;
+	job.batch_max = 255;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      HP_EINVAL);
+	if (!strstr(err.msg, "batch bounds [129, 255] hold no power of two") ||
+	    !strstr(err.msg, "the nearest are 128 and 256"))
+		HP_FAIL("%s", err.msg);
+	ASSERT(!r.found);
+	job.batch_min = 3;
+	job.batch_max = 3;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "nearest are 2 and 4"));
+	job.batch_max = 0;
+	job.batch = 16384;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "batch 16384 is more than samples 12500"));
+	job.batch = 0;
+	job.batch_min = 4096;
+	job.batch_max = 16384;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "batch_max 16384 is more than samples 12500"));
+	/* A bound that is a power of two is searched. */
+	job.batch_min = 129;
+	job.batch_max = 256;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      0);
+	ASSERT(r.found && r.choice.global_batch == 256);
+	hp_rec_result_release(&r);
+	hp_pool_free(pool);
+	env_free(&e);
+}
+
 HP_TEST(recommend_parse_duration)
 {
 	struct hp_error err = {0};
