@@ -1082,6 +1082,53 @@ HP_TEST(recommend_refuses_batches_it_cannot_search)
 	env_free(&e);
 }
 
+/* A type whose memory is not known is left out with the reason, not
+ * taken to hold any batch (the estimator calls unknown memory "fits"). */
+HP_TEST(recommend_leaves_out_a_type_of_unknown_memory)
+{
+	static const char csv[] =
+	    "name,kind,fp32_tflops,mem_gb,mem_bw_gbs,tdp_w,idle_w\n"
+	    "cpu,cpu,2,,,300,100\n"
+	    "v100,gpu,15.7,16,900,300,40\n";
+	struct hp_error err = {0};
+	struct hp_rec_job job = {0};
+	struct hp_rec_result r;
+	struct hp_catalog *cat;
+	struct hp_pool *pool;
+	struct env e;
+	const char *text =
+	    "{\"nodes\": [{\"name\": \"c\", \"devices\": [{\"type\": \"cpu\", "
+	    "\"count\": 1}], \"cpu_cores\": 40, \"memory_gb\": 512, "
+	    "\"intra_bw_gbps\": 100, \"net_bw_gbps\": 25, "
+	    "\"net_latency_us\": 15, \"base_power_w\": 300}]}";
+	bool said = false;
+
+	env_load(&e, "data/models/resnet18.train.onnx");
+	cat = hp_catalog_parse(csv, sizeof(csv) - 1, "m.csv", &err);
+	if (!cat)
+		HP_FAIL("%s", err.msg);
+	ASSERT(isnan(cat->types[0].mem_gb));
+	pool = hp_pool_parse(text, strlen(text), "m.json", cat, &err);
+	ASSERT(pool);
+	job.samples = 12500;
+	job.epochs = 1;
+	job.batch = 12500;
+	job.deadline_s = 86400;
+	ASSERT_EQ_INT(hp_recommend(e.est, cat, &e.w1, pool, &job, &r, &err), 0);
+	ASSERT(!r.found);
+	for (int i = 0; i < r.nnotes; i++)
+		said |= strstr(r.notes[i], "memory not known") != NULL;
+	for (int i = 0; i < r.nrejected; i++)
+		said |=
+		    strstr(r.rejected[i].reason, "memory not known") != NULL;
+	if (!said)
+		HP_FAIL("no 'memory not known' (reason: %s)", r.reason);
+	hp_rec_result_release(&r);
+	hp_pool_free(pool);
+	hp_catalog_free(cat);
+	env_free(&e);
+}
+
 HP_TEST(recommend_parse_duration)
 {
 	struct hp_error err = {0};
