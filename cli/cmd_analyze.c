@@ -48,12 +48,15 @@ static void print_shape(const struct hp_layer_stats *L, char *buf, size_t n)
 				     (long long)L->out_dims[i]);
 }
 
+/* The model's, its layers' and its ops' names come from the file: they
+ * are escaped before they reach the terminal. */
 static void print_table(const struct hp_graph *g, const struct hp_features *f,
 			bool summary)
 {
-	char a[32], b[32], c[32], d[32];
+	char a[32], b[32], c[32], d[32], e1[1024], e2[1024];
 
-	printf("model        %s (%s)\n", g->name, g->source ? g->source : "");
+	printf("model        %s (%s)\n", cli_esc(g->name, e1, sizeof(e1)),
+	       cli_esc(g->source ? g->source : "", e2, sizeof(e2)));
 	printf("batch        %lld\n", (long long)f->batch);
 	printf("params       %lld (%s)\n", (long long)f->params,
 	       cli_si((double)f->params, a, sizeof(a)));
@@ -84,7 +87,7 @@ static void print_table(const struct hp_graph *g, const struct hp_features *f,
 	if (f->nskipped) {
 		printf("skipped     ");
 		for (int i = 0; i < f->nskipped; i++)
-			printf(" %s%s", f->skipped[i],
+			printf(" %s%s", cli_esc(f->skipped[i], e1, sizeof(e1)),
 			       i + 1 < f->nskipped ? "," : "");
 		printf("\n");
 	}
@@ -100,8 +103,9 @@ static void print_table(const struct hp_graph *g, const struct hp_features *f,
 			continue;
 		print_shape(L, shape, sizeof(shape));
 		printf("%-32.32s %-20.20s %-17s %-18.18s %12lld %12s %12s\n",
-		       n->name, n->op, hp_kind_name(L->kind), shape,
-		       (long long)L->params,
+		       cli_esc(n->name, e1, sizeof(e1)),
+		       cli_esc(n->op, e2, sizeof(e2)), hp_kind_name(L->kind),
+		       shape, (long long)L->params,
 		       cli_si((double)(L->macs / f->batch), a, sizeof(a)),
 		       cli_si(L->flops_fwd, b, sizeof(b)));
 	}

@@ -122,13 +122,19 @@ static bool is_estimate(const char *src)
 	return src && !strncmp(src, "estimate", 8);
 }
 
+/* Names and sources come from the catalog file (and the host's
+ * /proc/cpuinfo): escaped before they reach the terminal. */
 static void print_row(const struct hp_device_type *t)
 {
-	char a[7][32];
+	char a[7][32], n[128], pr[256], per[48] = "";
 	bool cpu = t->kind == HP_DEVICE_CPU;
 
-	printf("%-13s %-4s %7s %7s %7s %6s %6s %5s %5s  %s%s\n", t->name,
-	       hp_device_kind_name(t->kind),
+	if (t->devices_per_board > 1)
+		snprintf(per, sizeof(per), " (per device; %d per board)",
+			 t->devices_per_board);
+
+	printf("%-13s %-4s %7s %7s %7s %6s %6s %5s %5s  %s%s\n",
+	       cli_esc(t->name, n, sizeof(n)), hp_device_kind_name(t->kind),
 	       fig(t->fp32_tflops, cpu, a[0], sizeof(a[0])),
 	       fig(t->tf32_tflops, false, a[1], sizeof(a[1])),
 	       fig(t->fp16_tflops, false, a[2], sizeof(a[2])),
@@ -136,8 +142,7 @@ static void print_row(const struct hp_device_type *t)
 	       fig(t->mem_bw_gbs, false, a[4], sizeof(a[4])),
 	       fig(t->tdp_w, false, a[5], sizeof(a[5])),
 	       fig(t->idle_w, is_estimate(t->src_idle), a[6], sizeof(a[6])),
-	       t->product,
-	       t->devices_per_board > 1 ? " (per device; 2 per board)" : "");
+	       cli_esc(t->product, pr, sizeof(pr)), per);
 }
 
 static void print_header(void)
@@ -151,21 +156,29 @@ static void print_header(void)
 static void print_detail(const struct hp_device_type *t,
 			 const struct hp_host *host)
 {
+	const char *src[4] = {t->src_compute, t->src_memory, t->src_power,
+			      t->src_idle};
+	static const char *const label[4] = {"compute", "memory", "power",
+					     "idle"};
+	char e[4096];
+
 	print_row(t);
 	if (t->naliases) {
 		printf("  aliases:");
 		for (int i = 0; i < t->naliases; i++)
-			printf("%s %s", i ? "," : "", t->aliases[i]);
+			printf("%s %s", i ? "," : "",
+			       cli_esc(t->aliases[i], e, sizeof(e)));
 		printf("\n");
 	}
 	if (t->kind == HP_DEVICE_CPU && t->detected)
 		printf("  host:    %d logical CPUs, %d physical cores, %.2f "
 		       "GHz, %s (%d FP32 FLOPs/cycle/core)\n",
 		       host->logical_cpus, host->physical_cores, host->ghz,
-		       host->isa, host->flops_per_cycle);
-	printf("  compute: %s\n  memory:  %s\n  power:   %s\n  idle:    "
-	       "%s\n",
-	       t->src_compute, t->src_memory, t->src_power, t->src_idle);
+		       cli_esc(host->isa, e, sizeof(e)), host->flops_per_cycle);
+	/* A source is prose and may hold a quoted line break: escaped. */
+	for (int i = 0; i < 4; i++)
+		printf("  %s:%*s%s\n", label[i], (int)(8 - strlen(label[i])),
+		       "", cli_esc(src[i], e, sizeof(e)));
 }
 
 static json_t *num(double v)
@@ -318,10 +331,12 @@ int cmd_devices(int argc, char **argv)
 		else
 			print_row(show[i]);
 	}
-	if (!detail)
+	if (!detail) {
+		char e[4096];
 		printf("\n%d device types from %s; '~' marks an estimate; "
 		       "'hetpool devices NAME' shows sources\n",
-		       cat->n, catalog);
+		       cat->n, cli_esc(catalog, e, sizeof(e)));
+	}
 out:
 	free(show);
 	hp_catalog_free(cat);

@@ -98,14 +98,16 @@ static void print_json(const char *model, const struct hp_prediction *p)
 	json_decref(o);
 }
 
+/* The model's path and the catalog's names come from outside: escaped
+ * before they reach the terminal. */
 static void print_text(const char *model, const struct hp_prediction *p)
 {
-	char a[32], b[32];
+	char a[32], b[32], e[1024];
 
-	printf("model        %s\n", model);
+	printf("model        %s\n", cli_esc(model, e, sizeof(e)));
 	printf("device       %s x %d, batch %lld (%lld per device)\n",
-	       p->device, p->ndevices, (long long)p->batch,
-	       (long long)(p->batch / p->ndevices));
+	       cli_esc(p->device, e, sizeof(e)), p->ndevices,
+	       (long long)p->batch, (long long)(p->batch / p->ndevices));
 	printf("step time    %.4g s  [%.4g, %.4g] (10th-90th percentile)\n",
 	       p->step_time_s, p->step_time_lo_s, p->step_time_hi_s);
 	if (p->ndevices > 1)
@@ -126,10 +128,12 @@ static void print_text(const char *model, const struct hp_prediction *p)
 		       p->fits_in_memory ? "fits" : "DOES NOT FIT");
 	else
 		printf("\n");
-	printf("basis        %s (%s family)\n", p->basis,
+	printf("basis        %s (%s family)\n", cli_esc(p->basis, e, sizeof(e)),
 	       hp_est_family_name(p->family));
-	printf("             energy: %s\n", p->energy_basis);
-	printf("             memory: %s\n", p->memory_basis);
+	printf("             energy: %s\n",
+	       cli_esc(p->energy_basis, e, sizeof(e)));
+	printf("             memory: %s\n",
+	       cli_esc(p->memory_basis, e, sizeof(e)));
 }
 
 int cmd_predict(int argc, char **argv)

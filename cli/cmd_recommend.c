@@ -42,7 +42,9 @@ static const char help[] =
     "  --epochs E        passes over the data (steps = ceil(N / B) x E)\n"
     "  --steps S         or training steps\n"
     "  --batch B         global batch\n"
-    "  --batch-min/-max  or bounds: the powers of two within are tried\n"
+    "  --batch-min/-max  or bounds: each power of two within is searched "
+    "(there\n"
+    "                    must be one) and the best kept\n"
     "  --deadline D      wall clock: 90m, 2h, 1h30m, 45s, 1d or seconds\n"
     "  --device-type T   only this catalog type\n"
     "  --devices K       exactly K devices\n"
@@ -100,15 +102,23 @@ static const char *energy(double j, char *buf, size_t n)
 	return buf;
 }
 
+/*
+ * Names and reasons come from files (the pool's node names, the catalog's
+ * types, the estimator's messages): escaped before they reach the
+ * terminal, whatever the loaders let through.  E(s, buf) escapes s into
+ * the char array buf.
+ */
+#define E(s, buf) cli_esc((s), (buf), sizeof(buf))
+
 static void print_config(const struct hp_rec_config *c,
 			 const struct hp_pool *pool, bool groups)
 {
-	char a[32], b[32], d[32], e[32], f[32], h[32];
+	char a[32], b[32], d[32], e[32], f[32], h[32], n1[256], n2[256];
 
 	printf("  ");
 	for (int j = 0; j < c->ntypes; j++)
 		printf("%s%d x %s", j ? " + " : "", c->types[j].count,
-		       c->types[j].type);
+		       E(c->types[j].type, n1));
 	printf(" on %d node%s, global batch %lld: %s [%s, %s], %s [%s, %s]\n",
 	       c->nnodes, c->nnodes == 1 ? "" : "s", (long long)c->global_batch,
 	       dur(c->time_s, a, sizeof(a)), dur(c->time_lo_s, b, sizeof(b)),
@@ -121,9 +131,29 @@ static void print_config(const struct hp_rec_config *c,
 	for (int i = 0; i < c->ngroups; i++)
 		printf("    %-16s %3d x %-10s local batch %5lld  grad weight "
 		       "%.4g\n",
-		       pool->nodes[c->groups[i].node].name, c->groups[i].count,
-		       c->groups[i].type, (long long)c->groups[i].local_batch,
+		       E(pool->nodes[c->groups[i].node].name, n1),
+		       c->groups[i].count, E(c->groups[i].type, n2),
+		       (long long)c->groups[i].local_batch,
 		       c->groups[i].grad_weight);
+}
+
+/* With batch bounds: the global batches searched, and the one kept. */
+static void print_batches(const struct hp_rec_result *r,
+			  const struct hp_rec_job *job, const char *label)
+{
+	int64_t bs[HP_REC_MAX_BATCHES];
+	int nb = hp_rec_batches(job, bs);
+
+	if (job->batch)
+		return;
+	printf("%ssearched ", label);
+	for (int i = 0; i < nb; i++)
+		printf("%s%lld", i ? ", " : "", (long long)bs[i]);
+	printf(" (the powers of two in [%lld, %lld])",
+	       (long long)job->batch_min, (long long)job->batch_max);
+	if (r->found)
+		printf("; kept %lld", (long long)r->choice.global_batch);
+	printf("\n");
 }
 
 static void print_explain(const struct hp_rec_result *r,
@@ -131,12 +161,13 @@ static void print_explain(const struct hp_rec_result *r,
 			  const struct hp_pool *pool)
 {
 	const struct hp_rec_config *c = &r->choice;
-	char a[32], b[32];
+	char a[32], b[32], n1[256], n2[1024];
 	int64_t ref;
 
 	printf("deadline     %s\n", dur(r->deadline_s, a, sizeof(a)));
+	print_batches(r, job, "batches      ");
 	if (!r->found) {
-		printf("no configuration: %s\n", r->reason);
+		printf("no configuration: %s\n", E(r->reason, n2));
 		return;
 	}
 	printf("%s\n", r->feasible ? "choice       least energy that meets "
@@ -148,7 +179,7 @@ static void print_explain(const struct hp_rec_result *r,
 	for (int j = 0; j < c->ntypes; j++)
 		printf("%s%s: %lld samples, local batch <= %lld, step %.4g s, "
 		       "%.0f W",
-		       j ? "\n             " : "", c->types[j].type,
+		       j ? "\n             " : "", E(c->types[j].type, n1),
 		       (long long)c->types[j].batch,
 		       (long long)c->types[j].local_max,
 		       c->types[j].step_time_s, c->types[j].power_w);
@@ -183,7 +214,7 @@ static void print_explain(const struct hp_rec_result *r,
 		       (long long)c->warmup_steps);
 	printf("\n");
 	if (!r->feasible)
-		printf("why          %s\n", r->reason);
+		printf("why          %s\n", E(r->reason, n2));
 	if (r->npareto > 1) {
 		printf("time-energy front (%d, %s):\n", r->npareto,
 		       r->pareto_exact ? "each the least energy at its time"
@@ -194,18 +225,22 @@ static void print_explain(const struct hp_rec_result *r,
 	if (r->nrejected) {
 		printf("alternatives:\n");
 		for (int i = 0; i < r->nrejected; i++)
-			printf("  %-22s %s\n", r->rejected[i].what,
-			       r->rejected[i].reason);
+			printf("  %-22s %s\n", E(r->rejected[i].what, n1),
+			       E(r->rejected[i].reason, n2));
 	}
 	for (int i = 0; i < r->nnotes; i++)
-		printf("note         %s\n", r->notes[i]);
+		printf("note         %s\n", E(r->notes[i], n2));
 }
 
 static void print_short(const struct hp_rec_result *r,
+			const struct hp_rec_job *job,
 			const struct hp_pool *pool)
 {
+	char n2[1024];
+
+	print_batches(r, job, "global batches ");
 	if (!r->found) {
-		printf("no configuration: %s\n", r->reason);
+		printf("no configuration: %s\n", E(r->reason, n2));
 		return;
 	}
 	printf("%s\n", r->feasible ? "meets the deadline:"
@@ -217,7 +252,7 @@ static void print_short(const struct hp_rec_result *r,
 		       (long long)r->choice.warmup_steps);
 	printf("\n");
 	if (!r->feasible)
-		printf("%s\n", r->reason);
+		printf("%s\n", E(r->reason, n2));
 }
 
 static int parse_count(const char *opt, const char *s, int64_t min, int64_t max,
@@ -268,7 +303,7 @@ int cmd_recommend(int argc, char **argv)
 	const char *poolpath = NULL, *estpath = NULL, *catalog = NULL, *model;
 	const char *deadline = NULL;
 	char estbuf[4096];
-	int64_t v, shape[HP_MAX_RANK];
+	int64_t v, shape[HP_MAX_RANK], bs[HP_REC_MAX_BATCHES];
 	int shape_rank = 0, c, rc, status = EXIT_OK;
 	bool json = false, explain = false;
 
@@ -424,6 +459,33 @@ int cmd_recommend(int argc, char **argv)
 				 "--batch-max %lld",
 				 (long long)job.batch_min,
 				 (long long)job.batch_max);
+	if (!job.batch && !hp_rec_batches(&job, bs)) {
+		int64_t lo = 1;
+		while (lo <= job.batch_min / 2)
+			lo *= 2;
+		return cli_error(EXIT_USAGE,
+				 "recommend: --batch-min %lld --batch-max %lld "
+				 "hold no power of two, and only the powers "
+				 "of two within are searched (the nearest are "
+				 "%lld and %lld); widen the bounds or give "
+				 "--batch B",
+				 (long long)job.batch_min,
+				 (long long)job.batch_max, (long long)lo,
+				 (long long)lo * 2);
+	}
+	if ((job.batch ? job.batch : job.batch_max) > job.samples)
+		return cli_error(
+		    EXIT_USAGE,
+		    "recommend: %s %lld is more than --samples "
+		    "%lld: a step would take more samples than "
+		    "the data holds",
+		    job.batch ? "--batch" : "--batch-max",
+		    (long long)(job.batch ? job.batch : job.batch_max),
+		    (long long)job.samples);
+	if (json && explain)
+		return cli_error(EXIT_USAGE,
+				 "recommend: give --json or --explain, not "
+				 "both");
 	if (!deadline)
 		return cli_error(EXIT_USAGE, "recommend: give --deadline D");
 	if (!(cat = est_cli_catalog(catalog, "recommend", &status)))
@@ -489,7 +551,7 @@ int cmd_recommend(int argc, char **argv)
 	} else if (explain) {
 		print_explain(&res, &job, pool);
 	} else {
-		print_short(&res, pool);
+		print_short(&res, &job, pool);
 	}
 out:
 	hp_rec_result_release(&res);

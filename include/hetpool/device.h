@@ -67,9 +67,15 @@ struct hp_catalog {
 /*
  * Parse a catalog from CSV text (see data/devices.md for the columns).
  * path only names the input in messages.  Bad input is refused with
- * HP_EPARSE and a message "PATH:LINE:COLUMN: what" (LINE and COLUMN
- * 1-based, the column in characters); returns NULL then.  The result is
- * owned by the caller: hp_catalog_free().
+ * HP_EPARSE and a message "PATH:LINE:COLUMN: device 'NAME': what" (LINE
+ * and COLUMN 1-based, the column in characters; the device once its name
+ * is read): text that is not a number, a figure outside its physical range
+ * (data/devices.md: memory, peaks and bandwidth above 0, idle power from 0
+ * to board power, upper bounds against wrong units), a GPU without its
+ * FP32 peak, memory or bandwidth, a control character in a name, vendor,
+ * arch, product or alias.  An empty optional figure is NaN (not known),
+ * never 0.  Returns NULL on failure.  The result is owned by the caller:
+ * hp_catalog_free().
  */
 struct hp_catalog *hp_catalog_parse(const char *text, size_t len,
 				    const char *path, struct hp_error *err);

@@ -21,10 +21,12 @@
 extern "C" {
 #endif
 
-/* Largest pool file read (bytes), most nodes, most devices per node. */
+/* Largest pool file read (bytes), most nodes, most devices of a kind on a
+ * node, most device kinds on a node. */
 #define HP_POOL_MAX_BYTES (64u << 20)
 #define HP_POOL_MAX_NODES 100000
 #define HP_POOL_MAX_DEVICES 4096
+#define HP_POOL_MAX_KINDS 64
 
 /* One kind of device on a node. */
 struct hp_pool_dev {
@@ -58,11 +60,15 @@ struct hp_pool {
  * "count", "free"}], "cpu_cores", "memory_gb", "intra_bw_gbps",
  * "net_bw_gbps", "net_latency_us", "base_power_w"}, ...]}.  "free"
  * defaults to "count"; every other field is required; unknown keys are
- * ignored.  With cat, device types must be catalog ids or aliases and
- * are stored as ids; without, names are kept as written.  Bad input is
- * refused with HP_EPARSE and a lowercase message naming the node and the
- * field, e.g. "pool: node 'gpu-07': duplicate name".  The result is the
- * caller's (hp_pool_free()); NULL on failure.
+ * ignored.  Each number must lie in its range (docs/recommender.md); a
+ * node name or device type holding a control character is refused (names
+ * are identifiers).  With cat, device types must be catalog ids or
+ * aliases and are stored as ids; without, names are kept as written.  Bad
+ * input is refused with HP_EPARSE and a lowercase message naming the file
+ * (path; "pool" alone when path is NULL or ""), the node and the key,
+ * e.g. "pool 'p.json': node 'n3': 'net_bw_gbps' = -1 is out of range
+ * [0.001, 10000]".  The result is the caller's (hp_pool_free()); NULL on
+ * failure.
  */
 struct hp_pool *hp_pool_parse(const char *text, size_t len, const char *path,
 			      const struct hp_catalog *cat,

@@ -44,7 +44,8 @@ struct hp_rec_job {
 	int64_t steps;		      /* or 0: from epochs */
 	int64_t batch;		      /* global batch, or 0: bounds */
 	int64_t batch_min, batch_max; /* candidate global batches: the
-					 powers of two within */
+					 powers of two within (at least
+					 one; hp_rec_batches()) */
 	int64_t ref_batch;	      /* the user's reference (0: batch) */
 	enum hp_lr_rule lr_rule;      /* default linear */
 	double deadline_s;	      /* wall clock */
@@ -132,14 +133,27 @@ struct hp_rec_result {
 /*
  * Recommend for the model w1 (a workload analysed at batch 1) on the
  * pool.  Bad job fields are refused with HP_EINVAL and a message naming
- * the field; a job nothing can run is not an error (result->found false,
- * result->reason says why).  out is the caller's (hp_rec_result_release()).
+ * the field: among them batch bounds that hold no power of two, and a
+ * global batch (or batch_max) larger than samples.  A job nothing can run
+ * is not an error (result->found false, result->reason says why).  out is
+ * the caller's (hp_rec_result_release()).
  */
 int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 		 const struct hp_workload *w1, const struct hp_pool *pool,
 		 const struct hp_rec_job *job, struct hp_rec_result *out,
 		 struct hp_error *err);
 void hp_rec_result_release(struct hp_rec_result *r);
+
+/* Most global batches one job searches (the powers of two up to 2^24). */
+#define HP_REC_MAX_BATCHES 25
+
+/*
+ * The global batches hp_recommend() searches for job, ascending, into out
+ * (room for HP_REC_MAX_BATCHES): job->batch alone when set, else every
+ * power of two within [batch_min, batch_max].  Returns how many; 0 when
+ * the bounds hold no power of two (or are not set).
+ */
+int hp_rec_batches(const struct hp_rec_job *job, int64_t *out);
 void hp_rec_config_release(struct hp_rec_config *c);
 
 /*

@@ -1,7 +1,9 @@
 /*
  * catalog.c - the device catalog: parse data/devices.csv into device
- * types, refusing bad input with PATH:LINE:COLUMN, and resolve a name
- * (id or alias, any case and punctuation) to its type.
+ * types, refusing bad input (text that is not a number, a figure outside
+ * its physical range, a name with a control character) with
+ * PATH:LINE:COLUMN and the device, and resolve a name (id or alias, any
+ * case and punctuation) to its type.
  */
 #include <ctype.h>
 #include <math.h>
@@ -61,6 +63,28 @@ static const char *const col_names[C__COUNT] = {
     "src_idle",
 };
 
+/*
+ * The physical range of each figure, per board as the file gives it
+ * (before the division by devices_per_board), and whether a GPU row must
+ * give it.  The lower bounds are far below any real device but above 0,
+ * so that a figure stays positive once divided; the upper bounds are well
+ * above the largest board sold today (several times), and low enough that
+ * a figure in the wrong unit (MB for GB, GFLOP/s for TFLOP/s) is caught.  An
+ * empty figure the GPU does not need is "not known" (NaN), which the estimator
+ * treats as unknown, never as 0: no TF32 or fast FP16, no power figure (no
+ * energy). A CPU row may leave every figure empty: the host's are detected at
+ * run time (lib/device/host.c).  data/devices.md lists the same table.
+ */
+static const struct {
+	double min, max;
+	bool gpu_needs;
+} ranges[C__COUNT] = {
+    [C_FP32] = {0.001, 1000, true},	[C_TF32] = {0.001, 100000, false},
+    [C_FP16] = {0.001, 100000, false},	[C_MEM_GB] = {0.001, 16384, true},
+    [C_MEM_BW] = {0.001, 100000, true}, [C_TDP] = {1, 10000, false},
+    [C_IDLE] = {0, 10000, false},
+};
+
 const char *hp_device_kind_name(enum hp_device_kind k)
 {
 	return k == HP_DEVICE_CPU ? "cpu" : "gpu";
@@ -90,6 +114,7 @@ struct parser {
 	const char *text, *end;
 	const char *rec; /* first byte of the current record */
 	int line;	 /* its line */
+	const char *dev; /* its device's name once read, for messages */
 	struct hp_error *err;
 };
 
@@ -182,7 +207,8 @@ static void quote_error_pos(const struct parser *ps, int *line, int *col)
 	}
 }
 
-/* Fill err with "PATH:LINE:COL: message" for field k; returns HP_EPARSE. */
+/* Fill err with "PATH:LINE:COL: device 'NAME': message" for field k (the
+ * device once its name is read); returns HP_EPARSE. */
 static int bad_field(const struct parser *ps, int k, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int bad_field(const struct parser *ps, int k, const char *fmt, ...)
@@ -195,6 +221,10 @@ static int bad_field(const struct parser *ps, int k, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	field_pos(ps, k, &line, &col);
+	if (ps->dev)
+		return hp_error_set(ps->err, HP_EPARSE,
+				    "%s:%d:%d: device '%s': %s", ps->path, line,
+				    col, ps->dev, msg);
 	return hp_error_set(ps->err, HP_EPARSE, "%s:%d:%d: %s", ps->path, line,
 			    col, msg);
 }
@@ -242,6 +272,11 @@ static int set_text(const struct parser *ps, int k, const char *col,
 	if (len >= n)
 		return bad_field(ps, k, "%s: longer than %zu characters", col,
 				 n - 1);
+	if (hp_str_has_control(s))
+		return bad_field(ps, k,
+				 "%s holds a control character; names are "
+				 "printed, so they may not",
+				 col);
 	memcpy(dst, s, len + 1);
 	return 0;
 }
@@ -258,11 +293,10 @@ static int set_number(const struct parser *ps, int k, const char *col,
 	}
 	rc = hp_parse_double(s, &v);
 	if (rc == HP_ERANGE)
-		return bad_field(ps, k, "%s: '%.40s' is out of range", col, s);
+		return bad_field(ps, k, "%s: '%.40s' is not a finite number",
+				 col, s);
 	if (rc || isspace((unsigned char)*s))
 		return bad_field(ps, k, "%s: '%.40s' is not a number", col, s);
-	if (v < 0)
-		return bad_field(ps, k, "%s: %g is negative", col, v);
 	*out = v;
 	return 0;
 }
@@ -303,6 +337,12 @@ static int set_aliases(const struct parser *ps, int k, const char *s,
 			return hp_error_set(ps->err, HP_ENOMEM,
 					    "out of memory");
 		t->aliases[t->naliases++] = a;
+		if (hp_str_has_control(a))
+			return bad_field(ps, k,
+					 "aliases: alias %d holds a control "
+					 "character; names are printed, so "
+					 "they may not",
+					 t->naliases);
 		if (!make_key(a, key, sizeof(key)))
 			return bad_field(ps, k,
 					 "aliases: '%.40s' has no letters or "
@@ -358,8 +398,7 @@ static int check_unique(const struct parser *ps, const struct hp_catalog *cat,
 
 	make_key(t->name, key, sizeof(key));
 	if ((o = key_owner(cat, cat->n - 1, key)))
-		return bad_field(ps, at[C_NAME],
-				 "name '%s' is already used by '%s'", t->name,
+		return bad_field(ps, at[C_NAME], "name is already used by '%s'",
 				 o->name);
 	for (int a = 0; a < t->naliases; a++) {
 		make_key(t->aliases[a], key, sizeof(key));
@@ -382,8 +421,46 @@ static int check_unique(const struct parser *ps, const struct hp_catalog *cat,
 	return 0;
 }
 
-static int parse_row(const struct parser *ps, const struct hp_csv *c,
-		     const int *at, struct hp_device_type *t)
+/*
+ * Every figure of t (as the file gives it, per board) within its physical
+ * range, a GPU's required figures given, idle power at most board power.
+ */
+static int check_figures(const struct parser *ps, const int *at,
+			 double *const *num, const struct hp_device_type *t)
+{
+	for (int col = 0; col < C__COUNT; col++) {
+		double v;
+		if (!num[col])
+			continue;
+		v = *num[col];
+		if (isnan(v)) {
+			if (t->kind != HP_DEVICE_GPU || !ranges[col].gpu_needs)
+				continue;
+			if (at[col] < 0)
+				return bad_field(ps, 0,
+						 "%s: a gpu needs it and the "
+						 "header has no such column",
+						 col_names[col]);
+			return bad_field(ps, at[col],
+					 "%s is empty; a gpu needs it",
+					 col_names[col]);
+		}
+		if (v < ranges[col].min || v > ranges[col].max)
+			return bad_field(ps, at[col],
+					 "%s = %g is out of range [%g, %g]",
+					 col_names[col], v, ranges[col].min,
+					 ranges[col].max);
+	}
+	if (t->idle_w > t->tdp_w)
+		return bad_field(ps, at[C_IDLE],
+				 "idle_w = %g is more than tdp_w = %g: idle "
+				 "power cannot exceed board power",
+				 t->idle_w, t->tdp_w);
+	return 0;
+}
+
+static int parse_row(struct parser *ps, const struct hp_csv *c, const int *at,
+		     struct hp_device_type *t)
 {
 	double *num[C__COUNT] = {0};
 	char **src[C__COUNT] = {0};
@@ -427,6 +504,7 @@ static int parse_row(const struct parser *ps, const struct hp_csv *c,
 					    s);
 				rc = set_text(ps, k, "name", s, t->name,
 					      sizeof(t->name));
+				ps->dev = t->name;
 				break;
 			case C_KIND:
 				if (!strcmp(s, "gpu"))
@@ -475,6 +553,8 @@ static int parse_row(const struct parser *ps, const struct hp_csv *c,
 		if (rc)
 			return rc;
 	}
+	if ((rc = check_figures(ps, at, num, t)))
+		return rc;
 	/* The file holds per-board figures; the type is per device. */
 	for (int col = 0; col < C__COUNT; col++)
 		if (num[col])
@@ -529,7 +609,8 @@ static int check_text(struct parser *ps, const char *text, size_t len)
 struct hp_catalog *hp_catalog_parse(const char *text, size_t len,
 				    const char *path, struct hp_error *err)
 {
-	struct parser ps = {path ? path : "", text, text + len, text, 1, err};
+	struct parser ps = {
+	    path ? path : "", text, text + len, text, 1, NULL, err};
 	struct hp_catalog *cat;
 	struct hp_csv c;
 	int at[C__COUNT], rc, alloc = 0;
@@ -560,6 +641,7 @@ struct hp_catalog *hp_catalog_parse(const char *text, size_t len,
 		goto fail;
 	int nheader = c.nfields;
 	for (;;) {
+		ps.dev = NULL;
 		skip_blank(&ps, c.p, c.lines_seen);
 		rc = hp_csv_next(&c, err);
 		if (rc == 0)

@@ -104,6 +104,14 @@ char *hp_rec_result_json(const struct hp_rec_result *r,
 	    o, "reason", r->reason[0] ? json_string(r->reason) : json_null());
 	json_object_set_new(o, "deadline_s", num(r->deadline_s));
 	json_object_set_new(o, "samples", json_integer(job->samples));
+	{
+		int64_t bs[HP_REC_MAX_BATCHES];
+		int nb = hp_rec_batches(job, bs);
+		json_t *ba = json_array();
+		for (int i = 0; i < nb; i++)
+			json_array_append_new(ba, json_integer(bs[i]));
+		json_object_set_new(o, "batches_searched", ba);
+	}
 	if (r->found) {
 		json_object_set_new(o, "steps", json_integer(r->choice.steps));
 		json_object_set_new(o, "startup_s", num(r->choice.startup_s));

@@ -56,6 +56,8 @@ static void scale_into(const struct hp_workload *w1, int64_t b,
 struct pt {
 	double t, lo, hi, p;
 	bool fits;
+	bool mem_known; /* the device's memory is known (the estimator says
+			   "fits" when it is not) */
 };
 
 static int predict_at(const struct hp_estimator *est,
@@ -77,6 +79,7 @@ static int predict_at(const struct hp_estimator *est,
 	out->hi = p.step_time_hi_s;
 	out->p = p.power_w;
 	out->fits = p.fits_in_memory;
+	out->mem_known = p.device_memory_bytes > 0;
 	return 0;
 }
 
@@ -163,6 +166,14 @@ static int build_type(const struct hp_estimator *est,
 	if (isnan(q.p)) {
 		snprintf(tt->why, sizeof(tt->why),
 			 "power not known: it cannot be chosen on energy");
+		return 0;
+	}
+	/* Unknown memory is not unlimited memory: a type whose memory the
+	 * catalog does not know (a host whose /proc/meminfo could not be
+	 * read) cannot be given a local batch. */
+	if (!q.mem_known) {
+		snprintf(tt->why, sizeof(tt->why),
+			 "memory not known: what fits cannot be judged");
 		return 0;
 	}
 	if (!q.fits) {

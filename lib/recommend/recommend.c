@@ -66,8 +66,35 @@ static void fill_lr_all(struct hp_rec_result *r, const struct hp_rec_job *job)
 		fill_lr(&r->rejected[i].cfg, job);
 }
 
+int hp_rec_batches(const struct hp_rec_job *job, int64_t *out)
+{
+	int n = 0;
+
+	if (job->batch > 0) {
+		out[n++] = job->batch;
+		return n;
+	}
+	for (int64_t b = 1; b <= job->batch_max && n < HP_REC_MAX_BATCHES;
+	     b *= 2)
+		if (b >= job->batch_min)
+			out[n++] = b;
+	return n;
+}
+
+/* The largest power of two at most x (x >= 1). */
+static int64_t pow2_floor(int64_t x)
+{
+	int64_t p = 1;
+
+	while (p <= x / 2)
+		p *= 2;
+	return p;
+}
+
 static int check_job(const struct hp_rec_job *j, struct hp_error *err)
 {
+	int64_t bs[HP_REC_MAX_BATCHES];
+
 	if (j->samples < 1)
 		return hp_error_set(err, HP_EINVAL, "samples: give at least 1");
 	if ((j->epochs > 0) == (j->steps > 0))
@@ -87,6 +114,24 @@ static int check_job(const struct hp_rec_job *j, struct hp_error *err)
 	if ((j->batch ? j->batch : j->batch_max) > (1 << 24))
 		return hp_error_set(err, HP_ERANGE, "batch: at most %d",
 				    1 << 24);
+	if (!j->batch && hp_rec_batches(j, bs) == 0)
+		return hp_error_set(
+		    err, HP_EINVAL,
+		    "batch bounds [%lld, %lld] hold no power of two (the "
+		    "powers of two within them are searched; the nearest are "
+		    "%lld and %lld)",
+		    (long long)j->batch_min, (long long)j->batch_max,
+		    (long long)pow2_floor(j->batch_min),
+		    (long long)pow2_floor(j->batch_min) * 2);
+	if ((j->batch ? j->batch : j->batch_max) > j->samples)
+		return hp_error_set(
+		    err, HP_EINVAL,
+		    "%s %lld is more than samples %lld: a "
+		    "step would take more samples than the "
+		    "data holds",
+		    j->batch ? "batch" : "batch_max",
+		    (long long)(j->batch ? j->batch : j->batch_max),
+		    (long long)j->samples);
 	if (!(j->deadline_s > 0) || !isfinite(j->deadline_s))
 		return hp_error_set(err, HP_EINVAL,
 				    "deadline: must be more than zero");
@@ -211,8 +256,8 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 	const char *only = NULL;
 	int ntypes, rc;
 	struct hp__rec_session *S = NULL, *Sbest = NULL;
-	int64_t bs[32];
-	int nb = 0;
+	int64_t bs[HP_REC_MAX_BATCHES];
+	int nb;
 
 	memset(out, 0, sizeof(*out));
 	if (!est || !cat || !w1 || !pool || !job)
@@ -229,14 +274,7 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 					    job->device_type);
 		only = t->name;
 	}
-	if (job->batch)
-		bs[nb++] = job->batch;
-	else
-		for (int64_t b = 1; b <= job->batch_max && nb < 32; b *= 2)
-			if (b >= job->batch_min)
-				bs[nb++] = b;
-	if (nb == 0)
-		bs[nb++] = job->batch_min;
+	nb = hp_rec_batches(job, bs); /* at least one: check_job() */
 	ntypes = pool_types(pool, &types);
 	if (ntypes < 0)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");

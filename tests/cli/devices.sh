@@ -59,7 +59,7 @@ expect_status devices_catalog_option 0 "$HP" devices --catalog "$TMP/data/device
 # Bad input: one line on stderr naming FILE:LINE, exit status 2.
 { head -5 "$CAT"; echo 'x1,gpu,nvidia,volta,X,abc,,,,,,,1,,,,,'; } >"$TMP/bad.csv"
 expect_status bad_catalog_number 2 "$HP" devices --catalog "$TMP/bad.csv"
-expect_err bad_catalog_names_line "bad.csv:6:[0-9]+: fp32_tflops: 'abc' is not a number"
+expect_err bad_catalog_names_line "bad.csv:6:[0-9]+: device 'x1': fp32_tflops: 'abc' is not a number"
 { head -3 "$CAT"; echo 'x1,gpu,"unterminated'; } >"$TMP/quote.csv"
 expect_status bad_catalog_quote 2 "$HP" devices --catalog "$TMP/quote.csv"
 expect_err bad_catalog_quote_names_line "quote.csv:4:[0-9]+: "

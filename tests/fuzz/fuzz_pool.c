@@ -1,9 +1,10 @@
 /*
  * fuzz_pool.c - libFuzzer target for pool files (JSON): any bytes must
  * parse or fail cleanly with a message that starts "pool"; a pool that
- * parses has unique node names, catalog ids and free <= count, and a
- * small one goes through the recommender's search (synthetic step-time
- * tables) whose choice uses only free devices and sums to the batch.
+ * parses has unique node names free of control characters, catalog ids,
+ * free <= count and every number within its range, and a small one goes
+ * through the recommender's search (synthetic step-time tables) whose
+ * choice uses only free devices and sums to the batch.
  */
 #include <math.h>
 #include <stdint.h>
@@ -83,6 +84,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (int i = 0; i < p->n; i++) {
 		const struct hp_pool_node *nd = &p->nodes[i];
+		if (hp_str_has_control(nd->name) || nd->cpu_cores < 1 ||
+		    !(nd->memory_gb > 0) || !(nd->intra_bw_gbps > 0) ||
+		    !(nd->net_bw_gbps > 0) || nd->net_bw_gbps > 10000 ||
+		    !(nd->net_latency_us >= 0) || !(nd->base_power_w >= 0) ||
+		    nd->base_power_w > 100000)
+			abort();
 		for (int j = 0; j < i; j++)
 			if (!strcmp(p->nodes[j].name, nd->name))
 				abort();

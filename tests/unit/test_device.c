@@ -163,12 +163,12 @@ static struct hp_catalog *parse(const char *text, struct hp_error *err)
 
 HP_TEST(device_parse_quotes_blank_lines_missing_values)
 {
-	const char *text = "\r\nname,kind,product,fp32_tflops,mem_gb,aliases,"
-			   "src_compute\r\n"
+	const char *text = "\r\nname,kind,product,fp32_tflops,mem_gb,"
+			   "mem_bw_gbs,tf32_tflops,aliases,src_compute\r\n"
 			   "\r\n"
-			   "x1,gpu,\"Big, \"\"fast\"\" GPU\",1.5,,\"X One|"
-			   " x_1 \",\"line one\nline two\"\r\n"
-			   "x2,cpu,,,2,,\n";
+			   "x1,gpu,\"Big, \"\"fast\"\" GPU\",1.5,8,100,,"
+			   "\"X One| x_1 \",\"line one\nline two\"\r\n"
+			   "x2,cpu,,,2,,,,\n";
 	struct hp_error err = {0};
 	struct hp_catalog *cat = parse(text, &err);
 
@@ -177,16 +177,26 @@ HP_TEST(device_parse_quotes_blank_lines_missing_values)
 	ASSERT_EQ_INT(cat->n, 2);
 	ASSERT_STR_EQ(cat->types[0].product, "Big, \"fast\" GPU");
 	ASSERT_NEAR(cat->types[0].fp32_tflops, 1.5, 0);
-	ASSERT(isnan(cat->types[0].mem_gb));
-	ASSERT(isnan(cat->types[0].tdp_w)); /* column absent */
+	ASSERT(isnan(cat->types[0].tf32_tflops)); /* empty: no TF32 */
+	ASSERT(isnan(cat->types[0].tdp_w));	  /* column absent */
+	ASSERT(isnan(cat->types[0].idle_w));
+	/* A source is prose: a quoted line break is kept (and escaped by
+	 * whoever prints it). */
 	ASSERT_STR_EQ(cat->types[0].src_compute, "line one\nline two");
 	ASSERT_STR_EQ(cat->types[0].src_power, "");
 	ASSERT_EQ_INT(cat->types[0].naliases, 2);
 	ASSERT_STR_EQ(cat->types[0].aliases[1], "x_1");
 	ASSERT_EQ_INT(cat->types[1].kind, HP_DEVICE_CPU);
+	ASSERT_NEAR(cat->types[1].mem_gb, 2, 0);
+	ASSERT(isnan(cat->types[1].fp32_tflops)); /* a host's: detected */
 	ASSERT_STR_EQ(hp_catalog_find(cat, "X-ONE")->name, "x1");
 	hp_catalog_free(cat);
 }
+
+/* A header with every figure, and one GPU row to change. */
+#define FIG_HEAD                                                               \
+	"name,kind,fp32_tflops,tf32_tflops,fp16_tflops,mem_gb,mem_bw_gbs,"     \
+	"tdp_w,idle_w,devices_per_board\n"
 
 HP_TEST(device_parse_refuses_bad_input)
 {
@@ -198,44 +208,53 @@ HP_TEST(device_parse_refuses_bad_input)
 	    {"name,kind,fp32\nx,gpu,1\n", "t.csv:1:11: unknown column"},
 	    {"name,fp32_tflops\nx,1\n", "needs the columns 'name' and"},
 	    {"name,kind,name\nx,gpu,y\n", "t.csv:1:11: column 'name'"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,abc,,\n",
-	     "t.csv:2:7: fp32_tflops: 'abc' is not a number"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,1,-2,\n",
-	     "t.csv:2:9: mem_gb: -2 is negative"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,inf,,\n",
-	     "t.csv:2:7: fp32_tflops: 'inf' is out of range"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,nan,,\n",
-	     "t.csv:2:7:"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu, 1,,\n",
-	     "t.csv:2:7: fp32_tflops: ' 1' is not a number"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,1\n",
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,abc,,\n",
+	     "t.csv:2:7: device 'x': fp32_tflops: 'abc' is not a number"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,inf,,\n",
+	     "t.csv:2:7: device 'x': fp32_tflops: 'inf' is not a finite "
+	     "number"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,nan,,\n",
+	     "t.csv:2:7: device 'x': fp32_tflops: 'nan' is not a finite"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu, 1,,\n",
+	     "t.csv:2:7: device 'x': fp32_tflops: ' 1' is not a number"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,1\n",
 	     "t.csv:2:7: 3 fields, the header has 5"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,1,2,a,b\n",
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,1,2,a,b\n",
 	     "t.csv:2:13: 6 fields, the header has 5"},
 	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,tpu,1,2,\n",
-	     "t.csv:2:3: kind 'tpu': give gpu or cpu"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nX,gpu,1,2,\n",
+	     "t.csv:2:3: device 'x': kind 'tpu': give gpu or cpu"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nX,cpu,1,2,\n",
 	     "t.csv:2:1: name 'X'"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\n,gpu,1,2,\n",
+	    {"name,kind,fp32_tflops,mem_gb,aliases\n,cpu,1,2,\n",
 	     "t.csv:2:1: name ''"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,,,\ny,gpu,,,x\n",
-	     "t.csv:3:9: alias 'x' already names 'x'"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx-1,gpu,,,\nx1,gpu,,,\n",
-	     "t.csv:3:1: name 'x1' is already used by 'x-1'"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,,,a|A\n",
-	     "t.csv:2:9: alias 'A' is given twice"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,,,a||b\n",
-	     "t.csv:2:9: aliases: '' has no letters"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,,,a|\n",
-	     "t.csv:2:9: aliases: empty alias"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,,,\"a\n\n",
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,,,\ny,cpu,,,x\n",
+	     "t.csv:3:9: device 'y': alias 'x' already names 'x'"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx-1,cpu,,,\nx1,cpu,,,\n",
+	     "t.csv:3:1: device 'x1': name is already used by 'x-1'"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,,,a|A\n",
+	     "t.csv:2:9: device 'x': alias 'A' is given twice"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,,,a||b\n",
+	     "t.csv:2:9: device 'x': aliases: '' has no letters"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,,,a|\n",
+	     "t.csv:2:9: device 'x': aliases: empty alias"},
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,,,\"a\n\n",
 	     "t.csv:2:9: unterminated quoted field"},
-	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,gpu,\"1\"2,,\n",
+	    {"name,kind,fp32_tflops,mem_gb,aliases\nx,cpu,\"1\"2,,\n",
 	     "t.csv:2:10: text after a closing quote"},
-	    {"name,kind,devices_per_board\nx,gpu,0\n",
-	     "t.csv:2:7: devices_per_board '0'"},
-	    {"name,kind,vendor\nx,gpu,a-very-long-vendor-name\n",
-	     "t.csv:2:7: vendor: longer than 15"},
+	    {"name,kind,devices_per_board\nx,cpu,0\n",
+	     "t.csv:2:7: device 'x': devices_per_board '0'"},
+	    {"name,kind,vendor\nx,cpu,a-very-long-vendor-name\n",
+	     "t.csv:2:7: device 'x': vendor: longer than 15"},
+	    /* Names are printed: a control character is refused. */
+	    {"name,kind,product\nx,cpu,\"a\x1b[31mred\"\n",
+	     "t.csv:2:7: device 'x': product holds a control character"},
+	    {"name,kind,product\nx,cpu,\"two\nlines\"\n",
+	     "t.csv:2:7: device 'x': product holds a control character"},
+	    {"name,kind,arch\nx,cpu,a\tb\n",
+	     "t.csv:2:7: device 'x': arch holds a control character"},
+	    {"name,kind,aliases\nx,cpu,ok|\"b\x1b\"\n",
+	     "t.csv:2:7: device 'x': aliases: alias 2 holds a control"},
+	    {"name,kind\n\"x\x1b\",cpu\n", "t.csv:2:1: name 'x"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
@@ -248,6 +267,94 @@ HP_TEST(device_parse_refuses_bad_input)
 				bad[i].msg);
 		ASSERT(err.code == HP_EPARSE || err.code == HP_ETOOBIG);
 	}
+}
+
+/* Each figure within its physical range: the file, the line, the column,
+ * the device and the key in the message, HP_EPARSE. */
+HP_TEST(device_parse_refuses_figures_out_of_range)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+	    /* The bug: memory 0 or empty made any plan "fit". */
+	    {FIG_HEAD "v,gpu,15.7,,125,0,900,300,40,1\n",
+	     "t.csv:2:17: device 'v': mem_gb = 0 is out of range [0.001, "
+	     "16384]"},
+	    {FIG_HEAD "v,gpu,15.7,,125,,900,300,40,1\n",
+	     "t.csv:2:17: device 'v': mem_gb is empty; a gpu needs it"},
+	    {FIG_HEAD "v,gpu,15.7,,125,-16,900,300,40,1\n",
+	     "t.csv:2:17: device 'v': mem_gb = -16 is out of range"},
+	    {FIG_HEAD "v,gpu,15.7,,125,16384000,900,300,40,1\n",
+	     "device 'v': mem_gb = 1.6384e+07 is out of range [0.001, 16384]"},
+	    {FIG_HEAD "v,gpu,,,125,16,900,300,40,1\n",
+	     "t.csv:2:7: device 'v': fp32_tflops is empty; a gpu needs it"},
+	    {FIG_HEAD "v,gpu,0,,125,16,900,300,40,1\n",
+	     "t.csv:2:7: device 'v': fp32_tflops = 0 is out of range"},
+	    {FIG_HEAD "v,gpu,15700,,125,16,900,300,40,1\n",
+	     "device 'v': fp32_tflops = 15700 is out of range [0.001, 1000]"},
+	    {FIG_HEAD "v,gpu,15.7,0,125,16,900,300,40,1\n",
+	     "t.csv:2:12: device 'v': tf32_tflops = 0 is out of range"},
+	    {FIG_HEAD "v,gpu,15.7,,125000,16,900,300,40,1\n",
+	     "t.csv:2:13: device 'v': fp16_tflops = 125000 is out of range "
+	     "[0.001, 100000]"},
+	    {FIG_HEAD "v,gpu,15.7,,125,16,,300,40,1\n",
+	     "t.csv:2:20: device 'v': mem_bw_gbs is empty; a gpu needs it"},
+	    {FIG_HEAD "v,gpu,15.7,,125,16,0,300,40,1\n",
+	     "t.csv:2:20: device 'v': mem_bw_gbs = 0 is out of range"},
+	    {FIG_HEAD "v,gpu,15.7,,125,16,900,0,40,1\n",
+	     "t.csv:2:24: device 'v': tdp_w = 0 is out of range [1, 10000]"},
+	    {FIG_HEAD "v,gpu,15.7,,125,16,900,3e6,40,1\n",
+	     "t.csv:2:24: device 'v': tdp_w = 3e+06 is out of range"},
+	    {FIG_HEAD "v,gpu,15.7,,125,16,900,300,-1,1\n",
+	     "t.csv:2:28: device 'v': idle_w = -1 is out of range [0, 10000]"},
+	    {FIG_HEAD "v,gpu,15.7,,125,16,900,300,400,1\n",
+	     "t.csv:2:28: device 'v': idle_w = 400 is more than tdp_w = 300"},
+	    /* The header lacks a column a GPU needs. */
+	    {"name,kind,fp32_tflops,mem_gb\nv,gpu,1,2\n",
+	     "t.csv:2:1: device 'v': mem_bw_gbs: a gpu needs it and the "
+	     "header has no such column"},
+	    /* A CPU row's given figures are checked too. */
+	    {FIG_HEAD "c,cpu,,,,0,,,,1\n",
+	     "t.csv:2:10: device 'c': mem_gb = 0 is out of range"},
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct hp_error err = {0};
+		struct hp_catalog *cat = parse(bad[i].text, &err);
+		if (cat)
+			HP_FAIL("case %zu parsed: %s", i, bad[i].text);
+		if (!strstr(err.msg, bad[i].msg))
+			HP_FAIL("case %zu: '%s' lacks '%s'", i, err.msg,
+				bad[i].msg);
+		ASSERT_EQ_INT(err.code, HP_EPARSE);
+	}
+}
+
+/* The edges of each range are accepted; optional figures may be empty
+ * (NaN: not known), and a per-board figure divides per device. */
+HP_TEST(device_parse_accepts_range_edges_and_unknowns)
+{
+	const char *text = FIG_HEAD "lo,gpu,0.001,,,0.001,0.001,1,0,1\n"
+				    "hi,gpu,1000,100000,100000,16384,100000,"
+				    "10000,10000,64\n"
+				    "nopower,gpu,8,,,16,300,,,1\n"
+				    "host,cpu,,,,,,,,\n";
+	struct hp_error err = {0};
+	struct hp_catalog *cat = parse(text, &err);
+	const struct hp_device_type *t;
+
+	if (!cat)
+		HP_FAIL("%s", err.msg);
+	ASSERT_EQ_INT(cat->n, 4);
+	t = hp_catalog_find(cat, "hi");
+	ASSERT_NEAR(t->mem_gb, 16384.0 / 64, 1e-9);
+	ASSERT_NEAR(t->idle_w, t->tdp_w, 0); /* idle = board power: allowed */
+	ASSERT(t->mem_gb > 0);
+	t = hp_catalog_find(cat, "nopower");
+	ASSERT(isnan(t->tdp_w) && isnan(t->idle_w)); /* not known, not 0 */
+	t = hp_catalog_find(cat, "host");
+	ASSERT(isnan(t->fp32_tflops) && isnan(t->mem_gb));
+	hp_catalog_free(cat);
 }
 
 HP_TEST(device_parse_refuses_nul_and_missing_file)

@@ -4,8 +4,9 @@
  * exhaustive enumeration of every subset of free devices on 1,000+ random
  * small pools, with the cost of a configuration computed here a second
  * time independently; the batch split is the brute-force min-max; a mixed
- * split's types differ by at most 5% in step time; the deadline parser,
- * hp_workload_at_batch and the pool parser refuse bad input by name.
+ * split's types differ by at most 5% in step time; the deadline parser
+ * and hp_workload_at_batch refuse bad input by name (the pool parser's
+ * tests are in test_pool.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -991,6 +992,143 @@ HP_TEST(recommend_chooses_a_mix_when_one_type_is_not_enough)
 
 /* ---- Inputs ---------------------------------------------------------- */
 
+/* The global batches searched: the batch alone, or each power of two
+ * within the bounds (edges included); none when the bounds hold none. */
+HP_TEST(recommend_batches_are_the_powers_of_two_within)
+{
+	static const struct {
+		int64_t batch, lo, hi;
+		int n;
+		int64_t first, last;
+	} c[] = {
+	    {300, 0, 0, 1, 300, 300},	     {0, 100, 600, 3, 128, 512},
+	    {0, 128, 512, 3, 128, 512},	     {0, 1, 1, 1, 1, 1},
+	    {0, 129, 255, 0, 0, 0},	     {0, 3, 3, 0, 0, 0},
+	    {0, 1, 1 << 24, 25, 1, 1 << 24}, {0, 257, 511, 0, 0, 0},
+	};
+	int64_t bs[HP_REC_MAX_BATCHES];
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct hp_rec_job job = {0};
+		int n;
+		job.batch = c[i].batch;
+		job.batch_min = c[i].lo;
+		job.batch_max = c[i].hi;
+		n = hp_rec_batches(&job, bs);
+		if (n != c[i].n)
+			HP_FAIL("case %zu: %d batches, expected %d", i, n,
+				c[i].n);
+		if (n && (bs[0] != c[i].first || bs[n - 1] != c[i].last))
+			HP_FAIL("case %zu: %lld..%lld", i, (long long)bs[0],
+				(long long)bs[n - 1]);
+		for (int k = 1; k < n; k++)
+			ASSERT(bs[k] == 2 * bs[k - 1]);
+	}
+}
+
+/* Bounds without a power of two, and a batch larger than the data, are
+ * refused by name (they were searched at batch_min and run, before). */
+HP_TEST(recommend_refuses_batches_it_cannot_search)
+{
+	struct hp_error err = {0};
+	struct hp_rec_job job = {0};
+	struct hp_rec_result r;
+	struct hp_pool *pool;
+	struct env e;
+	const char *text =
+	    "{\"nodes\": [{\"name\": \"v\", \"devices\": [{\"type\": \"v100\", "
+	    "\"count\": 8}], \"cpu_cores\": 40, \"memory_gb\": 512, "
+	    "\"intra_bw_gbps\": 1200, \"net_bw_gbps\": 100, "
+	    "\"net_latency_us\": 3, \"base_power_w\": 1000}]}";
+
+	env_load(&e, "data/models/resnet18.train.onnx");
+	pool = pool_text(text, &e, &err);
+	ASSERT(pool);
+	job.samples = 12500;
+	job.epochs = 1;
+	job.deadline_s = 86400;
+	job.batch_min = 129;
+	job.batch_max = 255;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      HP_EINVAL);
+	if (!strstr(err.msg, "batch bounds [129, 255] hold no power of two") ||
+	    !strstr(err.msg, "the nearest are 128 and 256"))
+		HP_FAIL("%s", err.msg);
+	ASSERT(!r.found);
+	job.batch_min = 3;
+	job.batch_max = 3;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "nearest are 2 and 4"));
+	job.batch_max = 0;
+	job.batch = 16384;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "batch 16384 is more than samples 12500"));
+	job.batch = 0;
+	job.batch_min = 4096;
+	job.batch_max = 16384;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "batch_max 16384 is more than samples 12500"));
+	/* A bound that is a power of two is searched. */
+	job.batch_min = 129;
+	job.batch_max = 256;
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      0);
+	ASSERT(r.found && r.choice.global_batch == 256);
+	hp_rec_result_release(&r);
+	hp_pool_free(pool);
+	env_free(&e);
+}
+
+/* A type whose memory is not known is left out with the reason, not
+ * taken to hold any batch (the estimator calls unknown memory "fits"). */
+HP_TEST(recommend_leaves_out_a_type_of_unknown_memory)
+{
+	static const char csv[] =
+	    "name,kind,fp32_tflops,mem_gb,mem_bw_gbs,tdp_w,idle_w\n"
+	    "cpu,cpu,2,,,300,100\n"
+	    "v100,gpu,15.7,16,900,300,40\n";
+	struct hp_error err = {0};
+	struct hp_rec_job job = {0};
+	struct hp_rec_result r;
+	struct hp_catalog *cat;
+	struct hp_pool *pool;
+	struct env e;
+	const char *text =
+	    "{\"nodes\": [{\"name\": \"c\", \"devices\": [{\"type\": \"cpu\", "
+	    "\"count\": 1}], \"cpu_cores\": 40, \"memory_gb\": 512, "
+	    "\"intra_bw_gbps\": 100, \"net_bw_gbps\": 25, "
+	    "\"net_latency_us\": 15, \"base_power_w\": 300}]}";
+	bool said = false;
+
+	env_load(&e, "data/models/resnet18.train.onnx");
+	cat = hp_catalog_parse(csv, sizeof(csv) - 1, "m.csv", &err);
+	if (!cat)
+		HP_FAIL("%s", err.msg);
+	ASSERT(isnan(cat->types[0].mem_gb));
+	pool = hp_pool_parse(text, strlen(text), "m.json", cat, &err);
+	ASSERT(pool);
+	job.samples = 12500;
+	job.epochs = 1;
+	job.batch = 12500;
+	job.deadline_s = 86400;
+	ASSERT_EQ_INT(hp_recommend(e.est, cat, &e.w1, pool, &job, &r, &err), 0);
+	ASSERT(!r.found);
+	for (int i = 0; i < r.nnotes; i++)
+		said |= strstr(r.notes[i], "memory not known") != NULL;
+	for (int i = 0; i < r.nrejected; i++)
+		said |=
+		    strstr(r.rejected[i].reason, "memory not known") != NULL;
+	if (!said)
+		HP_FAIL("no 'memory not known' (reason: %s)", r.reason);
+	hp_rec_result_release(&r);
+	hp_pool_free(pool);
+	hp_catalog_free(cat);
+	env_free(&e);
+}
+
 HP_TEST(recommend_parse_duration)
 {
 	struct hp_error err = {0};
@@ -1095,73 +1233,4 @@ HP_TEST(recommend_workload_at_batch_matches_analysis)
 		hp_workload_release(&w2);
 	}
 	env_free(&e);
-}
-
-HP_TEST(pool_parse_refuses_bad_input_by_name)
-{
-	struct hp_error err = {0};
-	struct env e;
-	struct hp_pool *p;
-#define NODE(name, dev, extra)                                                 \
-	"{\"name\": \"" name "\", \"devices\": [" dev "], \"cpu_cores\": 8, "  \
-	"\"memory_gb\": 64, \"intra_bw_gbps\": 100, \"net_bw_gbps\": 25, "     \
-	"\"net_latency_us\": 5, \"base_power_w\": 200" extra "}"
-	struct {
-		const char *text, *msg;
-	} bad[] = {
-	    {"{\"nodes\": [" NODE(
-		 "gpu-07", "{\"type\": \"v100\", \"count\": 2}",
-		 "") "," NODE("gpu-07", "{\"type\": \"t4\", \"count\": 1}",
-			      "") "]}",
-	     "pool: node 'gpu-07': duplicate name"},
-	    {"{\"nodes\": [" NODE("a", "{\"type\": \"tpu9\", \"count\": 2}",
-				  "") "]}",
-	     "node 'a': device type 'tpu9' is not in the catalog"},
-	    {"{\"nodes\": [" NODE("a", "{\"type\": \"v100\", \"count\": -2}",
-				  "") "]}",
-	     "node 'a': devices[0]: 'count' is -2"},
-	    {"{\"nodes\": [" NODE(
-		 "a", "{\"type\": \"v100\", \"count\": 2, \"free\": 3}",
-		 "") "]}",
-	     "'free' 3 is more than 'count' 2"},
-	    {"{\"nodes\": [" NODE(
-		 "a", "{\"type\": \"v100\", \"count\": 2}",
-		 ", \"spare\": 1") "," NODE("b", "",
-					    ", \"net_bw_"
-					    "gbps\": \"fast\"") "]}",
-	     "duplicate"},
-	    {"{\"nodes\": [{\"name\": \"b\", \"devices\": [], \"cpu_cores\": "
-	     "8, \"memory_gb\": 64, \"intra_bw_gbps\": 100, \"net_bw_gbps\": "
-	     "\"fast\", \"net_latency_us\": 5, \"base_power_w\": 200}]}",
-	     "node 'b': 'net_bw_gbps' must be a number"},
-	    {"{\"nodes\": [{\"name\": \"c\", \"devices\": []}]}",
-	     "node 'c': missing 'cpu_cores'"},
-	    {"{\"nodes\": []}", "0 nodes"},
-	    {"[1, 2]", "top level"},
-	    {"{\"nodes\": [", "pool: t.json:"},
-	};
-	env_load(&e, "data/models/resnet18.train.onnx");
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		p = pool_text(bad[i].text, &e, &err);
-		if (p || !strstr(err.msg, bad[i].msg))
-			HP_FAIL("case %zu: got '%s', expected '%s'", i,
-				p ? "(parsed)" : err.msg, bad[i].msg);
-		ASSERT_EQ_INT(err.code, HP_EPARSE);
-	}
-	/* Aliases resolve, free defaults to count, unknown keys are fine. */
-	p = pool_text("{\"nodes\": [" NODE(
-			  "a", "{\"type\": \"Tesla V100\", \"count\": 2}",
-			  ", \"rack\": \"r1\"") "]}",
-		      &e, &err);
-	ASSERT(p);
-	ASSERT_STR_EQ(p->nodes[0].devs[0].type, "v100");
-	ASSERT_EQ_INT(p->nodes[0].devs[0].free, 2);
-	ASSERT_EQ_INT(hp_pool_free_of(p, "v100"), 2);
-	hp_pool_free(p);
-	p = hp_pool_load(hp_test_path("data/pools/sample.json"), e.cat, &err);
-	ASSERT(p);
-	ASSERT(p->n >= 20);
-	hp_pool_free(p);
-	env_free(&e);
-#undef NODE
 }
