@@ -16,8 +16,8 @@ set -eu
 
 pkgs_build="build-essential cmake ninja-build pkg-config libjansson-dev \
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libdnnl-dev libgsl-dev \
-libsqlite3-dev libmicrohttpd-dev"
-pkgs_test="python3"
+libsqlite3-dev libmicrohttpd-dev libopenmpi-dev openmpi-bin zlib1g-dev"
+pkgs_test="python3 dataset-fashion-mnist slurm-wlm munge"
 pkgs_ci="clang libclang-rt-14-dev clang-format valgrind debootstrap"
 pkgs_bench="python3 python3-onnx python3-torch python3-torchvision"
 
