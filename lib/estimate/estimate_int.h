@@ -7,6 +7,10 @@
 #ifndef HETPOOL_ESTIMATE_INT_H
 #define HETPOOL_ESTIMATE_INT_H
 
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "hetpool/device.h"
 #include "hetpool/estimate.h"
 
@@ -91,6 +95,83 @@ double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
 			 const struct hp_workload *w, int src, int ndev,
 			 double *comm, double *cls);
 
+/*
+ * The physical model in pieces, shared by hp__phys_time_cls() (one
+ * prediction) and the fit (physfit.c), which takes the exp() of the
+ * parameters once per evaluation, not per row, and each layer's padded
+ * FLOPs and traffic once per fit, not per evaluation.  Both run the same
+ * operations in the same order: their times are equal to the bit.
+ */
+/* The parameters' exponentials (th holds logarithms). */
+struct hp__th_exp {
+	double emax[HP_EST_NCLASS], tau[HP_EST_NCLASS];
+	double em, emw, chalf, shalf, cache, cachex, t0, comm;
+	double src[2], src_t0[2], src_ts[2]; /* Gavel, Zeus */
+};
+void hp__th_exp_init(struct hp__th_exp *e, const double *th);
+/* What one device does at those parameters. */
+struct hp__dev_rates {
+	double rate[HP_EST_NCLASS]; /* FLOP/s at full efficiency */
+	double lat[HP_EST_NCLASS];  /* latency of a layer, s */
+	double em_bw, emw_bw;	    /* bytes/s on activations, weights */
+	double chalf, shalf, cache, cachex;
+};
+void hp__dev_rates_init(struct hp__dev_rates *r, const struct hp__th_exp *e,
+			const double *th, const struct hp__dev_spec *d);
+/* One layer as the model reads it on a device: FLOPs and activation
+ * traffic with the channel padding of its layouts. */
+struct hp__layer {
+	double flops;  /* forward + backward, padded lanes included */
+	double act;    /* activation bytes moved, padded */
+	double wbytes; /* weight, gradient and optimizer bytes */
+	double width;  /* a conv's output channels; 0: no width term */
+	double hw;     /* a conv's output pixels; 0: no spatial term */
+	int cls;       /* enum hp_est_class */
+};
+/* Layer i of w on d into L; false when it costs nothing there (a relu
+ * fused into its bn). */
+bool hp__layer_of(const struct hp_workload *w, int i,
+		  const struct hp__dev_spec *d, struct hp__layer *L);
+/* Time of layer L at rates r, s. */
+static inline double hp__layer_time(const struct hp__layer *L,
+				    const struct hp__dev_rates *r)
+{
+	int k = L->cls;
+	/* efficiency e(F) = emax F / (F + peak tau): the time is F at emax
+	 * of the peak plus a latency tau / emax. */
+	double tc = L->flops / r->rate[k] + r->lat[k];
+	/* Traffic of a small working set is served by the caches: the
+	 * share that goes to memory grows with its size. */
+	double fa = L->act / (L->act + r->cache);
+	double fw = L->wbytes / (L->wbytes + r->cache);
+	double tw = L->wbytes / r->emw_bw * (fw + (1 - fw) / r->cachex);
+	/* Weights move 8 times a step: 3 in the forward and backward passes
+	 * (overlapping their compute), 5 in the optimizer's update, a pass
+	 * of its own after backward. */
+	double tm =
+	    L->act / r->em_bw * (fa + (1 - fa) / r->cachex) + tw * (3.0 / 8);
+	double a, b, q, q2;
+
+	/* Narrow convolutions fill fewer vector lanes / SMs ... */
+	if (L->width > 0)
+		tc *= 1 + r->chalf / L->width;
+	/* ... and small feature maps fill fewer register blocks. */
+	if (L->hw > 0)
+		tc *= 1 + r->shalf / L->hw;
+	a = tc > tm ? tc : tm;
+	b = tc > tm ? tm : tc;
+	q = b / a;
+	q2 = q * q;
+	/* The smooth max (a^P + b^P)^(1/P) at P = 4, without pow(). */
+	return a * sqrt(sqrt(1 + q2 * q2)) + tw * (5.0 / 8);
+}
+/* The step's time from the sum of its layers and overhead (t, s) in the
+ * setup of source src, with the all-reduce over ndev devices (*comm, may
+ * be NULL, gets that part). */
+double hp__step_post(const struct hp__th_exp *e, double t, int src,
+		     int64_t batch, int ndev, int64_t params, double link_bw,
+		     double *comm);
+
 /* One measured step for the physical fit. */
 struct hp__fitpt {
 	const struct hp_workload *w;
@@ -117,6 +198,13 @@ void hp__phys_prior(bool cpu, double *th);
 int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 		 const double *prior, const bool *free_params, int nscale,
 		 double *scale, double shrink, struct hp_error *err);
+/* The step time of each of pts at th (with the log scale of its device
+ * index when scale is given, nscale entries) into out[n]: what
+ * hp__phys_time() gives each, equal to the bit, with each distinct
+ * configuration computed once.  0 or HP_ENOMEM. */
+int hp__phys_times(const struct hp__fitpt *pts, int n, const double *th,
+		   int nscale, const double *scale, double *out,
+		   struct hp_error *err);
 
 /* Least squares y ~ X beta (n x p, row major); robust: bisquare
  * reweighting (gsl_multifit_robust).  0 or a negative code. */
@@ -183,9 +271,8 @@ struct hp__sample {
 	char family[48]; /* architecture family: "c2-f3", "resnet50" */
 	int src;
 	int ndev;
-	int wl;	  /* index of its workload in the set */
-	double t; /* measured step time, s */
-	double cv;
+	int wl;			/* index of its workload in the set */
+	double t;		/* measured step time, s */
 	double power_w;		/* measured average power per device; NaN */
 	int64_t peak_mem_bytes; /* measured (profiles); 0: not */
 	bool structural;	/* a generated CNN (linear family applies) */
@@ -206,10 +293,27 @@ int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 		 const struct hp_catalog *cat, struct hp_error *err);
 void hp__set_release(struct hp__set *set);
 
+/* Progress of a fit or a validation: solver runs done of total. */
+struct hp__progress {
+	hp_progress_fn fn; /* NULL: none */
+	void *ud;
+	const char *stage;
+	int64_t done, total;
+};
+/* n more units done: tell fn. */
+void hp__progress_add(struct hp__progress *p, int64_t n);
+
+/* The interval's inner cross-validation runs on at most this many rows
+ * of a device (a fixed subsample beyond): its 10th and 90th percentiles
+ * are known well from fewer rows than a large fit has. */
+#define HP__CV_MAX_ROWS 20000
+
 /* Fit an estimator on the samples whose flags in use[] are set (all when
- * use is NULL); inner: size the intervals by inner cross-validation. */
+ * use is NULL); inner: size the intervals by inner cross-validation.
+ * prog (may be NULL) counts its model fits (its total set here when 0). */
 struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 				 const struct hp_catalog *cat, bool inner,
+				 struct hp__progress *prog,
 				 struct hp_error *err);
 const struct hp__dev_fit *hp__est_dev(const struct hp_estimator *est,
 				      const char *name);

@@ -240,7 +240,7 @@ HP_TEST(estimate_interval_covers_truth)
 	struct hp__dev_spec d;
 
 	synth_set(&set, cat, 120, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, true, NULL);
+	est = hp__fit_set(&set, NULL, cat, true, NULL, NULL);
 	ASSERT(est);
 	true_theta(th);
 	ASSERT(hp__dev_spec(hp_catalog_find(cat, "cpu"), &d));
@@ -276,7 +276,7 @@ HP_TEST(estimate_unmeasured_device_scales_with_specs)
 	struct hp_prediction a, b;
 
 	synth_set(&set, cat, 0, gpus, 3, 30);
-	est = hp__fit_set(&set, NULL, cat, false, NULL);
+	est = hp__fit_set(&set, NULL, cat, false, NULL, NULL);
 	ASSERT(est);
 	synth_wl(&w, 20, 64);
 	ASSERT_EQ_INT(hp_estimator_predict(est, cat, &w, "t4", 1, -1, &a, NULL),
@@ -311,7 +311,7 @@ HP_TEST(estimate_save_load_round_trip)
 	char *text;
 
 	synth_set(&set, cat, 60, gpus, 2, 20);
-	est = hp__fit_set(&set, NULL, cat, true, NULL);
+	est = hp__fit_set(&set, NULL, cat, true, NULL, NULL);
 	ASSERT(est);
 	text = hp_estimator_dumps(est);
 	ASSERT(text);
@@ -380,7 +380,7 @@ HP_TEST(estimate_bad_json_refused)
 	}
 	/* A good file with one parameter made absurd. */
 	synth_set(&set, cat, 30, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, false, NULL);
+	est = hp__fit_set(&set, NULL, cat, false, NULL, NULL);
 	ASSERT(est);
 	text = hp_estimator_dumps(est);
 	p = strstr(text, "\"log_mem_eff\": ");
@@ -408,7 +408,7 @@ HP_TEST(estimate_memory_energy_and_errors)
 	struct hp_error err = {0};
 
 	synth_set(&set, cat, 40, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, false, NULL);
+	est = hp__fit_set(&set, NULL, cat, false, NULL, NULL);
 	ASSERT(est);
 	synth_wl(&w, 10, 8);
 	/* No GPU model without GPU data: a clear refusal. */
@@ -471,7 +471,7 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 	o.models_dir = models;
 	if (hp__set_load(&set, &o, cat, &err))
 		HP_FAIL("public set: %s", err.msg);
-	est = hp__fit_set(&set, NULL, cat, false, &err);
+	est = hp__fit_set(&set, NULL, cat, false, NULL, &err);
 	ASSERT(est);
 	for (int i = 0; i < set.n; i++) {
 		struct hp_prediction p;
