@@ -132,38 +132,78 @@ struct hp__layer {
  * fused into its bn). */
 bool hp__layer_of(const struct hp_workload *w, int i,
 		  const struct hp__dev_spec *d, struct hp__layer *L);
+/*
+ * A layer's time in parts, so that the fit recomputes only the parts a
+ * parameter moves: its compute time at full efficiency (tc0, with the
+ * narrow-channel and small-map factors f1, f2), its activation and weight
+ * traffic at the memory's speed (ta, tw0) and what the caches take off
+ * them (ga, gw).
+ */
+struct hp__layer_parts {
+	double tc0, f1, f2;
+	double ta, ga;
+	double tw0, gw;
+};
+enum {
+	HP__PART_TC0 = 1,
+	HP__PART_F1 = 2,
+	HP__PART_F2 = 4,
+	HP__PART_TA = 8,
+	HP__PART_TW0 = 16,
+	HP__PART_CACHE = 32, /* ga and gw */
+	HP__PART_ALL = 63
+};
+/* The parts of L in `which` at rates r into P (the others left). */
+static inline void hp__layer_parts(const struct hp__layer *L,
+				   const struct hp__dev_rates *r,
+				   unsigned which, struct hp__layer_parts *P)
+{
+	/* efficiency e(F) = emax F / (F + peak tau): the time is F at emax
+	 * of the peak plus a latency tau / emax. */
+	if (which & HP__PART_TC0)
+		P->tc0 = L->flops / r->rate[L->cls] + r->lat[L->cls];
+	/* Narrow convolutions fill fewer vector lanes / SMs ... */
+	if (which & HP__PART_F1)
+		P->f1 = L->width > 0 ? 1 + r->chalf / L->width : 1;
+	/* ... and small feature maps fill fewer register blocks. */
+	if (which & HP__PART_F2)
+		P->f2 = L->hw > 0 ? 1 + r->shalf / L->hw : 1;
+	if (which & HP__PART_TA)
+		P->ta = L->act / r->em_bw;
+	if (which & HP__PART_TW0)
+		P->tw0 = L->wbytes / r->emw_bw;
+	/* Traffic of a small working set is served by the caches: the
+	 * share that goes to memory grows with its size. */
+	if (which & HP__PART_CACHE) {
+		double fa = L->act / (L->act + r->cache);
+		double fw = L->wbytes / (L->wbytes + r->cache);
+		P->ga = fa + (1 - fa) / r->cachex;
+		P->gw = fw + (1 - fw) / r->cachex;
+	}
+}
+/* The layer's time from its parts, s. */
+static inline double hp__layer_combine(const struct hp__layer_parts *P)
+{
+	double tc = P->tc0 * P->f1 * P->f2;
+	double tw = P->tw0 * P->gw;
+	/* Weights move 8 times a step: 3 in the forward and backward passes
+	 * (overlapping their compute), 5 in the optimizer's update, a pass
+	 * of its own after backward. */
+	double tm = P->ta * P->ga + tw * (3.0 / 8);
+	double a = tc > tm ? tc : tm, b = tc > tm ? tm : tc;
+	double q = b / a, q2 = q * q;
+
+	/* The smooth max (a^P + b^P)^(1/P) at P = 4, without pow(). */
+	return a * sqrt(sqrt(1 + q2 * q2)) + tw * (5.0 / 8);
+}
 /* Time of layer L at rates r, s. */
 static inline double hp__layer_time(const struct hp__layer *L,
 				    const struct hp__dev_rates *r)
 {
-	int k = L->cls;
-	/* efficiency e(F) = emax F / (F + peak tau): the time is F at emax
-	 * of the peak plus a latency tau / emax. */
-	double tc = L->flops / r->rate[k] + r->lat[k];
-	/* Traffic of a small working set is served by the caches: the
-	 * share that goes to memory grows with its size. */
-	double fa = L->act / (L->act + r->cache);
-	double fw = L->wbytes / (L->wbytes + r->cache);
-	double tw = L->wbytes / r->emw_bw * (fw + (1 - fw) / r->cachex);
-	/* Weights move 8 times a step: 3 in the forward and backward passes
-	 * (overlapping their compute), 5 in the optimizer's update, a pass
-	 * of its own after backward. */
-	double tm =
-	    L->act / r->em_bw * (fa + (1 - fa) / r->cachex) + tw * (3.0 / 8);
-	double a, b, q, q2;
+	struct hp__layer_parts P;
 
-	/* Narrow convolutions fill fewer vector lanes / SMs ... */
-	if (L->width > 0)
-		tc *= 1 + r->chalf / L->width;
-	/* ... and small feature maps fill fewer register blocks. */
-	if (L->hw > 0)
-		tc *= 1 + r->shalf / L->hw;
-	a = tc > tm ? tc : tm;
-	b = tc > tm ? tm : tc;
-	q = b / a;
-	q2 = q * q;
-	/* The smooth max (a^P + b^P)^(1/P) at P = 4, without pow(). */
-	return a * sqrt(sqrt(1 + q2 * q2)) + tw * (5.0 / 8);
+	hp__layer_parts(L, r, HP__PART_ALL, &P);
+	return hp__layer_combine(&P);
 }
 /* The step's time from the sum of its layers and overhead (t, s) in the
  * setup of source src, with the all-reduce over ndev devices (*comm, may
@@ -198,6 +238,13 @@ void hp__phys_prior(bool cpu, double *th);
 int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 		 const double *prior, const bool *free_params, int nscale,
 		 double *scale, double shrink, struct hp_error *err);
+/* The same from a fit of more points (th and scale: its parameters, the
+ * start here): one solve with the Huber weights of their residuals, not
+ * three passes from the prior.  For the folds of a large fit's inner
+ * cross-validation. */
+int hp__phys_refit(const struct hp__fitpt *pts, int n, double *th,
+		   const double *prior, const bool *free_params, int nscale,
+		   double *scale, double shrink, struct hp_error *err);
 /* The step time of each of pts at th (with the log scale of its device
  * index when scale is given, nscale entries) into out[n]: what
  * hp__phys_time() gives each, equal to the bit, with each distinct

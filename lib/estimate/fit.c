@@ -108,12 +108,16 @@ struct gpu_model {
 	double *scale; /* per device index */
 };
 
+/* The GPU fit of pts in use[] (all when NULL) into m, from the prior or,
+ * for a fold of a large fit, refitted from the whole fit (start, may be
+ * NULL). */
 static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
-		   int ndev, struct gpu_model *m, struct hp__progress *prog,
-		   struct hp_error *err)
+		   int ndev, const struct gpu_model *start, struct gpu_model *m,
+		   struct hp__progress *prog, struct hp_error *err)
 {
 	struct hp__fitpt *sub;
 	bool fr[HP__NTH] = {0};
+	double prior[HP__NTH];
 	int k = 0, rc;
 
 	sub = malloc((size_t)(n ? n : 1) * sizeof(*sub));
@@ -122,7 +126,8 @@ static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
 	for (int i = 0; i < n; i++)
 		if (!use || use[i])
 			sub[k++] = pts[i];
-	hp__phys_prior(false, m->th);
+	hp__phys_prior(false, prior);
+	memcpy(m->th, start ? start->th : prior, sizeof(prior));
 	for (int j = 0; j <= HP__TH_T0; j++)
 		fr[j] = true;
 	fr[HP__TH_EMW] = false;
@@ -141,8 +146,14 @@ static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
 			fr[HP__TH_SRC + 1] = fr[HP__TH_SRC_T0 + 1] =
 			    fr[HP__TH_SRC_TS + 1] = true;
 	}
-	rc = hp__phys_fit(sub, k, m->th, NULL, fr, ndev, m->scale, SCALE_SHRINK,
-			  err);
+	if (start) {
+		memcpy(m->scale, start->scale, (size_t)ndev * sizeof(double));
+		rc = hp__phys_refit(sub, k, m->th, prior, fr, ndev, m->scale,
+				    SCALE_SHRINK, err);
+	} else {
+		rc = hp__phys_fit(sub, k, m->th, prior, fr, ndev, m->scale,
+				  SCALE_SHRINK, err);
+	}
 	free(sub);
 	hp__progress_add(prog, 1);
 	return rc;
@@ -190,6 +201,7 @@ static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
 	bool *use = NULL;
 	double *res = NULL, *t = NULL;
 	struct hp__fitpt *ho = NULL;
+	const struct gpu_model *warm;
 	int nres = 0, rc;
 
 	m.scale = calloc((size_t)est->ndev + 1, sizeof(double));
@@ -202,7 +214,7 @@ static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = gpu_fit(pts, n, NULL, est->ndev, &m, prog, err)))
+	if ((rc = gpu_fit(pts, n, NULL, est->ndev, NULL, &m, prog, err)))
 		goto out;
 	memcpy(est->gpu_th, m.th, sizeof(m.th));
 	est->has_gpu = true;
@@ -216,11 +228,14 @@ static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
 	est->gpu_q_hi = est->gpu_lodo_hi = 0.3;
 	if (!inner)
 		goto out;
+	/* beyond HP__CV_MAX_ROWS, each fold starts from the whole fit */
+	warm = n > HP__CV_MAX_ROWS ? &m : NULL;
 	/* k-fold: residuals of measured types. */
 	for (int f = 0; f < INNER_FOLDS; f++) {
 		for (int i = 0; i < n; i++)
 			use[i] = in_cv(i, n) && fold_of(i, INNER_FOLDS) != f;
-		if ((rc = gpu_fit(pts, n, use, est->ndev, &mf, prog, err)) ||
+		if ((rc = gpu_fit(pts, n, use, est->ndev, warm, &mf, prog,
+				  err)) ||
 		    (rc = held_out_res(pts, n, use, mf.th, est->ndev, mf.scale,
 				       ho, t, res, &nres, err)))
 			goto out;
@@ -238,7 +253,8 @@ static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
 		}
 		if (!any)
 			continue;
-		if ((rc = gpu_fit(pts, n, use, est->ndev, &mf, prog, err)))
+		if ((rc =
+			 gpu_fit(pts, n, use, est->ndev, warm, &mf, prog, err)))
 			goto out;
 		mf.scale[d] = 0;
 		/* the subsample's other rows are in use: only d's are out */
@@ -278,11 +294,12 @@ static int mean_abs_res(const double *th, const struct hp__fitpt *pts, int n,
  * A CPU fit from two starts, keeping the better: the cache term makes the
  * problem non-convex (a cache that speeds small working sets up, or one
  * that does little), and Levenberg-Marquardt finds the minimum nearest
- * its start.  Both use the same prior.
+ * its start.  Both use the same prior.  With start (may be NULL): a fold
+ * of a large fit, near the whole fit, refitted from it (hp__phys_refit).
  */
 static int cpu_fit(const struct hp__fitpt *pts, int n, double *th,
-		   const bool *fr, struct hp__progress *prog,
-		   struct hp_error *err)
+		   const bool *fr, const double *start,
+		   struct hp__progress *prog, struct hp_error *err)
 {
 	double prior[HP__NTH], alt[HP__NTH], ra, rt, *t;
 	int rc;
@@ -290,6 +307,11 @@ static int cpu_fit(const struct hp__fitpt *pts, int n, double *th,
 	if (!(t = malloc((size_t)(n ? n : 1) * sizeof(*t))))
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	hp__phys_prior(true, prior);
+	if (start) {
+		memcpy(th, start, sizeof(prior));
+		rc = hp__phys_refit(pts, n, th, prior, fr, 0, NULL, 0, err);
+		goto out;
+	}
 	memcpy(th, prior, sizeof(prior));
 	if ((rc = hp__phys_fit(pts, n, th, prior, fr, 0, NULL, 0, err)))
 		goto out;
@@ -333,7 +355,7 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 	for (int i = 0; i < n; i++)
 		if (all[i].dev == d)
 			sub[k++] = all[i];
-	if ((rc = cpu_fit(sub, k, df->th, fr, prog, err)))
+	if ((rc = cpu_fit(sub, k, df->th, fr, NULL, prog, err)))
 		goto out;
 	df->own_theta = true;
 	df->fit_fp32 = sub[0].d.fp32;
@@ -349,7 +371,11 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 			if (in_cv(i, k) && use[i])
 				tr[m++] = sub[i];
 		}
-		if ((rc = cpu_fit(tr, m, th, fr, prog, err)) ||
+		/* beyond HP__CV_MAX_ROWS, each fold starts from the whole
+		 * fit (one start, not two) */
+		if ((rc = cpu_fit(tr, m, th, fr,
+				  k > HP__CV_MAX_ROWS ? df->th : NULL, prog,
+				  err)) ||
 		    (rc = held_out_res(sub, k, use, th, 0, NULL, tr, t, res,
 				       &nres, err)))
 			goto out;
@@ -382,13 +408,17 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 		df->range_lo[j] = INFINITY;
 		df->range_hi[j] = -INFINITY;
 	}
-	for (int i = 0; i < set->n; i++) {
+	for (int i = 0, k = 0; i < set->n; i++) {
 		const struct hp__sample *s = &set->s[i];
 		const struct hp_workload *w = &set->wl[s->wl];
 		double v[5] = {w->conv_layers, w->fc_layers, (double)w->filters,
 			       (double)w->fc_width, (double)w->input_size};
 		if ((use && !use[i]) || !s->structural || s->ndev != 1 ||
 		    strcmp(s->device, df->name))
+			continue;
+		/* 7 coefficients: beyond HP__CV_MAX_ROWS rows of the device,
+		 * a fixed subsample of them */
+		if (!in_cv(k++, df->n))
 			continue;
 		hp__linear_x(w, &X[(size_t)n * HP__LIN_P]);
 		y[n++] = log(s->t);
@@ -421,7 +451,7 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 			goto out;
 		}
 		for (int i = 0; i < n; i++)
-			if (fold_of(i, INNER_FOLDS) != f) {
+			if (in_cv(i, n) && fold_of(i, INNER_FOLDS) != f) {
 				memcpy(&Xt[(size_t)m * HP__LIN_P],
 				       &X[(size_t)i * HP__LIN_P],
 				       HP__LIN_P * sizeof(*X));
@@ -433,7 +463,7 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 		if (rc)
 			goto out;
 		for (int i = 0; i < n; i++)
-			if (fold_of(i, INNER_FOLDS) == f) {
+			if (in_cv(i, n) && fold_of(i, INNER_FOLDS) == f) {
 				double p = 0;
 				for (int j = 0; j < HP__LIN_P; j++)
 					p +=

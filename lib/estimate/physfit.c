@@ -6,19 +6,22 @@
  *
  * What makes its cost grow gently with rows.  The points are compiled once
  * per fit: each distinct (workload, device figures) into its layers'
- * padded FLOPs and traffic (a key), and each distinct prediction (key,
- * source, devices, device scale) into a group whose members' log times
- * enter the solver as one weighted residual:
- *   sum_i w_i (p - y_i)^2 = W (p - ybar)^2 + constant,
- * the same minimum and the same solver steps.  An evaluation costs the
- * keys' layers and the groups, not the rows times their layers; a group
- * of one point is that point's residual as before, to the bit.  The
- * Jacobian is GSL's forward difference, column by column, from the
- * layer times of the last evaluation: a parameter of one layer class
- * recomputes only those layers, a source's or a device's parameter only
- * its groups.  It is the matrix gsl_multifit_nlinear_df() would compute
- * by evaluating everything once per parameter, to the bit
- * (tests/unit/test_estimate.c checks both).
+ * padded FLOPs and traffic (a key: one sum of layer times per evaluation
+ * however many rows share it).  When the points outnumber their distinct
+ * predictions (key, source, devices, device scale) at least twice, the
+ * points of one prediction enter the solver as one weighted residual,
+ *   sum_i w_i (p - y_i)^2 = W (p - ybar)^2 + sum_i w_i (y_i - ybar)^2,
+ * the last term a constant residual of its own: the same norm, gradient
+ * and Gauss-Newton matrix as the rows', so the same solver steps up to
+ * rounding.  Otherwise each point is its own residual, as before.
+ *
+ * The Jacobian is GSL's forward difference, column by column, from the
+ * parts of each layer's time at the last evaluation: a parameter
+ * recomputes only the parts it moves (a class's efficiency its layers'
+ * compute time, the cache term their traffic), a source's or a device's
+ * parameter only its groups.  It is the matrix gsl_multifit_nlinear_df()
+ * computes by evaluating everything once per parameter, to the bit
+ * (tests/unit/test_estimate.c).
  */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit_nlinear.h>
@@ -73,6 +76,11 @@ struct nl_ctx {
 	int nlay;
 	struct group *grps;
 	int ngrp, ncls;
+	/* Groups of more than one point: the spread of their members around
+	 * their means is one more residual, constant, so that the residuals'
+	 * norm is the rows' (the solver's tests and steps use it). */
+	bool spread;
+	double spread_sq;
 	/* the problem */
 	double th[HP__NTH];
 	double prior[HP__NTH];
@@ -88,6 +96,7 @@ struct nl_ctx {
 	bool have;
 	double cth[HP__NTH];
 	double *csc;
+	struct hp__layer_parts *parts; /* each layer's */
 	double *tl, *ksum, *kcls, *gt, *f0;
 	/* scratch */
 	double *ksum2, *kcls2, *sc;
@@ -167,17 +176,40 @@ struct key_id {
 	double fp32, tf32, bw;
 	int chan_block, fuse;
 };
-/* What makes two points' predictions equal. */
+/* What makes two points' predictions equal (own: the point's index + 1
+ * when points are not merged, else 0). */
 struct group_id {
 	double link_bw;
-	int key, src, ndev, dev;
+	int key, src, ndev, dev, own;
 };
+
+/* Points are merged into their groups when there are at least this many
+ * times as many points as groups; below, each point is its own residual
+ * (merging would save little, and the solver's path stays the points'
+ * own, to the bit). */
+#define MERGE_MIN_RATIO 2
+
+static void group_id_of(const struct nl_ctx *c, int i, int key, bool merge,
+			struct group_id *gid)
+{
+	const struct hp__fitpt *p = &c->pts[i];
+
+	memset(gid, 0, sizeof(*gid));
+	gid->key = key;
+	gid->src = p->src;
+	gid->ndev = p->ndev;
+	gid->dev =
+	    c->nscale > 0 && p->dev >= 0 && p->dev < c->nscale ? p->dev : -1;
+	gid->link_bw = p->d.link_bw;
+	gid->own = merge ? 0 : i + 1;
+}
 
 static int ctx_alloc_keys(struct nl_ctx *c)
 {
 	size_t nk = (size_t)c->nkeys + 1, ng = (size_t)c->ngrp + 1;
 
 	c->tl = malloc(((size_t)c->nlay + 1) * sizeof(*c->tl));
+	c->parts = malloc(((size_t)c->nlay + 1) * sizeof(*c->parts));
 	c->ksum = malloc(nk * sizeof(*c->ksum));
 	c->kcls = malloc(nk * HP_EST_NCLASS * sizeof(*c->kcls));
 	c->ksum2 = malloc(nk * sizeof(*c->ksum2));
@@ -186,8 +218,8 @@ static int ctx_alloc_keys(struct nl_ctx *c)
 	c->gt = malloc(ng * sizeof(*c->gt));
 	c->csc = calloc((size_t)c->nscale + 1, sizeof(*c->csc));
 	c->sc = calloc((size_t)c->nscale + 1, sizeof(*c->sc));
-	if (!c->tl || !c->ksum || !c->kcls || !c->ksum2 || !c->kcls2 ||
-	    !c->kchg || !c->gt || !c->csc || !c->sc)
+	if (!c->tl || !c->parts || !c->ksum || !c->kcls || !c->ksum2 ||
+	    !c->kcls2 || !c->kchg || !c->gt || !c->csc || !c->sc)
 		return HP_ENOMEM;
 	return 0;
 }
@@ -201,6 +233,7 @@ static int build(struct nl_ctx *c)
 {
 	struct dedup kt = {0}, gt = {0};
 	int *pkey = NULL, rc = HP_ENOMEM;
+	bool merge;
 
 	c->grp = malloc(((size_t)c->n + 1) * sizeof(*c->grp));
 	c->y = malloc(((size_t)c->n + 1) * sizeof(*c->y));
@@ -258,20 +291,23 @@ static int build(struct nl_ctx *c)
 			m++;
 		}
 	}
+	/* merge only when the points outnumber their groups enough */
+	for (int i = 0; i < c->n; i++) {
+		struct group_id gid;
+		bool added;
+		group_id_of(c, i, pkey[i], true, &gid);
+		dedup_find(&gt, &gid, &added);
+	}
+	merge = (int64_t)gt.n * MERGE_MIN_RATIO <= c->n;
+	gt.n = 0;
+	memset(gt.slot, 0xff, (gt.mask + 1) * sizeof(*gt.slot));
 	c->ncls = 0;
 	for (int i = 0; i < c->n; i++) {
 		const struct hp__fitpt *p = &c->pts[i];
 		struct group_id gid;
 		bool added, any = false;
 
-		memset(&gid, 0, sizeof(gid));
-		gid.key = pkey[i];
-		gid.src = p->src;
-		gid.ndev = p->ndev;
-		gid.dev = c->nscale > 0 && p->dev >= 0 && p->dev < c->nscale
-			      ? p->dev
-			      : -1;
-		gid.link_bw = p->d.link_bw;
+		group_id_of(c, i, pkey[i], merge, &gid);
 		c->grp[i] = dedup_find(&gt, &gid, &added);
 		c->y[i] = log(p->t);
 		if (added) {
@@ -298,6 +334,7 @@ static int build(struct nl_ctx *c)
 			c->grps[c->grp[i]].ci = c->ncls++;
 	}
 	c->ngrp = gt.n;
+	c->spread = c->ngrp < c->n;
 	rc = ctx_alloc_keys(c);
 out:
 	dedup_release(&kt);
@@ -314,6 +351,7 @@ static void ctx_release(struct nl_ctx *c)
 	free(c->lay);
 	free(c->grps);
 	free(c->tl);
+	free(c->parts);
 	free(c->ksum);
 	free(c->kcls);
 	free(c->ksum2);
@@ -357,33 +395,78 @@ static void group_weights(struct nl_ctx *c)
 			if (G->wc[k] > 0)
 				G->yc[k] = G->yc0[k] + G->yc[k] / G->wc[k];
 	}
+	c->spread_sq = 0;
+	for (int i = 0; c->spread && i < c->n; i++) {
+		const struct hp__fitpt *p = &c->pts[i];
+		const struct group *G = &c->grps[c->grp[i]];
+		double d = c->y[i] - G->y;
+		c->spread_sq += c->wt[i] * d * d;
+		for (int k = 0; k < HP_EST_NCLASS; k++) {
+			if (!(p->tcls[k] > 0))
+				continue;
+			d = log(p->tcls[k]) - G->yc[k];
+			c->spread_sq +=
+			    CLASS_WEIGHT * CLASS_WEIGHT * c->wt[i] * d * d;
+		}
+	}
 	c->have = false; /* the residuals move with the weights */
 }
 
 /* --- evaluating ------------------------------------------------------- */
 
-/* Sum of key K's layer times and overhead (t0), and per class: the layers
- * of the classes in mask at rates r, the others as cached in tl (their
- * times at the last evaluation); each layer's time to tl_out (may be
- * NULL). */
-static void key_sum(const struct nl_ctx *c, const struct key *K,
-		    const struct hp__dev_rates *r, double t0, unsigned mask,
-		    double *tl_out, double *sum, double *cls)
+/* One layer's time with the parts in pmask recomputed at r (P: its
+ * parts at the last evaluation; with store, what is computed replaces
+ * them and its time *tl). */
+static double layer_one(const struct hp__layer *L, struct hp__layer_parts *P,
+			const struct hp__dev_rates *r, unsigned pmask,
+			bool store, double *tl)
+{
+	struct hp__layer_parts p = *P;
+	double v;
+
+	hp__layer_parts(L, r, pmask, &p);
+	v = hp__layer_combine(&p);
+	if (store) {
+		*P = p;
+		*tl = v;
+	}
+	return v;
+}
+
+/*
+ * Sum of key K's layer times and overhead (t0), and per class (cls): the
+ * layers of the classes in cmask with their parts in pmask recomputed at
+ * rates r, the other parts and layers as at the last evaluation; with
+ * store, what is computed becomes the last evaluation's.  The sum runs
+ * in layer order whatever is recomputed.
+ */
+static void key_sum(struct nl_ctx *c, const struct key *K,
+		    const struct hp__dev_rates *r, double t0, unsigned cmask,
+		    unsigned pmask, bool store, double *sum, double *cls)
 {
 	const struct hp__layer *L = &c->lay[K->l0];
-	const double *tl = &c->tl[K->l0];
-	double t = t0;
+	struct hp__layer_parts *P = &c->parts[K->l0];
+	double *tl = &c->tl[K->l0];
+	double t = t0, c0 = 0, c1 = 0, c2 = 0;
 
-	for (int k = 0; k < HP_EST_NCLASS; k++)
-		cls[k] = 0;
 	for (int l = 0; l < K->nl; l++) {
 		double v =
-		    mask >> L[l].cls & 1 ? hp__layer_time(&L[l], r) : tl[l];
-		if (tl_out)
-			tl_out[K->l0 + l] = v;
+		    cmask >> L[l].cls & 1
+			? layer_one(&L[l], &P[l], r, pmask, store, &tl[l])
+			: tl[l];
 		t += v;
-		cls[L[l].cls] += v;
+		/* each class's sum in a register: in memory, each addition
+		 * would wait for the store of the one before */
+		if (L[l].cls == HP_EST_CONV)
+			c0 += v;
+		else if (L[l].cls == HP_EST_FC)
+			c1 += v;
+		else
+			c2 += v;
 	}
+	cls[HP_EST_CONV] = c0;
+	cls[HP_EST_FC] = c1;
+	cls[HP_EST_OTHER] = c2;
 	*sum = t;
 }
 
@@ -424,7 +507,7 @@ static double class_res(const struct group *G, int k, double pc)
 
 /* Rows of the residual vector: the groups' step times, 3 class times of
  * each group with class times, a prior per free parameter, a ridge per
- * scale. */
+ * scale, and the groups' spread when a group has more than one point. */
 static size_t row_cls(const struct nl_ctx *c, const struct group *G, int k)
 {
 	return (size_t)c->ngrp + (size_t)G->ci * HP_EST_NCLASS + (size_t)k;
@@ -445,7 +528,7 @@ static void eval_full(struct nl_ctx *c, const double *th, const double *sc)
 		const struct key *K = &c->keys[k];
 		struct hp__dev_rates r;
 		hp__dev_rates_init(&r, &e, th, K->d);
-		key_sum(c, K, &r, e.t0, ~0u, c->tl, &c->ksum[k],
+		key_sum(c, K, &r, e.t0, ~0u, HP__PART_ALL, true, &c->ksum[k],
 			&c->kcls[(size_t)k * HP_EST_NCLASS]);
 	}
 	for (int g = 0; g < c->ngrp; g++) {
@@ -469,6 +552,9 @@ static void eval_full(struct nl_ctx *c, const double *th, const double *sc)
 		for (int d = 0; d < c->nscale; d++)
 			c->f0[row_prior(c, c->nfree + d)] =
 			    sqrt(c->shrink) * sc[d];
+		if (c->spread)
+			c->f0[row_prior(c, c->nfree + c->nscale)] =
+			    sqrt(c->spread_sq);
 	}
 	memcpy(c->cth, th, sizeof(c->cth));
 	if (c->nscale)
@@ -499,16 +585,16 @@ static int nl_f(const gsl_vector *x, void *ud, gsl_vector *f)
 	return GSL_SUCCESS;
 }
 
-/* Which layer classes parameter j moves (bits), and whether it moves
- * only keys whose peak has a TF32 part. */
-static unsigned param_classes(int j, bool *tf32_only)
+/* Which layer classes parameter j moves (bits) and which parts of their
+ * times (HP__PART_*), and whether only in keys whose peak has a TF32
+ * part; 0: none (t0, and what applies after the layer sum). */
+static unsigned param_classes(int j, unsigned *parts, bool *tf32_only)
 {
 	*tf32_only = false;
+	*parts = HP__PART_TC0;
 	switch (j) {
 	case HP__TH_EMAX + HP_EST_CONV:
 	case HP__TH_TAU + HP_EST_CONV:
-	case HP__TH_CHALF:
-	case HP__TH_SHALF:
 		return 1u << HP_EST_CONV;
 	case HP__TH_EMAX + HP_EST_FC:
 	case HP__TH_TAU + HP_EST_FC:
@@ -516,15 +602,27 @@ static unsigned param_classes(int j, bool *tf32_only)
 	case HP__TH_EMAX + HP_EST_OTHER:
 	case HP__TH_TAU + HP_EST_OTHER:
 		return 1u << HP_EST_OTHER;
-	case HP__TH_EM:
-	case HP__TH_EMW:
-	case HP__TH_CACHE:
-	case HP__TH_CACHEX:
-		return ~0u;
 	case HP__TH_KAPPA:
 		*tf32_only = true;
 		return ~0u;
-	default: /* t0, and what applies after the layer sum */
+	case HP__TH_CHALF:
+		*parts = HP__PART_F1;
+		return 1u << HP_EST_CONV;
+	case HP__TH_SHALF:
+		*parts = HP__PART_F2;
+		return 1u << HP_EST_CONV;
+	case HP__TH_EM:
+		*parts = HP__PART_TA;
+		return ~0u;
+	case HP__TH_EMW:
+		*parts = HP__PART_TW0;
+		return ~0u;
+	case HP__TH_CACHE:
+	case HP__TH_CACHEX:
+		*parts = HP__PART_CACHE;
+		return ~0u;
+	default:
+		*parts = 0;
 		return 0;
 	}
 }
@@ -558,7 +656,7 @@ static void column_param(struct nl_ctx *c, gsl_matrix *J, int j,
 	double th2[HP__NTH];
 	struct hp__th_exp e2;
 	bool tf32_only;
-	unsigned mask = param_classes(pj, &tf32_only);
+	unsigned parts, mask = param_classes(pj, &parts, &tf32_only);
 
 	memcpy(th2, th, sizeof(th2));
 	th2[pj] = v;
@@ -573,7 +671,7 @@ static void column_param(struct nl_ctx *c, gsl_matrix *J, int j,
 		if (!c->kchg[k])
 			continue;
 		hp__dev_rates_init(&r, &e2, th2, K->d);
-		key_sum(c, K, &r, e2.t0, mask, NULL, &c->ksum2[k],
+		key_sum(c, K, &r, e2.t0, mask, parts, false, &c->ksum2[k],
 			&c->kcls2[(size_t)k * HP_EST_NCLASS]);
 	}
 	for (int g = 0; g < c->ngrp; g++) {
@@ -729,9 +827,32 @@ static int ctx_init(struct nl_ctx *c, const struct hp__fitpt *pts, int n,
 	return 0;
 }
 
-int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
-		 const double *prior, const bool *free_params, int nscale,
-		 double *scale, double shrink, struct hp_error *err)
+/* Huber weights of the points from their residuals at c's parameters
+ * (r: scratch of n): past 1.5 x the robust scale a residual counts
+ * linearly. */
+static void huber_weights(struct nl_ctx *c, double *r, double *wt)
+{
+	double s;
+
+	eval_full(c, c->th, c->scale);
+	for (int i = 0; i < c->n; i++) {
+		r[i] = fabs(log(c->gt[c->grp[i]]) - c->y[i]);
+		wt[i] = r[i];
+	}
+	s = 1.4826 * hp__quantile(wt, c->n, 0.5);
+	if (!(s > 1e-3))
+		s = 1e-3;
+	for (int i = 0; i < c->n; i++)
+		wt[i] = r[i] <= 1.5 * s ? 1 : 1.5 * s / r[i];
+	group_weights(c);
+}
+
+/* hp__phys_fit(); warm: start from th and scale with the Huber weights
+ * of their residuals, one solve (hp__phys_refit()). */
+static int phys_fit(const struct hp__fitpt *pts, int n, double *th,
+		    const double *prior, const bool *free_params, int nscale,
+		    double *scale, double shrink, bool warm,
+		    struct hp_error *err)
 {
 	struct nl_ctx c;
 	double *wt, *r;
@@ -757,13 +878,13 @@ int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 			c.idx[c.nfree++] = j;
 	c.shrink = shrink;
 	c.nres = (size_t)c.ngrp + (size_t)c.ncls * HP_EST_NCLASS +
-		 (size_t)(c.nfree + c.nscale);
+		 (size_t)(c.nfree + c.nscale) + c.spread;
 	c.f0 = malloc(c.nres * sizeof(*c.f0));
 	if (!c.f0) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (int d = 0; d < c.nscale; d++)
+	for (int d = 0; d < c.nscale && !warm; d++)
 		scale[d] = 0;
 	for (int i = 0; i < n; i++)
 		wt[i] = 1;
@@ -772,23 +893,14 @@ int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 		goto out;
 	/* Huber-reweighted: a few noisy measurements (a busy host) must
 	 * not pull the curve. */
-	for (int pass = 0; pass < 3; pass++) {
-		double s;
+	for (int pass = warm ? 2 : 0; pass < 3; pass++) {
+		if (warm)
+			huber_weights(&c, r, wt);
 		if ((rc = nl_solve(&c, err)))
 			goto out;
 		if (pass == 2)
 			break;
-		eval_full(&c, c.th, c.scale);
-		for (int i = 0; i < n; i++) {
-			r[i] = fabs(log(c.gt[c.grp[i]]) - c.y[i]);
-			wt[i] = r[i];
-		}
-		s = 1.4826 * hp__quantile(wt, n, 0.5);
-		if (!(s > 1e-3))
-			s = 1e-3;
-		for (int i = 0; i < n; i++)
-			wt[i] = r[i] <= 1.5 * s ? 1 : 1.5 * s / r[i];
-		group_weights(&c);
+		huber_weights(&c, r, wt);
 	}
 	memcpy(th, c.th, sizeof(c.th));
 out:
@@ -796,6 +908,22 @@ out:
 	free(wt);
 	free(r);
 	return rc;
+}
+
+int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
+		 const double *prior, const bool *free_params, int nscale,
+		 double *scale, double shrink, struct hp_error *err)
+{
+	return phys_fit(pts, n, th, prior, free_params, nscale, scale, shrink,
+			false, err);
+}
+
+int hp__phys_refit(const struct hp__fitpt *pts, int n, double *th,
+		   const double *prior, const bool *free_params, int nscale,
+		   double *scale, double shrink, struct hp_error *err)
+{
+	return phys_fit(pts, n, th, prior, free_params, nscale, scale, shrink,
+			true, err);
 }
 
 int hp__phys_times(const struct hp__fitpt *pts, int n, const double *th,
