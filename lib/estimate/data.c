@@ -423,8 +423,8 @@ static int read_profiles(struct hp__set *set, const struct hp_fit_options *o,
 		     "(cpu_pressure over %.2f) left out",
 		     c.busy, path, HP__MAX_CPU_PRESSURE);
 	if (c.bad)
-		note(set, "profiles: %lld bad rows of %s skipped",
-		     (long long)c.bad, path);
+		note(set, "profiles: %lld bad row%s of %s skipped",
+		     (long long)c.bad, c.bad == 1 ? "" : "s", path);
 	return 0;
 }
 

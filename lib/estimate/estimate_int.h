@@ -245,6 +245,14 @@ int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 int hp__phys_refit(const struct hp__fitpt *pts, int n, double *th,
 		   const double *prior, const bool *free_params, int nscale,
 		   double *scale, double shrink, struct hp_error *err);
+/* For tests: the largest difference between the Jacobian the fit uses
+ * (from cached layer parts) and GSL's forward difference of every residual
+ * (gsl_multifit_nlinear_df()) at th and scale (may be NULL), the points
+ * weighted by wt (may be NULL: 1); 0 when they are equal to the bit. */
+int hp__phys_check_jacobian(const struct hp__fitpt *pts, int n,
+			    const double *th, const bool *free_params,
+			    int nscale, const double *scale, const double *wt,
+			    double *max_diff, struct hp_error *err);
 /* The step time of each of pts at th (with the log scale of its device
  * index when scale is given, nscale entries) into out[n]: what
  * hp__phys_time() gives each, equal to the bit, with each distinct
@@ -352,8 +360,15 @@ void hp__progress_add(struct hp__progress *p, int64_t n);
 
 /* The interval's inner cross-validation runs on at most this many rows
  * of a device (a fixed subsample beyond): its 10th and 90th percentiles
- * are known well from fewer rows than a large fit has. */
+ * are known well from fewer rows than a large fit has.  The linear
+ * baseline's 7 coefficients are fitted on as many. */
 #define HP__CV_MAX_ROWS 20000
+/* Beyond this many rows of a device, each fold of that cross-validation
+ * is refitted from the whole fit (hp__phys_refit: one solve from there,
+ * not two starts of three passes from the prior): a fold of 80% of many
+ * rows is near the whole fit, whose start already chose between the
+ * cache term's two minima. */
+#define HP__CV_WARM_ROWS 2000
 
 /* Fit an estimator on the samples whose flags in use[] are set (all when
  * use is NULL); inner: size the intervals by inner cross-validation.

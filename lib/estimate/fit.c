@@ -228,8 +228,8 @@ static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
 	est->gpu_q_hi = est->gpu_lodo_hi = 0.3;
 	if (!inner)
 		goto out;
-	/* beyond HP__CV_MAX_ROWS, each fold starts from the whole fit */
-	warm = n > HP__CV_MAX_ROWS ? &m : NULL;
+	/* beyond HP__CV_WARM_ROWS, each fold starts from the whole fit */
+	warm = n > HP__CV_WARM_ROWS ? &m : NULL;
 	/* k-fold: residuals of measured types. */
 	for (int f = 0; f < INNER_FOLDS; f++) {
 		for (int i = 0; i < n; i++)
@@ -371,10 +371,10 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 			if (in_cv(i, k) && use[i])
 				tr[m++] = sub[i];
 		}
-		/* beyond HP__CV_MAX_ROWS, each fold starts from the whole
+		/* beyond HP__CV_WARM_ROWS, each fold starts from the whole
 		 * fit (one start, not two) */
 		if ((rc = cpu_fit(tr, m, th, fr,
-				  k > HP__CV_MAX_ROWS ? df->th : NULL, prog,
+				  k > HP__CV_WARM_ROWS ? df->th : NULL, prog,
 				  err)) ||
 		    (rc = held_out_res(sub, k, use, th, 0, NULL, tr, t, res,
 				       &nres, err)))

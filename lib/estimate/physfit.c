@@ -827,6 +827,26 @@ static int ctx_init(struct nl_ctx *c, const struct hp__fitpt *pts, int n,
 	return 0;
 }
 
+/* The parameters of c's problem (after ctx_init()): start th, prior
+ * (NULL: th), which are free, the scales' ridge. */
+static int problem_init(struct nl_ctx *c, const double *th, const double *prior,
+			const bool *free_params, double shrink,
+			struct hp_error *err)
+{
+	memcpy(c->th, th, sizeof(c->th));
+	memcpy(c->prior, prior ? prior : th, sizeof(c->prior));
+	for (int j = 0; j < HP__NTH; j++)
+		if (free_params[j])
+			c->idx[c->nfree++] = j;
+	c->shrink = shrink;
+	c->nres = (size_t)c->ngrp + (size_t)c->ncls * HP_EST_NCLASS +
+		  (size_t)(c->nfree + c->nscale) + c->spread;
+	c->f0 = malloc(c->nres * sizeof(*c->f0));
+	if (!c->f0)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	return 0;
+}
+
 /* Huber weights of the points from their residuals at c's parameters
  * (r: scratch of n): past 1.5 x the robust scale a residual counts
  * linearly. */
@@ -871,19 +891,8 @@ static int phys_fit(const struct hp__fitpt *pts, int n, double *th,
 		ctx_release(&c);
 		return rc;
 	}
-	memcpy(c.th, th, sizeof(c.th));
-	memcpy(c.prior, prior ? prior : th, sizeof(c.prior));
-	for (int j = 0; j < HP__NTH; j++)
-		if (free_params[j])
-			c.idx[c.nfree++] = j;
-	c.shrink = shrink;
-	c.nres = (size_t)c.ngrp + (size_t)c.ncls * HP_EST_NCLASS +
-		 (size_t)(c.nfree + c.nscale) + c.spread;
-	c.f0 = malloc(c.nres * sizeof(*c.f0));
-	if (!c.f0) {
-		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+	if ((rc = problem_init(&c, th, prior, free_params, shrink, err)))
 		goto out;
-	}
 	for (int d = 0; d < c.nscale && !warm; d++)
 		scale[d] = 0;
 	for (int i = 0; i < n; i++)
@@ -944,4 +953,77 @@ int hp__phys_times(const struct hp__fitpt *pts, int n, const double *th,
 		out[i] = c.gt[c.grp[i]];
 	ctx_release(&c);
 	return 0;
+}
+
+int hp__phys_check_jacobian(const struct hp__fitpt *pts, int n,
+			    const double *th, const bool *free_params,
+			    int nscale, const double *scale, const double *wt,
+			    double *max_diff, struct hp_error *err)
+{
+	gsl_multifit_nlinear_parameters par =
+	    gsl_multifit_nlinear_default_parameters();
+	gsl_multifit_nlinear_fdf fdf;
+	gsl_vector *x = NULL, *f = NULL, *work = NULL;
+	gsl_matrix *J = NULL, *Jfd = NULL;
+	double *sc = NULL, *w1 = NULL;
+	struct nl_ctx c;
+	size_t np;
+	int rc;
+
+	*max_diff = INFINITY;
+	sc = calloc((size_t)nscale + 1, sizeof(*sc));
+	w1 = malloc((size_t)n * sizeof(*w1));
+	if (!sc || !w1) {
+		free(sc);
+		free(w1);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++)
+		w1[i] = wt ? wt[i] : 1;
+	if ((rc = ctx_init(&c, pts, n, nscale, scale ? sc : NULL, w1, err)) ||
+	    (rc = problem_init(&c, th, NULL, free_params, 0.5, err)))
+		goto out;
+	group_weights(&c);
+	c.h = par.h_df;
+	np = (size_t)(c.nfree + c.nscale);
+	x = gsl_vector_alloc(np);
+	f = gsl_vector_alloc(c.nres);
+	work = gsl_vector_alloc(c.nres);
+	J = gsl_matrix_alloc(c.nres, np);
+	Jfd = gsl_matrix_alloc(c.nres, np);
+	if (!x || !f || !work || !J || !Jfd) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int j = 0; j < c.nfree; j++)
+		gsl_vector_set(x, (size_t)j, th[c.idx[j]]);
+	for (int d = 0; d < c.nscale; d++)
+		gsl_vector_set(x, (size_t)(c.nfree + d), scale[d]);
+	memset(&fdf, 0, sizeof(fdf));
+	fdf.f = nl_f;
+	fdf.n = c.nres;
+	fdf.p = np;
+	fdf.params = &c;
+	nl_f(x, &c, f);
+	nl_df(x, &c, J);
+	gsl_multifit_nlinear_df(par.h_df, par.fdtype, x, NULL, &fdf, f, Jfd,
+				work);
+	*max_diff = 0;
+	for (size_t i = 0; i < c.nres; i++)
+		for (size_t j = 0; j < np; j++) {
+			double d = fabs(gsl_matrix_get(J, i, j) -
+					gsl_matrix_get(Jfd, i, j));
+			if (!(d <= *max_diff))
+				*max_diff = d;
+		}
+out:
+	gsl_vector_free(x);
+	gsl_vector_free(f);
+	gsl_vector_free(work);
+	gsl_matrix_free(J);
+	gsl_matrix_free(Jfd);
+	ctx_release(&c);
+	free(sc);
+	free(w1);
+	return rc;
 }
