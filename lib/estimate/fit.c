@@ -609,12 +609,26 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 	est->power_gamma = 0.5;
 	gmtime_r(&now, &tm);
 	strftime(est->created, sizeof(est->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	cpu = calloc((size_t)set->n + 1, sizeof(*cpu));
-	gpu = calloc((size_t)set->n + 1, sizeof(*gpu));
-	gtypes = calloc((size_t)set->n + 1, sizeof(*gtypes));
-	gpw = calloc((size_t)set->n + 1, sizeof(*gpw));
+	/* how many points of each kind (a million CPU rows need no room
+	 * for a million GPU points) */
+	for (int i = 0; i < set->n; i++) {
+		if (use && !use[i])
+			continue;
+		if (!t || strcmp(t->name, set->s[i].device))
+			t = hp_catalog_find(cat, set->s[i].device);
+		if (t && t->kind == HP_DEVICE_CPU)
+			ncpu++;
+		else if (t)
+			ngpu++;
+	}
+	cpu = calloc((size_t)ncpu + 1, sizeof(*cpu));
+	gpu = calloc((size_t)ngpu + 1, sizeof(*gpu));
+	gtypes = calloc((size_t)ngpu + 1, sizeof(*gtypes));
+	gpw = calloc((size_t)ngpu + 1, sizeof(*gpw));
 	if (!cpu || !gpu || !gtypes || !gpw)
 		goto nomem;
+	ncpu = ngpu = 0;
+	t = NULL;
 	for (int i = 0; i < set->n; i++) {
 		const struct hp__sample *s = &set->s[i];
 		struct hp__fitpt p;
