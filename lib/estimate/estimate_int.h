@@ -362,7 +362,7 @@ void hp__progress_add(struct hp__progress *p, int64_t n);
  * of a device (a fixed subsample beyond): its 10th and 90th percentiles
  * are known well from fewer rows than a large fit has.  The linear
  * baseline's 7 coefficients are fitted on as many. */
-#define HP__CV_MAX_ROWS 20000
+#define HP__CV_MAX_ROWS 10000
 /* Beyond this many rows of a device, each fold of that cross-validation
  * is refitted from the whole fit (hp__phys_refit: one solve from there,
  * not two starts of three passes from the prior): a fold of 80% of many

@@ -44,7 +44,8 @@
 struct key {
 	const struct hp_workload *w;
 	const struct hp__dev_spec *d;
-	int l0, nl;	/* its layers: lay[l0 .. l0 + nl) */
+	int l0, nl;	/* its layers, in order: lay[u0 + seq[l0 .. l0 + nl)] */
+	int u0, nu;	/* its distinct layers: lay[u0 .. u0 + nu) */
 	unsigned cmask; /* layer classes it has (bit k) */
 	bool tf32;	/* its peak moves with kappa */
 };
@@ -68,12 +69,15 @@ struct nl_ctx {
 	const struct hp__fitpt *pts;
 	int n;
 	double *y;	  /* log of each point's time */
+	double *yc;	  /* ... and of its class times (NaN: none) */
 	int *grp;	  /* each point's group */
 	const double *wt; /* each point's weight */
 	struct key *keys;
 	int nkeys;
-	struct hp__layer *lay;
-	int nlay;
+	struct hp__layer *lay; /* each key's distinct layers */
+	int nlay, nuniq;
+	int *seq; /* each key's layers in order, as indices of its distinct
+		     ones (a ResNet-50 has 174 layers, 54 distinct) */
 	struct group *grps;
 	int ngrp, ncls;
 	/* Groups of more than one point: the spread of their members around
@@ -96,8 +100,9 @@ struct nl_ctx {
 	bool have;
 	double cth[HP__NTH];
 	double *csc;
-	struct hp__layer_parts *parts; /* each layer's */
-	double *tl, *ksum, *kcls, *gt, *f0;
+	struct hp__layer_parts *parts;	    /* each layer's */
+	double *tl, *ksum, *kcls, *gt, *f0; /* tl, parts: per distinct layer */
+	double *vbuf; /* one key's distinct layers' times */
 	/* scratch */
 	double *ksum2, *kcls2, *sc;
 	unsigned char *kchg;
@@ -208,8 +213,14 @@ static int ctx_alloc_keys(struct nl_ctx *c)
 {
 	size_t nk = (size_t)c->nkeys + 1, ng = (size_t)c->ngrp + 1;
 
-	c->tl = malloc(((size_t)c->nlay + 1) * sizeof(*c->tl));
-	c->parts = malloc(((size_t)c->nlay + 1) * sizeof(*c->parts));
+	int maxnu = 0;
+
+	for (int k = 0; k < c->nkeys; k++)
+		if (c->keys[k].nu > maxnu)
+			maxnu = c->keys[k].nu;
+	c->tl = malloc(((size_t)c->nuniq + 1) * sizeof(*c->tl));
+	c->parts = malloc(((size_t)c->nuniq + 1) * sizeof(*c->parts));
+	c->vbuf = malloc(((size_t)maxnu + 1) * sizeof(*c->vbuf));
 	c->ksum = malloc(nk * sizeof(*c->ksum));
 	c->kcls = malloc(nk * HP_EST_NCLASS * sizeof(*c->kcls));
 	c->ksum2 = malloc(nk * sizeof(*c->ksum2));
@@ -218,8 +229,8 @@ static int ctx_alloc_keys(struct nl_ctx *c)
 	c->gt = malloc(ng * sizeof(*c->gt));
 	c->csc = calloc((size_t)c->nscale + 1, sizeof(*c->csc));
 	c->sc = calloc((size_t)c->nscale + 1, sizeof(*c->sc));
-	if (!c->tl || !c->parts || !c->ksum || !c->kcls || !c->ksum2 ||
-	    !c->kcls2 || !c->kchg || !c->gt || !c->csc || !c->sc)
+	if (!c->tl || !c->parts || !c->vbuf || !c->ksum || !c->kcls ||
+	    !c->ksum2 || !c->kcls2 || !c->kchg || !c->gt || !c->csc || !c->sc)
 		return HP_ENOMEM;
 	return 0;
 }
@@ -237,8 +248,9 @@ static int build(struct nl_ctx *c)
 
 	c->grp = malloc(((size_t)c->n + 1) * sizeof(*c->grp));
 	c->y = malloc(((size_t)c->n + 1) * sizeof(*c->y));
+	c->yc = malloc(((size_t)c->n + 1) * HP_EST_NCLASS * sizeof(*c->yc));
 	pkey = malloc(((size_t)c->n + 1) * sizeof(*pkey));
-	if (!c->grp || !c->y || !pkey ||
+	if (!c->grp || !c->y || !c->yc || !pkey ||
 	    dedup_init(&kt, sizeof(struct key_id), c->n) ||
 	    dedup_init(&gt, sizeof(struct group_id), c->n))
 		goto out;
@@ -278,18 +290,32 @@ static int build(struct nl_ctx *c)
 	}
 	c->nkeys = kt.n;
 	c->lay = malloc(((size_t)c->nlay + 1) * sizeof(*c->lay));
-	if (!c->lay)
+	c->seq = malloc(((size_t)c->nlay + 1) * sizeof(*c->seq));
+	if (!c->lay || !c->seq)
 		goto out;
+	/* Layers of a key equal in every figure (a network's repeated
+	 * blocks) take equal times: each is computed once per evaluation,
+	 * and added in its place. */
 	for (int k = 0; k < c->nkeys; k++) {
 		struct key *K = &c->keys[k];
 		int m = 0;
+		K->u0 = c->nuniq;
 		for (int l = 0; l < K->w->nlayers; l++) {
-			struct hp__layer *L = &c->lay[K->l0 + m];
-			if (!hp__layer_of(K->w, l, K->d, L))
+			struct hp__layer L;
+			int u;
+			memset(&L, 0, sizeof(L)); /* padding too: memcmp */
+			if (!hp__layer_of(K->w, l, K->d, &L))
 				continue;
-			K->cmask |= 1u << L->cls;
-			m++;
+			for (u = 0; u < K->nu; u++)
+				if (!memcmp(&c->lay[K->u0 + u], &L, sizeof(L)))
+					break;
+			if (u == K->nu) {
+				c->lay[K->u0 + K->nu++] = L;
+				K->cmask |= 1u << L.cls;
+			}
+			c->seq[K->l0 + m++] = u;
 		}
+		c->nuniq += K->nu;
 	}
 	/* merge only when the points outnumber their groups enough */
 	for (int i = 0; i < c->n; i++) {
@@ -310,6 +336,9 @@ static int build(struct nl_ctx *c)
 		group_id_of(c, i, pkey[i], merge, &gid);
 		c->grp[i] = dedup_find(&gt, &gid, &added);
 		c->y[i] = log(p->t);
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			c->yc[(size_t)i * HP_EST_NCLASS + k] =
+			    p->tcls[k] > 0 ? log(p->tcls[k]) : NAN;
 		if (added) {
 			struct group *G = &c->grps[c->grp[i]];
 			G->key = gid.key;
@@ -328,7 +357,8 @@ static int build(struct nl_ctx *c)
 				continue;
 			any = true;
 			if (isnan(G->yc0[k]))
-				G->yc0[k] = log(p->tcls[k]);
+				G->yc0[k] =
+				    c->yc[(size_t)i * HP_EST_NCLASS + k];
 		}
 		if (any && c->grps[c->grp[i]].ci < 0)
 			c->grps[c->grp[i]].ci = c->ncls++;
@@ -347,11 +377,14 @@ static void ctx_release(struct nl_ctx *c)
 {
 	free(c->grp);
 	free(c->y);
+	free(c->yc);
 	free(c->keys);
 	free(c->lay);
+	free(c->seq);
 	free(c->grps);
 	free(c->tl);
 	free(c->parts);
+	free(c->vbuf);
 	free(c->ksum);
 	free(c->kcls);
 	free(c->ksum2);
@@ -377,15 +410,15 @@ static void group_weights(struct nl_ctx *c)
 			G->wc[k] = G->yc[k] = 0;
 	}
 	for (int i = 0; i < c->n; i++) {
-		const struct hp__fitpt *p = &c->pts[i];
+		const double *yc = &c->yc[(size_t)i * HP_EST_NCLASS];
 		struct group *G = &c->grps[c->grp[i]];
 		G->w += c->wt[i];
 		G->y += c->wt[i] * (c->y[i] - G->y0);
 		for (int k = 0; k < HP_EST_NCLASS; k++) {
-			if (!(p->tcls[k] > 0))
+			if (isnan(yc[k]))
 				continue;
 			G->wc[k] += c->wt[i];
-			G->yc[k] += c->wt[i] * (log(p->tcls[k]) - G->yc0[k]);
+			G->yc[k] += c->wt[i] * (yc[k] - G->yc0[k]);
 		}
 	}
 	for (int g = 0; g < c->ngrp; g++) {
@@ -397,14 +430,14 @@ static void group_weights(struct nl_ctx *c)
 	}
 	c->spread_sq = 0;
 	for (int i = 0; c->spread && i < c->n; i++) {
-		const struct hp__fitpt *p = &c->pts[i];
+		const double *yc = &c->yc[(size_t)i * HP_EST_NCLASS];
 		const struct group *G = &c->grps[c->grp[i]];
 		double d = c->y[i] - G->y;
 		c->spread_sq += c->wt[i] * d * d;
 		for (int k = 0; k < HP_EST_NCLASS; k++) {
-			if (!(p->tcls[k] > 0))
+			if (isnan(yc[k]))
 				continue;
-			d = log(p->tcls[k]) - G->yc[k];
+			d = yc[k] - G->yc[k];
 			c->spread_sq +=
 			    CLASS_WEIGHT * CLASS_WEIGHT * c->wt[i] * d * d;
 		}
@@ -444,25 +477,27 @@ static void key_sum(struct nl_ctx *c, const struct key *K,
 		    const struct hp__dev_rates *r, double t0, unsigned cmask,
 		    unsigned pmask, bool store, double *sum, double *cls)
 {
-	const struct hp__layer *L = &c->lay[K->l0];
-	struct hp__layer_parts *P = &c->parts[K->l0];
-	double *tl = &c->tl[K->l0];
+	const struct hp__layer *L = &c->lay[K->u0];
+	struct hp__layer_parts *P = &c->parts[K->u0];
+	const int *seq = &c->seq[K->l0];
+	double *tl = &c->tl[K->u0], *v = c->vbuf;
 	double t = t0, c0 = 0, c1 = 0, c2 = 0;
 
+	for (int u = 0; u < K->nu; u++)
+		v[u] = cmask >> L[u].cls & 1
+			   ? layer_one(&L[u], &P[u], r, pmask, store, &tl[u])
+			   : tl[u];
 	for (int l = 0; l < K->nl; l++) {
-		double v =
-		    cmask >> L[l].cls & 1
-			? layer_one(&L[l], &P[l], r, pmask, store, &tl[l])
-			: tl[l];
-		t += v;
+		double x = v[seq[l]];
+		t += x;
 		/* each class's sum in a register: in memory, each addition
 		 * would wait for the store of the one before */
-		if (L[l].cls == HP_EST_CONV)
-			c0 += v;
-		else if (L[l].cls == HP_EST_FC)
-			c1 += v;
+		if (L[seq[l]].cls == HP_EST_CONV)
+			c0 += x;
+		else if (L[seq[l]].cls == HP_EST_FC)
+			c1 += x;
 		else
-			c2 += v;
+			c2 += x;
 	}
 	cls[HP_EST_CONV] = c0;
 	cls[HP_EST_FC] = c1;
