@@ -122,10 +122,11 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 /*
  * Progress of a long fit or validation, for a display: `stage` says what
  * is being done ("reading 'x.csv'", "fitting", "validating"), `done` of
- * `total` units of it (total 0: not known beforehand, e.g. rows being
- * read).  Called from the fitting thread up to a few thousand times a
- * second (after every solver run, every few thousand rows read): the
- * callback decides what to show and how often.
+ * `total` units of it (total 0: not known beforehand, for rows being
+ * read).  Called from the fitting thread every 4,096 rows read and after
+ * every model fit (a CPU host's or the GPU types', each a few solver
+ * runs): from a few times to a few hundred times a fit.  The callback
+ * decides what to show and how often.
  */
 typedef void (*hp_progress_fn)(const char *stage, int64_t done, int64_t total,
 			       void *ud);
