@@ -31,6 +31,23 @@ if [ -x "$build/bin/bench_recommend" ]; then
 	BENCH_REPS=5 "$build/bin/bench_recommend" "$m" 512 3600 distinct
 fi
 
+if [ -x "$build/bin/bench_fit" ]; then
+	echo
+	echo "== fitting the estimator: N profile rows resampled from data/profiles/cpu-default.csv + the public GPU rows (goal: 100000 rows under 10 s and 500 MB)"
+	# BENCH_FIT_ROWS="1000 10000 100000" by default; bench_fit --distinct
+	# for rows that nearly all differ in batch (the worst case).
+	# shellcheck disable=SC2086
+	"$build/bin/bench_fit" ${BENCH_FIT_ROWS:-1000 10000 100000}
+	echo "-- the shipped data (360 profile rows, 111 public rows)"
+	out=$(mktemp)
+	TIMEFORMAT="hetpool fit: %R s"
+	time "$build/bin/hetpool" fit --out "$out" >/dev/null
+	TIMEFORMAT="hetpool validate: %R s"
+	time "$build/bin/hetpool" validate >/dev/null
+	unset TIMEFORMAT
+	rm -f "$out"
+fi
+
 echo
 echo "== training step: hetpool engine (oneDNN) vs PyTorch, $threads threads, side by side (goal: ratio <= 1.2)"
 S="benchmarks/specs/cnn2_s32.json:64 benchmarks/specs/cnn3_s32_small.json:64 benchmarks/specs/cnn4_s64.json:16 benchmarks/specs/cnn6_s32.json:32 benchmarks/specs/cnn2_s64_wide.json:32"

@@ -14,8 +14,8 @@
 static const char help[] =
     "usage: hetpool validate [--profiles FILE]... [--public DIR | "
     "--no-public]\n"
-    "                        [--folds K] [--models DIR] [--catalog FILE] "
-    "[--json]\n"
+    "                        [--folds K] [--models DIR] [--skip-bad-rows]\n"
+    "                        [--catalog FILE] [--json]\n"
     "\n"
     "Refit the estimator's families on parts of the data and score "
     "their\n"
@@ -43,8 +43,14 @@ static const char help[] =
     "  --folds K        folds of the k-fold scheme (default 5)\n"
     "  --models DIR     ONNX models of the public rows (default: "
     "data/models)\n"
+    "  --skip-bad-rows  leave out profile rows with a value outside its "
+    "physical\n"
+    "                   range and count them (default: such a row is an "
+    "error)\n"
     "  --catalog FILE   device catalog (default: data/devices.csv)\n"
     "  --json           print JSON for scripts\n"
+    "\n"
+    "Progress is shown on stderr when stderr is a terminal.\n"
     "\n"
     "examples:\n"
     "  hetpool validate\n"
@@ -58,25 +64,28 @@ int cmd_validate(int argc, char **argv)
 	    {"no-public", no_argument, NULL, 'P'},
 	    {"folds", required_argument, NULL, 'k'},
 	    {"models", required_argument, NULL, 'm'},
+	    {"skip-bad-rows", no_argument, NULL, 's'},
 	    {"catalog", required_argument, NULL, 'c'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct hp_fit_options o = {0};
+	struct hp_fit_report report = {0};
+	struct est_cli_progress prog;
 	struct hp_error err = {0};
 	struct hp_validation v = {0};
 	struct hp_catalog *cat = NULL;
 	const char *catalog = NULL;
 	struct est_cli_sources src = {0};
 	char *profiles[64];
-	int nprof = 0, nshipped = 0, c, status = EXIT_OK;
+	int nprof = 0, nshipped = 0, c, rc, status = EXIT_OK;
 	int64_t folds = 5;
 	bool json = false;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:p:Pk:m:c:jh", opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "d:p:Pk:m:sc:jh", opts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'd':
@@ -101,6 +110,9 @@ int cmd_validate(int argc, char **argv)
 			break;
 		case 'm':
 			src.models = optarg;
+			break;
+		case 's':
+			o.skip_bad_rows = true;
 			break;
 		case 'c':
 			catalog = optarg;
@@ -134,11 +146,18 @@ int cmd_validate(int argc, char **argv)
 	o.ndatasets = nprof;
 	if (!(cat = est_cli_catalog(catalog, "validate", &status)))
 		goto out;
-	if (hp_estimator_validate(&o, cat, (int)folds, &v, &err)) {
+	est_cli_progress_init(&prog, "validate");
+	o.progress = est_cli_progress;
+	o.progress_ud = &prog;
+	o.report = &report;
+	rc = hp_estimator_validate(&o, cat, (int)folds, &v, &err);
+	est_cli_progress_end(&prog);
+	if (rc) {
 		status = cli_error(cli_status_for(err.code), "validate: %s",
 				   err.msg);
 		goto out;
 	}
+	est_cli_report_skipped("validate", &report);
 	if (json) {
 		json_t *j = json_object(), *rows = json_array(),
 		       *notes = json_array();
@@ -158,6 +177,10 @@ int cmd_validate(int argc, char **argv)
 			json_array_append_new(notes, json_string(v.notes[i]));
 		json_object_set_new(j, "rows", rows);
 		json_object_set_new(j, "notes", notes);
+		json_object_set_new(j, "profile_rows",
+				    json_integer(report.profile_rows));
+		json_object_set_new(j, "skipped_bad_rows",
+				    json_integer(report.bad_rows_skipped));
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		fputc('\n', stdout);
 		json_decref(j);

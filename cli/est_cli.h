@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hetpool/device.h"
 #include "hetpool/estimate.h"
@@ -30,5 +31,26 @@ struct hp_catalog *est_cli_catalog(const char *catalog, const char *cmd,
 /* The shipped profiles: the .csv files in data/profiles, sorted; returns how
  * many paths were put in paths[] (each malloc'ed), at most max. */
 int est_cli_profiles(char **paths, int max);
+
+/*
+ * Progress of a long fit or validation on stderr: only when stderr is a
+ * terminal (a log or a pipe gets nothing: one error line stays one line),
+ * only after the first 2 seconds, at most 4 times a second, as one line
+ * rewritten in place.  est_cli_progress() is the library's callback (ud:
+ * the struct); est_cli_progress_end() clears the line before anything
+ * else is printed.
+ */
+struct est_cli_progress {
+	const char *cmd;
+	bool tty, shown;
+	double start_s, last_s;
+};
+void est_cli_progress_init(struct est_cli_progress *p, const char *cmd);
+void est_cli_progress(const char *stage, int64_t done, int64_t total, void *ud);
+void est_cli_progress_end(struct est_cli_progress *p);
+
+/* A warning line on stderr when bad rows were skipped (--skip-bad-rows):
+ * how many, and the first. */
+void est_cli_report_skipped(const char *cmd, const struct hp_fit_report *r);
 
 #endif

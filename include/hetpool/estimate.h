@@ -119,6 +119,37 @@ void hp_workload_release(struct hp_workload *w);
 int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 			 struct hp_workload *out, struct hp_error *err);
 
+/*
+ * Progress of a long fit or validation, for a display: `stage` says what
+ * is being done ("reading 'x.csv'", "fitting", "validating"), `done` of
+ * `total` units of it (total 0: not known beforehand, for rows being
+ * read).  Called from the fitting thread every 4,096 rows read and after
+ * every model fit (a CPU host's or the GPU types', each a few solver
+ * runs): from a few times to a few hundred times a fit.  The callback
+ * decides what to show and how often.
+ */
+typedef void (*hp_progress_fn)(const char *stage, int64_t done, int64_t total,
+			       void *ud);
+
+/* What a fit or validation read, filled when hp_fit_options.report is
+ * given. */
+struct hp_fit_report {
+	int64_t profile_rows;	  /* profile rows used */
+	int64_t bad_rows_skipped; /* with skip_bad_rows */
+	char first_bad[224];	  /* the first of them: file, row, column,
+				     what is wrong */
+};
+
+/*
+ * Physical ranges of a profile row's values; a row outside them is bad
+ * (docs/estimator.md, "Bad rows").  Empty time and power columns mean
+ * "not measured".
+ */
+#define HP_FIT_MAX_STEP_TIME_S 86400.0		     /* step time: (0, a day) */
+#define HP_FIT_MAX_BATCH ((int64_t)1 << 20)	     /* batch: 1 .. 2^20 */
+#define HP_FIT_MAX_PEAK_MEM_BYTES ((int64_t)1 << 50) /* 0 .. 1 PiB */
+#define HP_FIT_MAX_POWER_W 100e3		     /* power: (0, 100 kW) */
+
 /* What to fit on. */
 struct hp_fit_options {
 	const char *const *datasets; /* profiler CSVs (docs/dataset.md) */
@@ -129,6 +160,15 @@ struct hp_fit_options {
 	enum hp_est_family family; /* the family predict uses by default */
 	bool no_intervals; /* skip the inner cross-validation that sizes the
 			      intervals (validation fits) */
+	/* A profile row with a value outside its physical range (or a spec
+	 * that cannot be analysed) is refused with HP_EINVAL naming the
+	 * file, its line and the column; with skip_bad_rows it is left out
+	 * and counted in the report.  Rows measured on a busy host and rows
+	 * of a device type not in the catalog are left out either way. */
+	bool skip_bad_rows;
+	hp_progress_fn progress; /* may be NULL */
+	void *progress_ud;
+	struct hp_fit_report *report; /* the caller's; may be NULL */
 };
 
 struct hp_estimator;
@@ -137,7 +177,9 @@ struct hp_estimator;
  * Fit every model on the options' data against cat (whose CPU type should
  * carry the host's figures: hp_host_apply()).  Both families are fitted;
  * o->family is the one predictions use.  NULL with err set when there is
- * nothing to fit or an input cannot be read.
+ * nothing to fit, an input cannot be read, holds a bad row (see
+ * skip_bad_rows), or is given twice (the same file, or two files with the
+ * same bytes: each row would count twice).
  */
 struct hp_estimator *hp_estimator_fit(const struct hp_fit_options *o,
 				      const struct hp_catalog *cat,
@@ -148,9 +190,30 @@ void hp_estimator_free(struct hp_estimator *est);
 #define HP_ESTIMATOR_MAX_BYTES (4u << 20)
 #define HP_ESTIMATOR_VERSION 2
 
-/* Save as JSON (versioned; see docs/estimator.md). */
+/* Save as JSON (versioned; see docs/estimator.md), atomically: written to
+ * a temporary file beside path, flushed to disk, renamed over path. */
 int hp_estimator_save(const struct hp_estimator *est, const char *path,
 		      struct hp_error *err);
+/*
+ * The same in two steps, so that a path that cannot be written is known
+ * before a long fit: hp_estimator_save_open() creates the temporary file
+ * beside path (HP_EIO with the system's reason, e.g. "cannot write
+ * '/nonexistent/x.json': No such file or directory"; HP_EINVAL when path
+ * is a directory); hp_estimator_save_commit() writes est into it, flushes
+ * it and renames it over path; hp_estimator_save_abort() removes it.
+ * Either ends the struct's use.
+ */
+struct hp_estimator_file {
+	char path[4096];
+	char tmp[4096 + 32];
+	int fd;
+};
+int hp_estimator_save_open(struct hp_estimator_file *f, const char *path,
+			   struct hp_error *err);
+int hp_estimator_save_commit(struct hp_estimator_file *f,
+			     const struct hp_estimator *est,
+			     struct hp_error *err);
+void hp_estimator_save_abort(struct hp_estimator_file *f);
 /* The JSON text; caller frees; NULL on ENOMEM. */
 char *hp_estimator_dumps(const struct hp_estimator *est);
 /* Load from a file or from text; bad input is refused with HP_EPARSE and a

@@ -6,9 +6,11 @@
  */
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "estimate/estimate_int.h"
 #include "hetpool/measure.h"
@@ -75,27 +77,250 @@ static void note(struct hp__set *set, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Workloads already analysed from the profiles: (spec_json, batch) -> its
+ * index in the set, so that rows of one configuration share one analysis
+ * (a service refitting from every finished job sees the same
+ * configurations again and again).
+ */
+struct wl_index {
+	struct wl_slot {
+		uint64_t hash;
+		char *spec; /* NULL: empty slot */
+		int64_t batch;
+		int wl;
+	} * slot;
+	size_t nslot, n;
+};
+
+static uint64_t spec_hash(const char *s, int64_t batch)
+{
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)batch;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h ^ h >> 31;
+}
+
+static void wl_index_release(struct wl_index *x)
+{
+	for (size_t i = 0; i < x->nslot; i++)
+		free(x->slot[i].spec);
+	free(x->slot);
+	memset(x, 0, sizeof(*x));
+}
+
+static struct wl_slot *wl_index_find(struct wl_index *x, const char *spec,
+				     int64_t batch, uint64_t h)
+{
+	size_t s = (size_t)h & (x->nslot - 1);
+
+	for (; x->slot[s].spec; s = (s + 1) & (x->nslot - 1))
+		if (x->slot[s].hash == h && x->slot[s].batch == batch &&
+		    !strcmp(x->slot[s].spec, spec))
+			break;
+	return &x->slot[s];
+}
+
+/* Room for one more entry (the table at most half full); 0 or ENOMEM. */
+static int wl_index_reserve(struct wl_index *x)
+{
+	struct wl_index nx = {0};
+
+	if (2 * (x->n + 1) <= x->nslot)
+		return 0;
+	nx.nslot = x->nslot ? 2 * x->nslot : 256;
+	nx.slot = calloc(nx.nslot, sizeof(*nx.slot));
+	if (!nx.slot)
+		return HP_ENOMEM;
+	for (size_t i = 0; i < x->nslot; i++)
+		if (x->slot[i].spec)
+			*wl_index_find(&nx, x->slot[i].spec, x->slot[i].batch,
+				       x->slot[i].hash) = x->slot[i];
+	nx.n = x->n;
+	free(x->slot);
+	*x = nx;
+	return 0;
+}
+
 struct prof_ctx {
 	struct hp__set *set;
 	const struct hp_catalog *cat;
+	const struct hp_fit_options *o;
 	const char *path;
-	struct hp_error *err;
-	int rows, skipped, busy;
+	struct wl_index *wls;
+	int rows, unknown, busy;
+	int64_t record; /* data rows read so far */
+	int64_t bad;	/* bad rows skipped */
+	bool failed;	/* the callback stopped the read: why says why */
+	int64_t bad_record;
+	char why[192]; /* "column 'step_time_s': 0 is not a step time ..." */
 };
+
+static void prof_why(struct prof_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void prof_why(struct prof_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+}
+
+/* Whether r's values are physical; if not, why in c->why. */
+static bool row_ok(const struct hp_profile_row *r, struct prof_ctx *c)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} cls_cols[] = {
+	    {"time_conv_s", offsetof(struct hp_profile_row, time_conv_s)},
+	    {"time_fc_s", offsetof(struct hp_profile_row, time_fc_s)},
+	    {"time_other_s", offsetof(struct hp_profile_row, time_other_s)},
+	};
+	const double tmax = HP_FIT_MAX_STEP_TIME_S;
+
+	if (isnan(r->step_time_s)) {
+		prof_why(c, "column 'step_time_s': empty is not a step time");
+		return false;
+	}
+	if (!(r->step_time_s > 0 && r->step_time_s < tmax)) {
+		prof_why(c,
+			 "column 'step_time_s': %g is not a step time (must "
+			 "be > 0 and under %g s)",
+			 r->step_time_s, tmax);
+		return false;
+	}
+	if (r->batch < 1 || r->batch > HP_FIT_MAX_BATCH) {
+		prof_why(c,
+			 "column 'batch': %lld is not a batch size (must be "
+			 "1 to %lld)",
+			 (long long)r->batch, (long long)HP_FIT_MAX_BATCH);
+		return false;
+	}
+	if (r->peak_mem_bytes < 0 ||
+	    r->peak_mem_bytes > HP_FIT_MAX_PEAK_MEM_BYTES) {
+		prof_why(c,
+			 "column 'peak_mem_bytes': %lld is not a memory size "
+			 "(must be 0, not measured, to 2^50 bytes)",
+			 (long long)r->peak_mem_bytes);
+		return false;
+	}
+	for (size_t k = 0; k < sizeof(cls_cols) / sizeof(cls_cols[0]); k++) {
+		double v;
+		memcpy(&v, (const char *)r + cls_cols[k].off, sizeof(v));
+		if (!isnan(v) && !(v >= 0 && v < tmax)) {
+			prof_why(c,
+				 "column '%s': %g is not a time (must be "
+				 "empty, not measured, or 0 to under %g s)",
+				 cls_cols[k].name, v, tmax);
+			return false;
+		}
+	}
+	if (!isnan(r->power_w) &&
+	    !(r->power_w > 0 && r->power_w < HP_FIT_MAX_POWER_W)) {
+		prof_why(c,
+			 "column 'power_w': %g is not a power (must be empty, "
+			 "not measured, or > 0 and under %g W)",
+			 r->power_w, HP_FIT_MAX_POWER_W);
+		return false;
+	}
+	if (!isnan(r->cpu_pressure) && !(r->cpu_pressure >= 0)) {
+		prof_why(c,
+			 "column 'cpu_pressure': %g is not a share of time "
+			 "(must be empty, not measured, or >= 0)",
+			 r->cpu_pressure);
+		return false;
+	}
+	return true;
+}
+
+/* A bad row: skipped and counted, or the read stopped (HP_EINVAL). */
+static int bad_row(struct prof_ctx *c)
+{
+	struct hp_fit_report *rep = c->o->report;
+
+	if (!c->o->skip_bad_rows) {
+		c->failed = true;
+		c->bad_record = c->record;
+		return HP_EINVAL;
+	}
+	if (rep && rep->bad_rows_skipped == 0)
+		snprintf(rep->first_bad, sizeof(rep->first_bad),
+			 "'%s' data row %lld: %s", c->path,
+			 (long long)c->record, c->why);
+	if (rep)
+		rep->bad_rows_skipped++;
+	c->bad++;
+	return 0;
+}
+
+/* The workload of r's configuration, analysed once per (spec, batch):
+ * its index, or a negative code (why says what went wrong). */
+static int row_workload(struct prof_ctx *c, const struct hp_profile_row *r)
+{
+	struct hp_spec spec;
+	struct hp_graph *g;
+	struct hp_error e = {0};
+	struct wl_slot *sl;
+	uint64_t h = spec_hash(r->spec_json, r->batch);
+	int wl, rc;
+
+	if (wl_index_reserve(c->wls))
+		return HP_ENOMEM;
+	sl = wl_index_find(c->wls, r->spec_json, r->batch, h);
+	if (sl->spec)
+		return sl->wl;
+	rc = hp_spec_parse_only(r->spec_json, strlen(r->spec_json), &spec, &e);
+	if (rc) {
+		prof_why(c, "column 'spec_json': %s", e.msg);
+		return rc;
+	}
+	g = hp_spec_to_graph(&spec, &e);
+	hp_spec_release(&spec);
+	if (!g) {
+		prof_why(c, "column 'spec_json': %s", e.msg);
+		return e.code ? e.code : HP_EINVAL;
+	}
+	if ((wl = add_wl(c->set)) < 0) {
+		hp_graph_free(g);
+		return HP_ENOMEM;
+	}
+	rc = hp_workload_from_graph(g, r->batch, NULL, 0, &c->set->wl[wl], &e);
+	hp_graph_free(g);
+	if (rc) {
+		c->set->nwl--;
+		prof_why(c, "column 'spec_json': at batch %lld: %s",
+			 (long long)r->batch, e.msg);
+		return rc;
+	}
+	if (!(sl->spec = strdup(r->spec_json))) {
+		/* the workload stays, unindexed */
+		return wl;
+	}
+	sl->hash = h;
+	sl->batch = r->batch;
+	sl->wl = wl;
+	c->wls->n++;
+	return wl;
+}
 
 static int prof_row(const struct hp_profile_row *r, void *ud)
 {
 	struct prof_ctx *c = ud;
-	struct hp_spec spec;
-	struct hp_graph *g;
 	struct hp__sample *s;
 	const struct hp_device_type *t;
-	int wl, rc;
+	int wl;
 
-	if (!(r->step_time_s > 0) || r->batch < 1) {
-		c->skipped++;
-		return 0;
+	c->record++;
+	if (c->o->progress && c->record % 4096 == 0) {
+		char stage[96];
+		snprintf(stage, sizeof(stage), "reading '%.80s'", c->path);
+		c->o->progress(stage, c->record, 0, c->o->progress_ud);
 	}
+	if (!row_ok(r, c))
+		return bad_row(c);
 	/* Measured while other tasks fought for the CPUs: not the device's
 	 * time (the profiler warned and recorded it). */
 	if (r->cpu_pressure > HP__MAX_CPU_PRESSURE) {
@@ -107,42 +332,29 @@ static int prof_row(const struct hp_profile_row *r, void *ud)
 	else
 		t = hp_catalog_find(c->cat, r->device);
 	if (!t) {
-		c->skipped++;
+		c->unknown++;
 		return 0;
 	}
-	rc = hp_spec_parse_only(r->spec_json, strlen(r->spec_json), &spec,
-				c->err);
-	if (rc) {
-		hp_error_prefix(c->err, "%s: row '%s': spec_json", c->path,
-				r->config_id);
-		return rc;
+	if ((wl = row_workload(c, r)) < 0) {
+		if (wl == HP_ENOMEM) {
+			prof_why(c, "out of memory");
+			c->failed = true;
+			c->bad_record = c->record;
+			return HP_ENOMEM;
+		}
+		return bad_row(c);
 	}
-	g = hp_spec_to_graph(&spec, c->err);
-	hp_spec_release(&spec);
-	if (!g) {
-		hp_error_prefix(c->err, "%s: row '%s'", c->path, r->config_id);
-		return c->err->code ? c->err->code : HP_EINVAL;
+	if (!(s = add_sample(c->set))) {
+		prof_why(c, "out of memory");
+		c->failed = true;
+		c->bad_record = c->record;
+		return HP_ENOMEM;
 	}
-	if ((wl = add_wl(c->set)) < 0) {
-		hp_graph_free(g);
-		return hp_error_set(c->err, HP_ENOMEM, "out of memory");
-	}
-	rc = hp_workload_from_graph(g, r->batch, NULL, 0, &c->set->wl[wl],
-				    c->err);
-	hp_graph_free(g);
-	if (rc) {
-		c->set->nwl--;
-		hp_error_prefix(c->err, "%s: row '%s'", c->path, r->config_id);
-		return rc;
-	}
-	if (!(s = add_sample(c->set)))
-		return hp_error_set(c->err, HP_ENOMEM, "out of memory");
 	snprintf(s->device, sizeof(s->device), "%s", t->name);
 	snprintf(s->family, sizeof(s->family), "%s", r->family);
 	s->src = HP__SRC_PROFILE;
 	s->wl = wl;
 	s->t = r->step_time_s;
-	s->cv = r->step_time_cv;
 	s->power_w = r->power_w;
 	s->peak_mem_bytes = r->peak_mem_bytes;
 	s->structural = r->conv_layers > 0;
@@ -151,6 +363,68 @@ static int prof_row(const struct hp_profile_row *r, void *ud)
 	s->tcls[HP_EST_FC] = r->time_fc_s;
 	s->tcls[HP_EST_OTHER] = r->time_other_s;
 	c->rows++;
+	return 0;
+}
+
+/* The line the dataset reader names ("line N: ...") when a row callback
+ * stopped it, or 0. */
+static long err_line(const struct hp_error *err)
+{
+	char *end;
+	long v;
+
+	if (strncmp(err->msg, "line ", 5))
+		return 0;
+	v = strtol(err->msg + 5, &end, 10);
+	return *end == ':' && v > 0 ? v : 0;
+}
+
+/* Read one profile dataset into set. */
+static int read_profiles(struct hp__set *set, const struct hp_fit_options *o,
+			 const struct hp_catalog *cat, const char *path,
+			 struct wl_index *wls, struct hp_error *err)
+{
+	struct prof_ctx c = {0};
+	int64_t torn = 0;
+	int rc;
+	long line;
+
+	c.set = set;
+	c.cat = cat;
+	c.o = o;
+	c.path = path;
+	c.wls = wls;
+	rc = hp_dataset_read(path, prof_row, &c, &torn, err);
+	if (rc && c.failed) {
+		/* the reader names the line; the reason is ours */
+		if ((line = err_line(err)) > 0)
+			return hp_error_set(err, rc, "'%s' line %ld: %s", path,
+					    line, c.why);
+		return hp_error_set(err, rc, "'%s' data row %lld: %s", path,
+				    (long long)c.bad_record, c.why);
+	}
+	if (rc) {
+		char why[sizeof(err->msg)];
+		memcpy(why, err->msg, sizeof(why));
+		/* "'x.csv' line 3: ...", as for the rows refused here */
+		return hp_error_set(err, rc, "'%s'%s%s", path,
+				    strncmp(why, "line ", 5) ? ": " : " ", why);
+	}
+	set->profile_rows += c.rows;
+	note(set, "profiles: %d rows from %s", c.rows, path);
+	if (c.unknown)
+		note(set,
+		     "profiles: %d rows of %s on device types not in the "
+		     "catalog left out",
+		     c.unknown, path);
+	if (c.busy)
+		note(set,
+		     "profiles: %d rows of %s measured on a busy host "
+		     "(cpu_pressure over %.2f) left out",
+		     c.busy, path, HP__MAX_CPU_PRESSURE);
+	if (c.bad)
+		note(set, "profiles: %lld bad row%s of %s skipped",
+		     (long long)c.bad, c.bad == 1 ? "" : "s", path);
 	return 0;
 }
 
@@ -331,31 +605,85 @@ out:
 	return rc;
 }
 
+/* Whether files a and b hold the same bytes (sizes already equal). */
+static bool same_bytes(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	char ba[65536], bb[65536];
+	bool same = fa && fb;
+
+	while (same) {
+		size_t na = fread(ba, 1, sizeof(ba), fa);
+		size_t nb = fread(bb, 1, sizeof(bb), fb);
+		if (na != nb || memcmp(ba, bb, na))
+			same = false;
+		if (na < sizeof(ba))
+			break;
+	}
+	if (same && (ferror(fa) || ferror(fb)))
+		same = false;
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/*
+ * A dataset given twice would count each of its rows twice: the same
+ * file under two names (same device and inode), or two files with the
+ * same bytes (a copy).  Paths that cannot be read are left to the reader.
+ */
+static int check_distinct(const struct hp_fit_options *o, struct hp_error *err)
+{
+	for (int i = 0; i < o->ndatasets; i++) {
+		struct stat si;
+		if (stat(o->datasets[i], &si) || !S_ISREG(si.st_mode))
+			continue;
+		for (int j = 0; j < i; j++) {
+			struct stat sj;
+			if (stat(o->datasets[j], &sj) || !S_ISREG(sj.st_mode))
+				continue;
+			if (si.st_dev == sj.st_dev && si.st_ino == sj.st_ino)
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "'%s' and '%s' are the same file: its rows "
+				    "would count twice",
+				    o->datasets[j], o->datasets[i]);
+			if (si.st_size == sj.st_size &&
+			    same_bytes(o->datasets[j], o->datasets[i]))
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "'%s' and '%s' have the same content: its "
+				    "rows would count twice",
+				    o->datasets[j], o->datasets[i]);
+		}
+	}
+	return 0;
+}
+
 int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 		 const struct hp_catalog *cat, struct hp_error *err)
 {
+	struct wl_index wls = {0};
 	int rc;
 
 	memset(set, 0, sizeof(*set));
+	if (o->report)
+		memset(o->report, 0, sizeof(*o->report));
+	if ((rc = check_distinct(o, err)))
+		return rc;
 	for (int i = 0; i < o->ndatasets; i++) {
-		struct prof_ctx c = {set, cat, o->datasets[i], err, 0, 0, 0};
-		int64_t torn = 0;
-		rc = hp_dataset_read(o->datasets[i], prof_row, &c, &torn, err);
+		rc = read_profiles(set, o, cat, o->datasets[i], &wls, err);
 		if (rc) {
+			wl_index_release(&wls);
 			hp__set_release(set);
 			return rc;
 		}
-		set->profile_rows += c.rows;
-		note(set, "profiles: %d rows from %s%s", c.rows, o->datasets[i],
-		     c.skipped ? " (some rows without a step time or a known "
-				 "device left out)"
-			       : "");
-		if (c.busy)
-			note(set,
-			     "profiles: %d rows of %s measured on a busy host "
-			     "(cpu_pressure over %.2f) left out",
-			     c.busy, o->datasets[i], HP__MAX_CPU_PRESSURE);
 	}
+	wl_index_release(&wls);
+	if (o->report)
+		o->report->profile_rows = set->profile_rows;
 	if (o->public_dir) {
 		rc = load_public(set, o, cat, err);
 		if (rc) {

@@ -7,6 +7,10 @@
 #ifndef HETPOOL_ESTIMATE_INT_H
 #define HETPOOL_ESTIMATE_INT_H
 
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "hetpool/device.h"
 #include "hetpool/estimate.h"
 
@@ -91,6 +95,123 @@ double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
 			 const struct hp_workload *w, int src, int ndev,
 			 double *comm, double *cls);
 
+/*
+ * The physical model in pieces, shared by hp__phys_time_cls() (one
+ * prediction) and the fit (physfit.c), which takes the exp() of the
+ * parameters once per evaluation, not per row, and each layer's padded
+ * FLOPs and traffic once per fit, not per evaluation.  Both run the same
+ * operations in the same order: their times are equal to the bit.
+ */
+/* The parameters' exponentials (th holds logarithms). */
+struct hp__th_exp {
+	double emax[HP_EST_NCLASS], tau[HP_EST_NCLASS];
+	double em, emw, chalf, shalf, cache, cachex, t0, comm;
+	double src[2], src_t0[2], src_ts[2]; /* Gavel, Zeus */
+};
+void hp__th_exp_init(struct hp__th_exp *e, const double *th);
+/* What one device does at those parameters. */
+struct hp__dev_rates {
+	double rate[HP_EST_NCLASS]; /* FLOP/s at full efficiency */
+	double lat[HP_EST_NCLASS];  /* latency of a layer, s */
+	double em_bw, emw_bw;	    /* bytes/s on activations, weights */
+	double chalf, shalf, cache, cachex;
+};
+void hp__dev_rates_init(struct hp__dev_rates *r, const struct hp__th_exp *e,
+			const double *th, const struct hp__dev_spec *d);
+/* One layer as the model reads it on a device: FLOPs and activation
+ * traffic with the channel padding of its layouts. */
+struct hp__layer {
+	double flops;  /* forward + backward, padded lanes included */
+	double act;    /* activation bytes moved, padded */
+	double wbytes; /* weight, gradient and optimizer bytes */
+	double width;  /* a conv's output channels; 0: no width term */
+	double hw;     /* a conv's output pixels; 0: no spatial term */
+	int cls;       /* enum hp_est_class */
+};
+/* Layer i of w on d into L; false when it costs nothing there (a relu
+ * fused into its bn). */
+bool hp__layer_of(const struct hp_workload *w, int i,
+		  const struct hp__dev_spec *d, struct hp__layer *L);
+/*
+ * A layer's time in parts, so that the fit recomputes only the parts a
+ * parameter moves: its compute time at full efficiency (tc0, with the
+ * narrow-channel and small-map factors f1, f2), its activation and weight
+ * traffic at the memory's speed (ta, tw0) and what the caches take off
+ * them (ga, gw).
+ */
+struct hp__layer_parts {
+	double tc0, f1, f2;
+	double ta, ga;
+	double tw0, gw;
+};
+enum {
+	HP__PART_TC0 = 1,
+	HP__PART_F1 = 2,
+	HP__PART_F2 = 4,
+	HP__PART_TA = 8,
+	HP__PART_TW0 = 16,
+	HP__PART_CACHE = 32, /* ga and gw */
+	HP__PART_ALL = 63
+};
+/* The parts of L in `which` at rates r into P (the others left). */
+static inline void hp__layer_parts(const struct hp__layer *L,
+				   const struct hp__dev_rates *r,
+				   unsigned which, struct hp__layer_parts *P)
+{
+	/* efficiency e(F) = emax F / (F + peak tau): the time is F at emax
+	 * of the peak plus a latency tau / emax. */
+	if (which & HP__PART_TC0)
+		P->tc0 = L->flops / r->rate[L->cls] + r->lat[L->cls];
+	/* Narrow convolutions fill fewer vector lanes / SMs ... */
+	if (which & HP__PART_F1)
+		P->f1 = L->width > 0 ? 1 + r->chalf / L->width : 1;
+	/* ... and small feature maps fill fewer register blocks. */
+	if (which & HP__PART_F2)
+		P->f2 = L->hw > 0 ? 1 + r->shalf / L->hw : 1;
+	if (which & HP__PART_TA)
+		P->ta = L->act / r->em_bw;
+	if (which & HP__PART_TW0)
+		P->tw0 = L->wbytes / r->emw_bw;
+	/* Traffic of a small working set is served by the caches: the
+	 * share that goes to memory grows with its size. */
+	if (which & HP__PART_CACHE) {
+		double fa = L->act / (L->act + r->cache);
+		double fw = L->wbytes / (L->wbytes + r->cache);
+		P->ga = fa + (1 - fa) / r->cachex;
+		P->gw = fw + (1 - fw) / r->cachex;
+	}
+}
+/* The layer's time from its parts, s. */
+static inline double hp__layer_combine(const struct hp__layer_parts *P)
+{
+	double tc = P->tc0 * P->f1 * P->f2;
+	double tw = P->tw0 * P->gw;
+	/* Weights move 8 times a step: 3 in the forward and backward passes
+	 * (overlapping their compute), 5 in the optimizer's update, a pass
+	 * of its own after backward. */
+	double tm = P->ta * P->ga + tw * (3.0 / 8);
+	double a = tc > tm ? tc : tm, b = tc > tm ? tm : tc;
+	double q = b / a, q2 = q * q;
+
+	/* The smooth max (a^P + b^P)^(1/P) at P = 4, without pow(). */
+	return a * sqrt(sqrt(1 + q2 * q2)) + tw * (5.0 / 8);
+}
+/* Time of layer L at rates r, s. */
+static inline double hp__layer_time(const struct hp__layer *L,
+				    const struct hp__dev_rates *r)
+{
+	struct hp__layer_parts P;
+
+	hp__layer_parts(L, r, HP__PART_ALL, &P);
+	return hp__layer_combine(&P);
+}
+/* The step's time from the sum of its layers and overhead (t, s) in the
+ * setup of source src, with the all-reduce over ndev devices (*comm, may
+ * be NULL, gets that part). */
+double hp__step_post(const struct hp__th_exp *e, double t, int src,
+		     int64_t batch, int ndev, int64_t params, double link_bw,
+		     double *comm);
+
 /* One measured step for the physical fit. */
 struct hp__fitpt {
 	const struct hp_workload *w;
@@ -117,6 +238,28 @@ void hp__phys_prior(bool cpu, double *th);
 int hp__phys_fit(const struct hp__fitpt *pts, int n, double *th,
 		 const double *prior, const bool *free_params, int nscale,
 		 double *scale, double shrink, struct hp_error *err);
+/* The same from a fit of more points (th and scale: its parameters, the
+ * start here): one solve with the Huber weights of their residuals, not
+ * three passes from the prior.  For the folds of a large fit's inner
+ * cross-validation. */
+int hp__phys_refit(const struct hp__fitpt *pts, int n, double *th,
+		   const double *prior, const bool *free_params, int nscale,
+		   double *scale, double shrink, struct hp_error *err);
+/* For tests: the largest difference between the Jacobian the fit uses
+ * (from cached layer parts) and GSL's forward difference of every residual
+ * (gsl_multifit_nlinear_df()) at th and scale (may be NULL), the points
+ * weighted by wt (may be NULL: 1); 0 when they are equal to the bit. */
+int hp__phys_check_jacobian(const struct hp__fitpt *pts, int n,
+			    const double *th, const bool *free_params,
+			    int nscale, const double *scale, const double *wt,
+			    double *max_diff, struct hp_error *err);
+/* The step time of each of pts at th (with the log scale of its device
+ * index when scale is given, nscale entries) into out[n]: what
+ * hp__phys_time() gives each, equal to the bit, with each distinct
+ * configuration computed once.  0 or HP_ENOMEM. */
+int hp__phys_times(const struct hp__fitpt *pts, int n, const double *th,
+		   int nscale, const double *scale, double *out,
+		   struct hp_error *err);
 
 /* Least squares y ~ X beta (n x p, row major); robust: bisquare
  * reweighting (gsl_multifit_robust).  0 or a negative code. */
@@ -183,9 +326,8 @@ struct hp__sample {
 	char family[48]; /* architecture family: "c2-f3", "resnet50" */
 	int src;
 	int ndev;
-	int wl;	  /* index of its workload in the set */
-	double t; /* measured step time, s */
-	double cv;
+	int wl;			/* index of its workload in the set */
+	double t;		/* measured step time, s */
 	double power_w;		/* measured average power per device; NaN */
 	int64_t peak_mem_bytes; /* measured (profiles); 0: not */
 	bool structural;	/* a generated CNN (linear family applies) */
@@ -206,10 +348,34 @@ int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 		 const struct hp_catalog *cat, struct hp_error *err);
 void hp__set_release(struct hp__set *set);
 
+/* Progress of a fit or a validation: solver runs done of total. */
+struct hp__progress {
+	hp_progress_fn fn; /* NULL: none */
+	void *ud;
+	const char *stage;
+	int64_t done, total;
+};
+/* n more units done: tell fn. */
+void hp__progress_add(struct hp__progress *p, int64_t n);
+
+/* The interval's inner cross-validation runs on at most this many rows
+ * of a device (a fixed subsample beyond): its 10th and 90th percentiles
+ * are known well from fewer rows than a large fit has.  The linear
+ * baseline's 7 coefficients are fitted on as many. */
+#define HP__CV_MAX_ROWS 10000
+/* Beyond this many rows of a device, each fold of that cross-validation
+ * is refitted from the whole fit (hp__phys_refit: one solve from there,
+ * not two starts of three passes from the prior): a fold of 80% of many
+ * rows is near the whole fit, whose start already chose between the
+ * cache term's two minima. */
+#define HP__CV_WARM_ROWS 2000
+
 /* Fit an estimator on the samples whose flags in use[] are set (all when
- * use is NULL); inner: size the intervals by inner cross-validation. */
+ * use is NULL); inner: size the intervals by inner cross-validation.
+ * prog (may be NULL) counts its model fits (its total set here when 0). */
 struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 				 const struct hp_catalog *cat, bool inner,
+				 struct hp__progress *prog,
 				 struct hp_error *err);
 const struct hp__dev_fit *hp__est_dev(const struct hp_estimator *est,
 				      const char *name);

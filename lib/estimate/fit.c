@@ -70,6 +70,15 @@ const struct hp__dev_fit *hp__est_dev(const struct hp_estimator *est,
 	return NULL;
 }
 
+void hp__progress_add(struct hp__progress *p, int64_t n)
+{
+	if (!p)
+		return;
+	p->done += n;
+	if (p->fn)
+		p->fn(p->stage, p->done, p->total, p->ud);
+}
+
 /* A stable pseudo-random fold for item i. */
 static int fold_of(int i, int k)
 {
@@ -78,33 +87,47 @@ static int fold_of(int i, int k)
 	return (int)(h % (uint32_t)k);
 }
 
+/* Whether item i of k is in the inner cross-validation's subsample: all
+ * of them up to HP__CV_MAX_ROWS, beyond a fixed pseudo-random share of
+ * HP__CV_MAX_ROWS / k. */
+static bool in_cv(int i, int k)
+{
+	uint32_t h = (uint32_t)i * 2246822519u;
+
+	if (k <= HP__CV_MAX_ROWS)
+		return true;
+	h ^= h >> 13;
+	h *= 3266489917u;
+	h ^= h >> 16;
+	return (uint64_t)h * (uint64_t)k < (uint64_t)HP__CV_MAX_ROWS << 32;
+}
+
 /* The GPU model: shared parameters and a correction per device index. */
 struct gpu_model {
 	double th[HP__NTH];
 	double *scale; /* per device index */
 };
 
+/* The GPU fit of pts in use[] (all when NULL) into m, from the prior or,
+ * for a fold of a large fit, refitted from the whole fit (start, may be
+ * NULL). */
 static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
-		   int ndev, struct gpu_model *m, struct hp_error *err)
+		   int ndev, const struct gpu_model *start, struct gpu_model *m,
+		   struct hp__progress *prog, struct hp_error *err)
 {
 	struct hp__fitpt *sub;
 	bool fr[HP__NTH] = {0};
-	double *sum;
-	int *cnt, k = 0, rc;
+	double prior[HP__NTH];
+	int k = 0, rc;
 
 	sub = malloc((size_t)(n ? n : 1) * sizeof(*sub));
-	sum = calloc((size_t)ndev + 1, sizeof(*sum));
-	cnt = calloc((size_t)ndev + 1, sizeof(*cnt));
-	if (!sub || !sum || !cnt) {
-		free(sub);
-		free(sum);
-		free(cnt);
+	if (!sub)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	}
 	for (int i = 0; i < n; i++)
 		if (!use || use[i])
 			sub[k++] = pts[i];
-	hp__phys_prior(false, m->th);
+	hp__phys_prior(false, prior);
+	memcpy(m->th, start ? start->th : prior, sizeof(prior));
 	for (int j = 0; j <= HP__TH_T0; j++)
 		fr[j] = true;
 	fr[HP__TH_EMW] = false;
@@ -123,18 +146,17 @@ static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
 			fr[HP__TH_SRC + 1] = fr[HP__TH_SRC_T0 + 1] =
 			    fr[HP__TH_SRC_TS + 1] = true;
 	}
-	rc = hp__phys_fit(sub, k, m->th, NULL, fr, ndev, m->scale, SCALE_SHRINK,
-			  err);
+	if (start) {
+		memcpy(m->scale, start->scale, (size_t)ndev * sizeof(double));
+		rc = hp__phys_refit(sub, k, m->th, prior, fr, ndev, m->scale,
+				    SCALE_SHRINK, err);
+	} else {
+		rc = hp__phys_fit(sub, k, m->th, prior, fr, ndev, m->scale,
+				  SCALE_SHRINK, err);
+	}
 	free(sub);
-	free(sum);
-	free(cnt);
+	hp__progress_add(prog, 1);
 	return rc;
-}
-
-static double gpu_pred(const struct gpu_model *m, const struct hp__fitpt *p)
-{
-	return hp__phys_time(m->th, &p->d, p->w, p->src, p->ndev, NULL) *
-	       exp(m->scale[p->dev]);
 }
 
 static void quantiles(double *r, int n, double *lo, double *hi)
@@ -148,24 +170,51 @@ static void quantiles(double *r, int n, double *lo, double *hi)
 	*hi = hp__quantile(r, n, 0.9);
 }
 
+/*
+ * Append to res the log residuals log(measured / predicted) of the points
+ * of pts not in use[] and in the cross-validation subsample, predicted by
+ * th with scale (may be NULL; nscale entries).  ho and t: scratch of n.
+ */
+static int held_out_res(const struct hp__fitpt *pts, int n, const bool *use,
+			const double *th, int nscale, const double *scale,
+			struct hp__fitpt *ho, double *t, double *res, int *nres,
+			struct hp_error *err)
+{
+	int m = 0, rc;
+
+	for (int i = 0; i < n; i++)
+		if (!use[i] && in_cv(i, n))
+			ho[m++] = pts[i];
+	if ((rc = hp__phys_times(ho, m, th, nscale, scale, t, err)))
+		return rc;
+	for (int i = 0; i < m; i++)
+		res[(*nres)++] = log(ho[i].t / t[i]);
+	return 0;
+}
+
 /* Fit the GPU part of est from the GPU points. */
 static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
-		    int n, bool inner, struct hp_error *err)
+		    int n, bool inner, struct hp__progress *prog,
+		    struct hp_error *err)
 {
 	struct gpu_model m, mf;
 	bool *use = NULL;
-	double *res = NULL;
+	double *res = NULL, *t = NULL;
+	struct hp__fitpt *ho = NULL;
+	const struct gpu_model *warm;
 	int nres = 0, rc;
 
 	m.scale = calloc((size_t)est->ndev + 1, sizeof(double));
 	mf.scale = calloc((size_t)est->ndev + 1, sizeof(double));
 	use = calloc((size_t)n + 1, sizeof(*use));
 	res = calloc((size_t)n + 1, sizeof(*res));
-	if (!m.scale || !mf.scale || !use || !res) {
+	t = calloc((size_t)n + 1, sizeof(*t));
+	ho = calloc((size_t)n + 1, sizeof(*ho));
+	if (!m.scale || !mf.scale || !use || !res || !t || !ho) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = gpu_fit(pts, n, NULL, est->ndev, &m, err)))
+	if ((rc = gpu_fit(pts, n, NULL, est->ndev, NULL, &m, prog, err)))
 		goto out;
 	memcpy(est->gpu_th, m.th, sizeof(m.th));
 	est->has_gpu = true;
@@ -179,16 +228,17 @@ static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
 	est->gpu_q_hi = est->gpu_lodo_hi = 0.3;
 	if (!inner)
 		goto out;
+	/* beyond HP__CV_WARM_ROWS, each fold starts from the whole fit */
+	warm = n > HP__CV_WARM_ROWS ? &m : NULL;
 	/* k-fold: residuals of measured types. */
 	for (int f = 0; f < INNER_FOLDS; f++) {
 		for (int i = 0; i < n; i++)
-			use[i] = fold_of(i, INNER_FOLDS) != f;
-		if ((rc = gpu_fit(pts, n, use, est->ndev, &mf, err)))
+			use[i] = in_cv(i, n) && fold_of(i, INNER_FOLDS) != f;
+		if ((rc = gpu_fit(pts, n, use, est->ndev, warm, &mf, prog,
+				  err)) ||
+		    (rc = held_out_res(pts, n, use, mf.th, est->ndev, mf.scale,
+				       ho, t, res, &nres, err)))
 			goto out;
-		for (int i = 0; i < n; i++)
-			if (!use[i])
-				res[nres++] =
-				    log(pts[i].t / gpu_pred(&mf, &pts[i]));
 	}
 	quantiles(res, nres, &est->gpu_q_lo, &est->gpu_q_hi);
 	/* Leave one device type out: residuals of unmeasured types. */
@@ -198,18 +248,21 @@ static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
 		if (est->dev[d].cpu)
 			continue;
 		for (int i = 0; i < n; i++) {
-			use[i] = pts[i].dev != d;
-			any |= !use[i];
+			use[i] = in_cv(i, n) && pts[i].dev != d;
+			any |= in_cv(i, n) && !use[i];
 		}
 		if (!any)
 			continue;
-		if ((rc = gpu_fit(pts, n, use, est->ndev, &mf, err)))
+		if ((rc =
+			 gpu_fit(pts, n, use, est->ndev, warm, &mf, prog, err)))
 			goto out;
 		mf.scale[d] = 0;
+		/* the subsample's other rows are in use: only d's are out */
 		for (int i = 0; i < n; i++)
-			if (!use[i])
-				res[nres++] =
-				    log(pts[i].t / gpu_pred(&mf, &pts[i]));
+			use[i] = pts[i].dev != d;
+		if ((rc = held_out_res(pts, n, use, mf.th, est->ndev, mf.scale,
+				       ho, t, res, &nres, err)))
+			goto out;
 	}
 	quantiles(res, nres, &est->gpu_lodo_lo, &est->gpu_lodo_hi);
 out:
@@ -217,60 +270,82 @@ out:
 	free(mf.scale);
 	free(use);
 	free(res);
+	free(t);
+	free(ho);
 	return rc;
 }
 
-/* Mean absolute log residual of th on pts. */
-static double mean_abs_res(const double *th, const struct hp__fitpt *pts, int n)
+/* Mean absolute log residual of th on pts (t: scratch of n). */
+static int mean_abs_res(const double *th, const struct hp__fitpt *pts, int n,
+			double *t, double *out, struct hp_error *err)
 {
 	double s = 0;
+	int rc;
 
+	if ((rc = hp__phys_times(pts, n, th, 0, NULL, t, err)))
+		return rc;
 	for (int i = 0; i < n; i++)
-		s += fabs(log(hp__phys_time(th, &pts[i].d, pts[i].w, pts[i].src,
-					    pts[i].ndev, NULL) /
-			      pts[i].t));
-	return n ? s / n : 0;
+		s += fabs(log(t[i] / pts[i].t));
+	*out = n ? s / n : 0;
+	return 0;
 }
 
 /*
  * A CPU fit from two starts, keeping the better: the cache term makes the
  * problem non-convex (a cache that speeds small working sets up, or one
  * that does little), and Levenberg-Marquardt finds the minimum nearest
- * its start.  Both use the same prior.
+ * its start.  Both use the same prior.  With start (may be NULL): a fold
+ * of a large fit, near the whole fit, refitted from it (hp__phys_refit).
  */
 static int cpu_fit(const struct hp__fitpt *pts, int n, double *th,
-		   const bool *fr, struct hp_error *err)
+		   const bool *fr, const double *start,
+		   struct hp__progress *prog, struct hp_error *err)
 {
-	double prior[HP__NTH], alt[HP__NTH];
+	double prior[HP__NTH], alt[HP__NTH], ra, rt, *t;
 	int rc;
 
+	if (!(t = malloc((size_t)(n ? n : 1) * sizeof(*t))))
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	hp__phys_prior(true, prior);
+	if (start) {
+		memcpy(th, start, sizeof(prior));
+		rc = hp__phys_refit(pts, n, th, prior, fr, 0, NULL, 0, err);
+		goto out;
+	}
 	memcpy(th, prior, sizeof(prior));
 	if ((rc = hp__phys_fit(pts, n, th, prior, fr, 0, NULL, 0, err)))
-		return rc;
+		goto out;
 	memcpy(alt, prior, sizeof(prior));
 	alt[HP__TH_CACHE] = log(64e3);
 	alt[HP__TH_CACHEX] = log(0.25);
-	if ((rc = hp__phys_fit(pts, n, alt, prior, fr, 0, NULL, 0, err)))
-		return rc;
-	if (mean_abs_res(alt, pts, n) < mean_abs_res(th, pts, n))
+	if ((rc = hp__phys_fit(pts, n, alt, prior, fr, 0, NULL, 0, err)) ||
+	    (rc = mean_abs_res(alt, pts, n, t, &ra, err)) ||
+	    (rc = mean_abs_res(th, pts, n, t, &rt, err)))
+		goto out;
+	if (ra < rt)
 		memcpy(th, alt, sizeof(alt));
-	return 0;
+out:
+	free(t);
+	hp__progress_add(prog, 1);
+	return rc;
 }
 
 /* Fit a CPU type's own parameters on its points (pts[i].dev == d). */
 static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
-		   int d, bool inner, struct hp_error *err)
+		   int d, bool inner, struct hp__progress *prog,
+		   struct hp_error *err)
 {
 	struct hp__fitpt *sub = malloc((size_t)n * sizeof(*sub));
+	struct hp__fitpt *tr = malloc((size_t)n * sizeof(*tr));
 	double *res = malloc((size_t)n * sizeof(*res));
+	double *t = malloc((size_t)n * sizeof(*t));
+	bool *use = malloc((size_t)n * sizeof(*use));
 	bool fr[HP__NTH] = {0};
 	int k = 0, nres = 0, rc = 0;
 
-	if (!sub || !res) {
-		free(sub);
-		free(res);
-		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	if (!sub || !tr || !res || !t || !use) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
 	}
 	for (int j = 0; j <= HP__TH_T0; j++)
 		fr[j] = true;
@@ -280,7 +355,7 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 	for (int i = 0; i < n; i++)
 		if (all[i].dev == d)
 			sub[k++] = all[i];
-	if ((rc = cpu_fit(sub, k, df->th, fr, err)))
+	if ((rc = cpu_fit(sub, k, df->th, fr, NULL, prog, err)))
 		goto out;
 	df->own_theta = true;
 	df->fit_fp32 = sub[0].d.fp32;
@@ -289,31 +364,29 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 	if (!inner)
 		goto out;
 	for (int f = 0; f < INNER_FOLDS; f++) {
-		struct hp__fitpt *tr = malloc((size_t)k * sizeof(*tr));
 		double th[HP__NTH];
 		int m = 0;
-		if (!tr) {
-			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
-			goto out;
-		}
-		for (int i = 0; i < k; i++)
-			if (fold_of(i, INNER_FOLDS) != f)
+		for (int i = 0; i < k; i++) {
+			use[i] = !in_cv(i, k) || fold_of(i, INNER_FOLDS) != f;
+			if (in_cv(i, k) && use[i])
 				tr[m++] = sub[i];
-		rc = cpu_fit(tr, m, th, fr, err);
-		free(tr);
-		if (rc)
+		}
+		/* beyond HP__CV_WARM_ROWS, each fold starts from the whole
+		 * fit (one start, not two) */
+		if ((rc = cpu_fit(tr, m, th, fr,
+				  k > HP__CV_WARM_ROWS ? df->th : NULL, prog,
+				  err)) ||
+		    (rc = held_out_res(sub, k, use, th, 0, NULL, tr, t, res,
+				       &nres, err)))
 			goto out;
-		for (int i = 0; i < k; i++)
-			if (fold_of(i, INNER_FOLDS) == f)
-				res[nres++] =
-				    log(sub[i].t / hp__phys_time(th, &sub[i].d,
-								 sub[i].w, 0, 1,
-								 NULL));
 	}
 	quantiles(res, nres, &df->q_lo, &df->q_hi);
 out:
 	free(sub);
+	free(tr);
 	free(res);
+	free(t);
+	free(use);
 	return rc;
 }
 
@@ -335,13 +408,17 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 		df->range_lo[j] = INFINITY;
 		df->range_hi[j] = -INFINITY;
 	}
-	for (int i = 0; i < set->n; i++) {
+	for (int i = 0, k = 0; i < set->n; i++) {
 		const struct hp__sample *s = &set->s[i];
 		const struct hp_workload *w = &set->wl[s->wl];
 		double v[5] = {w->conv_layers, w->fc_layers, (double)w->filters,
 			       (double)w->fc_width, (double)w->input_size};
 		if ((use && !use[i]) || !s->structural || s->ndev != 1 ||
 		    strcmp(s->device, df->name))
+			continue;
+		/* 7 coefficients: beyond HP__CV_MAX_ROWS rows of the device,
+		 * a fixed subsample of them */
+		if (!in_cv(k++, df->n))
 			continue;
 		hp__linear_x(w, &X[(size_t)n * HP__LIN_P]);
 		y[n++] = log(s->t);
@@ -374,7 +451,7 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 			goto out;
 		}
 		for (int i = 0; i < n; i++)
-			if (fold_of(i, INNER_FOLDS) != f) {
+			if (in_cv(i, n) && fold_of(i, INNER_FOLDS) != f) {
 				memcpy(&Xt[(size_t)m * HP__LIN_P],
 				       &X[(size_t)i * HP__LIN_P],
 				       HP__LIN_P * sizeof(*X));
@@ -386,7 +463,7 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 		if (rc)
 			goto out;
 		for (int i = 0; i < n; i++)
-			if (fold_of(i, INNER_FOLDS) == f) {
+			if (in_cv(i, n) && fold_of(i, INNER_FOLDS) == f) {
 				double p = 0;
 				for (int j = 0; j < HP__LIN_P; j++)
 					p +=
@@ -486,15 +563,42 @@ static void fit_power(struct hp_estimator *est, const struct hp__fitpt *pts,
 	est->power_mape = 100 * mape / m;
 }
 
+/* The index of device type t in est->dev, added when new; -1 on ENOMEM. */
+static int est_dev_index(struct hp_estimator *est, int *alloc,
+			 const struct hp_device_type *t, bool cpu)
+{
+	int d;
+
+	for (d = 0; d < est->ndev; d++)
+		if (!strcmp(est->dev[d].name, t->name))
+			return d;
+	if (est->ndev == *alloc) {
+		int na = *alloc ? 2 * *alloc : 16;
+		struct hp__dev_fit *nd =
+		    realloc(est->dev, (size_t)na * sizeof(*nd));
+		if (!nd)
+			return -1;
+		est->dev = nd;
+		*alloc = na;
+	}
+	memset(&est->dev[d], 0, sizeof(est->dev[d]));
+	snprintf(est->dev[d].name, sizeof(est->dev[d].name), "%s", t->name);
+	est->dev[d].cpu = cpu;
+	est->ndev++;
+	return d;
+}
+
 struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 				 const struct hp_catalog *cat, bool inner,
+				 struct hp__progress *prog,
 				 struct hp_error *err)
 {
 	struct hp_estimator *est = calloc(1, sizeof(*est));
 	struct hp__fitpt *cpu = NULL, *gpu = NULL;
 	const struct hp_device_type **gtypes = NULL;
+	const struct hp_device_type *t = NULL;
 	double *gpw = NULL;
-	int ncpu = 0, ngpu = 0, rc = 0;
+	int ncpu = 0, ngpu = 0, rc = 0, adev = 0;
 	time_t now = time(NULL);
 	struct tm tm;
 
@@ -505,30 +609,39 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 	est->power_gamma = 0.5;
 	gmtime_r(&now, &tm);
 	strftime(est->created, sizeof(est->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	est->dev = calloc((size_t)set->n + 1, sizeof(*est->dev));
-	cpu = calloc((size_t)set->n + 1, sizeof(*cpu));
-	gpu = calloc((size_t)set->n + 1, sizeof(*gpu));
-	gtypes = calloc((size_t)set->n + 1, sizeof(*gtypes));
-	gpw = calloc((size_t)set->n + 1, sizeof(*gpw));
-	if (!est->dev || !cpu || !gpu || !gtypes || !gpw)
+	/* how many points of each kind (a million CPU rows need no room
+	 * for a million GPU points) */
+	for (int i = 0; i < set->n; i++) {
+		if (use && !use[i])
+			continue;
+		if (!t || strcmp(t->name, set->s[i].device))
+			t = hp_catalog_find(cat, set->s[i].device);
+		if (t && t->kind == HP_DEVICE_CPU)
+			ncpu++;
+		else if (t)
+			ngpu++;
+	}
+	cpu = calloc((size_t)ncpu + 1, sizeof(*cpu));
+	gpu = calloc((size_t)ngpu + 1, sizeof(*gpu));
+	gtypes = calloc((size_t)ngpu + 1, sizeof(*gtypes));
+	gpw = calloc((size_t)ngpu + 1, sizeof(*gpw));
+	if (!cpu || !gpu || !gtypes || !gpw)
 		goto nomem;
+	ncpu = ngpu = 0;
+	t = NULL;
 	for (int i = 0; i < set->n; i++) {
 		const struct hp__sample *s = &set->s[i];
-		const struct hp_device_type *t =
-		    hp_catalog_find(cat, s->device);
 		struct hp__fitpt p;
 		int d;
-		if ((use && !use[i]) || !t || !hp__dev_spec(t, &p.d))
+		if (use && !use[i])
 			continue;
-		for (d = 0; d < est->ndev; d++)
-			if (!strcmp(est->dev[d].name, t->name))
-				break;
-		if (d == est->ndev) {
-			snprintf(est->dev[d].name, sizeof(est->dev[d].name),
-				 "%s", t->name);
-			est->dev[d].cpu = p.d.cpu;
-			est->ndev++;
-		}
+		/* rows come in runs of one device */
+		if (!t || strcmp(t->name, s->device))
+			t = hp_catalog_find(cat, s->device);
+		if (!t || !hp__dev_spec(t, &p.d))
+			continue;
+		if ((d = est_dev_index(est, &adev, t, p.d.cpu)) < 0)
+			goto nomem;
 		p.d.chan_block = s->chan_block > 1 ? s->chan_block : 1;
 		if (est->dev[d].chan_block < p.d.chan_block)
 			est->dev[d].chan_block = p.d.chan_block;
@@ -547,15 +660,28 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 			gpu[ngpu++] = p;
 		}
 	}
+	if (prog && !prog->total) {
+		/* model fits: per CPU host 1 (+ folds), GPUs 1 (+ folds and
+		 * one per type left out) */
+		int64_t total = 0, ngtypes = 0;
+		for (int d = 0; d < est->ndev; d++) {
+			if (est->dev[d].cpu && est->dev[d].n >= MIN_CPU_ROWS)
+				total += 1 + (inner ? INNER_FOLDS : 0);
+			ngtypes += !est->dev[d].cpu;
+		}
+		if (ngpu)
+			total += 1 + (inner ? INNER_FOLDS + ngtypes : 0);
+		prog->total = total;
+	}
 	for (int d = 0; d < est->ndev; d++) {
 		struct hp__dev_fit *df = &est->dev[d];
 		if (df->cpu && df->n >= MIN_CPU_ROWS &&
-		    (rc = fit_cpu(df, cpu, ncpu, d, inner, err)))
+		    (rc = fit_cpu(df, cpu, ncpu, d, inner, prog, err)))
 			goto fail;
 		if ((rc = fit_linear(df, set, use, inner, err)))
 			goto fail;
 	}
-	if (ngpu && (rc = fit_gpus(est, gpu, ngpu, inner, err)))
+	if (ngpu && (rc = fit_gpus(est, gpu, ngpu, inner, prog, err)))
 		goto fail;
 	if (!est->has_gpu)
 		hp__phys_prior(false, est->gpu_th);
@@ -595,13 +721,15 @@ struct hp_estimator *hp_estimator_fit(const struct hp_fit_options *o,
 				      const struct hp_catalog *cat,
 				      struct hp_error *err)
 {
+	struct hp__progress prog = {o->progress, o->progress_ud, "fitting", 0,
+				    0};
 	struct hp__set set;
 	struct hp_estimator *est;
 	size_t off = 0;
 
 	if (hp__set_load(&set, o, cat, err))
 		return NULL;
-	est = hp__fit_set(&set, NULL, cat, !o->no_intervals, err);
+	est = hp__fit_set(&set, NULL, cat, !o->no_intervals, &prog, err);
 	if (est) {
 		est->family = o->family == HP_EST_LINEAR ? HP_EST_LINEAR
 							 : HP_EST_PHYSICAL;

@@ -60,7 +60,8 @@ static int add_row(struct hp_validation *v, const char *data,
  */
 static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 		      const bool *in, const struct hp_catalog *cat,
-		      struct score sc[4], struct hp_error *err)
+		      struct score sc[4], struct hp__progress *prog,
+		      struct hp_error *err)
 {
 	bool *use = calloc((size_t)set->n + 1, sizeof(*use));
 	int rc = 0;
@@ -76,7 +77,8 @@ static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 		}
 		if (!any)
 			continue;
-		est = hp__fit_set(set, use, cat, false, err);
+		est = hp__fit_set(set, use, cat, false, NULL, err);
+		hp__progress_add(prog, 1);
 		if (!est) {
 			rc = err->code ? err->code : HP_EINTERNAL;
 			break;
@@ -108,15 +110,105 @@ static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 	return rc;
 }
 
+/* Mark in[] the rows of data 0 (the profiles: CPU types) or 1 (the
+ * public rows: GPU types); how many. */
+static int mark_data(const struct hp__set *set, const struct hp_catalog *cat,
+		     int data, bool *in)
+{
+	const struct hp_device_type *t = NULL;
+	int nin = 0;
+
+	for (int i = 0; i < set->n; i++) {
+		bool cpu;
+		if (!t || strcmp(t->name, set->s[i].device))
+			t = hp_catalog_find(cat, set->s[i].device);
+		cpu = t && t->kind == HP_DEVICE_CPU;
+		in[i] = t && (data ? !cpu : cpu);
+		nin += in[i];
+	}
+	return nin;
+}
+
+static bool scheme_applies(int data, int scheme)
+{
+	if (scheme == 1 && data == 1)
+		return false; /* 3 models: too few families */
+	if (scheme == 2 && data == 0)
+		return false; /* one CPU type */
+	return true;
+}
+
+/* Group the rows in[] for scheme (0: k-fold, 1: by architecture family,
+ * 2: by device type) into grp[] (-1: not in it); the number of groups. */
+static int assign_groups(const struct hp__set *set, const bool *in, int scheme,
+			 int folds, int *grp, char (*names)[48])
+{
+	int ngrp = 0;
+
+	for (int i = 0; i < set->n; i++) {
+		const char *key = NULL;
+		int g;
+		grp[i] = -1;
+		if (!in[i])
+			continue;
+		if (scheme == 0) {
+			grp[i] = (int)(((uint32_t)i * 2654435761u >> 7) %
+				       (uint32_t)folds);
+			if (grp[i] + 1 > ngrp)
+				ngrp = grp[i] + 1;
+			continue;
+		}
+		key = scheme == 1 ? set->s[i].family : set->s[i].device;
+		for (g = ngrp - 1; g >= 0; g--)
+			if (!strcmp(names[g], key))
+				break;
+		if (g < 0) {
+			g = ngrp++;
+			snprintf(names[g], sizeof(names[0]), "%s", key);
+		}
+		grp[i] = g;
+	}
+	return ngrp;
+}
+
+/* How many fits validation runs: the groups with rows, every scheme. */
+static int64_t count_fits(const struct hp__set *set,
+			  const struct hp_catalog *cat, int folds, bool *in,
+			  int *grp, char (*names)[48], bool *seen)
+{
+	int64_t total = 0;
+
+	for (int data = 0; data < 2; data++) {
+		if (!mark_data(set, cat, data, in))
+			continue;
+		for (int scheme = 0; scheme < 3; scheme++) {
+			int ngrp;
+			if (!scheme_applies(data, scheme))
+				continue;
+			ngrp =
+			    assign_groups(set, in, scheme, folds, grp, names);
+			memset(seen, 0, (size_t)ngrp * sizeof(*seen));
+			for (int i = 0; i < set->n; i++)
+				if (grp[i] >= 0 && !seen[grp[i]]) {
+					seen[grp[i]] = true;
+					total++;
+				}
+		}
+	}
+	return total;
+}
+
 int hp_estimator_validate(const struct hp_fit_options *o,
 			  const struct hp_catalog *cat, int folds,
 			  struct hp_validation *out, struct hp_error *err)
 {
 	static const char *const scheme_names[3] = {
 	    "k-fold", "leave-family-out", "leave-device-out"};
+	struct hp__progress prog = {o->progress, o->progress_ud, "validating",
+				    0, 0};
 	struct hp__set set;
 	struct score sc[4] = {0};
-	bool *in = NULL;
+	bool *in = NULL, *seen = NULL;
 	int *grp = NULL, rc = 0;
 	char(*names)[48] = NULL;
 	bool oom = false;
@@ -128,6 +220,7 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 	if ((rc = hp__set_load(&set, o, cat, err)))
 		return rc;
 	in = calloc((size_t)set.n + 1, sizeof(*in));
+	seen = calloc((size_t)set.n + 1, sizeof(*seen));
 	grp = calloc((size_t)set.n + 1, sizeof(*grp));
 	names = calloc((size_t)set.n + 1, sizeof(*names));
 	for (int f = 0; f < 4; f++) {
@@ -135,62 +228,31 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 		if (!sc[f].ape)
 			oom = true;
 	}
-	if (oom || !in || !grp || !names) {
+	if (oom || !in || !seen || !grp || !names) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < set.nnotes; i++)
 		snprintf(out->notes[out->nnotes++], sizeof(out->notes[0]), "%s",
 			 set.notes[i]);
+	prog.total = count_fits(&set, cat, folds, in, grp, names, seen);
 
 	/* data 0: the profiles (CPU); data 1: the public GPU rows. */
 	for (int data = 0; data < 2; data++) {
 		const char *dname = data ? "public-gpu" : "cpu-profiles";
-		int nin = 0;
-		for (int i = 0; i < set.n; i++) {
-			const struct hp_device_type *t =
-			    hp_catalog_find(cat, set.s[i].device);
-			bool cpu = t && t->kind == HP_DEVICE_CPU;
-			in[i] = t && (data ? !cpu : cpu);
-			nin += in[i];
-		}
-		if (!nin)
+		if (!mark_data(&set, cat, data, in))
 			continue;
 		for (int scheme = 0; scheme < 3; scheme++) {
-			int ngrp = 0;
+			int ngrp;
 			char note[128] = "";
-			if (scheme == 1 && data == 1)
-				continue; /* 3 models: too few families */
-			if (scheme == 2 && data == 0)
-				continue; /* one CPU type */
-			for (int i = 0; i < set.n; i++) {
-				const char *key = NULL;
-				int g;
-				grp[i] = -1;
-				if (!in[i])
-					continue;
-				if (scheme == 0) {
-					grp[i] =
-					    (int)(((uint32_t)i * 2654435761u >>
-						   7) %
-						  (uint32_t)folds);
-					if (grp[i] + 1 > ngrp)
-						ngrp = grp[i] + 1;
-					continue;
-				}
-				key = scheme == 1 ? set.s[i].family
-						  : set.s[i].device;
-				for (g = 0; g < ngrp; g++)
-					if (!strcmp(names[g], key))
-						break;
-				if (g == ngrp)
-					snprintf(names[ngrp++],
-						 sizeof(names[0]), "%s", key);
-				grp[i] = g;
-			}
+			if (!scheme_applies(data, scheme))
+				continue;
+			ngrp =
+			    assign_groups(&set, in, scheme, folds, grp, names);
 			for (int f = 0; f < 4; f++)
 				sc[f].n = 0;
-			rc = run_scheme(&set, grp, ngrp, in, cat, sc, err);
+			rc = run_scheme(&set, grp, ngrp, in, cat, sc, &prog,
+					err);
 			if (rc)
 				goto out;
 			snprintf(note, sizeof(note), "%d %s", ngrp,
@@ -230,6 +292,7 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 	}
 out:
 	free(in);
+	free(seen);
 	free(grp);
 	free(names);
 	for (int f = 0; f < 4; f++)

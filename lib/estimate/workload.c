@@ -310,6 +310,13 @@ double hp_roofline_time_s(const struct hp_workload *w,
 	return w->flops_total / (t->fp32_tflops * 1e12);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 double hp__quantile(double *v, int n, double q)
 {
 	double pos;
@@ -317,16 +324,7 @@ double hp__quantile(double *v, int n, double q)
 
 	if (n <= 0)
 		return NAN;
-	/* Insertion sort: the sets are small. */
-	for (int a = 1; a < n; a++) {
-		double x = v[a];
-		int b = a - 1;
-		while (b >= 0 && v[b] > x) {
-			v[b + 1] = v[b];
-			b--;
-		}
-		v[b + 1] = x;
-	}
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 	pos = q * (n - 1);
 	i = (int)pos;
 	if (i >= n - 1)

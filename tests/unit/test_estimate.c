@@ -4,15 +4,23 @@
  * fit agrees with a naive normal-equations solve, the roofline is FLOPs /
  * peak, intervals cover most of the truth, an unmeasured device type with
  * twice the peak and bandwidth is predicted faster, save/load gives the
- * same predictions, and bad estimator JSON is refused by name.
+ * same predictions, and bad estimator JSON is refused by name.  The fit
+ * engine (physfit.c) against the naive fit it replaced: equal parameters
+ * to the bit on distinct rows, equal predictions on merged rows, GSL's
+ * own finite-difference Jacobian.  Bad profile rows, a dataset given
+ * twice and an output that cannot be written are refused by name.
  */
+#include <dirent.h>
+#include <gsl/gsl_multifit_nlinear.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "estimate/estimate_int.h"
 #include "hetpool/estimate.h"
+#include "hetpool/perf.h"
 #include "test.h"
 
 /* A small deterministic generator (xorshift) and a normal deviate. */
@@ -240,7 +248,7 @@ HP_TEST(estimate_interval_covers_truth)
 	struct hp__dev_spec d;
 
 	synth_set(&set, cat, 120, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, true, NULL);
+	est = hp__fit_set(&set, NULL, cat, true, NULL, NULL);
 	ASSERT(est);
 	true_theta(th);
 	ASSERT(hp__dev_spec(hp_catalog_find(cat, "cpu"), &d));
@@ -276,7 +284,7 @@ HP_TEST(estimate_unmeasured_device_scales_with_specs)
 	struct hp_prediction a, b;
 
 	synth_set(&set, cat, 0, gpus, 3, 30);
-	est = hp__fit_set(&set, NULL, cat, false, NULL);
+	est = hp__fit_set(&set, NULL, cat, false, NULL, NULL);
 	ASSERT(est);
 	synth_wl(&w, 20, 64);
 	ASSERT_EQ_INT(hp_estimator_predict(est, cat, &w, "t4", 1, -1, &a, NULL),
@@ -311,7 +319,7 @@ HP_TEST(estimate_save_load_round_trip)
 	char *text;
 
 	synth_set(&set, cat, 60, gpus, 2, 20);
-	est = hp__fit_set(&set, NULL, cat, true, NULL);
+	est = hp__fit_set(&set, NULL, cat, true, NULL, NULL);
 	ASSERT(est);
 	text = hp_estimator_dumps(est);
 	ASSERT(text);
@@ -380,7 +388,7 @@ HP_TEST(estimate_bad_json_refused)
 	}
 	/* A good file with one parameter made absurd. */
 	synth_set(&set, cat, 30, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, false, NULL);
+	est = hp__fit_set(&set, NULL, cat, false, NULL, NULL);
 	ASSERT(est);
 	text = hp_estimator_dumps(est);
 	p = strstr(text, "\"log_mem_eff\": ");
@@ -408,7 +416,7 @@ HP_TEST(estimate_memory_energy_and_errors)
 	struct hp_error err = {0};
 
 	synth_set(&set, cat, 40, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, false, NULL);
+	est = hp__fit_set(&set, NULL, cat, false, NULL, NULL);
 	ASSERT(est);
 	synth_wl(&w, 10, 8);
 	/* No GPU model without GPU data: a clear refusal. */
@@ -471,7 +479,7 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 	o.models_dir = models;
 	if (hp__set_load(&set, &o, cat, &err))
 		HP_FAIL("public set: %s", err.msg);
-	est = hp__fit_set(&set, NULL, cat, false, &err);
+	est = hp__fit_set(&set, NULL, cat, false, NULL, &err);
 	ASSERT(est);
 	for (int i = 0; i < set.n; i++) {
 		struct hp_prediction p;
@@ -610,4 +618,675 @@ HP_TEST(estimate_phys_fit_uses_class_times)
 	}
 	for (int i = 0; i < N; i++)
 		hp_workload_release(&w[i]);
+}
+
+/* --- the fit engine against a naive reference --------------------------- */
+
+/*
+ * The physical fit as it was written before the fit engine compiled its
+ * points (lib/estimate/model.c up to 0ef3db9): every row its own residual
+ * through hp__phys_time_cls(), GSL's own finite-difference Jacobian, the
+ * same prior, ridge and Huber passes.  hp__phys_fit() must give its
+ * parameters to the bit when no rows are merged.
+ */
+struct ref_ctx {
+	const struct hp__fitpt *pts;
+	int n;
+	const double *wt;
+	double th[HP__NTH], prior[HP__NTH];
+	int idx[HP__NTH], nfree, nscale;
+	double *scale, shrink;
+	int cls_pt[512], ncls;
+};
+
+static double ref_time(const struct ref_ctx *c, const double *th,
+		       const double *sc, const struct hp__fitpt *p)
+{
+	double t = hp__phys_time(th, &p->d, p->w, p->src, p->ndev, NULL);
+	if (c->nscale > 0 && p->dev >= 0 && p->dev < c->nscale)
+		t *= exp(sc[p->dev]);
+	return t;
+}
+
+static int ref_f(const gsl_vector *x, void *ud, gsl_vector *f)
+{
+	struct ref_ctx *c = ud;
+	double th[HP__NTH], *sc = c->scale;
+	size_t row;
+
+	memcpy(th, c->th, sizeof(th));
+	for (int j = 0; j < c->nfree; j++) {
+		double v = gsl_vector_get(x, (size_t)j);
+		th[c->idx[j]] = v > 30 ? 30 : v < -60 ? -60 : v;
+	}
+	for (int d = 0; d < c->nscale; d++) {
+		double v = gsl_vector_get(x, (size_t)(c->nfree + d));
+		sc[d] = v > 20 ? 20 : v < -20 ? -20 : v;
+	}
+	for (int i = 0; i < c->n; i++) {
+		double r =
+		    log(ref_time(c, th, sc, &c->pts[i])) - log(c->pts[i].t);
+		if (!isfinite(r))
+			r = 50;
+		gsl_vector_set(f, (size_t)i, sqrt(c->wt[i]) * r);
+	}
+	for (int i = 0; i < c->ncls; i++) {
+		const struct hp__fitpt *p = &c->pts[c->cls_pt[i]];
+		double pc[HP_EST_NCLASS];
+		hp__phys_time_cls(th, &p->d, p->w, p->src, p->ndev, NULL, pc);
+		for (int k = 0; k < HP_EST_NCLASS; k++) {
+			double r = 0;
+			if (p->tcls[k] > 0 && pc[k] > 0)
+				r = log(pc[k]) - log(p->tcls[k]);
+			if (!isfinite(r))
+				r = 50;
+			gsl_vector_set(f,
+				       (size_t)(c->n + i * HP_EST_NCLASS + k),
+				       0.5 * sqrt(c->wt[c->cls_pt[i]]) * r);
+		}
+	}
+	row = (size_t)(c->n + c->ncls * HP_EST_NCLASS);
+	for (int j = 0; j < c->nfree; j++)
+		gsl_vector_set(f, row + (size_t)j,
+			       0.05 * (th[c->idx[j]] - c->prior[c->idx[j]]));
+	for (int d = 0; d < c->nscale; d++)
+		gsl_vector_set(f, row + (size_t)(c->nfree + d),
+			       sqrt(c->shrink) * sc[d]);
+	return GSL_SUCCESS;
+}
+
+static void ref_solve(struct ref_ctx *c)
+{
+	gsl_multifit_nlinear_parameters par =
+	    gsl_multifit_nlinear_default_parameters();
+	gsl_multifit_nlinear_fdf fdf;
+	gsl_multifit_nlinear_workspace *ws;
+	size_t np = (size_t)(c->nfree + c->nscale);
+	size_t nres = (size_t)c->n + (size_t)c->ncls * HP_EST_NCLASS + np;
+	gsl_vector *x = gsl_vector_alloc(np);
+	int info;
+
+	ws = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &par, nres,
+					np);
+	ASSERT(x && ws);
+	for (int j = 0; j < c->nfree; j++)
+		gsl_vector_set(x, (size_t)j, c->th[c->idx[j]]);
+	for (int d = 0; d < c->nscale; d++)
+		gsl_vector_set(x, (size_t)(c->nfree + d), c->scale[d]);
+	memset(&fdf, 0, sizeof(fdf));
+	fdf.f = ref_f;
+	fdf.n = nres;
+	fdf.p = np;
+	fdf.params = c;
+	gsl_multifit_nlinear_init(x, &fdf, ws);
+	gsl_multifit_nlinear_driver(200, 1e-8, 1e-8, 1e-8, NULL, NULL, &info,
+				    ws);
+	for (int j = 0; j < c->nfree; j++) {
+		double v = gsl_vector_get(ws->x, (size_t)j);
+		c->th[c->idx[j]] = v > 30 ? 30 : v < -60 ? -60 : v;
+	}
+	for (int d = 0; d < c->nscale; d++) {
+		double v = gsl_vector_get(ws->x, (size_t)(c->nfree + d));
+		c->scale[d] = v > 20 ? 20 : v < -20 ? -20 : v;
+	}
+	gsl_multifit_nlinear_free(ws);
+	gsl_vector_free(x);
+}
+
+static void ref_fit(const struct hp__fitpt *pts, int n, double *th,
+		    const bool *fr, int nscale, double *scale)
+{
+	static struct ref_ctx c;
+	double wt[512], r[512], s;
+
+	ASSERT(n <= 512);
+	memset(&c, 0, sizeof(c));
+	c.pts = pts;
+	c.n = n;
+	c.wt = wt;
+	memcpy(c.th, th, sizeof(c.th));
+	memcpy(c.prior, th, sizeof(c.prior));
+	for (int j = 0; j < HP__NTH; j++)
+		if (fr[j])
+			c.idx[c.nfree++] = j;
+	c.nscale = scale ? nscale : 0;
+	c.scale = scale;
+	c.shrink = 2;
+	for (int i = 0; i < n; i++) {
+		bool any = false;
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			any |= pts[i].tcls[k] > 0;
+		if (any)
+			c.cls_pt[c.ncls++] = i;
+		wt[i] = 1;
+	}
+	for (int d = 0; d < c.nscale; d++)
+		scale[d] = 0;
+	for (int pass = 0; pass < 3; pass++) {
+		ref_solve(&c);
+		if (pass == 2)
+			break;
+		for (int i = 0; i < n; i++) {
+			r[i] = fabs(log(ref_time(&c, c.th, c.scale, &pts[i])) -
+				    log(pts[i].t));
+			wt[i] = r[i];
+		}
+		s = 1.4826 * hp__quantile(wt, n, 0.5);
+		if (!(s > 1e-3))
+			s = 1e-3;
+		for (int i = 0; i < n; i++)
+			wt[i] = r[i] <= 1.5 * s ? 1 : 1.5 * s / r[i];
+	}
+	memcpy(th, c.th, sizeof(c.th));
+}
+
+/* A GPU device of the test: peak, TF32 peak, bandwidth, link. */
+static struct hp__dev_spec gpu_spec(int k)
+{
+	struct hp__dev_spec d = {false, (10 + 5 * k) * 1e12,
+				 k % 2 ? (40 + 20 * k) * 1e12 : 0,
+				 (600 + 300 * k) * 1e9, 12e9 * (1 + k)};
+	d.chan_block = 1;
+	return d;
+}
+
+/* n points: CPU rows with class times (gpu false), or GPU rows of 4 types
+ * from the three public sources, some on several devices; each workload
+ * appears `copies` times with its own noise. */
+static void engine_points(struct hp__fitpt *pts, struct hp_workload *w, int n,
+			  int copies, bool gpu)
+{
+	double truth[HP__NTH];
+
+	true_theta(truth);
+	if (gpu) {
+		hp__phys_prior(false, truth);
+		truth[HP__TH_EMAX] = log(0.6);
+		truth[HP__TH_SRC] = log(1.3);
+		truth[HP__TH_KAPPA] = 0.5;
+	}
+	for (int i = 0; i < n; i++) {
+		struct hp__fitpt *p = &pts[i];
+		int u = i / copies;
+		memset(p, 0, sizeof(*p));
+		if (i % copies == 0)
+			synth_wl(&w[u], 5 + u % 9, (int64_t)2 << (u % 6));
+		p->w = &w[u];
+		p->d = gpu ? gpu_spec(u % 4) : cpu_spec;
+		p->dev = gpu ? u % 4 : 0;
+		p->src = gpu ? 1 + u % 3 : HP__SRC_PROFILE;
+		p->ndev = gpu && u % 5 == 0 ? 4 : 1;
+		/* every fourth configuration measured slower: outliers for
+		 * the Huber passes */
+		p->t =
+		    hp__phys_time_cls(truth, &p->d, p->w, p->src, p->ndev, NULL,
+				      p->tcls) *
+		    exp((u % 4 == 1 ? (gpu ? 0.2 : 0.05) : 0) + 0.03 * nrand());
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			p->tcls[k] = gpu || u % 7 == 3
+					 ? NAN
+					 : p->tcls[k] * exp(0.05 * nrand());
+	}
+}
+
+static void engine_free(struct hp_workload *w, int nw)
+{
+	for (int i = 0; i < nw; i++)
+		hp_workload_release(&w[i]);
+}
+
+static void cpu_free_params(bool *fr)
+{
+	memset(fr, 0, HP__NTH * sizeof(*fr));
+	for (int j = 0; j <= HP__TH_T0; j++)
+		fr[j] = true;
+	fr[HP__TH_EMW] = fr[HP__TH_CHALF] = fr[HP__TH_SHALF] = true;
+	fr[HP__TH_CACHE] = fr[HP__TH_CACHEX] = true;
+}
+
+static void gpu_free_params(bool *fr)
+{
+	memset(fr, 0, HP__NTH * sizeof(*fr));
+	for (int j = 0; j <= HP__TH_T0; j++)
+		fr[j] = true;
+	fr[HP__TH_EMAX + HP_EST_FC] = fr[HP__TH_TAU + HP_EST_FC] = false;
+	fr[HP__TH_KAPPA] = fr[HP__TH_COMM] = true;
+	for (int s = 0; s < 2; s++)
+		fr[HP__TH_SRC + s] = fr[HP__TH_SRC_T0 + s] =
+		    fr[HP__TH_SRC_TS + s] = true;
+}
+
+/* Distinct rows: the fit engine's parameters are the naive fit's, to the
+ * bit, on CPU rows with class times and on GPU rows with sources, several
+ * devices and per-device scales. */
+HP_TEST(estimate_phys_fit_equals_naive_reference)
+{
+	enum { N = 90 };
+	static struct hp_workload w[N];
+	static struct hp__fitpt pts[N];
+	bool fr[HP__NTH];
+
+	for (int gpu = 0; gpu < 2; gpu++) {
+		double th[HP__NTH], ref[HP__NTH], sc[4] = {0}, rsc[4] = {0};
+		engine_points(pts, w, N, 1, gpu);
+		if (gpu)
+			gpu_free_params(fr);
+		else
+			cpu_free_params(fr);
+		hp__phys_prior(!gpu, th);
+		memcpy(ref, th, sizeof(th));
+		ASSERT_EQ_INT(hp__phys_fit(pts, N, th, NULL, fr, gpu ? 4 : 0,
+					   gpu ? sc : NULL, 2, NULL),
+			      0);
+		ref_fit(pts, N, ref, fr, gpu ? 4 : 0, gpu ? rsc : NULL);
+		for (int j = 0; j < HP__NTH; j++)
+			if (th[j] != ref[j])
+				HP_FAIL("%s parameter %d: %.17g, naive %.17g",
+					gpu ? "gpu" : "cpu", j, th[j], ref[j]);
+		for (int d = 0; d < 4; d++)
+			ASSERT(sc[d] == rsc[d]);
+		engine_free(w, N);
+	}
+}
+
+/* Rows that repeat a configuration are merged into one weighted residual
+ * (with their spread as a constant one): the same objective, so the same
+ * fit as the naive one on every row up to the solver's tolerance (2e-8
+ * here). */
+HP_TEST(estimate_phys_fit_merged_rows_match_naive)
+{
+	enum { N = 240, COPIES = 4 };
+	static struct hp_workload w[N / COPIES];
+	static struct hp__fitpt pts[N];
+	bool fr[HP__NTH];
+
+	for (int gpu = 0; gpu < 2; gpu++) {
+		double th[HP__NTH], ref[HP__NTH], sc[4] = {0}, rsc[4] = {0};
+		struct ref_ctx c = {0};
+		engine_points(pts, w, N, COPIES, gpu);
+		if (gpu)
+			gpu_free_params(fr);
+		else
+			cpu_free_params(fr);
+		hp__phys_prior(!gpu, th);
+		memcpy(ref, th, sizeof(th));
+		ASSERT_EQ_INT(hp__phys_fit(pts, N, th, NULL, fr, gpu ? 4 : 0,
+					   gpu ? sc : NULL, 2, NULL),
+			      0);
+		ref_fit(pts, N, ref, fr, gpu ? 4 : 0, gpu ? rsc : NULL);
+		/* what matters: the predictions, row by row */
+		c.nscale = gpu ? 4 : 0;
+		for (int i = 0; i < N; i++)
+			ASSERT_NEAR(ref_time(&c, th, sc, &pts[i]) /
+					ref_time(&c, ref, rsc, &pts[i]),
+				    1, 1e-6);
+		engine_free(w, N / COPIES);
+	}
+}
+
+/* The Jacobian from cached layer parts is GSL's forward difference of
+ * every residual, to the bit: CPU and GPU rows, distinct and merged,
+ * with uneven weights, at a point away from the prior. */
+HP_TEST(estimate_phys_jacobian_is_gsl_forward_difference)
+{
+	enum { N = 120 };
+	static struct hp_workload w[N];
+	static struct hp__fitpt pts[N];
+	double wt[N], th[HP__NTH], sc[4] = {0.1, -0.2, 0.05, 0.3}, diff;
+	bool fr[HP__NTH];
+
+	for (int i = 0; i < N; i++)
+		wt[i] = i % 3 ? 1 : 0.4;
+	for (int gpu = 0; gpu < 2; gpu++)
+		for (int copies = 1; copies <= 3; copies += 2) {
+			engine_points(pts, w, N, copies, gpu);
+			if (gpu)
+				gpu_free_params(fr);
+			else
+				cpu_free_params(fr);
+			hp__phys_prior(!gpu, th);
+			for (int j = 0; j < HP__NTH; j++)
+				th[j] += 0.1 * (j % 3) - 0.05;
+			ASSERT_EQ_INT(hp__phys_check_jacobian(
+					  pts, N, th, fr, gpu ? 4 : 0,
+					  gpu ? sc : NULL, wt, &diff, NULL),
+				      0);
+			if (diff != 0)
+				HP_FAIL("%s, copies %d: Jacobians differ by %g",
+					gpu ? "gpu" : "cpu", copies, diff);
+			engine_free(w, N / copies);
+		}
+}
+
+/* hp__phys_times() gives hp__phys_time() of each point to the bit, on
+ * real workloads (padded channels, fused relus) and multi-GPU rows. */
+HP_TEST(estimate_phys_times_equal_phys_time)
+{
+	static const char *spec =
+	    "{\"input\":[3,16,16],\"classes\":10,\"layers\":["
+	    "{\"type\":\"conv\",\"filters\":8,\"kernel\":3,\"stride\":1,"
+	    "\"pad\":1},{\"type\":\"bn\"},{\"type\":\"relu\"},"
+	    "{\"type\":\"pool\",\"op\":\"max\",\"kernel\":2,\"stride\":2},"
+	    "{\"type\":\"conv\",\"filters\":24,\"kernel\":3,\"stride\":1,"
+	    "\"pad\":1},{\"type\":\"relu\"},{\"type\":\"fc\",\"units\":10}]}";
+	struct hp_workload w[4];
+	struct hp__fitpt pts[16];
+	struct hp_error err = {0};
+	double th[HP__NTH], sc[3] = {0.2, -0.1, 0.4}, t[16];
+
+	for (int b = 0; b < 4; b++) {
+		struct hp_graph *g = hp_spec_parse(spec, strlen(spec), &err);
+		ASSERT(g);
+		ASSERT_EQ_INT(
+		    hp_workload_from_graph(g, 1 + 7 * b, NULL, 0, &w[b], &err),
+		    0);
+		hp_graph_free(g);
+	}
+	hp__phys_prior(true, th);
+	for (int j = 0; j < HP__NTH; j++)
+		th[j] += 0.3 * sin(j);
+	for (int i = 0; i < 16; i++) {
+		memset(&pts[i], 0, sizeof(pts[i]));
+		pts[i].w = &w[i % 4];
+		pts[i].d = i < 8 ? cpu_spec : gpu_spec(i % 3);
+		pts[i].d.chan_block = i < 4 ? 16 : i < 8 ? 8 : 1;
+		pts[i].d.fuse_bn_relu = i < 8;
+		pts[i].src = i < 8 ? 0 : i % 4;
+		pts[i].ndev = i >= 12 ? 8 : 1;
+		pts[i].dev = i < 8 ? -1 : i % 3;
+		pts[i].t = 1;
+	}
+	ASSERT_EQ_INT(hp__phys_times(pts, 16, th, 3, sc, t, NULL), 0);
+	for (int i = 0; i < 16; i++) {
+		double ref = hp__phys_time(th, &pts[i].d, pts[i].w, pts[i].src,
+					   pts[i].ndev, NULL);
+		if (pts[i].dev >= 0)
+			ref *= exp(sc[pts[i].dev]);
+		if (t[i] != ref)
+			HP_FAIL("point %d: %.17g, hp__phys_time %.17g", i, t[i],
+				ref);
+	}
+	for (int b = 0; b < 4; b++)
+		hp_workload_release(&w[b]);
+}
+
+/* The quantile sorts with qsort now: the same values as the insertion
+ * sort it replaced, on ties and unsorted input. */
+HP_TEST(estimate_quantile_matches_insertion_sort)
+{
+	double v[101], ref[101];
+
+	for (int n = 1; n <= 101; n += 25) {
+		for (int i = 0; i < n; i++)
+			v[i] = ref[i] = floor(10 * urand()) / 3;
+		for (int a = 1; a < n; a++) {
+			double x = ref[a];
+			int b = a - 1;
+			while (b >= 0 && ref[b] > x) {
+				ref[b + 1] = ref[b];
+				b--;
+			}
+			ref[b + 1] = x;
+		}
+		for (int q = 0; q <= 10; q++) {
+			double pos = q / 10.0 * (n - 1), want;
+			int i = (int)pos;
+			want = i >= n - 1
+				   ? ref[n - 1]
+				   : ref[i] + (pos - i) * (ref[i + 1] - ref[i]);
+			ASSERT(hp__quantile(v, n, q / 10.0) == want);
+		}
+	}
+}
+
+/* --- bad input: rows, datasets given twice, the output file ------------ */
+
+static struct hp_profile_row small_rows[64];
+static int nsmall;
+
+static int keep_row(const struct hp_profile_row *r, void *ud)
+{
+	(void)ud;
+	ASSERT(nsmall < 64);
+	small_rows[nsmall++] = *r;
+	return 0;
+}
+
+/* tests/data/estimate/cpu-small.csv (45 rows) into small_rows. */
+static void read_small(void)
+{
+	struct hp_error err = {0};
+	int64_t torn;
+
+	nsmall = 0;
+	if (hp_dataset_read(hp_test_path("tests/data/estimate/cpu-small.csv"),
+			    keep_row, NULL, &torn, &err))
+		HP_FAIL("cpu-small.csv: %s", err.msg);
+	ASSERT_EQ_INT(nsmall, 45);
+}
+
+/* Write small_rows to path as a dataset. */
+static void write_rows(const char *path)
+{
+	struct hp_buf b;
+	FILE *f = fopen(path, "w");
+
+	ASSERT(f);
+	hp_buf_init(&b, 1u << 24);
+	ASSERT_EQ_INT(
+	    hp_buf_add(&b, hp_dataset_header(), strlen(hp_dataset_header())),
+	    0);
+	ASSERT_EQ_INT(hp_buf_add(&b, "\n", 1), 0);
+	for (int i = 0; i < nsmall; i++)
+		ASSERT_EQ_INT(hp_dataset_format_row(&small_rows[i], &b), 0);
+	ASSERT(fwrite(b.data, 1, b.len, f) == b.len);
+	ASSERT(fclose(f) == 0);
+	hp_buf_release(&b);
+}
+
+/* A row with a value outside its physical range is refused naming the
+ * file, its line and the column, or skipped and counted; rows of a busy
+ * host are still left out quietly. */
+HP_TEST(estimate_bad_rows_refused_or_skipped)
+{
+	static const struct {
+		const char *col;
+		double step, mem_scale, power;
+		int64_t batch;
+	} cases[] = {
+	    {"step_time_s", 0, 1, NAN, 16},
+	    {"step_time_s", -0.5, 1, NAN, 16},
+	    {"step_time_s", 1e308, 1, NAN, 16},
+	    {"batch", 0.01, 1, NAN, 0},
+	    {"peak_mem_bytes", 0.01, -1, NAN, 16},
+	    {"power_w", 0.01, 1, -3, 16},
+	};
+	struct hp_catalog *cat = test_catalog();
+	char dir[] = "/tmp/hp-test-badrows-XXXXXX", path[128];
+	struct hp_fit_options o = {0};
+	const char *ds[1] = {path};
+
+	ASSERT(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/x.csv", dir);
+	o.datasets = ds;
+	o.ndatasets = 1;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct hp_fit_report rep;
+		struct hp_error err = {0};
+		struct hp__set set;
+		char want[160];
+		read_small();
+		/* data row 16: line 17 after the header */
+		small_rows[15].step_time_s = cases[k].step;
+		small_rows[15].batch = cases[k].batch;
+		small_rows[15].peak_mem_bytes =
+		    (int64_t)(cases[k].mem_scale *
+			      (double)small_rows[15].peak_mem_bytes);
+		small_rows[15].power_w = cases[k].power;
+		small_rows[3].cpu_pressure = 0.4; /* busy: not bad */
+		write_rows(path);
+		o.skip_bad_rows = false;
+		o.report = NULL;
+		ASSERT_EQ_INT(hp__set_load(&set, &o, cat, &err), HP_EINVAL);
+		snprintf(want, sizeof(want),
+			 "'%s' line 17: column '%s': ", path, cases[k].col);
+		if (strncmp(err.msg, want, strlen(want)))
+			HP_FAIL("case %zu: '%s', expected '%s...'", k, err.msg,
+				want);
+		o.skip_bad_rows = true;
+		o.report = &rep;
+		ASSERT_EQ_INT(hp__set_load(&set, &o, cat, &err), 0);
+		ASSERT_EQ_INT(rep.bad_rows_skipped, 1);
+		ASSERT_EQ_INT(rep.profile_rows, 43); /* 45 - bad - busy */
+		ASSERT_EQ_INT(set.n, 43);
+		ASSERT(strstr(rep.first_bad, "data row 16") &&
+		       strstr(rep.first_bad, cases[k].col));
+		hp__set_release(&set);
+	}
+	unlink(path);
+	rmdir(dir);
+	hp_catalog_free(cat);
+}
+
+/* The same dataset twice counts each row twice: refused, whether by the
+ * same name, another name of the same file, or a copy. */
+HP_TEST(estimate_dataset_given_twice_refused)
+{
+	struct hp_catalog *cat = test_catalog();
+	char dir[] = "/tmp/hp-test-twice-XXXXXX", a[128], b[128], c[128];
+	const char *pairs[3][2] = {{a, a}, {a, b}, {a, c}};
+	const char *why[3] = {"same file", "same file", "same content"};
+
+	ASSERT(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/a.csv", dir);
+	snprintf(b, sizeof(b), "%s/b.csv", dir);
+	snprintf(c, sizeof(c), "%s/c.csv", dir);
+	read_small();
+	write_rows(a);
+	write_rows(c);
+	ASSERT(link(a, b) == 0);
+	for (int k = 0; k < 3; k++) {
+		struct hp_fit_options o = {0};
+		struct hp_error err = {0};
+		struct hp__set set;
+		o.datasets = pairs[k];
+		o.ndatasets = 2;
+		ASSERT_EQ_INT(hp__set_load(&set, &o, cat, &err), HP_EINVAL);
+		if (!strstr(err.msg, why[k]) || !strstr(err.msg, pairs[k][0]) ||
+		    !strstr(err.msg, pairs[k][1]))
+			HP_FAIL("case %d: '%s'", k, err.msg);
+	}
+	/* one row more: different content, both count */
+	{
+		struct hp_fit_options o = {0};
+		struct hp_error err = {0};
+		struct hp__set set;
+		const char *ds[2] = {a, c};
+		nsmall--;
+		write_rows(c);
+		o.datasets = ds;
+		o.ndatasets = 2;
+		ASSERT_EQ_INT(hp__set_load(&set, &o, cat, &err), 0);
+		ASSERT_EQ_INT(set.profile_rows, 89);
+		hp__set_release(&set);
+	}
+	unlink(a);
+	unlink(b);
+	unlink(c);
+	rmdir(dir);
+	hp_catalog_free(cat);
+}
+
+/* The output is checked before a fit (a missing directory gives the
+ * system's reason, a directory is refused), written whole through a
+ * temporary file that is renamed or removed, never left behind. */
+HP_TEST(estimate_save_checked_first_and_atomic)
+{
+	struct hp_catalog *cat = test_catalog();
+	struct hp_estimator_file f;
+	char dir[] = "/tmp/hp-test-save-XXXXXX", path[128], tmp[sizeof(f.tmp)];
+	struct hp_error err = {0};
+	struct hp_estimator *est, *back;
+	struct hp__set set;
+	DIR *d;
+	struct dirent *e;
+	int files = 0;
+
+	ASSERT(mkdtemp(dir));
+	ASSERT_EQ_INT(
+	    hp_estimator_save_open(&f, "/nonexistent-hp/x.json", &err), HP_EIO);
+	ASSERT_STR_EQ(err.msg, "cannot write '/nonexistent-hp/x.json': No "
+			       "such file or directory");
+	ASSERT_EQ_INT(hp_estimator_save_open(&f, dir, &err), HP_EINVAL);
+	ASSERT(strstr(err.msg, "Is a directory"));
+	snprintf(path, sizeof(path), "%s/est.json", dir);
+	ASSERT_EQ_INT(hp_estimator_save_open(&f, path, &err), 0);
+	ASSERT(access(f.tmp, F_OK) == 0 && access(path, F_OK) != 0);
+	snprintf(tmp, sizeof(tmp), "%s", f.tmp);
+	hp_estimator_save_abort(&f);
+	ASSERT(access(tmp, F_OK) != 0);
+	synth_set(&set, cat, 40, NULL, 0, 0);
+	est = hp__fit_set(&set, NULL, cat, false, NULL, &err);
+	ASSERT(est);
+	ASSERT_EQ_INT(hp_estimator_save(est, path, &err), 0);
+	ASSERT((back = hp_estimator_load(path, &err)));
+	/* only est.json is left in the directory */
+	ASSERT((d = opendir(dir)));
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			ASSERT_STR_EQ(e->d_name, "est.json");
+			files++;
+		}
+	closedir(d);
+	ASSERT_EQ_INT(files, 1);
+	hp_estimator_free(back);
+	hp_estimator_free(est);
+	hp__set_release(&set);
+	unlink(path);
+	rmdir(dir);
+	hp_catalog_free(cat);
+}
+
+/* The fit reports progress: solver runs done of a total that is reached
+ * at the end. */
+struct prog_seen {
+	int64_t calls, last_done, last_total;
+	bool monotone;
+};
+
+static void on_progress(const char *stage, int64_t done, int64_t total,
+			void *ud)
+{
+	struct prog_seen *p = ud;
+
+	ASSERT(stage && *stage);
+	if (total > 0) {
+		p->monotone &= done >= p->last_done;
+		p->last_done = done;
+		p->last_total = total;
+	}
+	p->calls++;
+}
+
+HP_TEST(estimate_fit_reports_progress)
+{
+	struct hp_catalog *cat = test_catalog();
+	struct hp_fit_options o = {0};
+	struct hp_error err = {0};
+	struct prog_seen seen = {0, 0, 0, true};
+	const char *ds[1] = {hp_test_path("tests/data/estimate/cpu-small.csv")};
+	struct hp_estimator *est;
+
+	o.datasets = ds;
+	o.ndatasets = 1;
+	o.progress = on_progress;
+	o.progress_ud = &seen;
+	est = hp_estimator_fit(&o, cat, &err);
+	ASSERT(est);
+	/* one CPU host: the fit and 5 folds */
+	ASSERT_EQ_INT(seen.last_total, 6);
+	ASSERT_EQ_INT(seen.last_done, 6);
+	ASSERT(seen.monotone);
+	hp_estimator_free(est);
+	hp_catalog_free(cat);
 }
