@@ -35,8 +35,11 @@
 static struct hp_profile_row *src;
 static int nsrc;
 
-static int keep_row(const struct hp_profile_row *r, void *ud)
+static int keep_row(const struct hp_profile_row *r, int line, void *ud,
+		    struct hp_error *err)
 {
+	(void)line;
+	(void)err;
 	(void)ud;
 	if (nsrc == MAX_SOURCE)
 		return 0;

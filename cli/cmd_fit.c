@@ -15,7 +15,8 @@
 static const char help[] =
     "usage: hetpool fit [DATASET...] --out FILE [--family physical|linear]\n"
     "                   [--public DIR | --no-public] [--models DIR]\n"
-    "                   [--skip-bad-rows] [--catalog FILE] [--json]\n"
+    "                   [--skip-bad-rows] [--threads N] [--catalog FILE] "
+    "[--json]\n"
     "\n"
     "Fit the estimator of step time, peak memory and energy, and save "
     "it for\n"
@@ -51,6 +52,11 @@ static const char help[] =
     "naming its\n"
     "                   file, line and column\n"
     "  --catalog FILE   device catalog (default: data/devices.csv)\n"
+    "  --threads N      threads for the fits that do not depend on each "
+    "other\n"
+    "                   (default: the CPUs this process may use; the "
+    "result is\n"
+    "                   the same for any count)\n"
     "  --json           print a JSON summary instead of text\n"
     "\n"
     "A fit of more than a couple of seconds shows its progress on stderr "
@@ -86,6 +92,7 @@ int cmd_fit(int argc, char **argv)
 	    {"skip-bad-rows", no_argument, NULL, 's'},
 	    {"catalog", required_argument, NULL, 'c'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"threads", required_argument, NULL, 't'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -104,7 +111,7 @@ int cmd_fit(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:f:p:Pm:sc:jh", opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "o:f:p:Pm:sc:jt:h", opts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'o':
@@ -133,6 +140,16 @@ int cmd_fit(int argc, char **argv)
 		case 'c':
 			catalog = optarg;
 			break;
+		case 't': {
+			int64_t v;
+			if (hp_parse_i64(optarg, 1, 256, &v))
+				return cli_error(EXIT_USAGE,
+						 "%s: --threads '%s': give a "
+						 "whole number from 1 to 256",
+						 "fit", optarg);
+			o.threads = (int)v;
+			break;
+		}
 		case 'j':
 			json = true;
 			break;

@@ -80,8 +80,11 @@ struct done_set {
 	const char *optimizer;
 };
 
-static int collect_done(const struct hp_profile_row *r, void *ud)
+static int collect_done(const struct hp_profile_row *r, int line, void *ud,
+			struct hp_error *err)
 {
+	(void)line;
+	(void)err;
 	struct done_set *d = ud;
 
 	if (strcmp(r->device, d->device) || strcmp(r->optimizer, d->optimizer))

@@ -14,7 +14,8 @@
 static const char help[] =
     "usage: hetpool validate [--profiles FILE]... [--public DIR | "
     "--no-public]\n"
-    "                        [--folds K] [--models DIR] [--skip-bad-rows]\n"
+    "                        [--folds K] [--models DIR] [--skip-bad-rows] "
+    "[--threads N]\n"
     "                        [--catalog FILE] [--json]\n"
     "\n"
     "Refit the estimator's families on parts of the data and score "
@@ -48,6 +49,11 @@ static const char help[] =
     "                   range and count them (default: such a row is an "
     "error)\n"
     "  --catalog FILE   device catalog (default: data/devices.csv)\n"
+    "  --threads N      threads for the fits that do not depend on each "
+    "other\n"
+    "                   (default: the CPUs this process may use; the "
+    "result is\n"
+    "                   the same for any count)\n"
     "  --json           print JSON for scripts\n"
     "\n"
     "Progress is shown on stderr when stderr is a terminal.\n"
@@ -67,6 +73,7 @@ int cmd_validate(int argc, char **argv)
 	    {"skip-bad-rows", no_argument, NULL, 's'},
 	    {"catalog", required_argument, NULL, 'c'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"threads", required_argument, NULL, 't'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -85,7 +92,7 @@ int cmd_validate(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:p:Pk:m:sc:jh", opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "d:p:Pk:m:sc:jt:h", opts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'd':
@@ -117,6 +124,16 @@ int cmd_validate(int argc, char **argv)
 		case 'c':
 			catalog = optarg;
 			break;
+		case 't': {
+			int64_t v;
+			if (hp_parse_i64(optarg, 1, 256, &v))
+				return cli_error(EXIT_USAGE,
+						 "%s: --threads '%s': give a "
+						 "whole number from 1 to 256",
+						 "validate", optarg);
+			o.threads = (int)v;
+			break;
+		}
 		case 'j':
 			json = true;
 			break;

@@ -169,6 +169,10 @@ struct hp_fit_options {
 	hp_progress_fn progress; /* may be NULL */
 	void *progress_ud;
 	struct hp_fit_report *report; /* the caller's; may be NULL */
+	/* Threads for the fits that do not depend on each other (the folds
+	 * of a cross-validation); 0: the CPUs this process may run on.  The
+	 * result is the same for any count. */
+	int threads;
 };
 
 struct hp_estimator;

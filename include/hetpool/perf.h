@@ -133,7 +133,11 @@ int hp_dataset_format_row(const struct hp_profile_row *r, struct hp_buf *b);
  * the caller can cut it.  Returns 0 or a negative code (err names the
  * line).
  */
-typedef int (*hp_dataset_row_fn)(const struct hp_profile_row *r, void *ud);
+/* Called for each row with the line it starts on; a negative return stops
+ * the read, which returns it with err's message (set by fn, or the code's)
+ * after "line N: ". */
+typedef int (*hp_dataset_row_fn)(const struct hp_profile_row *r, int line,
+				 void *ud, struct hp_error *err);
 int hp_dataset_read(const char *path, hp_dataset_row_fn fn, void *ud,
 		    int64_t *torn_bytes, struct hp_error *err);
 /* The same on text in memory (len bytes, need not be NUL-terminated). */

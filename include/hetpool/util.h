@@ -159,6 +159,8 @@ struct hp_csv {
 	char **fields;
 	int nfields, afields;
 	struct hp_buf rec; /* unescaped fields, each NUL-terminated */
+	size_t *offs;	   /* internal: field offsets into rec */
+	int aoffs;
 };
 void hp_csv_init(struct hp_csv *c, const char *text, size_t len);
 void hp_csv_release(struct hp_csv *c);

@@ -151,10 +151,9 @@ struct prof_ctx {
 	struct wl_index *wls;
 	int rows, unknown, busy;
 	int64_t record; /* data rows read so far */
+	int line;	/* the line of the row being read */
 	int64_t bad;	/* bad rows skipped */
-	bool failed;	/* the callback stopped the read: why says why */
-	int64_t bad_record;
-	char why[192]; /* "column 'step_time_s': 0 is not a step time ..." */
+	char why[192];	/* "column 'step_time_s': 0 is not a step time ..." */
 };
 
 static void prof_why(struct prof_ctx *c, const char *fmt, ...)
@@ -236,20 +235,17 @@ static bool row_ok(const struct hp_profile_row *r, struct prof_ctx *c)
 	return true;
 }
 
-/* A bad row: skipped and counted, or the read stopped (HP_EINVAL). */
-static int bad_row(struct prof_ctx *c)
+/* A bad row: skipped and counted, or the read stopped (HP_EINVAL, err
+ * saying why). */
+static int bad_row(struct prof_ctx *c, struct hp_error *err)
 {
 	struct hp_fit_report *rep = c->o->report;
 
-	if (!c->o->skip_bad_rows) {
-		c->failed = true;
-		c->bad_record = c->record;
-		return HP_EINVAL;
-	}
+	if (!c->o->skip_bad_rows)
+		return hp_error_set(err, HP_EINVAL, "%s", c->why);
 	if (rep && rep->bad_rows_skipped == 0)
 		snprintf(rep->first_bad, sizeof(rep->first_bad),
-			 "'%s' data row %lld: %s", c->path,
-			 (long long)c->record, c->why);
+			 "'%s' line %d: %s", c->path, c->line, c->why);
 	if (rep)
 		rep->bad_rows_skipped++;
 	c->bad++;
@@ -306,7 +302,8 @@ static int row_workload(struct prof_ctx *c, const struct hp_profile_row *r)
 	return wl;
 }
 
-static int prof_row(const struct hp_profile_row *r, void *ud)
+static int prof_row(const struct hp_profile_row *r, int line, void *ud,
+		    struct hp_error *err)
 {
 	struct prof_ctx *c = ud;
 	struct hp__sample *s;
@@ -314,13 +311,14 @@ static int prof_row(const struct hp_profile_row *r, void *ud)
 	int wl;
 
 	c->record++;
+	c->line = line;
 	if (c->o->progress && c->record % 4096 == 0) {
 		char stage[96];
 		snprintf(stage, sizeof(stage), "reading '%.80s'", c->path);
 		c->o->progress(stage, c->record, 0, c->o->progress_ud);
 	}
 	if (!row_ok(r, c))
-		return bad_row(c);
+		return bad_row(c, err);
 	/* Measured while other tasks fought for the CPUs: not the device's
 	 * time (the profiler warned and recorded it). */
 	if (r->cpu_pressure > HP__MAX_CPU_PRESSURE) {
@@ -336,20 +334,12 @@ static int prof_row(const struct hp_profile_row *r, void *ud)
 		return 0;
 	}
 	if ((wl = row_workload(c, r)) < 0) {
-		if (wl == HP_ENOMEM) {
-			prof_why(c, "out of memory");
-			c->failed = true;
-			c->bad_record = c->record;
-			return HP_ENOMEM;
-		}
-		return bad_row(c);
+		if (wl == HP_ENOMEM)
+			return hp_error_set(err, HP_ENOMEM, "out of memory");
+		return bad_row(c, err);
 	}
-	if (!(s = add_sample(c->set))) {
-		prof_why(c, "out of memory");
-		c->failed = true;
-		c->bad_record = c->record;
-		return HP_ENOMEM;
-	}
+	if (!(s = add_sample(c->set)))
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	snprintf(s->device, sizeof(s->device), "%s", t->name);
 	snprintf(s->family, sizeof(s->family), "%s", r->family);
 	s->src = HP__SRC_PROFILE;
@@ -366,19 +356,6 @@ static int prof_row(const struct hp_profile_row *r, void *ud)
 	return 0;
 }
 
-/* The line the dataset reader names ("line N: ...") when a row callback
- * stopped it, or 0. */
-static long err_line(const struct hp_error *err)
-{
-	char *end;
-	long v;
-
-	if (strncmp(err->msg, "line ", 5))
-		return 0;
-	v = strtol(err->msg + 5, &end, 10);
-	return *end == ':' && v > 0 ? v : 0;
-}
-
 /* Read one profile dataset into set. */
 static int read_profiles(struct hp__set *set, const struct hp_fit_options *o,
 			 const struct hp_catalog *cat, const char *path,
@@ -387,7 +364,6 @@ static int read_profiles(struct hp__set *set, const struct hp_fit_options *o,
 	struct prof_ctx c = {0};
 	int64_t torn = 0;
 	int rc;
-	long line;
 
 	c.set = set;
 	c.cat = cat;
@@ -395,14 +371,6 @@ static int read_profiles(struct hp__set *set, const struct hp_fit_options *o,
 	c.path = path;
 	c.wls = wls;
 	rc = hp_dataset_read(path, prof_row, &c, &torn, err);
-	if (rc && c.failed) {
-		/* the reader names the line; the reason is ours */
-		if ((line = err_line(err)) > 0)
-			return hp_error_set(err, rc, "'%s' line %ld: %s", path,
-					    line, c.why);
-		return hp_error_set(err, rc, "'%s' data row %lld: %s", path,
-				    (long long)c.bad_record, c.why);
-	}
 	if (rc) {
 		char why[sizeof(err->msg)];
 		memcpy(why, err->msg, sizeof(why));

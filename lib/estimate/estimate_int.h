@@ -355,8 +355,12 @@ struct hp__progress {
 	const char *stage;
 	int64_t done, total;
 };
-/* n more units done: tell fn. */
+/* n more units done: tell fn (from any thread: the calls are serialised). */
 void hp__progress_add(struct hp__progress *p, int64_t n);
+
+/* Turn GSL's abort-on-error handler off, once for the process (GSL's
+ * handler is a global: set it before any thread fits). */
+void hp__gsl_quiet(void);
 
 /* The interval's inner cross-validation runs on at most this many rows
  * of a device (a fixed subsample beyond): its 10th and 90th percentiles
@@ -371,11 +375,12 @@ void hp__progress_add(struct hp__progress *p, int64_t n);
 #define HP__CV_WARM_ROWS 2000
 
 /* Fit an estimator on the samples whose flags in use[] are set (all when
- * use is NULL); inner: size the intervals by inner cross-validation.
+ * use is NULL); inner: size the intervals by inner cross-validation, its
+ * fits on up to `threads` threads.
  * prog (may be NULL) counts its model fits (its total set here when 0). */
 struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 				 const struct hp_catalog *cat, bool inner,
-				 struct hp__progress *prog,
+				 int threads, struct hp__progress *prog,
 				 struct hp_error *err);
 const struct hp__dev_fit *hp__est_dev(const struct hp_estimator *est,
 				      const char *name);

@@ -4,7 +4,9 @@
  * baseline per device type, the memory model and the power curve, and the
  * residual quantiles (by inner cross-validation) that size the intervals.
  */
+#include <gsl/gsl_errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 
 #include "estimate/estimate_int.h"
 #include "util/banned.h"
+#include "util/par.h"
 
 #define INNER_FOLDS 5
 #define MIN_CPU_ROWS 8
@@ -72,11 +75,27 @@ const struct hp__dev_fit *hp__est_dev(const struct hp_estimator *est,
 
 void hp__progress_add(struct hp__progress *p, int64_t n)
 {
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
 	if (!p)
 		return;
+	pthread_mutex_lock(&mu);
 	p->done += n;
 	if (p->fn)
 		p->fn(p->stage, p->done, p->total, p->ud);
+	pthread_mutex_unlock(&mu);
+}
+
+static void gsl_quiet_once(void)
+{
+	gsl_set_error_handler_off();
+}
+
+void hp__gsl_quiet(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, gsl_quiet_once);
 }
 
 /* A stable pseudo-random fold for item i. */
@@ -192,25 +211,112 @@ static int held_out_res(const struct hp__fitpt *pts, int n, const bool *use,
 	return 0;
 }
 
-/* Fit the GPU part of est from the GPU points. */
+/* Run the tasks; on failure, err gets the lowest failed task's error
+ * (errs[i], stride bytes apart). */
+static int run_tasks(int n, int threads, hp__task_fn fn, void *ud,
+		     const struct hp_error *errs, size_t stride,
+		     struct hp_error *err)
+{
+	int rc = hp__par_run(n, threads, fn, ud);
+
+	if (!rc)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		const struct hp_error *e =
+		    (const struct hp_error *)((const char *)errs +
+					      (size_t)i * stride);
+		if (e->code) {
+			if (err)
+				*err = *e;
+			return e->code;
+		}
+	}
+	return hp_error_set(err, rc, "%s", hp_strerror(rc));
+}
+
+/* The GPU fit's inner cross-validation: INNER_FOLDS k-fold tasks, then
+ * one task per GPU type left out. */
+struct gpu_cv {
+	const struct hp__fitpt *pts;
+	int n, ndev;
+	const struct gpu_model *warm; /* start from the whole fit, or NULL */
+	struct hp__progress *prog;
+	int *lodo_dev; /* task INNER_FOLDS + j leaves out type lodo_dev[j] */
+	double *res;   /* task i's held-out residuals at res + i * n */
+	int *nres;     /* per task */
+	struct hp_error *err; /* per task */
+};
+
+static int gpu_cv_task(int task, void *ud)
+{
+	struct gpu_cv *cv = ud;
+	int n = cv->n, rc, d = -1;
+	struct gpu_model mf;
+	bool *use = calloc((size_t)n + 1, sizeof(*use));
+	double *t = malloc((size_t)n * sizeof(*t) + 1);
+	struct hp__fitpt *ho = malloc((size_t)n * sizeof(*ho) + 1);
+	struct hp_error *err = &cv->err[task];
+
+	mf.scale = calloc((size_t)cv->ndev + 1, sizeof(double));
+	if (!use || !t || !ho || !mf.scale) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (task < INNER_FOLDS) { /* k-fold: residuals of measured types */
+		for (int i = 0; i < n; i++)
+			use[i] = in_cv(i, n) && fold_of(i, INNER_FOLDS) != task;
+	} else { /* one type left out: residuals of unmeasured types */
+		d = cv->lodo_dev[task - INNER_FOLDS];
+		for (int i = 0; i < n; i++)
+			use[i] = in_cv(i, n) && cv->pts[i].dev != d;
+	}
+	if ((rc = gpu_fit(cv->pts, n, use, cv->ndev, cv->warm, &mf, cv->prog,
+			  err)))
+		goto out;
+	if (d >= 0) {
+		mf.scale[d] = 0;
+		/* the subsample's other rows are in use: only d's are out */
+		for (int i = 0; i < n; i++)
+			use[i] = cv->pts[i].dev != d;
+	}
+	rc = held_out_res(cv->pts, n, use, mf.th, cv->ndev, mf.scale, ho, t,
+			  cv->res + (size_t)task * (size_t)n, &cv->nres[task],
+			  err);
+out:
+	free(use);
+	free(t);
+	free(ho);
+	free(mf.scale);
+	return rc;
+}
+
+/* Gather tasks [from, to)'s residuals, in task order, into out. */
+static int gather_res(const struct gpu_cv *cv, int from, int to, double *out)
+{
+	int m = 0;
+
+	for (int i = from; i < to; i++)
+		for (int j = 0; j < cv->nres[i]; j++)
+			out[m++] =
+			    cv->res[(size_t)i * (size_t)cv->n + (size_t)j];
+	return m;
+}
+
+/* Fit the GPU part of est from the GPU points; with inner, size its
+ * intervals from folds and types left out, fitted on up to `threads`
+ * threads. */
 static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
-		    int n, bool inner, struct hp__progress *prog,
+		    int n, bool inner, int threads, struct hp__progress *prog,
 		    struct hp_error *err)
 {
-	struct gpu_model m, mf;
-	bool *use = NULL;
-	double *res = NULL, *t = NULL;
-	struct hp__fitpt *ho = NULL;
-	const struct gpu_model *warm;
-	int nres = 0, rc;
+	struct gpu_model m;
+	struct gpu_cv cv = {0};
+	double *res = NULL;
+	int nres, ntasks = INNER_FOLDS, rc;
 
 	m.scale = calloc((size_t)est->ndev + 1, sizeof(double));
-	mf.scale = calloc((size_t)est->ndev + 1, sizeof(double));
-	use = calloc((size_t)n + 1, sizeof(*use));
-	res = calloc((size_t)n + 1, sizeof(*res));
-	t = calloc((size_t)n + 1, sizeof(*t));
-	ho = calloc((size_t)n + 1, sizeof(*ho));
-	if (!m.scale || !mf.scale || !use || !res || !t || !ho) {
+	cv.lodo_dev = calloc((size_t)est->ndev + 1, sizeof(int));
+	if (!m.scale || !cv.lodo_dev) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -228,50 +334,44 @@ static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
 	est->gpu_q_hi = est->gpu_lodo_hi = 0.3;
 	if (!inner)
 		goto out;
-	/* beyond HP__CV_WARM_ROWS, each fold starts from the whole fit */
-	warm = n > HP__CV_WARM_ROWS ? &m : NULL;
-	/* k-fold: residuals of measured types. */
-	for (int f = 0; f < INNER_FOLDS; f++) {
-		for (int i = 0; i < n; i++)
-			use[i] = in_cv(i, n) && fold_of(i, INNER_FOLDS) != f;
-		if ((rc = gpu_fit(pts, n, use, est->ndev, warm, &mf, prog,
-				  err)) ||
-		    (rc = held_out_res(pts, n, use, mf.th, est->ndev, mf.scale,
-				       ho, t, res, &nres, err)))
-			goto out;
-	}
-	quantiles(res, nres, &est->gpu_q_lo, &est->gpu_q_hi);
-	/* Leave one device type out: residuals of unmeasured types. */
-	nres = 0;
+	/* the types with a held-out point in the subsample */
 	for (int d = 0; d < est->ndev; d++) {
 		bool any = false;
 		if (est->dev[d].cpu)
 			continue;
-		for (int i = 0; i < n; i++) {
-			use[i] = in_cv(i, n) && pts[i].dev != d;
-			any |= in_cv(i, n) && !use[i];
-		}
-		if (!any)
-			continue;
-		if ((rc =
-			 gpu_fit(pts, n, use, est->ndev, warm, &mf, prog, err)))
-			goto out;
-		mf.scale[d] = 0;
-		/* the subsample's other rows are in use: only d's are out */
-		for (int i = 0; i < n; i++)
-			use[i] = pts[i].dev != d;
-		if ((rc = held_out_res(pts, n, use, mf.th, est->ndev, mf.scale,
-				       ho, t, res, &nres, err)))
-			goto out;
+		for (int i = 0; i < n && !any; i++)
+			any = in_cv(i, n) && pts[i].dev == d;
+		if (any)
+			cv.lodo_dev[ntasks++ - INNER_FOLDS] = d;
 	}
+	cv.pts = pts;
+	cv.n = n;
+	cv.ndev = est->ndev;
+	/* beyond HP__CV_WARM_ROWS, each fold starts from the whole fit */
+	cv.warm = n > HP__CV_WARM_ROWS ? &m : NULL;
+	cv.prog = prog;
+	cv.res = malloc((size_t)ntasks * (size_t)n * sizeof(double) + 1);
+	cv.nres = calloc((size_t)ntasks, sizeof(int));
+	cv.err = calloc((size_t)ntasks, sizeof(*cv.err));
+	res = malloc((size_t)ntasks * (size_t)n * sizeof(double) + 1);
+	if (!cv.res || !cv.nres || !cv.err || !res) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = run_tasks(ntasks, threads, gpu_cv_task, &cv, cv.err,
+			    sizeof(cv.err[0]), err)))
+		goto out;
+	nres = gather_res(&cv, 0, INNER_FOLDS, res);
+	quantiles(res, nres, &est->gpu_q_lo, &est->gpu_q_hi);
+	nres = gather_res(&cv, INNER_FOLDS, ntasks, res);
 	quantiles(res, nres, &est->gpu_lodo_lo, &est->gpu_lodo_hi);
 out:
 	free(m.scale);
-	free(mf.scale);
-	free(use);
+	free(cv.lodo_dev);
+	free(cv.res);
+	free(cv.nres);
+	free(cv.err);
 	free(res);
-	free(t);
-	free(ho);
 	return rc;
 }
 
@@ -330,20 +430,61 @@ out:
 	return rc;
 }
 
-/* Fit a CPU type's own parameters on its points (pts[i].dev == d). */
+/* The inner cross-validation of a CPU type's fit: each fold a task. */
+struct cpu_cv {
+	const struct hp__fitpt *sub; /* the type's points */
+	int k;
+	const bool *fr;
+	const double *warm; /* start folds from the whole fit, or NULL */
+	struct hp__progress *prog;
+	double *res; /* fold f's held-out residuals at res + f * k */
+	int nres[INNER_FOLDS];
+	struct hp_error err[INNER_FOLDS];
+};
+
+static int cpu_cv_fold(int f, void *ud)
+{
+	struct cpu_cv *cv = ud;
+	int k = cv->k, m = 0, rc;
+	struct hp__fitpt *tr = malloc((size_t)k * sizeof(*tr));
+	double *t = malloc((size_t)k * sizeof(*t)), th[HP__NTH];
+	bool *use = malloc((size_t)k * sizeof(*use));
+
+	if (!tr || !t || !use) {
+		rc = hp_error_set(&cv->err[f], HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < k; i++) {
+		use[i] = !in_cv(i, k) || fold_of(i, INNER_FOLDS) != f;
+		if (in_cv(i, k) && use[i])
+			tr[m++] = cv->sub[i];
+	}
+	if ((rc = cpu_fit(tr, m, th, cv->fr, cv->warm, cv->prog,
+			  &cv->err[f])) == 0)
+		rc = held_out_res(cv->sub, k, use, th, 0, NULL, tr, t,
+				  cv->res + (size_t)f * (size_t)k, &cv->nres[f],
+				  &cv->err[f]);
+out:
+	free(tr);
+	free(t);
+	free(use);
+	return rc;
+}
+
+/* Fit a CPU type's own parameters on its points (pts[i].dev == d); with
+ * inner, size its interval from INNER_FOLDS folds fitted on up to
+ * `threads` threads. */
 static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
-		   int d, bool inner, struct hp__progress *prog,
+		   int d, bool inner, int threads, struct hp__progress *prog,
 		   struct hp_error *err)
 {
 	struct hp__fitpt *sub = malloc((size_t)n * sizeof(*sub));
-	struct hp__fitpt *tr = malloc((size_t)n * sizeof(*tr));
-	double *res = malloc((size_t)n * sizeof(*res));
-	double *t = malloc((size_t)n * sizeof(*t));
-	bool *use = malloc((size_t)n * sizeof(*use));
+	struct cpu_cv cv = {0};
 	bool fr[HP__NTH] = {0};
+	double *res = NULL;
 	int k = 0, nres = 0, rc = 0;
 
-	if (!sub || !tr || !res || !t || !use) {
+	if (!sub) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -363,30 +504,29 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 	df->q_hi = 0.2;
 	if (!inner)
 		goto out;
-	for (int f = 0; f < INNER_FOLDS; f++) {
-		double th[HP__NTH];
-		int m = 0;
-		for (int i = 0; i < k; i++) {
-			use[i] = !in_cv(i, k) || fold_of(i, INNER_FOLDS) != f;
-			if (in_cv(i, k) && use[i])
-				tr[m++] = sub[i];
-		}
-		/* beyond HP__CV_WARM_ROWS, each fold starts from the whole
-		 * fit (one start, not two) */
-		if ((rc = cpu_fit(tr, m, th, fr,
-				  k > HP__CV_WARM_ROWS ? df->th : NULL, prog,
-				  err)) ||
-		    (rc = held_out_res(sub, k, use, th, 0, NULL, tr, t, res,
-				       &nres, err)))
-			goto out;
+	cv.sub = sub;
+	cv.k = k;
+	cv.fr = fr;
+	/* beyond HP__CV_WARM_ROWS, each fold starts from the whole fit (one
+	 * start, not two) */
+	cv.warm = k > HP__CV_WARM_ROWS ? df->th : NULL;
+	cv.prog = prog;
+	cv.res = res = malloc((size_t)INNER_FOLDS * (size_t)k * sizeof(*res));
+	if (!res) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
 	}
+	if ((rc = run_tasks(INNER_FOLDS, threads, cpu_cv_fold, &cv, cv.err,
+			    sizeof(cv.err[0]), err)))
+		goto out;
+	/* the folds' residuals in fold order, as one run in order gives */
+	for (int f = 0; f < INNER_FOLDS; f++)
+		for (int i = 0; i < cv.nres[f]; i++)
+			res[nres++] = res[(size_t)f * (size_t)k + (size_t)i];
 	quantiles(res, nres, &df->q_lo, &df->q_hi);
 out:
 	free(sub);
-	free(tr);
 	free(res);
-	free(t);
-	free(use);
 	return rc;
 }
 
@@ -590,7 +730,7 @@ static int est_dev_index(struct hp_estimator *est, int *alloc,
 
 struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 				 const struct hp_catalog *cat, bool inner,
-				 struct hp__progress *prog,
+				 int threads, struct hp__progress *prog,
 				 struct hp_error *err)
 {
 	struct hp_estimator *est = calloc(1, sizeof(*est));
@@ -676,12 +816,12 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 	for (int d = 0; d < est->ndev; d++) {
 		struct hp__dev_fit *df = &est->dev[d];
 		if (df->cpu && df->n >= MIN_CPU_ROWS &&
-		    (rc = fit_cpu(df, cpu, ncpu, d, inner, prog, err)))
+		    (rc = fit_cpu(df, cpu, ncpu, d, inner, threads, prog, err)))
 			goto fail;
 		if ((rc = fit_linear(df, set, use, inner, err)))
 			goto fail;
 	}
-	if (ngpu && (rc = fit_gpus(est, gpu, ngpu, inner, prog, err)))
+	if (ngpu && (rc = fit_gpus(est, gpu, ngpu, inner, threads, prog, err)))
 		goto fail;
 	if (!est->has_gpu)
 		hp__phys_prior(false, est->gpu_th);
@@ -729,7 +869,10 @@ struct hp_estimator *hp_estimator_fit(const struct hp_fit_options *o,
 
 	if (hp__set_load(&set, o, cat, err))
 		return NULL;
-	est = hp__fit_set(&set, NULL, cat, !o->no_intervals, &prog, err);
+	est =
+	    hp__fit_set(&set, NULL, cat, !o->no_intervals,
+			o->threads > 0 ? o->threads : hp__par_default_threads(),
+			&prog, err);
 	if (est) {
 		est->family = o->family == HP_EST_LINEAR ? HP_EST_LINEAR
 							 : HP_EST_PHYSICAL;

@@ -178,7 +178,8 @@ int hp_estimator_save_open(struct hp_estimator_file *f, const char *path,
 	 * mode of the file it will replace. */
 	for (int tries = 0; tries < 100; tries++) {
 		snprintf(f->tmp, sizeof(f->tmp), "%s.tmp.%ld.%u", path,
-			 (long)getpid(), seq++);
+			 (long)getpid(),
+			 __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED));
 		f->fd =
 		    open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 		if (f->fd >= 0 || errno != EEXIST)

@@ -257,7 +257,7 @@ int hp__linear_fit(const double *X, const double *y, int n, int p, bool robust,
 		return hp_error_set(err, HP_EINVAL,
 				    "%d rows for %d coefficients: too few", n,
 				    p);
-	gsl_set_error_handler_off();
+	hp__gsl_quiet();
 	A = gsl_matrix_alloc((size_t)n, (size_t)p);
 	cov = gsl_matrix_alloc((size_t)p, (size_t)p);
 	b = gsl_vector_alloc((size_t)n);

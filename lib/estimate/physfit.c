@@ -915,7 +915,7 @@ static int phys_fit(const struct hp__fitpt *pts, int n, double *th,
 
 	if (n < 1)
 		return hp_error_set(err, HP_EINVAL, "no measurements to fit");
-	gsl_set_error_handler_off();
+	hp__gsl_quiet();
 	wt = malloc((size_t)n * sizeof(*wt));
 	r = malloc((size_t)n * sizeof(*r));
 	if (!wt || !r || (rc = ctx_init(&c, pts, n, nscale, scale, wt, err))) {

@@ -11,6 +11,7 @@
 
 #include "estimate/estimate_int.h"
 #include "util/banned.h"
+#include "util/par.h"
 
 void hp_validation_release(struct hp_validation *v)
 {
@@ -54,35 +55,72 @@ static int add_row(struct hp_validation *v, const char *data,
 	return 0;
 }
 
+/* The fits of one scheme, each group's a task. */
+struct scheme_fits {
+	const struct hp__set *set;
+	const int *grp;
+	const bool *in;
+	const struct hp_catalog *cat;
+	struct hp__progress *prog;
+	struct hp_estimator **est; /* per group; NULL: nothing held out */
+	struct hp_error *err;	   /* per group */
+};
+
+static int scheme_fit(int g, void *ud)
+{
+	struct scheme_fits *sf = ud;
+	const struct hp__set *set = sf->set;
+	bool *use = calloc((size_t)set->n + 1, sizeof(*use)), any = false;
+
+	if (!use)
+		return hp_error_set(&sf->err[g], HP_ENOMEM, "out of memory");
+	for (int i = 0; i < set->n; i++) {
+		use[i] = sf->in[i] && sf->grp[i] != g;
+		any |= sf->in[i] && sf->grp[i] == g;
+	}
+	if (any) {
+		sf->est[g] =
+		    hp__fit_set(set, use, sf->cat, false, 1, NULL, &sf->err[g]);
+		hp__progress_add(sf->prog, 1);
+		if (!sf->est[g] && !sf->err[g].code)
+			hp_error_set(&sf->err[g], HP_EINTERNAL, "fit failed");
+	}
+	free(use);
+	return sf->err[g].code;
+}
+
 /*
  * Score the held-out samples: for each group g of grp[] (-1: not in the
- * scheme), fit on the scheme's other samples and predict the group's.
+ * scheme), fit on the scheme's other samples (the groups' fits on up to
+ * `threads` threads) and predict the group's, in group order.
  */
 static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 		      const bool *in, const struct hp_catalog *cat,
-		      struct score sc[4], struct hp__progress *prog,
-		      struct hp_error *err)
+		      struct score sc[4], int threads,
+		      struct hp__progress *prog, struct hp_error *err)
 {
-	bool *use = calloc((size_t)set->n + 1, sizeof(*use));
+	struct scheme_fits sf = {set, grp, in, cat, prog, NULL, NULL};
 	int rc = 0;
 
-	if (!use)
-		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	sf.est = calloc((size_t)ngrp + 1, sizeof(*sf.est));
+	sf.err = calloc((size_t)ngrp + 1, sizeof(*sf.err));
+	if (!sf.est || !sf.err) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (hp__par_run(ngrp, threads, scheme_fit, &sf)) {
+		for (int g = 0; g < ngrp; g++)
+			if (sf.err[g].code) {
+				*err = sf.err[g];
+				rc = sf.err[g].code;
+				break;
+			}
+		goto out;
+	}
 	for (int g = 0; g < ngrp; g++) {
-		struct hp_estimator *est;
-		bool any = false;
-		for (int i = 0; i < set->n; i++) {
-			use[i] = in[i] && grp[i] != g;
-			any |= in[i] && grp[i] == g;
-		}
-		if (!any)
+		const struct hp_estimator *est = sf.est[g];
+		if (!est)
 			continue;
-		est = hp__fit_set(set, use, cat, false, NULL, err);
-		hp__progress_add(prog, 1);
-		if (!est) {
-			rc = err->code ? err->code : HP_EINTERNAL;
-			break;
-		}
 		for (int i = 0; i < set->n; i++) {
 			const struct hp__sample *s = &set->s[i];
 			if (!in[i] || grp[i] != g)
@@ -104,9 +142,12 @@ static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 					    sc[f].ape[sc[f].n - 1];
 			}
 		}
-		hp_estimator_free(est);
 	}
-	free(use);
+out:
+	for (int g = 0; sf.est && g < ngrp; g++)
+		hp_estimator_free(sf.est[g]);
+	free(sf.est);
+	free(sf.err);
 	return rc;
 }
 
@@ -210,6 +251,7 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 	struct score sc[4] = {0};
 	bool *in = NULL, *seen = NULL;
 	int *grp = NULL, rc = 0;
+	int threads = o->threads > 0 ? o->threads : hp__par_default_threads();
 	char(*names)[48] = NULL;
 	bool oom = false;
 
@@ -251,8 +293,8 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 			    assign_groups(&set, in, scheme, folds, grp, names);
 			for (int f = 0; f < 4; f++)
 				sc[f].n = 0;
-			rc = run_scheme(&set, grp, ngrp, in, cat, sc, &prog,
-					err);
+			rc = run_scheme(&set, grp, ngrp, in, cat, sc, threads,
+					&prog, err);
 			if (rc)
 				goto out;
 			snprintf(note, sizeof(note), "%d %s", ngrp,

@@ -255,9 +255,18 @@ int hp_dataset_parse(const char *text, size_t len, hp_dataset_row_fn fn,
 				goto out;
 			}
 		}
-		if ((rc = fn(row, ud)) < 0) {
-			hp_error_set(err, rc, "line %d: %s", csv.line,
-				     hp_strerror(rc));
+		if (err) {
+			err->code = 0;
+			err->msg[0] = '\0';
+		}
+		if ((rc = fn(row, csv.line, ud, err)) < 0) {
+			if (!err || !err->msg[0])
+				hp_error_set(err, rc, "line %d: %s", csv.line,
+					     hp_strerror(rc));
+			else
+				hp_error_prefix(err, "line %d", csv.line);
+			if (err)
+				err->code = rc;
 			goto out;
 		}
 	}

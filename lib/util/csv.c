@@ -19,13 +19,82 @@ void hp_csv_init(struct hp_csv *c, const char *text, size_t len)
 void hp_csv_release(struct hp_csv *c)
 {
 	free(c->fields);
+	free(c->offs);
 	hp_buf_release(&c->rec);
 	memset(c, 0, sizeof(*c));
 }
 
+/* Room for field n's offset (the array grows by doubling, kept across
+ * records). */
+static int reserve_field(struct hp_csv *c, int n)
+{
+	size_t *o;
+	int na;
+
+	if (n < c->aoffs)
+		return 0;
+	na = c->aoffs ? c->aoffs * 2 : 64;
+	if (na > CSV_MAX_FIELDS)
+		na = CSV_MAX_FIELDS;
+	o = realloc(c->offs, (size_t)na * sizeof(*o));
+	if (!o)
+		return HP_ENOMEM;
+	c->offs = o;
+	c->aoffs = na;
+	return 0;
+}
+
+/* Count the newlines in [s, e). */
+static int count_lines(const char *s, const char *e)
+{
+	int n = 0;
+
+	while ((s = memchr(s, '\n', (size_t)(e - s))) != NULL) {
+		n++;
+		s++;
+	}
+	return n;
+}
+
+/* A quoted field at c->p (past its opening quote) into c->rec: runs
+ * between quotes are copied whole, a doubled quote gives one. */
+static int quoted_field(struct hp_csv *c, int start_line, struct hp_error *err)
+{
+	for (;;) {
+		const char *q = memchr(c->p, '"', (size_t)(c->end - c->p));
+		const char *run_end = q ? q : c->end;
+		int rc;
+		c->lines_seen += count_lines(c->p, run_end);
+		if ((rc = hp_buf_add(&c->rec, c->p, (size_t)(run_end - c->p))))
+			return rc;
+		c->p = run_end;
+		if (!q)
+			return hp_error_set(
+			    err, HP_EPARSE,
+			    "line %d: unterminated quoted field", start_line);
+		if (q + 1 < c->end && q[1] == '"') {
+			if ((rc = hp_buf_add(&c->rec, "\"", 1)))
+				return rc;
+			c->p = q + 2;
+			continue;
+		}
+		c->p = q + 1;
+		/* After the closing quote: a separator or the end. */
+		while (c->p < c->end && *c->p != ',' && *c->p != '\n' &&
+		       *c->p != '\r') {
+			if (*c->p != ' ' && *c->p != '\t')
+				return hp_error_set(err, HP_EPARSE,
+						    "line %d: text after a "
+						    "closing quote",
+						    start_line);
+			c->p++;
+		}
+		return 0;
+	}
+}
+
 int hp_csv_next(struct hp_csv *c, struct hp_error *err)
 {
-	size_t *offs = NULL;
 	int nf = 0, rc = 0, start_line;
 	bool more = true;
 
@@ -39,59 +108,20 @@ int hp_csv_next(struct hp_csv *c, struct hp_error *err)
 		return 0;
 	start_line = ++c->lines_seen;
 	hp_buf_reset(&c->rec);
-	offs = malloc(CSV_MAX_FIELDS * sizeof(*offs));
-	if (!offs)
-		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	while (more) {
-		if (nf >= CSV_MAX_FIELDS) {
-			rc = hp_error_set(err, HP_ETOOBIG,
-					  "line %d: more than %d fields",
-					  start_line, CSV_MAX_FIELDS);
-			goto out;
-		}
-		offs[nf++] = c->rec.len;
+		if (nf >= CSV_MAX_FIELDS)
+			return hp_error_set(err, HP_ETOOBIG,
+					    "line %d: more than %d fields",
+					    start_line, CSV_MAX_FIELDS);
+		if ((rc = reserve_field(c, nf)))
+			goto nomem;
+		c->offs[nf++] = c->rec.len;
 		if (c->p < c->end && *c->p == '"') {
 			c->p++;
-			for (;;) {
-				if (c->p >= c->end) {
-					rc = hp_error_set(
-					    err, HP_EPARSE,
-					    "line %d: unterminated "
-					    "quoted field",
-					    start_line);
-					goto out;
-				}
-				if (*c->p == '"') {
-					if (c->p + 1 < c->end &&
-					    c->p[1] == '"') {
-						rc = hp_buf_add(&c->rec, "\"",
-								1);
-						c->p += 2;
-					} else {
-						c->p++;
-						break;
-					}
-				} else {
-					if (*c->p == '\n')
-						c->lines_seen++;
-					rc = hp_buf_add(&c->rec, c->p, 1);
-					c->p++;
-				}
-				if (rc)
+			if ((rc = quoted_field(c, start_line, err))) {
+				if (rc == HP_ENOMEM || rc == HP_ETOOBIG)
 					goto nomem;
-			}
-			/* After the closing quote: a separator or the end. */
-			while (c->p < c->end && *c->p != ',' && *c->p != '\n' &&
-			       *c->p != '\r') {
-				if (*c->p != ' ' && *c->p != '\t') {
-					rc = hp_error_set(
-					    err, HP_EPARSE,
-					    "line %d: text after a "
-					    "closing quote",
-					    start_line);
-					goto out;
-				}
-				c->p++;
+				return rc;
 			}
 		} else {
 			const char *s = c->p;
@@ -115,24 +145,22 @@ int hp_csv_next(struct hp_csv *c, struct hp_error *err)
 	}
 	if (nf > c->afields) {
 		char **f = realloc(c->fields, (size_t)nf * sizeof(*f));
-		if (!f)
+		if (!f) {
+			rc = HP_ENOMEM;
 			goto nomem;
+		}
 		c->fields = f;
 		c->afields = nf;
 	}
 	for (int i = 0; i < nf; i++)
-		c->fields[i] = c->rec.data + offs[i];
+		c->fields[i] = c->rec.data + c->offs[i];
 	c->nfields = nf;
-	free(offs);
 	c->line = start_line;
 	return 1;
 nomem:
-	rc = hp_error_set(err, rc == HP_ETOOBIG ? HP_ETOOBIG : HP_ENOMEM,
-			  "line %d: record too large or out of memory",
-			  start_line);
-out:
-	free(offs);
-	return rc;
+	return hp_error_set(err, rc == HP_ETOOBIG ? HP_ETOOBIG : HP_ENOMEM,
+			    "line %d: record too large or out of memory",
+			    start_line);
 }
 
 int hp_csv_index(const struct hp_csv *c, const char *name)

@@ -48,7 +48,7 @@ while read -r col val what; do
 	else
 		fail "bad_${n}_${col}_skip_counted_json" "$(cat "$TMP/out")"
 	fi
-	expect_err "bad_${n}_${col}_skip_counted_stderr" "^hetpool: warning: fit: skipped 1 bad row .*data row 16: column '$col'"
+	expect_err "bad_${n}_${col}_skip_counted_stderr" "^hetpool: warning: fit: skipped 1 bad row .*line 17: column '$col'"
 done <<'CASES'
 step_time_s 0 0 is not a step time \(must be > 0 and under 86400 s\)
 step_time_s -0.002 is not a step time

@@ -248,7 +248,7 @@ HP_TEST(estimate_interval_covers_truth)
 	struct hp__dev_spec d;
 
 	synth_set(&set, cat, 120, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, true, NULL, NULL);
+	est = hp__fit_set(&set, NULL, cat, true, 1, NULL, NULL);
 	ASSERT(est);
 	true_theta(th);
 	ASSERT(hp__dev_spec(hp_catalog_find(cat, "cpu"), &d));
@@ -284,7 +284,7 @@ HP_TEST(estimate_unmeasured_device_scales_with_specs)
 	struct hp_prediction a, b;
 
 	synth_set(&set, cat, 0, gpus, 3, 30);
-	est = hp__fit_set(&set, NULL, cat, false, NULL, NULL);
+	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, NULL);
 	ASSERT(est);
 	synth_wl(&w, 20, 64);
 	ASSERT_EQ_INT(hp_estimator_predict(est, cat, &w, "t4", 1, -1, &a, NULL),
@@ -319,7 +319,7 @@ HP_TEST(estimate_save_load_round_trip)
 	char *text;
 
 	synth_set(&set, cat, 60, gpus, 2, 20);
-	est = hp__fit_set(&set, NULL, cat, true, NULL, NULL);
+	est = hp__fit_set(&set, NULL, cat, true, 1, NULL, NULL);
 	ASSERT(est);
 	text = hp_estimator_dumps(est);
 	ASSERT(text);
@@ -388,7 +388,7 @@ HP_TEST(estimate_bad_json_refused)
 	}
 	/* A good file with one parameter made absurd. */
 	synth_set(&set, cat, 30, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, false, NULL, NULL);
+	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, NULL);
 	ASSERT(est);
 	text = hp_estimator_dumps(est);
 	p = strstr(text, "\"log_mem_eff\": ");
@@ -416,7 +416,7 @@ HP_TEST(estimate_memory_energy_and_errors)
 	struct hp_error err = {0};
 
 	synth_set(&set, cat, 40, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, false, NULL, NULL);
+	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, NULL);
 	ASSERT(est);
 	synth_wl(&w, 10, 8);
 	/* No GPU model without GPU data: a clear refusal. */
@@ -479,7 +479,7 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 	o.models_dir = models;
 	if (hp__set_load(&set, &o, cat, &err))
 		HP_FAIL("public set: %s", err.msg);
-	est = hp__fit_set(&set, NULL, cat, false, NULL, &err);
+	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, &err);
 	ASSERT(est);
 	for (int i = 0; i < set.n; i++) {
 		struct hp_prediction p;
@@ -1044,8 +1044,11 @@ HP_TEST(estimate_quantile_matches_insertion_sort)
 static struct hp_profile_row small_rows[64];
 static int nsmall;
 
-static int keep_row(const struct hp_profile_row *r, void *ud)
+static int keep_row(const struct hp_profile_row *r, int line, void *ud,
+		    struct hp_error *err)
 {
+	(void)line;
+	(void)err;
 	(void)ud;
 	ASSERT(nsmall < 64);
 	small_rows[nsmall++] = *r;
@@ -1139,7 +1142,7 @@ HP_TEST(estimate_bad_rows_refused_or_skipped)
 		ASSERT_EQ_INT(rep.bad_rows_skipped, 1);
 		ASSERT_EQ_INT(rep.profile_rows, 43); /* 45 - bad - busy */
 		ASSERT_EQ_INT(set.n, 43);
-		ASSERT(strstr(rep.first_bad, "data row 16") &&
+		ASSERT(strstr(rep.first_bad, "line 17") &&
 		       strstr(rep.first_bad, cases[k].col));
 		hp__set_release(&set);
 	}
@@ -1226,7 +1229,7 @@ HP_TEST(estimate_save_checked_first_and_atomic)
 	hp_estimator_save_abort(&f);
 	ASSERT(access(tmp, F_OK) != 0);
 	synth_set(&set, cat, 40, NULL, 0, 0);
-	est = hp__fit_set(&set, NULL, cat, false, NULL, &err);
+	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, &err);
 	ASSERT(est);
 	ASSERT_EQ_INT(hp_estimator_save(est, path, &err), 0);
 	ASSERT((back = hp_estimator_load(path, &err)));
@@ -1288,5 +1291,74 @@ HP_TEST(estimate_fit_reports_progress)
 	ASSERT_EQ_INT(seen.last_done, 6);
 	ASSERT(seen.monotone);
 	hp_estimator_free(est);
+	hp_catalog_free(cat);
+}
+
+/* The estimator text of a fit without its creation time. */
+static char *dump_without_time(const struct hp_estimator *est)
+{
+	char *s = hp_estimator_dumps(est), *p;
+
+	ASSERT(s);
+	p = strstr(s, "\"created\"");
+	ASSERT(p);
+	for (p += 9; *p && *p != ','; p++)
+		*p = ' ';
+	/* the provenance line carries the time too */
+	p = strstr(s, "\"fitted ");
+	if (p)
+		for (p += 8; *p && *p != ' '; p++)
+			*p = '_';
+	return s;
+}
+
+/* The folds run on threads: the fit and the validation are the same for
+ * any thread count, to the bit (CPU folds, GPU folds and types left out
+ * each a task; results gathered in task order). */
+HP_TEST(estimate_fit_same_for_any_thread_count)
+{
+	struct hp_catalog *cat = test_catalog();
+	const char *ds[1] = {hp_test_path("tests/data/estimate/cpu-small.csv")};
+	char pub[1024], models[1024], *text[3];
+	const int threads[3] = {1, 2, 5};
+	struct hp_validation v[3] = {0};
+
+	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
+	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
+	for (int k = 0; k < 3; k++) {
+		struct hp_fit_options o = {0};
+		struct hp_error err = {0};
+		struct hp_estimator *est;
+		o.datasets = ds;
+		o.ndatasets = 1;
+		o.public_dir = pub;
+		o.models_dir = models;
+		o.threads = threads[k];
+		est = hp_estimator_fit(&o, cat, &err);
+		if (!est)
+			HP_FAIL("fit with %d threads: %s", threads[k], err.msg);
+		text[k] = dump_without_time(est);
+		hp_estimator_free(est);
+		o.public_dir = NULL;
+		if (hp_estimator_validate(&o, cat, 3, &v[k], &err))
+			HP_FAIL("validate with %d threads: %s", threads[k],
+				err.msg);
+	}
+	for (int k = 1; k < 3; k++) {
+		ASSERT_STR_EQ(text[k], text[0]);
+		ASSERT_EQ_INT(v[k].n, v[0].n);
+		for (int i = 0; i < v[0].n; i++) {
+			ASSERT_EQ_INT(v[k].rows[i].n, v[0].rows[i].n);
+			ASSERT(v[k].rows[i].mape == v[0].rows[i].mape ||
+			       (isnan(v[k].rows[i].mape) &&
+				isnan(v[0].rows[i].mape)));
+			ASSERT(v[k].rows[i].worst == v[0].rows[i].worst ||
+			       isnan(v[0].rows[i].worst));
+		}
+	}
+	for (int k = 0; k < 3; k++) {
+		free(text[k]);
+		hp_validation_release(&v[k]);
+	}
 	hp_catalog_free(cat);
 }

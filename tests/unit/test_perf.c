@@ -127,8 +127,11 @@ struct collect {
 	struct hp_profile_row last;
 };
 
-static int on_row(const struct hp_profile_row *r, void *ud)
+static int on_row(const struct hp_profile_row *r, int line, void *ud,
+		  struct hp_error *err)
 {
+	(void)line;
+	(void)err;
 	struct collect *c = ud;
 	c->n++;
 	c->last = *r;
