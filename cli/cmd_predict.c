@@ -86,8 +86,10 @@ static void print_json(const char *model, const struct hp_prediction *p)
 			    json_integer(p->peak_memory_bytes));
 	json_object_set_new(o, "device_memory_bytes",
 			    num(p->device_memory_bytes));
+	/* null: the device's memory is not known */
 	json_object_set_new(o, "fits_in_memory",
-			    json_boolean(p->fits_in_memory));
+			    p->memory_known ? json_boolean(p->fits_in_memory)
+					    : json_null());
 	json_object_set_new(o, "measured", json_boolean(p->measured));
 	json_object_set_new(o, "basis",
 			    json_pack("{s:s, s:s, s:s}", "step_time", p->basis,
@@ -127,7 +129,7 @@ static void print_text(const char *model, const struct hp_prediction *p)
 		       cli_bytes((int64_t)p->device_memory_bytes, b, sizeof(b)),
 		       p->fits_in_memory ? "fits" : "DOES NOT FIT");
 	else
-		printf("\n");
+		printf(" (the device's memory is not known)\n");
 	printf("basis        %s (%s family)\n", cli_esc(p->basis, e, sizeof(e)),
 	       hp_est_family_name(p->family));
 	printf("             energy: %s\n",
@@ -287,7 +289,7 @@ int cmd_predict(int argc, char **argv)
 		print_json(model, &p);
 	else
 		print_text(model, &p);
-	if (!p.fits_in_memory) {
+	if (p.memory_known && !p.fits_in_memory) {
 		char a[32], b[32];
 		status = cli_error(
 		    EXIT_USAGE,

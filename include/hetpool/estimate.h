@@ -245,7 +245,8 @@ struct hp_prediction {
 	double comm_time_s;	    /* gradient all-reduce part of the step */
 	int64_t peak_memory_bytes;  /* per device */
 	double device_memory_bytes; /* NaN: not known */
-	bool fits_in_memory;
+	bool memory_known;	    /* the device's memory is known */
+	bool fits_in_memory;	    /* known, and the peak is within it */
 	bool measured;	 /* the device type had measurements in the fit */
 	char basis[192]; /* what the step time rests on */
 	char energy_basis[160]; /* what the power rests on, or why none */

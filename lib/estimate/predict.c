@@ -197,8 +197,10 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 		mem += est->mem_cuda_context_bytes;
 	out->peak_memory_bytes = (int64_t)mem;
 	out->device_memory_bytes = t->mem_gb > 0 ? t->mem_gb * 1e9 : NAN;
+	/* a device whose memory is not known is not said to fit */
+	out->memory_known = !isnan(out->device_memory_bytes);
 	out->fits_in_memory =
-	    isnan(out->device_memory_bytes) || mem <= out->device_memory_bytes;
+	    out->memory_known && mem <= out->device_memory_bytes;
 	snprintf(out->memory_basis, sizeof(out->memory_basis),
 		 "weights, gradients, momentum + %.2f x activations + %.0f "
 		 "MiB%s; calibrated on %d profile rows",

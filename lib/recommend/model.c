@@ -79,7 +79,7 @@ static int predict_at(const struct hp_estimator *est,
 	out->hi = p.step_time_hi_s;
 	out->p = p.power_w;
 	out->fits = p.fits_in_memory;
-	out->mem_known = p.device_memory_bytes > 0;
+	out->mem_known = p.memory_known && p.device_memory_bytes > 0;
 	return 0;
 }
 

@@ -439,6 +439,16 @@ HP_TEST(estimate_memory_energy_and_errors)
 	ASSERT_EQ_INT(
 	    hp_estimator_predict(est, cat, &w, "cpu", 1, -1, &p, NULL), 0);
 	ASSERT(!p.fits_in_memory);
+	ASSERT(p.memory_known);
+	/* A device whose memory is not known is not said to fit. */
+	w.activations_bytes = 1024;
+	for (int i = 0; i < cat->n; i++)
+		if (cat->types[i].kind == HP_DEVICE_CPU)
+			cat->types[i].mem_gb = NAN;
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, &w, "cpu", 1, -1, &p, NULL), 0);
+	ASSERT(!p.memory_known);
+	ASSERT(!p.fits_in_memory);
 	hp_workload_release(&w);
 	hp_estimator_free(est);
 	hp__set_release(&set);
