@@ -1,6 +1,7 @@
 /*
  * banned.h - functions the library must not use (after git's banned.h).
- * Force-included into every library source by the build.
+ * Every library source includes it after its other headers (a forced
+ * include, first, would rename the system headers' own declarations).
  */
 #ifndef HP_BANNED_H
 #define HP_BANNED_H
