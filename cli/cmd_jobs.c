@@ -297,9 +297,11 @@ static void print_status(const struct hp_job *j)
 	printf("folder     %s\n", cli_esc(j->dir, b, sizeof(b)));
 	for (int i = 0; i < j->nranks_seen; i++) {
 		const struct hp_job_rank *r = &j->ranks[i];
-		char h[256], c[128], note[600];
-		printf("rank %-5d %s on %s, CUDA_VISIBLE_DEVICES=%s%s%s\n",
-		       r->rank, r->device, cli_esc(r->host, h, sizeof(h)),
+		char h[256], nd[256], c[128], note[600];
+		printf("rank %-5d %s on %s (host %s), "
+		       "CUDA_VISIBLE_DEVICES=%s%s%s\n",
+		       r->rank, r->device, cli_esc(r->node, nd, sizeof(nd)),
+		       cli_esc(r->host, h, sizeof(h)),
 		       cli_esc(r->cuda_visible_devices, c, sizeof(c)),
 		       r->note[0] ? ": " : "",
 		       cli_esc(r->note, note, sizeof(note)));

@@ -780,8 +780,13 @@ int cmd_run(int argc, char **argv)
 	if (wait) {
 		if ((status = wait_job(d, id, &job)))
 			goto out;
-		print_job(&job, json);
-		status = job.state == HP_JOB_SUCCEEDED ? EXIT_OK : EXIT_FAIL;
+		if (json || job.state == HP_JOB_SUCCEEDED)
+			print_job(&job, json);
+		status = job.state == HP_JOB_SUCCEEDED
+			     ? EXIT_OK
+			     : cli_error(EXIT_FAIL, "run: job %s %s%s%s", id,
+					 hp_job_state_name(job.state),
+					 job.reason[0] ? ": " : "", job.reason);
 	} else if (json) {
 		if (hp_deploy_status(d, id, false, &job, &err))
 			status = cli_error(EXIT_FAIL, "run: %s", err.msg);

@@ -177,11 +177,12 @@ int hp_backend_parse(const char *s, enum hp_backend *out);
 /* What one rank ran on, as its launcher recorded it (logs/rank-K.json). */
 struct hp_job_rank {
 	int rank;
-	char host[HP_NAME_MAX];
+	char host[HP_NAME_MAX]; /* the host it ran on */
+	char node[HP_NAME_MAX]; /* the Slurm node (or the plan's node) */
 	char device[8];	   /* "cpu" or "cuda" */
 	char requested[8]; /* what the plan asked for */
 	char cuda_visible_devices[64];
-	char note[256]; /* why device differs from requested, or "" */
+	char note[320]; /* why device differs from requested, or "" */
 	long pid;
 };
 

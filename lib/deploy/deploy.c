@@ -230,6 +230,16 @@ static int check_opts(struct hp__submit *s, struct hp_error *err)
 		return hp_error_set(err, HP_EINVAL,
 				    "trainer '%s' is not a path", o->trainer);
 	}
+	{
+		/* the maps are read whole, whatever the plan looks up */
+		char v[HP_NAME_MAX];
+		int rc;
+		if ((rc = hp__map_get(o->gres_map, "cpu", v, sizeof(v),
+				      "GRES map", err)) ||
+		    (rc = hp__map_get(o->product_map, "cpu", v, sizeof(v),
+				      "product map", err)))
+			return rc;
+	}
 	if (o->stage_dir && !hp__path_ok(o->stage_dir))
 		return hp_error_set(err, HP_EINVAL,
 				    "staging folder '%s' is not an absolute "

@@ -167,11 +167,12 @@ static json_t *job_object(const struct hp_job *j)
 		const struct hp_job_rank *r = &j->ranks[i];
 		json_array_append_new(
 		    ranks,
-		    json_pack("{s:i, s:s, s:s, s:s, s:s, s:o, s:I}", "rank",
-			      r->rank, "host", r->host, "device", r->device,
-			      "requested", r->requested, "cuda_visible_devices",
-			      r->cuda_visible_devices, "note",
-			      str_or_null(r->note), "pid", (json_int_t)r->pid));
+		    json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:I}",
+			      "rank", r->rank, "host", r->host, "node", r->node,
+			      "device", r->device, "requested", r->requested,
+			      "cuda_visible_devices", r->cuda_visible_devices,
+			      "note", str_or_null(r->note), "pid",
+			      (json_int_t)r->pid));
 	}
 	json_object_set_new(o, "rank_devices", ranks);
 	return o;
@@ -254,6 +255,7 @@ static int parse_ranks(json_t *a, struct hp_job *out)
 			return -1;
 		x->pid = (long)v;
 		if (!take_str(r, "host", x->host, sizeof(x->host)) ||
+		    !take_str(r, "node", x->node, sizeof(x->node)) ||
 		    !take_str(r, "device", x->device, sizeof(x->device)) ||
 		    !take_str(r, "requested", x->requested,
 			      sizeof(x->requested)) ||
@@ -454,6 +456,7 @@ static bool read_rank(const char *dir, int k, struct hp_job_rank *r)
 		return false;
 	ok = json_is_object(o) &&
 	     take_str(o, "host", r->host, sizeof(r->host)) &&
+	     take_str(o, "node", r->node, sizeof(r->node)) &&
 	     take_str(o, "device", r->device, sizeof(r->device)) &&
 	     take_str(o, "requested", r->requested, sizeof(r->requested)) &&
 	     take_str(o, "cuda_visible_devices", r->cuda_visible_devices,

@@ -68,8 +68,8 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 	struct hp__launch l;
 	struct hp__argv argv = {0}, env = {0};
 	const struct hp__launch_rank *x;
-	const char *which = "", *given;
-	char host[HP_NAME_MAX], cuda[64], note[256] = "",
+	const char *which = "", *given, *node;
+	char host[HP_NAME_MAX], cuda[64], note[320] = "",
 					  path[HP_DEPLOY_PATH_MAX + 64];
 	bool use_cpu, any_gpu, fallback, has_threads = false;
 	int k, rc;
@@ -123,8 +123,9 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 		}
 		use_cpu = true;
 		snprintf(note, sizeof(note),
-			 "planned for a %s GPU (CUDA_VISIBLE_DEVICES=%s); node "
-			 "'%s' has no NVIDIA driver, so it trained on the CPU",
+			 "planned for GPU type %s (CUDA_VISIBLE_DEVICES=%s); "
+			 "host '%s' has no NVIDIA driver, so it trained on the "
+			 "CPU",
 			 x->type, cuda[0] ? cuda : "none", host);
 	}
 	for (int i = 0; l.trainer[i]; i++) {
@@ -180,17 +181,23 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 	cpus = json_array();
 	for (int i = 0; i < x->ncpus; i++)
 		json_array_append_new(cpus, json_integer(x->cpus[i]));
+	node = getenv("SLURMD_NODENAME");
+	if (!node || !hp__name_ok(node))
+		node = x->node;
 	rec = json_pack(
-	    "{s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:i}", "rank",
-	    k, "host", host, "pid", (json_int_t)getpid(), "pid_start",
-	    (json_int_t)hp__proc_start((long)getpid()), "type", x->type,
-	    "requested", x->gpu ? "cuda" : "cpu", "device",
+	    "{s:i, s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:i}",
+	    "rank", k, "host", host, "node", node, "pid", (json_int_t)getpid(),
+	    "pid_start", (json_int_t)hp__proc_start((long)getpid()), "type",
+	    x->type, "requested", x->gpu ? "cuda" : "cpu", "device",
 	    use_cpu ? "cpu" : "cuda", "cuda_visible_devices", cuda, "note",
 	    note, "cpus", cpus, "threads", x->threads);
 	if (!rec) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
+	/* Under Slurm, the GPUs its step got on this node (for audits). */
+	if ((given = getenv("SLURM_STEP_GPUS")) && !hp_str_has_control(given))
+		json_object_set_new(rec, "slurm_step_gpus", json_string(given));
 	rc = hp__write_json(path, rec, err);
 	json_decref(rec);
 out:

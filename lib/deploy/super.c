@@ -146,6 +146,16 @@ static int local_check(struct hp__submit *s, struct hp_error *err)
 	return 0;
 }
 
+/*
+ * How long mpirun waits between SIGTERM and SIGKILL when it tears a job
+ * down (a rank failed, or mpirun itself got SIGTERM), in seconds.  It
+ * waits that long twice even when every rank is already gone, so it is
+ * short; the grace a cancel gives the trainers is the supervisor's, which
+ * signals the ranks on this host itself (ranks on other hosts, mpi
+ * backend, get only this).
+ */
+#define MPIRUN_SIGKILL_S "1"
+
 /* The common head of an mpirun command. */
 static void mpirun_head(struct hp__argv *a, const struct hp_deploy *d)
 {
@@ -239,7 +249,7 @@ static int local_prepare(struct hp__submit *s, struct hp_error *err)
 		hp__argv_addf(&a, "%d", l->nranks);
 		hp__argv_add(&a, "--mca");
 		hp__argv_add(&a, "odls_base_sigkill_timeout");
-		hp__argv_addf(&a, "%.0f", s->d->grace_s);
+		hp__argv_add(&a, MPIRUN_SIGKILL_S);
 		hp__argv_add(&a, s->d->hetpool);
 		hp__argv_add(&a, "_rank");
 		hp__argv_add(&a, s->job->dir);
@@ -344,7 +354,7 @@ static int mpi_prepare(struct hp__submit *s, struct hp_error *err)
 	hp__argv_add(&a, "none");
 	hp__argv_add(&a, "--mca");
 	hp__argv_add(&a, "odls_base_sigkill_timeout");
-	hp__argv_addf(&a, "%.0f", s->d->grace_s);
+	hp__argv_add(&a, MPIRUN_SIGKILL_S);
 	hp__argv_add(&a, s->d->hetpool);
 	hp__argv_add(&a, "_rank");
 	hp__argv_add(&a, s->job->dir);

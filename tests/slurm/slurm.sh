@@ -51,10 +51,14 @@ check() {
 	return 0
 }
 
-# A TCP port nobody listens on, from a range keyed by our pid.
+# A TCP port no socket uses, from a range keyed by our pid (the kernel's
+# tables, so no iproute2 is needed).
 free_port() {
 	local p used
-	used=$(ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -u)
+	used=$(for h in $(awk 'FNR > 1 {n = split($2, a, ":"); print a[n]}' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u); do
+		printf '%d\n' "0x$h"
+	done)
 	p=$((20000 + ($$ * 7 + $1 * 101) % 30000))
 	while echo "$used" | grep -qx "$p"; do p=$((p + 1)); done
 	echo "$p"
@@ -64,7 +68,7 @@ free_port() {
 alive() {
 	local pid st
 	[ -s "$1" ] || return 1
-	pid=$(cat "$1")
+	pid=$(cat "$1" 2>/dev/null)
 	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
 	st=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
 	[ -n "$st" ] && [ "$st" != Z ]
@@ -191,7 +195,7 @@ CONF
 stop_pid() {
 	local f=$1 pid i
 	alive "$f" || return 0
-	pid=$(cat "$f")
+	pid=$(cat "$f" 2>/dev/null)
 	kill "$pid" 2>/dev/null || return 0
 	for i in $(seq 1 50); do
 		alive "$f" || return 0
