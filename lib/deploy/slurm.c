@@ -323,6 +323,7 @@ static int parse_lines(const char *text, const char *id, bool sacct,
 	while (*p) {
 		const char *end = strchr(p, '\n'), *f[3];
 		size_t len = end ? (size_t)(end - p) : strlen(p), fl[3];
+		const char *next = end ? end + 1 : p + len;
 		char state[64], third[128];
 		int code = 0;
 
@@ -330,7 +331,7 @@ static int parse_lines(const char *text, const char *id, bool sacct,
 		if (len && p[len - 1] == '\r')
 			len--;
 		if (len == 0) {
-			p = end ? end + 1 : p + len;
+			p = next;
 			continue;
 		}
 		if (split3(p, len, f, fl) != 3 || !fl[0] ||
@@ -372,7 +373,7 @@ static int parse_lines(const char *text, const char *id, bool sacct,
 				 (int)(wl < fl[1] ? wl : fl[1]), f[1]);
 			count_state(st, state, sacct ? "" : third, code);
 		}
-		p = end ? end + 1 : p + len;
+		p = next;
 	}
 	return 0;
 }

@@ -542,6 +542,10 @@ HP_TEST(deploy_slurm_output_parsed)
 		      HP_JOB_CANCELLED);
 	ASSERT_EQ_INT(hp__slurm_parse_squeue("garbage\n", "9", &st, &err),
 		      HP_EPARSE);
+	/* a last line of only "\r" ends the text (it once looped) */
+	ASSERT_EQ_INT(
+	    hp__slurm_parse_squeue("9|RUNNING|None\n\r", "9", &st, &err), 0);
+	ASSERT_EQ_INT(st.ncomps, 1);
 	ASSERT_EQ_INT(
 	    hp__slurm_parse_sacct("12|COMPLETED|zero\n", "12", &st, &err),
 	    HP_EPARSE);
