@@ -179,8 +179,8 @@ struct hp_job_rank {
 	int rank;
 	char host[HP_NAME_MAX]; /* the host it ran on */
 	char node[HP_NAME_MAX]; /* the Slurm node (or the plan's node) */
-	char device[8];	   /* "cpu" or "cuda" */
-	char requested[8]; /* what the plan asked for */
+	char device[8];		/* "cpu" or "cuda" */
+	char requested[8];	/* what the plan asked for */
 	char cuda_visible_devices[64];
 	char note[320]; /* why device differs from requested, or "" */
 	long pid;
@@ -393,11 +393,11 @@ struct hp_rank_exec {
 };
 /*
  * Prepare this process to become rank K of the job in jobdir (the body of
- * `hetpool _rank JOBDIR`): K from the environment (HETPOOL_RANK,
- * OMPI_COMM_WORLD_RANK, PMIX_RANK, SLURM_PROCID), the rank's device
- * (CUDA_VISIBLE_DEVICES from the plan, or the one Slurm gave this task;
- * the CPU, said so, when the node has no NVIDIA driver), CPUs and
- * threads; writes JOBDIR/logs/rank-K.json.  environ is read, not changed.
+ * `hetpool _rank JOBDIR`): K from the environment (OMPI_COMM_WORLD_RANK,
+ * PMIX_RANK, SLURM_PROCID, HETPOOL_RANK; 0 for a one-rank job), the
+ * rank's device (CUDA_VISIBLE_DEVICES from the plan, or the one Slurm gave
+ * this task; the CPU, said so, when the node has no NVIDIA driver), CPUs
+ * and threads; writes JOBDIR/logs/rank-K.json.  environ is read, not changed.
  * out is the caller's (hp_rank_exec_release()).
  */
 int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,

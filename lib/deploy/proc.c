@@ -169,7 +169,7 @@ int hp__run(char *const argv[], double timeout_s, struct hp_buf *out,
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	short flags = 0;
-	pid_t pid;
+	pid_t pid, w;
 	double deadline = now_s() + (timeout_s > 0 ? timeout_s : 60);
 	bool timed_out = false;
 	char line[512];
@@ -230,12 +230,16 @@ int hp__run(char *const argv[], double timeout_s, struct hp_buf *out,
 		}
 		/* poll() ignores a closed (negative) descriptor */
 	}
-	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+	while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR)
 		;
 	if (po[0] >= 0)
 		close(po[0]);
 	if (pe[0] >= 0)
 		close(pe[0]);
+	if (w < 0) /* a SIGCHLD handler of the program reaped it first */
+		return hp_error_set(err, HP_EIO,
+				    "lost the exit status of '%s': %s", argv[0],
+				    strerror(errno));
 	if (timed_out)
 		return hp_error_set(err, HP_EIO,
 				    "'%s' took more than %.0f s and was "

@@ -60,9 +60,9 @@ static void list_elem(const char *list, int k, char *out, size_t n)
 int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 			   struct hp_error *err)
 {
-	static const char *const rank_vars[] = {
-	    "HETPOOL_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-	    "SLURM_PROCID", "JOB_COMPLETION_INDEX", NULL};
+	static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK",
+						"PMIX_RANK", "SLURM_PROCID",
+						"HETPOOL_RANK", NULL};
 	static const char *const local_vars[] = {
 	    "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", NULL};
 	struct hp__launch l;

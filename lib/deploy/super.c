@@ -370,7 +370,8 @@ int hp__super_start(struct hp__submit *s, struct hp_error *err)
 {
 	char log[HP_DEPLOY_PATH_MAX + 32], line[256];
 	char *argv[] = {s->d->hetpool, "_supervise", s->job->dir, NULL};
-	pid_t pid;
+	struct hp_job j;
+	pid_t pid, w;
 	int ws = 0, rc;
 
 	if ((rc = hp__path(log, sizeof(log), err, "%s/%s", s->job->dir,
@@ -379,10 +380,17 @@ int hp__super_start(struct hp__submit *s, struct hp_error *err)
 	if ((rc = hp__spawn(argv, log, true, &pid, err)))
 		return rc;
 	/* `_supervise` forks the supervisor and exits once it is recorded
-	 * in the state file. */
-	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+	 * in the state file; the record is what counts (a program that
+	 * reaps its children itself may take the exit status first). */
+	while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR)
 		;
-	if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+	if (w == pid && (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)) {
+		ws = -1;
+	} else if (!hp__job_load(s->job->dir, &j, NULL)) {
+		ws = j.pid > 0 ? 0 : -1;
+		hp_job_release(&j);
+	}
+	if (ws != 0) {
 		char *text;
 		size_t len;
 		line[0] = '\0';
