@@ -539,8 +539,7 @@ out:
 	return status;
 }
 
-/* ---- the job's own steps
- * ------------------------------------------------------ */
+/* ---- the job's own steps */
 
 static volatile sig_atomic_t stop_flag;
 

@@ -50,7 +50,7 @@ extern "C" {
 /* Longest path the job directories may have (jobs folder + id + file). */
 #define HP_DEPLOY_PATH_MAX 1024
 
-/* ---- the plan ---------------------------------------------------------- */
+/* ---- the plan */
 
 /* Devices of one type on one node, all at one local batch (one element of
  * the recommender's "devices"). */
@@ -150,7 +150,7 @@ char *hp_plan_json(const struct hp_plan *p);
  */
 char *hp_deploy_host_pool(const struct hp_catalog *cat, struct hp_error *err);
 
-/* ---- jobs ---------------------------------------------------------------- */
+/* ---- jobs */
 
 enum hp_job_state {
 	HP_JOB_QUEUED = 0,
@@ -230,7 +230,7 @@ char *hp_job_json(const struct hp_job *j);
  * digit: true when id is one. */
 bool hp_job_id_valid(const char *id);
 
-/* ---- submitting and following jobs --------------------------------------- */
+/* ---- submitting and following jobs */
 
 /* What the program that makes the context provides. */
 struct hp_deploy_config {
@@ -359,7 +359,7 @@ int hp_deploy_cancel(struct hp_deploy *d, const char *id, struct hp_error *err);
 int hp_deploy_log_path(const struct hp_deploy *d, const char *id, int rank,
 		       char *buf, size_t n, struct hp_error *err);
 
-/* ---- the job's own steps (run by `hetpool _...` on the job's nodes) ------ */
+/* ---- the job's own steps (run by `hetpool _...` on the job's nodes) */
 
 /*
  * Supervise a local or mpi job (the body of `hetpool _supervise JOBDIR`,

@@ -537,7 +537,7 @@ int hp_deploy_submit(struct hp_deploy *d, const struct hp_plan *plan,
 	char tmp[HP_DEPLOY_PATH_MAX], dir[HP_DEPLOY_PATH_MAX];
 	char dest[HP_DEPLOY_PATH_MAX], newid[HP_JOB_ID_MAX];
 	bool staged = false;
-	int rc, tries;
+	int rc, tries, e;
 
 	id[0] = '\0';
 	memset(&job, 0, sizeof(job));
@@ -569,12 +569,13 @@ int hp_deploy_submit(struct hp_deploy *d, const struct hp_plan *plan,
 		 * meanwhile under the same id keeps it. */
 		if (rename(tmp, dir) == 0)
 			break;
+		e = errno;
 		remove_tree(tmp);
 		hp_job_release(&job);
-		if (errno != EEXIST && errno != ENOTEMPTY)
+		if (e != EEXIST && e != ENOTEMPTY)
 			return hp_error_set(err, HP_EIO,
 					    "cannot rename '%s': %s", tmp,
-					    strerror(errno));
+					    strerror(e));
 	}
 	if (tries == 20)
 		return hp_error_set(err, HP_EIO, "no free job id in '%s'",

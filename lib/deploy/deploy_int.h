@@ -30,7 +30,7 @@ struct hp_deploy {
 #define HP_STAGE_FILE "stage.json"
 #define HP_LAUNCHER_LOG "logs/launcher.log"
 
-/* ---- the launch file (JOBDIR/launch.json): what the helpers run ---------- */
+/* ---- the launch file (JOBDIR/launch.json): what the helpers run */
 
 struct hp__launch_rank {
 	char node[HP_NAME_MAX];
@@ -205,7 +205,7 @@ void hp__unlock(int fd);
 /* Read a whole JSON file (at most max bytes). */
 json_t *hp__read_json(const char *path, size_t max, struct hp_error *err);
 
-/* ---- the state file ----------------------------------------------------- */
+/* ---- the state file */
 
 int hp__job_load(const char *jobdir, struct hp_job *out, struct hp_error *err);
 /* Write job->dir/job.json atomically (call with the lock held). */

@@ -216,8 +216,7 @@ static int slurm_start(struct hp__submit *s, struct hp_error *err)
 			      err);
 }
 
-/* ---- squeue and sacct
- * ----------------------------------------------------------- */
+/* ---- squeue and sacct */
 
 /* Whether a JobID field is the job's allocation or one of its components
  * ("ID", "ID+K"), not a step ("ID.batch", "ID+K.0"). */
@@ -546,8 +545,7 @@ static int slurm_cancel(struct hp_deploy *d, struct hp_job *job,
 			      mark_cancel, NULL, NULL, err);
 }
 
-/* ---- the batch job's interpreter
- * ------------------------------------------------- */
+/* ---- the batch job's interpreter */
 
 static void sleep_s(double s)
 {

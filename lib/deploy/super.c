@@ -32,8 +32,7 @@ static void sleep_s(double s)
 		;
 }
 
-/* ---- this host's GPUs
- * -------------------------------------------------------- */
+/* ---- this host's GPUs */
 
 /* The device type of each of this host's GPUs, by CUDA index. */
 static int host_gpu_types(const struct hp_submit_opts *o,
@@ -91,8 +90,7 @@ static int host_gpu_types(const struct hp_submit_opts *o,
 	return n;
 }
 
-/* ---- local -----------------------------------------------------------------
- */
+/* ---- local */
 
 static bool this_host(const char *node)
 {
@@ -259,8 +257,7 @@ static int local_prepare(struct hp__submit *s, struct hp_error *err)
 	return 0;
 }
 
-/* ---- mpi -------------------------------------------------------------------
- */
+/* ---- mpi */
 
 static int mpi_check(struct hp__submit *s, struct hp_error *err)
 {
@@ -363,8 +360,7 @@ static int mpi_prepare(struct hp__submit *s, struct hp_error *err)
 	return 0;
 }
 
-/* ---- the supervisor's backend parts
- * ------------------------------------------ */
+/* ---- the supervisor's backend parts */
 
 int hp__super_start(struct hp__submit *s, struct hp_error *err)
 {
@@ -532,8 +528,7 @@ int hp__super_cancel(struct hp_deploy *d, struct hp_job *job,
 			      NULL, NULL, NULL, err);
 }
 
-/* ---- the supervisor
- * ---------------------------------------------------------- */
+/* ---- the supervisor */
 
 struct rec {
 	long pid;
