@@ -81,8 +81,7 @@ int hp__launch_load(const char *jobdir, struct hp__launch *out,
 		    struct hp_error *err);
 json_t *hp__launch_json(const struct hp__launch *l);
 
-/* ---- backends -------------------------------------------------------------
- */
+/* ---- backends */
 
 /* Everything a backend needs at submit time. */
 struct hp__submit {
@@ -138,8 +137,7 @@ int hp__super_refresh(struct hp_deploy *d, struct hp_job *job,
 int hp__super_cancel(struct hp_deploy *d, struct hp_job *job,
 		     struct hp_error *err);
 
-/* ---- outside commands ------------------------------------------------------
- */
+/* ---- outside commands */
 
 /* Most bytes of a command's output kept (each stream). */
 #define HP_CMD_OUT_MAX (4u << 20)
@@ -184,8 +182,7 @@ char **hp__argv_take(struct hp__argv *a);
 void hp__argv_free(char **v);
 char **hp__argv_dup(char *const v[]);
 
-/* ---- files -----------------------------------------------------------------
- */
+/* ---- files */
 
 /* Write a file atomically: a temporary beside it, fsync, rename, fsync of
  * the folder.  mode as for open(). */
@@ -226,8 +223,7 @@ void hp__job_collect(struct hp_job *job);
 bool hp__state_forward(enum hp_job_state a, enum hp_job_state b);
 double hp__wall_now(void);
 
-/* ---- SHA-256 ---------------------------------------------------------------
- */
+/* ---- SHA-256 */
 
 struct hp__sha256 {
 	uint32_t h[8];
@@ -242,8 +238,7 @@ void hp__sha256_hex(struct hp__sha256 *s, char hex[65]);
 int hp__sha256_file(const char *path, char hex[65], int64_t *size,
 		    struct hp_error *err);
 
-/* ---- staging ---------------------------------------------------------------
- */
+/* ---- staging */
 
 /*
  * Write JOBDIR/stage.json for data ("fashion-mnist": the files the Debian
@@ -258,8 +253,7 @@ int hp__stage_manifest(struct hp_deploy *d, const char *data,
 /* The four files, by the names the trainer looks for. */
 extern const char *const hp__idx_names[4];
 
-/* ---- the local host ---------------------------------------------------------
- */
+/* ---- the local host */
 
 struct hp__gpu {
 	char model[64]; /* "Tesla T4" */
@@ -281,8 +275,7 @@ int hp__cpus_allowed(int *cpus, int max);
  */
 void hp__cpus_split(int ncpus, int nranks, int *first, int *count);
 
-/* ---- names ------------------------------------------------------------------
- */
+/* ---- names */
 
 /* A host name label: [A-Za-z0-9._-], 1..63, not starting with '-' or '.'. */
 bool hp__name_ok(const char *s);
@@ -298,8 +291,7 @@ int hp__map_get(const char *map, const char *key, char *out, size_t n,
 /* This host's name (short), "localhost" when it has none. */
 void hp__hostname(char *buf, size_t n);
 
-/* ---- slurm ------------------------------------------------------------------
- */
+/* ---- slurm */
 
 /* What squeue or sacct say about a job's components, summed up. */
 struct hp__slurm_state {
@@ -327,8 +319,7 @@ enum hp_job_state hp__slurm_job_state(const struct hp__slurm_state *st,
 /* The batch script for a job (the text sbatch gets). */
 char *hp__slurm_script(const struct hp__submit *s, struct hp_error *err);
 
-/* ---- kubernetes -------------------------------------------------------------
- */
+/* ---- kubernetes */
 
 /* The manifests (a JSON list of objects, kind "List") for a job. */
 json_t *hp__k8s_manifests(const struct hp__submit *s, struct hp_error *err);
