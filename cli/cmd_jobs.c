@@ -526,7 +526,8 @@ int cmd_logs(int argc, char **argv)
 			break;
 		}
 		{
-			struct timespec ts = {0, 200000000};
+			/* each look may ask the backend (squeue, kubectl) */
+			struct timespec ts = {0, 500000000};
 			nanosleep(&ts, NULL);
 		}
 	}

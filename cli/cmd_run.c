@@ -769,6 +769,12 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	rc = hp_deploy_submit(d, &plan, &t, &so, id, &err);
 	if (rc) {
+		if (id[0] && json) {
+			/* the job exists, failed: scripts get it and its id */
+			struct hp_error e2 = {0};
+			if (!hp_deploy_status(d, id, false, &job, &e2))
+				print_job(&job, true);
+		}
 		if (id[0])
 			status = cli_error(EXIT_FAIL, "run: job %s failed: %s",
 					   id, err.msg);
