@@ -40,5 +40,13 @@ int cmd_fit(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_recommend(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+/* The job's own steps (_supervise, _rank, _stage, _slurm-batch,
+ * _wait-hosts), run by its launchers; argv[0] names the step. */
+int cmd_helper(int argc, char **argv);
 
 #endif

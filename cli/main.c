@@ -37,6 +37,12 @@ static const char usage[] =
     "  recommend MODEL   the least-energy configuration of a pool's free "
     "devices\n"
     "                    that meets a deadline, and how to run it there\n"
+    "  run PLAN|MODEL    launch a training job (local, mpi, slurm, "
+    "kubernetes)\n"
+    "  jobs              list the jobs and their states\n"
+    "  status ID         a job's state, results and devices\n"
+    "  logs ID           a job's logs, per rank\n"
+    "  cancel ID         stop a job\n"
     "  help [COMMAND]    show help for a command\n"
     "\n"
     "  --version         print hetpool's version\n"
@@ -176,7 +182,12 @@ static int dispatch(const char *cmd, int argc, char **argv)
 	    {"analyze", cmd_analyze},	  {"devices", cmd_devices},
 	    {"profile", cmd_profile},	  {"fit", cmd_fit},
 	    {"predict", cmd_predict},	  {"validate", cmd_validate},
-	    {"recommend", cmd_recommend},
+	    {"recommend", cmd_recommend}, {"run", cmd_run},
+	    {"jobs", cmd_jobs},		  {"status", cmd_status},
+	    {"logs", cmd_logs},		  {"cancel", cmd_cancel},
+	    {"_supervise", cmd_helper},	  {"_rank", cmd_helper},
+	    {"_stage", cmd_helper},	  {"_slurm-batch", cmd_helper},
+	    {"_wait-hosts", cmd_helper},
 	};
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)

@@ -1,0 +1,332 @@
+/*
+ * deploy_int.h - internals of lib/deploy shared by its files: the context,
+ * the backends' ops table (one struct of function pointers each backend
+ * fills, as curl's vtls backends do), the launch file the job's helpers
+ * read, outside commands, files written atomically, the job lock, the
+ * state file, SHA-256, and the pure parsers the tests and fuzzers reach.
+ */
+#ifndef HP_DEPLOY_INT_H
+#define HP_DEPLOY_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hetpool/deploy.h"
+
+struct hp_deploy {
+	char jobs_dir[HP_DEPLOY_PATH_MAX];
+	char hetpool[HP_DEPLOY_PATH_MAX];
+	char *mpirun, *sbatch, *squeue, *sacct, *scancel, *kubectl, *dpkg_query;
+	double grace_s, cmd_timeout_s;
+};
+
+/* Files of a job directory. */
+#define HP_JOB_FILE "job.json"
+#define HP_JOB_LOCK "job.lock"
+#define HP_PLAN_FILE "plan.json"
+#define HP_LAUNCH_FILE "launch.json"
+#define HP_STAGE_FILE "stage.json"
+#define HP_LAUNCHER_LOG "logs/launcher.log"
+
+/* ---- the launch file (JOBDIR/launch.json): what the helpers run */
+
+struct hp__launch_rank {
+	char node[HP_NAME_MAX];
+	char type[HP_TYPE_MAX];
+	bool gpu;
+	int comp, local_rank, gpu_index;
+	int64_t local_batch;
+	char cuda[64]; /* CUDA_VISIBLE_DEVICES the plan gives it (local);
+			  "" for CPU ranks; "-" when the node decides */
+	int *cpus;     /* local: CPUs to pin it to; NULL otherwise */
+	int ncpus;
+	int threads; /* 0: the trainer's default */
+};
+
+struct hp__launch_comp {
+	char type[HP_TYPE_MAX];
+	char gres[HP_TYPE_MAX]; /* Slurm GRES type; "" for CPU */
+	bool gpu;
+	int per_node, nnodes, first_rank, nranks;
+};
+
+struct hp__launch {
+	char id[HP_JOB_ID_MAX];
+	enum hp_backend backend;
+	char jobdir[HP_DEPLOY_PATH_MAX];
+	char hetpool[HP_DEPLOY_PATH_MAX];
+	char **stage_argv; /* run once before the workers; NULL: none (or
+			      in-process for local) */
+	char stage_manifest[HP_DEPLOY_PATH_MAX]; /* "" when no staging */
+	char stage_dest[HP_DEPLOY_PATH_MAX];
+	char **launcher; /* what the supervisor starts */
+	char **trainer;	 /* what each rank execs */
+	int ndev_arg;	 /* index in trainer of the --devices value */
+	bool cpu_fallback;
+	double grace_s;
+	struct hp__launch_rank *ranks;
+	int nranks;
+	struct hp__launch_comp *comps;
+	int ncomps;
+	char slurm_mpi[16];
+};
+
+void hp__launch_release(struct hp__launch *l);
+/* Parse launch.json's text; HP_EPARSE on anything out of place. */
+int hp__launch_parse(const char *text, size_t len, struct hp__launch *out,
+		     struct hp_error *err);
+int hp__launch_load(const char *jobdir, struct hp__launch *out,
+		    struct hp_error *err);
+json_t *hp__launch_json(const struct hp__launch *l);
+
+/* ---- backends */
+
+/* Everything a backend needs at submit time. */
+struct hp__submit {
+	struct hp_deploy *d;
+	const struct hp_plan *plan;
+	const struct hp_train_opts *train;
+	const struct hp_submit_opts *opts;
+	struct hp_job *job;	  /* the state, written by the caller */
+	struct hp__launch launch; /* filled by the backend's prepare */
+};
+
+struct hp__backend_ops {
+	const char *name;
+	/* Check the plan and options fit the backend: HP_EINVAL with a
+	 * message when not (nothing written yet). */
+	int (*check)(struct hp__submit *s, struct hp_error *err);
+	/* Fill s->launch and write the backend's own files into the job
+	 * directory (hostfile, batch script, manifests). */
+	int (*prepare)(struct hp__submit *s, struct hp_error *err);
+	/* Start the job; record its handle (pid, Slurm id) in s->job. */
+	int (*start)(struct hp__submit *s, struct hp_error *err);
+	/* Bring a job that has not ended up to date (called with no lock
+	 * held; state changes go through hp__job_update()). */
+	int (*refresh)(struct hp_deploy *d, struct hp_job *job,
+		       struct hp_error *err);
+	/* Stop it; the job ends cancelled. */
+	int (*cancel)(struct hp_deploy *d, struct hp_job *job,
+		      struct hp_error *err);
+};
+
+/* Shared by the backends (deploy.c): the trainer's argv (into
+ * l->trainer, its --devices index into l->ndev_arg), the launch file's
+ * common parts, writing it. */
+int hp__trainer_argv(const struct hp__submit *s, const char *trainer,
+		     const char *model, const char *data, const char *out,
+		     struct hp__launch *l, struct hp_error *err);
+int hp__launch_fill(struct hp__submit *s, struct hp_error *err);
+int hp__launch_write(struct hp__submit *s, struct hp_error *err);
+/* The full path of program name on PATH (or name itself when it holds a
+ * '/'), into buf; false when there is none. */
+bool hp__which(const char *name, char *buf, size_t n);
+
+extern const struct hp__backend_ops hp__backend_local;
+extern const struct hp__backend_ops hp__backend_mpi;
+extern const struct hp__backend_ops hp__backend_slurm;
+extern const struct hp__backend_ops hp__backend_k8s;
+const struct hp__backend_ops *hp__backend(enum hp_backend b);
+
+/* Shared by local and mpi: the supervisor's backend parts. */
+int hp__super_start(struct hp__submit *s, struct hp_error *err);
+int hp__super_refresh(struct hp_deploy *d, struct hp_job *job,
+		      struct hp_error *err);
+int hp__super_cancel(struct hp_deploy *d, struct hp_job *job,
+		     struct hp_error *err);
+
+/* ---- outside commands */
+
+/* Most bytes of a command's output kept (each stream). */
+#define HP_CMD_OUT_MAX (4u << 20)
+
+/*
+ * Run argv (argv[0] found on PATH) with stdin from /dev/null, wait at most
+ * timeout_s, and keep its stdout in out and stderr in errout (either may
+ * be NULL; capped at HP_CMD_OUT_MAX).  *status gets the exit status, or
+ * 128 + the signal.  Thread-safe.  HP_EIO when it cannot start, HP_EIO
+ * when it runs over timeout_s (then it is killed).
+ */
+int hp__run(char *const argv[], double timeout_s, struct hp_buf *out,
+	    struct hp_buf *errout, int *status, struct hp_error *err);
+/*
+ * Start argv in a session of its own with stdin /dev/null and stdout and
+ * stderr appended to log; *pid gets its pid.  pgroup: a new process group
+ * instead of a session (so the caller can signal it with its children).
+ */
+int hp__spawn(char *const argv[], const char *log, bool session, pid_t *pid,
+	      struct hp_error *err);
+/* The start time of process pid (clock ticks since boot), 0 when it is not
+ * running (absent or a zombie). */
+unsigned long long hp__proc_start(long pid);
+/* True when pid runs and started at start (a reused pid is not it). */
+bool hp__proc_alive(long pid, unsigned long long start);
+/* argv as one line for messages ("mpirun -np 2 ..."), cut to n. */
+const char *hp__argv_str(char *const argv[], char *buf, size_t n);
+/* The last non-empty line of text (for reasons), escaped, into buf. */
+const char *hp__last_line(const char *text, char *buf, size_t n);
+
+/* A NULL-terminated argv built by appending (strings are copied). */
+struct hp__argv {
+	char **v;
+	int n, alloc;
+	bool oom;
+};
+void hp__argv_add(struct hp__argv *a, const char *s);
+void hp__argv_addf(struct hp__argv *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Hand over the array (NULL after an allocation failed). */
+char **hp__argv_take(struct hp__argv *a);
+void hp__argv_free(char **v);
+char **hp__argv_dup(char *const v[]);
+
+/* ---- files */
+
+/* Write a file atomically: a temporary beside it, fsync, rename, fsync of
+ * the folder.  mode as for open(). */
+int hp__write_atomic(const char *path, const void *data, size_t len, int mode,
+		     struct hp_error *err);
+/* json_dumps(o) written atomically (o is not consumed). */
+int hp__write_json(const char *path, const json_t *o, struct hp_error *err);
+/* mkdir -p (mode 0755). */
+int hp__mkdirs(const char *path, struct hp_error *err);
+/* snprintf into buf, HP_ERANGE (with err) when it does not fit. */
+int hp__path(char *buf, size_t n, struct hp_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Take the job's lock (flock on DIR/job.lock); returns the fd to pass to
+ * hp__unlock(), or a negative code. */
+int hp__lock(const char *jobdir, struct hp_error *err);
+void hp__unlock(int fd);
+/* Read a whole JSON file (at most max bytes). */
+json_t *hp__read_json(const char *path, size_t max, struct hp_error *err);
+
+/* ---- the state file */
+
+int hp__job_load(const char *jobdir, struct hp_job *out, struct hp_error *err);
+/* Write job->dir/job.json atomically (call with the lock held). */
+int hp__job_save(const struct hp_job *job, struct hp_error *err);
+/*
+ * Move the job in dir to state (with reason; NULL keeps it) under its
+ * lock, unless it is already there or further (a terminal state is
+ * final; states only move forward).  fn (may be NULL) changes other
+ * fields first, on the freshly loaded job.  out (may be NULL) gets the
+ * job as saved.  Returns 0 (also when nothing changed).
+ */
+int hp__job_update(const char *jobdir, int state, const char *reason,
+		   void (*fn)(struct hp_job *, void *), void *ud,
+		   struct hp_job *out, struct hp_error *err);
+/* Read the trainer's results and what each rank ran on into the job. */
+void hp__job_collect(struct hp_job *job);
+/* Whether moving from a to b goes forward. */
+bool hp__state_forward(enum hp_job_state a, enum hp_job_state b);
+double hp__wall_now(void);
+
+/* ---- SHA-256 */
+
+struct hp__sha256 {
+	uint32_t h[8];
+	uint64_t len;
+	unsigned char buf[64];
+	size_t nbuf;
+};
+void hp__sha256_init(struct hp__sha256 *s);
+void hp__sha256_add(struct hp__sha256 *s, const void *data, size_t n);
+void hp__sha256_hex(struct hp__sha256 *s, char hex[65]);
+/* The SHA-256 of a file and its size. */
+int hp__sha256_file(const char *path, char hex[65], int64_t *size,
+		    struct hp_error *err);
+
+/* ---- staging */
+
+/*
+ * Write JOBDIR/stage.json for data ("fashion-mnist": the files the Debian
+ * package dataset-fashion-mnist installed, found with dpkg-query; a
+ * folder: its four Fashion-MNIST IDX files; "synthetic": nothing to
+ * stage, *staged false).  dest_root/HASH (HASH: the first 16 hex digits of
+ * the manifest's own checksum) is where the nodes put it: into dest.
+ */
+int hp__stage_manifest(struct hp_deploy *d, const char *data,
+		       const char *jobdir, const char *dest_root, bool *staged,
+		       char *dest, size_t ndest, struct hp_error *err);
+/* The four files, by the names the trainer looks for. */
+extern const char *const hp__idx_names[4];
+
+/* ---- the local host */
+
+struct hp__gpu {
+	char model[64]; /* "Tesla T4" */
+	char bus[32];	/* "0000:3b:00.0" */
+};
+/* Parse one /proc/driver/nvidia/gpus/BUS/information text. */
+int hp__gpu_parse_info(const char *text, struct hp__gpu *out);
+/* This host's NVIDIA GPUs in PCI bus order (the order CUDA numbers them
+ * with CUDA_DEVICE_ORDER=PCI_BUS_ID); returns how many (at most max). */
+int hp__gpus_detect(struct hp__gpu *out, int max);
+/* Whether an NVIDIA driver is loaded here. */
+bool hp__nvidia_driver(void);
+/* The CPUs this process may run on, ascending; returns how many. */
+int hp__cpus_allowed(int *cpus, int max);
+/*
+ * Split cpus (ncpus) among nranks ranks: rank k gets a contiguous share
+ * (the first ranks one more when it does not divide); with more ranks
+ * than CPUs, rank k gets CPU k mod ncpus.  first[k], count[k] index cpus.
+ */
+void hp__cpus_split(int ncpus, int nranks, int *first, int *count);
+
+/* ---- names */
+
+/* A host name label: [A-Za-z0-9._-], 1..63, not starting with '-' or '.'. */
+bool hp__name_ok(const char *s);
+/* A device type: [a-z0-9._-], 1..31, starting with a letter or digit. */
+bool hp__type_ok(const char *s);
+/* A path the job may use: absolute, no control characters, no "..". */
+bool hp__path_ok(const char *s);
+/* Look key up in a map "a=b,c=d" (validated: names as hp__type_ok or
+ * label characters); copies the value or key itself when absent.
+ * HP_EINVAL for a malformed map. */
+int hp__map_get(const char *map, const char *key, char *out, size_t n,
+		const char *what, struct hp_error *err);
+/* This host's name (short), "localhost" when it has none. */
+void hp__hostname(char *buf, size_t n);
+
+/* ---- slurm */
+
+/* What squeue or sacct say about a job's components, summed up. */
+struct hp__slurm_state {
+	int ncomps; /* components seen */
+	int pending, running, completed, failed, cancelled;
+	char first_bad[64]; /* the first failed component's state */
+	char reason[128];   /* its reason, or the pending reason */
+	int exit_code;	    /* the first non-zero exit code seen, else 0 */
+};
+/*
+ * Parse `squeue -h -t all -j ID -o %i|%T|%r` or `sacct -n -P -o
+ * JobID,State,ExitCode` output for job id (its lines "ID", "ID+K",
+ * "ID.batch"... ; other jobs' lines are ignored).  Returns 0 with the
+ * counts (ncomps 0 when the job is not there), HP_EPARSE on a line that
+ * is not of that form.
+ */
+int hp__slurm_parse_squeue(const char *text, const char *id,
+			   struct hp__slurm_state *st, struct hp_error *err);
+int hp__slurm_parse_sacct(const char *text, const char *id,
+			  struct hp__slurm_state *st, struct hp_error *err);
+/* The job state a summed-up Slurm state means (queued while anything is
+ * pending, ...); reason filled for failed and queued. */
+enum hp_job_state hp__slurm_job_state(const struct hp__slurm_state *st,
+				      char *reason, size_t n);
+/* The batch script for a job (the text sbatch gets). */
+char *hp__slurm_script(const struct hp__submit *s, struct hp_error *err);
+
+/* ---- kubernetes */
+
+/* The manifests (a JSON list of objects, kind "List") for a job. */
+json_t *hp__k8s_manifests(const struct hp__submit *s, struct hp_error *err);
+/* From `kubectl get jobs,mpijobs -l hetpool.io/job=ID -o json`, the job's
+ * state (queued when nothing says more) and a reason. */
+int hp__k8s_parse_status(const char *text, size_t len, const char *id,
+			 enum hp_job_state *state, char *reason, size_t n,
+			 struct hp_error *err);
+
+#endif

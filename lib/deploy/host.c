@@ -1,0 +1,179 @@
+/*
+ * host.c - this host as the local backend sees it: its NVIDIA GPUs (from
+ * the driver's /proc files, in PCI bus order, which is how CUDA numbers
+ * them when CUDA_DEVICE_ORDER=PCI_BUS_ID) and the CPUs this process may
+ * use, split among ranks for pinning.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "deploy/deploy_int.h"
+#include "util/banned.h"
+
+/* The value after "Key:" on a line of text, trimmed. */
+static bool field(const char *text, const char *key, char *out, size_t n)
+{
+	size_t klen = strlen(key);
+
+	for (const char *p = text; p && *p;) {
+		const char *end = strchr(p, '\n');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > klen && !strncmp(p, key, klen) && p[klen] == ':') {
+			const char *v = p + klen + 1, *e = p + len;
+			size_t vl;
+			while (v < e && (*v == ' ' || *v == '\t'))
+				v++;
+			while (e > v &&
+			       (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+				e--;
+			vl = (size_t)(e - v);
+			if (vl == 0 || vl >= n)
+				return false;
+			memcpy(out, v, vl);
+			out[vl] = '\0';
+			return !hp_str_has_control(out);
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+int hp__gpu_parse_info(const char *text, struct hp__gpu *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!field(text, "Model", out->model, sizeof(out->model)) ||
+	    !field(text, "Bus Location", out->bus, sizeof(out->bus)))
+		return HP_EPARSE;
+	return 0;
+}
+
+static int by_bus(const void *a, const void *b)
+{
+	return strcmp(((const struct hp__gpu *)a)->bus,
+		      ((const struct hp__gpu *)b)->bus);
+}
+
+int hp__gpus_detect(struct hp__gpu *out, int max)
+{
+	const char *root = "/proc/driver/nvidia/gpus";
+	DIR *dir = opendir(root);
+	struct dirent *e;
+	int n = 0;
+
+	if (!dir)
+		return 0;
+	while ((e = readdir(dir)) && n < max) {
+		char path[512], *text;
+		size_t len;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/information", root,
+			 e->d_name);
+		if (hp_read_file(path, 1u << 16, &text, &len, NULL))
+			continue;
+		if (!hp__gpu_parse_info(text, &out[n]))
+			n++;
+		free(text);
+	}
+	closedir(dir);
+	qsort(out, (size_t)n, sizeof(*out), by_bus);
+	return n;
+}
+
+bool hp__nvidia_driver(void)
+{
+	return access("/proc/driver/nvidia/version", R_OK) == 0;
+}
+
+int hp__cpus_allowed(int *cpus, int max)
+{
+	cpu_set_t set;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set)) {
+		long k = sysconf(_SC_NPROCESSORS_ONLN);
+		for (int i = 0; i < k && n < max; i++)
+			cpus[n++] = i;
+		return n;
+	}
+	for (int i = 0; i < CPU_SETSIZE && n < max; i++)
+		if (CPU_ISSET(i, &set))
+			cpus[n++] = i;
+	return n;
+}
+
+void hp__cpus_split(int ncpus, int nranks, int *first, int *count)
+{
+	if (nranks >= ncpus) {
+		for (int k = 0; k < nranks; k++) {
+			first[k] = ncpus > 0 ? k % ncpus : 0;
+			count[k] = ncpus > 0 ? 1 : 0;
+		}
+		return;
+	}
+	for (int k = 0, at = 0; k < nranks; k++) {
+		count[k] = ncpus / nranks + (k < ncpus % nranks);
+		first[k] = at;
+		at += count[k];
+	}
+}
+
+char *hp_deploy_host_pool(const struct hp_catalog *cat, struct hp_error *err)
+{
+	struct hp__gpu g[64];
+	struct hp_host h;
+	char name[HP_NAME_MAX], *s;
+	json_t *devs = json_array(), *node, *root;
+	int n = hp__gpus_detect(g, 64);
+
+	hp_host_detect(&h, NULL);
+	hp__hostname(name, sizeof(name));
+	if (!hp__name_ok(name))
+		snprintf(name, sizeof(name), "localhost");
+	json_array_append_new(
+	    devs, json_pack("{s:s, s:i}", "type", "cpu", "count", 1));
+	for (int i = 0; i < n; i++) {
+		const struct hp_device_type *t =
+		    cat ? hp_catalog_find(cat, g[i].model) : NULL;
+		json_t *d = NULL;
+		size_t k;
+		if (!t)
+			continue;
+		json_array_foreach(devs, k, d)
+		{
+			if (!strcmp(
+				json_string_value(json_object_get(d, "type")),
+				t->name))
+				break;
+		}
+		if (k < json_array_size(devs))
+			json_object_set_new(
+			    d, "count",
+			    json_integer(json_integer_value(
+					     json_object_get(d, "count")) +
+					 1));
+		else
+			json_array_append_new(devs,
+					      json_pack("{s:s, s:i}", "type",
+							t->name, "count", 1));
+	}
+	node = json_pack("{s:s, s:o, s:i, s:f, s:f, s:f, s:f, s:f}", "name",
+			 name, "devices", devs, "cpu_cores",
+			 h.physical_cores > 0
+			     ? h.physical_cores
+			     : (h.logical_cpus > 0 ? h.logical_cpus : 1),
+			 "memory_gb", h.mem_gb > 0.001 ? h.mem_gb : 1.0,
+			 "intra_bw_gbps", 128.0, "net_bw_gbps", 10.0,
+			 "net_latency_us", 10.0, "base_power_w", 0.0);
+	root = json_pack("{s:[o]}", "nodes", node);
+	s = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
+	json_decref(root);
+	if (!s)
+		hp_error_set(err, HP_ENOMEM, "out of memory");
+	return s;
+}

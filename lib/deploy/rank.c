@@ -1,0 +1,210 @@
+/*
+ * rank.c - what one rank of a job starts as (`hetpool _rank JOBDIR`, run
+ * by the launcher on the rank's node just before the trainer): which rank
+ * it is (from the launcher's environment), its device (the GPU the plan
+ * or Slurm gives it, or the CPU, said so, on a node without an NVIDIA
+ * driver), its CPUs and threads, its log; recorded in logs/rank-K.json.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "deploy/deploy_int.h"
+#include "util/banned.h"
+
+void hp_rank_exec_release(struct hp_rank_exec *x)
+{
+	if (!x)
+		return;
+	hp__argv_free(x->argv);
+	hp__argv_free(x->env);
+	free(x->cpus);
+	memset(x, 0, sizeof(*x));
+}
+
+/* The first of the variables that is set, as a number in [0, max). */
+static int env_index(const char *const names[], int max, const char **which)
+{
+	for (int i = 0; names[i]; i++) {
+		const char *v = getenv(names[i]);
+		int64_t k;
+		if (!v)
+			continue;
+		*which = names[i];
+		if (hp_parse_i64(v, 0, max - 1, &k))
+			return -2;
+		return (int)k;
+	}
+	return -1;
+}
+
+/* Element k of a comma-separated list into out (the whole list when it has
+ * fewer elements). */
+static void list_elem(const char *list, int k, char *out, size_t n)
+{
+	const char *p = list;
+
+	for (int i = 0; i < k && p; i++) {
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	if (!p || !*p) {
+		snprintf(out, n, "%s", list);
+		return;
+	}
+	snprintf(out, n, "%.*s", (int)strcspn(p, ","), p);
+}
+
+int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
+			   struct hp_error *err)
+{
+	static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK",
+						"PMIX_RANK", "SLURM_PROCID",
+						"HETPOOL_RANK", NULL};
+	static const char *const local_vars[] = {
+	    "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", NULL};
+	struct hp__launch l;
+	struct hp__argv argv = {0}, env = {0};
+	const struct hp__launch_rank *x;
+	const char *which = "", *given, *node;
+	char host[HP_NAME_MAX], cuda[64], note[320] = "",
+					  path[HP_DEPLOY_PATH_MAX + 64];
+	bool use_cpu, any_gpu, fallback, has_threads = false;
+	int k, rc;
+	json_t *rec, *cpus;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = hp__launch_load(jobdir, &l, err)))
+		return rc;
+	k = env_index(rank_vars, l.nranks, &which);
+	if (k == -1 && l.nranks == 1)
+		k = 0;
+	if (k < 0) {
+		rc = hp_error_set(err, HP_EINVAL,
+				  k == -1
+				      ? "no rank in the environment (%s"
+					"HETPOOL_RANK, OMPI_COMM_WORLD_RANK, "
+					"PMIX_RANK or SLURM_PROCID)"
+				      : "%s is not a rank of this %d-rank job",
+				  k == -1 ? "" : which, l.nranks);
+		goto out;
+	}
+	x = &l.ranks[k];
+	hp__hostname(host, sizeof(host));
+	cuda[0] = '\0';
+	if (x->gpu && strcmp(x->cuda, "-")) {
+		snprintf(cuda, sizeof(cuda), "%s", x->cuda);
+	} else if (x->gpu && (given = getenv("CUDA_VISIBLE_DEVICES")) &&
+		   *given && strlen(given) < sizeof(cuda)) {
+		/* Slurm gave this task's component its GPUs on this node: the
+		 * task takes the one at its local index. */
+		int li = env_index(local_vars, 1 << 16, &which);
+		if (li < 0)
+			li = 0;
+		list_elem(given, li, cuda, sizeof(cuda));
+	} else if (x->gpu) {
+		snprintf(note, sizeof(note),
+			 "no CUDA_VISIBLE_DEVICES from the launcher");
+	}
+	use_cpu = !x->gpu;
+	any_gpu = false;
+	for (int r = 0; r < l.nranks; r++)
+		any_gpu |= l.ranks[r].gpu;
+	fallback = any_gpu && l.cpu_fallback && !hp__nvidia_driver();
+	if (x->gpu && !hp__nvidia_driver()) {
+		if (!l.cpu_fallback) {
+			rc = hp_error_set(err, HP_EDEVICE,
+					  "rank %d: the plan gives it a %s GPU "
+					  "but node '%s' has no NVIDIA driver",
+					  k, x->type, host);
+			goto out;
+		}
+		use_cpu = true;
+		snprintf(note, sizeof(note),
+			 "planned for GPU type %s (CUDA_VISIBLE_DEVICES=%s); "
+			 "host '%s' has no NVIDIA driver, so it trained on the "
+			 "CPU",
+			 x->type, cuda[0] ? cuda : "none", host);
+	}
+	for (int i = 0; l.trainer[i]; i++) {
+		if (i == l.ndev_arg && fallback) {
+			/* The whole world must agree on the devices: on a node
+			 * without a driver every rank, CPU ranks too, is told
+			 * that every rank trains on the CPU (meant for machines
+			 * without GPUs: tests, CI). */
+			struct hp_buf b;
+			hp_buf_init(&b, 1u << 20);
+			for (int r = 0; r < l.nranks; r++)
+				hp_buf_adds(&b, r ? ",cpu" : "cpu");
+			hp__argv_add(&argv, hp_buf_str(&b));
+			hp_buf_release(&b);
+			continue;
+		}
+		if (!strcmp(l.trainer[i], "--threads"))
+			has_threads = true;
+		hp__argv_add(&argv, l.trainer[i]);
+	}
+	if (x->threads > 0 && !has_threads) {
+		hp__argv_add(&argv, "--threads");
+		hp__argv_addf(&argv, "%d", x->threads);
+	}
+	/* A CPU rank sees no GPU; a GPU rank its own (also when it falls
+	 * back to the CPU: the variable stays what it was given). */
+	hp__argv_addf(&env, "CUDA_VISIBLE_DEVICES=%s", x->gpu ? cuda : "");
+	hp__argv_add(&env, "CUDA_DEVICE_ORDER=PCI_BUS_ID");
+	hp__argv_addf(&env, "HETPOOL_JOB_ID=%s", l.id);
+	hp__argv_addf(&env, "HETPOOL_RANK=%d", k);
+	if (x->threads > 0)
+		hp__argv_addf(&env, "OMP_NUM_THREADS=%d", x->threads);
+	out->rank = k;
+	out->argv = hp__argv_take(&argv);
+	out->env = hp__argv_take(&env);
+	if (!out->argv || !out->env) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (x->ncpus) {
+		if (!(out->cpus = calloc((size_t)x->ncpus, sizeof(int)))) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		memcpy(out->cpus, x->cpus, (size_t)x->ncpus * sizeof(int));
+		out->ncpus = x->ncpus;
+	}
+	if ((rc = hp__path(out->log, sizeof(out->log), err,
+			   "%s/logs/rank-%d.log", l.jobdir, k)) ||
+	    (rc = hp__path(path, sizeof(path), err, "%s/logs/rank-%d.json",
+			   l.jobdir, k)))
+		goto out;
+	cpus = json_array();
+	for (int i = 0; i < x->ncpus; i++)
+		json_array_append_new(cpus, json_integer(x->cpus[i]));
+	node = getenv("SLURMD_NODENAME");
+	if (!node || !hp__name_ok(node))
+		node = x->node;
+	rec = json_pack(
+	    "{s:i, s:s, s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:i}",
+	    "rank", k, "host", host, "node", node, "pid", (json_int_t)getpid(),
+	    "pid_start", (json_int_t)hp__proc_start((long)getpid()), "type",
+	    x->type, "requested", x->gpu ? "cuda" : "cpu", "device",
+	    use_cpu ? "cpu" : "cuda", "cuda_visible_devices", cuda, "note",
+	    note, "cpus", cpus, "threads", x->threads);
+	if (!rec) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Under Slurm, the GPUs its step got on this node (for audits). */
+	if ((given = getenv("SLURM_STEP_GPUS")) && !hp_str_has_control(given))
+		json_object_set_new(rec, "slurm_step_gpus", json_string(given));
+	rc = hp__write_json(path, rec, err);
+	json_decref(rec);
+out:
+	hp__argv_free(hp__argv_take(&argv));
+	hp__argv_free(hp__argv_take(&env));
+	if (rc)
+		hp_rank_exec_release(out);
+	hp__launch_release(&l);
+	return rc;
+}

@@ -1,0 +1,724 @@
+/*
+ * slurm.c - the slurm backend.  A plan becomes one batch job with one
+ * component per element of the plan (nodes holding the same number of
+ * devices of one type): a plan of mixed GPU types is a heterogeneous job,
+ * each component asking --gres=gpu:TYPE:N per node.  The batch script is
+ * not a shell script: its interpreter is `hetpool _slurm-batch`, which
+ * stages the data on every node (srun, one task per node and component),
+ * then starts every rank with one srun over all components (PMIx, so they
+ * form one MPI world), recording starting, running and the outcome.  The
+ * state otherwise comes from squeue, then sacct (`sacct -c`, the jobcomp
+ * file, when there is no accounting storage); cancel is scancel.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "deploy/deploy_int.h"
+#include "util/banned.h"
+
+/* The batch script's line that names the job directory. */
+#define JOBDIR_LINE "# hetpool-job: "
+
+static bool plain_path(const char *s)
+{
+	return hp__path_ok(s) && !strpbrk(s, " \t\"'\\$`");
+}
+
+static bool opt_ok(const char *s, const char *extra)
+{
+	if (!*s || strlen(s) > 63)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || strchr(extra, *s)))
+			return false;
+	return true;
+}
+
+static int slurm_check(struct hp__submit *s, struct hp_error *err)
+{
+	const struct hp_submit_opts *o = s->opts;
+	char path[512], gres[HP_NAME_MAX];
+	int rc;
+
+	if (!plain_path(s->d->hetpool) || strlen(s->d->hetpool) > 100)
+		return hp_error_set(
+		    err, HP_EINVAL,
+		    "the hetpool program's path '%s' must be at "
+		    "most 100 bytes without blanks or quotes: "
+		    "it is the batch script's interpreter",
+		    s->d->hetpool);
+	if (!plain_path(s->d->jobs_dir))
+		return hp_error_set(err, HP_EINVAL,
+				    "the jobs folder '%s' must have no blanks "
+				    "or quotes: #SBATCH lines name it",
+				    s->d->jobs_dir);
+	if ((o->partition && !opt_ok(o->partition, "-_.")) ||
+	    (o->account && !opt_ok(o->account, "-_.")) ||
+	    (o->time_limit && !opt_ok(o->time_limit, ":-")) ||
+	    (o->slurm_mpi && !opt_ok(o->slurm_mpi, "-_")))
+		return hp_error_set(err, HP_EINVAL,
+				    "a Slurm option (partition, account, time "
+				    "limit, MPI type) holds characters other "
+				    "than letters, digits and '-_.:'");
+	for (int c = 0; c < s->plan->ncomps; c++)
+		if (s->plan->comps[c].gpu &&
+		    (rc = hp__map_get(o->gres_map, s->plan->comps[c].type, gres,
+				      sizeof(gres), "GRES map", err)))
+			return rc;
+	if (!hp__which(s->d->sbatch, path, sizeof(path)))
+		return hp_error_set(err, HP_EINVAL,
+				    "no '%s' on PATH (Debian package "
+				    "slurm-client)",
+				    s->d->sbatch);
+	return 0;
+}
+
+char *hp__slurm_script(const struct hp__submit *s, struct hp_error *err)
+{
+	const struct hp__launch *l = &s->launch;
+	const struct hp_submit_opts *o = s->opts;
+	struct hp_buf b;
+	char line[1024];
+
+	hp_buf_init(&b, 1u << 20);
+	hp_buf_printf(&b, "#!%s _slurm-batch\n", s->d->hetpool);
+	hp_buf_printf(&b, "#SBATCH --job-name=hetpool-%s\n", l->id);
+	hp_buf_printf(&b, "#SBATCH --output=%s/%s\n", l->jobdir,
+		      HP_LAUNCHER_LOG);
+	hp_buf_printf(&b, "#SBATCH --open-mode=append\n");
+	hp_buf_printf(&b, "#SBATCH --chdir=%s\n", l->jobdir);
+	if (o->partition)
+		hp_buf_printf(&b, "#SBATCH --partition=%s\n", o->partition);
+	if (o->account)
+		hp_buf_printf(&b, "#SBATCH --account=%s\n", o->account);
+	if (o->time_limit)
+		hp_buf_printf(&b, "#SBATCH --time=%s\n", o->time_limit);
+	for (int c = 0; c < l->ncomps; c++) {
+		const struct hp__launch_comp *x = &l->comps[c];
+		if (c)
+			hp_buf_adds(&b, "#SBATCH hetjob\n");
+		hp_buf_printf(&b,
+			      "#SBATCH --nodes=%d --ntasks=%d "
+			      "--ntasks-per-node=%d",
+			      x->nnodes, x->nranks, x->per_node);
+		if (x->gpu)
+			hp_buf_printf(&b, " --gres=gpu:%s:%d", x->gres,
+				      x->per_node);
+		hp_buf_printf(&b, "   # %d x %s per node\n", x->per_node,
+			      x->type);
+	}
+	hp_buf_printf(&b, "%s%s\n", JOBDIR_LINE, l->jobdir);
+	hp_buf_printf(&b,
+		      "# Written by hetpool.  Its interpreter, `hetpool "
+		      "_slurm-batch`, stages the data on\n# every node, then "
+		      "starts the ranks with:\n#   %s\n",
+		      hp__argv_str(l->launcher, line, sizeof(line)));
+	if (b.len >= b.cap) {
+		hp_buf_release(&b);
+		hp_error_set(err, HP_ETOOBIG, "the batch script is too long");
+		return NULL;
+	}
+	if (!b.data)
+		hp_error_set(err, HP_ENOMEM, "out of memory");
+	return hp_buf_detach(&b);
+}
+
+static int slurm_prepare(struct hp__submit *s, struct hp_error *err)
+{
+	struct hp__launch *l = &s->launch;
+	struct hp__argv a = {0};
+	char model[HP_DEPLOY_PATH_MAX + 32], out[HP_DEPLOY_PATH_MAX + 32];
+	char path[HP_DEPLOY_PATH_MAX + 32], *script;
+	const char *ext = strstr(s->train->model, ".onnx") ? "onnx" : "json";
+	int rc;
+
+	if ((rc = hp__path(model, sizeof(model), err, "%s/model.%s",
+			   s->job->dir, ext)) ||
+	    (rc = hp__path(out, sizeof(out), err, "%s/out", s->job->dir)) ||
+	    (rc = hp__trainer_argv(s, s->opts->trainer, model,
+				   l->stage_manifest[0] ? l->stage_dest
+							: "synthetic",
+				   out, l, err)))
+		return rc;
+	hp__argv_add(&a, "srun");
+	if (l->ncomps > 1) {
+		struct hp_buf g;
+		hp_buf_init(&g, 1u << 16);
+		hp_buf_adds(&g, "--het-group=");
+		for (int c = 0; c < l->ncomps; c++)
+			hp_buf_printf(&g, "%s%d", c ? "," : "", c);
+		hp__argv_add(&a, hp_buf_str(&g));
+		hp_buf_release(&g);
+	}
+	hp__argv_addf(&a, "--mpi=%s", l->slurm_mpi);
+	hp__argv_add(&a, "--kill-on-bad-exit=1");
+	hp__argv_add(&a, s->d->hetpool);
+	hp__argv_add(&a, "_rank");
+	hp__argv_add(&a, s->job->dir);
+	if (!(l->launcher = hp__argv_take(&a)))
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	if (!(script = hp__slurm_script(s, err)))
+		return err->code;
+	if (!(rc = hp__path(path, sizeof(path), err, "%s/job.sbatch",
+			    s->job->dir)))
+		rc = hp__write_atomic(path, script, strlen(script), 0755, err);
+	free(script);
+	return rc;
+}
+
+static void set_slurm_id(struct hp_job *j, void *ud)
+{
+	snprintf(j->slurm_id, sizeof(j->slurm_id), "%s", (const char *)ud);
+}
+
+static int slurm_start(struct hp__submit *s, struct hp_error *err)
+{
+	char path[HP_DEPLOY_PATH_MAX + 32], id[32], line[300];
+	char *argv[] = {s->d->sbatch, "--parsable", path, NULL};
+	struct hp_buf out, eout;
+	int status, rc;
+	size_t n;
+
+	if ((rc = hp__path(path, sizeof(path), err, "%s/job.sbatch",
+			   s->job->dir)))
+		return rc;
+	hp_buf_init(&out, 1u << 16);
+	hp_buf_init(&eout, 1u << 20);
+	rc = hp__run(argv, s->d->cmd_timeout_s, &out, &eout, &status, err);
+	if (!rc && status != 0)
+		rc = hp_error_set(
+		    err, HP_EIO, "sbatch refused the job: %s",
+		    hp__last_line(hp_buf_str(&eout), line, sizeof(line)));
+	if (!rc) {
+		/* "ID" or "ID;CLUSTER" */
+		n = strspn(hp_buf_str(&out), "0123456789");
+		if (n == 0 || n >= sizeof(id))
+			rc = hp_error_set(err, HP_EIO,
+					  "sbatch answered '%s', not a job id",
+					  hp__last_line(hp_buf_str(&out), line,
+							sizeof(line)));
+		else
+			snprintf(id, sizeof(id), "%.*s", (int)n,
+				 hp_buf_str(&out));
+	}
+	hp_buf_release(&out);
+	hp_buf_release(&eout);
+	if (rc)
+		return rc;
+	return hp__job_update(s->job->dir, -1, NULL, set_slurm_id, id, NULL,
+			      err);
+}
+
+/* ---- squeue and sacct */
+
+/* Whether a JobID field is the job's allocation or one of its components
+ * ("ID", "ID+K"), not a step ("ID.batch", "ID+K.0"). */
+static bool is_component(const char *f, size_t n, const char *id)
+{
+	size_t k = strlen(id);
+
+	if (n < k || strncmp(f, id, k))
+		return false;
+	if (n == k)
+		return true;
+	if (f[k] != '+' || n == k + 1)
+		return false;
+	for (size_t i = k + 1; i < n; i++)
+		if (f[i] < '0' || f[i] > '9')
+			return false;
+	return true;
+}
+
+static void count_state(struct hp__slurm_state *st, const char *state,
+			const char *reason, int exit_code)
+{
+	static const char *const pending[] = {
+	    "PENDING",	   "CONFIGURING",  "REQUEUED",
+	    "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING",
+	    "SUSPENDED",   "STOPPED",	   NULL};
+	static const char *const failed[] = {
+	    "FAILED",	 "TIMEOUT",	  "NODE_FAIL", "OUT_OF_MEMORY",
+	    "BOOT_FAIL", "DEADLINE",	  "PREEMPTED", "SPECIAL_EXIT",
+	    "REVOKED",	 "LAUNCH_FAILED", NULL};
+
+	st->ncomps++;
+	if (exit_code && !st->exit_code)
+		st->exit_code = exit_code;
+	if (!strcmp(state, "COMPLETED")) {
+		st->completed++;
+		return;
+	}
+	if (!strncmp(state, "CANCELLED", 9)) {
+		st->cancelled++;
+		return;
+	}
+	for (int i = 0; failed[i]; i++)
+		if (!strcmp(state, failed[i])) {
+			if (!st->failed++) {
+				snprintf(st->first_bad, sizeof(st->first_bad),
+					 "%s", state);
+				snprintf(st->reason, sizeof(st->reason), "%s",
+					 reason);
+			}
+			return;
+		}
+	for (int i = 0; pending[i]; i++)
+		if (!strcmp(state, pending[i])) {
+			if (!st->pending++ && !st->failed)
+				snprintf(st->reason, sizeof(st->reason), "%s",
+					 reason);
+			return;
+		}
+	/* RUNNING, COMPLETING, and states newer than this code */
+	st->running++;
+}
+
+/* Split "a|b|c" into at most 3 fields of a line (the rest stays in the
+ * last); returns how many. */
+static int split3(const char *line, size_t len, const char *f[3], size_t fl[3])
+{
+	int n = 0;
+	const char *p = line, *end = line + len;
+
+	while (n < 3) {
+		const char *bar =
+		    n < 2 ? memchr(p, '|', (size_t)(end - p)) : NULL;
+		f[n] = p;
+		fl[n] = bar ? (size_t)(bar - p) : (size_t)(end - p);
+		n++;
+		if (!bar)
+			break;
+		p = bar + 1;
+	}
+	return n;
+}
+
+static bool word_ok(const char *s, size_t n)
+{
+	if (n == 0 || n >= 64)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || s[i] == '_' ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == ' ' ||
+		      (s[i] >= 'a' && s[i] <= 'z')))
+			return false;
+	return true;
+}
+
+static int parse_lines(const char *text, const char *id, bool sacct,
+		       struct hp__slurm_state *st, struct hp_error *err)
+{
+	const char *p = text;
+	int lineno = 0;
+
+	memset(st, 0, sizeof(*st));
+	while (*p) {
+		const char *end = strchr(p, '\n'), *f[3];
+		size_t len = end ? (size_t)(end - p) : strlen(p), fl[3];
+		const char *next = end ? end + 1 : p + len;
+		char state[64], third[128];
+		int code = 0;
+
+		lineno++;
+		if (len && p[len - 1] == '\r')
+			len--;
+		if (len == 0) {
+			p = next;
+			continue;
+		}
+		if (split3(p, len, f, fl) != 3 || !fl[0] ||
+		    !word_ok(f[1], fl[1]))
+			return hp_error_set(err, HP_EPARSE,
+					    "%s output line %d is not "
+					    "'JOBID|STATE|%s'",
+					    sacct ? "sacct" : "squeue", lineno,
+					    sacct ? "EXITCODE" : "REASON");
+		snprintf(
+		    third, sizeof(third), "%.*s",
+		    (int)(fl[2] < sizeof(third) ? fl[2] : sizeof(third) - 1),
+		    f[2]);
+		if (hp_str_has_control(third))
+			third[0] = '\0';
+		if (sacct) {
+			/* ExitCode "N:SIGNAL" */
+			char *colon;
+			int64_t v;
+			if (!(colon = strchr(third, ':')))
+				return hp_error_set(
+				    err, HP_EPARSE,
+				    "sacct output line %d: exit "
+				    "code '%s' is not N:S",
+				    lineno, third);
+			*colon = '\0';
+			if (hp_parse_i64(third, 0, 255, &v))
+				return hp_error_set(
+				    err, HP_EPARSE,
+				    "sacct output line %d: exit "
+				    "code is not a number",
+				    lineno);
+			code = (int)v;
+		}
+		if (is_component(f[0], fl[0], id)) {
+			/* "CANCELLED by 0": the first word is the state */
+			size_t wl = strcspn(f[1], " |");
+			snprintf(state, sizeof(state), "%.*s",
+				 (int)(wl < fl[1] ? wl : fl[1]), f[1]);
+			count_state(st, state, sacct ? "" : third, code);
+		}
+		p = next;
+	}
+	return 0;
+}
+
+int hp__slurm_parse_squeue(const char *text, const char *id,
+			   struct hp__slurm_state *st, struct hp_error *err)
+{
+	return parse_lines(text, id, false, st, err);
+}
+
+int hp__slurm_parse_sacct(const char *text, const char *id,
+			  struct hp__slurm_state *st, struct hp_error *err)
+{
+	return parse_lines(text, id, true, st, err);
+}
+
+enum hp_job_state hp__slurm_job_state(const struct hp__slurm_state *st,
+				      char *reason, size_t n)
+{
+	reason[0] = '\0';
+	if (st->failed) {
+		snprintf(
+		    reason, n, "Slurm: %s%s%s%s", st->first_bad,
+		    st->reason[0] && strcmp(st->reason, "None") ? " (" : "",
+		    st->reason[0] && strcmp(st->reason, "None") ? st->reason
+								: "",
+		    st->reason[0] && strcmp(st->reason, "None") ? ")" : "");
+		return HP_JOB_FAILED;
+	}
+	if (st->cancelled) {
+		snprintf(reason, n, "cancelled (Slurm)");
+		return HP_JOB_CANCELLED;
+	}
+	if (st->pending) {
+		if (st->reason[0] && strcmp(st->reason, "None"))
+			snprintf(reason, n, "waiting in Slurm's queue: %s",
+				 st->reason);
+		return HP_JOB_QUEUED;
+	}
+	if (st->running)
+		return HP_JOB_STARTING;
+	return HP_JOB_SUCCEEDED;
+}
+
+static int ask(struct hp_deploy *d, char *const argv[], struct hp_buf *out,
+	       int *status, struct hp_error *err)
+{
+	struct hp_buf eout;
+	int rc;
+
+	hp_buf_init(&eout, 1u << 20);
+	hp_buf_reset(out);
+	rc = hp__run(argv, d->cmd_timeout_s, out, &eout, status, err);
+	hp_buf_release(&eout);
+	return rc;
+}
+
+static void set_exit(struct hp_job *j, void *ud)
+{
+	const struct hp__slurm_state *st = ud;
+
+	if (j->exit_status < 0 && st->exit_code)
+		j->exit_status = st->exit_code;
+}
+
+static void set_wait_reason(struct hp_job *j, void *ud)
+{
+	if (j->state == HP_JOB_QUEUED)
+		snprintf(j->reason, sizeof(j->reason), "%s", (const char *)ud);
+}
+
+static int slurm_refresh(struct hp_deploy *d, struct hp_job *job,
+			 struct hp_error *err)
+{
+	char *sq[] = {d->squeue,     "-h", "-t",       "all", "-j",
+		      job->slurm_id, "-o", "%i|%T|%r", NULL};
+	char *sa[] = {d->sacct, "-n",	       "-P", "-X",
+		      "-j",	job->slurm_id, "-o", "JobID,State,ExitCode",
+		      NULL};
+	char *sc[] = {d->sacct, "-c",	       "-n", "-P",
+		      "-j",	job->slurm_id, "-o", "JobID,State,ExitCode",
+		      NULL};
+	struct hp__slurm_state st = {0};
+	struct hp_buf out;
+	char reason[256], path[HP_DEPLOY_PATH_MAX + 64];
+	enum hp_job_state state;
+	int status = 0, rc;
+
+	if (!job->slurm_id[0])
+		return 0; /* not submitted yet (or sbatch refused it) */
+	hp_buf_init(&out, HP_CMD_OUT_MAX);
+	rc = ask(d, sq, &out, &status, err);
+	if (!rc && status == 0)
+		rc = hp__slurm_parse_squeue(hp_buf_str(&out), job->slurm_id,
+					    &st, err);
+	if (!rc && st.ncomps == 0) {
+		/* Gone from slurmctld's memory: ask the accounting, or the
+		 * job completion file when there is no accounting storage. */
+		status = 0;
+		rc = ask(d, sa, &out, &status, err);
+		if (!rc && status == 0)
+			rc = hp__slurm_parse_sacct(hp_buf_str(&out),
+						   job->slurm_id, &st, err);
+		if (!rc && (status != 0 || st.ncomps == 0)) {
+			rc = ask(d, sc, &out, &status, err);
+			if (!rc && status == 0)
+				rc = hp__slurm_parse_sacct(
+				    hp_buf_str(&out), job->slurm_id, &st, err);
+		}
+	}
+	hp_buf_release(&out);
+	if (rc)
+		return rc;
+	if (st.ncomps == 0) {
+		if (hp__wall_now() - job->created_s > 300)
+			return hp__job_update(job->dir, HP_JOB_FAILED,
+					      "Slurm no longer knows the job "
+					      "(squeue, sacct)",
+					      NULL, NULL, NULL, err);
+		return 0;
+	}
+	state = hp__slurm_job_state(&st, reason, sizeof(reason));
+	if (state == HP_JOB_SUCCEEDED) {
+		snprintf(path, sizeof(path), "%s/out/results.json", job->dir);
+		if (access(path, R_OK)) {
+			state = HP_JOB_FAILED;
+			snprintf(reason, sizeof(reason),
+				 "Slurm says COMPLETED, but the trainer wrote "
+				 "no out/results.json");
+		}
+	}
+	if (state == HP_JOB_QUEUED) {
+		/* Only why it waits can change. */
+		if (job->state != HP_JOB_QUEUED || !strcmp(job->reason, reason))
+			return 0;
+		return hp__job_update(job->dir, -1, NULL, set_wait_reason,
+				      reason, NULL, err);
+	}
+	return hp__job_update(job->dir, state, reason, set_exit, &st, NULL,
+			      err);
+}
+
+static void mark_cancel(struct hp_job *j, void *ud)
+{
+	(void)ud;
+	j->cancel_requested = true;
+}
+
+static int slurm_cancel(struct hp_deploy *d, struct hp_job *job,
+			struct hp_error *err)
+{
+	char *argv[] = {d->scancel, job->slurm_id, NULL};
+	struct hp_buf eout;
+	char line[256];
+	int status, rc;
+
+	if (job->slurm_id[0]) {
+		hp_buf_init(&eout, 1u << 20);
+		rc = hp__run(argv, d->cmd_timeout_s, NULL, &eout, &status, err);
+		if (!rc && status != 0)
+			rc = hp_error_set(err, HP_EIO, "scancel %s failed: %s",
+					  job->slurm_id,
+					  hp__last_line(hp_buf_str(&eout), line,
+							sizeof(line)));
+		hp_buf_release(&eout);
+		if (rc)
+			return rc;
+	}
+	return hp__job_update(job->dir, HP_JOB_CANCELLED, "cancelled",
+			      mark_cancel, NULL, NULL, err);
+}
+
+/* ---- the batch job's interpreter */
+
+static void sleep_s(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Run argv (output to log), passing a stop on as SIGTERM. */
+static int run_child(char *const argv[], const char *log,
+		     volatile sig_atomic_t *stop, int *status,
+		     struct hp_error *err)
+{
+	pid_t pid;
+	int ws = 0, rc;
+	bool sent = false;
+
+	if ((rc = hp__spawn(argv, log, false, &pid, err)))
+		return rc;
+	for (;;) {
+		pid_t w = waitpid(pid, &ws, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		if (*stop && !sent) {
+			kill(pid, SIGTERM);
+			sent = true;
+		}
+		sleep_s(0.05);
+	}
+	*status = WIFEXITED(ws) ? WEXITSTATUS(ws)
+				: 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+	return 0;
+}
+
+/* From srun's "srun: error: NODE: task K: Exited with exit code N", the
+ * first failed rank. */
+static bool srun_failure(const char *text, int *rank, int *code)
+{
+	const char *p = strstr(text, ": task ");
+	const char *c;
+
+	if (!p)
+		return false;
+	*rank = (int)strtol(p + 7, NULL, 10);
+	c = strstr(p, "exit code ");
+	*code = c ? (int)strtol(c + 10, NULL, 10) : -1;
+	return true;
+}
+
+int hp_deploy_slurm_batch(const char *script, volatile sig_atomic_t *stop,
+			  int *exit_status, struct hp_error *err)
+{
+	char *text, *p, jobdir[HP_DEPLOY_PATH_MAX],
+	    log[HP_DEPLOY_PATH_MAX + 32];
+	char reason[512], line[300], path[HP_DEPLOY_PATH_MAX + 64];
+	struct hp__launch l;
+	size_t len;
+	int rc, status = 0;
+
+	*exit_status = 1;
+	if ((rc = hp_read_file(script, 1u << 20, &text, &len, err)))
+		return rc;
+	p = strstr(text, "\n" JOBDIR_LINE);
+	if (!p) {
+		free(text);
+		return hp_error_set(err, HP_EINVAL,
+				    "'%s' has no '" JOBDIR_LINE "' line",
+				    script);
+	}
+	p += 1 + strlen(JOBDIR_LINE);
+	snprintf(jobdir, sizeof(jobdir), "%.*s", (int)strcspn(p, "\n"), p);
+	free(text);
+	if (!hp__path_ok(jobdir))
+		return hp_error_set(err, HP_EINVAL, "'%s' names no job folder",
+				    script);
+	if ((rc = hp__launch_load(jobdir, &l, err)))
+		return rc;
+	snprintf(log, sizeof(log), "%s/%s", jobdir, HP_LAUNCHER_LOG);
+	hp__job_update(jobdir, HP_JOB_STARTING, NULL, NULL, NULL, NULL, NULL);
+	if (l.stage_manifest[0]) {
+		for (int c = 0; c < l.ncomps && !*stop; c++) {
+			struct hp__argv a = {0};
+			char **argv;
+			hp__argv_add(&a, "srun");
+			if (l.ncomps > 1)
+				hp__argv_addf(&a, "--het-group=%d", c);
+			hp__argv_addf(&a, "--nodes=%d", l.comps[c].nnodes);
+			hp__argv_addf(&a, "--ntasks=%d", l.comps[c].nnodes);
+			hp__argv_add(&a, "--ntasks-per-node=1");
+			hp__argv_add(&a, "--kill-on-bad-exit=1");
+			hp__argv_add(&a, l.hetpool);
+			hp__argv_add(&a, "_stage");
+			hp__argv_add(&a, l.stage_manifest);
+			hp__argv_add(&a, l.stage_dest);
+			if (!(argv = hp__argv_take(&a))) {
+				rc = hp_error_set(err, HP_ENOMEM,
+						  "out of memory");
+				goto out;
+			}
+			rc = run_child(argv, log, stop, &status, err);
+			hp__argv_free(argv);
+			if (rc)
+				goto out;
+			if (status && !*stop) {
+				snprintf(reason, sizeof(reason),
+					 "staging the data on the %s nodes "
+					 "failed (srun exited with status "
+					 "%d; see %s)",
+					 l.comps[c].type, status,
+					 HP_LAUNCHER_LOG);
+				hp__job_update(jobdir, HP_JOB_FAILED, reason,
+					       NULL, NULL, NULL, NULL);
+				*exit_status = 1;
+				goto out;
+			}
+		}
+	}
+	if (*stop) {
+		*exit_status = 143;
+		goto out;
+	}
+	hp__job_update(jobdir, HP_JOB_RUNNING, NULL, NULL, NULL, NULL, NULL);
+	if ((rc = run_child(l.launcher, log, stop, &status, err)))
+		goto out;
+	*exit_status = status;
+	if (*stop)
+		goto out; /* Slurm says how it ended (cancelled, timeout) */
+	snprintf(path, sizeof(path), "%s/out/results.json", jobdir);
+	if (status == 0 && access(path, R_OK) == 0) {
+		hp__job_update(jobdir, HP_JOB_SUCCEEDED, "", NULL, NULL, NULL,
+			       NULL);
+	} else if (status == 0) {
+		hp__job_update(jobdir, HP_JOB_FAILED,
+			       "the trainer ended without writing "
+			       "out/results.json",
+			       NULL, NULL, NULL, NULL);
+		*exit_status = 1;
+	} else {
+		int rank = -1, code = status;
+		line[0] = '\0';
+		if (!hp_read_file(log, 4u << 20, &text, &len, NULL)) {
+			srun_failure(text, &rank, &code);
+			free(text);
+		}
+		if (rank >= 0 && rank < l.nranks) {
+			snprintf(path, sizeof(path), "%s/logs/rank-%d.log",
+				 jobdir, rank);
+			if (!hp_read_file(path, 4u << 20, &text, &len, NULL)) {
+				hp__last_line(text, line, sizeof(line));
+				free(text);
+			}
+			snprintf(reason, sizeof(reason),
+				 "rank %d exited with status %d%s%s", rank,
+				 code, line[0] ? ": " : "", line);
+		} else {
+			snprintf(reason, sizeof(reason),
+				 "srun exited with status %d (see %s)", status,
+				 HP_LAUNCHER_LOG);
+		}
+		hp__job_update(jobdir, HP_JOB_FAILED, reason, NULL, NULL, NULL,
+			       NULL);
+	}
+out:
+	hp__launch_release(&l);
+	return rc;
+}
+
+const struct hp__backend_ops hp__backend_slurm = {
+    .name = "slurm",
+    .check = slurm_check,
+    .prepare = slurm_prepare,
+    .start = slurm_start,
+    .refresh = slurm_refresh,
+    .cancel = slurm_cancel,
+};

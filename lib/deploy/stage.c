@@ -1,0 +1,367 @@
+/*
+ * stage.c - data staging, a step of every plan that reads a dataset: at
+ * submit time the dataset's files are found (the Debian package
+ * dataset-fashion-mnist through dpkg-query, or a folder the user names)
+ * and checksummed into a manifest (JOBDIR/stage.json); before the workers
+ * start, each node copies them into a node-local folder and verifies every
+ * copy against the manifest.  The folder is named after the manifest's own
+ * checksum, so jobs on the same data share one verified copy.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "deploy/deploy_int.h"
+#include "util/banned.h"
+
+const char *const hp__idx_names[4] = {
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+};
+
+/* Most files a manifest may name. */
+#define STAGE_MAX_FILES 16
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+/* In the text of `dpkg-query -L`, the installed path of name (or
+ * name.gz); false when it is not there. */
+static bool find_listed(const char *list, const char *name, char *out, size_t n)
+{
+	const char *p = list;
+	char gz[64];
+
+	snprintf(gz, sizeof(gz), "%s.gz", name);
+	while (*p) {
+		const char *end = strchr(p, '\n');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char line[HP_DEPLOY_PATH_MAX];
+		if (len < sizeof(line)) {
+			memcpy(line, p, len);
+			line[len] = '\0';
+			if ((!strcmp(base_name(line), name) ||
+			     !strcmp(base_name(line), gz)) &&
+			    is_file(line)) {
+				snprintf(out, n, "%s", line);
+				return true;
+			}
+		}
+		p = end ? end + 1 : p + len;
+	}
+	return false;
+}
+
+static int locate(struct hp_deploy *d, const char *data,
+		  char src[4][HP_DEPLOY_PATH_MAX], struct hp_error *err)
+{
+	if (!strcmp(data, "fashion-mnist")) {
+		char *argv[] = {d->dpkg_query, "-L", "dataset-fashion-mnist",
+				NULL};
+		struct hp_buf out, eout;
+		char line[256];
+		int status, rc;
+
+		hp_buf_init(&out, HP_CMD_OUT_MAX);
+		hp_buf_init(&eout, HP_CMD_OUT_MAX);
+		rc = hp__run(argv, d->cmd_timeout_s, &out, &eout, &status, err);
+		if (!rc && status != 0)
+			rc = hp_error_set(
+			    err, HP_EINVAL,
+			    "fashion-mnist: the Debian package "
+			    "dataset-fashion-mnist is not installed (%s: %s); "
+			    "install it or give --data FOLDER",
+			    d->dpkg_query,
+			    hp__last_line(hp_buf_str(&eout), line,
+					  sizeof(line)));
+		for (int i = 0; !rc && i < 4; i++)
+			if (!find_listed(hp_buf_str(&out), hp__idx_names[i],
+					 src[i], HP_DEPLOY_PATH_MAX))
+				rc = hp_error_set(
+				    err, HP_EINVAL,
+				    "fashion-mnist: dataset-fashion-mnist "
+				    "installed no '%s' (nor '%s.gz')",
+				    hp__idx_names[i], hp__idx_names[i]);
+		hp_buf_release(&out);
+		hp_buf_release(&eout);
+		return rc;
+	}
+	if (!hp__path_ok(data))
+		return hp_error_set(err, HP_EINVAL,
+				    "--data '%s': give fashion-mnist, "
+				    "synthetic, or the absolute path of a "
+				    "folder holding the four Fashion-MNIST "
+				    "IDX files",
+				    data);
+	for (int i = 0; i < 4; i++) {
+		if (hp__path(src[i], HP_DEPLOY_PATH_MAX, err, "%s/%s", data,
+			     hp__idx_names[i]))
+			return HP_EINVAL;
+		if (is_file(src[i]))
+			continue;
+		if (hp__path(src[i], HP_DEPLOY_PATH_MAX, err, "%s/%s.gz", data,
+			     hp__idx_names[i]))
+			return HP_EINVAL;
+		if (!is_file(src[i]))
+			return hp_error_set(err, HP_EINVAL,
+					    "--data '%s': no '%s' (nor "
+					    "'%s.gz') in it",
+					    data, hp__idx_names[i],
+					    hp__idx_names[i]);
+	}
+	return 0;
+}
+
+int hp__stage_manifest(struct hp_deploy *d, const char *data,
+		       const char *jobdir, const char *dest_root, bool *staged,
+		       char *dest, size_t ndest, struct hp_error *err)
+{
+	char src[4][HP_DEPLOY_PATH_MAX], hex[65], mhex[65],
+	    path[HP_DEPLOY_PATH_MAX];
+	struct hp__sha256 m;
+	json_t *o, *files;
+	int rc;
+
+	*staged = false;
+	dest[0] = '\0';
+	if (!strcmp(data, "synthetic"))
+		return 0;
+	if ((rc = locate(d, data, src, err)))
+		return rc;
+	o = json_object();
+	files = json_array();
+	json_object_set_new(o, "version", json_integer(1));
+	json_object_set_new(o, "data", json_string(data));
+	hp__sha256_init(&m);
+	for (int i = 0; i < 4; i++) {
+		int64_t size;
+		if ((rc = hp__sha256_file(src[i], hex, &size, err)))
+			goto out;
+		hp__sha256_add(&m, base_name(src[i]),
+			       strlen(base_name(src[i])));
+		hp__sha256_add(&m, " ", 1);
+		hp__sha256_add(&m, hex, 64);
+		hp__sha256_add(&m, "\n", 1);
+		json_array_append_new(
+		    files, json_pack("{s:s, s:s, s:I, s:s}", "name",
+				     base_name(src[i]), "source", src[i],
+				     "size", (json_int_t)size, "sha256", hex));
+	}
+	hp__sha256_hex(&m, mhex);
+	mhex[16] = '\0';
+	if ((rc = hp__path(dest, ndest, err, "%s/%s", dest_root, mhex)))
+		goto out;
+	json_object_set_new(o, "files", files);
+	files = NULL;
+	json_object_set_new(o, "dest", json_string(dest));
+	if ((rc = hp__path(path, sizeof(path), err, "%s/%s", jobdir,
+			   HP_STAGE_FILE)))
+		goto out;
+	rc = hp__write_json(path, o, err);
+	*staged = rc == 0;
+out:
+	json_decref(files);
+	json_decref(o);
+	return rc;
+}
+
+struct mfile {
+	char name[64];
+	char source[HP_DEPLOY_PATH_MAX];
+	char sha256[65];
+	int64_t size;
+};
+
+static bool hex64(const char *s)
+{
+	if (strlen(s) != 64)
+		return false;
+	for (int i = 0; i < 64; i++)
+		if (!strchr("0123456789abcdef", s[i]))
+			return false;
+	return true;
+}
+
+static bool file_name_ok(const char *s)
+{
+	return hp__name_ok(s) && strcmp(s, ".lock") != 0;
+}
+
+static int read_manifest(const char *path, struct mfile *f, int *n,
+			 struct hp_error *err)
+{
+	json_t *o = hp__read_json(path, 1u << 20, err), *files;
+	int rc = 0;
+
+	if (!o)
+		return HP_EPARSE;
+	files = json_object_get(o, "files");
+	if (!json_is_object(o) || !json_is_array(files) ||
+	    json_array_size(files) == 0 ||
+	    json_array_size(files) > STAGE_MAX_FILES) {
+		rc = hp_error_set(err, HP_EPARSE,
+				  "'%s': 'files' is not a list of 1 to %d "
+				  "files",
+				  path, STAGE_MAX_FILES);
+		goto out;
+	}
+	*n = (int)json_array_size(files);
+	for (int i = 0; i < *n; i++) {
+		json_t *x = json_array_get(files, i);
+		const char *name =
+		    json_string_value(json_object_get(x, "name"));
+		const char *src =
+		    json_string_value(json_object_get(x, "source"));
+		const char *sha =
+		    json_string_value(json_object_get(x, "sha256"));
+		json_t *size = json_object_get(x, "size");
+		if (!name || !src || !sha || !json_is_integer(size) ||
+		    !file_name_ok(name) || strlen(name) >= sizeof(f[i].name) ||
+		    !hp__path_ok(src) || !hex64(sha) ||
+		    json_integer_value(size) < 0) {
+			rc = hp_error_set(err, HP_EPARSE,
+					  "'%s': files[%d] is not a name, an "
+					  "absolute source path, a size and a "
+					  "SHA-256",
+					  path, i);
+			goto out;
+		}
+		snprintf(f[i].name, sizeof(f[i].name), "%s", name);
+		snprintf(f[i].source, sizeof(f[i].source), "%s", src);
+		snprintf(f[i].sha256, sizeof(f[i].sha256), "%s", sha);
+		f[i].size = json_integer_value(size);
+	}
+out:
+	json_decref(o);
+	return rc;
+}
+
+static int copy_file(const char *src, const char *dst, struct hp_error *err)
+{
+	char buf[1 << 16];
+	int in, out, e = 0;
+
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0)
+		return hp_error_set(err, HP_EIO, "cannot read '%s': %s", src,
+				    strerror(errno));
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		e = errno;
+		close(in);
+		return hp_error_set(err, HP_EIO, "cannot write '%s': %s", dst,
+				    strerror(e));
+	}
+	for (;;) {
+		ssize_t r = read(in, buf, sizeof(buf)), off = 0;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			e = errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		while (off < r) {
+			ssize_t w = write(out, buf + off, (size_t)(r - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				e = w < 0 ? errno : EIO;
+				break;
+			}
+			off += w;
+		}
+		if (e)
+			break;
+	}
+	if (!e && fsync(out))
+		e = errno;
+	if (close(out) && !e)
+		e = errno;
+	close(in);
+	if (e)
+		return hp_error_set(err, HP_EIO, "cannot copy '%s' to '%s': %s",
+				    src, dst, strerror(e));
+	return 0;
+}
+
+int hp_deploy_stage(const char *manifest, const char *dest,
+		    struct hp_error *err)
+{
+	struct mfile files[STAGE_MAX_FILES];
+	char path[HP_DEPLOY_PATH_MAX + 80], tmp[HP_DEPLOY_PATH_MAX + 100];
+	char hex[65];
+	int n = 0, rc, fd;
+
+	if (!hp__path_ok(dest))
+		return hp_error_set(err, HP_EINVAL,
+				    "staging folder '%s' is not an absolute "
+				    "path",
+				    dest);
+	if ((rc = read_manifest(manifest, files, &n, err)))
+		return rc;
+	if ((rc = hp__mkdirs(dest, err)))
+		return rc;
+	/* Several ranks of one node may stage at once: one copies, the
+	 * others find its verified copy. */
+	if ((rc = hp__path(path, sizeof(path), err, "%s/.lock", dest)))
+		return rc;
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+		return hp_error_set(err, HP_EIO, "cannot open '%s': %s", path,
+				    strerror(errno));
+	while (flock(fd, LOCK_EX) && errno == EINTR)
+		;
+	for (int i = 0; i < n && !rc; i++) {
+		int64_t size;
+		snprintf(path, sizeof(path), "%s/%s", dest, files[i].name);
+		if (is_file(path) && !hp__sha256_file(path, hex, &size, NULL) &&
+		    !strcmp(hex, files[i].sha256))
+			continue; /* a verified copy is there */
+		snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.%ld", dest,
+			 files[i].name, (long)getpid());
+		if ((rc = copy_file(files[i].source, tmp, err)))
+			break;
+		if ((rc = hp__sha256_file(tmp, hex, &size, err))) {
+			unlink(tmp);
+			break;
+		}
+		if (strcmp(hex, files[i].sha256)) {
+			unlink(tmp);
+			rc =
+			    hp_error_set(err, HP_EIO,
+					 "staging '%s': the copy's SHA-256 "
+					 "is %.16s..., the manifest's "
+					 "%.16s... (the source changed "
+					 "since the job was submitted, or "
+					 "the copy is damaged)",
+					 files[i].source, hex, files[i].sha256);
+			break;
+		}
+		if (rename(tmp, path)) {
+			rc = hp_error_set(err, HP_EIO, "cannot rename '%s': %s",
+					  tmp, strerror(errno));
+			unlink(tmp);
+		}
+	}
+	close(fd);
+	return rc;
+}

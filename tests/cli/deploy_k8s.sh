@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# CLI checks for `hetpool run --backend kubernetes`: the manifests it
+# writes (JSON, which kubectl takes as it takes YAML) are read back and
+# checked structurally: a mixed-type plan becomes Indexed Jobs (one per
+# component) with a headless Service and a launcher Job, a one-type plan a
+# Kubeflow MPIJob; workers request nvidia.com/gpu for their node's devices
+# and select nodes by nvidia.com/gpu.product; every rank's local batch and
+# GPU is in the launcher's mpirun; the model and the data manifest travel
+# in a ConfigMap.  With no cluster configured the job stays queued and says
+# so; when kubectl has a cluster, the manifests are applied and deleted on
+# cancel.  (The trainer runs inside the image, so none is needed here.)
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/deploy.inc"
+
+cat >"$TMP/mixed.json" <<'JSON'
+{"choice": {"devices": [
+  {"node": "a100-01", "type": "a100-80", "count": 2, "local_batch": 12},
+  {"node": "t4-01", "type": "t4", "count": 1, "local_batch": 8},
+  {"node": "t4-02", "type": "t4", "count": 1, "local_batch": 8}],
+ "global_batch": 40, "steps": 3}}
+JSON
+cat >"$TMP/single.json" <<'JSON'
+{"choice": {"devices": [
+  {"node": "v100-01", "type": "v100", "count": 4, "local_batch": 32},
+  {"node": "v100-02", "type": "v100", "count": 4, "local_batch": 32}],
+ "global_batch": 256, "steps": 3}}
+JSON
+
+expect_status k8s_mixed 0 "$HP" run "$TMP/mixed.json" --model "$MODEL" --data "$DATA" \
+	--backend kubernetes --no-apply --image registry.example/hetpool:0.1 --json
+cp "$TMP/out" "$TMP/mixed-job.json"
+pycheck k8s_mixed_manifests "$TMP/mixed-job.json" "$MODEL" <<'PY'
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+model = open(sys.argv[2]).read()
+assert j["state"] == "queued" and "not applied" in j["reason"] and j["applied"] is False, j
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))
+assert m["kind"] == "List" and m["apiVersion"] == "v1"
+items = m["items"]
+kinds = [(i["kind"], i["apiVersion"]) for i in items]
+assert kinds == [("ConfigMap", "v1"), ("Service", "v1"), ("Job", "batch/v1"),
+                 ("Job", "batch/v1"), ("Job", "batch/v1")], kinds
+dns = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+for i in items:
+    md = i["metadata"]
+    assert dns.match(md["name"]) and len(md["name"]) <= 63, md["name"]
+    assert md["labels"]["hetpool.io/job"] == j["id"] and md["namespace"] == "default"
+cm, svc, w0, w1, launcher = items
+assert cm["data"]["model.json"] == model
+if j["data"] == "fashion-mnist":
+    st = json.loads(cm["data"]["stage.json"])
+    assert len(st["files"]) == 4 and all(len(f["sha256"]) == 64 for f in st["files"])
+assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["selector"]["hetpool.io/job"] == j["id"]
+want = {w0["metadata"]["name"]: ("NVIDIA-A100-SXM4-80GB", 2, 1, "12,12"),
+        w1["metadata"]["name"]: ("Tesla-T4", 1, 2, "8;8")}
+hosts = []
+for w in (w0, w1):
+    prod, gpus, nodes, lbs = want[w["metadata"]["name"]]
+    s = w["spec"]
+    assert s["completionMode"] == "Indexed" and s["completions"] == nodes == s["parallelism"], s
+    pod = s["template"]
+    ps = pod["spec"]
+    assert ps["subdomain"] == svc["metadata"]["name"]
+    assert ps["nodeSelector"] == {"nvidia.com/gpu.product": prod}, ps["nodeSelector"]
+    c = ps["containers"][0]
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == gpus, c
+    assert c["image"] == "registry.example/hetpool:0.1"
+    ann = pod["metadata"]["annotations"]
+    assert all(isinstance(v, str) for v in ann.values()), ann
+    assert ann["hetpool.io/local-batches"] == lbs, ann
+    if j["data"] == "fashion-mnist":
+        init = ps["initContainers"][0]["command"]
+        assert init[:3] == ["hetpool", "_stage", "/hetpool/job/stage.json"], init
+    for k in range(nodes):
+        hosts.append("%s-%d.%s" % (w["metadata"]["name"], k, svc["metadata"]["name"]))
+# the launcher: one mpirun app context per rank, on its pod, with its GPU
+ls = launcher["spec"]["template"]["spec"]
+assert ls["initContainers"][0]["command"][:2] == ["hetpool", "_wait-hosts"]
+cmd = ls["containers"][0]["command"]
+assert cmd[0] == "mpirun"
+ctx = " ".join(cmd).split(" : ")
+assert len(ctx) == 4, len(ctx)
+ranks = [(re.search(r"--host (\S+)", c).group(1), re.search(r"CUDA_VISIBLE_DEVICES=(\S*)", c).group(1)) for c in ctx]
+assert ranks == [(hosts[0], "0"), (hosts[0], "1"), (hosts[1], "0"), (hosts[2], "0")], (ranks, hosts)
+for c in ctx:
+    a = c.split()
+    assert a[a.index("--local-batches") + 1] == "12,12,8,8" and a[a.index("--batch") + 1] == "40", c
+hf = cm["data"]["hostfile"].split("\n")
+assert hf[:3] == ["%s slots=2" % hosts[0], "%s slots=1" % hosts[1], "%s slots=1" % hosts[2]], hf
+PY
+
+expect_status k8s_mpijob 0 "$HP" run "$TMP/single.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply --namespace team-a --product-map v100=Tesla-V100-SXM2-16GB --json
+pycheck k8s_mpijob_manifest "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["namespace"] == "team-a"
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+assert [i["kind"] for i in m] == ["ConfigMap", "MPIJob"], [i["kind"] for i in m]
+mj = m[1]
+assert mj["apiVersion"] == "kubeflow.org/v2beta1" and mj["metadata"]["namespace"] == "team-a"
+sp = mj["spec"]
+assert sp["slotsPerWorker"] == 4
+assert sp["mpiReplicaSpecs"]["Launcher"]["replicas"] == 1
+w = sp["mpiReplicaSpecs"]["Worker"]
+assert w["replicas"] == 2
+ps = w["template"]["spec"]
+assert ps["nodeSelector"] == {"nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB"}
+assert ps["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 4
+cmd = sp["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+ctx = " ".join(cmd).split(" : ")
+assert len(ctx) == 8
+name = mj["metadata"]["name"]
+assert "--host %s-worker-1.%s.team-a.svc" % (name, name) in ctx[7], ctx[7]
+assert "CUDA_VISIBLE_DEVICES=3" in ctx[7] and "--data synthetic" in ctx[7]
+PY
+
+expect_status k8s_mpijob_mixed_refused 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --k8s-flavor mpijob --no-apply
+expect_err k8s_mpijob_mixed_says "an MPIJob has one kind of worker"
+expect_status k8s_bad_namespace 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --namespace 'Team A' --no-apply
+
+# Cancel of a job that was only written: cancelled, nothing to delete.
+ID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/mixed-job.json")
+expect_status k8s_cancel_written 0 "$HP" cancel "$ID"
+grep -q "cancelled" "$TMP/out" && ok k8s_cancel_written_state || fail k8s_cancel_written_state "$(cat "$TMP/out")"
+
+# Applied when kubectl has a cluster.
+if ! command -v kubectl >/dev/null 2>&1; then
+	echo "skip k8s_apply: no kubectl"
+elif ! kubectl config current-context >/dev/null 2>&1; then
+	echo "skip k8s_apply: kubectl has no cluster configured (no current context)"
+else
+	expect_status k8s_apply 0 "$HP" run "$TMP/single.json" --model "$MODEL" --data synthetic \
+		--backend kubernetes --json
+	ID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/out")
+	if kubectl get configmap "hetpool-$ID-job" -n default >/dev/null 2>&1; then
+		ok k8s_apply_configmap
+	else
+		fail k8s_apply_configmap "no configmap hetpool-$ID-job in the cluster"
+	fi
+	expect_status k8s_apply_cancel 0 "$HP" cancel "$ID"
+fi

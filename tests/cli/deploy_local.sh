@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# CLI checks for `hetpool run --backend local` with the real trainer: a
+# 2-rank plan for this host (batch split 3:1) runs end to end, staged data
+# checksummed, each rank pinned to its own CPUs with no GPU visible, the
+# trainer's metrics and results collected; jobs, status and logs show it;
+# a one-rank run from a model (no mpirun); a rank that fails leaves the job
+# failed naming the rank; cancel stops a running job at once and leaves no
+# process of it.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/deploy.inc"
+
+if have_trainer local_run local_split local_pinning local_staging local_results \
+	local_jobs local_logs local_model_form local_rank_fails local_cancel local_cancel_no_process; then
+
+cat >"$TMP/plan.json" <<JSON
+{"choice": {"devices": [
+  {"node": "$HOST", "type": "cpu", "count": 1, "local_batch": 24},
+  {"node": "$HOST", "type": "cpu", "count": 1, "local_batch": 8}],
+ "global_batch": 32, "steps": 3, "lr": {"rule": "linear", "ref_batch": 32, "warmup_steps": 0}}}
+JSON
+
+expect_status local_run 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+	--steps 3 --lr 0.05 --seed 1 --wait --json
+cp "$TMP/out" "$TMP/job.json"
+JOBDIR=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["dir"])' "$TMP/job.json")
+ID=$(basename "$JOBDIR")
+
+pycheck local_split "$JOBDIR" <<'PY'
+import json, sys
+d = sys.argv[1]
+l = json.load(open(d + "/launch.json"))
+t = l["trainer"]
+assert t[t.index("--local-batches") + 1] == "24,8", t
+assert t[t.index("--devices") + 1] == "cpu,cpu", t
+assert t[t.index("--batch") + 1] == "32", t
+assert t[t.index("--out") + 1] == d + "/out", t
+assert l["launcher"][0].endswith("mpirun"), l["launcher"]
+PY
+
+pycheck local_pinning "$JOBDIR" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+r = [json.load(open("%s/logs/rank-%d.json" % (d, k))) for k in range(2)]
+allowed = sorted(os.sched_getaffinity(0))
+for x in r:
+    assert x["device"] == "cpu" and x["cuda_visible_devices"] == "", x
+    assert x["cpus"] and set(x["cpus"]) <= set(allowed), (x["cpus"], allowed)
+    assert x["threads"] == len(x["cpus"]), x
+if len(allowed) >= 2:
+    assert not set(r[0]["cpus"]) & set(r[1]["cpus"]), "ranks share CPUs"
+PY
+
+# Staging: the copies' checksums, computed here, match the manifest's,
+# which match the dataset's own files.
+if [ "$DATA" = fashion-mnist ]; then
+	pycheck local_staging "$JOBDIR" <<'PY'
+import hashlib, json, os, sys
+d = sys.argv[1]
+m = json.load(open(d + "/stage.json"))
+assert len(m["files"]) == 4
+l = json.load(open(d + "/launch.json"))
+dest = l["stage"]["dest"]
+t = l["trainer"]
+assert t[t.index("--data") + 1] == dest
+for f in m["files"]:
+    h = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+    assert h(f["source"]) == f["sha256"], f["source"]
+    assert h(os.path.join(dest, f["name"])) == f["sha256"], f["name"]
+PY
+else
+	echo "skip local_staging: no dataset-fashion-mnist here"
+fi
+
+pycheck local_results "$TMP/job.json" "$JOBDIR" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); d = sys.argv[2]
+assert j["state"] == "succeeded" and j["backend"] == "local" and j["ranks"] == 2, j
+assert j["exit_status"] == 0 and j["started"] and j["ended"] >= j["started"]
+r = j["results"]
+for k in ("test_accuracy", "steps", "wall_s"):
+    assert k in r, k
+assert r["steps"] == 3, r
+lines = [json.loads(s) for s in open(d + "/out/metrics.jsonl") if s.strip()]
+assert len(lines) >= 3, len(lines)
+for m in lines:
+    for k in ("step", "loss", "lr", "local_batches", "rank_step_s"):
+        assert k in m, k
+    assert sum(m["local_batches"]) == 32 and len(m["rank_step_s"]) == 2, m
+assert [x["device"] for x in j["rank_devices"]] == ["cpu", "cpu"]
+PY
+
+expect_status local_jobs 0 "$HP" jobs
+grep -q "^$ID *succeeded *local *2 " "$TMP/out" && ok local_jobs_line || fail local_jobs_line "$(cat "$TMP/out")"
+expect_status local_status 0 "$HP" status "$ID"
+grep -q '^state      succeeded' "$TMP/out" && grep -q '^rank 1 ' "$TMP/out" &&
+	ok local_status_text || fail local_status_text "$(cat "$TMP/out")"
+expect_status local_logs 0 "$HP" logs "$ID" --rank 1
+grep -q 'rank 1: starting' "$TMP/out" && ok local_logs_rank1 || fail local_logs_rank1 "$(head -c 300 "$TMP/out")"
+
+# A model instead of a plan: the recommender cannot weigh this host's CPU
+# (no power figure), so it runs on it, one rank, said so.
+expect_status local_model_form 0 "$HP" run "$MODEL" --data "$DATA" --steps 2 --batch 16 \
+	--deadline 1h --wait --json
+pycheck local_model_form_one_rank "$TMP/out" "$TMP/err" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); err = open(sys.argv[2]).read()
+assert j["state"] == "succeeded" and j["ranks"] == 1, j
+l = json.load(open(j["dir"] + "/launch.json"))
+assert l["launcher"][1] == "_rank", l["launcher"]       # no mpirun for one rank
+assert "training on its CPU with 1 rank" in err, err
+PY
+
+# A rank that fails (a model the data cannot feed: 3x32x32 inputs) leaves
+# the job failed, naming a rank and what it said.
+cat >"$TMP/bad.json" <<'JSON'
+{"name": "bad", "input": [3, 32, 32], "classes": 10, "layers": [{"type": "fc", "units": 10}]}
+JSON
+expect_status local_rank_fails 1 "$HP" run "$TMP/plan.json" --model "$TMP/bad.json" \
+	--data fashion-mnist --steps 2 --wait --json
+pycheck local_rank_fails_reason "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["state"] == "failed" and "rank" in j["reason"], j
+PY
+
+# Cancel: a long run is stopped at once (the trainers get SIGTERM) and no
+# process of the job is left.
+"$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --steps 100000000 >"$TMP/id" 2>"$TMP/err"
+ID=$(cat "$TMP/id")
+if wait_state "$ID" running 30; then
+	sleep 1
+	expect_status local_cancel 0 "$HP" cancel "$ID"
+	pycheck local_cancel_no_process "$HETPOOL_JOBS_DIR/$ID" <<'PY'
+import json, os, sys, time
+d = sys.argv[1]
+j = json.load(open(d + "/job.json"))
+assert j["state"] == "cancelled", j["state"]
+
+def runs(pid, start):
+    try:
+        f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return False
+    return f[0] != "Z" and int(f[19]) == start
+
+# the workers are gone when the job is recorded cancelled
+for k in range(2):
+    r = json.load(open("%s/logs/rank-%d.json" % (d, k)))
+    assert not runs(r["pid"], r["pid_start"]), "rank %d (pid %d) still runs" % (k, r["pid"])
+# the supervisor exits just after recording it
+for _ in range(50):
+    if not runs(j["pid"], j["pid_start"]):
+        break
+    time.sleep(0.1)
+else:
+    raise AssertionError("the supervisor (pid %d) still runs" % j["pid"])
+PY
+else
+	fail local_cancel "job $ID never ran: $("$HP" status "$ID" 2>&1 | head -3)"
+fi
+fi

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# CLI checks for `hetpool run --backend mpi` against the real mpirun (Open
+# MPI) and the real trainer: a 3-rank plan on this host's name
+# ("localhost" in the hostfile) with uneven local batches runs to the end;
+# the hostfile has the plan's nodes and slots, the data is staged by one
+# `hetpool _stage` per node through mpirun, every rank logs, a GPU rank on
+# a host without an NVIDIA driver trains on the CPU and says so; cancel
+# stops it.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/deploy.inc"
+
+if ! command -v mpirun >/dev/null 2>&1; then
+	echo "skip mpi_*: no mpirun (Debian package openmpi-bin)"
+elif have_trainer mpi_run mpi_launch mpi_ranks mpi_gpu_rank_on_cpu mpi_cancel; then
+
+cat >"$TMP/plan.json" <<JSON
+{"choice": {"devices": [
+  {"node": "localhost", "type": "cpu", "count": 2, "local_batch": 12},
+  {"node": "localhost", "type": "t4", "count": 1, "local_batch": 8}],
+ "global_batch": 32, "steps": 3}}
+JSON
+
+expect_status mpi_run 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+	--backend mpi --stage-dir "$TMP/stage" --steps 3 --wait --json
+cp "$TMP/out" "$TMP/job.json"
+
+pycheck mpi_launch "$TMP/job.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); d = j["dir"]
+l = json.load(open(d + "/launch.json"))
+a = l["launcher"]
+assert a[0].endswith("mpirun") and a[a.index("-np") + 1] == "3", a
+assert a[a.index("--hostfile") + 1] == d + "/hostfile", a
+assert a[-2:] == ["_rank", d], a
+assert open(d + "/hostfile").read() == "localhost slots=3\n"
+t = l["trainer"]
+assert t[t.index("--local-batches") + 1] == "12,12,8", t
+if l["stage"]:
+    s = l["stage"]["argv"]
+    assert s[0].endswith("mpirun") and "_stage" in s and s[s.index("-np") + 1] == "1", s
+    assert open(d + "/hostfile.stage").read() == "localhost slots=1\n"
+PY
+
+pycheck mpi_ranks "$TMP/job.json" <<'PY'
+import json, os, sys
+j = json.load(open(sys.argv[1])); d = j["dir"]
+assert j["state"] == "succeeded" and j["ranks"] == 3, j
+for k in range(3):
+    assert os.path.getsize("%s/logs/rank-%d.log" % (d, k)) > 0, k
+assert "test_accuracy" in j["results"]
+lines = [json.loads(s) for s in open(d + "/out/metrics.jsonl") if s.strip()]
+assert len(lines) >= 3 and all(len(m["rank_step_s"]) == 3 for m in lines)
+PY
+
+pycheck mpi_gpu_rank_on_cpu "$TMP/job.json" <<'PY'
+import json, os, sys
+j = json.load(open(sys.argv[1]))
+r = j["rank_devices"][2]
+assert r["requested"] == "cuda" and r["cuda_visible_devices"] == "0", r
+if os.path.exists("/proc/driver/nvidia/version"):
+    assert r["device"] == "cuda", r
+else:
+    assert r["device"] == "cpu" and "no NVIDIA driver" in r["note"], r
+PY
+
+"$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --backend mpi \
+	--steps 100000000 >"$TMP/id" 2>"$TMP/err"
+ID=$(cat "$TMP/id")
+if wait_state "$ID" running 30; then
+	sleep 1
+	expect_status mpi_cancel 0 "$HP" cancel "$ID"
+	wait_state "$ID" cancelled 1 && ok mpi_cancel_state || fail mpi_cancel_state "$("$HP" status "$ID" | head -4)"
+else
+	fail mpi_cancel "job $ID never ran: $("$HP" status "$ID" 2>&1 | head -3)"
+fi
+fi

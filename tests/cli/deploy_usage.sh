@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# CLI checks for the job commands' front door (no trainer needed: nothing
+# here starts one): --help that teaches, one-line errors with exit 2 for
+# bad options, plans, ids and names (escaped when they hold control
+# characters), an empty jobs folder, a plan the local backend cannot run
+# on this host, and the job's own steps refusing wrong arguments.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/deploy.inc"
+TRUE=$(type -P true)
+
+for c in run jobs status logs cancel; do
+	expect_status "usage_${c}_help" 0 "$HP" "$c" --help
+	grep -q '^exit status:' "$TMP/out" && grep -q '^usage: hetpool '"$c" "$TMP/out" &&
+		ok "usage_${c}_help_text" || fail "usage_${c}_help_text" "$(head -3 "$TMP/out")"
+done
+"$HP" --help | grep -q '^  run PLAN|MODEL' && ok usage_main_lists_run || fail usage_main_lists_run "not in hetpool --help"
+
+cat >"$TMP/plan.json" <<'JSON'
+{"choice": {"devices": [{"node": "elsewhere-01", "type": "cpu", "count": 2, "local_batch": 8}],
+ "global_batch": 16, "steps": 2}}
+JSON
+
+expect_status usage_no_args 2 "$HP" run
+expect_status usage_no_data 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --trainer "$TRUE"
+expect_err usage_no_data_says "give --data"
+expect_status usage_plan_needs_model 2 "$HP" run "$TMP/plan.json" --data synthetic --trainer "$TRUE"
+expect_err usage_plan_needs_model_says "give --model FILE"
+expect_status usage_bad_backend 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --backend ssh
+expect_status usage_steps_and_epochs 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--steps 2 --epochs 1
+expect_status usage_no_trainer 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--trainer "$TMP/nonexistent"
+expect_err usage_no_trainer_says "no hetpool-train at"
+expect_status usage_bad_data 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$TMP/nonexistent" \
+	--trainer "$TRUE"
+mkdir -p "$TMP/empty"
+expect_status usage_data_folder_without_files 2 "$HP" run "$TMP/plan.json" --model "$MODEL" \
+	--data "$TMP/empty" --backend kubernetes --no-apply
+expect_err usage_data_folder_says "no 'train-images-idx3-ubyte'"
+expect_status usage_local_other_host 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--trainer "$TRUE"
+expect_err usage_local_other_host_says "the local backend runs on this host"
+printf '{"choice": null, "feasible": false, "reason": "nothing fits"}' >"$TMP/none.json"
+expect_status usage_plan_without_choice 2 "$HP" run "$TMP/none.json" --model "$MODEL" --data synthetic \
+	--trainer "$TRUE"
+expect_err usage_plan_without_choice_says "no choice: nothing fits"
+printf '{"choice": {"devices": [{"node": "a\\u001b[31mb", "type": "t4", "count": 1, "local_batch": 8}]}}' >"$TMP/esc.json"
+expect_status usage_plan_escape 2 "$HP" run "$TMP/esc.json" --model "$MODEL" --data synthetic \
+	--trainer "$TRUE"
+if grep -q $'\x1b' "$TMP/err"; then fail usage_plan_escape_escaped "raw ESC on stderr"; else ok usage_plan_escape_escaped; fi
+expect_status usage_bad_name 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply --name 'a b'
+expect_status usage_bad_gres_map 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--backend slurm --trainer "$TRUE" --gres-map t4
+# Nothing was made by refused submissions.
+expect_status usage_jobs_empty 0 "$HP" jobs --json
+[ "$(tr -d ' \n' <"$TMP/out")" = "[]" ] && ok usage_jobs_empty_list || fail usage_jobs_empty_list "$(cat "$TMP/out")"
+
+expect_status usage_status_bad_id 2 "$HP" status '../etc'
+expect_status usage_status_unknown 2 "$HP" status 20200101-000000-0000
+expect_err usage_status_unknown_says "no job '20200101-000000-0000'"
+expect_status usage_cancel_unknown 2 "$HP" cancel 20200101-000000-0000
+expect_status usage_logs_unknown 2 "$HP" logs 20200101-000000-0000
+expect_status usage_logs_bad_rank 2 "$HP" logs 20200101-000000-0000 --rank x
+expect_status usage_jobs_bad_state 2 "$HP" jobs --state done
+expect_status usage_jobs_arg 2 "$HP" jobs extra
+expect_status usage_status_json_flag_on_logs 2 "$HP" logs 20200101-000000-0000 --json
+
+# A job that exists: rank out of range, and cancel once it has ended.
+expect_status usage_k8s_job 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply
+ID=$(cat "$TMP/out")
+expect_status usage_logs_rank_range 2 "$HP" logs "$ID" --rank 2
+expect_err usage_logs_rank_range_says "has 2 ranks"
+expect_status usage_cancel_once 0 "$HP" cancel "$ID"
+expect_status usage_cancel_twice 2 "$HP" cancel "$ID"
+expect_err usage_cancel_twice_says "already been cancelled"
+
+# The job's own steps, run by its launchers, refuse wrong arguments.
+expect_status usage_helper_args 2 "$HP" _rank
+expect_status usage_helper_stage 2 "$HP" _stage "$TMP/nonexistent.json" "$TMP/dest"
+expect_status usage_jobs_dir_flag 0 "$HP" jobs --jobs-dir "$TMP/other"
+[ -d "$TMP/other" ] && ok usage_jobs_dir_made || fail usage_jobs_dir_made "no $TMP/other"
