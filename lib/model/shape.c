@@ -604,7 +604,7 @@ static int op_conv(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 			    op && op->type == HP_ATTR_INTS && (int)op->n == nsp
 				? op->ints[i]
 				: 0;
-			int64_t ek, v;
+			int64_t ek = 0, v = 0;
 			bool ok = opad >= 0 && opad <= HP_MODEL_MAX_DIM &&
 				  hp_mul_i64(win.k[i] - 1, win.d[i], &ek);
 			if (os && os->type == HP_ATTR_INTS &&
