@@ -40,5 +40,6 @@ int cmd_fit(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_recommend(int argc, char **argv);
+int cmd_lr_find(int argc, char **argv);
 
 #endif

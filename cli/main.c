@@ -37,6 +37,9 @@ static const char usage[] =
     "  recommend MODEL   the least-energy configuration of a pool's free "
     "devices\n"
     "                    that meets a deadline, and how to run it there\n"
+    "  lr-find           learning-rate range test: train with a rising "
+    "rate, report\n"
+    "                    a good interval and a suggested rate, plot it\n"
     "  help [COMMAND]    show help for a command\n"
     "\n"
     "  --version         print hetpool's version\n"
@@ -176,7 +179,7 @@ static int dispatch(const char *cmd, int argc, char **argv)
 	    {"analyze", cmd_analyze},	  {"devices", cmd_devices},
 	    {"profile", cmd_profile},	  {"fit", cmd_fit},
 	    {"predict", cmd_predict},	  {"validate", cmd_validate},
-	    {"recommend", cmd_recommend},
+	    {"recommend", cmd_recommend}, {"lr-find", cmd_lr_find},
 	};
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
