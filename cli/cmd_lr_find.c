@@ -57,11 +57,19 @@ static const char help[] =
     "earlier\n"
     "test are replaced.\n"
     "\n"
+    "The interval runs from a decade below the fitted polynomial's minimum "
+    "to that\n"
+    "minimum; the suggestion is the knee, where the log fit of the descent "
+    "meets\n"
+    "the polynomial's floor.  Run the test with the model, batch and "
+    "optimizer\n"
+    "the training will use.\n"
+    "\n"
     "  --model SPEC      the model to train: a hetpool model spec (JSON) or "
     "ONNX\n"
-    "  --data D          fashion-mnist (default), synthetic, or a folder "
-    "of IDX\n"
-    "                    files; passed to the trainer\n"
+    "  --data D          fashion-mnist (default), synthetic, or a "
+    "folder; passed\n"
+    "                    to the trainer\n"
     "  --steps N         steps of the test (default 200)\n"
     "  --lr-min X        rate of the first step (default 1e-5)\n"
     "  --lr-max Y        rate of the last step (default 10)\n"
@@ -96,6 +104,12 @@ static const char help[] =
     "too)\n"
     "  --max-degree D    highest polynomial degree tried (1-10, default "
     "8)\n"
+    "\n"
+    "exit status: 0 a suggestion; 1 the trainer failed or is missing, or "
+    "a file\n"
+    "could not be written; 2 bad input (options, the model, a "
+    "metrics.jsonl that\n"
+    "does not parse, a loss that never falls).\n"
     "\n"
     "examples:\n"
     "  hetpool lr-find --model cnn.json --data fashion-mnist --out "
@@ -721,7 +735,7 @@ static void print_text(const struct hp_lrfind_series *s,
 	printf("\ncandidates\n");
 	print_pick("  steepest", &r->steepest);
 	print_pick("  minimum/10", &r->min_div10);
-	print_pick("  middle", &r->middle);
+	print_pick("  knee", &r->knee);
 	for (int i = 0; i < r->nwarnings; i++)
 		printf("warning: %s\n", r->warnings[i]);
 	printf("\nplot: %s\njson: %s\n", svg, json);

@@ -155,6 +155,7 @@ struct hp_lrfind_result {
 	struct hp_lrfind_poly poly;
 	struct hp_lrfind_logfit logfit;
 	double lr_fit_min;    /* where the polynomial is lowest */
+	double loss_floor;    /* the polynomial's lowest loss there */
 	double lr_descent;    /* where the descent begins (5% of the drop) */
 	double lr_smooth_min; /* where the smoothed loss is lowest */
 	double noise;	      /* step-to-step noise of the loss: 1.4826 x
@@ -162,7 +163,7 @@ struct hp_lrfind_result {
 				 loss from the smoothed, over the fit */
 
 	struct hp_lrfind_pick low, high, suggested;
-	struct hp_lrfind_pick steepest, min_div10, middle; /* candidates */
+	struct hp_lrfind_pick steepest, min_div10, knee; /* candidates */
 	double accuracy_at_suggested; /* smoothed, interpolated; or NAN */
 
 	int nwarnings;

@@ -540,30 +540,6 @@ static double acc_at(const struct hp_lrfind_series *s,
 	return r->smooth_acc[m - 1];
 }
 
-/* The suggestion: the median on the log axis of three rules. */
-static void suggest(struct hp_lrfind_result *r)
-{
-	const struct hp_lrfind_pick *c[3] = {&r->steepest, &r->min_div10,
-					     &r->middle};
-	static const char *const names[3] = {
-	    "steepest descent of the fitted polynomial",
-	    "the fitted minimum / 10", "the middle of the interval"};
-	int order[3] = {0, 1, 2};
-
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
-			if (c[order[j]]->lr < c[order[i]]->lr) {
-				int t = order[i];
-				order[i] = order[j];
-				order[j] = t;
-			}
-	pick(&r->suggested, c[order[1]]->lr,
-	     "the median on the log axis of three rules, here %s (%.3g); "
-	     "%s gave %.3g and %s %.3g",
-	     names[order[1]], c[order[1]]->lr, names[order[0]], c[order[0]]->lr,
-	     names[order[2]], c[order[2]]->lr);
-}
-
 /* x = log10(lr) of grid point g of the fit region. */
 static double grid_x(const struct hp_lrfind_poly *p, int g)
 {
@@ -584,9 +560,8 @@ static int read_fits(const struct hp_lrfind_series *s,
 		     double *lrs, struct hp_error *err)
 {
 	const struct hp_lrfind_poly *p = &r->poly;
-	int g0, gm, gs, gp, ga, glo, ghi, i0, i1, rc;
-	double drop, thr, x_lo, x_hi;
-	bool halved = false;
+	int g0, gm, gs, gp, ga, i0, i1, rc;
+	double drop, floor_loss, first, knee;
 
 	/* The search starts half a window before the smoothed loss left its
 	 * plateau: the polynomial's slope on the plateau before that is
@@ -651,61 +626,82 @@ static int read_fits(const struct hp_lrfind_series *s,
 				    &r->logfit, err)))
 		return rc;
 
-	/* The interval: around the steepest point, where the fitted loss
-	 * falls at least as fast as the log fit's average rate. */
-	thr = r->logfit.b * log(10);
-	if (!(slope[gs] <= thr)) {
-		thr = 0.5 * slope[gs];
-		halved = true;
-	}
-	for (glo = gs; glo > ga && slope[glo - 1] <= thr; glo--)
-		;
-	for (ghi = gs; ghi < gm && slope[ghi + 1] <= thr; ghi++)
-		;
-	x_lo = grid_x(p, glo);
-	x_hi = grid_x(p, ghi);
-	if (halved) {
-		pick(&r->low, pow(10, x_lo),
-		     "where the fitted polynomial first falls at half its "
-		     "steepest rate (%.3g per decade of lr; the log fit's "
-		     "average, %.3g, is no steeper than the steepest point)",
-		     thr, r->logfit.b * log(10));
-		pick(&r->high, pow(10, x_hi),
-		     "where the fitted polynomial's fall slows back to half "
-		     "its steepest rate, %.2f decades below its minimum at "
-		     "%.3g",
-		     grid_x(p, gm) - x_hi, r->lr_fit_min);
-	} else {
-		pick(&r->low, pow(10, x_lo),
-		     "where the fitted polynomial first falls as fast as the "
-		     "log fit's average over the descent (%.3g per decade of "
-		     "lr, b = %.3g per e-fold)",
-		     thr, r->logfit.b);
-		pick(&r->high, pow(10, x_hi),
-		     "where the fitted polynomial's fall slows back below "
-		     "the log fit's average, %.2f decades below its minimum "
-		     "at %.3g",
-		     grid_x(p, gm) - x_hi, r->lr_fit_min);
-	}
+	/*
+	 * The interval: from a decade below the fitted minimum (fastai's
+	 * minimum/10) to the fitted minimum, where a larger rate stops
+	 * lowering the loss.  The suggestion: the knee, where the log fit of
+	 * the descent reaches the fitted floor -- the rate at which the loss,
+	 * falling at its average pace, would have reached its lowest.
+	 */
+	floor_loss = r->loss_floor = val[gm];
+	first = s->pts[r->fit_start].lr;
+	pick(&r->high, r->lr_fit_min,
+	     "where the fitted polynomial (degree %d, chosen by %d-fold "
+	     "cross-validation) is lowest, %.3g: a larger rate stops "
+	     "lowering the loss",
+	     p->degree, p->folds, floor_loss);
+	if (r->lr_fit_min / 10 >= first)
+		pick(&r->low, r->lr_fit_min / 10,
+		     "a decade below the fitted minimum (fastai's "
+		     "minimum/10)");
+	else
+		pick(&r->low, first,
+		     "the lowest rate fitted (a decade below the fitted "
+		     "minimum, %.3g, lies below it)",
+		     r->lr_fit_min / 10);
 	pick(&r->steepest, grid_lr(p, gs),
-	     "steepest descent of the fitted polynomial (degree %d, chosen "
-	     "by %d-fold cross-validation): %.3g per decade of lr",
-	     p->degree, p->folds, slope[gs]);
+	     "steepest descent of the fitted polynomial: %.3g per decade of "
+	     "lr",
+	     slope[gs]);
 	pick(&r->min_div10, r->lr_fit_min / 10,
 	     "a tenth of the rate where the fitted polynomial is lowest "
 	     "(%.3g)",
 	     r->lr_fit_min);
-	pick(&r->middle, pow(10, (x_lo + x_hi) / 2),
-	     "the middle of the interval %.3g..%.3g on the log axis", r->low.lr,
-	     r->high.lr);
-	suggest(r);
+	knee = r->logfit.b < 0 ? exp((floor_loss - r->logfit.a) / r->logfit.b)
+			       : NAN;
+	if (isfinite(knee) && knee > 0)
+		pick(&r->knee, knee,
+		     "where the log fit of the descent, %.3g %s %.3g ln(lr), "
+		     "reaches the fitted floor %.3g",
+		     r->logfit.a, r->logfit.b < 0 ? "-" : "+",
+		     fabs(r->logfit.b), floor_loss);
+	else
+		pick(&r->knee, NAN,
+		     "none: the log fit of the descent does not fall (b = "
+		     "%.3g)",
+		     r->logfit.b);
+	if (!isfinite(r->knee.lr))
+		pick(&r->suggested, r->lr_fit_min / sqrt(10),
+		     "half a decade below the fitted minimum (%.3g), the "
+		     "middle of the interval: the log fit of the descent "
+		     "does not fall, so it has no knee",
+		     r->lr_fit_min);
+	else if (r->knee.lr < r->low.lr)
+		pick(&r->suggested, r->low.lr,
+		     "the interval's low end: the knee of the log fit (where "
+		     "it reaches the fitted floor %.3g), %.3g, lies below it",
+		     floor_loss, r->knee.lr);
+	else if (r->knee.lr > r->high.lr)
+		pick(&r->suggested, r->high.lr,
+		     "the interval's high end: the knee of the log fit (where "
+		     "it reaches the fitted floor %.3g), %.3g, lies above it",
+		     floor_loss, r->knee.lr);
+	else
+		pick(&r->suggested, r->knee.lr,
+		     "the knee: where the log fit of the descent, %.3g %s %.3g "
+		     "ln(lr), reaches the fitted floor %.3g, i.e. the rate at "
+		     "which the loss, falling at its average pace, reaches "
+		     "its lowest",
+		     r->logfit.a, r->logfit.b < 0 ? "-" : "+",
+		     fabs(r->logfit.b), floor_loss);
 
 	if (gm == GRID - 1 && r->fit_end == r->analysed && r->diverged_at < 0)
 		warn(r,
 		     "the loss was still falling at the highest rate tried "
 		     "(%.3g): its minimum may lie beyond; widen the range",
 		     s->pts[r->fit_end - 1].lr);
-	if (r->fit_start == 0 && ga == 0 && slope[0] <= 0.5 * thr)
+	if (r->fit_start == 0 && ga == 0 &&
+	    slope[0] <= 0.5 * r->logfit.b * log(10))
 		warn(r,
 		     "the loss was already falling fast at the lowest rate "
 		     "tried (%.3g); start the range lower",

@@ -122,8 +122,8 @@ char *hp_lrfind_result_json(const struct hp_lrfind_series *s,
 	     put(o, "candidates",
 		 json_pack("{s:o, s:o, s:o}", "steepest",
 			   pick_json(&r->steepest), "minimum_div10",
-			   pick_json(&r->min_div10), "interval_middle",
-			   pick_json(&r->middle))) &&
+			   pick_json(&r->min_div10), "knee",
+			   pick_json(&r->knee))) &&
 	     put(o, "steps_run", json_integer(s->n)) &&
 	     put(o, "steps_requested",
 		 run->steps_requested > 0 ? json_integer(run->steps_requested)
@@ -149,6 +149,7 @@ char *hp_lrfind_result_json(const struct hp_lrfind_series *s,
 	     put(o, "polynomial", poly_json(&r->poly)) &&
 	     put(o, "log_fit", logfit_json(&r->logfit)) &&
 	     put(o, "lr_fit_minimum", num(r->lr_fit_min)) &&
+	     put(o, "loss_floor", num(r->loss_floor)) &&
 	     put(o, "lr_smoothed_minimum", num(r->lr_smooth_min)) &&
 	     put(o, "lr_descent_begins", num(r->lr_descent)) &&
 	     put(o, "loss_noise", num(r->noise)) &&

@@ -519,6 +519,12 @@ int hp_lrfind_svg(const struct hp_lrfind_series *s,
 				   r->logfit.a + r->logfit.b * x * log(10));
 		}
 		line_end(&l);
+		/* The floor the log fit meets at the knee. */
+		l.color = C_LOG;
+		l.extra = "stroke-width=\"1\" stroke-dasharray=\"1 3\"";
+		line_point(&l, xa, r->loss_floor);
+		line_point(&l, log10(r->high.lr), r->loss_floor);
+		line_end(&l);
 	}
 	if (r->smooth_acc)
 		series_line(&g, s, r->smooth_acc, 0, r->analysed, C_ACC,

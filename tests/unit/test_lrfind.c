@@ -352,7 +352,7 @@ HP_TEST(lrfind_suggestion_lands_in_known_region)
 	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
 		double xs, xm;
 		curve_truth(&shapes[k], -5, 1, &xs, &xm);
-		for (uint64_t seed = 1; seed <= 12; seed++) {
+		for (uint64_t seed = 1; seed <= 40; seed++) {
 			struct hp_lrfind_series s;
 			struct hp_lrfind_result r;
 			struct hp_error err = {0};
@@ -379,8 +379,33 @@ HP_TEST(lrfind_suggestion_lands_in_known_region)
 					r.steepest.lr, pow(10, xs));
 			ASSERT(r.low.lr <= r.suggested.lr &&
 			       r.suggested.lr <= r.high.lr);
-			ASSERT(r.high.lr <= pow(10, xm + 0.1));
+			/* The fitted minimum is on the true valley's floor:
+			 * the true loss there within 5% of the drop of its
+			 * lowest (a flat floor leaves its place vague). */
+			if (curve_loss(&shapes[k], log10(r.high.lr)) -
+				curve_loss(&shapes[k], xm) >
+			    0.05 * shapes[k].drop)
+				HP_FAIL("shape %zu seed %llu: fitted minimum "
+					"%g is off the floor (true minimum %g)",
+					k, (unsigned long long)seed, r.high.lr,
+					pow(10, xm));
 			ASSERT(r.logfit.b < 0);
+			/* The suggestion is the knee, exp((floor - a) / b),
+			 * kept inside the interval; the floor is the
+			 * polynomial's value at the interval's high end. */
+			{
+				double knee = exp((r.loss_floor - r.logfit.a) /
+						  r.logfit.b);
+				double want = knee < r.low.lr	 ? r.low.lr
+					      : knee > r.high.lr ? r.high.lr
+								 : knee;
+				ASSERT_NEAR(r.suggested.lr, want, 1e-12);
+				ASSERT_NEAR(r.knee.lr, knee, 1e-12);
+				ASSERT_NEAR(
+				    hp_lrfind_poly_eval(&r.poly, r.high.lr),
+				    r.loss_floor, 1e-9);
+				ASSERT_NEAR(r.low.lr, r.high.lr / 10, 1e-12);
+			}
 			ASSERT(r.low.how[0] && r.high.how[0] &&
 			       r.suggested.how[0]);
 			ASSERT(r.smooth_acc != NULL);
