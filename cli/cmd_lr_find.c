@@ -360,9 +360,7 @@ static int check_model(const char *path)
 
 	if (!g)
 		return cli_error(cli_status_for(err.code),
-				 "lr-find: model "
-				 "'%s': %s",
-				 path, err.msg);
+				 "lr-find: model '%s': %s", path, err.msg);
 	hp_graph_free(g);
 	return 0;
 }

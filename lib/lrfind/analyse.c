@@ -33,6 +33,9 @@
 #define PLATEAU_KEPT_DECADES 1.0
 #define LEAVES_PLATEAU 0.1
 #define CLIMB_BACK 0.25
+/* A descent that begins within this many decades of the lowest rate tried
+ * had no plateau before it: the range started too high. */
+#define NO_PLATEAU_DECADES 0.25
 
 const char *hp_lrfind_smoother_name(enum hp_lrfind_smoother m)
 {
@@ -597,8 +600,8 @@ static int read_fits(const struct hp_lrfind_series *s,
 		return hp_error_set(
 		    err, HP_EINVAL,
 		    "the loss does not fall over lr %.3g..%.3g: the fitted "
-		    "loss drops %.2g from %.3g, within the noise (%.2g per "
-		    "step); start the range lower or train longer",
+		    "loss drops only %.2g from %.3g (noise %.2g per step); "
+		    "start the range lower or train longer",
 		    s->pts[r->fit_start].lr, s->pts[r->fit_end - 1].lr,
 		    drop > 0 ? drop : 0, val[gp], r->noise);
 	for (ga = gp; ga < gs && val[ga] > val[gp] - DESCENT_BEGUN * drop; ga++)
@@ -671,11 +674,9 @@ static int read_fits(const struct hp_lrfind_series *s,
 		     "%.3g)",
 		     r->logfit.b);
 	if (!isfinite(r->knee.lr))
-		pick(&r->suggested, r->lr_fit_min / sqrt(10),
-		     "half a decade below the fitted minimum (%.3g), the "
-		     "middle of the interval: the log fit of the descent "
-		     "does not fall, so it has no knee",
-		     r->lr_fit_min);
+		pick(&r->suggested, sqrt(r->low.lr * r->high.lr),
+		     "the middle of the interval on the log axis: the log fit "
+		     "of the descent does not fall, so it has no knee");
 	else if (r->knee.lr < r->low.lr)
 		pick(&r->suggested, r->low.lr,
 		     "the interval's low end: the knee of the log fit (where "
@@ -700,8 +701,8 @@ static int read_fits(const struct hp_lrfind_series *s,
 		     "the loss was still falling at the highest rate tried "
 		     "(%.3g): its minimum may lie beyond; widen the range",
 		     s->pts[r->fit_end - 1].lr);
-	if (r->fit_start == 0 && ga == 0 &&
-	    slope[0] <= 0.5 * r->logfit.b * log(10))
+	if (log10(s->pts[r->descent_idx].lr) - log10(s->pts[0].lr) <
+	    NO_PLATEAU_DECADES)
 		warn(r,
 		     "the loss was already falling fast at the lowest rate "
 		     "tried (%.3g); start the range lower",

@@ -547,7 +547,7 @@ HP_TEST(lrfind_refuses_what_it_cannot_analyse)
 	hp_lrfind_series_release(&s);
 }
 
-HP_TEST(lrfind_warns_when_range_too_narrow)
+HP_TEST(lrfind_warns_when_range_cuts_the_curve)
 {
 	struct hp_lrfind_result r;
 	struct hp_error err = {0};
@@ -557,6 +557,17 @@ HP_TEST(lrfind_warns_when_range_too_narrow)
 	ASSERT(r.nwarnings >= 1);
 	ASSERT(strstr(r.warnings[0], "still falling") != NULL);
 	ASSERT(r.diverged_at < 0);
+	hp_lrfind_result_release(&r);
+
+	/* Starts at 10^-2.2, where the loss already falls fast. */
+	ASSERT_EQ_INT(analyse_curve(&shapes[0], -2.2, 1, 150, &r, &err), 0);
+	ASSERT(r.nwarnings >= 1);
+	ASSERT(strstr(r.warnings[0], "already falling") != NULL);
+	hp_lrfind_result_release(&r);
+
+	/* A range that holds the whole curve draws no warning. */
+	ASSERT_EQ_INT(analyse_curve(&shapes[0], -5, 1, 200, &r, &err), 0);
+	ASSERT_EQ_INT(r.nwarnings, 0);
 	hp_lrfind_result_release(&r);
 }
 
