@@ -162,8 +162,14 @@ struct hp_lrfind_result {
 				 the median absolute deviation of the raw
 				 loss from the smoothed, over the fit */
 
+	/* The interval: low = high / 10 (or the lowest rate fitted), high =
+	 * where the polynomial is lowest; suggested = the knee, where the
+	 * log fit meets loss_floor, kept inside the interval.  The other
+	 * rules, for comparison: the polynomial's steepest descent, its
+	 * minimum / 10, the knee itself (NAN when the log fit does not
+	 * fall). */
 	struct hp_lrfind_pick low, high, suggested;
-	struct hp_lrfind_pick steepest, min_div10, knee; /* candidates */
+	struct hp_lrfind_pick steepest, min_div10, knee;
 	double accuracy_at_suggested; /* smoothed, interpolated; or NAN */
 
 	int nwarnings;
