@@ -84,3 +84,7 @@ else:
     print(f"worst ratio {worst:.2f} (goal <= 1.2)")
 PY
 rm -f "$eng" "$tor"
+
+echo
+echo "== lr-find: the suggested rate against a log-spaced grid of rates, Fashion-MNIST, fixed budget (goal: within 1 point of the best)"
+benchmarks/lr_find_check.sh "$build"

@@ -45,6 +45,7 @@ int cmd_jobs(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
+int cmd_lr_find(int argc, char **argv);
 /* The job's own steps (_supervise, _rank, _stage, _slurm-batch,
  * _wait-hosts), run by its launchers; argv[0] names the step. */
 int cmd_helper(int argc, char **argv);

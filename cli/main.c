@@ -43,6 +43,9 @@ static const char usage[] =
     "  status ID         a job's state, results and devices\n"
     "  logs ID           a job's logs, per rank\n"
     "  cancel ID         stop a job\n"
+    "  lr-find           learning-rate range test: train with a rising "
+    "rate, report\n"
+    "                    a good interval and a suggested rate, plot it\n"
     "  help [COMMAND]    show help for a command\n"
     "\n"
     "  --version         print hetpool's version\n"
@@ -179,14 +182,23 @@ static int dispatch(const char *cmd, int argc, char **argv)
 		const char *name;
 		int (*fn)(int, char **);
 	} cmds[] = {
-	    {"analyze", cmd_analyze},	  {"devices", cmd_devices},
-	    {"profile", cmd_profile},	  {"fit", cmd_fit},
-	    {"predict", cmd_predict},	  {"validate", cmd_validate},
-	    {"recommend", cmd_recommend}, {"run", cmd_run},
-	    {"jobs", cmd_jobs},		  {"status", cmd_status},
-	    {"logs", cmd_logs},		  {"cancel", cmd_cancel},
-	    {"_supervise", cmd_helper},	  {"_rank", cmd_helper},
-	    {"_stage", cmd_helper},	  {"_slurm-batch", cmd_helper},
+	    {"analyze", cmd_analyze},
+	    {"devices", cmd_devices},
+	    {"profile", cmd_profile},
+	    {"fit", cmd_fit},
+	    {"predict", cmd_predict},
+	    {"validate", cmd_validate},
+	    {"recommend", cmd_recommend},
+	    {"lr-find", cmd_lr_find},
+	    {"run", cmd_run},
+	    {"jobs", cmd_jobs},
+	    {"status", cmd_status},
+	    {"logs", cmd_logs},
+	    {"cancel", cmd_cancel},
+	    {"_supervise", cmd_helper},
+	    {"_rank", cmd_helper},
+	    {"_stage", cmd_helper},
+	    {"_slurm-batch", cmd_helper},
 	    {"_wait-hosts", cmd_helper},
 	};
 

@@ -19,7 +19,8 @@ libprotobuf-c-dev protobuf-c-compiler libonnx-dev libdnnl-dev libgsl-dev \
 libsqlite3-dev libmicrohttpd-dev libopenmpi-dev openmpi-bin zlib1g-dev"
 pkgs_test="python3 dataset-fashion-mnist slurm-wlm munge"
 pkgs_ci="clang libclang-rt-14-dev clang-format valgrind debootstrap"
-pkgs_bench="python3 python3-onnx python3-torch python3-torchvision"
+pkgs_bench="python3 python3-onnx python3-torch python3-torchvision python3-numpy \
+dataset-fashion-mnist"
 
 group_pkgs() {
 	case "$1" in

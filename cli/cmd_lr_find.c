@@ -1,0 +1,874 @@
+/*
+ * cmd_lr_find.c - `hetpool lr-find`: the learning-rate range test.  Runs
+ * hetpool-train with the rate rising exponentially (posix_spawn, an argv
+ * array), shows its progress by following DIR/metrics.jsonl, then
+ * analyses the steps (lib/lrfind) and writes DIR/lr-find.svg and
+ * DIR/lr-find.json.  --from DIR analyses an earlier run instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hetpool/lrfind.h"
+#include "hetpool/model.h"
+
+extern char **environ;
+
+/* Largest metrics.jsonl read (a range test writes a few hundred lines). */
+#define METRICS_MAX_BYTES ((size_t)256 << 20)
+/* Most arguments passed through to the trainer after "--". */
+#define MAX_PASS 64
+
+static const char help[] =
+    "usage: hetpool lr-find --model SPEC --out DIR [--data fashion-mnist]\n"
+    "                       [--steps N] [--lr-min X --lr-max Y] [--batch "
+    "B]\n"
+    "                       [--seed S] [--threads N] [--trainer PATH] "
+    "[--json]\n"
+    "                       [analysis options] [-- TRAINER-ARGS...]\n"
+    "       hetpool lr-find --from DIR [--out DIR2] [--json] [analysis "
+    "options]\n"
+    "\n"
+    "Find a good learning rate with a range test: train for a bounded "
+    "number of\n"
+    "steps while the rate rises exponentially from --lr-min to --lr-max, "
+    "stopping\n"
+    "early when the loss diverges, then read the loss of every step, "
+    "smooth it,\n"
+    "fit a polynomial of log(lr) (degree by cross-validation) and a "
+    "logarithmic\n"
+    "curve over the descent, and report an interval of good rates and a "
+    "suggested\n"
+    "rate, each with how it was found (docs/lr-find.md).  Writes "
+    "DIR/lr-find.svg\n"
+    "(the plot) and DIR/lr-find.json; the trainer's own output goes to\n"
+    "DIR/trainer.log, its steps to DIR/metrics.jsonl.  DIR's files of an "
+    "earlier\n"
+    "test are replaced.\n"
+    "\n"
+    "The interval runs from a decade below the fitted polynomial's minimum "
+    "to that\n"
+    "minimum; the suggestion is the knee, where the log fit of the descent "
+    "meets\n"
+    "the polynomial's floor.  Run the test with the model, batch and "
+    "optimizer\n"
+    "the training will use.\n"
+    "\n"
+    "  --model SPEC      the model to train: a hetpool model spec (JSON) or "
+    "ONNX\n"
+    "  --data D          fashion-mnist (default), synthetic, or a "
+    "folder; passed\n"
+    "                    to the trainer\n"
+    "  --steps N         steps of the test (default 200)\n"
+    "  --lr-min X        rate of the first step (default 1e-5)\n"
+    "  --lr-max Y        rate of the last step (default 10)\n"
+    "  --batch B         global batch (default 64)\n"
+    "  --seed S          seed of the shuffle and the weights (default 1)\n"
+    "  --threads N       CPU threads the trainer uses (default: its "
+    "own)\n"
+    "  --out DIR         the test's folder (made if missing)\n"
+    "  --from DIR        analyse DIR/metrics.jsonl of an earlier run, "
+    "train\n"
+    "                    nothing; the plot and JSON go to DIR, or to "
+    "--out\n"
+    "  --trainer PATH    the hetpool-train to run (default: "
+    "$HETPOOL_TRAIN, else\n"
+    "                    the one beside this hetpool)\n"
+    "  --json            print the analysis as JSON instead of text\n"
+    "  -- TRAINER-ARGS   everything after -- goes to hetpool-train as it "
+    "is\n"
+    "                    (e.g. -- --optimizer adam)\n"
+    "\n"
+    "analysis options:\n"
+    "  --smooth M        median (default): a centred running median, then "
+    "mean;\n"
+    "                    ewma: fastai's exponentially weighted mean "
+    "(lags)\n"
+    "  --window W        the median smoother's width in steps, odd "
+    "(default:\n"
+    "                    about 4% of the steps, 5 to 51)\n"
+    "  --diverge F       the loss has diverged when its EWMA passes F "
+    "times its\n"
+    "                    lowest (default 4; the trainer stops there "
+    "too)\n"
+    "  --max-degree D    highest polynomial degree tried (1-10, default "
+    "8)\n"
+    "\n"
+    "exit status: 0 a suggestion; 1 the trainer failed or is missing, or "
+    "a file\n"
+    "could not be written; 2 bad input (options, the model, a "
+    "metrics.jsonl that\n"
+    "does not parse, a loss that never falls).\n"
+    "\n"
+    "examples:\n"
+    "  hetpool lr-find --model cnn.json --data fashion-mnist --out "
+    "runs/lr\n"
+    "  hetpool lr-find --model cnn.json --steps 300 --lr-min 1e-6 --out "
+    "runs/lr --json\n"
+    "  hetpool lr-find --from runs/lr --smooth ewma --out runs/lr-ewma\n";
+
+struct lr_find {
+	const char *model, *data, *out, *from, *trainer;
+	int64_t steps, batch, seed, threads;
+	double lr_min, lr_max;
+	struct hp_lrfind_options opt;
+	bool json;
+	char **pass; /* after "--" */
+	int npass;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+/* dir/name into buf; false when it does not fit. */
+static bool join(char *buf, size_t n, const char *dir, const char *name)
+{
+	return (size_t)snprintf(buf, n, "%s/%s", dir, name) < n;
+}
+
+static int parse_num(const char *opt, const char *s, double min, double max,
+		     double *out)
+{
+	if (hp_parse_double(s, out) || !(*out >= min && *out <= max))
+		return cli_error(EXIT_USAGE,
+				 "lr-find: %s '%s': give a number from %g to "
+				 "%g",
+				 opt, s, min, max);
+	return 0;
+}
+
+static int parse_int(const char *opt, const char *s, int64_t min, int64_t max,
+		     int64_t *out)
+{
+	if (hp_parse_i64(s, min, max, out))
+		return cli_error(EXIT_USAGE,
+				 "lr-find: %s '%s': give a whole number from "
+				 "%lld to %lld",
+				 opt, s, (long long)min, (long long)max);
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct lr_find *a)
+{
+	enum {
+		O_MODEL = 256,
+		O_DATA,
+		O_STEPS,
+		O_LRMIN,
+		O_LRMAX,
+		O_BATCH,
+		O_SEED,
+		O_THREADS,
+		O_OUT,
+		O_FROM,
+		O_TRAINER,
+		O_JSON,
+		O_SMOOTH,
+		O_WINDOW,
+		O_DIVERGE,
+		O_DEGREE,
+		O_HELP,
+	};
+	static const struct option opts[] = {
+	    {"model", required_argument, NULL, O_MODEL},
+	    {"data", required_argument, NULL, O_DATA},
+	    {"steps", required_argument, NULL, O_STEPS},
+	    {"lr-min", required_argument, NULL, O_LRMIN},
+	    {"lr-max", required_argument, NULL, O_LRMAX},
+	    {"batch", required_argument, NULL, O_BATCH},
+	    {"seed", required_argument, NULL, O_SEED},
+	    {"threads", required_argument, NULL, O_THREADS},
+	    {"out", required_argument, NULL, O_OUT},
+	    {"from", required_argument, NULL, O_FROM},
+	    {"trainer", required_argument, NULL, O_TRAINER},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"smooth", required_argument, NULL, O_SMOOTH},
+	    {"window", required_argument, NULL, O_WINDOW},
+	    {"diverge", required_argument, NULL, O_DIVERGE},
+	    {"max-degree", required_argument, NULL, O_DEGREE},
+	    {"help", no_argument, NULL, O_HELP},
+	    {NULL, 0, NULL, 0},
+	};
+	bool training_opt = false;
+	int64_t v;
+	int c, rc;
+
+	a->data = "fashion-mnist";
+	a->steps = 200;
+	a->batch = 64;
+	a->seed = 1;
+	a->lr_min = 1e-5;
+	a->lr_max = 10;
+	opterr = 0;
+	optind = 1;
+	/* "+": stop at the first non-option, so that only "--" can start
+	 * the trainer's arguments. */
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		rc = 0;
+		if (c >= O_MODEL && c <= O_THREADS)
+			training_opt = true;
+		switch (c) {
+		case O_MODEL:
+			a->model = optarg;
+			break;
+		case O_DATA:
+			a->data = optarg;
+			break;
+		case O_STEPS:
+			rc = parse_int("--steps", optarg, 10,
+				       HP_LRFIND_MAX_POINTS, &a->steps);
+			break;
+		case O_LRMIN:
+			rc = parse_num("--lr-min", optarg, 1e-12, 1e6,
+				       &a->lr_min);
+			break;
+		case O_LRMAX:
+			rc = parse_num("--lr-max", optarg, 1e-12, 1e6,
+				       &a->lr_max);
+			break;
+		case O_BATCH:
+			rc =
+			    parse_int("--batch", optarg, 1, 1 << 20, &a->batch);
+			break;
+		case O_SEED:
+			rc =
+			    parse_int("--seed", optarg, 0, INT64_MAX, &a->seed);
+			break;
+		case O_THREADS:
+			rc = parse_int("--threads", optarg, 1, 4096,
+				       &a->threads);
+			break;
+		case O_OUT:
+			a->out = optarg;
+			break;
+		case O_FROM:
+			a->from = optarg;
+			break;
+		case O_TRAINER:
+			a->trainer = optarg;
+			break;
+		case O_JSON:
+			a->json = true;
+			break;
+		case O_SMOOTH:
+			if (hp_lrfind_smoother_parse(optarg, &a->opt.smoother))
+				return cli_error(EXIT_USAGE,
+						 "lr-find: --smooth '%s': give "
+						 "median or ewma",
+						 optarg);
+			break;
+		case O_WINDOW:
+			rc = parse_int("--window", optarg, 1, 10001, &v);
+			if (!rc && v % 2 == 0)
+				return cli_error(EXIT_USAGE,
+						 "lr-find: --window %lld: give "
+						 "an odd number of steps",
+						 (long long)v);
+			a->opt.window = (int)v;
+			break;
+		case O_DIVERGE:
+			rc = parse_num("--diverge", optarg, 1.01, 1e6,
+				       &a->opt.diverge_factor);
+			break;
+		case O_DEGREE:
+			rc = parse_int("--max-degree", optarg, 1,
+				       HP_LRFIND_MAX_DEGREE, &v);
+			a->opt.max_degree = (int)v;
+			break;
+		case O_HELP:
+		case 'h':
+			fputs(help, stdout);
+			return -1;
+		default:
+			return cli_error(EXIT_USAGE,
+					 "lr-find: unknown option or missing "
+					 "value '%s'; see 'hetpool lr-find "
+					 "--help'",
+					 argv[optind - 1]);
+		}
+		if (rc)
+			return rc;
+	}
+	if (optind < argc) {
+		if (strcmp(argv[optind - 1], "--") != 0)
+			return cli_error(EXIT_USAGE,
+					 "lr-find: unexpected argument '%s'; "
+					 "trainer arguments go after '--'",
+					 argv[optind]);
+		if (argc - optind > MAX_PASS)
+			return cli_error(EXIT_USAGE,
+					 "lr-find: %d trainer arguments after "
+					 "'--': at most %d",
+					 argc - optind, MAX_PASS);
+		a->pass = argv + optind;
+		a->npass = argc - optind;
+	}
+	if (a->from) {
+		if (training_opt || a->trainer || a->npass)
+			return cli_error(
+			    EXIT_USAGE,
+			    "lr-find: --from analyses an earlier "
+			    "run: it takes no training options "
+			    "(--model, --data, --steps, --lr-*, "
+			    "--batch, --seed, --threads, --trainer, "
+			    "--)");
+		return 0;
+	}
+	if (!a->model)
+		return cli_error(EXIT_USAGE, "lr-find: give --model SPEC (or "
+					     "--from DIR); see 'hetpool "
+					     "lr-find --help'");
+	if (!a->out)
+		return cli_error(EXIT_USAGE, "lr-find: give --out DIR; see "
+					     "'hetpool lr-find --help'");
+	if (!(a->lr_max > a->lr_min))
+		return cli_error(EXIT_USAGE,
+				 "lr-find: --lr-max %g is not above --lr-min "
+				 "%g",
+				 a->lr_max, a->lr_min);
+	if (strcmp(a->data, "fashion-mnist") && strcmp(a->data, "synthetic")) {
+		struct stat st;
+		if (stat(a->data, &st) || !S_ISDIR(st.st_mode))
+			return cli_error(EXIT_USAGE,
+					 "lr-find: --data '%s': give "
+					 "fashion-mnist, synthetic or a folder",
+					 a->data);
+	}
+	return 0;
+}
+
+/* The model must load before a trainer is started for it. */
+static int check_model(const char *path)
+{
+	struct hp_error err = {0};
+	struct hp_graph *g = hp_model_load(path, &err);
+
+	if (!g)
+		return cli_error(cli_status_for(err.code),
+				 "lr-find: model '%s': %s", path, err.msg);
+	hp_graph_free(g);
+	return 0;
+}
+
+/* The trainer: --trainer, $HETPOOL_TRAIN, or hetpool-train beside this
+ * program. */
+static int find_trainer(const char *given, char *buf, size_t n)
+{
+	const char *env = getenv("HETPOOL_TRAIN");
+	char exe[4096];
+	ssize_t len;
+	char *slash;
+
+	if (given || (env && *env)) {
+		const char *p = given ? given : env;
+		if (access(p, X_OK))
+			return cli_error(EXIT_USAGE,
+					 "lr-find: trainer '%s' (%s) is not an "
+					 "executable file",
+					 p,
+					 given ? "--trainer" : "HETPOOL_TRAIN");
+		snprintf(buf, n, "%s", p);
+		return 0;
+	}
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len <= 0)
+		return cli_error(EXIT_FAIL, "lr-find: cannot find this "
+					    "program's folder; give --trainer "
+					    "PATH");
+	exe[len] = '\0';
+	if ((slash = strrchr(exe, '/')))
+		*slash = '\0';
+	if (!join(buf, n, exe, "hetpool-train") || access(buf, X_OK))
+		return cli_error(EXIT_FAIL,
+				 "lr-find: no hetpool-train beside this "
+				 "hetpool (in '%s'); build it, or give "
+				 "--trainer PATH or set HETPOOL_TRAIN",
+				 exe);
+	return 0;
+}
+
+/* mkdir -p */
+static int make_dir(const char *path)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(buf, 0777) && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	if (mkdir(buf, 0777) && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/* Write data to path through a temporary file, fsync and rename, so that
+ * a reader never sees half a file. */
+static int write_atomic(const char *path, const char *data, size_t len)
+{
+	char tmp[4200];
+	int fd, e;
+	size_t done = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path,
+			     (long)getpid()) >= sizeof(tmp))
+		return ENAMETOOLONG;
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
+		return errno;
+	while (done < len) {
+		ssize_t w = write(fd, data + done, len - done);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		done += (size_t)w;
+	}
+	if (fsync(fd))
+		goto fail;
+	if (close(fd)) {
+		fd = -1;
+		goto fail;
+	}
+	if (rename(tmp, path)) {
+		fd = -1;
+		goto fail;
+	}
+	return 0;
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return e;
+}
+
+/* Following metrics.jsonl while the trainer writes it. */
+struct tail {
+	off_t off;
+	int line;
+	struct hp_lrfind_series s;
+};
+
+/* Index of the last '\n' in p[0..n), which holds one. */
+static size_t last_newline(const char *p, size_t n)
+{
+	while (n > 0 && p[n - 1] != '\n')
+		n--;
+	return n - 1;
+}
+
+/* Read the complete lines added since the last call; bad lines are left
+ * for the final read to report. */
+static void tail_poll(struct tail *t, const char *path)
+{
+	char buf[1 << 16];
+	struct hp_error err = {0};
+	FILE *f = fopen(path, "r");
+	size_t n, used;
+
+	if (!f)
+		return;
+	while (fseeko(f, t->off, SEEK_SET) == 0 &&
+	       (n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		const char *nl = memchr(buf, '\n', n);
+		if (!nl) {
+			if (n == sizeof(buf)) /* a huge line: skip it */
+				t->off += (off_t)n;
+			break;
+		}
+		if (hp_lrfind_parse_metrics(&t->s, buf, n, "metrics.jsonl",
+					    t->line, HP_LRFIND_PARSE_PARTIAL,
+					    &used, &err))
+			used = last_newline(buf, n) + 1;
+		for (size_t i = 0; i < used; i++)
+			t->line += buf[i] == '\n';
+		t->off += (off_t)used;
+		if (used < sizeof(buf) / 2)
+			break;
+	}
+	fclose(f);
+}
+
+static void progress(const struct tail *t, int64_t steps, double t0)
+{
+	const struct hp_lrfind_point *p;
+	double elapsed = hp_now_s() - t0;
+	char eta[32] = "--";
+	int width = 24, fill;
+
+	if (!t->s.n)
+		return;
+	p = &t->s.pts[t->s.n - 1];
+	fill = (int)(width * (p->step < steps ? p->step : steps) / steps);
+	if (p->step > 0 && p->step < steps)
+		snprintf(eta, sizeof(eta), "%.0fs",
+			 elapsed / (double)p->step * (double)(steps - p->step));
+	fprintf(stderr, "\r[");
+	for (int k = 0; k < width; k++)
+		fputc(k < fill ? '=' : (k == fill ? '>' : ' '), stderr);
+	fprintf(stderr, "] step %lld/%lld  lr %.3g  loss %.4g  ETA %s   ",
+		(long long)p->step, (long long)steps, p->lr, p->loss, eta);
+	fflush(stderr);
+}
+
+/* The last line of the trainer's log (for the error message). */
+static void last_line(const char *path, char *buf, size_t n)
+{
+	char *text = NULL, *end, *start;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	if (hp_read_file(path, 64 << 20, &text, &len, NULL))
+		return;
+	end = text + len;
+	while (end > text && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	*end = '\0';
+	for (start = end; start > text && start[-1] != '\n'; start--)
+		;
+	snprintf(buf, n, "%s", start);
+	free(text);
+}
+
+/* Run the trainer; 0 when it ran to its end (its steps are in
+ * DIR/metrics.jsonl), else the exit status to return. */
+static int run_trainer(const struct lr_find *a, const char *trainer)
+{
+	char s_steps[32], s_batch[32], s_seed[32], s_threads[32], s_min[32],
+	    s_max[32], s_div[32], log_path[4096], metrics[4096], msg[512];
+	const char *argv[40 + MAX_PASS];
+	posix_spawn_file_actions_t fa;
+	struct sigaction sa = {0}, old_int, old_term;
+	struct tail t = {0, 1, {0}};
+	bool tty = isatty(STDERR_FILENO);
+	double t0 = hp_now_s(), last_poll = 0;
+	int argc = 0, st = 0, rc, status = EXIT_OK;
+	pid_t pid;
+
+	if (!join(log_path, sizeof(log_path), a->out, "trainer.log") ||
+	    !join(metrics, sizeof(metrics), a->out, "metrics.jsonl"))
+		return cli_error(EXIT_USAGE, "lr-find: --out '%s' is too long",
+				 a->out);
+	snprintf(s_steps, sizeof(s_steps), "%lld", (long long)a->steps);
+	snprintf(s_batch, sizeof(s_batch), "%lld", (long long)a->batch);
+	snprintf(s_seed, sizeof(s_seed), "%lld", (long long)a->seed);
+	snprintf(s_threads, sizeof(s_threads), "%lld", (long long)a->threads);
+	snprintf(s_min, sizeof(s_min), "%.17g", a->lr_min);
+	snprintf(s_max, sizeof(s_max), "%.17g", a->lr_max);
+	snprintf(s_div, sizeof(s_div), "%.17g",
+		 a->opt.diverge_factor > 0 ? a->opt.diverge_factor : 4);
+	argv[argc++] = trainer;
+	argv[argc++] = "--model";
+	argv[argc++] = a->model;
+	argv[argc++] = "--data";
+	argv[argc++] = a->data;
+	argv[argc++] = "--batch";
+	argv[argc++] = s_batch;
+	argv[argc++] = "--steps";
+	argv[argc++] = s_steps;
+	argv[argc++] = "--lr-schedule";
+	argv[argc++] = "exp-ramp";
+	argv[argc++] = "--lr-min";
+	argv[argc++] = s_min;
+	argv[argc++] = "--lr-max";
+	argv[argc++] = s_max;
+	argv[argc++] = "--stop-on-divergence";
+	argv[argc++] = s_div;
+	argv[argc++] = "--seed";
+	argv[argc++] = s_seed;
+	if (a->threads) {
+		argv[argc++] = "--threads";
+		argv[argc++] = s_threads;
+	}
+	argv[argc++] = "--out";
+	argv[argc++] = a->out;
+	for (int i = 0; i < a->npass; i++)
+		argv[argc++] = a->pass[i];
+	argv[argc] = NULL;
+
+	/* An earlier test's steps must not be read as this one's. */
+	unlink(metrics);
+	if (posix_spawn_file_actions_init(&fa))
+		return cli_error(EXIT_FAIL, "lr-find: out of memory");
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null",
+					 O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_path,
+					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	rc =
+	    posix_spawn(&pid, trainer, &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc) {
+		status = cli_error(EXIT_FAIL, "lr-find: cannot start '%s': %s",
+				   trainer, strerror(rc));
+		goto out;
+	}
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		struct timespec nap = {0, 100 * 1000 * 1000};
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			status = cli_error(EXIT_FAIL,
+					   "lr-find: waiting for the trainer: "
+					   "%s",
+					   strerror(errno));
+			goto out;
+		}
+		if (stop_signal) {
+			/* The trainer shares the terminal and got a Ctrl-C
+			 * too; a TERM sent to hetpool alone is passed on. */
+			kill(pid, SIGTERM);
+			waitpid(pid, &st, 0);
+			if (tty)
+				fputc('\n', stderr);
+			status = cli_error(EXIT_FAIL,
+					   "lr-find: interrupted; the steps so "
+					   "far are in %s",
+					   metrics);
+			goto out;
+		}
+		if (tty && hp_now_s() - last_poll > 0.5) {
+			tail_poll(&t, metrics);
+			progress(&t, a->steps, t0);
+			last_poll = hp_now_s();
+		}
+		nanosleep(&nap, NULL);
+	}
+	if (tty) {
+		tail_poll(&t, metrics);
+		progress(&t, a->steps, t0);
+		fputc('\n', stderr);
+	}
+	if (WIFSIGNALED(st)) {
+		status = cli_error(EXIT_FAIL,
+				   "lr-find: hetpool-train was killed by "
+				   "signal %d; its log: %s",
+				   WTERMSIG(st), log_path);
+	} else if (WEXITSTATUS(st) != 0) {
+		last_line(log_path, msg, sizeof(msg));
+		status = cli_error(EXIT_FAIL,
+				   "lr-find: hetpool-train failed (exit %d): "
+				   "%s; its log: %s",
+				   WEXITSTATUS(st), msg[0] ? msg : "no output",
+				   log_path);
+	}
+out:
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	hp_lrfind_series_release(&t.s);
+	return status;
+}
+
+static void print_pick(const char *label, const struct hp_lrfind_pick *p)
+{
+	printf("%-14s %-10.3g %s\n", label, p->lr, p->how);
+}
+
+static void print_text(const struct hp_lrfind_series *s,
+		       const struct hp_lrfind_result *r, int64_t requested,
+		       const char *svg, const char *json)
+{
+	const struct hp_lrfind_point *last = &s->pts[s->n - 1];
+
+	printf("range test     %d steps, lr %.3g to %.3g", s->n, s->pts[0].lr,
+	       last->lr);
+	if (r->diverged_at >= 0)
+		printf("; the loss diverged at step %lld (lr %.3g)",
+		       (long long)s->pts[r->diverged_at].step,
+		       s->pts[r->diverged_at].lr);
+	else if (requested > 0 && s->n < requested)
+		printf("; stopped early (%lld steps asked)",
+		       (long long)requested);
+	printf("\n");
+	printf("smoothing      %s", hp_lrfind_smoother_name(r->smoother));
+	if (r->smoother == HP_LRFIND_SMOOTH_MEDIAN)
+		printf(" of %d steps, then mean", r->window);
+	printf("; loss noise %.3g per step\n", r->noise);
+	printf("polynomial     degree %d of log10(lr) (%d-fold CV), rmse "
+	       "%.3g, over lr %.3g to %.3g\n",
+	       r->poly.degree, r->poly.folds, r->poly.rmse,
+	       s->pts[r->fit_start].lr, s->pts[r->fit_end - 1].lr);
+	printf("log fit        loss = %.4g %s %.4g ln(lr) over lr %.3g to "
+	       "%.3g (R^2 %.3f)\n",
+	       r->logfit.a, r->logfit.b < 0 ? "-" : "+", fabs(r->logfit.b),
+	       r->logfit.lr_lo, r->logfit.lr_hi, r->logfit.r2);
+	printf("\n");
+	printf("interval       %.3g to %.3g\n", r->low.lr, r->high.lr);
+	printf("  low          %s\n", r->low.how);
+	printf("  high         %s\n", r->high.how);
+	printf("suggested lr   %.3g\n", r->suggested.lr);
+	printf("  how          %s\n", r->suggested.how);
+	if (isfinite(r->accuracy_at_suggested))
+		printf("  accuracy     %.3g there (smoothed, during the "
+		       "test)\n",
+		       r->accuracy_at_suggested);
+	printf("\ncandidates\n");
+	print_pick("  steepest", &r->steepest);
+	print_pick("  minimum/10", &r->min_div10);
+	print_pick("  knee", &r->knee);
+	for (int i = 0; i < r->nwarnings; i++)
+		printf("warning: %s\n", r->warnings[i]);
+	printf("\nplot: %s\njson: %s\n", svg, json);
+}
+
+/* Analyse dir/metrics.jsonl; write the plot and the JSON into out_dir. */
+static int analyse(const struct lr_find *a, const char *dir,
+		   const char *out_dir, int64_t requested)
+{
+	char metrics[4096], svg[4096], jpath[4096], title[512], esc[4096];
+	struct hp_lrfind_series s;
+	struct hp_lrfind_result r;
+	struct hp_error err = {0}, aerr = {0};
+	struct hp_lrfind_run run = {0};
+	struct hp_buf b;
+	char *text = NULL, *json = NULL;
+	size_t len = 0;
+	int status = EXIT_OK, arc, rc;
+
+	hp_lrfind_series_init(&s);
+	memset(&r, 0, sizeof(r));
+	hp_buf_init(&b, 64 << 20);
+	if (!join(metrics, sizeof(metrics), dir, "metrics.jsonl") ||
+	    !join(svg, sizeof(svg), out_dir, "lr-find.svg") ||
+	    !join(jpath, sizeof(jpath), out_dir, "lr-find.json")) {
+		status =
+		    cli_error(EXIT_USAGE, "lr-find: '%s' is too long", dir);
+		goto out;
+	}
+	if ((rc =
+		 hp_read_file(metrics, METRICS_MAX_BYTES, &text, &len, &err))) {
+		status =
+		    cli_error(a->from ? cli_status_for(rc) : EXIT_FAIL,
+			      "lr-find: '%s': %s%s", metrics, err.msg,
+			      a->from ? "" : " (the trainer wrote no steps)");
+		goto out;
+	}
+	if ((rc = hp_lrfind_parse_metrics(&s, text, len, metrics, 1, 0, NULL,
+					  &err))) {
+		status = cli_error(cli_status_for(rc), "lr-find: %s", err.msg);
+		goto out;
+	}
+	if (s.n == 0) {
+		status = cli_error(a->from ? EXIT_USAGE : EXIT_FAIL,
+				   "lr-find: %s holds no steps", metrics);
+		goto out;
+	}
+	if (a->model) {
+		const char *base = strrchr(a->model, '/');
+		snprintf(title, sizeof(title),
+			 "lr-find: %.400s, batch %lld, %d steps",
+			 base ? base + 1 : a->model, (long long)a->batch, s.n);
+	} else {
+		snprintf(title, sizeof(title), "lr-find: %.400s", metrics);
+	}
+	run.title = title;
+	run.steps_requested = requested;
+	run.metrics = metrics;
+	run.plot = svg;
+	arc = hp_lrfind_analyse(&s, &a->opt, &r, &aerr);
+	/* The plot is written even when the analysis fails: the raw loss
+	 * shows why. */
+	if (arc) {
+		hp_lrfind_result_release(&r);
+		memset(&r, 0, sizeof(r));
+		r.diverged_at = -1;
+	}
+	if ((rc = hp_lrfind_svg(&s, &r, &run, &b, &err)) ||
+	    (rc = write_atomic(svg, hp_buf_str(&b), b.len))) {
+		status = cli_error(EXIT_FAIL, "lr-find: cannot write '%s': %s",
+				   svg, err.code ? err.msg : strerror(rc));
+		goto out;
+	}
+	if (arc) {
+		status = cli_error(cli_status_for(arc),
+				   "lr-find: %s: %s (the plot: %s)", metrics,
+				   aerr.msg, svg);
+		goto out;
+	}
+	if (!(json = hp_lrfind_result_json(&s, &r, &run))) {
+		status = cli_error(EXIT_FAIL, "lr-find: out of memory");
+		goto out;
+	}
+	hp_buf_reset(&b);
+	if ((rc = hp_buf_printf(&b, "%s\n", json))) {
+		status = cli_error(EXIT_FAIL, "lr-find: out of memory");
+		goto out;
+	}
+	if ((rc = write_atomic(jpath, hp_buf_str(&b), b.len))) {
+		status = cli_error(EXIT_FAIL, "lr-find: cannot write '%s': %s",
+				   jpath, strerror(rc));
+		goto out;
+	}
+	if (a->json) {
+		fputs(hp_buf_str(&b), stdout);
+	} else {
+		print_text(&s, &r, requested, cli_esc(svg, esc, sizeof(esc)),
+			   jpath);
+	}
+out:
+	free(text);
+	free(json);
+	hp_buf_release(&b);
+	hp_lrfind_result_release(&r);
+	hp_lrfind_series_release(&s);
+	return status;
+}
+
+int cmd_lr_find(int argc, char **argv)
+{
+	struct lr_find a = {0};
+	char trainer[4096];
+	int rc;
+
+	if ((rc = parse_args(argc, argv, &a)))
+		return rc < 0 ? EXIT_OK : rc;
+	if (a.from) {
+		struct stat st;
+		if (stat(a.from, &st) || !S_ISDIR(st.st_mode))
+			return cli_error(EXIT_USAGE,
+					 "lr-find: --from '%s' is not a folder",
+					 a.from);
+		if (a.out && make_dir(a.out))
+			return cli_error(EXIT_FAIL,
+					 "lr-find: cannot make '%s': %s", a.out,
+					 strerror(errno));
+		return analyse(&a, a.from, a.out ? a.out : a.from, 0);
+	}
+	if ((rc = check_model(a.model)) ||
+	    (rc = find_trainer(a.trainer, trainer, sizeof(trainer))))
+		return rc;
+	if (make_dir(a.out))
+		return cli_error(EXIT_FAIL, "lr-find: cannot make '%s': %s",
+				 a.out, strerror(errno));
+	if ((rc = run_trainer(&a, trainer)))
+		return rc;
+	return analyse(&a, a.out, a.out, a.steps);
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# CLI checks for `hetpool lr-find`: --from on a metrics.jsonl written here
+# (a synthetic range test: a known curve plus seeded noise, whose good
+# region is known), the JSON contract, the plot parsed as XML
+# (xml.etree), the text summary; one-line errors with exit 2 on bad input;
+# the spawn path through a stand-in trainer script (argv, progress file,
+# pass-through arguments, a failing trainer); and a real range test
+# through hetpool-train on Fashion-MNIST when this build has the trainer.
+. "$(dirname "$0")/lib.sh"
+
+# A range test of 200 steps from 1e-5 to 10 whose loss falls fastest at
+# lr 1e-2 and is lowest near 0.3, then blows up; 5% noise and a few
+# spikes.  The trainer's --stop-on-divergence 4 cut is applied.
+gen_metrics() { # DIR SEED [flat]
+	mkdir -p "$1"
+	python3 - "$1/metrics.jsonl" "$2" "${3:-}" <<'PY'
+import json, math, random, sys
+path, seed, flat = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "flat"
+random.seed(seed)
+v, bp, best = 0.0, 1.0, float("inf")
+with open(path, "w") as f:
+    for i in range(200):
+        x = -5 + 6 * i / 199
+        l = 2.3 if flat else 2.3 - 2.0 / (1 + math.exp(-(x + 2) / 0.35)) + 0.05 * math.exp((x + 0.3) / 0.15)
+        l *= 1 + 0.05 * random.gauss(0, 1)
+        if random.random() < 0.02:
+            l *= 2.5
+        acc = max(0.0, min(1.0, 0.1 + 0.8 * (2.3 - l) / 2.0))
+        f.write(json.dumps({"step": i + 1, "epoch": 0, "lr": 10 ** x, "loss": l,
+                            "accuracy": acc, "local_batches": [64],
+                            "rank_step_s": [0.01]}) + "\n")
+        v = 0.98 * v + 0.02 * l
+        bp *= 0.98
+        best = min(best, v / (1 - bp))
+        if v / (1 - bp) > 4 * best:
+            break
+PY
+}
+
+# check_result NAME JSON SVG: the contract, and the suggestion in the known
+# region (from half a decade below the true steepest point, 1e-2, to the
+# true minimum, about 0.3).
+check_result() {
+	if python3 - "$2" "$3" <<'PY'
+import json, sys
+import xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1]))
+for k in ("suggested_lr", "suggested_how", "interval", "interval_how", "candidates",
+          "polynomial", "log_fit", "steps_run", "stopped_early", "diverged", "warnings"):
+    assert k in d, k
+s = d["suggested_lr"]
+lo, hi = d["interval"]
+assert 10 ** -2.5 <= s <= 0.31, s
+assert lo <= s <= hi, (lo, s, hi)
+assert d["suggested_how"] and d["interval_how"]["low"] and d["interval_how"]["high"]
+p = d["polynomial"]
+assert 1 <= p["degree"] <= 8 and len(p["coefficients"]) == p["degree"] + 1
+assert d["log_fit"]["b"] < 0
+assert d["steps_run"] > 100
+root = ET.parse(sys.argv[2]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+assert root.tag == ns + "svg", root.tag
+assert len(root.findall(".//" + ns + "polyline")) >= 4
+texts = " ".join(t.text or "" for t in root.iter(ns + "text"))
+assert "suggested" in texts and "learning rate" in texts, texts
+PY
+	then ok "$1"; else fail "$1" "$(head -c 600 "$2")"; fi
+}
+
+gen_metrics "$TMP/a" 5
+expect_status lr_find_from_json 0 "$HP" lr-find --from "$TMP/a" --json
+cp "$TMP/out" "$TMP/a.stdout.json"
+check_result lr_find_from_contract "$TMP/a.stdout.json" "$TMP/a/lr-find.svg"
+cmp -s "$TMP/a.stdout.json" "$TMP/a/lr-find.json" && ok lr_find_json_file || fail lr_find_json_file "stdout and DIR/lr-find.json differ"
+
+# Other seeds: the suggestion stays in the known region.
+for seed in 11 12 13; do
+	gen_metrics "$TMP/s$seed" $seed
+	"$HP" lr-find --from "$TMP/s$seed" --json >"$TMP/s$seed.json" 2>"$TMP/err" &&
+		check_result "lr_find_from_seed_$seed" "$TMP/s$seed.json" "$TMP/s$seed/lr-find.svg" ||
+		fail "lr_find_from_seed_$seed" "$(cat "$TMP/err")"
+done
+
+expect_status lr_find_from_text 0 "$HP" lr-find --from "$TMP/a" --out "$TMP/a-text"
+grep -qE '^suggested lr +[0-9.e-]+$' "$TMP/out" && grep -q '^interval ' "$TMP/out" && grep -q '^  how ' "$TMP/out" &&
+	ok lr_find_text_summary || fail lr_find_text_summary "$(cat "$TMP/out")"
+[ -s "$TMP/a-text/lr-find.svg" ] && [ -s "$TMP/a-text/lr-find.json" ] && ok lr_find_out_dir || fail lr_find_out_dir "nothing in --out"
+expect_status lr_find_ewma 0 "$HP" lr-find --from "$TMP/a" --smooth ewma --out "$TMP/a-ewma" --json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['smoothing']['method']=='ewma'" "$TMP/out" &&
+	ok lr_find_ewma_said || fail lr_find_ewma_said "$(head -c 300 "$TMP/out")"
+
+# A folder name with markup and a control character: escaped in the plot.
+weird="$TMP/w<&>\"$(printf '\001')"
+gen_metrics "$weird" 5
+expect_status lr_find_weird_dir 0 "$HP" lr-find --from "$weird"
+python3 -c "import xml.etree.ElementTree as ET,sys; ET.parse(sys.argv[1])" "$weird/lr-find.svg" 2>"$TMP/err" &&
+	ok lr_find_weird_svg_parses || fail lr_find_weird_svg_parses "$(cat "$TMP/err")"
+
+# Bad input: one line, exit 2.
+expect_status lr_find_help 0 "$HP" lr-find --help
+grep -q -- '--lr-min X' "$TMP/out" && ok lr_find_help_options || fail lr_find_help_options "$(head -c 200 "$TMP/out")"
+expect_status lr_find_no_model 2 "$HP" lr-find --out "$TMP/x"
+expect_status lr_find_no_out 2 "$HP" lr-find --model "$TMP/nothing.json"
+expect_status lr_find_from_missing 2 "$HP" lr-find --from "$TMP/none"
+mkdir -p "$TMP/empty"
+expect_status lr_find_from_no_metrics 2 "$HP" lr-find --from "$TMP/empty"
+expect_err lr_find_from_no_metrics_says "metrics.jsonl'?: cannot open"
+expect_status lr_find_from_and_model 2 "$HP" lr-find --from "$TMP/a" --model x.json
+expect_status lr_find_bad_steps 2 "$HP" lr-find --model x.json --out "$TMP/x" --steps 5
+expect_status lr_find_bad_range 2 "$HP" lr-find --model x.json --out "$TMP/x" --lr-min 1 --lr-max 0.1
+expect_status lr_find_bad_window 2 "$HP" lr-find --from "$TMP/a" --window 4
+expect_status lr_find_bad_smooth 2 "$HP" lr-find --from "$TMP/a" --smooth mean
+expect_status lr_find_stray_arg 2 "$HP" lr-find --from "$TMP/a" extra
+expect_status lr_find_unknown_opt 2 "$HP" lr-find --from "$TMP/a" --frobnicate
+expect_status lr_find_bad_data 2 "$HP" lr-find --model x.json --out "$TMP/x" --data mnist-of-my-own
+expect_status lr_find_missing_model 2 "$HP" lr-find --model "$TMP/nothing.json" --out "$TMP/x"
+mkdir -p "$TMP/garbage"
+head -n 20 "$TMP/a/metrics.jsonl" >"$TMP/garbage/metrics.jsonl"
+echo '{"step": 21, "lr": 0.001, "loss": oops}' >>"$TMP/garbage/metrics.jsonl"
+expect_status lr_find_garbage_line 2 "$HP" lr-find --from "$TMP/garbage"
+expect_err lr_find_garbage_names_line "metrics.jsonl line 21: not JSON"
+mkdir -p "$TMP/down"
+python3 -c "
+import json
+for i in range(20): print(json.dumps({'step': i + 1, 'lr': 1.0 / (i + 1), 'loss': 1.0}))" >"$TMP/down/metrics.jsonl"
+expect_status lr_find_rate_falls 2 "$HP" lr-find --from "$TMP/down"
+expect_err lr_find_rate_falls_says "the rate must rise"
+gen_metrics "$TMP/flat" 5 flat
+expect_status lr_find_flat 2 "$HP" lr-find --from "$TMP/flat"
+expect_err lr_find_flat_says "does not fall"
+[ -s "$TMP/flat/lr-find.svg" ] && python3 -c "import xml.etree.ElementTree as ET,sys; ET.parse(sys.argv[1])" "$TMP/flat/lr-find.svg" &&
+	ok lr_find_flat_still_plots || fail lr_find_flat_still_plots "no plot of the raw loss"
+
+# The trainer: named by --trainer or HETPOOL_TRAIN, it must be executable.
+cat >"$TMP/model.json" <<'SPEC'
+{"name": "fmnist-small", "input": [1, 28, 28], "classes": 10, "layers": [
+  {"type": "conv", "filters": 8, "kernel": 3, "stride": 1, "pad": 1},
+  {"type": "relu"}, {"type": "pool", "op": "max", "kernel": 2, "stride": 2},
+  {"type": "fc", "units": 32}, {"type": "relu"}, {"type": "fc", "units": 10}]}
+SPEC
+expect_status lr_find_trainer_missing 2 "$HP" lr-find --model "$TMP/model.json" --out "$TMP/x" --trainer "$TMP/no-such-trainer"
+HETPOOL_TRAIN=$TMP/no-such-trainer expect_status lr_find_trainer_env_missing 2 "$HP" lr-find --model "$TMP/model.json" --out "$TMP/x"
+
+# The spawn path, with a stand-in for hetpool-train (this is not the
+# trainer: it checks the command line lr-find builds, writes a range test's
+# steps one by one and stops on divergence as the contract says).
+cat >"$TMP/stand-in-train" <<'PY'
+#!/usr/bin/env python3
+import json, math, os, random, sys, time
+a = sys.argv[1:]
+def opt(name):
+    return a[a.index(name) + 1]
+assert opt("--lr-schedule") == "exp-ramp" and opt("--stop-on-divergence") == "4", a
+assert opt("--data") == "fashion-mnist" and opt("--batch") == "32" and opt("--seed") == "7", a
+if os.environ.get("STANDIN_FAIL"):
+    print("loading data\nstand-in: boom", file=sys.stderr)
+    sys.exit(3)
+steps, lo, hi = int(opt("--steps")), float(opt("--lr-min")), float(opt("--lr-max"))
+out = opt("--out")
+with open(os.path.join(out, "argv.json"), "w") as f:
+    json.dump(a, f)
+random.seed(int(opt("--seed")))
+v, bp, best = 0.0, 1.0, float("inf")
+with open(os.path.join(out, "metrics.jsonl"), "w") as f:
+    for i in range(steps):
+        lr = lo * (hi / lo) ** (i / (steps - 1))
+        x = math.log10(lr)
+        l = (2.3 - 2.0 / (1 + math.exp(-(x + 2) / 0.35)) + 0.05 * math.exp((x + 0.3) / 0.15)) * (1 + 0.05 * random.gauss(0, 1))
+        f.write(json.dumps({"step": i + 1, "lr": lr, "loss": l, "accuracy": 0.5}) + "\n")
+        f.flush()
+        v = 0.98 * v + 0.02 * l; bp *= 0.98; best = min(best, v / (1 - bp))
+        if v / (1 - bp) > 4 * best:
+            break
+with open(os.path.join(out, "results.json"), "w") as f:
+    json.dump({"test_accuracy": None, "steps": i + 1, "wall_s": 0.1}, f)
+PY
+chmod +x "$TMP/stand-in-train"
+expect_status lr_find_spawn 0 "$HP" lr-find --model "$TMP/model.json" --data fashion-mnist --batch 32 --seed 7 \
+	--steps 200 --out "$TMP/run" --trainer "$TMP/stand-in-train" --json -- --optimizer sgd --momentum 0.9
+cp "$TMP/out" "$TMP/run.json"
+check_result lr_find_spawn_contract "$TMP/run.json" "$TMP/run/lr-find.svg"
+if python3 - "$TMP/run/argv.json" "$TMP/run.json" "$TMP/run" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+d = json.load(open(sys.argv[2]))
+assert a[a.index("--out") + 1] == sys.argv[3], a
+assert a[a.index("--model") + 1].endswith("model.json")
+assert float(a[a.index("--lr-min") + 1]) == 1e-5 and float(a[a.index("--lr-max") + 1]) == 10
+assert a[a.index("--steps") + 1] == "200"
+assert a[-3:] == ["--optimizer", "sgd", "--momentum", "0.9"][-3:] and "--optimizer" in a, a
+assert d["steps_requested"] == 200 and d["stopped_early"] is True and d["steps_run"] < 200, d
+PY
+then ok lr_find_spawn_argv; else fail lr_find_spawn_argv "$(cat "$TMP/run/argv.json")"; fi
+STANDIN_FAIL=1 expect_status lr_find_trainer_fails 1 "$HP" lr-find --model "$TMP/model.json" --batch 32 --seed 7 \
+	--out "$TMP/run-fail" --trainer "$TMP/stand-in-train"
+expect_err lr_find_trainer_fails_says "hetpool-train failed \(exit 3\): stand-in: boom; its log: .*trainer.log"
+
+# The real trainer, when this build has it.
+if [ -x "$HP_BIN/hetpool-train" ]; then
+	expect_status lr_find_real 0 "$HP" lr-find --model "$TMP/model.json" --data fashion-mnist --steps 100 \
+		--batch 32 --out "$TMP/real" --json
+	if python3 - "$TMP/out" "$TMP/real/lr-find.svg" <<'PY'
+import json, sys
+import xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1]))
+lo, hi = d["interval"]
+assert 1e-5 <= lo <= d["suggested_lr"] <= hi <= 10, d
+assert d["steps_run"] >= 10
+ET.parse(sys.argv[2])
+PY
+	then ok lr_find_real_contract; else fail lr_find_real_contract "$(head -c 600 "$TMP/out")"; fi
+else
+	echo "skip lr_find_real: no hetpool-train in this build"
+fi
