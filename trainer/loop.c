@@ -73,7 +73,7 @@ struct tr_run {
 	struct hp_engine *e;
 	char device[16];
 	int cuda_index;
-	char note[200]; /* why a cuda rank runs on the CPU */
+	char note[320]; /* why a cuda rank runs on the CPU */
 	struct tr_nccl *nccl;
 	/* buffers */
 	float *x, *logits, *flat;
@@ -391,7 +391,7 @@ static int open_engine(struct tr_run *t, struct hp_error *err)
 	    (err->code == HP_EDEVICE || err->code == HP_EINTERNAL)) {
 		snprintf(
 		    t->note, sizeof(t->note),
-		    "%.15s requested, not usable here (%.100s): ran on the "
+		    "%.15s requested, not usable here (%.250s): ran on the "
 		    "CPU",
 		    t->device, err->msg);
 		tr_warn("rank %d: %s", t->r, t->note);
@@ -1158,7 +1158,7 @@ struct devrec {
 	char device[16];
 	char host[64];
 	char desc[160];
-	char note[200];
+	char note[320];
 	int threads;
 };
 
