@@ -67,3 +67,9 @@ else:
     print(f"worst ratio {worst:.2f} (goal <= 1.2)")
 PY
 rm -f "$eng" "$tor"
+
+if [ -x "$build/bin/hetpool-train" ]; then
+	echo
+	echo "== hetpool-train: rebalancing against a CPU hog on rank 1's core (goal: re-split >= 95% of ideal, rank times within 5%)"
+	benchmarks/bench_rebalance.sh "$build"
+fi
