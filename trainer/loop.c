@@ -62,6 +62,7 @@ struct tr_run {
 	/* model and data */
 	struct hp_spec spec;
 	uint64_t model_hash;
+	uint64_t data_hash; /* of the training set: a staged copy matches */
 	struct hp_dataset train, test;
 	char data_desc[4200];
 	bool has_bn;
@@ -254,6 +255,12 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 				    "%lld",
 				    (long long)t->train.classes,
 				    (long long)t->spec.classes);
+	t->data_hash =
+	    hp_fnv1a64(t->train.x,
+		       (size_t)(t->train.n * t->train.shape[0] *
+				t->train.shape[1] * t->train.shape[2]),
+		       HP_FNV1A64_INIT);
+	t->data_hash = hp_fnv1a64(t->train.y, (size_t)t->train.n, t->data_hash);
 	hp_dataset_stats(&t->train);
 	t->test.mean = t->train.mean;
 	t->test.std = t->train.std;
@@ -612,6 +619,9 @@ static int checkpoint(struct tr_run *t, struct hp_error *err)
 		snprintf(hx, sizeof(hx), "%016llx",
 			 (unsigned long long)t->model_hash);
 		json_object_set_new(ck.meta, "model_hash", json_string(hx));
+		snprintf(hx, sizeof(hx), "%016llx",
+			 (unsigned long long)t->data_hash);
+		json_object_set_new(ck.meta, "data_hash", json_string(hx));
 	}
 	rc = ck.meta ? 0 : HP_ENOMEM;
 	for (int k = 0; !rc && k < hp_engine_state_count(t->e); k++) {
@@ -723,11 +733,15 @@ static int resume(struct tr_run *t, struct hp_error *err)
 				  "optimizer or --seed");
 		goto done;
 	}
-	s = json_string_value(json_object_get(m, "data"));
-	if (!s || strcmp(s, t->o->data)) {
+	/* the data by content: a copy staged elsewhere is the same data */
+	snprintf(hx, sizeof(hx), "%016llx", (unsigned long long)t->data_hash);
+	s = json_string_value(json_object_get(m, "data_hash"));
+	if (!s || strcmp(s, hx)) {
+		s = json_string_value(json_object_get(m, "data"));
 		rc = hp_error_set(err, HP_EINVAL,
-				  "the checkpoint was trained on --data %s",
-				  s ? s : "(unknown)");
+				  "the checkpoint was trained on other data "
+				  "(--data %.200s)",
+				  s ? s : "?");
 		goto done;
 	}
 	/* the split in force when it was written (rebalancing moves it) */

@@ -111,6 +111,15 @@ a = [json.loads(l)['loss'] for l in open(sys.argv[1]) if '"step"' in l][:10]
 b = [json.loads(l)['loss'] for l in open(sys.argv[2]) if '"step"' in l]
 sys.exit(0 if a == b and len(b) == 10 else 1)
 PY
+	# a checkpoint of --data fashion-mnist resumes on a staged copy
+	"$TRAIN" --model "$CNN" --data "$TMP/fmdir" --batch 32 --steps 45 --lr 0.05 \
+		--threads 1 --eval-samples 100 --out "$TMP/fm" --resume 2>"$TMP/err"
+	check resume_staged_copy "$TMP/fm/results.json" "j['resumed_from_step'] == 40 and j['steps'] == 45"
+	"$TRAIN" --model "$CNN" --data synthetic --batch 32 --steps 45 --lr 0.05 \
+		--threads 1 --out "$TMP/fm" --resume >/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "other data" "$TMP/err" && ok resume_other_data ||
+		fail resume_other_data "exit $rc: $(cat "$TMP/err")"
 else
 	echo "skip fashion_mnist: the Debian package dataset-fashion-mnist is not installed"
 fi
