@@ -283,6 +283,15 @@ static int rank_device(const struct tr_run *t, char *dev, size_t n,
 		return 0;
 	p = s;
 	if (strchr(s, ',')) {
+		int items = 1;
+		for (const char *q = s; *q; q++)
+			items += *q == ',';
+		if (items != t->R)
+			return hp_error_set(err, HP_EINVAL,
+					    "--devices lists %d devices for %d "
+					    "ranks (give one per rank, or one "
+					    "for all)",
+					    items, t->R);
 		while (i < t->r && (p = strchr(p, ',')))
 			p++, i++;
 		if (!p)

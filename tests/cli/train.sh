@@ -74,6 +74,8 @@ expect_status usage_both 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --
 expect_status usage_ramp 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --lr-schedule exp-ramp --out "$TMP/x"
 expect_status usage_device 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --devices tpu --out "$TMP/x"
 expect_err usage_device_says "'tpu' is not cpu, cuda"
+expect_status usage_devices_count 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --devices cpu,cpu --out "$TMP/x"
+expect_err usage_devices_count_says "2 devices for 1 ranks"
 expect_status usage_nodata 2 "$TRAIN" --model "$CNN" --data "$TMP/nowhere" --batch 8 --out "$TMP/x"
 expect_status usage_nomodel 2 "$TRAIN" --model "$TMP/none.json" --data synthetic --batch 8 --out "$TMP/x"
 expect_status usage_onnx 2 "$TRAIN" --model "$ROOT/data/models/resnet18.train.onnx" --data synthetic --batch 8 --out "$TMP/x"
