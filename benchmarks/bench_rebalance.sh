@@ -11,6 +11,10 @@
 #            on core 1, each at its local batch of the re-split), summed
 # and reports samples/s, resplit / ideal (goal >= 95%) and the spread of
 # the ranks' compute times after the re-split (max / min - 1; goal 5%).
+# A second ideal is taken inside the re-split run itself: the sum over the
+# ranks of local batch / compute time, per step (each rank's own speed at
+# the same moment, waiting and communication left out), which other
+# people's load cannot make differ from the run it is compared with.
 # Rounds are interleaved so the machine's drift hits all three alike;
 # medians and the spread over rounds are reported.
 #
@@ -97,7 +101,10 @@ for r in range(1, rounds + 1):
     med = [statistics.median(x['rank_step_s'][k] for x in rs) for k in (0, 1)]
     evmed = [statistics.median(x['rank_step_s'][k] for x in ev) for k in (0, 1)]
     events = [json.loads(l) for l in open(d + '/resplit/metrics.jsonl') if '"event":"rebalance"' in l]
+    inrun = sum(sum(b / t for b, t in zip(x['local_batches'], x['rank_step_s']))
+                * x['step_s'] for x in rs) / sum(x['step_s'] for x in rs)
     rows.append(dict(even=sps(ev), resplit=sps(rs), a0=sps(a0), a1=sps(a1),
+                     inrun=inrun,
                      ideal=sps(a0) + sps(a1), split=rs[-1]['local_batches'],
                      spread=max(med) / min(med) - 1,
                      even_spread=max(evmed) / min(evmed) - 1,
@@ -105,13 +112,14 @@ for r in range(1, rounds + 1):
 
 print('global batch %d, rank 0 on core 0, rank 1 on core 1 with a busy loop; '
       'samples/s over %d steps' % (B, measure))
-print('%5s %9s %9s %9s %9s %9s %8s %8s %11s %12s %9s' % (
+print('%5s %8s %8s %8s %8s %8s %8s %8s %8s %10s %9s %9s %9s' % (
     'round', 'even', 'resplit', 'alone0', 'alone1', 'ideal', 'rs/ideal',
-    'ev/ideal', 'split', 'spread after', 're-splits'))
+    'ev/ideal', 'in-run', 'rs/in-run', 'split', 'spread', 're-splits'))
 for i, x in enumerate(rows, 1):
-    print('%5d %9.0f %9.0f %9.0f %9.0f %9.0f %7.1f%% %7.1f%% %11s %11.1f%% %9d' % (
+    print('%5d %8.0f %8.0f %8.0f %8.0f %8.0f %7.1f%% %7.1f%% %8.0f %9.1f%% %9s %8.1f%% %9d' % (
         i, x['even'], x['resplit'], x['a0'], x['a1'], x['ideal'],
         100 * x['resplit'] / x['ideal'], 100 * x['even'] / x['ideal'],
+        x['inrun'], 100 * x['resplit'] / x['inrun'],
         '%d:%d' % tuple(x['split']), 100 * x['spread'], x['resplits']))
 def m(k):
     v = [x[k] for x in rows]
@@ -122,6 +130,9 @@ print('median: even %.0f, re-split %.0f, ideal %.0f samples/s; re-split / ideal 
           m('even')[0], m('resplit')[0], m('ideal')[0], 100 * statistics.median(ratio),
           100 * min(ratio), 100 * max(ratio),
           100 * statistics.median(x['even'] / x['ideal'] for x in rows)))
+ir = [x['resplit'] / x['inrun'] for x in rows]
+print('re-split / in-run ideal: median %.1f%% (range %.1f-%.1f%%)' % (
+    100 * statistics.median(ir), 100 * min(ir), 100 * max(ir)))
 print('rank compute-time spread: even split %.1f%%, after the re-split %.1f%% '
       '(median over rounds; goal <= 5%%)' % (
           100 * m('even_spread')[0], 100 * m('spread')[0]))
