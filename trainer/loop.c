@@ -92,7 +92,7 @@ struct tr_run {
 	bool energy_ok;
 	struct hp_rebalance rb;
 	int rebalances;
-	bool await_after;
+	json_t *pending; /* a rebalance event awaiting its "after" times */
 	double last_spread;
 	FILE *metrics;
 	double *ctl, *all;
@@ -900,6 +900,25 @@ static json_t *f64_array(const double *v, int n)
 	return a;
 }
 
+/*
+ * A re-split's event line is written once the window after it has been
+ * measured (med: its medians; NULL: the run ended first), so one line holds
+ * the times before and after.
+ */
+static void finish_event(struct tr_run *t, const double *med)
+{
+	json_object_set_new(t->pending, "rank_step_s_after",
+			    med ? f64_array(med, t->R) : json_null());
+	json_object_set_new(t->pending, "spread_after",
+			    med ? json_real(hp_time_spread(med, t->R))
+				: json_null());
+	json_object_set_new(t->pending, "measured_at_step",
+			    med ? json_integer((json_int_t)t->step)
+				: json_null());
+	metrics_json(t, t->pending); /* takes the reference */
+	t->pending = NULL;
+}
+
 /* ---- one step ------------------------------------------------------ */
 
 static int64_t count_correct(const float *z, const int32_t *y, int64_t n,
@@ -1026,40 +1045,26 @@ static int train_step(struct tr_run *t, struct hp_error *err)
 			enum hp_rebalance_verdict v =
 			    hp_rebalance_add(&t->rb, step_s, t->local, t->B,
 					     t->min_local, med, nl);
-			if (v != HP_REBALANCE_WAIT && t->await_after) {
+			if (v != HP_REBALANCE_WAIT) {
 				t->last_spread = hp_time_spread(med, t->R);
-				metrics_json(
-				    t, json_pack(
-					   "{s:s, s:I, s:o, s:o, s:f}", "event",
-					   "rebalance_measured", "at_step",
-					   (json_int_t)t->step, "local_batches",
-					   i64_array(t->local, t->R),
-					   "rank_step_s", f64_array(med, t->R),
-					   "spread", t->last_spread));
-				t->await_after = false;
-			} else if (v != HP_REBALANCE_WAIT) {
-				t->last_spread = hp_time_spread(med, t->R);
+				if (t->pending)
+					finish_event(t, med);
 			}
 			if (v == HP_REBALANCE_RESPLIT && !t->stop_reason) {
 				double pred[TR_MAX_RANKS];
 				for (int r = 0; r < t->R; r++)
 					pred[r] = med[r] * (double)nl[r] /
 						  (double)t->local[r];
-				metrics_json(
-				    t,
-				    json_pack(
-					"{s:s, s:I, s:o, s:o, s:o, s:f, s:o}",
-					"event", "rebalance", "at_step",
-					(json_int_t)t->step,
-					"local_batches_before",
-					i64_array(t->local, t->R),
-					"local_batches_after",
-					i64_array(nl, t->R),
-					"rank_step_s_before",
-					f64_array(med, t->R), "spread_before",
-					hp_time_spread(med, t->R),
-					"rank_step_s_predicted",
-					f64_array(pred, t->R)));
+				t->pending = json_pack(
+				    "{s:s, s:I, s:o, s:o, s:o, s:f, s:o}",
+				    "event", "rebalance", "at_step",
+				    (json_int_t)t->step, "local_batches_before",
+				    i64_array(t->local, t->R),
+				    "local_batches_after", i64_array(nl, t->R),
+				    "rank_step_s_before", f64_array(med, t->R),
+				    "spread_before", hp_time_spread(med, t->R),
+				    "rank_step_s_predicted",
+				    f64_array(pred, t->R));
 				memcpy(t->local, nl,
 				       (size_t)t->R * sizeof(*nl));
 				hp_split_offsets(t->local, t->R, t->off);
@@ -1067,7 +1072,6 @@ static int train_step(struct tr_run *t, struct hp_error *err)
 					return rc;
 				hp_rebalance_reset(&t->rb);
 				t->rebalances++;
-				t->await_after = true;
 			}
 		}
 	}
@@ -1409,6 +1413,7 @@ static void release(struct tr_run *t)
 	hp_dataset_release(&t->test);
 	hp_spec_release(&t->spec);
 	hp_rebalance_release(&t->rb);
+	json_decref(t->pending);
 	if (t->metrics)
 		fclose(t->metrics);
 	free(t->local);
@@ -1615,6 +1620,8 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 		}
 	}
 	/* the end: a checkpoint, the evaluation, the results */
+	if (t.pending)
+		finish_event(&t, NULL);
 	if (last_ckpt != t.step && (rc = checkpoint(&t, &err))) {
 		tr_error("checkpoint at step %lld: %s", (long long)t.step,
 			 err.msg);

@@ -256,6 +256,17 @@ if [ $MPI = 1 ]; then
 	[ $rc -eq 0 ] && ok bn_ranks_equal || fail bn_ranks_equal "exit $rc: $(grep hetpool-train "$TMP/err")"
 fi
 
+# ---- rebalancing from a lopsided split (60:4 on like cores): samples move
+# to the rank with 4, in one line per re-split with the times before and
+# after ----
+if [ $MPI = 1 ]; then
+	mpi 2 "$TRAIN" --model "$CNN" --data synthetic --batch 64 --local-batches 60,4 --steps 30 \
+		--threads 1 --rebalance-window 5 --eval-samples 64 --synthetic-samples 1024 \
+		--out "$TMP/lop" 2>"$TMP/err"
+	check rebalance_from_lopsided "$TMP/lop/metrics.jsonl" "[x for x in e if x['event'] == 'rebalance'][0]['local_batches_after'][1] > 4 and s[-1]['local_batches'][1] > 4"
+	check rebalance_event_fields "$TMP/lop/metrics.jsonl" "all(k in x for x in e if x['event'] == 'rebalance' for k in ('at_step', 'local_batches_before', 'local_batches_after', 'rank_step_s_before', 'rank_step_s_after', 'rank_step_s_predicted', 'spread_before', 'spread_after'))"
+fi
+
 # ---- rebalancing with a rank slowed by CPU hogs on its core: the split
 # moves, samples going to the rank that finished its share first (on this
 # shared machine other people's processes may make either core the slower
