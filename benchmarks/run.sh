@@ -88,3 +88,9 @@ rm -f "$eng" "$tor"
 echo
 echo "== lr-find: the suggested rate against a log-spaced grid of rates, Fashion-MNIST, fixed budget (goal: within 1 point of the best)"
 benchmarks/lr_find_check.sh "$build"
+
+if [ -x "$build/bin/hetpool-train" ]; then
+	echo
+	echo "== hetpool-train: rebalancing against a CPU hog on rank 1's core (goal: re-split >= 95% of ideal, rank times within 5%)"
+	benchmarks/bench_rebalance.sh "$build"
+fi

@@ -36,7 +36,7 @@ struct mem {
 	dnnl_memory_t m;
 };
 
-enum op_kind { OP_DNNL, OP_DROPOUT_FWD, OP_DROPOUT_BWD, OP_BN_STATS };
+enum op_kind { OP_DNNL, OP_DROPOUT_FWD, OP_DROPOUT_BWD, OP_BN_STATS, OP_COPY };
 
 struct op {
 	enum op_kind kind;
@@ -62,11 +62,18 @@ struct act {
 struct param {
 	struct mem *w, *g, *m1, *m2; /* value, gradient, optimizer state */
 	dnnl_memory_desc_t plain;    /* the layout at the API */
+	/* the gradient to and from a plain buffer (hp_engine_grads_get()),
+	 * made on first use; NULL when the gradient is plain already */
+	dnnl_primitive_t g_out, g_in;
+	dnnl_memory_t g_plain;
 };
 
 struct lstate {
 	struct oplist fwd, bwd;
-	struct mem *mask; /* dropout */
+	struct oplist inf; /* inference, where it differs from fwd */
+	bool has_inf;
+	struct mem *mask;	  /* dropout */
+	struct mem *rmean, *rvar; /* bn running statistics */
 };
 
 struct cpu {
@@ -555,7 +562,7 @@ static int build_bn(struct cpu *b, int i, struct hp_error *err)
 	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
 	struct lstate *ls = &b->ls[i];
 	dnnl_batch_normalization_desc_t d;
-	dnnl_primitive_desc_t fpd, bpd;
+	dnnl_primitive_desc_t fpd, bpd, ipd;
 	dnnl_memory_desc_t cmd;
 	unsigned flags = dnnl_use_scale | dnnl_use_shift;
 	float eps = (float)b->o->bn_eps;
@@ -599,10 +606,29 @@ static int build_bn(struct cpu *b, int i, struct hp_error *err)
 	op->layer = i;
 	op->a = mean;
 	op->b = var;
-	op->c = mem_raw(b, (size_t)c * sizeof(float));
-	op->d = mem_raw(b, (size_t)c * sizeof(float));
+	op->c = ls->rmean = mem_md(b, &cmd, false);
+	op->d = ls->rvar = mem_md(b, &cmd, false);
 	if (!op->c || !op->d)
 		return nomem(err);
+
+	/* inference: the running statistics normalize */
+	CK(dnnl_batch_normalization_forward_desc_init(
+	       &d, dnnl_forward_inference, &X->d->md, eps,
+	       flags | dnnl_use_global_stats),
+	   "batch norm inference");
+	if ((rc = pd_make(b, &ipd, &d, NULL, "batch norm inference", err)))
+		return rc;
+	if (!md_eq(qmd(ipd, DNNL_ARG_DST), &Y->d->md))
+		return hp_error_set(err, HP_EINTERNAL,
+				    "batch norm inference picked another "
+				    "layout than training");
+	if ((rc =
+		 prim_op(b, &ls->inf, ipd, "batch norm inference", err, 6,
+			 DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d, DNNL_ARG_SCALE,
+			 scale, DNNL_ARG_SHIFT, shift, DNNL_ARG_MEAN, ls->rmean,
+			 DNNL_ARG_VARIANCE, ls->rvar)))
+		return rc;
+	ls->has_inf = true;
 
 	CK(dnnl_batch_normalization_backward_desc_init(
 	       &d, dnnl_backward, &X->d->md, &X->d->md, eps, flags),
@@ -755,6 +781,14 @@ static int build_dropout(struct cpu *b, int i, struct hp_error *err)
 	op->a = X->d;
 	op->b = Y->d;
 	op->c = ls->mask;
+	/* inference: the identity */
+	op = op_new(&ls->inf);
+	if (!op)
+		return nomem(err);
+	op->kind = OP_COPY;
+	op->a = X->d;
+	op->b = Y->d;
+	ls->has_inf = true;
 	if (!pl->need_dsrc)
 		return 0;
 	op = op_new(&ls->bwd);
@@ -844,6 +878,7 @@ static int materialize(struct cpu *b, struct hp_error *err)
 	for (int i = 0; i < b->p->nlayers; i++) {
 		fill_args(&b->ls[i].fwd);
 		fill_args(&b->ls[i].bwd);
+		fill_args(&b->ls[i].inf);
 	}
 	fill_args(&b->out_fwd);
 	fill_args(&b->out_bwd);
@@ -897,11 +932,104 @@ static int cpu_param_io(void *be, int i, int what, int dir, float *buf,
 {
 	struct cpu *b = be;
 	struct param *P = &b->params[i];
-	struct mem *m = what ? P->g : P->w;
+	struct mem *m = what == PARAM_IO_GRAD	? P->g
+			: what == PARAM_IO_OPT1 ? P->m1
+			: what == PARAM_IO_OPT2 ? P->m2
+						: P->w;
+	/* the optimizer state is stored in the value's layout */
+	const dnnl_memory_desc_t *md =
+	    what >= PARAM_IO_OPT1 ? &P->w->md : &m->md;
 
+	if (!m)
+		return hp_error_set(err, HP_EINVAL,
+				    "no such optimizer state with SGD");
 	if (dir)
-		return copy_md(b, &P->plain, buf, &m->md, m->p, err);
-	return copy_md(b, &m->md, m->p, &P->plain, buf, err);
+		return copy_md(b, &P->plain, buf, md, m->p, err);
+	return copy_md(b, md, m->p, &P->plain, buf, err);
+}
+
+static int cpu_bn_io(void *be, int layer, int which, int dir, float *buf,
+		     struct hp_error *err)
+{
+	struct cpu *b = be;
+	struct mem *m = which ? b->ls[layer].rvar : b->ls[layer].rmean;
+
+	if (!m)
+		return hp_error_set(err, HP_EINVAL,
+				    "layer %d is not a batch norm", layer);
+	if (dir)
+		memcpy(m->p, buf, m->bytes);
+	else
+		memcpy(buf, m->p, m->bytes);
+	return 0;
+}
+
+/* The reorders between gradient i and a plain buffer, made once. */
+static int grad_reorders(struct cpu *b, struct param *P, struct hp_error *err)
+{
+	dnnl_primitive_desc_t pd;
+	dnnl_status_t st;
+
+	CK(dnnl_memory_create(&P->g_plain, &P->plain, b->eng, DNNL_MEMORY_NONE),
+	   "memory");
+	for (int dir = 0; dir < 2; dir++) {
+		const dnnl_memory_desc_t *from = dir ? &P->plain : &P->g->md;
+		const dnnl_memory_desc_t *to = dir ? &P->g->md : &P->plain;
+		CK(dnnl_reorder_primitive_desc_create(&pd, from, b->eng, to,
+						      b->eng, NULL),
+		   "reorder");
+		st = dnnl_primitive_create(dir ? &P->g_in : &P->g_out, pd);
+		dnnl_primitive_desc_destroy(pd);
+		CK(st, "reorder");
+	}
+	return 0;
+}
+
+static int cpu_grads_io(void *be, float *flat, int dir, struct hp_error *err)
+{
+	struct cpu *b = be;
+	int64_t off = 0;
+	int rc;
+
+	omp_set_num_threads(b->threads);
+	for (int i = 0; i < b->nparams; i++) {
+		struct param *P = &b->params[i];
+		float *buf = flat + off;
+		dnnl_exec_arg_t args[2];
+		off += b->e->params[i].numel;
+		if (md_eq(&P->g->md, &P->plain)) {
+			if (dir)
+				memcpy(P->g->p, buf, P->g->bytes);
+			else
+				memcpy(buf, P->g->p, P->g->bytes);
+			continue;
+		}
+		if (!P->g_plain && (rc = grad_reorders(b, P, err)))
+			return rc;
+		CK(dnnl_memory_set_data_handle(P->g_plain, buf), "memory");
+		args[0] = (dnnl_exec_arg_t){DNNL_ARG_FROM,
+					    dir ? P->g_plain : P->g->m};
+		args[1] =
+		    (dnnl_exec_arg_t){DNNL_ARG_TO, dir ? P->g->m : P->g_plain};
+		CK(dnnl_primitive_execute(dir ? P->g_in : P->g_out, b->strm, 2,
+					  args),
+		   "reorder");
+	}
+	CK(dnnl_stream_wait(b->strm), "wait");
+	return 0;
+}
+
+static void cpu_counters(void *be, struct hp_engine_counters *c, int dir)
+{
+	struct cpu *b = be;
+
+	if (dir) {
+		b->t = c->updates;
+		b->fwd_count = c->forwards;
+	} else {
+		c->updates = b->t;
+		c->forwards = b->fwd_count;
+	}
 }
 
 /* PyTorch's default: uniform(+-1/sqrt(fan_in)) for conv and fc, 1 and 0
@@ -946,20 +1074,30 @@ static int init_params(struct cpu *b, struct hp_error *err)
 static void cpu_destroy(void *be)
 {
 	struct cpu *b = be;
-	struct oplist *lists[2];
+	struct oplist *lists[3];
 
 	if (!b)
 		return;
 	for (int i = -1; b->ls && i < b->p->nlayers; i++) {
 		lists[0] = i < 0 ? &b->out_fwd : &b->ls[i].fwd;
 		lists[1] = i < 0 ? &b->out_bwd : &b->ls[i].bwd;
-		for (int k = 0; k < 2; k++) {
+		lists[2] = i < 0 ? NULL : &b->ls[i].inf;
+		for (int k = 0; k < 3 && lists[k]; k++) {
 			for (int j = 0; j < lists[k]->n; j++)
 				if (lists[k]->v[j].prim)
 					dnnl_primitive_destroy(
 					    lists[k]->v[j].prim);
 			free(lists[k]->v);
 		}
+	}
+	for (int i = 0; b->params && i < b->nparams; i++) {
+		struct param *P = &b->params[i];
+		if (P->g_out)
+			dnnl_primitive_destroy(P->g_out);
+		if (P->g_in)
+			dnnl_primitive_destroy(P->g_in);
+		if (P->g_plain)
+			dnnl_memory_destroy(P->g_plain);
 	}
 	for (int i = 0; i < b->npds; i++)
 		dnnl_primitive_desc_destroy(b->pds[i]);
@@ -1100,6 +1238,9 @@ static void dropout_fwd(struct cpu *b, const struct op *op)
 						 b->fwd_count));
 	uint32_t thr = (uint32_t)(p * 16777216.0);
 
+	/* sample s of the batch draws sample first + s of the global one */
+	key += (uint64_t)b->e->sample_offset * (uint64_t)(n / b->p->batch);
+
 #pragma omp parallel for schedule(static)
 	for (int64_t i = 0; i < n; i++) {
 		uint32_t u = (uint32_t)(hp__rng_mix(key + (uint64_t)i) >> 40);
@@ -1151,6 +1292,10 @@ static int run(struct cpu *b, struct oplist *l, struct hp_error *err)
 			break;
 		case OP_BN_STATS:
 			bn_stats(b, op);
+			break;
+		case OP_COPY:
+			if (op->a->p != op->b->p)
+				memcpy(op->b->p, op->a->p, op->a->bytes);
 			break;
 		}
 	}
@@ -1233,6 +1378,25 @@ static int cpu_forward(void *be, double *loss, struct hp_error *err)
 	if (b->lt)
 		b->lt[b->p->nlayers] += hp_now_s() - t0;
 	b->fwd_done = true;
+	return 0;
+}
+
+static int cpu_infer(void *be, double *loss, struct hp_error *err)
+{
+	struct cpu *b = be;
+	int rc;
+
+	omp_set_num_threads(b->threads);
+	b->fwd_done = b->bwd_done = false;
+	for (int i = 0; i < b->p->nlayers; i++) {
+		struct lstate *ls = &b->ls[i];
+		if ((rc = run(b, ls->has_inf ? &ls->inf : &ls->fwd, err)))
+			return rc;
+	}
+	if ((rc = run(b, &b->out_fwd, err)))
+		return rc;
+	CK(dnnl_stream_wait(b->strm), "wait");
+	*loss = loss_and_grad(b);
 	return 0;
 }
 
@@ -1376,7 +1540,11 @@ const struct hp__engine_ops hp__engine_cpu_ops = {
     .forward = cpu_forward,
     .backward = cpu_backward,
     .update = cpu_update,
+    .infer = cpu_infer,
     .param_io = cpu_param_io,
+    .bn_io = cpu_bn_io,
+    .grads_io = cpu_grads_io,
+    .counters = cpu_counters,
     .output_get = cpu_output_get,
     .input_grad_get = cpu_input_grad_get,
     .mask_get = cpu_mask_get,

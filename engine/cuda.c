@@ -429,12 +429,20 @@ static int cuda_param_io(void *be, int i, int what, int dir, float *buf,
 			 struct hp_error *err)
 {
 	struct cuda *b = be;
-	float *d = (what ? b->g : b->w) + b->poff[i];
+	float *base = what == PARAM_IO_GRAD   ? b->g
+		      : what == PARAM_IO_OPT1 ? b->m1
+		      : what == PARAM_IO_OPT2 ? b->m2
+					      : b->w;
+	float *d;
 	size_t bytes = (size_t)b->e->params[i].numel * sizeof(float);
 	int rc = use_dev(b, err);
 
 	if (rc)
 		return rc;
+	if (!base)
+		return hp_error_set(err, HP_EINVAL,
+				    "no such optimizer state with SGD");
+	d = base + b->poff[i];
 	if (dir)
 		CU(cudaMemcpyAsync(d, buf, bytes, cudaMemcpyHostToDevice,
 				   b->strm),
@@ -445,6 +453,76 @@ static int cuda_param_io(void *be, int i, int what, int dir, float *buf,
 		   "copy");
 	CU(cudaStreamSynchronize(b->strm), "copy");
 	return 0;
+}
+
+static int cuda_bn_io(void *be, int layer, int which, int dir, float *buf,
+		      struct hp_error *err)
+{
+	struct cuda *b = be;
+	float *d = which ? b->ls[layer].rvar : b->ls[layer].rmean;
+	size_t bytes =
+	    (size_t)b->p->acts[b->p->layers[layer].x].dims[1] * sizeof(float);
+	int rc = use_dev(b, err);
+
+	if (rc)
+		return rc;
+	if (!d)
+		return hp_error_set(err, HP_EINVAL,
+				    "layer %d is not a batch norm", layer);
+	CU(cudaMemcpyAsync(
+	       dir ? d : buf, dir ? buf : d, bytes,
+	       dir ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, b->strm),
+	   "copy");
+	CU(cudaStreamSynchronize(b->strm), "copy");
+	return 0;
+}
+
+/* Every gradient at once: each tensor is plain at g + poff[i]. */
+static int cuda_grads_io(void *be, float *flat, int dir, struct hp_error *err)
+{
+	struct cuda *b = be;
+	int64_t off = 0;
+	int rc = use_dev(b, err);
+
+	if (rc)
+		return rc;
+	for (int i = 0; i < b->p->nparams; i++) {
+		float *d = b->g + b->poff[i];
+		int64_t n = b->e->params[i].numel;
+		CU(cudaMemcpyAsync(dir ? d : flat + off, dir ? flat + off : d,
+				   (size_t)n * sizeof(float),
+				   dir ? cudaMemcpyHostToDevice
+				       : cudaMemcpyDeviceToHost,
+				   b->strm),
+		   "copy");
+		off += n;
+	}
+	CU(cudaStreamSynchronize(b->strm), "copy");
+	return 0;
+}
+
+static int cuda_grads_device(void *be, void **ptr, int64_t *nfloats,
+			     void **stream)
+{
+	struct cuda *b = be;
+
+	*ptr = b->g;
+	*nfloats = b->pelems;
+	*stream = (void *)b->strm;
+	return 0;
+}
+
+static void cuda_counters(void *be, struct hp_engine_counters *c, int dir)
+{
+	struct cuda *b = be;
+
+	if (dir) {
+		b->t = c->updates;
+		b->fwd_count = c->forwards;
+	} else {
+		c->updates = b->t;
+		c->forwards = b->fwd_count;
+	}
 }
 
 /* PyTorch's default, drawn exactly as the CPU backend draws it:
@@ -750,7 +828,7 @@ static int fc_bwd(struct cuda *b, int i, struct hp_error *err)
 	return 0;
 }
 
-static int layer_fwd(struct cuda *b, int i, struct hp_error *err)
+static int layer_fwd(struct cuda *b, int i, bool infer, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
 	struct clayer *l = &b->ls[i];
@@ -769,12 +847,23 @@ static int layer_fwd(struct cuda *b, int i, struct hp_error *err)
 	case HP_LAYER_FC:
 		return fc_fwd(b, i, err);
 	case HP_LAYER_BN:
-		DNN(cudnnBatchNormalizationForwardTraining(
-			b->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x->t,
-			x->d, y->t, y->d, l->c, b->w + b->poff[l->pw],
-			b->w + b->poff[l->pw + 1], b->o->bn_momentum, l->rmean,
-			l->rvar, b->o->bn_eps, l->mean, l->ivar),
-		    "batch norm forward");
+		if (infer)
+			DNN(cudnnBatchNormalizationForwardInference(
+				b->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+				x->t, x->d, y->t, y->d, l->c,
+				b->w + b->poff[l->pw],
+				b->w + b->poff[l->pw + 1], l->rmean, l->rvar,
+				b->o->bn_eps),
+			    "batch norm inference");
+		else
+			DNN(cudnnBatchNormalizationForwardTraining(
+				b->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+				x->t, x->d, y->t, y->d, l->c,
+				b->w + b->poff[l->pw],
+				b->w + b->poff[l->pw + 1], b->o->bn_momentum,
+				l->rmean, l->rvar, b->o->bn_eps, l->mean,
+				l->ivar),
+			    "batch norm forward");
 		if (pl->fuse_relu)
 			DNN(cudnnActivationForward(b->dnn, b->relu, &one, y->t,
 						   y->d, &zero, y->t, y->d),
@@ -799,6 +888,17 @@ static int layer_fwd(struct cuda *b, int i, struct hp_error *err)
 		uint64_t key =
 		    hp__rng_mix(b->o->seed ^ hp__rng_mix(((uint64_t)i << 40) ^
 							 b->fwd_count));
+		if (infer) {
+			if (x->d != y->d)
+				CU(cudaMemcpyAsync(
+				       y->d, x->d, (size_t)x->n * sizeof(float),
+				       cudaMemcpyDeviceToDevice, b->strm),
+				   "dropout inference");
+			return 0;
+		}
+		/* sample s draws sample first + s of the global batch */
+		key += (uint64_t)b->e->sample_offset *
+		       (uint64_t)(x->n / b->p->batch);
 		KERN(hp__cu_dropout_fwd(x->d, y->d, l->mask, x->n, key,
 					(uint32_t)(p * 16777216.0),
 					(float)(1 / (1 - p)), b->strm),
@@ -885,9 +985,9 @@ static int layer_bwd(struct cuda *b, int i, struct hp_error *err)
 			    (int)pl->L.type);
 }
 
-static int cuda_forward(void *be, double *loss, struct hp_error *err)
+static int forward(struct cuda *b, bool infer, double *loss,
+		   struct hp_error *err)
 {
-	struct cuda *b = be;
 	const struct cact *z = &b->acts[b->p->out];
 	int64_t n = b->p->batch;
 	double sum = 0;
@@ -895,11 +995,13 @@ static int cuda_forward(void *be, double *loss, struct hp_error *err)
 
 	if ((rc = use_dev(b, err)))
 		return rc;
-	b->fwd_count++;
+	if (!infer)
+		b->fwd_count++;
+	b->fwd_done = b->bwd_done = false;
 	for (int i = 0; i < b->p->nlayers; i++) {
 		if (b->p->layers[i].noop)
 			continue;
-		if ((rc = layer_fwd(b, i, err))) {
+		if ((rc = layer_fwd(b, i, infer, err))) {
 			hp_error_prefix(err, "layer %d", i);
 			return rc;
 		}
@@ -915,8 +1017,18 @@ static int cuda_forward(void *be, double *loss, struct hp_error *err)
 	for (int64_t i = 0; i < n; i++)
 		sum += b->hloss[i];
 	*loss = sum / (double)n;
-	b->fwd_done = true;
+	b->fwd_done = !infer;
 	return 0;
+}
+
+static int cuda_forward(void *be, double *loss, struct hp_error *err)
+{
+	return forward(be, false, loss, err);
+}
+
+static int cuda_infer(void *be, double *loss, struct hp_error *err)
+{
+	return forward(be, true, loss, err);
 }
 
 static int cuda_backward(void *be, struct hp_error *err)
@@ -1049,7 +1161,12 @@ const struct hp__engine_ops hp__engine_cuda_ops = {
     .forward = cuda_forward,
     .backward = cuda_backward,
     .update = cuda_update,
+    .infer = cuda_infer,
     .param_io = cuda_param_io,
+    .bn_io = cuda_bn_io,
+    .grads_io = cuda_grads_io,
+    .grads_device = cuda_grads_device,
+    .counters = cuda_counters,
     .output_get = cuda_output_get,
     .input_grad_get = cuda_input_grad_get,
     .mask_get = cuda_mask_get,

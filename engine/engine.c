@@ -460,6 +460,56 @@ static int list_params(struct hp_engine *e)
 	return 0;
 }
 
+/* The state tensors: parameters, their optimizer state, then each batch
+ * norm's running statistics (hp_engine_state_info()). */
+static int list_state(struct hp_engine *e)
+{
+	const struct hp__plan *p = &e->plan;
+	int slots = e->o.opt == HP_OPT_ADAM ? 2 : 1, nbn = 0, k = 0;
+	static const char *const sgd_sfx[1] = {"momentum_buffer"};
+	static const char *const adam_sfx[2] = {"exp_avg", "exp_avg_sq"};
+	const char *const *sfx = slots == 2 ? adam_sfx : sgd_sfx;
+
+	for (int i = 0; i < p->nlayers; i++)
+		nbn += p->layers[i].L.type == HP_LAYER_BN;
+	e->nstate = p->nparams * (1 + slots) + 2 * nbn;
+	e->state = calloc((size_t)e->nstate + 1, sizeof(*e->state));
+	e->state_names = calloc((size_t)e->nstate + 1, sizeof(*e->state_names));
+	e->state_role = calloc((size_t)e->nstate + 1, sizeof(*e->state_role));
+	if (!e->state || !e->state_names || !e->state_role)
+		return HP_ENOMEM;
+	for (int s = 0; s <= slots; s++)
+		for (int i = 0; i < p->nparams; i++, k++) {
+			const struct hp_engine_param *q = &e->params[i];
+			if (s == 0)
+				snprintf(e->state_names[k],
+					 sizeof(e->state_names[0]), "%s",
+					 q->name);
+			else
+				snprintf(e->state_names[k],
+					 sizeof(e->state_names[0]), "%s.%s",
+					 q->name, sfx[s - 1]);
+			e->state[k] = (struct hp_engine_state_info){
+			    e->state_names[k], q->numel, i, q->layer};
+			e->state_role[k] =
+			    s == 0 ? PARAM_IO_VALUE : PARAM_IO_OPT1 + s - 1;
+		}
+	for (int i = 0; i < p->nlayers; i++) {
+		if (p->layers[i].L.type != HP_LAYER_BN)
+			continue;
+		for (int w = 0; w < 2; w++, k++) {
+			snprintf(e->state_names[k], sizeof(e->state_names[0]),
+				 "bn%d.%s", i,
+				 w ? "running_var" : "running_mean");
+			e->state[k] = (struct hp_engine_state_info){
+			    e->state_names[k], p->acts[p->layers[i].x].dims[1],
+			    -1, i};
+			e->state_role[k] = 4 + w;
+		}
+	}
+	return 0;
+}
+
 struct hp_engine *hp_engine_new(const struct hp_spec *spec,
 				const struct hp_engine_opts *o,
 				struct hp_error *err)
@@ -520,7 +570,7 @@ struct hp_engine *hp_engine_new(const struct hp_spec *spec,
 			     (double)limit / 1048576.0);
 		goto fail;
 	}
-	if (copy_spec(e, spec) || list_params(e)) {
+	if (copy_spec(e, spec) || list_params(e) || list_state(e)) {
 		hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -543,6 +593,9 @@ void hp_engine_free(struct hp_engine *e)
 	free(e->spec.layers);
 	free(e->params);
 	free(e->param_names);
+	free(e->state);
+	free(e->state_names);
+	free(e->state_role);
 	free(e);
 }
 
@@ -777,4 +830,142 @@ int hp_engine_energy_mj(struct hp_engine *e, uint64_t *mj)
 	if (!e->ops->energy_mj)
 		return HP_EUNSUPP;
 	return e->ops->energy_mj(e->be, mj);
+}
+
+int hp_engine_infer(struct hp_engine *e, double *loss, struct hp_error *err)
+{
+	double l = 0;
+	int rc;
+
+	if (!e)
+		return hp_error_set(err, HP_EINVAL, "no engine");
+	rc = e->ops->infer(e->be, &l, err);
+	if (loss)
+		*loss = l;
+	return rc;
+}
+
+int hp_engine_set_lr(struct hp_engine *e, double lr)
+{
+	if (!e || !(lr >= 0) || lr > 1e30)
+		return HP_ERANGE;
+	e->o.lr = lr;
+	return 0;
+}
+
+void hp_engine_set_sample_offset(struct hp_engine *e, int64_t first)
+{
+	if (e && first >= 0)
+		e->sample_offset = first;
+}
+
+int64_t hp_engine_param_elems(const struct hp_engine *e)
+{
+	return e ? e->plan.param_elems : 0;
+}
+
+static int grads_io(struct hp_engine *e, float *flat, int dir,
+		    struct hp_error *err)
+{
+	int64_t off = 0;
+	int rc;
+
+	if (!e || !flat)
+		return hp_error_set(err, HP_EINVAL, "no engine or buffer");
+	if (e->ops->grads_io)
+		return e->ops->grads_io(e->be, flat, dir, err);
+	for (int i = 0; i < e->plan.nparams; i++) {
+		rc = e->ops->param_io(e->be, i, PARAM_IO_GRAD, dir, flat + off,
+				      err);
+		if (rc)
+			return rc;
+		off += e->params[i].numel;
+	}
+	return 0;
+}
+
+int hp_engine_grads_get(struct hp_engine *e, float *out, struct hp_error *err)
+{
+	return grads_io(e, out, 0, err);
+}
+
+int hp_engine_grads_set(struct hp_engine *e, const float *in,
+			struct hp_error *err)
+{
+	/* the backend only reads the buffer when dir is 1 */
+	return grads_io(e, (float *)(uintptr_t)in, 1, err);
+}
+
+int hp_engine_grads_device(struct hp_engine *e, void **ptr, int64_t *nfloats,
+			   void **stream)
+{
+	if (!e || !ptr || !nfloats || !stream)
+		return HP_EINVAL;
+	if (!e->ops->grads_device)
+		return HP_EUNSUPP;
+	return e->ops->grads_device(e->be, ptr, nfloats, stream);
+}
+
+int hp_engine_state_count(const struct hp_engine *e)
+{
+	return e ? e->nstate : 0;
+}
+
+int hp_engine_state_info(const struct hp_engine *e, int k,
+			 struct hp_engine_state_info *out)
+{
+	if (!e || !out || k < 0 || k >= e->nstate)
+		return HP_ERANGE;
+	*out = e->state[k];
+	return 0;
+}
+
+static int state_io(struct hp_engine *e, int k, int dir, float *buf,
+		    struct hp_error *err)
+{
+	int role;
+
+	if (!e || !buf)
+		return hp_error_set(err, HP_EINVAL, "no engine or buffer");
+	if (k < 0 || k >= e->nstate)
+		return hp_error_set(err, HP_ERANGE,
+				    "state tensor %d out of range 0..%d", k,
+				    e->nstate - 1);
+	role = e->state_role[k];
+	if (role >= 4)
+		return e->ops->bn_io(e->be, e->state[k].layer, role - 4, dir,
+				     buf, err);
+	return e->ops->param_io(e->be, e->state[k].param, role, dir, buf, err);
+}
+
+int hp_engine_state_get(struct hp_engine *e, int k, float *out,
+			struct hp_error *err)
+{
+	return state_io(e, k, 0, out, err);
+}
+
+int hp_engine_state_set(struct hp_engine *e, int k, const float *in,
+			struct hp_error *err)
+{
+	return state_io(e, k, 1, (float *)(uintptr_t)in, err);
+}
+
+void hp_engine_counters_get(const struct hp_engine *e,
+			    struct hp_engine_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (e)
+		e->ops->counters(e->be, out, 0);
+}
+
+int hp_engine_counters_set(struct hp_engine *e,
+			   const struct hp_engine_counters *in)
+{
+	struct hp_engine_counters c;
+
+	if (!e || !in || in->updates < 0)
+		return HP_EINVAL;
+	c = *in;
+	e->ops->counters(e->be, &c, 1);
+	return 0;
 }

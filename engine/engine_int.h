@@ -55,6 +55,14 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt);
  * pointer to *p and to *o, which outlive it) and returns 0 or a negative
  * code with err set; every other op gets that state.
  */
+/* Roles of a parameter's tensors for param_io. */
+enum {
+	PARAM_IO_VALUE = 0,
+	PARAM_IO_GRAD = 1,
+	PARAM_IO_OPT1 = 2, /* SGD's momentum, Adam's first moment */
+	PARAM_IO_OPT2 = 3, /* Adam's second moment */
+};
+
 struct hp__engine_ops {
 	const char *name;
 	int (*create)(struct hp_engine *e, struct hp_error *err);
@@ -64,9 +72,21 @@ struct hp__engine_ops {
 	int (*forward)(void *be, double *loss, struct hp_error *err);
 	int (*backward)(void *be, struct hp_error *err);
 	int (*update)(void *be, struct hp_error *err);
-	/* what 0: value, 1: gradient; dir 0: get, 1: set */
+	/* forward in inference mode (hp_engine_infer()) */
+	int (*infer)(void *be, double *loss, struct hp_error *err);
+	/* what: a PARAM_IO_* role; dir 0: get, 1: set; plain layout */
 	int (*param_io)(void *be, int i, int what, int dir, float *buf,
 			struct hp_error *err);
+	/* batch norm layer `layer`'s running mean (which 0) or variance (1) */
+	int (*bn_io)(void *be, int layer, int which, int dir, float *buf,
+		     struct hp_error *err);
+	/* optional: every gradient at once, flat (NULL: param_io per tensor) */
+	int (*grads_io)(void *be, float *flat, int dir, struct hp_error *err);
+	/* optional: the device gradient arena (NULL: HP_EUNSUPP) */
+	int (*grads_device)(void *be, void **ptr, int64_t *nfloats,
+			    void **stream);
+	/* the counters; dir 0: get, 1: set */
+	void (*counters)(void *be, struct hp_engine_counters *c, int dir);
 	int (*output_get)(void *be, float *out, struct hp_error *err);
 	int (*input_grad_get)(void *be, float *out, struct hp_error *err);
 	int (*mask_get)(void *be, int layer, float *out, struct hp_error *err);
@@ -89,6 +109,12 @@ struct hp_engine {
 	struct hp_spec spec;		/* copy: no name; layers owned */
 	struct hp_engine_param *params; /* plan.nparams */
 	char (*param_names)[48];
+	int64_t sample_offset; /* dropout: first sample of the loaded batch */
+	/* the state tensors (hp_engine_state_info()) and what each is */
+	struct hp_engine_state_info *state;
+	char (*state_names)[64];
+	int *state_role; /* PARAM_IO_* for a parameter's, 4 + which for bn */
+	int nstate;
 };
 
 extern const struct hp__engine_ops hp__engine_cpu_ops;

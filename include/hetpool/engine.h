@@ -125,6 +125,85 @@ int hp_engine_grad_get(struct hp_engine *e, int i, float *out,
 		       struct hp_error *err);
 
 /*
+ * Inference: a forward pass with batch norm on its running statistics and
+ * dropout off (evaluation), on the loaded batch.  loss as hp_engine_step();
+ * the logits are read with hp_engine_output_get().  It does not count as a
+ * training forward (dropout's random stream and the counters are left as
+ * they were), and a backward after it is refused until the next
+ * hp_engine_forward().
+ */
+int hp_engine_infer(struct hp_engine *e, double *loss, struct hp_error *err);
+
+/* The learning rate of the following updates (schedules change it). */
+int hp_engine_set_lr(struct hp_engine *e, double lr);
+
+/*
+ * Dropout's masks for data-parallel training: sample i of the loaded batch
+ * draws the mask of sample first + i of a global batch, so ranks that
+ * split one global batch draw the masks one engine on the whole batch
+ * would (when the ranks' backends store the activation alike; see
+ * docs/trainer.md).  0 (the default): the batch is the global batch.
+ */
+void hp_engine_set_sample_offset(struct hp_engine *e, int64_t first);
+
+/*
+ * All gradients of the last backward as one flat array: the parameters in
+ * hp_engine_param_info() order, each in its plain layout,
+ * hp_engine_param_elems() floats in all.  hp_engine_grads_set() replaces
+ * them (an all-reduce's result) before hp_engine_update().
+ */
+int64_t hp_engine_param_elems(const struct hp_engine *e);
+int hp_engine_grads_get(struct hp_engine *e, float *out, struct hp_error *err);
+int hp_engine_grads_set(struct hp_engine *e, const float *in,
+			struct hp_error *err);
+
+/*
+ * Where a device backend keeps the gradients, for a collective library
+ * that reduces on the device (NCCL): *ptr is the device address of
+ * *nfloats floats holding every gradient (with zero padding between
+ * tensors, which a sum keeps zero) and *stream the backend's CUDA stream
+ * (a cudaStream_t).  HP_EUNSUPP on the CPU backend.
+ */
+int hp_engine_grads_device(struct hp_engine *e, void **ptr, int64_t *nfloats,
+			   void **stream);
+
+/*
+ * The engine's whole training state as named tensors, for checkpoints and
+ * for moving a run to an engine at another batch: every parameter, then
+ * the optimizer's state of each parameter (SGD: "<param>.momentum_buffer";
+ * Adam: "<param>.exp_avg" and "<param>.exp_avg_sq"), then each batch
+ * norm's "<layer>.running_mean" and "<layer>.running_var", all in plain
+ * layouts.  Together with the counters below, setting it on an engine
+ * built from the same spec and options (any batch) continues the run bit
+ * for bit.
+ */
+struct hp_engine_state_info {
+	const char *name; /* the engine's */
+	int64_t numel;
+	int param; /* index of the parameter it belongs to, or -1 */
+	int layer; /* index into spec->layers */
+};
+int hp_engine_state_count(const struct hp_engine *e);
+/* Describe state tensor k; HP_ERANGE if k is out of range. */
+int hp_engine_state_info(const struct hp_engine *e, int k,
+			 struct hp_engine_state_info *out);
+int hp_engine_state_get(struct hp_engine *e, int k, float *out,
+			struct hp_error *err);
+int hp_engine_state_set(struct hp_engine *e, int k, const float *in,
+			struct hp_error *err);
+
+/* The counters a continued run needs: optimizer steps taken (Adam's bias
+ * correction) and training forwards run (dropout's random stream). */
+struct hp_engine_counters {
+	int64_t updates;
+	uint64_t forwards;
+};
+void hp_engine_counters_get(const struct hp_engine *e,
+			    struct hp_engine_counters *out);
+int hp_engine_counters_set(struct hp_engine *e,
+			   const struct hp_engine_counters *in);
+
+/*
  * The last layer's output (the logits before the loss) from the last
  * forward: dims gets N, C, H, W (H = W = 1 after an fc) and the return is
  * the element count; hp_engine_output_get() copies it as plain NCHW.

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# bench_rebalance.sh - run-time rebalancing of hetpool-train against a rank
+# slowed by a CPU hog sharing its core.  Rank 0 is bound to core 0, rank 1
+# to core 1 (mpirun --bind-to core), and a busy loop runs pinned to core 1.
+# Each round measures, side by side:
+#   even     2 ranks, the global batch split evenly, rebalancing off
+#   resplit  2 ranks, rebalancing on (from the even split); measured over
+#            the last steps, after the split has settled
+#   ideal    each rank's own throughput measured alone under the same
+#            conditions (two 1-rank trainers at once, one per core, the hog
+#            on core 1, each at its local batch of the re-split), summed
+# and reports samples/s, resplit / ideal (goal >= 95%) and the spread of
+# the ranks' compute times after the re-split (max / min - 1; goal 5%).
+# A second ideal is taken inside the re-split run itself: the sum over the
+# ranks of local batch / compute time, per step (each rank's own speed at
+# the same moment, waiting and communication left out), which other
+# people's load cannot make differ from the run it is compared with.
+# Rounds are interleaved so the machine's drift hits all three alike;
+# medians and the spread over rounds are reported.
+#
+# Usage: benchmarks/bench_rebalance.sh [BUILD_DIR]
+# Knobs: BENCH_ROUNDS (5), BENCH_BATCH (1024), BENCH_MEASURE (15 steps),
+#        BENCH_SETTLE (30 steps for the re-split to settle).
+# On a machine other people use at the same time, their processes land on
+# either core and come and go: the load average is printed before and
+# after, and only ratios taken within one round are compared.
+set -u
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+train=$build/bin/hetpool-train
+rounds=${BENCH_ROUNDS:-5}
+B=${BENCH_BATCH:-1024}
+measure=${BENCH_MEASURE:-15}
+settle=${BENCH_SETTLE:-30}
+spec=$root/tests/data/train/cnn.json
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+if [ ! -x "$train" ] || ! command -v mpirun >/dev/null || ! command -v taskset >/dev/null; then
+	echo "skip: needs $train, mpirun and taskset"
+	exit 0
+fi
+if [ "$(nproc)" -lt 2 ]; then
+	echo "skip: needs 2 cores"
+	exit 0
+fi
+tmp=$(mktemp -d)
+hog=
+cleanup() {
+	[ -n "$hog" ] && kill "$hog" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+taskset -c 1 sh -c 'while :; do :; done' &
+hog=$!
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+common=(--model "$spec" --data synthetic --synthetic-samples 8192 --threads 1
+	--eval-samples 64 --lr 0.02)
+two() { mpirun -np 2 --bind-to core --map-by core "$train" "${common[@]}" "$@"; }
+
+for r in $(seq 1 "$rounds"); do
+	d=$tmp/$r
+	mkdir -p "$d"
+	two --batch "$B" --steps $((settle + measure)) --rebalance on \
+		--rebalance-window 10 --out "$d/resplit" 2>>"$tmp/log" || exit 1
+	split=$(/usr/bin/python3 -c "
+import json
+L = [json.loads(l) for l in open('$d/resplit/metrics.jsonl') if '\"step\"' in l]
+print(' '.join(map(str, L[-1]['local_batches'])))")
+	set -- $split
+	taskset -c 0 "$train" "${common[@]}" --batch "$1" --steps $((measure + 5)) \
+		--out "$d/alone0" 2>>"$tmp/log" &
+	a0=$!
+	taskset -c 1 "$train" "${common[@]}" --batch "$2" --steps $((measure + 5)) \
+		--out "$d/alone1" 2>>"$tmp/log" &
+	a1=$!
+	wait $a0 $a1
+	two --batch "$B" --steps $((measure + 5)) --rebalance off --out "$d/even" \
+		2>>"$tmp/log" || exit 1
+done
+
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+/usr/bin/python3 - "$tmp" "$rounds" "$B" "$measure" <<'PY'
+import json, statistics, sys
+tmp, rounds, B, measure = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+
+def steps(p):
+    return [json.loads(l) for l in open(p + '/metrics.jsonl') if '"step"' in l]
+
+def sps(L):
+    # samples per second over the steps: sum of batches / sum of wall
+    return sum(sum(x['local_batches']) for x in L) / sum(x['step_s'] for x in L)
+
+rows = []
+for r in range(1, rounds + 1):
+    d = '%s/%d' % (tmp, r)
+    rs = steps(d + '/resplit')[-measure:]
+    ev = steps(d + '/even')[5:]
+    a0 = steps(d + '/alone0')[5:]
+    a1 = steps(d + '/alone1')[5:]
+    med = [statistics.median(x['rank_step_s'][k] for x in rs) for k in (0, 1)]
+    evmed = [statistics.median(x['rank_step_s'][k] for x in ev) for k in (0, 1)]
+    events = [json.loads(l) for l in open(d + '/resplit/metrics.jsonl') if '"event":"rebalance"' in l]
+    inrun = sum(sum(b / t for b, t in zip(x['local_batches'], x['rank_step_s']))
+                * x['step_s'] for x in rs) / sum(x['step_s'] for x in rs)
+    rows.append(dict(even=sps(ev), resplit=sps(rs), a0=sps(a0), a1=sps(a1),
+                     inrun=inrun,
+                     ideal=sps(a0) + sps(a1), split=rs[-1]['local_batches'],
+                     spread=max(med) / min(med) - 1,
+                     even_spread=max(evmed) / min(evmed) - 1,
+                     resplits=len(events)))
+
+print('global batch %d, rank 0 on core 0, rank 1 on core 1 with a busy loop; '
+      'samples/s over %d steps' % (B, measure))
+print('%5s %8s %8s %8s %8s %8s %8s %8s %8s %10s %9s %9s %9s' % (
+    'round', 'even', 'resplit', 'alone0', 'alone1', 'ideal', 'rs/ideal',
+    'ev/ideal', 'in-run', 'rs/in-run', 'split', 'spread', 're-splits'))
+for i, x in enumerate(rows, 1):
+    print('%5d %8.0f %8.0f %8.0f %8.0f %8.0f %7.1f%% %7.1f%% %8.0f %9.1f%% %9s %8.1f%% %9d' % (
+        i, x['even'], x['resplit'], x['a0'], x['a1'], x['ideal'],
+        100 * x['resplit'] / x['ideal'], 100 * x['even'] / x['ideal'],
+        x['inrun'], 100 * x['resplit'] / x['inrun'],
+        '%d:%d' % tuple(x['split']), 100 * x['spread'], x['resplits']))
+def m(k):
+    v = [x[k] for x in rows]
+    return statistics.median(v), min(v), max(v)
+ratio = [x['resplit'] / x['ideal'] for x in rows]
+print('median: even %.0f, re-split %.0f, ideal %.0f samples/s; re-split / ideal '
+      '%.1f%% (range %.1f-%.1f%%, goal >= 95%%); even / ideal %.1f%%' % (
+          m('even')[0], m('resplit')[0], m('ideal')[0], 100 * statistics.median(ratio),
+          100 * min(ratio), 100 * max(ratio),
+          100 * statistics.median(x['even'] / x['ideal'] for x in rows)))
+ir = [x['resplit'] / x['inrun'] for x in rows]
+print('re-split / in-run ideal: median %.1f%% (range %.1f-%.1f%%)' % (
+    100 * statistics.median(ir), 100 * min(ir), 100 * max(ir)))
+print('rank compute-time spread: even split %.1f%%, after the re-split %.1f%% '
+      '(median over rounds; goal <= 5%%)' % (
+          100 * m('even_spread')[0], 100 * m('spread')[0]))
+PY

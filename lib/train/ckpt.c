@@ -1,0 +1,322 @@
+/*
+ * ckpt.c - the checkpoint file: named float tensors and a JSON object of
+ * the run's state, with a CRC-32, written atomically (temporary file,
+ * fsync, rename, fsync of the folder) and read back with every size
+ * checked.  The format is in include/hetpool/train.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <zlib.h>
+
+#include "hetpool/train.h"
+#include "util/banned.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "checkpoints are written in the host's byte order: little-endian only"
+#endif
+
+#define MAGIC "HPCKPT1\n"
+#define MAGIC_LEN 8
+#define NAME_MAX_LEN 255
+
+uint64_t hp_fnv1a64(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+void hp_ckpt_init(struct hp_ckpt *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+void hp_ckpt_release(struct hp_ckpt *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->n; i++) {
+		free(c->t[i].name);
+		free(c->t[i].data);
+	}
+	free(c->t);
+	json_decref(c->meta);
+	memset(c, 0, sizeof(*c));
+}
+
+int hp_ckpt_add(struct hp_ckpt *c, const char *name, int64_t numel,
+		const float *data)
+{
+	struct hp_ckpt_tensor *t;
+
+	if (!name || numel < 0 || (numel && !data) ||
+	    c->n >= HP_CKPT_MAX_TENSORS)
+		return HP_EINVAL;
+	if (c->n == c->alloc) {
+		int na = c->alloc ? 2 * c->alloc : 16;
+		struct hp_ckpt_tensor *v =
+		    realloc(c->t, (size_t)na * sizeof(*v));
+		if (!v)
+			return HP_ENOMEM;
+		c->t = v;
+		c->alloc = na;
+	}
+	t = &c->t[c->n];
+	t->name = hp_strdup(name);
+	t->numel = numel;
+	t->data = malloc(numel ? (size_t)numel * sizeof(float) : 1);
+	if (!t->name || !t->data) {
+		free(t->name);
+		free(t->data);
+		return HP_ENOMEM;
+	}
+	if (numel)
+		memcpy(t->data, data, (size_t)numel * sizeof(float));
+	c->n++;
+	return 0;
+}
+
+const struct hp_ckpt_tensor *hp_ckpt_find(const struct hp_ckpt *c,
+					  const char *name)
+{
+	for (int i = 0; i < c->n; i++)
+		if (!strcmp(c->t[i].name, name))
+			return &c->t[i];
+	return NULL;
+}
+
+static char *header_json(const struct hp_ckpt *c)
+{
+	json_t *h = json_object(), *ts = json_array();
+	char *s = NULL;
+	bool ok = h && ts;
+
+	ok = ok && !json_object_set_new(h, "format",
+					json_string("hetpool-checkpoint"));
+	ok = ok && !json_object_set_new(h, "version", json_integer(1));
+	ok = ok &&
+	     !json_object_set(h, "meta", c->meta ? c->meta : json_object());
+	for (int i = 0; ok && i < c->n; i++)
+		ok = !json_array_append_new(
+		    ts, json_pack("{s:s, s:I}", "name", c->t[i].name, "numel",
+				  (json_int_t)c->t[i].numel));
+	ok = ok && !json_object_set(h, "tensors", ts);
+	if (ok)
+		s = json_dumps(h, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(ts);
+	json_decref(h);
+	return s;
+}
+
+/* Write n bytes, updating the CRC; false with errno on failure. */
+static bool put(int fd, const void *p, size_t n, uLong *crc)
+{
+	const char *b = p;
+
+	*crc = crc32_z(*crc, p, n);
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		b += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+int hp_ckpt_write(const char *path, const struct hp_ckpt *c,
+		  struct hp_error *err)
+{
+	char tmp[4200], dir[4096];
+	char *hdr = header_json(c);
+	uint64_t hlen;
+	uint32_t crc32le;
+	uLong crc = crc32(0, NULL, 0);
+	int fd, dfd, e;
+	bool ok;
+	const char *slash;
+
+	if (!hdr)
+		return hp_error_set(err, HP_ENOMEM,
+				    "out of memory (checkpoint header)");
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path,
+			     (long)getpid()) >= sizeof(tmp)) {
+		free(hdr);
+		return hp_error_set(err, HP_EINVAL, "checkpoint path too long");
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		e = errno;
+		free(hdr);
+		return hp_error_set(err, HP_EIO, "cannot create '%s': %s", tmp,
+				    strerror(e));
+	}
+	hlen = strlen(hdr);
+	ok = put(fd, MAGIC, MAGIC_LEN, &crc) && put(fd, &hlen, 8, &crc) &&
+	     put(fd, hdr, hlen, &crc);
+	for (int i = 0; ok && i < c->n; i++)
+		ok = put(fd, c->t[i].data,
+			 (size_t)c->t[i].numel * sizeof(float), &crc);
+	crc32le = (uint32_t)crc;
+	ok = ok && put(fd, &crc32le, 4, &crc) && fsync(fd) == 0;
+	e = errno;
+	free(hdr);
+	if (close(fd) != 0 && ok) {
+		ok = false;
+		e = errno;
+	}
+	if (!ok || rename(tmp, path) != 0) {
+		if (ok)
+			e = errno;
+		unlink(tmp);
+		return hp_error_set(err, HP_EIO, "cannot write '%s': %s", path,
+				    strerror(e));
+	}
+	/* the rename itself must reach the disk */
+	slash = strrchr(path, '/');
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s",
+			 slash == path ? 1 : (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+static int bad(struct hp_error *err, const char *what)
+{
+	return hp_error_set(err, HP_EPARSE, "not a valid checkpoint: %s", what);
+}
+
+int hp_ckpt_parse(const void *buf, size_t len, struct hp_ckpt *out,
+		  struct hp_error *err)
+{
+	const unsigned char *p = buf;
+	uint64_t hlen;
+	uint32_t want;
+	json_t *h = NULL, *ts, *fmt, *ver, *meta;
+	json_error_t je;
+	const unsigned char *data;
+	uint64_t data_bytes, need = 0;
+	size_t nt;
+	int rc = 0;
+
+	hp_ckpt_init(out);
+	if (len < MAGIC_LEN + 8 + 4 || memcmp(p, MAGIC, MAGIC_LEN))
+		return bad(err, "no HPCKPT1 magic");
+	memcpy(&hlen, p + MAGIC_LEN, 8);
+	if (hlen > HP_CKPT_MAX_HEADER || hlen > len - (MAGIC_LEN + 8 + 4))
+		return bad(err, "header length out of range");
+	memcpy(&want, p + len - 4, 4);
+	if ((uint32_t)crc32_z(crc32(0, NULL, 0), p, len - 4) != want)
+		return bad(err, "checksum mismatch (a damaged or cut file)");
+	h = json_loadb((const char *)p + MAGIC_LEN + 8, (size_t)hlen,
+		       JSON_REJECT_DUPLICATES, &je);
+	if (!h || !json_is_object(h)) {
+		rc = bad(err, "header is not a JSON object");
+		goto done;
+	}
+	fmt = json_object_get(h, "format");
+	ver = json_object_get(h, "version");
+	meta = json_object_get(h, "meta");
+	ts = json_object_get(h, "tensors");
+	if (!json_is_string(fmt) ||
+	    strcmp(json_string_value(fmt), "hetpool-checkpoint")) {
+		rc = bad(err, "format is not \"hetpool-checkpoint\"");
+		goto done;
+	}
+	if (!json_is_integer(ver) || json_integer_value(ver) != 1) {
+		rc = hp_error_set(err, HP_EUNSUPP,
+				  "checkpoint version is not 1 (written by "
+				  "another hetpool?)");
+		goto done;
+	}
+	if (!json_is_object(meta) || !json_is_array(ts)) {
+		rc = bad(err, "header lacks \"meta\" or \"tensors\"");
+		goto done;
+	}
+	nt = json_array_size(ts);
+	if (nt > HP_CKPT_MAX_TENSORS) {
+		rc = bad(err, "too many tensors");
+		goto done;
+	}
+	data = p + MAGIC_LEN + 8 + hlen;
+	data_bytes = len - 4 - (MAGIC_LEN + 8 + hlen);
+	for (size_t i = 0; i < nt; i++) {
+		json_t *t = json_array_get(ts, i);
+		json_t *name = json_object_get(t, "name");
+		json_t *numel = json_object_get(t, "numel");
+		const char *nm;
+		json_int_t n;
+		if (!json_is_string(name) || !json_is_integer(numel)) {
+			rc = bad(err, "a tensor lacks \"name\" or \"numel\"");
+			goto done;
+		}
+		nm = json_string_value(name);
+		n = json_integer_value(numel);
+		if (!*nm || strlen(nm) > NAME_MAX_LEN ||
+		    strlen(nm) != json_string_length(name) ||
+		    hp_str_has_control(nm)) {
+			rc = bad(err, "a tensor name is empty, too long or "
+				      "holds control characters");
+			goto done;
+		}
+		if (n < 0 || (uint64_t)n > data_bytes / 4 ||
+		    need + (uint64_t)n * 4 > data_bytes) {
+			rc = bad(err, "tensor sizes exceed the data");
+			goto done;
+		}
+		need += (uint64_t)n * 4;
+	}
+	if (need != data_bytes) {
+		rc = bad(err, "tensor sizes disagree with the data");
+		goto done;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		json_t *t = json_array_get(ts, i);
+		int64_t n = json_integer_value(json_object_get(t, "numel"));
+		rc = hp_ckpt_add(out,
+				 json_string_value(json_object_get(t, "name")),
+				 n, (const float *)(const void *)data);
+		if (rc) {
+			rc = hp_error_set(err, rc, "out of memory");
+			goto done;
+		}
+		data += n * 4;
+	}
+	out->meta = json_incref(meta);
+done:
+	json_decref(h);
+	return rc;
+}
+
+int hp_ckpt_read(const char *path, struct hp_ckpt *out, struct hp_error *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	hp_ckpt_init(out);
+	rc = hp_read_file(path, (size_t)1 << 40, &buf, &len, err);
+	if (rc)
+		return rc;
+	rc = hp_ckpt_parse(buf, len, out, err);
+	free(buf);
+	return rc;
+}

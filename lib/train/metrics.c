@@ -1,0 +1,137 @@
+/*
+ * metrics.c - the trainer's metrics.jsonl: one JSON object per step, and
+ * the cut made on --resume so the steps after the checkpoint are not
+ * listed twice.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "hetpool/train.h"
+#include "util/banned.h"
+
+/* A real, or null for NaN and infinities (JSON has no such numbers). */
+static json_t *real_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+char *hp_step_record_json(const struct hp_step_record *r)
+{
+	json_t *o = json_object(), *lb = json_array(), *ss = json_array(),
+	       *as = json_array();
+	char *s = NULL;
+	bool ok = o && lb && ss && as;
+
+	for (int i = 0; ok && i < r->ranks; i++)
+		ok =
+		    !json_array_append_new(lb, json_integer(r->local[i])) &&
+		    !json_array_append_new(ss, real_or_null(r->step_s[i])) &&
+		    !json_array_append_new(as, real_or_null(r->allreduce_s[i]));
+	ok = ok && !json_object_set_new(o, "step", json_integer(r->step)) &&
+	     !json_object_set_new(o, "epoch", json_integer(r->epoch)) &&
+	     !json_object_set_new(o, "loss", real_or_null(r->loss)) &&
+	     !json_object_set_new(o, "accuracy", real_or_null(r->accuracy)) &&
+	     !json_object_set_new(o, "lr", real_or_null(r->lr)) &&
+	     !json_object_set(o, "local_batches", lb) &&
+	     !json_object_set(o, "rank_step_s", ss) &&
+	     !json_object_set(o, "rank_allreduce_s", as) &&
+	     !json_object_set_new(o, "step_s", real_or_null(r->wall_step_s)) &&
+	     !json_object_set_new(o, "samples_per_s",
+				  real_or_null(r->samples_per_s)) &&
+	     !json_object_set_new(o, "elapsed_s", real_or_null(r->elapsed_s));
+	if (ok)
+		s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+				      JSON_REAL_PRECISION(9));
+	json_decref(lb);
+	json_decref(ss);
+	json_decref(as);
+	json_decref(o);
+	return s;
+}
+
+/* The step a metrics line belongs to, or -1 when it names none. */
+static int64_t line_step(const char *line, size_t n)
+{
+	json_error_t je;
+	json_t *o = json_loadb(line, n, 0, &je), *v;
+	int64_t step = -1;
+
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return -1;
+	}
+	v = json_object_get(o, "step");
+	if (!json_is_integer(v))
+		v = json_object_get(o, "at_step");
+	if (json_is_integer(v))
+		step = json_integer_value(v);
+	json_decref(o);
+	return step;
+}
+
+int hp_metrics_truncate(const char *path, int64_t step, struct hp_error *err)
+{
+	char *buf = NULL, tmp[4200];
+	size_t len = 0, keep = 0;
+	FILE *f;
+	int rc, e;
+
+	rc = hp_read_file(path, (size_t)1 << 32, &buf, &len, err);
+	if (rc == HP_ENOENT) {
+		hp_error_clear(err);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	/* whole lines only: a line cut by a kill is dropped */
+	for (size_t i = 0; i < len;) {
+		const char *nl = memchr(buf + i, '\n', len - i);
+		size_t n;
+		int64_t s;
+		if (!nl)
+			break;
+		n = (size_t)(nl - (buf + i));
+		s = line_step(buf + i, n);
+		if (s < 0 || s > step)
+			break;
+		keep = i + n + 1;
+		i = keep;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path,
+			     (long)getpid()) >= sizeof(tmp)) {
+		free(buf);
+		return hp_error_set(err, HP_EINVAL, "metrics path too long");
+	}
+	f = fopen(tmp, "wb");
+	if (!f) {
+		e = errno;
+		free(buf);
+		return hp_error_set(err, HP_EIO, "cannot create '%s': %s", tmp,
+				    strerror(e));
+	}
+	if (fwrite(buf, 1, keep, f) != keep || fflush(f) != 0 ||
+	    fsync(fileno(f)) != 0) {
+		e = errno;
+		fclose(f);
+		unlink(tmp);
+		free(buf);
+		return hp_error_set(err, HP_EIO, "cannot write '%s': %s", tmp,
+				    strerror(e));
+	}
+	fclose(f);
+	free(buf);
+	if (rename(tmp, path) != 0) {
+		e = errno;
+		unlink(tmp);
+		return hp_error_set(err, HP_EIO, "cannot replace '%s': %s",
+				    path, strerror(e));
+	}
+	return 0;
+}

@@ -1,0 +1,214 @@
+/*
+ * split.c - a global batch over ranks: the even split, a split in
+ * proportion to throughput, and the run-time rebalancer that asks for one
+ * when the ranks' step times drift apart.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetpool/train.h"
+#include "util/banned.h"
+
+void hp_split_even(int64_t global, int ranks, int64_t *local)
+{
+	for (int r = 0; r < ranks; r++)
+		local[r] = global / ranks + (r < global % ranks ? 1 : 0);
+}
+
+int hp_split_proportional(int64_t global, int ranks, const double *weight,
+			  int64_t min_local, int64_t *local)
+{
+	double sum = 0, *share;
+	int64_t given = 0;
+
+	if (ranks < 1 || min_local < 0 || global < (int64_t)ranks * min_local)
+		return HP_EINVAL;
+	for (int r = 0; r < ranks; r++) {
+		if (!isfinite(weight[r]) || !(weight[r] > 0))
+			return HP_EINVAL;
+		sum += weight[r];
+	}
+	share = calloc((size_t)ranks, sizeof(*share));
+	if (!share)
+		return HP_ENOMEM;
+	/* the exact shares, rounded down, but never under the floor */
+	for (int r = 0; r < ranks; r++) {
+		share[r] = (double)global * weight[r] / sum;
+		local[r] = (int64_t)floor(share[r]);
+		if (local[r] < min_local)
+			local[r] = min_local;
+		given += local[r];
+	}
+	/* then one at a time to whoever is furthest below its share (ties
+	 * to the lower rank), or from whoever is furthest above it */
+	while (given != global) {
+		int best = -1;
+		for (int r = 0; r < ranks; r++) {
+			double gap = share[r] - (double)local[r];
+			if (given > global && local[r] <= min_local)
+				continue;
+			if (best < 0 ||
+			    (given < global
+				 ? gap > share[best] - (double)local[best]
+				 : gap < share[best] - (double)local[best]))
+				best = r;
+		}
+		local[best] += given < global ? 1 : -1;
+		given += given < global ? 1 : -1;
+	}
+	free(share);
+	return 0;
+}
+
+void hp_split_offsets(const int64_t *local, int ranks, int64_t *offset)
+{
+	int64_t o = 0;
+
+	for (int r = 0; r < ranks; r++) {
+		offset[r] = o;
+		o += local[r];
+	}
+}
+
+int hp_split_parse(const char *s, int ranks, int64_t global, int64_t *local,
+		   struct hp_error *err)
+{
+	char tok[32];
+	int64_t sum = 0;
+	int r = 0;
+	const char *p = s;
+
+	if (!s || !*s)
+		return hp_error_set(err, HP_EINVAL, "empty list");
+	for (;;) {
+		const char *c = strchr(p, ',');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+		if (n == 0 || n >= sizeof(tok))
+			return hp_error_set(err, HP_EINVAL,
+					    "item %d is empty or too long",
+					    r + 1);
+		memcpy(tok, p, n);
+		tok[n] = '\0';
+		if (r >= ranks)
+			return hp_error_set(err, HP_EINVAL,
+					    "more than %d items (one per rank)",
+					    ranks);
+		if (hp_parse_i64(tok, 1, (int64_t)1 << 31, &local[r]))
+			return hp_error_set(err, HP_EINVAL,
+					    "item %d is not a positive whole "
+					    "number",
+					    r + 1);
+		sum += local[r++];
+		if (!c)
+			break;
+		p = c + 1;
+	}
+	if (r != ranks)
+		return hp_error_set(err, HP_EINVAL,
+				    "%d items for %d ranks (one per rank)", r,
+				    ranks);
+	if (sum != global)
+		return hp_error_set(err, HP_EINVAL,
+				    "the local batches sum to %lld, not the "
+				    "global batch %lld",
+				    (long long)sum, (long long)global);
+	return 0;
+}
+
+double hp_time_spread(const double *t, int n)
+{
+	double lo, hi;
+
+	if (n < 2)
+		return 0;
+	lo = hi = t[0];
+	for (int i = 1; i < n; i++) {
+		lo = t[i] < lo ? t[i] : lo;
+		hi = t[i] > hi ? t[i] : hi;
+	}
+	if (!(lo > 0))
+		return HUGE_VAL;
+	return hi / lo - 1;
+}
+
+int hp_rebalance_init(struct hp_rebalance *rb, int ranks, int window,
+		      double threshold, int settle)
+{
+	memset(rb, 0, sizeof(*rb));
+	if (ranks < 1 || window < 1 || window > 100000 || settle < 0 ||
+	    !(threshold >= 0))
+		return HP_EINVAL;
+	rb->times = calloc((size_t)ranks * (size_t)window, sizeof(double));
+	if (!rb->times)
+		return HP_ENOMEM;
+	rb->ranks = ranks;
+	rb->window = window;
+	rb->threshold = threshold;
+	rb->settle = settle;
+	rb->skip = settle;
+	return 0;
+}
+
+void hp_rebalance_release(struct hp_rebalance *rb)
+{
+	if (rb)
+		free(rb->times);
+}
+
+void hp_rebalance_reset(struct hp_rebalance *rb)
+{
+	rb->filled = 0;
+	rb->skip = rb->settle;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+enum hp_rebalance_verdict hp_rebalance_add(struct hp_rebalance *rb,
+					   const double *step_s,
+					   const int64_t *local, int64_t global,
+					   int64_t min_local, double *med_s,
+					   int64_t *new_local)
+{
+	double *col, *thr;
+	bool same = true;
+	int w = rb->window;
+
+	if (rb->skip > 0) {
+		rb->skip--;
+		return HP_REBALANCE_WAIT;
+	}
+	for (int r = 0; r < rb->ranks; r++)
+		rb->times[(size_t)r * (size_t)w + (size_t)rb->filled] =
+		    step_s[r];
+	if (++rb->filled < w)
+		return HP_REBALANCE_WAIT;
+	rb->filled = 0;
+	for (int r = 0; r < rb->ranks; r++) {
+		col = rb->times + (size_t)r * (size_t)w;
+		qsort(col, (size_t)w, sizeof(double), cmp_double);
+		med_s[r] =
+		    w % 2 ? col[w / 2] : 0.5 * (col[w / 2 - 1] + col[w / 2]);
+	}
+	if (rb->ranks < 2 ||
+	    !(hp_time_spread(med_s, rb->ranks) > rb->threshold))
+		return HP_REBALANCE_BALANCED;
+	/* throughput per rank; the times' column is free to reuse */
+	thr = rb->times;
+	for (int r = 0; r < rb->ranks; r++) {
+		if (!(med_s[r] > 0))
+			return HP_REBALANCE_BALANCED;
+		thr[r] = (double)local[r] / med_s[r];
+	}
+	if (hp_split_proportional(global, rb->ranks, thr, min_local, new_local))
+		return HP_REBALANCE_BALANCED;
+	for (int r = 0; r < rb->ranks; r++)
+		same = same && new_local[r] == local[r];
+	return same ? HP_REBALANCE_BALANCED : HP_REBALANCE_RESPLIT;
+}

@@ -1,0 +1,318 @@
+#!/usr/bin/env bash
+# train.sh - hetpool-train end to end, with the real mpirun (Open MPI) and
+# the real Fashion-MNIST of the Debian package: bad usage; a run's metrics
+# and results; a data folder; 2 ranks splitting the global batch 3:1 give
+# the 1-rank loss curve; SIGKILL then --resume ends with the weights of an
+# uninterrupted run, bit for bit; SIGTERM stops at a step boundary with a
+# checkpoint; divergence stops a learning-rate ramp; batch norm over 2
+# ranks keeps the ranks' states equal; a rank slowed by CPU hogs gets a
+# smaller share; energy is predicted, and said so, where not measured.
+. "$(dirname "$0")/lib.sh"
+TRAIN=$HP_BIN/hetpool-train
+ROOT=${HP_ROOT:?}
+CNN=$ROOT/tests/data/train/cnn.json
+BN=$ROOT/tests/data/train/cnn_bn.json
+PY=/usr/bin/python3
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none # no CMA in containers
+HOGS=()
+cleanup() {
+	for p in "${HOGS[@]}"; do kill "$p" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+if [ ! -x "$TRAIN" ]; then
+	echo "skip train: no $TRAIN (a build without the engine)"
+	exit 0
+fi
+MPI=1
+command -v mpirun >/dev/null || MPI=0
+FM=1
+dpkg -L dataset-fashion-mnist 2>/dev/null | grep -q train-images-idx3-ubyte.gz || FM=0
+# Under AddressSanitizer, Open MPI's own allocations (MPI_Init's, those of
+# components it dlopens and unloads, so their stacks cannot even be named)
+# are reported as leaks at exit: leak checking is off for the ranks mpirun
+# starts.  Every single-process run below keeps it, and those run the same
+# trainer code except the MPI calls.
+MPI_ASAN="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+mpi() { ASAN_OPTIONS=$MPI_ASAN mpirun --oversubscribe -np "$@"; }
+
+# json FILE EXPR: evaluate a Python expression over the parsed file (j),
+# or over the list of step lines (s) and events (e) of a metrics file.
+json() {
+	"$PY" - "$1" "$2" <<'PY'
+import json, sys
+p, expr = sys.argv[1], sys.argv[2]
+if p.endswith('.jsonl'):
+    L = [json.loads(l) for l in open(p)]
+    s = [x for x in L if 'step' in x]
+    e = [x for x in L if 'event' in x]
+    j = None
+else:
+    j = json.load(open(p))
+    s = e = None
+v = eval(expr)
+print(v)
+sys.exit(0 if v not in (False, None) else 1)
+PY
+}
+
+check() { # check NAME FILE EXPR
+	local out
+	if out=$(json "$2" "$3" 2>&1); then ok "$1"; else fail "$1" "$3 is $out"; fi
+}
+
+# ---- bad usage: exit 2, one line ----
+expect_status usage_none 2 "$TRAIN"
+expect_status usage_batch 2 "$TRAIN" --model "$CNN" --data synthetic --batch 0 --out "$TMP/x"
+expect_err usage_batch_says "--batch: '0'"
+expect_status usage_unknown 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --out "$TMP/x" --frobnicate
+expect_status usage_split 2 "$TRAIN" --model "$CNN" --data synthetic --batch 32 --local-batches 24,8 --out "$TMP/x"
+expect_err usage_split_says "2 items|more than 1 items"
+expect_status usage_both 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --steps 3 --epochs 1 --out "$TMP/x"
+expect_status usage_ramp 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --lr-schedule exp-ramp --out "$TMP/x"
+expect_status usage_device 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --devices tpu --out "$TMP/x"
+expect_err usage_device_says "'tpu' is not cpu, cuda"
+expect_status usage_devices_count 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --devices cpu,cpu --out "$TMP/x"
+expect_err usage_devices_count_says "2 devices for 1 ranks"
+expect_status usage_nodata 2 "$TRAIN" --model "$CNN" --data "$TMP/nowhere" --batch 8 --out "$TMP/x"
+expect_status usage_nomodel 2 "$TRAIN" --model "$TMP/none.json" --data synthetic --batch 8 --out "$TMP/x"
+expect_status usage_onnx 2 "$TRAIN" --model "$ROOT/data/models/resnet18.train.onnx" --data synthetic --batch 8 --out "$TMP/x"
+expect_err usage_onnx_says "not a hetpool spec"
+printf '{"name":"c","input":[3,32,32],"classes":10,"layers":[{"type":"fc","units":10}]}' >"$TMP/c32.json"
+if [ $FM = 1 ]; then
+	expect_status usage_shape 2 "$TRAIN" --model "$TMP/c32.json" --data fashion-mnist --batch 8 --out "$TMP/x"
+	expect_err usage_shape_says "1x28x28, the model's input is 3x32x32"
+fi
+if "$TRAIN" --help | grep -q -- "--local-batches b1"; then ok help; else fail help "no --local-batches in --help"; fi
+
+# ---- one rank on Fashion-MNIST ----
+if [ $FM = 1 ]; then
+	"$TRAIN" --model "$CNN" --data fashion-mnist --batch 32 --steps 40 --lr 0.05 \
+		--threads 1 --eval-samples 2000 --out "$TMP/fm" 2>"$TMP/err"
+	rc=$?
+	if [ $rc -eq 0 ]; then ok fm_runs; else fail fm_runs "exit $rc: $(cat "$TMP/err")"; fi
+	check fm_steps "$TMP/fm/metrics.jsonl" "len(s) == 40 and [x['step'] for x in s] == list(range(1, 41))"
+	check fm_fields "$TMP/fm/metrics.jsonl" "all(k in s[0] for k in ('step','epoch','loss','accuracy','lr','local_batches','rank_step_s','rank_allreduce_s','samples_per_s'))"
+	check fm_learns "$TMP/fm/metrics.jsonl" "sum(x['loss'] for x in s[-5:]) / 5 < 0.6 * s[0]['loss']"
+	check fm_results "$TMP/fm/results.json" "j['state'] == 'completed' and j['steps'] == 40 and j['test_samples'] == 2000 and j['test_accuracy'] > 0.5 and j['wall_s'] > 0"
+	check fm_energy "$TMP/fm/results.json" "j['energy_j'] is None and j['energy_basis'] == 'not measured' and j['stopped_early'] is False"
+	[ -f "$TMP/fm/checkpoint" ] && ok fm_checkpoint || fail fm_checkpoint "no checkpoint"
+
+	# the same files as a plain folder (what data staging produces)
+	mkdir -p "$TMP/fmdir"
+	for f in $(dpkg -L dataset-fashion-mnist | grep 'ubyte.gz$'); do
+		zcat "$f" >"$TMP/fmdir/$(basename "$f" .gz)"
+	done
+	"$TRAIN" --model "$CNN" --data "$TMP/fmdir" --batch 32 --steps 10 --lr 0.05 \
+		--threads 1 --eval-samples 100 --out "$TMP/fmd" 2>"$TMP/err"
+	"$PY" - "$TMP/fm/metrics.jsonl" "$TMP/fmd/metrics.jsonl" <<'PY' && ok data_dir || fail data_dir "losses differ from --data fashion-mnist"
+import json, sys
+a = [json.loads(l)['loss'] for l in open(sys.argv[1]) if '"step"' in l][:10]
+b = [json.loads(l)['loss'] for l in open(sys.argv[2]) if '"step"' in l]
+sys.exit(0 if a == b and len(b) == 10 else 1)
+PY
+	# a checkpoint of --data fashion-mnist resumes on a staged copy
+	"$TRAIN" --model "$CNN" --data "$TMP/fmdir" --batch 32 --steps 45 --lr 0.05 \
+		--threads 1 --eval-samples 100 --out "$TMP/fm" --resume 2>"$TMP/err"
+	check resume_staged_copy "$TMP/fm/results.json" "j['resumed_from_step'] == 40 and j['steps'] == 45"
+	"$TRAIN" --model "$CNN" --data synthetic --batch 32 --steps 45 --lr 0.05 \
+		--threads 1 --out "$TMP/fm" --resume >/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "other data" "$TMP/err" && ok resume_other_data ||
+		fail resume_other_data "exit $rc: $(cat "$TMP/err")"
+else
+	echo "skip fashion_mnist: the Debian package dataset-fashion-mnist is not installed"
+fi
+
+# ---- 2 ranks, 3:1, against 1 rank at the same global batch ----
+same_curve() { # NAME DATA EXTRA...
+	local name=$1 data=$2
+	shift 2
+	local args=(--model "$CNN" --data "$data" --batch 32 --steps 30 --threads 1
+		--eval-samples 256 --rebalance off "$@")
+	"$TRAIN" "${args[@]}" --out "$TMP/$name.1" 2>"$TMP/err.1" &&
+		mpi 2 "$TRAIN" "${args[@]}" --local-batches 24,8 --out "$TMP/$name.2" 2>"$TMP/err.2"
+	local rc=$?
+	if [ $rc -ne 0 ]; then
+		fail "$name" "exit $rc: $(tail -n 3 "$TMP/err.1" "$TMP/err.2")"
+		return
+	fi
+	"$PY" - "$TMP/$name.1/metrics.jsonl" "$TMP/$name.2/metrics.jsonl" <<'PY' >"$TMP/cmp" &&
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1]) if '"step"' in l]
+b = [json.loads(l) for l in open(sys.argv[2]) if '"step"' in l]
+assert len(a) == len(b) == 30, (len(a), len(b))
+assert all(x['local_batches'] == [24, 8] for x in b)
+assert all(len(x['rank_step_s']) == 2 for x in b)
+d = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a, b))
+print('max relative loss difference %.2e over 30 steps' % d)
+sys.exit(0 if d < 1e-4 else 1)
+PY
+		ok "$name ($(cat "$TMP/cmp"))" || fail "$name" "$(cat "$TMP/cmp")"
+}
+if [ $MPI = 1 ]; then
+	[ $FM = 1 ] && same_curve split_3to1_fashion_mnist fashion-mnist --lr 0.05
+	same_curve split_3to1_synthetic_adam synthetic --lr 0.002 --optimizer adam --synthetic-samples 2048
+else
+	echo "skip split_3to1: no mpirun"
+fi
+
+# ---- SIGKILL, then --resume: the weights of an uninterrupted run ----
+if [ $MPI = 1 ] && [ $FM = 1 ]; then
+	args=(--model "$CNN" --data fashion-mnist --batch 16 --local-batches 12,4 --steps 150
+		--lr 0.05 --threads 1 --eval-samples 256 --checkpoint-every 10 --rebalance off)
+	mpi 2 "$TRAIN" "${args[@]}" --out "$TMP/whole" 2>"$TMP/err"
+	ASAN_OPTIONS=$MPI_ASAN mpirun --oversubscribe -np 2 "$TRAIN" "${args[@]}" \
+		--out "$TMP/killed" 2>"$TMP/err" &
+	mp=$! # mpirun itself: the ranks are its children
+	for _ in $(seq 1 3000); do
+		grep -q '"step":25,' "$TMP/killed/metrics.jsonl" 2>/dev/null && break
+		sleep 0.01
+	done
+	pids=$(pgrep -P $mp -x hetpool-train | tr '\n' ' ')
+	[ -n "$pids" ] && kill -9 $pids
+	wait $mp 2>/dev/null
+	done_before=$(grep -c '"step"' "$TMP/killed/metrics.jsonl")
+	if [ "$done_before" -lt 150 ] && [ -n "$pids" ]; then
+		ok "kill_midway (ranks killed after step $done_before)"
+	else
+		fail kill_midway "the run ended before the kill ($done_before steps)"
+	fi
+	mpi 2 "$TRAIN" "${args[@]}" --out "$TMP/killed" --resume 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 0 ] && ok resume_runs || fail resume_runs "exit $rc: $(tail -n 2 "$TMP/err")"
+	"$PY" - "$TMP/whole" "$TMP/killed" <<'PY' >"$TMP/cmp" && ok "kill_resume_bitwise ($(cat "$TMP/cmp"))" || fail kill_resume_bitwise "$(cat "$TMP/cmp")"
+import json, struct, sys
+def tensors(p):
+    b = open(p + '/checkpoint', 'rb').read()
+    assert b[:8] == b'HPCKPT1\n'
+    hl = struct.unpack('<Q', b[8:16])[0]
+    h = json.loads(b[16:16 + hl])
+    return h, b[16 + hl:-4]
+ha, ta = tensors(sys.argv[1])
+hb, tb = tensors(sys.argv[2])
+ra, rb = (json.load(open(p + '/results.json')) for p in sys.argv[1:])
+assert ha['meta']['step'] == hb['meta']['step'] == 150
+assert ha['tensors'] == hb['tensors']
+assert ta == tb, 'checkpoint tensors differ'
+assert ra['weights_hash'] == rb['weights_hash'] and ra['state_hash'] == rb['state_hash']
+assert rb['resumed_from_step'] >= 20 and rb['resumed_from_step'] % 10 == 0
+steps = [json.loads(l)['step'] for l in open(sys.argv[2] + '/metrics.jsonl') if '"step"' in l]
+assert steps == list(range(1, 151)), 'metrics lines lost or doubled'
+print('%d bytes of state equal, resumed from step %d' % (len(ta), rb['resumed_from_step']))
+PY
+	ls "$TMP/killed" | grep -q tmp && fail no_temp_left "$(ls "$TMP/killed")" || ok no_temp_left
+	# a resume that does not match the checkpoint is refused (mpirun adds
+	# its own lines: the trainer's is one)
+	mpi 2 "$TRAIN" "${args[@]}" --batch 32 --local-batches 24,8 --out "$TMP/killed" \
+		--resume >/dev/null 2>"$TMP/err"
+	rc=$?
+	if [ $rc -eq 2 ] && [ "$(grep -c '^hetpool-train:' "$TMP/err")" -eq 1 ] &&
+		grep -q "global batch 16; this run has 2 ranks at 32" "$TMP/err"; then
+		ok resume_mismatch
+	else
+		fail resume_mismatch "exit $rc: $(grep hetpool-train "$TMP/err")"
+	fi
+else
+	echo "skip kill_resume: needs mpirun and Fashion-MNIST"
+fi
+
+# ---- SIGTERM: stop at a step boundary, checkpoint, results, 143 ----
+"$TRAIN" --model "$CNN" --data synthetic --batch 16 --steps 1000000 --threads 1 \
+	--eval-samples 64 --synthetic-samples 1024 --out "$TMP/term" 2>"$TMP/err" &
+tp=$!
+for _ in $(seq 1 3000); do
+	grep -q '"step":10,' "$TMP/term/metrics.jsonl" 2>/dev/null && break
+	sleep 0.01
+done
+kill -TERM $tp
+wait $tp
+rc=$?
+[ $rc -eq 143 ] && ok sigterm_status || fail sigterm_status "exit $rc, expected 143"
+check sigterm_results "$TMP/term/results.json" "j['state'] == 'cancelled' and j['stopped_early'] and 'SIGTERM' in j['stop_reason'] and j['test_accuracy'] is None"
+n=$(json "$TMP/term/results.json" "j['steps']")
+"$TRAIN" --model "$CNN" --data synthetic --batch 16 --steps $((n + 5)) --threads 1 \
+	--eval-samples 64 --synthetic-samples 1024 --out "$TMP/term" --resume 2>"$TMP/err"
+check sigterm_resume "$TMP/term/results.json" "j['state'] == 'completed' and j['steps'] == $((n + 5)) and j['resumed_from_step'] == $n"
+
+# ---- a learning-rate ramp stops when the loss diverges ----
+"$TRAIN" --model "$CNN" --data synthetic --batch 16 --steps 300 --threads 1 \
+	--lr-schedule exp-ramp --lr-min 1e-3 --lr-max 1e3 --stop-on-divergence 4 \
+	--eval-samples 64 --synthetic-samples 1024 --out "$TMP/ramp" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 0 ] && ok ramp_status || fail ramp_status "exit $rc"
+check ramp_stops "$TMP/ramp/results.json" "j['stopped_early'] and j['stop_reason'].startswith('diverged') and j['steps'] < 300"
+check ramp_geometric "$TMP/ramp/metrics.jsonl" "abs(s[0]['lr'] - 1e-3) < 1e-12 and max(abs(b['lr'] / a['lr'] / 10 ** (6 / 299) - 1) for a, b in zip(s, s[1:])) < 1e-6"
+
+# ---- batch norm over 2 ranks: the ranks stay equal (checked at every
+# checkpoint by the trainer itself) ----
+if [ $MPI = 1 ]; then
+	mpi 2 "$TRAIN" --model "$BN" --data synthetic --batch 32 --local-batches 24,8 --steps 12 \
+		--checkpoint-every 4 --threads 1 --eval-samples 128 --synthetic-samples 1024 \
+		--rebalance off --out "$TMP/bn" 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 0 ] && ok bn_ranks_equal || fail bn_ranks_equal "exit $rc: $(grep hetpool-train "$TMP/err")"
+fi
+
+# ---- rebalancing from a lopsided split (60:4 on like cores): samples move
+# to the rank with 4, in one line per re-split with the times before and
+# after ----
+if [ $MPI = 1 ]; then
+	mpi 2 "$TRAIN" --model "$CNN" --data synthetic --batch 64 --local-batches 60,4 --steps 30 \
+		--threads 1 --rebalance-window 5 --eval-samples 64 --synthetic-samples 1024 \
+		--out "$TMP/lop" 2>"$TMP/err"
+	check rebalance_from_lopsided "$TMP/lop/metrics.jsonl" "[x for x in e if x['event'] == 'rebalance'][0]['local_batches_after'][1] > 4 and s[-1]['local_batches'][1] > 4"
+	check rebalance_event_fields "$TMP/lop/metrics.jsonl" "all(k in x for x in e if x['event'] == 'rebalance' for k in ('at_step', 'local_batches_before', 'local_batches_after', 'rank_step_s_before', 'rank_step_s_after', 'rank_step_s_predicted', 'spread_before', 'spread_after'))"
+fi
+
+# ---- rebalancing with a rank slowed by CPU hogs on its core: the split
+# moves, samples going to the rank that finished its share first (on this
+# shared machine other people's processes may make either core the slower
+# one: the direction is checked against the times the trainer logged), and
+# the global batch stays ----
+if [ $MPI = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+	for _ in 1 2; do
+		taskset -c 1 sh -c 'while :; do :; done' &
+		HOGS+=($!)
+	done
+	ASAN_OPTIONS=$MPI_ASAN mpirun -np 2 --bind-to core --map-by core "$TRAIN" --model "$CNN" --data synthetic \
+		--batch 256 --steps 30 --threads 1 --rebalance-window 6 --eval-samples 64 \
+		--synthetic-samples 2048 --out "$TMP/hog" 2>"$TMP/err"
+	rc=$?
+	for p in "${HOGS[@]}"; do kill "$p" 2>/dev/null; done
+	HOGS=()
+	[ $rc -eq 0 ] && ok hog_runs || fail hog_runs "exit $rc: $(tail -n 3 "$TMP/err")"
+	check hog_resplit "$TMP/hog/metrics.jsonl" "len([x for x in e if x['event'] == 'rebalance']) > 0"
+	check hog_towards_faster "$TMP/hog/metrics.jsonl" "all((x['local_batches_after'][0] > x['local_batches_before'][0]) == (x['rank_step_s_before'][0] < x['rank_step_s_before'][1]) for x in e if x['event'] == 'rebalance')"
+	check hog_global_kept "$TMP/hog/metrics.jsonl" "all(sum(x['local_batches']) == 256 for x in s)"
+else
+	echo "skip hog: needs mpirun, 2 cores and taskset"
+fi
+
+# ---- energy: predicted from a catalog that knows the CPU's power ----
+"$PY" - "$ROOT/data/devices.csv" "$TMP/cat.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+h = rows[0]
+for r in rows[1:]:
+    if r[0] == 'cpu':
+        r[h.index('tdp_w')], r[h.index('idle_w')] = '120', '20'
+csv.writer(open(sys.argv[2], 'w', newline='')).writerows(rows)
+PY
+"$TRAIN" --model "$CNN" --data synthetic --batch 16 --steps 3 --threads 1 --eval-samples 64 \
+	--synthetic-samples 256 --catalog "$TMP/cat.csv" --out "$TMP/en" 2>"$TMP/err"
+check energy_predicted "$TMP/en/results.json" "j['energy_basis'] == 'predicted (hetpool estimator)' and j['energy_j'] > 0"
+
+# ---- a cuda rank without a GPU: on the CPU, and said so ----
+if "$TRAIN" --model "$CNN" --data synthetic --batch 16 --steps 2 --threads 1 --eval-samples 64 \
+	--synthetic-samples 256 --devices cuda --out "$TMP/cu" 2>"$TMP/err"; then
+	if [ "$(json "$TMP/cu/results.json" "j['devices'][0]['device']")" = cpu ]; then
+		check cuda_fallback_said "$TMP/cu/results.json" "'ran on the CPU' in j['devices'][0]['note']"
+	else
+		echo "skip cuda_fallback: this machine has a usable GPU"
+	fi
+else
+	fail cuda_fallback "exit $?: $(cat "$TMP/err")"
+fi
