@@ -72,6 +72,22 @@ int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
 double hp__rec_intra_s(double bw_gbps, int k, double g);
 double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g);
 
+/*
+ * How the search goes about its work; either setting leaves the answer
+ * exact (the tests set them to exercise every path).
+ */
+struct hp__rec_tuning {
+	/* Most (intra x network) levels of one node count searched level
+	 * by level; more are searched by halving rectangles. */
+	int level_grid_max_cells;
+	/* Nodes a packing's depth-first search visits before dynamic
+	 * programming solves it instead (the DFS is faster on few classes,
+	 * the DP bounded on many); 0: the DP wherever it applies. */
+	long dfs_max_visits;
+};
+#define HP__REC_LEVEL_GRID_MAX_CELLS 256
+#define HP__REC_DFS_MAX_VISITS 2000
+
 /* What the search needs besides the pool. */
 struct hp__rec_params {
 	int64_t B, steps;
@@ -79,6 +95,7 @@ struct hp__rec_params {
 	int only_type; /* model type index, or -1 */
 	int ndevices, nnodes;
 	int max_mix;
+	const struct hp__rec_tuning *tuning; /* NULL: the defaults */
 };
 
 /* Search stats for tests and the benchmark. */
@@ -96,11 +113,6 @@ struct hp__rec_stats {
 int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
 		   const struct hp__rec_params *q, struct hp_rec_result *out,
 		   struct hp__rec_stats *st, struct hp_error *err);
-
-/* Most (intra x network) levels of one node count searched level by
- * level; more are searched by halving rectangles.  Both are exact (tests
- * set it to exercise either). */
-extern int hp__rec_grid_max;
 
 /*
  * Several searches over one pool, model and job that differ only in the
@@ -127,11 +139,6 @@ void hp__rec_session_free(struct hp__rec_session *S);
  */
 int hp__rec_front(struct hp__rec_session *S, int k, struct hp_rec_result *out,
 		  struct hp_error *err);
-
-/* Nodes a packing's depth-first search visits before dynamic programming
- * solves it instead (both exact; the DFS is faster on few classes, the DP
- * bounded on many).  Tests set 0: the DP wherever it applies. */
-extern long hp__rec_dfs_budget;
 
 /* A deep copy of s into d (the caller releases it).  0 or HP_ENOMEM. */
 int hp__rec_config_copy(struct hp_rec_config *d, const struct hp_rec_config *s);

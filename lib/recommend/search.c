@@ -16,9 +16,6 @@
 #include "recommend/recommend_int.h"
 #include "util/banned.h"
 
-int hp__rec_grid_max = 256;
-long hp__rec_dfs_budget = 2000;
-
 /* Nodes that are alike for the search. */
 struct cls {
 	double base, intra, netbw, lat;
@@ -32,6 +29,7 @@ struct ctx {
 	const struct hp__rec_model *m;
 	const struct hp_pool *pool;
 	const struct hp__rec_params *q;
+	struct hp__rec_tuning tune;
 	struct cls *cls;
 	int ncls;
 	int *nodefree; /* pool.n x ntypes */
@@ -114,28 +112,30 @@ static int cmp_cls(const void *a, const void *b)
 	return 0;
 }
 
-/* Node order for grouping: by figures, then free vector. */
-static const struct ctx *sort_ctx;
+/* A node's sort key for grouping: its figures, then its free vector;
+ * each key carries what the comparison needs (no shared context). */
+struct node_key {
+	double base_w, intra_gbps, net_gbps, net_latency_us;
+	const int *free; /* per model type */
+	int ntypes;
+	int node;
+};
+
 static int cmp_node(const void *a, const void *b)
 {
-	const struct ctx *c = sort_ctx;
-	int i = *(const int *)a, j = *(const int *)b, nt = c->m->ntypes;
-	const struct hp_pool_node *x = &c->pool->nodes[i],
-				  *y = &c->pool->nodes[j];
-	if (x->base_power_w != y->base_power_w)
-		return x->base_power_w < y->base_power_w ? -1 : 1;
-	if (x->intra_bw_gbps != y->intra_bw_gbps)
-		return x->intra_bw_gbps < y->intra_bw_gbps ? -1 : 1;
-	if (x->net_bw_gbps != y->net_bw_gbps)
-		return x->net_bw_gbps < y->net_bw_gbps ? -1 : 1;
+	const struct node_key *x = a, *y = b;
+	if (x->base_w != y->base_w)
+		return x->base_w < y->base_w ? -1 : 1;
+	if (x->intra_gbps != y->intra_gbps)
+		return x->intra_gbps < y->intra_gbps ? -1 : 1;
+	if (x->net_gbps != y->net_gbps)
+		return x->net_gbps < y->net_gbps ? -1 : 1;
 	if (x->net_latency_us != y->net_latency_us)
 		return x->net_latency_us < y->net_latency_us ? -1 : 1;
-	for (int t = 0; t < nt; t++) {
-		int a1 = c->nodefree[i * nt + t], b1 = c->nodefree[j * nt + t];
-		if (a1 != b1)
-			return a1 - b1;
-	}
-	return i - j;
+	for (int t = 0; t < x->ntypes; t++)
+		if (x->free[t] != y->free[t])
+			return x->free[t] - y->free[t];
+	return x->node - y->node;
 }
 
 static int cmp_int_desc(const void *a, const void *b)
@@ -220,9 +220,11 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 {
 	const struct hp_pool *p = c->pool;
 	int nt = c->m->ntypes, *order = NULL, *tmp = NULL;
+	struct node_key *keys = NULL;
+	size_t npool = p->n > 0 ? (size_t)p->n : 0;
 
-	c->nodefree = calloc((size_t)p->n * (size_t)(nt ? nt : 1), sizeof(int));
-	order = malloc((size_t)p->n * sizeof(int));
+	c->nodefree = calloc(npool * (size_t)(nt ? nt : 1), sizeof(int));
+	order = malloc((npool + 1) * sizeof(int));
 	c->pref = calloc((size_t)(nt ? nt : 1), sizeof(*c->pref));
 	c->nnodes_t = calloc((size_t)(nt ? nt : 1), sizeof(int));
 	c->mm = calloc((size_t)(nt ? nt : 1), sizeof(*c->mm));
@@ -230,7 +232,7 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 	c->basemin_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
 	c->bwmax_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
 	c->latmin_t = calloc((size_t)(nt ? nt : 1), sizeof(double));
-	tmp = malloc((size_t)p->n * sizeof(int));
+	tmp = malloc((npool + 1) * sizeof(int));
 	if (!c->nodefree || !order || !c->pref || !c->nnodes_t || !c->mm ||
 	    !c->nmm || !c->basemin_t || !c->bwmax_t || !c->latmin_t || !tmp)
 		goto nomem;
@@ -243,11 +245,25 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 				    p->nodes[i].devs[d].free;
 		}
 	/* Classes: sort node indices, group equal ones. */
+	keys = malloc((npool + 1) * sizeof(*keys));
+	if (!keys)
+		goto nomem;
+	for (int i = 0; i < p->n; i++) {
+		const struct hp_pool_node *x = &p->nodes[i];
+		keys[i] = (struct node_key){x->base_power_w,
+					    x->intra_bw_gbps,
+					    x->net_bw_gbps,
+					    x->net_latency_us,
+					    &c->nodefree[(size_t)i * nt],
+					    nt,
+					    i};
+	}
+	qsort(keys, npool, sizeof(*keys), cmp_node);
 	for (int i = 0; i < p->n; i++)
-		order[i] = i;
-	sort_ctx = c;
-	qsort(order, (size_t)p->n, sizeof(int), cmp_node);
-	c->cls = calloc((size_t)p->n, sizeof(*c->cls));
+		order[i] = keys[i].node;
+	free(keys);
+	keys = NULL;
+	c->cls = calloc(npool + 1, sizeof(*c->cls));
 	if (!c->cls)
 		goto nomem;
 	for (int a = 0; a < p->n;) {
@@ -344,6 +360,7 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 	free(tmp);
 	return 0;
 nomem:
+	free(keys);
 	free(order);
 	free(tmp);
 	return hp_error_set(err, HP_ENOMEM, "out of memory");
@@ -1003,7 +1020,9 @@ static double least_base(struct pk *P, double below)
 	P->visits = 0;
 	P->aborted = false;
 	P->budget =
-	    able ? (hp__rec_dfs_budget > 0 ? hp__rec_dfs_budget : 1) : 0;
+	    able ? (P->c->tune.dfs_max_visits > 0 ? P->c->tune.dfs_max_visits
+						  : 1)
+		 : 0;
 	memset(P->gy, 0, ((size_t)P->nrel + 1) * sizeof(*P->gy));
 	P->c->st->leaves++;
 	dfs(P, 0, 0, 0, zero, zc);
@@ -1487,7 +1506,7 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 				       lv2, cp, q,     phase,	&best,
 				       cfg, m,	0};
 			int r2 =
-			    (long)P->nlv1 * nlv2 <= hp__rec_grid_max
+			    (long)P->nlv1 * nlv2 <= c->tune.level_grid_max_cells
 				? grid(&R, P->nlv1, nlv2, bfull)
 				: rect(&R, 0, P->nlv1 - 1, 0, nlv2 - 1, bfull);
 			if (r2 < 0 || P->nomem)
@@ -2013,6 +2032,12 @@ int hp__rec_session_new(const struct hp__rec_model *m,
 	S->c.m = m;
 	S->c.pool = pool;
 	S->c.q = &S->q;
+	if (q->tuning)
+		S->c.tune = *q->tuning;
+	else
+		S->c.tune = (struct hp__rec_tuning){
+		    HP__REC_LEVEL_GRID_MAX_CELLS, HP__REC_DFS_MAX_VISITS};
+	S->q.tuning = NULL; /* the session keeps its own copy */
 	S->c.st = st ? st : &S->dummy;
 	S->nc1 = nt + nt * nt + 1;
 	S->c1 = calloc((size_t)S->nc1, sizeof(*S->c1));

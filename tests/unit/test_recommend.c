@@ -369,6 +369,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 	int constrained = 0;
 	struct tally t = {0};
 	struct hp__rec_stats st = {0};
+	struct hp__rec_tuning tune;
 	enum { POOLS = 2000 };
 
 	env_load(&e, "data/models/resnet18.train.onnx");
@@ -385,8 +386,10 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 		/* Odd seeds search levels by halving, even ones level by
 		 * level; half the seeds pack by dynamic programming wherever
 		 * it applies, half by the DFS within its budget. */
-		hp__rec_grid_max = seed % 2 ? 0 : 256;
-		hp__rec_dfs_budget = seed % 4 >= 2 ? 0 : 2000;
+		tune.level_grid_max_cells =
+		    seed % 2 ? 0 : HP__REC_LEVEL_GRID_MAX_CELLS;
+		tune.dfs_max_visits =
+		    seed % 4 >= 2 ? 0 : HP__REC_DFS_MAX_VISITS;
 		rs = 0x9e3779b97f4a7c15ull ^
 		     ((uint64_t)seed * 0x2545f4914f6cdd1dull);
 		rnd();
@@ -395,6 +398,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 		q.steps = irnd(100, 20000);
 		q.only_type = -1;
 		q.max_mix = 2;
+		q.tuning = &tune;
 		if (urnd() < 0.1)
 			q.only_type = irnd(0, 3);
 		if (urnd() < 0.1)
@@ -407,8 +411,6 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 		q.deadline_s = tref * pow(10, -1.3 + 1.6 * urnd());
 		search_vs_ref(seed, &m, &pool, &q, &st, &t);
 	}
-	hp__rec_grid_max = 256;
-	hp__rec_dfs_budget = 2000;
 	fprintf(stderr,
 		"exhaustive: %d pools, %ld configurations; %d feasible, %d "
 		"infeasible (fastest compared), %d with nothing to run, %d "
@@ -529,6 +531,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 					     "h100-sxm"};
 	struct tally tl = {0};
 	struct hp__rec_stats st = {0};
+	struct hp__rec_tuning tune;
 	enum { POOLS = 1000 };
 
 	for (int seed = 1; seed <= POOLS; seed++) {
@@ -539,8 +542,10 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 		/* Odd seeds search levels by halving, even ones level by
 		 * level; half the seeds pack by dynamic programming wherever
 		 * it applies, half by the DFS within its budget. */
-		hp__rec_grid_max = seed % 2 ? 0 : 256;
-		hp__rec_dfs_budget = seed % 4 >= 2 ? 0 : 2000;
+		tune.level_grid_max_cells =
+		    seed % 2 ? 0 : HP__REC_LEVEL_GRID_MAX_CELLS;
+		tune.dfs_max_visits =
+		    seed % 4 >= 2 ? 0 : HP__REC_DFS_MAX_VISITS;
 		rs = 0x51ed270b27e2d3a5ull ^
 		     ((uint64_t)seed * 0x9e3779b97f4a7c15ull);
 		rnd();
@@ -576,12 +581,11 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 		q.ndevices = urnd() < 0.1 ? irnd(1, 10) : 0;
 		q.nnodes = urnd() < 0.1 ? irnd(1, 4) : 0;
 		q.max_mix = 2;
+		q.tuning = &tune;
 		q.deadline_s = (65 + q.steps * t[irnd(0, 3)][1] * 4) *
 			       pow(10, -1 + 1.5 * urnd());
 		search_vs_ref(seed, &m, &pool, &q, &st, &tl);
 	}
-	hp__rec_grid_max = 256;
-	hp__rec_dfs_budget = 2000;
 	fprintf(stderr,
 		"synthetic: %d pools, %ld configurations; %d feasible, %d "
 		"infeasible, %d mixed choices, %lld of %lld packings by DP; "
@@ -610,6 +614,7 @@ HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
 	struct env e;
 	long dp = 0, leaves = 0;
 	int feasible = 0;
+	struct hp__rec_tuning tune;
 
 	env_load(&e, "data/models/resnet18.train.onnx");
 	ASSERT_EQ_INT(
@@ -650,12 +655,14 @@ HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
 		q.max_mix = 2;
 		q.deadline_s = (65 + (double)q.steps * m.tt[0].t[16] * 2) *
 			       pow(10, -1.3 + 1.6 * urnd());
-		hp__rec_grid_max = seed % 2 ? 0 : 256;
-		hp__rec_dfs_budget = 1L << 40;
+		/* The DFS run to the end, then the DP wherever it applies. */
+		tune.level_grid_max_cells =
+		    seed % 2 ? 0 : HP__REC_LEVEL_GRID_MAX_CELLS;
+		tune.dfs_max_visits = 1L << 40;
+		q.tuning = &tune;
 		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &a, &sa, &err), 0);
-		hp__rec_dfs_budget = 0;
+		tune.dfs_max_visits = 0;
 		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &b, &sb, &err), 0);
-		hp__rec_dfs_budget = 2000;
 		ASSERT_EQ_INT(sa.dp, 0);
 		dp += sb.dp;
 		leaves += sb.leaves;
@@ -675,7 +682,6 @@ HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
 		hp_rec_result_release(&a);
 		hp_rec_result_release(&b);
 	}
-	hp__rec_grid_max = 256;
 	fprintf(stderr,
 		"DP vs DFS: 300 pools of 12-40 nodes, %d feasible, %ld of %ld "
 		"packings by DP; 0 mismatches\n",
