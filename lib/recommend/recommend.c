@@ -288,10 +288,10 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 		struct hp_rec_result r;
 		bool better;
 
-		q.B = bs[bi];
-		q.steps = job->steps > 0
-			      ? job->steps
-			      : (job->samples + q.B - 1) / q.B * job->epochs;
+		q.global_batch = bs[bi];
+		q.steps = job->steps > 0 ? job->steps
+					 : (job->samples + q.global_batch - 1) /
+					       q.global_batch * job->epochs;
 		q.deadline_s = job->deadline_s;
 		q.only_type = -1;
 		if (only) {

@@ -12,18 +12,18 @@
 /* Largest local batch the tables hold. */
 #define HP__REC_MAX_LOCAL 65536
 
-/* One device type's predictions by local batch b = 1..bmax. */
+/* One device type's predictions by local batch b = 1..local_max. */
 struct hp__rec_tt {
 	char name[32];
-	bool ok;	 /* usable: predicted, power known, fits at 1 */
-	char why[160];	 /* when not ok */
-	int64_t bmem;	 /* largest local batch that fits (capped) */
-	int64_t bmax;	 /* table size: min(bmem, cap) */
-	double *t;	 /* step time at b, [0] unused; nondecreasing */
-	double *lo, *hi; /* its interval */
-	double *p;	 /* power per device at b, W */
-	double pmin;	 /* smallest p over b */
-	int npred;	 /* estimator calls made */
+	bool ok;	       /* usable: predicted, power known, fits at 1 */
+	char why[160];	       /* when not ok */
+	int64_t local_fit_max; /* largest local batch that fits (capped) */
+	int64_t local_max;     /* table size: min(local_fit_max, cap) */
+	double *step_s;	       /* step time at b, [0] unused; nondecreasing */
+	double *step_lo_s, *step_hi_s; /* its interval */
+	double *power_w;	       /* power per device at b */
+	double power_min_w;	       /* smallest power_w over b */
+	int npred;		       /* estimator calls made */
 };
 
 struct hp__rec_model {
@@ -47,13 +47,15 @@ void hp__rec_model_release(struct hp__rec_model *m);
 
 /* The compute part of a configuration: how the batch is split. */
 struct hp__rec_comp {
-	double c, c_lo, c_hi; /* slowest type's step time and interval */
-	double pdev;	      /* all devices' power, W */
-	int64_t share[HP_REC_MAX_MIX]; /* samples per type */
-	int64_t bhi[HP_REC_MAX_MIX];   /* local batch of the first nhi */
-	int nhi[HP_REC_MAX_MIX];       /* devices at bhi; the rest bhi - 1 */
-	double tstep[HP_REC_MAX_MIX];  /* each type's step time */
-	double ptype[HP_REC_MAX_MIX];  /* each type's power, W */
+	double compute_s;		   /* the slowest type's step time */
+	double compute_lo_s, compute_hi_s; /* its interval */
+	double devices_power_w;		   /* all devices' power */
+	int64_t samples[HP_REC_MAX_MIX];   /* of the global batch, per type */
+	int64_t local_hi[HP_REC_MAX_MIX];  /* local batch of the first
+					      n_at_hi devices */
+	int n_at_hi[HP_REC_MAX_MIX];	   /* the rest at local_hi - 1 */
+	double step_s[HP_REC_MAX_MIX];	   /* each type's step time */
+	double power_w[HP_REC_MAX_MIX];	   /* each type's devices' power */
 };
 
 /*
@@ -90,7 +92,7 @@ struct hp__rec_tuning {
 
 /* What the search needs besides the pool. */
 struct hp__rec_params {
-	int64_t B, steps;
+	int64_t global_batch, steps;
 	double deadline_s;
 	int only_type; /* model type index, or -1 */
 	int ndevices, nnodes;

@@ -185,25 +185,27 @@ static void ctx_release(struct ctx *c)
 static int per_type_bounds(const struct hp__rec_tt *tt, double *thr,
 			   double *eps, double *alpha, double *beta)
 {
-	double *u = malloc(((size_t)tt->bmax + 2) * sizeof(double));
+	double *u = malloc(((size_t)tt->local_max + 2) * sizeof(double));
 	double phi1, sl = INFINITY;
 
 	if (!u)
 		return HP_ENOMEM;
-	u[tt->bmax + 1] = INFINITY;
-	for (int64_t x = tt->bmax; x >= 1; x--)
-		u[x] = tt->t[x] < u[x + 1] ? tt->t[x] : u[x + 1];
+	u[tt->local_max + 1] = INFINITY;
+	for (int64_t x = tt->local_max; x >= 1; x--)
+		u[x] = tt->step_s[x] < u[x + 1] ? tt->step_s[x] : u[x + 1];
 	*thr = 0;
 	*eps = INFINITY;
-	phi1 = tt->p[1] * u[1];
-	for (int64_t x = 1; x <= tt->bmax; x++) {
-		double v = (double)x / u[x], e = tt->p[x] * u[x] / (double)x;
+	phi1 = tt->power_w[1] * u[1];
+	for (int64_t x = 1; x <= tt->local_max; x++) {
+		double v = (double)x / u[x],
+		       e = tt->power_w[x] * u[x] / (double)x;
 		if (v > *thr)
 			*thr = v;
 		if (e < *eps)
 			*eps = e;
 		if (x >= 2) {
-			double d = (tt->p[x] * u[x] - phi1) / (double)(x - 1);
+			double d =
+			    (tt->power_w[x] * u[x] - phi1) / (double)(x - 1);
 			if (d < sl)
 				sl = d;
 		}
@@ -337,8 +339,9 @@ static int ctx_init(struct ctx *c, struct hp_error *err)
 		/* The fewest nodes for each count up to the global batch
 		 * (no configuration has more devices of a type). */
 		{
-			int64_t top =
-			    c->pref[t][r] < c->q->B ? c->pref[t][r] : c->q->B;
+			int64_t top = c->pref[t][r] < c->q->global_batch
+					  ? c->pref[t][r]
+					  : c->q->global_batch;
 			int x = 0;
 			c->mm[t] = malloc(((size_t)top + 1) * sizeof(int));
 			if (!c->mm[t])
@@ -531,19 +534,19 @@ static void cost_actual(const struct ctx *c, const struct hp__rec_comp *cp,
 	cfg->intra_time_s = intra;
 	cfg->inter_time_s = inter;
 	cfg->comm_time_s = (intra + inter) * (1 - HP_REC_OVERLAP);
-	cfg->compute_time_s = cp->c;
-	cfg->step_time_s = cp->c + cfg->comm_time_s;
-	cfg->step_time_lo_s = cp->c_lo + cfg->comm_time_s;
-	cfg->step_time_hi_s = cp->c_hi + cfg->comm_time_s;
+	cfg->compute_time_s = cp->compute_s;
+	cfg->step_time_s = cp->compute_s + cfg->comm_time_s;
+	cfg->step_time_lo_s = cp->compute_lo_s + cfg->comm_time_s;
+	cfg->step_time_hi_s = cp->compute_hi_s + cfg->comm_time_s;
 	cfg->startup_s = HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * m;
 	cfg->steps = q->steps;
-	cfg->global_batch = q->B;
+	cfg->global_batch = q->global_batch;
 	cfg->time_s = (double)q->steps * cfg->step_time_s + cfg->startup_s;
 	cfg->time_lo_s =
 	    (double)q->steps * cfg->step_time_lo_s + cfg->startup_s;
 	cfg->time_hi_s =
 	    (double)q->steps * cfg->step_time_hi_s + cfg->startup_s;
-	cfg->power_w = cp->pdev + base;
+	cfg->power_w = cp->devices_power_w + base;
 	cfg->energy_j = cfg->time_s * cfg->power_w;
 	cfg->energy_lo_j = cfg->time_lo_s * cfg->power_w;
 	cfg->energy_hi_j = cfg->time_hi_s * cfg->power_w;
@@ -614,7 +617,7 @@ static int build_config(const struct pk *P, const struct hp__rec_comp *cp,
 	{
 		int hileft[HP_REC_MAX_MIX];
 		for (int j = 0; j < P->k; j++)
-			hileft[j] = cp->nhi[j];
+			hileft[j] = cp->n_at_hi[j];
 		for (int x = 0; x < ng; x++) {
 			int j = tyn[x],
 			    h = cnt[x] < hileft[j] ? cnt[x] : hileft[j];
@@ -626,7 +629,7 @@ static int build_config(const struct pk *P, const struct hp__rec_comp *cp,
 				g->node = nodes[x];
 				snprintf(g->type, sizeof(g->type), "%s", tn);
 				g->count = h;
-				g->local_batch = cp->bhi[j];
+				g->local_batch = cp->local_hi[j];
 			}
 			if (cnt[x] - h > 0) {
 				struct hp_rec_group *g =
@@ -634,13 +637,14 @@ static int build_config(const struct pk *P, const struct hp__rec_comp *cp,
 				g->node = nodes[x];
 				snprintf(g->type, sizeof(g->type), "%s", tn);
 				g->count = cnt[x] - h;
-				g->local_batch = cp->bhi[j] - 1;
+				g->local_batch = cp->local_hi[j] - 1;
 			}
 		}
 	}
 	for (int i = 0; i < cfg->ngroups; i++)
 		cfg->groups[i].grad_weight =
-		    (double)cfg->groups[i].local_batch / (double)c->q->B;
+		    (double)cfg->groups[i].local_batch /
+		    (double)c->q->global_batch;
 	qsort(cfg->groups, (size_t)cfg->ngroups, sizeof(*cfg->groups),
 	      cmp_group);
 	cfg->ntypes = P->k;
@@ -650,10 +654,10 @@ static int build_config(const struct pk *P, const struct hp__rec_comp *cp,
 		snprintf(t->type, sizeof(t->type), "%s",
 			 c->m->tt[P->ty[j]].name);
 		t->count = P->n[j];
-		t->batch = cp->share[j];
-		t->local_max = cp->bhi[j];
-		t->step_time_s = cp->tstep[j];
-		t->power_w = cp->ptype[j];
+		t->batch = cp->samples[j];
+		t->local_max = cp->local_hi[j];
+		t->step_time_s = cp->step_s[j];
+		t->power_w = cp->power_w[j];
 		cfg->ndevices += P->n[j];
 	}
 	free(cnt);
@@ -1063,8 +1067,9 @@ struct rs {
 
 static double rs_time(const struct rs *R, int i1, int i2)
 {
-	return (double)R->q->steps * (R->cp->c + (R->lv1[i1] + R->lv2[i2]) *
-						     (1 - HP_REC_OVERLAP)) +
+	return (double)R->q->steps *
+		   (R->cp->compute_s +
+		    (R->lv1[i1] + R->lv2[i2]) * (1 - HP_REC_OVERLAP)) +
 	       HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * R->m;
 }
 
@@ -1086,7 +1091,7 @@ static double rs_base(struct rs *R, int i1, int i2, double below)
 static int grid(struct rs *R, int nlv1, int nlv2, double bfull)
 {
 	struct pk *P = R->P;
-	double pdev = R->cp->pdev;
+	double pdev = R->cp->devices_power_w;
 
 	for (int a2 = 0; a2 < nlv2; a2++) {
 		double t2 = rs_time(R, 0, a2), bel = INFINITY;
@@ -1166,9 +1171,10 @@ static int rect(struct rs *R, int a1, int b1, int a2, int b2, double bhi)
 	int rc;
 
 	if (R->phase == PH_ENERGY) {
-		if (t > R->q->deadline_s || t * (R->cp->pdev + bhi) >= *R->best)
+		if (t > R->q->deadline_s ||
+		    t * (R->cp->devices_power_w + bhi) >= *R->best)
 			return 0;
-		below = *R->best / t - R->cp->pdev;
+		below = *R->best / t - R->cp->devices_power_w;
 	} else {
 		if (t >= *R->best)
 			return 0;
@@ -1180,7 +1186,8 @@ static int rect(struct rs *R, int a1, int b1, int a2, int b2, double bhi)
 		double v;
 		if (b == INFINITY)
 			return 0;
-		v = R->phase == PH_ENERGY ? t * (R->cp->pdev + b) : t;
+		v = R->phase == PH_ENERGY ? t * (R->cp->devices_power_w + b)
+					  : t;
 		if (v >= *R->best)
 			return 0;
 		*R->best = v;
@@ -1445,12 +1452,12 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 		lv2 = P->lv2_m[m];
 		nlv2 = P->nlv2_m[m];
 		/* Time and energy only grow with m from here on. */
-		tmin =
-		    (double)q->steps * (cp->c + lv2[0] * (1 - HP_REC_OVERLAP)) +
-		    HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * m;
+		tmin = (double)q->steps *
+			   (cp->compute_s + lv2[0] * (1 - HP_REC_OVERLAP)) +
+		       HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * m;
 		if (phase == PH_ENERGY &&
 		    (tmin > q->deadline_s ||
-		     tmin * (cp->pdev + m * P->bmin_all) >= best))
+		     tmin * (cp->devices_power_w + m * P->bmin_all) >= best))
 			break;
 		if (phase == PH_TIME && tmin >= best)
 			break;
@@ -1464,10 +1471,11 @@ static int pack(struct ctx *c, const int *ty, const int *n, int k,
 				continue;
 			ti = tmin + (double)q->steps * P->ilb[kn] *
 					(1 - HP_REC_OVERLAP);
-			if (phase == PH_ENERGY
-				? ti > q->deadline_s ||
-				      ti * (cp->pdev + m * P->bmin_all) >= best
-				: ti >= best)
+			if (phase == PH_ENERGY ? ti > q->deadline_s ||
+						     ti * (cp->devices_power_w +
+							   m * P->bmin_all) >=
+							 best
+					       : ti >= best)
 				continue;
 		}
 		/* The least base m nodes can have at any level: every node
@@ -1608,9 +1616,9 @@ static bool bounds(const struct ctx *c, const int *ty, const int *n, int k,
 	} else {
 		x = 0;
 	}
-	*tlb = (double)q->steps * (cp->c + x * (1 - HP_REC_OVERLAP)) +
+	*tlb = (double)q->steps * (cp->compute_s + x * (1 - HP_REC_OVERLAP)) +
 	       HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * mlb;
-	*elb = *tlb * (cp->pdev + base);
+	*elb = *tlb * (cp->devices_power_w + base);
 	return true;
 }
 
@@ -1677,15 +1685,16 @@ static int cands_one(struct ctx *c, int t, struct cand **out, int *nout,
 
 	*out = NULL;
 	*nout = 0;
-	if (nmax > q->B)
-		nmax = q->B;
+	if (nmax > q->global_batch)
+		nmax = q->global_batch;
 	if (q->ndevices > 0) {
 		if (q->ndevices > nmax) {
-			if (q->ndevices > q->B)
+			if (q->ndevices > q->global_batch)
 				snprintf(why, whylen,
 					 "%d devices for a global batch of "
 					 "%lld: each needs a sample",
-					 q->ndevices, (long long)q->B);
+					 q->ndevices,
+					 (long long)q->global_batch);
 			else
 				snprintf(
 				    why, whylen,
@@ -1711,7 +1720,7 @@ static int cands_one(struct ctx *c, int t, struct cand **out, int *nout,
 		struct cand *x = &cv[nc];
 		int ty[1] = {t};
 		x->n[0] = n;
-		if (hp__rec_compute(c->m, ty, x->n, 1, q->B, &x->cp))
+		if (hp__rec_compute(c->m, ty, x->n, 1, q->global_batch, &x->cp))
 			continue;
 		c->st->candidates++;
 		if (!bounds(c, ty, x->n, 1, &x->cp, &x->tlb, &x->elb))
@@ -1719,12 +1728,12 @@ static int cands_one(struct ctx *c, int t, struct cand **out, int *nout,
 		nc++;
 	}
 	if (nc == 0) {
-		int64_t b = (q->B + nmax - 1) / nmax;
-		if (b > tt->bmem)
+		int64_t b = (q->global_batch + nmax - 1) / nmax;
+		if (b > tt->local_fit_max)
 			snprintf(why, whylen,
 				 "does not fit in memory at local batch %lld "
 				 "(at most %lld)",
-				 (long long)b, (long long)tt->bmem);
+				 (long long)b, (long long)tt->local_fit_max);
 		else if (q->nnodes > 0)
 			snprintf(why, whylen,
 				 "cannot be spread over exactly %d nodes",
@@ -1747,7 +1756,7 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 	int64_t f0 = c->nnodes_t[t0] ? c->pref[t0][c->nnodes_t[t0]] : 0;
 	int64_t f1 = c->nnodes_t[t1] ? c->pref[t1][c->nnodes_t[t1]] : 0;
 	double cfloor, epsmin, bmn, a0, a1, bw, lat;
-	double pm0 = c->m->tt[t0].pmin, pm1 = c->m->tt[t1].pmin;
+	double pm0 = c->m->tt[t0].power_min_w, pm1 = c->m->tt[t1].power_min_w;
 	double bmin0 = c->basemin_t[t0], bmin1 = c->basemin_t[t1];
 	double bminx = bmin0 < bmin1 ? bmin0 : bmin1;
 	double steps = (double)q->steps;
@@ -1757,20 +1766,21 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 
 	*out = NULL;
 	*nout = 0;
-	if (f0 > q->B)
-		f0 = q->B;
-	if (f1 > q->B)
-		f1 = q->B;
+	if (f0 > q->global_batch)
+		f0 = q->global_batch;
+	if (f1 > q->global_batch)
+		f1 = q->global_batch;
 	if (f0 < 1 || f1 < 1)
 		return 0;
 	/* Every device of both types takes at least one sample, and a
 	 * table's time does not fall with the batch: no split's compute is
 	 * below the slower type's time at batch 1. */
-	cfloor = fmax(c->m->tt[t0].t[1], c->m->tt[t1].t[1]);
+	cfloor = fmax(c->m->tt[t0].step_s[1], c->m->tt[t1].step_s[1]);
 	/* Each device's energy over a step is at least its samples times
 	 * its type's least energy per sample: no split does better. */
 	epsmin = c->eps[t0] < c->eps[t1] ? c->eps[t0] : c->eps[t1];
-	if (phase == PH_ENERGY && steps * (double)q->B * epsmin >= bound)
+	if (phase == PH_ENERGY &&
+	    steps * (double)q->global_batch * epsmin >= bound)
 		return 0;
 	bmn = c->beta[t0] < c->beta[t1] ? c->beta[t0] : c->beta[t1];
 	if (bmn < 0)
@@ -1785,7 +1795,7 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 	 * f0, f1 <= B, within the tables. */
 	mm0 = c->mm[t0];
 	mm1 = c->mm[t1];
-	for (int n0 = 1; n0 <= f0 && n0 < q->B; n0++) {
+	for (int n0 = 1; n0 <= f0 && n0 < q->global_batch; n0++) {
 		int n1s = 1;
 		/* Rows beyond: every cell has at least these nodes, this
 		 * power and no less than the floor of compute. */
@@ -1804,8 +1814,10 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 			if (phase == PH_ENERGY) {
 				double bl = mm0[n0] * bmin0 + bmin1;
 				double ef =
-				    steps * (n0 * a0 + a1 +
-					     (double)(q->B - n0 - 1) * bmn) +
+				    steps *
+					(n0 * a0 + a1 +
+					 (double)(q->global_batch - n0 - 1) *
+					     bmn) +
 				    tfl * bl;
 				if (tfl > q->deadline_s ||
 				    tfl * (n0 * pm0 + pm1 + bl) >= bound ||
@@ -1822,13 +1834,15 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 				     2 * HP_REC_STARTUP_NODE_S) /
 				    steps;
 			double need =
-			    ((double)q->B / cd - n0 * c->thr[t0]) / c->thr[t1];
+			    ((double)q->global_batch / cd - n0 * c->thr[t0]) /
+			    c->thr[t1];
 			if (!(cd > 0) || need > (double)f1 + 1)
 				continue;
 			if (need > 2)
 				n1s = (int)need - 1;
 		}
-		for (int n1 = n1s; n1 <= f1 && n0 + n1 <= q->B; n1++) {
+		for (int n1 = n1s; n1 <= f1 && n0 + n1 <= q->global_batch;
+		     n1++) {
 			int ty[2] = {t0, t1}, ml = mm0[n0] + mm1[n1];
 			double cthr, clb, tn, tlb, tfl, bl, plb, elb, es, es2;
 			bool floor_now;
@@ -1849,8 +1863,8 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 			tn = HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * ml +
 			     steps *
 				 hp__rec_inter_s(bw, lat, ml, c->m->grad_bytes);
-			cthr =
-			    (double)q->B / (n0 * c->thr[t0] + n1 * c->thr[t1]);
+			cthr = (double)q->global_batch /
+			       (n0 * c->thr[t0] + n1 * c->thr[t1]);
 			floor_now = cthr <= cfloor;
 			clb = floor_now ? cfloor : cthr;
 			tlb = steps * clb + tn;
@@ -1860,11 +1874,13 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 			/* Devices' energy: at least the lines under it,
 			 * every device with one sample and the rest at the
 			 * cheaper slope; plus the nodes' base power. */
-			es = steps * (n0 * a0 + n1 * a1 +
-				      (double)(q->B - n0 - n1) * bmn) +
+			es = steps *
+				 (n0 * a0 + n1 * a1 +
+				  (double)(q->global_batch - n0 - n1) * bmn) +
 			     tlb * bl;
 			es2 = steps * (n0 * c->eps[t0] + n1 * c->eps[t1] +
-				       (double)(q->B - n0 - n1) * epsmin) +
+				       (double)(q->global_batch - n0 - n1) *
+					   epsmin) +
 			      tlb * bl;
 			if (es2 > es)
 				es = es2;
@@ -1872,8 +1888,10 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 			 * the line bound only grow with n1: stop. */
 			if (phase == PH_ENERGY) {
 				double ef =
-				    steps * (n0 * a0 + n1 * a1 +
-					     (double)(q->B - n0 - n1) * bmn) +
+				    steps *
+					(n0 * a0 + n1 * a1 +
+					 (double)(q->global_batch - n0 - n1) *
+					     bmn) +
 				    tfl * bl;
 				if (floor_now &&
 				    (tlb > q->deadline_s || elb >= bound))
@@ -1892,7 +1910,8 @@ static int cands_pair(struct ctx *c, int t0, int t1, int phase, double bound,
 			memset(&x, 0, sizeof(x));
 			x.n[0] = n0;
 			x.n[1] = n1;
-			if (hp__rec_compute(c->m, ty, x.n, 2, q->B, &x.cp))
+			if (hp__rec_compute(c->m, ty, x.n, 2, q->global_batch,
+					    &x.cp))
 				continue;
 			c->st->candidates++;
 			if (!bounds(c, ty, x.n, 2, &x.cp, &x.tlb, &x.elb))
