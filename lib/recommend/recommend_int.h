@@ -120,7 +120,10 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
  * Several searches over one pool, model and job that differ only in the
  * deadline (the exact front) share a session: the pool's classes and the
  * single types' candidates are made once.  hp__rec_search() is one
- * session, one search.
+ * session, one search.  A session holds all the state its searches
+ * change (search_int.h); the model and pool it reads are only read, so
+ * sessions over the same ones may run on as many threads at once.  One
+ * session is used by one thread at a time.
  */
 struct hp__rec_session;
 int hp__rec_session_new(const struct hp__rec_model *m,

@@ -166,21 +166,43 @@ struct hp__rec_pack {
 };
 
 /* pack.c */
+/* The shared part of type set `type` (ntypes 1 or 2); NULL on ENOMEM. */
 struct hp__rec_pack *hp__rec_pack_new(struct hp__rec_session *S,
 				      const int *type, int ntypes);
 void hp__rec_pack_free(struct hp__rec_pack *P);
+/* Fill net_s_at[m] and net_levels_s_at[m] (once); 0 or HP_ENOMEM. */
 int hp__rec_pack_net_levels(struct hp__rec_pack *P, int m);
+/* Caps at levels (intra_max_s, net_max_s), net_s the node count's
+ * network terms; whether a cap changed, *all_full whether every eligible
+ * class takes all its free devices. */
 bool hp__rec_set_caps(struct hp__rec_pack *P, const double *net_s,
 		      double intra_max_s, double net_max_s, bool *all_full);
+/* Groups and suffix bounds from the caps (after hp__rec_set_caps). */
 void hp__rec_set_groups(struct hp__rec_pack *P);
+/* The least base of P->nnodes nodes at the caps set, below below_w
+ * (INFINITY: none), its packing in take_best: the DFS, the DP when the
+ * DFS runs past its visits (unless no_dp). */
 double hp__rec_least_base(struct hp__rec_pack *P, double below_w);
+/* The configuration of take_best with compute part cp, costed; 0 or
+ * HP_ENOMEM. */
 int hp__rec_build_config(const struct hp__rec_pack *P,
 			 const struct hp__rec_comp *cp,
 			 struct hp_rec_config *cfg);
 /* pack_dp.c */
+/* Whether the DP applies at the current groups (each serves one type)
+ * and its tables are of a sane size. */
 bool hp__rec_dp_able(const struct hp__rec_pack *P);
+/* 1 and group_take_best when a packing below best_base_w exists, 0 when
+ * none, HP_ENOMEM. */
 int hp__rec_dp_solve(struct hp__rec_pack *P);
 /* levels.c */
+/*
+ * Solve the packing of (types, counts) whose compute part is cp: phase
+ * HP__REC_ENERGY, the least energy meeting the deadline with energy below
+ * bound; HP__REC_TIME, the least time below bound.  1 and cfg when one is
+ * found, 0 when none, negative on ENOMEM.  The type set's shared part is
+ * kept in S->pk for the next counts of the same set.
+ */
 int hp__rec_pack_solve(struct hp__rec_session *S, const int *type,
 		       const int *count, int ntypes,
 		       const struct hp__rec_comp *cp, enum hp__rec_phase phase,
@@ -201,12 +223,21 @@ struct hp__rec_set_best {
 };
 
 /* cands.c */
+/* A single type's candidates: every count the batch, memory and the job's
+ * constraints allow; *out the caller's.  When none, why says so.  0 or
+ * HP_ENOMEM. */
 int hp__rec_cands_single(struct hp__rec_session *S, int t,
 			 struct hp__rec_cand **out, int *nout, char *why,
 			 size_t whylen);
+/* A pair's candidates whose bounds could beat bound (energy: and meet
+ * the deadline); *out the caller's.  0 or HP_ENOMEM. */
 int hp__rec_cands_pair(struct hp__rec_session *S, int t0, int t1,
 		       enum hp__rec_phase phase, double bound,
 		       struct hp__rec_cand **out, int *nout);
+/* Pack the candidates of one type set (sorted here) in order of their
+ * bounds until a bound reaches the set's best (or, prune_by_global, the
+ * phase's best *global_best): the set's best into sb, each costed
+ * configuration kept in the session.  0 or HP_ENOMEM. */
 int hp__rec_cands_run(struct hp__rec_session *S, const int *type, int ntypes,
 		      struct hp__rec_cand *cv, int nc, enum hp__rec_phase phase,
 		      double *global_best, struct hp__rec_set_best *sb,
