@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hetpool/ctx.h"
 #include "hetpool/util.h"
 
 /* Exit statuses: 0 success, 1 a failure while working, 2 bad usage or
@@ -29,23 +30,38 @@ const char *cli_bytes(int64_t b, char *buf, int len);
 /* Format a count as "4.09 G". */
 const char *cli_si(double v, char *buf, int len);
 
-/* Find a file the program ships under data/ ($HETPOOL_DATA_DIR, beside
- * the program, the source tree); 0 with its path in buf, or -1. */
+/* Find a file the program ships under data/ (hp_data_path()); 0 with its
+ * path in buf, or -1. */
 int cli_data_path(const char *name, char *buf, size_t n);
 
-int cmd_analyze(int argc, char **argv);
-int cmd_devices(int argc, char **argv);
-int cmd_profile(int argc, char **argv);
-int cmd_fit(int argc, char **argv);
-int cmd_predict(int argc, char **argv);
-int cmd_validate(int argc, char **argv);
-int cmd_recommend(int argc, char **argv);
-int cmd_run(int argc, char **argv);
-int cmd_jobs(int argc, char **argv);
-int cmd_status(int argc, char **argv);
-int cmd_logs(int argc, char **argv);
-int cmd_cancel(int argc, char **argv);
-int cmd_lr_find(int argc, char **argv);
+/*
+ * The loading sequence (ctx.h) for a command: each prints one line,
+ * "hetpool: CMD: " and the library's message (plus what to give instead
+ * when a shipped file is missing: "; give --catalog FILE", or a device
+ * type is unknown: "; see 'hetpool devices'"), and gives the exit status
+ * in *status (cli_load_model() returns it).  NULL paths: the shipped
+ * files.
+ */
+struct hp_ctx *cli_load_ctx(const char *cmd, const char *catalog,
+			    const char *estimator, bool with_estimator,
+			    int *status);
+struct hp_catalog *cli_load_catalog(const char *cmd, const char *catalog,
+				    struct hp_host *host, int *status);
+struct hp_graph *cli_load_graph(const char *cmd, const char *path, int *status);
+int cli_load_model(const char *cmd, const char *path, int64_t batch,
+		   const int64_t *shape, int rank, struct hp_model_input *out);
+struct hp_pool *cli_load_pool(const char *cmd, const char *path,
+			      const struct hp_catalog *cat, int *status);
+const struct hp_device_type *cli_find_type(const char *cmd,
+					   const struct hp_catalog *cat,
+					   const char *name, int *status);
+
+/* The commands, each with its options (opt.h). */
+struct cli_cmd;
+extern const struct cli_cmd cli_cmd_analyze, cli_cmd_devices, cli_cmd_profile,
+    cli_cmd_fit, cli_cmd_predict, cli_cmd_validate, cli_cmd_recommend,
+    cli_cmd_run, cli_cmd_jobs, cli_cmd_status, cli_cmd_logs, cli_cmd_cancel,
+    cli_cmd_lr_find;
 /* The job's own steps (_supervise, _rank, _stage, _slurm-batch,
  * _wait-hosts), run by its launchers; argv[0] names the step. */
 int cmd_helper(int argc, char **argv);

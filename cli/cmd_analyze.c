@@ -1,5 +1,4 @@
 /* cmd_analyze.c - `hetpool analyze`: quantify a model. */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +6,7 @@
 
 #include "cli.h"
 #include "hetpool/model.h"
+#include "opt.h"
 
 static const char help[] =
     "usage: hetpool analyze MODEL [--batch N] [--input-shape CxHxW] "
@@ -111,88 +111,67 @@ static void print_table(const struct hp_graph *g, const struct hp_features *f,
 	}
 }
 
-int cmd_analyze(int argc, char **argv)
+struct analyze_args {
+	int64_t batch;
+	struct cli_dims shape;
+	bool json, summary;
+};
+
+static const struct cli_opt analyze_opts[] = {
+    CLI_OPT_INT("batch", struct analyze_args, batch, 1, 1 << 24),
+    CLI_OPT_DIMS("input-shape", struct analyze_args, shape),
+    CLI_OPT_FLAG("json", struct analyze_args, json),
+    CLI_OPT_FLAG("summary", struct analyze_args, summary),
+    CLI_OPT_END,
+};
+
+static int cmd_analyze(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"batch", required_argument, NULL, 'b'},
-	    {"input-shape", required_argument, NULL, 's'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"summary", no_argument, NULL, 'S'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int64_t batch = 1, shape[HP_MAX_RANK];
-	int shape_rank = 0, c, rc;
-	bool json = false, summary = false;
+	struct analyze_args a = {.batch = 1};
 	struct hp_error err = {0};
 	struct hp_features f;
 	struct hp_graph *g;
 	const char *path;
+	int first, rc, status = EXIT_OK;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "b:s:jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			if (hp_parse_i64(optarg, 1, 1 << 24, &batch))
-				return cli_error(EXIT_USAGE,
-						 "--batch '%s': give a whole "
-						 "number from 1 to %d",
-						 optarg, 1 << 24);
-			break;
-		case 's':
-			shape_rank = cli_parse_dims(optarg, shape, HP_MAX_RANK);
-			if (shape_rank < 0)
-				return cli_error(EXIT_USAGE,
-						 "--input-shape '%s': give "
-						 "dimensions like 3x224x224",
-						 optarg);
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'S':
-			summary = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return EXIT_OK;
-		default:
-			return cli_error(EXIT_USAGE,
-					 "analyze: unknown option '%s'; see "
-					 "'hetpool analyze --help'",
-					 argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1)
+	if ((rc = cli_parse(&cli_cmd_analyze, argc, argv, &a, &first)))
+		return rc < 0 ? EXIT_OK : rc;
+	if (first != argc - 1)
 		return cli_error(EXIT_USAGE,
 				 "analyze: give one MODEL file; see "
 				 "'hetpool analyze --help'");
-	path = argv[optind];
-	g = hp_model_load(path, &err);
-	if (!g)
-		return cli_error(cli_status_for(err.code), "'%s': %s", path,
-				 err.msg);
-	rc = hp_analyze(g, batch, shape_rank ? shape : NULL, shape_rank, &f,
-			&err);
+	path = argv[first];
+	if (!(g = cli_load_graph("analyze", path, &status)))
+		return status;
+	rc = hp_analyze(g, a.batch, a.shape.rank ? a.shape.d : NULL,
+			a.shape.rank, &f, &err);
 	if (rc) {
 		hp_graph_free(g);
-		return cli_error(cli_status_for(rc), "'%s': %s", path, err.msg);
+		return cli_error(cli_status_for(rc), "analyze: model '%s': %s",
+				 path, err.msg);
 	}
-	if (json) {
+	if (a.json) {
 		json_t *j = hp_features_json(g, &f);
 		if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) != 0) {
 			json_decref(j);
 			hp_features_release(&f);
 			hp_graph_free(g);
-			return cli_error(EXIT_FAIL, "cannot write JSON");
+			return cli_error(EXIT_FAIL,
+					 "analyze: cannot write JSON");
 		}
 		fputc('\n', stdout);
 		json_decref(j);
 	} else {
-		print_table(g, &f, summary);
+		print_table(g, &f, a.summary);
 	}
 	hp_features_release(&f);
 	hp_graph_free(g);
 	return EXIT_OK;
 }
+
+const struct cli_cmd cli_cmd_analyze = {
+    .name = "analyze",
+    .run = cmd_analyze,
+    .help = help,
+    .opts = analyze_opts,
+};

@@ -1,9 +1,7 @@
 /*
  * cmd_devices.c - `hetpool devices`: list the device catalog (GPU types
  * and the local CPU host, detected), or show the types some names denote.
- * Also finds the data files the program ships (cli_data_path).
  */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +11,7 @@
 
 #include "cli.h"
 #include "hetpool/device.h"
+#include "opt.h"
 
 static const char help[] =
     "usage: hetpool devices [NAME...] [--json] [--catalog FILE]\n"
@@ -50,59 +49,6 @@ static const char help[] =
     "  hetpool devices\n"
     "  hetpool devices v100 \"NVIDIA A100-SXM4-40GB\" cpu\n"
     "  hetpool devices --json | jq '.devices[] | {name, fp16_tflops}'\n";
-
-/* The source tree: HP_SOURCE_DIR when the build defines it, else the
- * directory above this file's (CMake compiles it by absolute path). */
-static void source_dir(char *buf, size_t n)
-{
-#ifdef HP_SOURCE_DIR
-	snprintf(buf, n, "%s", HP_SOURCE_DIR);
-#else
-	const char *f = __FILE__;
-	const char *tail = strstr(f, "/cli/cmd_devices.c");
-	if (f[0] != '/' || !tail) {
-		buf[0] = '\0';
-		return;
-	}
-	snprintf(buf, n, "%.*s", (int)(tail - f), f);
-#endif
-}
-
-static bool try_path(char *buf, size_t n, const char *dir, const char *sub,
-		     const char *name)
-{
-	if ((size_t)snprintf(buf, n, "%s%s/%s", dir, sub, name) >= n)
-		return false;
-	return access(buf, R_OK) == 0;
-}
-
-int cli_data_path(const char *name, char *buf, size_t n)
-{
-	static const char *const beside[] = {"/../../data",
-					     "/../share/hetpool"};
-	const char *env = getenv("HETPOOL_DATA_DIR");
-	char exe[4096], src[4096];
-	ssize_t len;
-
-	if (env && *env && try_path(buf, n, env, "", name))
-		return 0;
-	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len > 0) {
-		char *slash;
-		exe[len] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			for (int i = 0; i < 2; i++)
-				if (try_path(buf, n, exe, beside[i], name))
-					return 0;
-		}
-	}
-	source_dir(src, sizeof(src));
-	if (src[0] && try_path(buf, n, src, "/data", name))
-		return 0;
-	return -1;
-}
 
 /* "12.3" or "-" for an unknown figure; "~" in front of an estimate. */
 static const char *fig(double v, bool estimate, char *buf, size_t n)
@@ -233,77 +179,47 @@ static json_t *type_json(const struct hp_device_type *t,
 	return o;
 }
 
-int cmd_devices(int argc, char **argv)
+struct devices_args {
+	bool json;
+	const char *catalog;
+};
+
+static const struct cli_opt devices_opts[] = {
+    CLI_OPT_FLAG("json", struct devices_args, json),
+    CLI_OPT_STR("catalog", struct devices_args, catalog),
+    CLI_OPT_END,
+};
+
+static int cmd_devices(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"catalog", required_argument, NULL, 'c'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	struct devices_args a = {0};
 	const struct hp_device_type **show;
-	struct hp_error err = {0};
 	struct hp_catalog *cat;
 	struct hp_host host;
-	const char *catalog = NULL;
 	char path[4096];
-	bool json = false;
-	int c, nshow = 0, status = EXIT_OK;
+	const char *catalog;
+	int first, nshow = 0, status = EXIT_OK;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "jc:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'c':
-			catalog = optarg;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return EXIT_OK;
-		default:
-			return cli_error(EXIT_USAGE,
-					 "devices: unknown option or missing "
-					 "value '%s'; see 'hetpool devices "
-					 "--help'",
-					 argv[optind - 1]);
-		}
-	}
-	if (!catalog) {
-		if (cli_data_path("devices.csv", path, sizeof(path)))
-			return cli_error(EXIT_USAGE,
-					 "devices: no data/devices.csv found "
-					 "($HETPOOL_DATA_DIR, beside the "
-					 "program, the source tree); give "
-					 "--catalog FILE");
+	if ((status = cli_parse(&cli_cmd_devices, argc, argv, &a, &first)))
+		return status < 0 ? EXIT_OK : status;
+	if (!(cat = cli_load_catalog("devices", a.catalog, &host, &status)))
+		return status;
+	/* the file read, for the listing's last line */
+	catalog = a.catalog;
+	if (!catalog && !hp_data_path(HP_DATA_CATALOG, path, sizeof(path)))
 		catalog = path;
-	}
-	cat = hp_catalog_load(catalog, &err);
-	if (!cat)
-		return cli_error(cli_status_for(err.code), "%s", err.msg);
-	if (hp_host_detect(&host, &err))
-		hp_log(HP_LOG_WARN, "cpu host: %s", err.msg);
-	for (int i = 0; i < cat->n; i++)
-		if (cat->types[i].kind == HP_DEVICE_CPU)
-			hp_host_apply(&host, &cat->types[i]);
-
-	show = calloc((size_t)(argc - optind + cat->n) + 1, sizeof(*show));
+	if (!catalog)
+		catalog = "?";
+	show = calloc((size_t)(argc - first + cat->n) + 1, sizeof(*show));
 	if (!show) {
 		hp_catalog_free(cat);
-		return cli_error(EXIT_FAIL, "out of memory");
+		return cli_error(EXIT_FAIL, "devices: out of memory");
 	}
-	for (int i = optind; i < argc; i++) {
-		const struct hp_device_type *t = hp_catalog_find(cat, argv[i]);
-		if (!t) {
-			status = cli_error(EXIT_USAGE,
-					   "devices: '%s' is not in the "
-					   "catalog '%s'; see 'hetpool "
-					   "devices'",
-					   argv[i], catalog);
+	for (int i = first; i < argc; i++) {
+		const struct hp_device_type *t =
+		    cli_find_type("devices", cat, argv[i], &status);
+		if (!t)
 			goto out;
-		}
 		show[nshow++] = t;
 	}
 	bool detail = nshow > 0;
@@ -311,14 +227,15 @@ int cmd_devices(int argc, char **argv)
 		for (int i = 0; i < cat->n; i++)
 			show[nshow++] = &cat->types[i];
 
-	if (json) {
+	if (a.json) {
 		json_t *o = json_object(), *arr = json_array();
 		for (int i = 0; i < nshow; i++)
 			json_array_append_new(arr, type_json(show[i], &host));
 		json_object_set_new(o, "catalog", json_string(catalog));
 		json_object_set_new(o, "devices", arr);
 		if (json_dumpf(o, stdout, JSON_INDENT(2)) != 0)
-			status = cli_error(EXIT_FAIL, "cannot write JSON");
+			status =
+			    cli_error(EXIT_FAIL, "devices: cannot write JSON");
 		else
 			fputc('\n', stdout);
 		json_decref(o);
@@ -342,3 +259,10 @@ out:
 	hp_catalog_free(cat);
 	return status;
 }
+
+const struct cli_cmd cli_cmd_devices = {
+    .name = "devices",
+    .run = cmd_devices,
+    .help = help,
+    .opts = devices_opts,
+};

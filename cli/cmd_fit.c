@@ -1,6 +1,5 @@
 /* cmd_fit.c - `hetpool fit`: fit the estimator on profiles and public
  * measurements and save it as JSON. */
-#include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include "cli.h"
 #include "est_cli.h"
 #include "hetpool/estimate.h"
+#include "opt.h"
 
 static const char help[] =
     "usage: hetpool fit [DATASET...] --out FILE [--family physical|linear]\n"
@@ -81,21 +81,36 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
-int cmd_fit(int argc, char **argv)
+struct fit_args {
+	const char *out, *catalog;
+	int family;
+	struct est_cli_sources src;
+	bool skip_bad_rows, json;
+	int threads;
+};
+
+static const struct cli_word fit_family_words[] = {
+    {"physical", HP_EST_PHYSICAL},
+    {"linear", HP_EST_LINEAR},
+    {NULL, 0},
+};
+
+static const struct cli_opt fit_opts[] = {
+    CLI_OPT_STR("out", struct fit_args, out),
+    CLI_OPT_WORD("family", struct fit_args, family, fit_family_words),
+    CLI_OPT_STR("public", struct fit_args, src.pub),
+    CLI_OPT_FLAG("no-public", struct fit_args, src.no_public),
+    CLI_OPT_STR("models", struct fit_args, src.models),
+    CLI_OPT_FLAG("skip-bad-rows", struct fit_args, skip_bad_rows),
+    CLI_OPT_STR("catalog", struct fit_args, catalog),
+    CLI_OPT_FLAG("json", struct fit_args, json),
+    CLI_OPT_INT("threads", struct fit_args, threads, 1, 256),
+    CLI_OPT_END,
+};
+
+static int cmd_fit(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"out", required_argument, NULL, 'o'},
-	    {"family", required_argument, NULL, 'f'},
-	    {"public", required_argument, NULL, 'p'},
-	    {"no-public", no_argument, NULL, 'P'},
-	    {"models", required_argument, NULL, 'm'},
-	    {"skip-bad-rows", no_argument, NULL, 's'},
-	    {"catalog", required_argument, NULL, 'c'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	struct fit_args a = {.family = HP_EST_PHYSICAL};
 	struct hp_fit_options o = {0};
 	struct hp_fit_report report = {0};
 	struct hp_error err = {0};
@@ -103,71 +118,22 @@ int cmd_fit(int argc, char **argv)
 	struct hp_catalog *cat = NULL;
 	struct hp_estimator_file file;
 	struct est_cli_progress prog;
-	const char *out = NULL, *catalog = NULL;
-	struct est_cli_sources src = {0};
+	const char *out;
 	char *shipped[64];
-	int nshipped = 0, c, status = EXIT_OK;
-	bool json = false, open = false;
+	int nshipped = 0, first, status = EXIT_OK;
+	bool json, open = false;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:f:p:Pm:sc:jt:h", opts, NULL)) !=
-	       -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'f':
-			if (hp_est_family_parse(optarg, &o.family) ||
-			    o.family == HP_EST_ROOFLINE)
-				return cli_error(EXIT_USAGE,
-						 "fit: --family '%s': give "
-						 "physical or linear",
-						 optarg);
-			break;
-		case 'p':
-			src.pub = optarg;
-			break;
-		case 'P':
-			src.no_public = true;
-			break;
-		case 'm':
-			src.models = optarg;
-			break;
-		case 's':
-			o.skip_bad_rows = true;
-			break;
-		case 'c':
-			catalog = optarg;
-			break;
-		case 't': {
-			int64_t v;
-			if (hp_parse_i64(optarg, 1, 256, &v))
-				return cli_error(EXIT_USAGE,
-						 "%s: --threads '%s': give a "
-						 "whole number from 1 to 256",
-						 "fit", optarg);
-			o.threads = (int)v;
-			break;
-		}
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return EXIT_OK;
-		default:
-			return cli_error(EXIT_USAGE,
-					 "fit: unknown option or missing "
-					 "value '%s'; see 'hetpool fit "
-					 "--help'",
-					 argv[optind - 1]);
-		}
-	}
+	if ((status = cli_parse(&cli_cmd_fit, argc, argv, &a, &first)))
+		return status < 0 ? EXIT_OK : status;
+	out = a.out;
+	json = a.json;
+	o.family = (enum hp_est_family)a.family;
+	o.skip_bad_rows = a.skip_bad_rows;
+	o.threads = a.threads;
 	if (!out)
 		return cli_error(EXIT_USAGE, "fit: give --out FILE; see "
 					     "'hetpool fit --help'");
-	if ((status = est_cli_resolve(&src, "fit", &o)))
+	if ((status = est_cli_resolve(&a.src, "fit", &o)))
 		return status;
 	/* Where the estimator goes is known to work before a long fit. */
 	if (hp_estimator_save_open(&file, out, &err))
@@ -176,15 +142,15 @@ int cmd_fit(int argc, char **argv)
 	tmp_path = file.tmp;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (optind < argc) {
-		o.datasets = (const char *const *)&argv[optind];
-		o.ndatasets = argc - optind;
+	if (first < argc) {
+		o.datasets = (const char *const *)&argv[first];
+		o.ndatasets = argc - first;
 	} else {
 		nshipped = est_cli_profiles(shipped, 64);
 		o.datasets = (const char *const *)shipped;
 		o.ndatasets = nshipped;
 	}
-	if (!(cat = est_cli_catalog(catalog, "fit", &status)))
+	if (!(cat = cli_load_catalog("fit", a.catalog, NULL, &status)))
 		goto out;
 	est_cli_progress_init(&prog, "fit");
 	o.progress = est_cli_progress;
@@ -230,3 +196,10 @@ out:
 	hp_catalog_free(cat);
 	return status;
 }
+
+const struct cli_cmd cli_cmd_fit = {
+    .name = "fit",
+    .run = cmd_fit,
+    .help = help,
+    .opts = fit_opts,
+};

@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -24,6 +23,7 @@
 #include "cli.h"
 #include "deploy_cli.h"
 #include "hetpool/deploy.h"
+#include "opt.h"
 
 static const char jobs_help[] =
     "usage: hetpool jobs [--state S] [--jobs-dir DIR] [--json]\n"
@@ -114,68 +114,45 @@ static const char cancel_help[] =
     "example:\n"
     "  hetpool cancel 20261130-121501-3fa2\n";
 
-enum { O_JOBS = 256, O_JSON, O_STATE, O_RANK, O_LAUNCHER, O_FOLLOW };
-
-/* Options the follow-up commands share; returns 0, or -1 after printing
- * help, or the exit status of a bad option. */
+/* Options the follow-up commands share. */
 struct fopts {
 	const char *jobs, *state, *rank;
 	bool json, launcher, follow;
 };
 
-static int parse(int argc, char **argv, const char *cmd, const char *help,
-		 const char *allowed, struct fopts *o)
-{
-	static const struct option opts[] = {
-	    {"jobs-dir", required_argument, NULL, O_JOBS},
-	    {"json", no_argument, NULL, O_JSON},
-	    {"state", required_argument, NULL, O_STATE},
-	    {"rank", required_argument, NULL, O_RANK},
-	    {"launcher", no_argument, NULL, O_LAUNCHER},
-	    {"follow", no_argument, NULL, O_FOLLOW},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c, idx;
+#define FO struct fopts
+static const struct cli_opt jobs_opts[] = {
+    CLI_OPT_STR("state", FO, state),
+    CLI_OPT_STR("jobs-dir", FO, jobs),
+    CLI_OPT_FLAG("json", FO, json),
+    CLI_OPT_END,
+};
+static const struct cli_opt status_opts[] = {
+    CLI_OPT_STR("jobs-dir", FO, jobs),
+    CLI_OPT_FLAG("json", FO, json),
+    CLI_OPT_END,
+};
+static const struct cli_opt logs_opts[] = {
+    CLI_OPT_STR("rank", FO, rank),
+    CLI_OPT_FLAG("launcher", FO, launcher),
+    {.name = "follow",
+     .kind = CLI_FLAG,
+     .off = offsetof(FO, follow),
+     .size = sizeof(bool),
+     .short_name = 'f'},
+    CLI_OPT_STR("jobs-dir", FO, jobs),
+    CLI_OPT_END,
+};
+#undef FO
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "hf", opts, &idx)) != -1) {
-		const char *name = c == 'f'	 ? "follow"
-				   : c >= O_JOBS ? opts[c - O_JOBS].name
-						 : NULL;
-		if (c == 'h') {
-			fputs(help, stdout);
-			return -1;
-		}
-		if (!name || !strstr(allowed, name))
-			return cli_error(EXIT_USAGE,
-					 "%s: unknown option or missing value "
-					 "'%s'; see 'hetpool %s --help'",
-					 cmd, argv[optind - 1], cmd);
-		switch (c) {
-		case O_JOBS:
-			o->jobs = optarg;
-			break;
-		case O_JSON:
-			o->json = true;
-			break;
-		case O_STATE:
-			o->state = optarg;
-			break;
-		case O_RANK:
-			o->rank = optarg;
-			break;
-		case O_LAUNCHER:
-			o->launcher = true;
-			break;
-		case 'f':
-		case O_FOLLOW:
-			o->follow = true;
-			break;
-		}
-	}
-	return 0;
+/* Parse a follow-up command's options; 0 (its arguments from optind),
+ * -1 after printing help, or the exit status of a bad option. */
+static int parse(int argc, char **argv, const struct cli_cmd *cmd,
+		 struct fopts *o)
+{
+	int first;
+
+	return cli_parse(cmd, argc, argv, o, &first);
 }
 
 static struct hp_deploy *open_jobs(const struct fopts *o, const char *cmd,
@@ -204,7 +181,7 @@ static int one_id(int argc, char **argv, const char *cmd, const char **id)
 	return 0;
 }
 
-int cmd_jobs(int argc, char **argv)
+static int cmd_jobs(int argc, char **argv)
 {
 	struct fopts o = {0};
 	struct hp_error err = {0};
@@ -213,8 +190,7 @@ int cmd_jobs(int argc, char **argv)
 	enum hp_job_state want = HP_JOB_QUEUED;
 	int n = 0, status = EXIT_OK, rc;
 
-	if ((rc = parse(argc, argv, "jobs", jobs_help, "jobs-dir json state",
-			&o)))
+	if ((rc = parse(argc, argv, &cli_cmd_jobs, &o)))
 		return rc < 0 ? EXIT_OK : rc;
 	if (optind != argc)
 		return cli_error(EXIT_USAGE, "jobs: takes no arguments; see "
@@ -310,7 +286,7 @@ static void print_status(const struct hp_job *j)
 		printf("results    %s\n", cli_esc(j->results, b, sizeof(b)));
 }
 
-int cmd_status(int argc, char **argv)
+static int cmd_status(int argc, char **argv)
 {
 	struct fopts o = {0};
 	struct hp_error err = {0};
@@ -319,8 +295,7 @@ int cmd_status(int argc, char **argv)
 	const char *id;
 	int status = EXIT_OK, rc;
 
-	if ((rc =
-		 parse(argc, argv, "status", status_help, "jobs-dir json", &o)))
+	if ((rc = parse(argc, argv, &cli_cmd_status, &o)))
 		return rc < 0 ? EXIT_OK : rc;
 	if ((rc = one_id(argc, argv, "status", &id)))
 		return rc;
@@ -348,7 +323,7 @@ out:
 	return status;
 }
 
-int cmd_cancel(int argc, char **argv)
+static int cmd_cancel(int argc, char **argv)
 {
 	struct fopts o = {0};
 	struct hp_error err = {0};
@@ -357,8 +332,7 @@ int cmd_cancel(int argc, char **argv)
 	const char *id;
 	int status = EXIT_OK, rc;
 
-	if ((rc =
-		 parse(argc, argv, "cancel", cancel_help, "jobs-dir json", &o)))
+	if ((rc = parse(argc, argv, &cli_cmd_cancel, &o)))
 		return rc < 0 ? EXIT_OK : rc;
 	if ((rc = one_id(argc, argv, "cancel", &id)))
 		return rc;
@@ -421,7 +395,7 @@ static bool pump(int fd, off_t *off, bool tty)
 	return !ferror(stdout);
 }
 
-int cmd_logs(int argc, char **argv)
+static int cmd_logs(int argc, char **argv)
 {
 	struct fopts o = {0};
 	struct hp_error err = {0};
@@ -436,8 +410,7 @@ int cmd_logs(int argc, char **argv)
 	off_t offs[HP_PLAN_MAX_RANKS + 1];
 	int nf = 0;
 
-	if ((rc = parse(argc, argv, "logs", logs_help,
-			"jobs-dir rank launcher follow", &o)))
+	if ((rc = parse(argc, argv, &cli_cmd_logs, &o)))
 		return rc < 0 ? EXIT_OK : rc;
 	if ((rc = one_id(argc, argv, "logs", &id)))
 		return rc;
@@ -645,6 +618,19 @@ static int rank_exec(const char *jobdir)
 	hp_rank_exec_release(&x);
 	return 127;
 }
+
+const struct cli_cmd cli_cmd_jobs = {
+    .name = "jobs", .run = cmd_jobs, .help = jobs_help, .opts = jobs_opts};
+const struct cli_cmd cli_cmd_status = {.name = "status",
+				       .run = cmd_status,
+				       .help = status_help,
+				       .opts = status_opts};
+const struct cli_cmd cli_cmd_logs = {
+    .name = "logs", .run = cmd_logs, .help = logs_help, .opts = logs_opts};
+const struct cli_cmd cli_cmd_cancel = {.name = "cancel",
+				       .run = cmd_cancel,
+				       .help = cancel_help,
+				       .opts = status_opts};
 
 int cmd_helper(int argc, char **argv)
 {

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <spawn.h>
@@ -22,6 +21,7 @@
 #include "cli.h"
 #include "hetpool/lrfind.h"
 #include "hetpool/model.h"
+#include "opt.h"
 
 extern char **environ;
 
@@ -123,6 +123,7 @@ struct lr_find {
 	int64_t steps, batch, seed, threads;
 	double lr_min, lr_max;
 	struct hp_lrfind_options opt;
+	int smooth; /* -1: not given */
 	bool json;
 	char **pass; /* after "--" */
 	int npass;
@@ -141,72 +142,41 @@ static bool join(char *buf, size_t n, const char *dir, const char *name)
 	return (size_t)snprintf(buf, n, "%s/%s", dir, name) < n;
 }
 
-static int parse_num(const char *opt, const char *s, double min, double max,
-		     double *out)
-{
-	if (hp_parse_double(s, out) || !(*out >= min && *out <= max))
-		return cli_error(EXIT_USAGE,
-				 "lr-find: %s '%s': give a number from %g to "
-				 "%g",
-				 opt, s, min, max);
-	return 0;
-}
+static const struct cli_word smooth_words[] = {
+    {"median", HP_LRFIND_SMOOTH_MEDIAN},
+    {"ewma", HP_LRFIND_SMOOTH_EWMA},
+    {NULL, 0},
+};
 
-static int parse_int(const char *opt, const char *s, int64_t min, int64_t max,
-		     int64_t *out)
-{
-	if (hp_parse_i64(s, min, max, out))
-		return cli_error(EXIT_USAGE,
-				 "lr-find: %s '%s': give a whole number from "
-				 "%lld to %lld",
-				 opt, s, (long long)min, (long long)max);
-	return 0;
-}
+/* The training options come first in the table (--from takes none). */
+#define LA struct lr_find
+static const struct cli_opt lr_find_opts[] = {
+    CLI_OPT_STR("model", LA, model),
+    CLI_OPT_STR("data", LA, data),
+    CLI_OPT_INT("steps", LA, steps, 10, HP_LRFIND_MAX_POINTS),
+    CLI_OPT_NUM("lr-min", LA, lr_min, 1e-12, 1e6),
+    CLI_OPT_NUM("lr-max", LA, lr_max, 1e-12, 1e6),
+    CLI_OPT_INT("batch", LA, batch, 1, 1 << 20),
+    CLI_OPT_INT("seed", LA, seed, 0, INT64_MAX),
+    CLI_OPT_INT("threads", LA, threads, 1, 4096),
+    CLI_OPT_STR("out", LA, out),
+    CLI_OPT_STR("from", LA, from),
+    CLI_OPT_STR("trainer", LA, trainer),
+    CLI_OPT_FLAG("json", LA, json),
+    CLI_OPT_WORD("smooth", LA, smooth, smooth_words),
+    CLI_OPT_INT("window", LA, opt.window, 1, 10001),
+    CLI_OPT_NUM("diverge", LA, opt.diverge_factor, 1.01, 1e6),
+    CLI_OPT_INT("max-degree", LA, opt.max_degree, 1, HP_LRFIND_MAX_DEGREE),
+    CLI_OPT_END,
+};
+#undef LA
+/* Bits of the training options: --model to --threads. */
+#define TRAINING_OPTS ((uint64_t)0xff)
 
 static int parse_args(int argc, char **argv, struct lr_find *a)
 {
-	enum {
-		O_MODEL = 256,
-		O_DATA,
-		O_STEPS,
-		O_LRMIN,
-		O_LRMAX,
-		O_BATCH,
-		O_SEED,
-		O_THREADS,
-		O_OUT,
-		O_FROM,
-		O_TRAINER,
-		O_JSON,
-		O_SMOOTH,
-		O_WINDOW,
-		O_DIVERGE,
-		O_DEGREE,
-		O_HELP,
-	};
-	static const struct option opts[] = {
-	    {"model", required_argument, NULL, O_MODEL},
-	    {"data", required_argument, NULL, O_DATA},
-	    {"steps", required_argument, NULL, O_STEPS},
-	    {"lr-min", required_argument, NULL, O_LRMIN},
-	    {"lr-max", required_argument, NULL, O_LRMAX},
-	    {"batch", required_argument, NULL, O_BATCH},
-	    {"seed", required_argument, NULL, O_SEED},
-	    {"threads", required_argument, NULL, O_THREADS},
-	    {"out", required_argument, NULL, O_OUT},
-	    {"from", required_argument, NULL, O_FROM},
-	    {"trainer", required_argument, NULL, O_TRAINER},
-	    {"json", no_argument, NULL, O_JSON},
-	    {"smooth", required_argument, NULL, O_SMOOTH},
-	    {"window", required_argument, NULL, O_WINDOW},
-	    {"diverge", required_argument, NULL, O_DIVERGE},
-	    {"max-degree", required_argument, NULL, O_DEGREE},
-	    {"help", no_argument, NULL, O_HELP},
-	    {NULL, 0, NULL, 0},
-	};
-	bool training_opt = false;
-	int64_t v;
-	int c, rc;
+	uint64_t seen;
+	int first, rc;
 
 	a->data = "fashion-mnist";
 	a->steps = 200;
@@ -214,112 +184,35 @@ static int parse_args(int argc, char **argv, struct lr_find *a)
 	a->seed = 1;
 	a->lr_min = 1e-5;
 	a->lr_max = 10;
-	opterr = 0;
-	optind = 1;
-	/* "+": stop at the first non-option, so that only "--" can start
+	a->smooth = -1;
+	/* Options stop at the first argument, so that only "--" can start
 	 * the trainer's arguments. */
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		rc = 0;
-		if (c >= O_MODEL && c <= O_THREADS)
-			training_opt = true;
-		switch (c) {
-		case O_MODEL:
-			a->model = optarg;
-			break;
-		case O_DATA:
-			a->data = optarg;
-			break;
-		case O_STEPS:
-			rc = parse_int("--steps", optarg, 10,
-				       HP_LRFIND_MAX_POINTS, &a->steps);
-			break;
-		case O_LRMIN:
-			rc = parse_num("--lr-min", optarg, 1e-12, 1e6,
-				       &a->lr_min);
-			break;
-		case O_LRMAX:
-			rc = parse_num("--lr-max", optarg, 1e-12, 1e6,
-				       &a->lr_max);
-			break;
-		case O_BATCH:
-			rc =
-			    parse_int("--batch", optarg, 1, 1 << 20, &a->batch);
-			break;
-		case O_SEED:
-			rc =
-			    parse_int("--seed", optarg, 0, INT64_MAX, &a->seed);
-			break;
-		case O_THREADS:
-			rc = parse_int("--threads", optarg, 1, 4096,
-				       &a->threads);
-			break;
-		case O_OUT:
-			a->out = optarg;
-			break;
-		case O_FROM:
-			a->from = optarg;
-			break;
-		case O_TRAINER:
-			a->trainer = optarg;
-			break;
-		case O_JSON:
-			a->json = true;
-			break;
-		case O_SMOOTH:
-			if (hp_lrfind_smoother_parse(optarg, &a->opt.smoother))
-				return cli_error(EXIT_USAGE,
-						 "lr-find: --smooth '%s': give "
-						 "median or ewma",
-						 optarg);
-			break;
-		case O_WINDOW:
-			rc = parse_int("--window", optarg, 1, 10001, &v);
-			if (!rc && v % 2 == 0)
-				return cli_error(EXIT_USAGE,
-						 "lr-find: --window %lld: give "
-						 "an odd number of steps",
-						 (long long)v);
-			a->opt.window = (int)v;
-			break;
-		case O_DIVERGE:
-			rc = parse_num("--diverge", optarg, 1.01, 1e6,
-				       &a->opt.diverge_factor);
-			break;
-		case O_DEGREE:
-			rc = parse_int("--max-degree", optarg, 1,
-				       HP_LRFIND_MAX_DEGREE, &v);
-			a->opt.max_degree = (int)v;
-			break;
-		case O_HELP:
-		case 'h':
-			fputs(help, stdout);
-			return -1;
-		default:
-			return cli_error(EXIT_USAGE,
-					 "lr-find: unknown option or missing "
-					 "value '%s'; see 'hetpool lr-find "
-					 "--help'",
-					 argv[optind - 1]);
-		}
-		if (rc)
-			return rc;
-	}
-	if (optind < argc) {
-		if (strcmp(argv[optind - 1], "--") != 0)
+	if ((rc = cli_parse_seen(&cli_cmd_lr_find, argc, argv, a, &first,
+				 &seen)))
+		return rc;
+	if (a->smooth >= 0)
+		a->opt.smoother = (enum hp_lrfind_smoother)a->smooth;
+	if (a->opt.window && a->opt.window % 2 == 0)
+		return cli_error(EXIT_USAGE,
+				 "lr-find: --window %d: give an odd number of "
+				 "steps",
+				 a->opt.window);
+	if (first < argc) {
+		if (strcmp(argv[first - 1], "--") != 0)
 			return cli_error(EXIT_USAGE,
 					 "lr-find: unexpected argument '%s'; "
 					 "trainer arguments go after '--'",
-					 argv[optind]);
-		if (argc - optind > MAX_PASS)
+					 argv[first]);
+		if (argc - first > MAX_PASS)
 			return cli_error(EXIT_USAGE,
 					 "lr-find: %d trainer arguments after "
 					 "'--': at most %d",
-					 argc - optind, MAX_PASS);
-		a->pass = argv + optind;
-		a->npass = argc - optind;
+					 argc - first, MAX_PASS);
+		a->pass = argv + first;
+		a->npass = argc - first;
 	}
 	if (a->from) {
-		if (training_opt || a->trainer || a->npass)
+		if ((seen & TRAINING_OPTS) || a->trainer || a->npass)
 			return cli_error(
 			    EXIT_USAGE,
 			    "lr-find: --from analyses an earlier "
@@ -355,14 +248,11 @@ static int parse_args(int argc, char **argv, struct lr_find *a)
 /* The model must load before a trainer is started for it. */
 static int check_model(const char *path)
 {
-	struct hp_error err = {0};
-	struct hp_graph *g = hp_model_load(path, &err);
+	int status = EXIT_OK;
+	struct hp_graph *g = cli_load_graph("lr-find", path, &status);
 
-	if (!g)
-		return cli_error(cli_status_for(err.code),
-				 "lr-find: model '%s': %s", path, err.msg);
 	hp_graph_free(g);
-	return 0;
+	return status;
 }
 
 /* The trainer: --trainer, $HETPOOL_TRAIN, or hetpool-train beside this
@@ -842,7 +732,7 @@ out:
 	return status;
 }
 
-int cmd_lr_find(int argc, char **argv)
+static int cmd_lr_find(int argc, char **argv)
 {
 	struct lr_find a = {0};
 	char trainer[4096];
@@ -872,3 +762,12 @@ int cmd_lr_find(int argc, char **argv)
 		return rc;
 	return analyse(&a, a.out, a.out, a.steps);
 }
+
+const struct cli_cmd cli_cmd_lr_find = {
+    .name = "lr-find",
+    .run = cmd_lr_find,
+    .help = help,
+    .opts = lr_find_opts,
+    .stop_at_arg = true,
+    .foreign = "optimizer", /* the trainer's */
+};

@@ -1,7 +1,6 @@
 /* cmd_predict.c - `hetpool predict`: a training step's time (with its
  * interval), throughput, peak memory and energy on a device type, from
  * the fitted estimator. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,8 +8,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "est_cli.h"
 #include "hetpool/estimate.h"
+#include "opt.h"
 
 static const char help[] =
     "usage: hetpool predict MODEL --device TYPE --batch N [--devices K]\n"
@@ -138,170 +137,102 @@ static void print_text(const char *model, const struct hp_prediction *p)
 	       cli_esc(p->memory_basis, e, sizeof(e)));
 }
 
-int cmd_predict(int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"device", required_argument, NULL, 'd'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"devices", required_argument, NULL, 'k'},
-	    {"estimator", required_argument, NULL, 'e'},
-	    {"family", required_argument, NULL, 'f'},
-	    {"input-shape", required_argument, NULL, 's'},
-	    {"catalog", required_argument, NULL, 'c'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct hp_error err = {0};
-	struct hp_estimator *est = NULL;
-	struct hp_catalog *cat = NULL;
-	struct hp_graph *g = NULL;
-	struct hp_workload w = {0};
-	struct hp_prediction p;
-	const char *device = NULL, *estpath = NULL, *catalog = NULL, *model;
-	char estbuf[4096];
-	int64_t batch = 0, ndev = 1, shape[HP_MAX_RANK];
-	int shape_rank = 0, family = -1, c, rc, status = EXIT_OK;
-	bool json = false;
+struct predict_args {
+	const char *device, *estimator, *catalog;
+	int64_t batch, ndevices;
+	int family; /* -1: the estimator's */
+	struct cli_dims shape;
+	bool json;
+};
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:b:k:e:f:s:c:jh", opts, NULL)) !=
-	       -1) {
-		switch (c) {
-		case 'd':
-			device = optarg;
-			break;
-		case 'b':
-			if (hp_parse_i64(optarg, 1, 1 << 24, &batch))
-				return cli_error(EXIT_USAGE,
-						 "predict: --batch '%s': give "
-						 "a whole number from 1 to %d",
-						 optarg, 1 << 24);
-			break;
-		case 'k':
-			if (hp_parse_i64(optarg, 1, 4096, &ndev))
-				return cli_error(EXIT_USAGE,
-						 "predict: --devices '%s': "
-						 "give a whole number from 1 "
-						 "to 4096",
-						 optarg);
-			break;
-		case 'e':
-			estpath = optarg;
-			break;
-		case 'f': {
-			enum hp_est_family f;
-			if (hp_est_family_parse(optarg, &f))
-				return cli_error(EXIT_USAGE,
-						 "predict: --family '%s': give "
-						 "physical, linear or "
-						 "roofline",
-						 optarg);
-			family = (int)f;
-			break;
-		}
-		case 's':
-			shape_rank = cli_parse_dims(optarg, shape, HP_MAX_RANK);
-			if (shape_rank < 0)
-				return cli_error(EXIT_USAGE,
-						 "predict: --input-shape '%s': "
-						 "give dimensions like "
-						 "3x224x224",
-						 optarg);
-			break;
-		case 'c':
-			catalog = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return EXIT_OK;
-		default:
-			return cli_error(EXIT_USAGE,
-					 "predict: unknown option or missing "
-					 "value '%s'; see 'hetpool predict "
-					 "--help'",
-					 argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1)
+static const struct cli_word family_words[] = {
+    {"physical", HP_EST_PHYSICAL},
+    {"linear", HP_EST_LINEAR},
+    {"roofline", HP_EST_ROOFLINE},
+    {NULL, 0},
+};
+
+static const struct cli_opt predict_opts[] = {
+    CLI_OPT_STR("device", struct predict_args, device),
+    CLI_OPT_INT("batch", struct predict_args, batch, 1, 1 << 24),
+    CLI_OPT_INT("devices", struct predict_args, ndevices, 1, 4096),
+    CLI_OPT_STR("estimator", struct predict_args, estimator),
+    CLI_OPT_WORD("family", struct predict_args, family, family_words),
+    CLI_OPT_DIMS("input-shape", struct predict_args, shape),
+    CLI_OPT_STR("catalog", struct predict_args, catalog),
+    CLI_OPT_FLAG("json", struct predict_args, json),
+    CLI_OPT_END,
+};
+
+static int cmd_predict(int argc, char **argv)
+{
+	struct predict_args a = {.ndevices = 1, .family = -1};
+	struct hp_error err = {0};
+	struct hp_ctx *ctx = NULL;
+	const struct hp_snap *snap = NULL;
+	const struct hp_catalog *cat;
+	struct hp_model_input mi = {0};
+	struct hp_prediction p;
+	const char *model;
+	int first, rc, status = EXIT_OK;
+
+	if ((rc = cli_parse(&cli_cmd_predict, argc, argv, &a, &first)))
+		return rc < 0 ? EXIT_OK : rc;
+	if (first != argc - 1)
 		return cli_error(EXIT_USAGE, "predict: give one MODEL file; "
 					     "see 'hetpool predict --help'");
-	model = argv[optind];
-	if (!device)
+	model = argv[first];
+	if (!a.device)
 		return cli_error(EXIT_USAGE,
 				 "predict: give --device TYPE (see 'hetpool "
 				 "devices')");
-	if (!batch)
+	if (!a.batch)
 		return cli_error(EXIT_USAGE, "predict: give --batch N");
-	if (batch % ndev)
+	if (a.batch % a.ndevices)
 		return cli_error(EXIT_USAGE,
 				 "predict: --batch %lld is not a multiple of "
 				 "--devices %lld",
-				 (long long)batch, (long long)ndev);
-	if (!(cat = est_cli_catalog(catalog, "predict", &status)))
+				 (long long)a.batch, (long long)a.ndevices);
+	if (!(ctx = cli_load_ctx("predict", a.catalog, a.estimator, true,
+				 &status)))
 		goto out;
-	if (!hp_catalog_find(cat, device)) {
-		status = cli_error(EXIT_USAGE,
-				   "predict: device type '%s' is not in the "
-				   "catalog; see 'hetpool devices'",
-				   device);
+	snap = hp_ctx_acquire(ctx);
+	cat = hp_snap_catalog(snap);
+	if (!cli_find_type("predict", cat, a.device, &status))
 		goto out;
-	}
-	if (!estpath) {
-		if (cli_data_path("estimators/default.json", estbuf,
-				  sizeof(estbuf))) {
-			status = cli_error(EXIT_USAGE,
-					   "predict: no data/estimators/"
-					   "default.json found; give "
-					   "--estimator FILE ('hetpool fit')");
-			goto out;
-		}
-		estpath = estbuf;
-	}
-	if (!(est = hp_estimator_load(estpath, &err))) {
-		status =
-		    cli_error(cli_status_for(err.code), "predict: %s", err.msg);
+	if ((status = cli_load_model("predict", model, a.batch / a.ndevices,
+				     a.shape.d, a.shape.rank, &mi)))
 		goto out;
-	}
-	if (!(g = hp_model_load(model, &err))) {
-		status = cli_error(cli_status_for(err.code),
-				   "predict: '%s': %s", model, err.msg);
-		goto out;
-	}
-	rc = hp_workload_from_graph(g, batch / ndev, shape_rank ? shape : NULL,
-				    shape_rank, &w, &err);
-	if (rc) {
-		status = cli_error(cli_status_for(rc), "predict: '%s': %s",
-				   model, err.msg);
-		goto out;
-	}
-	rc = hp_estimator_predict(est, cat, &w, device, (int)ndev, family, &p,
-				  &err);
+	rc =
+	    hp_estimator_predict(hp_snap_estimator(snap), cat, &mi.workload,
+				 a.device, (int)a.ndevices, a.family, &p, &err);
 	if (rc) {
 		status = cli_error(cli_status_for(rc), "predict: %s", err.msg);
 		goto out;
 	}
-	if (json)
+	if (a.json)
 		print_json(model, &p);
 	else
 		print_text(model, &p);
 	if (p.memory_known && !p.fits_in_memory) {
-		char a[32], b[32];
+		char b1[32], b2[32];
 		status = cli_error(
 		    EXIT_USAGE,
 		    "predict: does not fit: %s per device, %s has %s; use "
 		    "more devices or a smaller batch",
-		    cli_bytes(p.peak_memory_bytes, a, sizeof(a)), p.device,
-		    cli_bytes((int64_t)p.device_memory_bytes, b, sizeof(b)));
+		    cli_bytes(p.peak_memory_bytes, b1, sizeof(b1)), p.device,
+		    cli_bytes((int64_t)p.device_memory_bytes, b2, sizeof(b2)));
 	}
 out:
-	hp_workload_release(&w);
-	hp_graph_free(g);
-	hp_estimator_free(est);
-	hp_catalog_free(cat);
+	hp_model_input_release(&mi);
+	hp_snap_release(snap);
+	hp_ctx_free(ctx);
 	return status;
 }
+
+const struct cli_cmd cli_cmd_predict = {
+    .name = "predict",
+    .run = cmd_predict,
+    .help = help,
+    .opts = predict_opts,
+};

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <math.h>
@@ -20,6 +19,7 @@
 
 #include "cli.h"
 #include "hetpool/profile.h"
+#include "opt.h"
 
 static const char help[] =
     "usage: hetpool profile --spec SPEC.json --batch N [options]\n"
@@ -306,29 +306,46 @@ static int open_dataset(const char *out, bool resume, struct done_set *done,
 	return 0;
 }
 
-int cmd_profile(int argc, char **argv)
+struct profile_args {
+	const char *spec, *sweep, *out;
+	int64_t batch, limit;
+	struct hp_profile_opts po;
+	int optimizer;
+	bool resume, list, json;
+};
+
+static const struct cli_word optimizer_words[] = {
+    {"sgd", HP_OPT_SGD},
+    {"adam", HP_OPT_ADAM},
+    {NULL, 0},
+};
+
+#define PA struct profile_args
+static const struct cli_opt profile_opts[] = {
+    CLI_OPT_STR("spec", PA, spec),
+    CLI_OPT_INT("batch", PA, batch, 1, 1 << 20),
+    CLI_OPT_STR("sweep", PA, sweep),
+    CLI_OPT_STR("device", PA, po.device),
+    CLI_OPT_STR("out", PA, out),
+    CLI_OPT_FLAG("resume", PA, resume),
+    CLI_OPT_INT("threads", PA, po.threads, 1, 4096),
+    CLI_OPT_WORD("optimizer", PA, optimizer, optimizer_words),
+    CLI_OPT_NUM_ABOVE("max-seconds", PA, po.max_seconds, 0, 3600),
+    CLI_OPT_INT("limit", PA, limit, 1, 1 << 30),
+    CLI_OPT_NUM("max-pressure", PA, po.max_pressure, 0, 1),
+    CLI_OPT_INT("retries", PA, po.retries, 0, 100),
+    CLI_OPT_FLAG("list", PA, list),
+    CLI_OPT_FLAG("json", PA, json),
+    CLI_OPT_END,
+};
+#undef PA
+
+static int cmd_profile(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"spec", required_argument, NULL, 's'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"sweep", required_argument, NULL, 'w'},
-	    {"device", required_argument, NULL, 'd'},
-	    {"out", required_argument, NULL, 'o'},
-	    {"resume", no_argument, NULL, 'r'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"optimizer", required_argument, NULL, 'O'},
-	    {"max-seconds", required_argument, NULL, 'm'},
-	    {"limit", required_argument, NULL, 'l'},
-	    {"max-pressure", required_argument, NULL, 'P'},
-	    {"retries", required_argument, NULL, 'R'},
-	    {"list", no_argument, NULL, 'L'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *spec_path = NULL, *sweep_arg = NULL, *out = "profile.csv";
-	int64_t batch = 0, threads = 0, limit = 0;
-	bool resume = false, list = false, json = false;
+	struct profile_args a = {.out = "profile.csv", .optimizer = -1};
+	const char *spec_path, *sweep_arg, *out;
+	int64_t batch, limit;
+	bool resume, list, json;
 	bool tty = isatty(STDERR_FILENO);
 	struct hp_profile_opts po;
 	struct hp_error err = {0};
@@ -339,112 +356,27 @@ int cmd_profile(int argc, char **argv)
 	int c, rc = EXIT_OK, fd = -1, measured = 0, skipped = 0, failed = 0;
 	double t0;
 
-	hp_profile_opts_init(&po);
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			spec_path = optarg;
-			break;
-		case 'b':
-			if (hp_parse_i64(optarg, 1, 1 << 20, &batch))
-				return cli_error(EXIT_USAGE,
-						 "--batch '%s': give a whole "
-						 "number from 1 to %d",
-						 optarg, 1 << 20);
-			break;
-		case 'w':
-			sweep_arg = optarg;
-			break;
-		case 'd':
-			if (strcmp(optarg, "cpu") &&
-			    strncmp(optarg, "cuda:", 5))
-				return cli_error(EXIT_USAGE,
-						 "--device '%s': use cpu or "
-						 "cuda:K",
-						 optarg);
-			po.device = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'r':
-			resume = true;
-			break;
-		case 't':
-			if (hp_parse_i64(optarg, 1, 4096, &threads))
-				return cli_error(EXIT_USAGE,
-						 "--threads '%s': give a whole "
-						 "number from 1 to 4096",
-						 optarg);
-			po.threads = (int)threads;
-			break;
-		case 'O':
-			if (!strcmp(optarg, "sgd"))
-				po.opt = HP_OPT_SGD;
-			else if (!strcmp(optarg, "adam"))
-				po.opt = HP_OPT_ADAM;
-			else
-				return cli_error(EXIT_USAGE,
-						 "--optimizer '%s': use sgd or "
-						 "adam",
-						 optarg);
-			break;
-		case 'm':
-			if (hp_parse_double(optarg, &po.max_seconds) ||
-			    !(po.max_seconds > 0 && po.max_seconds <= 3600))
-				return cli_error(EXIT_USAGE,
-						 "--max-seconds '%s': give "
-						 "seconds more than 0 and at "
-						 "most 3600",
-						 optarg);
-			break;
-		case 'P':
-			if (hp_parse_double(optarg, &po.max_pressure) ||
-			    !(po.max_pressure >= 0 && po.max_pressure <= 1))
-				return cli_error(EXIT_USAGE,
-						 "--max-pressure '%s': give a "
-						 "share between 0 and 1",
-						 optarg);
-			break;
-		case 'R': {
-			int64_t v;
-			if (hp_parse_i64(optarg, 0, 100, &v))
-				return cli_error(EXIT_USAGE,
-						 "--retries '%s': give a whole "
-						 "number from 0 to 100",
-						 optarg);
-			po.retries = (int)v;
-			break;
-		}
-		case 'l':
-			if (hp_parse_i64(optarg, 1, 1 << 30, &limit))
-				return cli_error(EXIT_USAGE,
-						 "--limit '%s': give a whole "
-						 "number of 1 or more",
-						 optarg);
-			break;
-		case 'L':
-			list = true;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return EXIT_OK;
-		default:
-			return cli_error(EXIT_USAGE,
-					 "profile: unknown option '%s'; see "
-					 "'hetpool profile --help'",
-					 argv[optind - 1]);
-		}
-	}
-	if (optind != argc)
+	hp_profile_opts_init(&a.po);
+	if ((rc = cli_parse(&cli_cmd_profile, argc, argv, &a, &c)))
+		return rc < 0 ? EXIT_OK : rc;
+	po = a.po;
+	if (a.optimizer >= 0)
+		po.opt = (enum hp_optimizer)a.optimizer;
+	spec_path = a.spec;
+	sweep_arg = a.sweep;
+	out = a.out;
+	batch = a.batch;
+	limit = a.limit;
+	resume = a.resume;
+	list = a.list;
+	json = a.json;
+	if (strcmp(po.device, "cpu") && strncmp(po.device, "cuda:", 5))
 		return cli_error(EXIT_USAGE,
-				 "profile: unexpected argument '%s'",
-				 argv[optind]);
+				 "profile: --device '%s': give cpu or cuda:K",
+				 po.device);
+	if (c != argc)
+		return cli_error(EXIT_USAGE,
+				 "profile: unexpected argument '%s'", argv[c]);
 	if (!!spec_path == !!sweep_arg)
 		return cli_error(EXIT_USAGE,
 				 "profile: give --spec FILE --batch N, or "
@@ -641,3 +573,10 @@ out:
 	hp_sweep_release(&sw);
 	return rc;
 }
+
+const struct cli_cmd cli_cmd_profile = {
+    .name = "profile",
+    .run = cmd_profile,
+    .help = help,
+    .opts = profile_opts,
+};

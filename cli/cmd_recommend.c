@@ -1,16 +1,15 @@
 /* cmd_recommend.c - `hetpool recommend`: the least-energy configuration of
  * a pool's free devices that trains a model by a deadline, and how to run
  * it (local batches, gradient weights, learning rate). */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "est_cli.h"
 #include "hetpool/pool.h"
 #include "hetpool/recommend.h"
+#include "opt.h"
 
 static const char help[] =
     "usage: hetpool recommend MODEL --pool POOL.json --samples N\n"
@@ -255,213 +254,82 @@ static void print_short(const struct hp_rec_result *r,
 		printf("%s\n", E(r->reason, n2));
 }
 
-static int parse_count(const char *opt, const char *s, int64_t min, int64_t max,
-		       int64_t *out)
+struct recommend_args {
+	struct hp_rec_job job;
+	const char *pool, *estimator, *catalog;
+	int lr_rule;
+	struct cli_dims shape;
+	bool json, explain;
+};
+
+static const struct cli_word lr_rule_words[] = {
+    {"linear", HP_LR_LINEAR},
+    {"sqrt", HP_LR_SQRT},
+    {"none", HP_LR_NONE},
+    {NULL, 0},
+};
+
+#define RA struct recommend_args
+static const struct cli_opt recommend_opts[] = {
+    CLI_OPT_STR("pool", RA, pool),
+    CLI_OPT_INT("samples", RA, job.samples, 1, (int64_t)1 << 40),
+    CLI_OPT_INT("epochs", RA, job.epochs, 1, 1 << 20),
+    CLI_OPT_INT("steps", RA, job.steps, 1, (int64_t)1 << 40),
+    CLI_OPT_INT("batch", RA, job.batch, 1, 1 << 24),
+    CLI_OPT_INT("batch-min", RA, job.batch_min, 1, 1 << 24),
+    CLI_OPT_INT("batch-max", RA, job.batch_max, 1, 1 << 24),
+    CLI_OPT_DURATION("deadline", RA, job.deadline_s),
+    CLI_OPT_STR("device-type", RA, job.device_type),
+    CLI_OPT_INT("devices", RA, job.ndevices, 1, 1 << 20),
+    CLI_OPT_INT("nodes", RA, job.nnodes, 1, HP_POOL_MAX_NODES),
+    CLI_OPT_WORD("lr-rule", RA, lr_rule, lr_rule_words),
+    CLI_OPT_INT("ref-batch", RA, job.ref_batch, 1, 1 << 24),
+    CLI_OPT_INT("max-mix", RA, job.max_mix, 1, HP_REC_MAX_MIX),
+    CLI_OPT_INT("front", RA, job.front, 0, HP_REC_FRONT_MAX),
+    CLI_OPT_STR("estimator", RA, estimator),
+    CLI_OPT_STR("catalog", RA, catalog),
+    CLI_OPT_DIMS("input-shape", RA, shape),
+    CLI_OPT_FLAG("json", RA, json),
+    CLI_OPT_FLAG("explain", RA, explain),
+    CLI_OPT_END,
+};
+#undef RA
+
+/* What the options do not say alone; 0 or the exit status after one
+ * error line. */
+static int check_job(const struct hp_rec_job *job, bool json, bool explain)
 {
-	if (hp_parse_i64(s, min, max, out))
+	int64_t bs[HP_REC_MAX_BATCHES];
+
+	if (job->front == 1)
 		return cli_error(EXIT_USAGE,
-				 "recommend: %s '%s': give a whole number from "
-				 "%lld to %lld",
-				 opt, s, (long long)min, (long long)max);
-	return 0;
-}
-
-int cmd_recommend(int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"pool", required_argument, NULL, 'p'},
-	    {"samples", required_argument, NULL, 'n'},
-	    {"epochs", required_argument, NULL, 'E'},
-	    {"steps", required_argument, NULL, 'S'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"batch-min", required_argument, NULL, '1'},
-	    {"batch-max", required_argument, NULL, '2'},
-	    {"deadline", required_argument, NULL, 'D'},
-	    {"device-type", required_argument, NULL, 't'},
-	    {"devices", required_argument, NULL, 'k'},
-	    {"nodes", required_argument, NULL, 'm'},
-	    {"lr-rule", required_argument, NULL, 'l'},
-	    {"ref-batch", required_argument, NULL, 'r'},
-	    {"max-mix", required_argument, NULL, 'x'},
-	    {"front", required_argument, NULL, 'F'},
-	    {"estimator", required_argument, NULL, 'e'},
-	    {"catalog", required_argument, NULL, 'c'},
-	    {"input-shape", required_argument, NULL, 's'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"explain", no_argument, NULL, 'X'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct hp_error err = {0};
-	struct hp_estimator *est = NULL;
-	struct hp_catalog *cat = NULL;
-	struct hp_pool *pool = NULL;
-	struct hp_graph *g = NULL;
-	struct hp_workload w = {0};
-	struct hp_rec_job job = {0};
-	struct hp_rec_result res = {0};
-	const char *poolpath = NULL, *estpath = NULL, *catalog = NULL, *model;
-	const char *deadline = NULL;
-	char estbuf[4096];
-	int64_t v, shape[HP_MAX_RANK], bs[HP_REC_MAX_BATCHES];
-	int shape_rank = 0, c, rc, status = EXIT_OK;
-	bool json = false, explain = false;
-
-	opterr = 0;
-	optind = 1;
-	job.lr_rule = HP_LR_LINEAR;
-	job.front = 5;
-	while ((c = getopt_long(argc, argv,
-				"p:n:E:S:b:1:2:D:t:k:m:l:r:x:F:e:c:s:"
-				"jXh",
-				opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			poolpath = optarg;
-			break;
-		case 'n':
-			if (parse_count("--samples", optarg, 1,
-					(int64_t)1 << 40, &job.samples))
-				return EXIT_USAGE;
-			break;
-		case 'E':
-			if (parse_count("--epochs", optarg, 1, 1 << 20,
-					&job.epochs))
-				return EXIT_USAGE;
-			break;
-		case 'S':
-			if (parse_count("--steps", optarg, 1, (int64_t)1 << 40,
-					&job.steps))
-				return EXIT_USAGE;
-			break;
-		case 'b':
-			if (parse_count("--batch", optarg, 1, 1 << 24,
-					&job.batch))
-				return EXIT_USAGE;
-			break;
-		case '1':
-			if (parse_count("--batch-min", optarg, 1, 1 << 24,
-					&job.batch_min))
-				return EXIT_USAGE;
-			break;
-		case '2':
-			if (parse_count("--batch-max", optarg, 1, 1 << 24,
-					&job.batch_max))
-				return EXIT_USAGE;
-			break;
-		case 'D':
-			deadline = optarg;
-			if (hp_parse_duration(optarg, &job.deadline_s, &err))
-				return cli_error(EXIT_USAGE, "recommend: %s",
-						 err.msg);
-			break;
-		case 't':
-			job.device_type = optarg;
-			break;
-		case 'k':
-			if (parse_count("--devices", optarg, 1, 1 << 20, &v))
-				return EXIT_USAGE;
-			job.ndevices = (int)v;
-			break;
-		case 'm':
-			if (parse_count("--nodes", optarg, 1, HP_POOL_MAX_NODES,
-					&v))
-				return EXIT_USAGE;
-			job.nnodes = (int)v;
-			break;
-		case 'l':
-			if (hp_lr_rule_parse(optarg, &job.lr_rule))
-				return cli_error(EXIT_USAGE,
-						 "recommend: --lr-rule '%s': "
-						 "give linear, sqrt or none",
-						 optarg);
-			break;
-		case 'r':
-			if (parse_count("--ref-batch", optarg, 1, 1 << 24,
-					&job.ref_batch))
-				return EXIT_USAGE;
-			break;
-		case 'x':
-			if (parse_count("--max-mix", optarg, 1, HP_REC_MAX_MIX,
-					&v))
-				return EXIT_USAGE;
-			job.max_mix = (int)v;
-			break;
-		case 'F':
-			if (parse_count("--front", optarg, 0, HP_REC_FRONT_MAX,
-					&v))
-				return EXIT_USAGE;
-			if (v == 1)
-				return cli_error(
-				    EXIT_USAGE,
-				    "recommend: --front 1: give 0, "
-				    "or 2 to %d deadlines (the "
-				    "fastest and the least energy "
-				    "at least)",
-				    HP_REC_FRONT_MAX);
-			job.front = (int)v;
-			break;
-		case 'e':
-			estpath = optarg;
-			break;
-		case 'c':
-			catalog = optarg;
-			break;
-		case 's':
-			shape_rank = cli_parse_dims(optarg, shape, HP_MAX_RANK);
-			if (shape_rank < 0)
-				return cli_error(EXIT_USAGE,
-						 "recommend: --input-shape "
-						 "'%s': give dimensions like "
-						 "3x224x224",
-						 optarg);
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'X':
-			explain = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return EXIT_OK;
-		default:
-			return cli_error(EXIT_USAGE,
-					 "recommend: unknown option or missing "
-					 "value '%s'; see 'hetpool recommend "
-					 "--help'",
-					 argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1)
-		return cli_error(EXIT_USAGE, "recommend: give one MODEL file; "
-					     "see 'hetpool recommend --help'");
-	model = argv[optind];
-	if (!poolpath)
-		return cli_error(EXIT_USAGE, "recommend: give --pool FILE");
-	if (!job.samples)
+				 "recommend: --front 1: give 0, or 2 to %d "
+				 "deadlines (the fastest and the least "
+				 "energy at least)",
+				 HP_REC_FRONT_MAX);
+	if (!job->samples)
 		return cli_error(EXIT_USAGE, "recommend: give --samples N");
-	if (!job.epochs == !job.steps)
+	if (!job->epochs == !job->steps)
 		return cli_error(EXIT_USAGE,
 				 "recommend: give --epochs E or --steps S "
 				 "(one of them)");
-	if (job.batch && (job.batch_min || job.batch_max))
+	if (job->batch && (job->batch_min || job->batch_max))
 		return cli_error(EXIT_USAGE,
 				 "recommend: give --batch or --batch-min/"
 				 "--batch-max, not both");
-	if (!job.batch && (!job.batch_min || !job.batch_max))
+	if (!job->batch && (!job->batch_min || !job->batch_max))
 		return cli_error(EXIT_USAGE,
 				 "recommend: give --batch B, or both "
 				 "--batch-min and --batch-max");
-	if (!job.batch && job.batch_min > job.batch_max)
+	if (!job->batch && job->batch_min > job->batch_max)
 		return cli_error(EXIT_USAGE,
 				 "recommend: --batch-min %lld is more than "
 				 "--batch-max %lld",
-				 (long long)job.batch_min,
-				 (long long)job.batch_max);
-	if (!job.batch && !hp_rec_batches(&job, bs)) {
+				 (long long)job->batch_min,
+				 (long long)job->batch_max);
+	if (!job->batch && !hp_rec_batches(job, bs)) {
 		int64_t lo = 1;
-		while (lo <= job.batch_min / 2)
+		while (lo <= job->batch_min / 2)
 			lo *= 2;
 		return cli_error(EXIT_USAGE,
 				 "recommend: --batch-min %lld --batch-max %lld "
@@ -469,78 +337,75 @@ int cmd_recommend(int argc, char **argv)
 				 "of two within are searched (the nearest are "
 				 "%lld and %lld); widen the bounds or give "
 				 "--batch B",
-				 (long long)job.batch_min,
-				 (long long)job.batch_max, (long long)lo,
+				 (long long)job->batch_min,
+				 (long long)job->batch_max, (long long)lo,
 				 (long long)lo * 2);
 	}
-	if ((job.batch ? job.batch : job.batch_max) > job.samples)
+	if ((job->batch ? job->batch : job->batch_max) > job->samples)
 		return cli_error(
 		    EXIT_USAGE,
 		    "recommend: %s %lld is more than --samples "
 		    "%lld: a step would take more samples than "
 		    "the data holds",
-		    job.batch ? "--batch" : "--batch-max",
-		    (long long)(job.batch ? job.batch : job.batch_max),
-		    (long long)job.samples);
+		    job->batch ? "--batch" : "--batch-max",
+		    (long long)(job->batch ? job->batch : job->batch_max),
+		    (long long)job->samples);
 	if (json && explain)
 		return cli_error(EXIT_USAGE,
 				 "recommend: give --json or --explain, not "
 				 "both");
-	if (!deadline)
+	if (!(job->deadline_s > 0))
 		return cli_error(EXIT_USAGE, "recommend: give --deadline D");
-	if (!(cat = est_cli_catalog(catalog, "recommend", &status)))
+	return 0;
+}
+
+static int cmd_recommend(int argc, char **argv)
+{
+	struct recommend_args a = {.lr_rule = HP_LR_LINEAR};
+	struct hp_error err = {0};
+	struct hp_ctx *ctx = NULL;
+	const struct hp_snap *snap = NULL;
+	struct hp_pool *pool = NULL;
+	struct hp_model_input mi = {0};
+	struct hp_rec_result res = {0};
+	const char *model;
+	int first, rc, status = EXIT_OK;
+
+	a.job.front = 5;
+	if ((rc = cli_parse(&cli_cmd_recommend, argc, argv, &a, &first)))
+		return rc < 0 ? EXIT_OK : rc;
+	a.job.lr_rule = (enum hp_lr_rule)a.lr_rule;
+	if (first != argc - 1)
+		return cli_error(EXIT_USAGE, "recommend: give one MODEL file; "
+					     "see 'hetpool recommend --help'");
+	model = argv[first];
+	if (!a.pool)
+		return cli_error(EXIT_USAGE, "recommend: give --pool FILE");
+	if ((status = check_job(&a.job, a.json, a.explain)))
+		return status;
+	if (!(ctx = cli_load_ctx("recommend", a.catalog, a.estimator, true,
+				 &status)))
 		goto out;
-	if (job.device_type && !hp_catalog_find(cat, job.device_type)) {
-		status = cli_error(EXIT_USAGE,
-				   "recommend: --device-type '%s' is not in "
-				   "the catalog; see 'hetpool devices'",
-				   job.device_type);
+	snap = hp_ctx_acquire(ctx);
+	if (a.job.device_type &&
+	    !cli_find_type("recommend", hp_snap_catalog(snap),
+			   a.job.device_type, &status))
 		goto out;
-	}
-	if (!(pool = hp_pool_load(poolpath, cat, &err))) {
-		status = cli_error(cli_status_for(err.code) == EXIT_FAIL &&
-					   err.code != HP_ENOMEM
-				       ? EXIT_USAGE
-				       : cli_status_for(err.code),
-				   "recommend: %s", err.msg);
+	if (!(pool = cli_load_pool("recommend", a.pool, hp_snap_catalog(snap),
+				   &status)))
 		goto out;
-	}
-	if (!estpath) {
-		if (cli_data_path("estimators/default.json", estbuf,
-				  sizeof(estbuf))) {
-			status = cli_error(EXIT_USAGE,
-					   "recommend: no data/estimators/"
-					   "default.json found; give "
-					   "--estimator FILE ('hetpool fit')");
-			goto out;
-		}
-		estpath = estbuf;
-	}
-	if (!(est = hp_estimator_load(estpath, &err))) {
-		status = cli_error(cli_status_for(err.code), "recommend: %s",
-				   err.msg);
+	if ((status = cli_load_model("recommend", model, 1, a.shape.d,
+				     a.shape.rank, &mi)))
 		goto out;
-	}
-	if (!(g = hp_model_load(model, &err))) {
-		status = cli_error(cli_status_for(err.code),
-				   "recommend: '%s': %s", model, err.msg);
-		goto out;
-	}
-	rc = hp_workload_from_graph(g, 1, shape_rank ? shape : NULL, shape_rank,
-				    &w, &err);
-	if (rc) {
-		status = cli_error(cli_status_for(rc), "recommend: '%s': %s",
-				   model, err.msg);
-		goto out;
-	}
-	rc = hp_recommend(est, cat, &w, pool, &job, &res, &err);
+	rc = hp_recommend(hp_snap_estimator(snap), hp_snap_catalog(snap),
+			  &mi.workload, pool, &a.job, &res, &err);
 	if (rc) {
 		status =
 		    cli_error(cli_status_for(rc), "recommend: %s", err.msg);
 		goto out;
 	}
-	if (json) {
-		char *s = hp_rec_result_json(&res, &job, pool);
+	if (a.json) {
+		char *s = hp_rec_result_json(&res, &a.job, pool);
 		if (!s) {
 			status = cli_error(EXIT_FAIL, "recommend: out of "
 						      "memory");
@@ -548,17 +413,23 @@ int cmd_recommend(int argc, char **argv)
 		}
 		puts(s);
 		free(s);
-	} else if (explain) {
-		print_explain(&res, &job, pool);
+	} else if (a.explain) {
+		print_explain(&res, &a.job, pool);
 	} else {
-		print_short(&res, &job, pool);
+		print_short(&res, &a.job, pool);
 	}
 out:
 	hp_rec_result_release(&res);
-	hp_workload_release(&w);
-	hp_graph_free(g);
-	hp_estimator_free(est);
+	hp_model_input_release(&mi);
 	hp_pool_free(pool);
-	hp_catalog_free(cat);
+	hp_snap_release(snap);
+	hp_ctx_free(ctx);
 	return status;
 }
+
+const struct cli_cmd cli_cmd_recommend = {
+    .name = "recommend",
+    .run = cmd_recommend,
+    .help = help,
+    .opts = recommend_opts,
+};

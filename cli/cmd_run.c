@@ -3,7 +3,6 @@
  * recommend`, or a model from which the recommender makes one) through a
  * backend (local, mpi, slurm, kubernetes) and print the job's id.
  */
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,10 +13,10 @@
 
 #include "cli.h"
 #include "deploy_cli.h"
-#include "est_cli.h"
 #include "hetpool/deploy.h"
 #include "hetpool/pool.h"
 #include "hetpool/recommend.h"
+#include "opt.h"
 
 static const char help[] =
     "usage: hetpool run PLAN.json --model MODEL --data DATA [options]\n"
@@ -141,27 +140,6 @@ static const char help[] =
     "\\\n"
     "      --backend kubernetes --image registry/hetpool:0.1 --no-apply\n";
 
-static int bad_count(const char *opt, const char *s, int64_t min, int64_t max,
-		     int64_t *out)
-{
-	if (hp_parse_i64(s, min, max, out))
-		return cli_error(EXIT_USAGE,
-				 "run: %s '%s': give a whole number from %lld "
-				 "to %lld",
-				 opt, s, (long long)min, (long long)max);
-	return 0;
-}
-
-static int bad_real(const char *opt, const char *s, double min, double max,
-		    double *out)
-{
-	if (hp_parse_double(s, out) || !(*out >= min && *out <= max))
-		return cli_error(EXIT_USAGE,
-				 "run: %s '%s': give a number from %g to %g",
-				 opt, s, min, max);
-	return 0;
-}
-
 /* Whether file is a plan (recommend's JSON, or a configuration) rather
  * than a model. */
 static bool is_plan(const char *file, char **text, size_t *len)
@@ -184,7 +162,7 @@ static bool is_plan(const char *file, char **text, size_t *len)
 
 struct rec_args {
 	struct hp_rec_job job;
-	const char *pool, *estimator, *catalog, *deadline;
+	const char *pool;
 	int ranks;
 };
 
@@ -192,24 +170,20 @@ struct rec_args {
  * *json the recommendation (caller frees), or the exit status. */
 static int recommend(const char *model, struct rec_args *a,
 		     struct hp_plan *plan, char **json,
-		     const struct hp_catalog *cat)
+		     const struct hp_snap *snap)
 {
+	const struct hp_catalog *cat = hp_snap_catalog(snap);
 	struct hp_error err = {0};
-	struct hp_estimator *est = NULL;
 	struct hp_pool *pool = NULL;
-	struct hp_graph *g = NULL;
-	struct hp_workload w = {0};
+	struct hp_model_input mi = {0};
 	struct hp_rec_result res = {0};
-	char estbuf[PATH_MAX], *pooltext = NULL;
-	const char *estpath = a->estimator;
+	char *pooltext = NULL;
 	int status = EXIT_OK, rc;
 
 	*json = NULL;
 	if (a->pool) {
-		if (!(pool = hp_pool_load(a->pool, cat, &err))) {
-			status = cli_error(EXIT_USAGE, "run: %s", err.msg);
+		if (!(pool = cli_load_pool("run", a->pool, cat, &status)))
 			goto out;
-		}
 	} else {
 		if (!(pooltext = hp_deploy_host_pool(cat, &err)) ||
 		    !(pool = hp_pool_parse(pooltext, strlen(pooltext),
@@ -219,32 +193,10 @@ static int recommend(const char *model, struct rec_args *a,
 			goto out;
 		}
 	}
-	if (!estpath) {
-		if (cli_data_path("estimators/default.json", estbuf,
-				  sizeof(estbuf))) {
-			status = cli_error(
-			    EXIT_USAGE, "run: no data/estimators/default.json "
-					"found; give --estimator FILE");
-			goto out;
-		}
-		estpath = estbuf;
-	}
-	if (!(est = hp_estimator_load(estpath, &err))) {
-		status =
-		    cli_error(cli_status_for(err.code), "run: %s", err.msg);
+	if ((status = cli_load_model("run", model, 1, NULL, 0, &mi)))
 		goto out;
-	}
-	if (!(g = hp_model_load(model, &err))) {
-		status = cli_error(cli_status_for(err.code), "run: '%s': %s",
-				   model, err.msg);
-		goto out;
-	}
-	if ((rc = hp_workload_from_graph(g, 1, NULL, 0, &w, &err))) {
-		status = cli_error(cli_status_for(rc), "run: '%s': %s", model,
-				   err.msg);
-		goto out;
-	}
-	if ((rc = hp_recommend(est, cat, &w, pool, &a->job, &res, &err))) {
+	if ((rc = hp_recommend(hp_snap_estimator(snap), cat, &mi.workload, pool,
+			       &a->job, &res, &err))) {
 		status = cli_error(cli_status_for(rc), "run: %s", err.msg);
 		goto out;
 	}
@@ -289,9 +241,7 @@ out:
 		*json = NULL;
 	}
 	hp_rec_result_release(&res);
-	hp_workload_release(&w);
-	hp_graph_free(g);
-	hp_estimator_free(est);
+	hp_model_input_release(&mi);
 	hp_pool_free(pool);
 	free(pooltext);
 	return status;
@@ -338,367 +288,168 @@ static void print_job(const struct hp_job *j, bool json)
 	printf("\n");
 }
 
-int cmd_run(int argc, char **argv)
-{
-	enum {
-		O_MODEL = 256,
-		O_DATA,
-		O_STEPS,
-		O_EPOCHS,
-		O_LR,
-		O_LR_RULE,
-		O_REF,
-		O_WARM,
-		O_OPT,
-		O_SEED,
-		O_CKPT,
-		O_MAXS,
-		O_RESUME,
-		O_THREADS,
-		O_POOL,
-		O_SAMPLES,
-		O_BATCH,
-		O_DEADLINE,
-		O_DTYPE,
-		O_DEVICES,
-		O_NODES,
-		O_EST,
-		O_CAT,
-		O_RANKS,
-		O_BACKEND,
-		O_NAME,
-		O_JOBS,
-		O_TRAINER,
-		O_STAGE,
-		O_NOFB,
-		O_HOSTGPUS,
-		O_PART,
-		O_ACCOUNT,
-		O_TIME,
-		O_GRES,
-		O_SMPI,
-		O_IMAGE,
-		O_NS,
-		O_K8SVOL,
-		O_NOAPPLY,
-		O_FLAVOR,
-		O_PRODUCT,
-		O_WAIT,
-		O_JSON,
-	};
-	static const struct option opts[] = {
-	    {"model", required_argument, NULL, O_MODEL},
-	    {"data", required_argument, NULL, O_DATA},
-	    {"steps", required_argument, NULL, O_STEPS},
-	    {"epochs", required_argument, NULL, O_EPOCHS},
-	    {"lr", required_argument, NULL, O_LR},
-	    {"lr-rule", required_argument, NULL, O_LR_RULE},
-	    {"ref-batch", required_argument, NULL, O_REF},
-	    {"warmup-steps", required_argument, NULL, O_WARM},
-	    {"optimizer", required_argument, NULL, O_OPT},
-	    {"seed", required_argument, NULL, O_SEED},
-	    {"checkpoint-every", required_argument, NULL, O_CKPT},
-	    {"max-seconds", required_argument, NULL, O_MAXS},
-	    {"resume", no_argument, NULL, O_RESUME},
-	    {"threads", required_argument, NULL, O_THREADS},
-	    {"pool", required_argument, NULL, O_POOL},
-	    {"samples", required_argument, NULL, O_SAMPLES},
-	    {"batch", required_argument, NULL, O_BATCH},
-	    {"deadline", required_argument, NULL, O_DEADLINE},
-	    {"device-type", required_argument, NULL, O_DTYPE},
-	    {"devices", required_argument, NULL, O_DEVICES},
-	    {"nodes", required_argument, NULL, O_NODES},
-	    {"estimator", required_argument, NULL, O_EST},
-	    {"catalog", required_argument, NULL, O_CAT},
-	    {"ranks", required_argument, NULL, O_RANKS},
-	    {"backend", required_argument, NULL, O_BACKEND},
-	    {"name", required_argument, NULL, O_NAME},
-	    {"jobs-dir", required_argument, NULL, O_JOBS},
-	    {"trainer", required_argument, NULL, O_TRAINER},
-	    {"stage-dir", required_argument, NULL, O_STAGE},
-	    {"no-cpu-fallback", no_argument, NULL, O_NOFB},
-	    {"host-gpus", required_argument, NULL, O_HOSTGPUS},
-	    {"partition", required_argument, NULL, O_PART},
-	    {"account", required_argument, NULL, O_ACCOUNT},
-	    {"time", required_argument, NULL, O_TIME},
-	    {"gres-map", required_argument, NULL, O_GRES},
-	    {"slurm-mpi", required_argument, NULL, O_SMPI},
-	    {"image", required_argument, NULL, O_IMAGE},
-	    {"namespace", required_argument, NULL, O_NS},
-	    {"k8s-volume", required_argument, NULL, O_K8SVOL},
-	    {"no-apply", no_argument, NULL, O_NOAPPLY},
-	    {"k8s-flavor", required_argument, NULL, O_FLAVOR},
-	    {"product-map", required_argument, NULL, O_PRODUCT},
-	    {"wait", no_argument, NULL, O_WAIT},
-	    {"json", no_argument, NULL, O_JSON},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+struct run_args {
 	struct hp_train_opts t;
 	struct hp_submit_opts so;
-	struct rec_args ra = {0};
+	struct rec_args ra;
+	const char *model, *estimator, *catalog, *jobs, *trainer;
+	int lr_rule, optimizer, backend, flavor;
+	bool json, wait;
+};
+
+static const struct cli_word rule_words[] = {
+    {"linear", HP_LR_LINEAR},
+    {"sqrt", HP_LR_SQRT},
+    {"none", HP_LR_NONE},
+    {NULL, 0},
+};
+static const char *const optimizers[] = {"sgd", "adam"};
+static const struct cli_word optimizer_words[] = {
+    {"sgd", 0},
+    {"adam", 1},
+    {NULL, 0},
+};
+static const struct cli_word backend_words[] = {
+    {"local", HP_BACKEND_LOCAL},	  {"mpi", HP_BACKEND_MPI},
+    {"slurm", HP_BACKEND_SLURM},	  {"kubernetes", HP_BACKEND_KUBERNETES},
+    {"k8s", HP_BACKEND_KUBERNETES, true}, {NULL, 0},
+};
+static const struct cli_word flavor_words[] = {
+    {"auto", HP_K8S_AUTO},
+    {"mpijob", HP_K8S_MPIJOB},
+    {"indexed", HP_K8S_INDEXED},
+    {NULL, 0},
+};
+
+#define RA struct run_args
+static const struct cli_opt run_opts[] = {
+    CLI_OPT_STR("model", RA, model),
+    CLI_OPT_STR("data", RA, t.data),
+    CLI_OPT_INT("steps", RA, t.steps, 1, (int64_t)1 << 40),
+    CLI_OPT_INT("epochs", RA, t.epochs, 1, 1 << 20),
+    CLI_OPT_NUM("lr", RA, t.lr, 1e-12, 1e3),
+    CLI_OPT_WORD("lr-rule", RA, lr_rule, rule_words),
+    CLI_OPT_INT("ref-batch", RA, t.ref_batch, 1, 1 << 24),
+    CLI_OPT_INT("warmup-steps", RA, t.warmup_steps, 0, (int64_t)1 << 40),
+    CLI_OPT_WORD("optimizer", RA, optimizer, optimizer_words),
+    CLI_OPT_INT("seed", RA, t.seed, 0, INT64_MAX / 2),
+    CLI_OPT_INT("checkpoint-every", RA, t.checkpoint_every, 1,
+		(int64_t)1 << 40),
+    CLI_OPT_NUM("max-seconds", RA, t.max_seconds, 1, 1e9),
+    CLI_OPT_FLAG("resume", RA, t.resume),
+    CLI_OPT_INT("threads", RA, t.threads, 1, 4096),
+    CLI_OPT_STR("pool", RA, ra.pool),
+    CLI_OPT_INT("samples", RA, ra.job.samples, 1, (int64_t)1 << 40),
+    CLI_OPT_INT("batch", RA, ra.job.batch, 1, 1 << 24),
+    CLI_OPT_DURATION("deadline", RA, ra.job.deadline_s),
+    CLI_OPT_STR("device-type", RA, ra.job.device_type),
+    CLI_OPT_INT("devices", RA, ra.job.ndevices, 1, 1 << 20),
+    CLI_OPT_INT("nodes", RA, ra.job.nnodes, 1, HP_POOL_MAX_NODES),
+    CLI_OPT_STR("estimator", RA, estimator),
+    CLI_OPT_STR("catalog", RA, catalog),
+    CLI_OPT_INT("ranks", RA, ra.ranks, 1, HP_PLAN_MAX_RANKS),
+    CLI_OPT_WORD("backend", RA, backend, backend_words),
+    CLI_OPT_STR("name", RA, so.name),
+    CLI_OPT_STR("jobs-dir", RA, jobs),
+    CLI_OPT_STR("trainer", RA, trainer),
+    CLI_OPT_STR("stage-dir", RA, so.stage_dir),
+    CLI_OPT_FLAG("no-cpu-fallback", RA, so.no_cpu_fallback),
+    CLI_OPT_STR("host-gpus", RA, so.host_gpus),
+    CLI_OPT_STR("partition", RA, so.partition),
+    CLI_OPT_STR("account", RA, so.account),
+    CLI_OPT_STR("time", RA, so.time_limit),
+    CLI_OPT_STR("gres-map", RA, so.gres_map),
+    CLI_OPT_STR("slurm-mpi", RA, so.slurm_mpi),
+    CLI_OPT_STR("image", RA, so.image),
+    CLI_OPT_STR("namespace", RA, so.k8s_namespace),
+    CLI_OPT_STR("k8s-volume", RA, so.k8s_volume),
+    CLI_OPT_FLAG("no-apply", RA, so.k8s_no_apply),
+    CLI_OPT_WORD("k8s-flavor", RA, flavor, flavor_words),
+    CLI_OPT_STR("product-map", RA, so.product_map),
+    CLI_OPT_FLAG("wait", RA, wait),
+    CLI_OPT_FLAG("json", RA, json),
+    CLI_OPT_END,
+};
+#undef RA
+
+static int cmd_run(int argc, char **argv)
+{
+	struct run_args a = {
+	    .lr_rule = -1, .optimizer = -1, .backend = -1, .flavor = -1};
+	struct hp_train_opts *t = &a.t;
+	struct hp_submit_opts *so = &a.so;
+	struct rec_args *ra = &a.ra;
 	struct hp_plan plan = {0};
-	struct hp_catalog *cat = NULL;
+	struct hp_ctx *ctx = NULL;
+	const struct hp_snap *snap = NULL;
 	struct hp_deploy *d = NULL;
 	struct hp_error err = {0};
 	struct hp_job job = {0};
 	char jobs_dir[PATH_MAX], trainer[PATH_MAX], id[HP_JOB_ID_MAX];
 	char data[PATH_MAX], stage[PATH_MAX], *plantext = NULL, *rec = NULL;
-	const char *jobs = NULL, *trainer_opt = NULL, *catalog = NULL, *input;
-	const char *model_opt = NULL;
+	const char *input;
 	size_t planlen = 0;
-	int64_t v;
-	bool json = false, wait = false, plan_form;
-	int c, rc, status = EXIT_OK;
+	bool plan_form;
+	int first, rc, status = EXIT_OK;
 
-	hp_train_opts_init(&t);
-	hp_submit_opts_init(&so);
-	ra.job.lr_rule = HP_LR_LINEAR;
-	ra.ranks = 1;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case O_MODEL:
-			model_opt = optarg;
-			break;
-		case O_DATA:
-			t.data = optarg;
-			break;
-		case O_STEPS:
-			if (bad_count("--steps", optarg, 1, (int64_t)1 << 40,
-				      &t.steps))
-				return EXIT_USAGE;
-			ra.job.steps = t.steps;
-			break;
-		case O_EPOCHS:
-			if (bad_count("--epochs", optarg, 1, 1 << 20,
-				      &t.epochs))
-				return EXIT_USAGE;
-			ra.job.epochs = t.epochs;
-			break;
-		case O_LR:
-			if (bad_real("--lr", optarg, 1e-12, 1e3, &t.lr))
-				return EXIT_USAGE;
-			break;
-		case O_LR_RULE:
-			if (hp_lr_rule_parse(optarg, &ra.job.lr_rule))
-				return cli_error(EXIT_USAGE,
-						 "run: --lr-rule '%s': give "
-						 "linear, sqrt or none",
-						 optarg);
-			t.lr_rule = optarg;
-			break;
-		case O_REF:
-			if (bad_count("--ref-batch", optarg, 1, 1 << 24,
-				      &t.ref_batch))
-				return EXIT_USAGE;
-			ra.job.ref_batch = t.ref_batch;
-			break;
-		case O_WARM:
-			if (bad_count("--warmup-steps", optarg, 0,
-				      (int64_t)1 << 40, &t.warmup_steps))
-				return EXIT_USAGE;
-			break;
-		case O_OPT:
-			if (strcmp(optarg, "sgd") && strcmp(optarg, "adam"))
-				return cli_error(EXIT_USAGE,
-						 "run: --optimizer '%s': give "
-						 "sgd or adam",
-						 optarg);
-			t.optimizer = optarg;
-			break;
-		case O_SEED:
-			if (bad_count("--seed", optarg, 0, INT64_MAX / 2,
-				      &t.seed))
-				return EXIT_USAGE;
-			break;
-		case O_CKPT:
-			if (bad_count("--checkpoint-every", optarg, 1,
-				      (int64_t)1 << 40, &t.checkpoint_every))
-				return EXIT_USAGE;
-			break;
-		case O_MAXS:
-			if (bad_real("--max-seconds", optarg, 1, 1e9,
-				     &t.max_seconds))
-				return EXIT_USAGE;
-			break;
-		case O_RESUME:
-			t.resume = true;
-			break;
-		case O_THREADS:
-			if (bad_count("--threads", optarg, 1, 4096, &v))
-				return EXIT_USAGE;
-			t.threads = (int)v;
-			break;
-		case O_POOL:
-			ra.pool = optarg;
-			break;
-		case O_SAMPLES:
-			if (bad_count("--samples", optarg, 1, (int64_t)1 << 40,
-				      &ra.job.samples))
-				return EXIT_USAGE;
-			break;
-		case O_BATCH:
-			if (bad_count("--batch", optarg, 1, 1 << 24,
-				      &ra.job.batch))
-				return EXIT_USAGE;
-			break;
-		case O_DEADLINE:
-			ra.deadline = optarg;
-			if (hp_parse_duration(optarg, &ra.job.deadline_s, &err))
-				return cli_error(EXIT_USAGE, "run: %s",
-						 err.msg);
-			break;
-		case O_DTYPE:
-			ra.job.device_type = optarg;
-			break;
-		case O_DEVICES:
-			if (bad_count("--devices", optarg, 1, 1 << 20, &v))
-				return EXIT_USAGE;
-			ra.job.ndevices = (int)v;
-			break;
-		case O_NODES:
-			if (bad_count("--nodes", optarg, 1, HP_POOL_MAX_NODES,
-				      &v))
-				return EXIT_USAGE;
-			ra.job.nnodes = (int)v;
-			break;
-		case O_EST:
-			ra.estimator = optarg;
-			break;
-		case O_CAT:
-			catalog = optarg;
-			break;
-		case O_RANKS:
-			if (bad_count("--ranks", optarg, 1, HP_PLAN_MAX_RANKS,
-				      &v))
-				return EXIT_USAGE;
-			ra.ranks = (int)v;
-			break;
-		case O_BACKEND:
-			if (hp_backend_parse(optarg, &so.backend))
-				return cli_error(EXIT_USAGE,
-						 "run: --backend '%s': give "
-						 "local, mpi, slurm or "
-						 "kubernetes",
-						 optarg);
-			break;
-		case O_NAME:
-			so.name = optarg;
-			break;
-		case O_JOBS:
-			jobs = optarg;
-			break;
-		case O_TRAINER:
-			trainer_opt = optarg;
-			break;
-		case O_STAGE:
-			so.stage_dir = optarg;
-			break;
-		case O_NOFB:
-			so.no_cpu_fallback = true;
-			break;
-		case O_HOSTGPUS:
-			so.host_gpus = optarg;
-			break;
-		case O_PART:
-			so.partition = optarg;
-			break;
-		case O_ACCOUNT:
-			so.account = optarg;
-			break;
-		case O_TIME:
-			so.time_limit = optarg;
-			break;
-		case O_GRES:
-			so.gres_map = optarg;
-			break;
-		case O_SMPI:
-			so.slurm_mpi = optarg;
-			break;
-		case O_IMAGE:
-			so.image = optarg;
-			break;
-		case O_NS:
-			so.k8s_namespace = optarg;
-			break;
-		case O_K8SVOL:
-			so.k8s_volume = optarg;
-			break;
-		case O_NOAPPLY:
-			so.k8s_no_apply = true;
-			break;
-		case O_FLAVOR:
-			if (!strcmp(optarg, "auto"))
-				so.k8s_flavor = HP_K8S_AUTO;
-			else if (!strcmp(optarg, "mpijob"))
-				so.k8s_flavor = HP_K8S_MPIJOB;
-			else if (!strcmp(optarg, "indexed"))
-				so.k8s_flavor = HP_K8S_INDEXED;
-			else
-				return cli_error(EXIT_USAGE,
-						 "run: --k8s-flavor '%s': give "
-						 "auto, mpijob or indexed",
-						 optarg);
-			break;
-		case O_PRODUCT:
-			so.product_map = optarg;
-			break;
-		case O_WAIT:
-			wait = true;
-			break;
-		case O_JSON:
-			json = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return EXIT_OK;
-		default:
-			return cli_error(EXIT_USAGE,
-					 "run: unknown option or missing value "
-					 "'%s'; see 'hetpool run --help'",
-					 argv[optind - 1]);
-		}
+	hp_train_opts_init(t);
+	hp_submit_opts_init(so);
+	ra->job.lr_rule = HP_LR_LINEAR;
+	ra->ranks = 1;
+	if ((rc = cli_parse(&cli_cmd_run, argc, argv, &a, &first)))
+		return rc < 0 ? EXIT_OK : rc;
+	/* What the recommender and the trainer both take. */
+	ra->job.steps = t->steps;
+	ra->job.epochs = t->epochs;
+	ra->job.ref_batch = t->ref_batch;
+	if (a.lr_rule >= 0) {
+		ra->job.lr_rule = (enum hp_lr_rule)a.lr_rule;
+		t->lr_rule = hp_lr_rule_name(ra->job.lr_rule);
 	}
-	if (optind != argc - 1)
+	if (a.optimizer >= 0)
+		t->optimizer = optimizers[a.optimizer];
+	if (a.backend >= 0)
+		so->backend = (enum hp_backend)a.backend;
+	if (a.flavor >= 0)
+		so->k8s_flavor = (enum hp_k8s_flavor)a.flavor;
+	if (first != argc - 1)
 		return cli_error(EXIT_USAGE,
 				 "run: give one PLAN.json or MODEL; see "
 				 "'hetpool run --help'");
-	input = argv[optind];
+	input = argv[first];
 	if (access(input, R_OK))
 		return cli_error(EXIT_USAGE, "run: cannot read '%s'", input);
-	if (!t.data)
+	if (!t->data)
 		return cli_error(EXIT_USAGE,
 				 "run: give --data fashion-mnist, synthetic or "
 				 "FOLDER");
-	if (t.steps && t.epochs)
+	if (t->steps && t->epochs)
 		return cli_error(EXIT_USAGE,
 				 "run: give --steps or --epochs, not both");
 	/* A data folder is passed on as an absolute path. */
-	if (strcmp(t.data, "fashion-mnist") && strcmp(t.data, "synthetic")) {
-		if (!realpath(t.data, data))
+	if (strcmp(t->data, "fashion-mnist") && strcmp(t->data, "synthetic")) {
+		if (!realpath(t->data, data))
 			return cli_error(
 			    EXIT_USAGE,
 			    "run: --data '%s': give fashion-mnist, "
 			    "synthetic or an existing folder",
-			    t.data);
-		t.data = data;
+			    t->data);
+		t->data = data;
 	}
-	if (so.stage_dir && so.stage_dir[0] != '/') {
+	if (so->stage_dir && so->stage_dir[0] != '/') {
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof(cwd)) ||
 		    snprintf(stage, sizeof(stage), "%s/%s", cwd,
-			     so.stage_dir) >= (int)sizeof(stage))
+			     so->stage_dir) >= (int)sizeof(stage))
 			return cli_error(EXIT_USAGE,
 					 "run: --stage-dir path too long");
-		so.stage_dir = stage;
+		so->stage_dir = stage;
 	}
-	if ((status =
-		 deploy_cli_jobs_dir(jobs, "run", jobs_dir, sizeof(jobs_dir))))
+	if ((status = deploy_cli_jobs_dir(a.jobs, "run", jobs_dir,
+					  sizeof(jobs_dir))))
 		return status;
-	if (so.backend != HP_BACKEND_KUBERNETES) {
-		deploy_cli_trainer(trainer_opt, trainer, sizeof(trainer));
+	if (so->backend != HP_BACKEND_KUBERNETES) {
+		deploy_cli_trainer(a.trainer, trainer, sizeof(trainer));
 		if (!trainer[0] || access(trainer, X_OK))
 			return cli_error(EXIT_USAGE,
 					 "run: no hetpool-train %s%s%s; give "
@@ -709,42 +460,46 @@ int cmd_run(int argc, char **argv)
 						      "PATH)",
 					 trainer[0] ? trainer : "",
 					 trainer[0] ? "'" : "");
-		so.trainer = trainer;
+		so->trainer = trainer;
 	} else {
-		so.trainer = trainer_opt;
+		so->trainer = a.trainer;
 	}
 	plan_form = is_plan(input, &plantext, &planlen);
-	if (!(cat = est_cli_catalog(catalog, "run", &status)))
+	/* the estimator only to make a plan */
+	if (!(ctx = cli_load_ctx("run", a.catalog, a.estimator, !plan_form,
+				 &status)))
 		goto out;
-	so.cat = cat;
+	snap = hp_ctx_acquire(ctx);
+	so->cat = hp_snap_catalog(snap);
 	if (plan_form) {
-		if (!model_opt) {
+		if (!a.model) {
 			status = cli_error(
 			    EXIT_USAGE, "run: with a plan, give --model FILE "
 					"(the plan does not name the "
 					"model)");
 			goto out;
 		}
-		t.model = model_opt;
+		t->model = a.model;
 		if ((rc = hp_plan_parse(plantext, planlen, input, &plan,
 					&err))) {
 			status = cli_error(EXIT_USAGE, "run: %s", err.msg);
 			goto out;
 		}
-		so.recommendation = plantext;
+		so->recommendation = plantext;
 	} else {
-		if (model_opt) {
+		if (a.model) {
 			status = cli_error(EXIT_USAGE,
 					   "run: '%s' is read as the model; "
 					   "give --model only with a plan",
 					   input);
 			goto out;
 		}
-		t.model = input;
-		if (!ra.job.samples && !strcmp(t.data, "fashion-mnist"))
-			ra.job.samples = 60000;
-		if (!ra.job.samples || !ra.job.batch || !ra.deadline ||
-		    (!ra.job.steps && !ra.job.epochs)) {
+		t->model = input;
+		if (!ra->job.samples && !strcmp(t->data, "fashion-mnist"))
+			ra->job.samples = 60000;
+		if (!ra->job.samples || !ra->job.batch ||
+		    !(ra->job.deadline_s > 0) ||
+		    (!ra->job.steps && !ra->job.epochs)) {
 			status = cli_error(
 			    EXIT_USAGE,
 			    "run: with a MODEL, give --batch B, --deadline D, "
@@ -752,24 +507,24 @@ int cmd_run(int argc, char **argv)
 			    "--data fashion-mnist)");
 			goto out;
 		}
-		if (ra.job.batch > ra.job.samples) {
+		if (ra->job.batch > ra->job.samples) {
 			status = cli_error(EXIT_USAGE,
 					   "run: --batch %lld is more than "
 					   "--samples %lld",
-					   (long long)ra.job.batch,
-					   (long long)ra.job.samples);
+					   (long long)ra->job.batch,
+					   (long long)ra->job.samples);
 			goto out;
 		}
-		ra.job.front = 0;
-		if ((status = recommend(input, &ra, &plan, &rec, cat)))
+		ra->job.front = 0;
+		if ((status = recommend(input, ra, &plan, &rec, snap)))
 			goto out;
-		so.recommendation = rec;
+		so->recommendation = rec;
 	}
 	if (!(d = deploy_cli_open(jobs_dir, "run", &status)))
 		goto out;
-	rc = hp_deploy_submit(d, &plan, &t, &so, id, &err);
+	rc = hp_deploy_submit(d, &plan, t, so, id, &err);
 	if (rc) {
-		if (id[0] && json) {
+		if (id[0] && a.json) {
 			/* the job exists, failed: scripts get it and its id */
 			struct hp_error e2 = {0};
 			if (!hp_deploy_status(d, id, false, &job, &e2))
@@ -783,17 +538,17 @@ int cmd_run(int argc, char **argv)
 			    cli_error(cli_status_for(rc), "run: %s", err.msg);
 		goto out;
 	}
-	if (wait) {
+	if (a.wait) {
 		if ((status = wait_job(d, id, &job)))
 			goto out;
-		if (json || job.state == HP_JOB_SUCCEEDED)
-			print_job(&job, json);
+		if (a.json || job.state == HP_JOB_SUCCEEDED)
+			print_job(&job, a.json);
 		status = job.state == HP_JOB_SUCCEEDED
 			     ? EXIT_OK
 			     : cli_error(EXIT_FAIL, "run: job %s %s%s%s", id,
 					 hp_job_state_name(job.state),
 					 job.reason[0] ? ": " : "", job.reason);
-	} else if (json) {
+	} else if (a.json) {
 		if (hp_deploy_status(d, id, false, &job, &err))
 			status = cli_error(EXIT_FAIL, "run: %s", err.msg);
 		else
@@ -804,15 +559,24 @@ int cmd_run(int argc, char **argv)
 			fprintf(stderr,
 				"hetpool: job %s started (%s, %d rank%s); "
 				"follow it with 'hetpool status %s'\n",
-				id, hp_backend_name(so.backend), plan.nranks,
+				id, hp_backend_name(so->backend), plan.nranks,
 				plan.nranks == 1 ? "" : "s", id);
 	}
 out:
 	hp_job_release(&job);
 	hp_deploy_free(d);
 	hp_plan_release(&plan);
-	hp_catalog_free(cat);
+	hp_snap_release(snap);
+	hp_ctx_free(ctx);
 	free(plantext);
 	free(rec);
 	return status;
 }
+
+const struct cli_cmd cli_cmd_run = {
+    .name = "run",
+    .run = cmd_run,
+    .help = help,
+    .opts = run_opts,
+    .foreign = "gres mpi", /* sbatch's, srun's */
+};

@@ -1,6 +1,5 @@
 /* cmd_validate.c - `hetpool validate`: cross-validate the estimator's
  * families and the roofline baseline on the shipped data. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 #include "cli.h"
 #include "est_cli.h"
 #include "hetpool/estimate.h"
+#include "opt.h"
 
 static const char help[] =
     "usage: hetpool validate [--profiles FILE]... [--public DIR | "
@@ -62,112 +62,69 @@ static const char help[] =
     "  hetpool validate\n"
     "  hetpool validate --profiles my-host.csv --no-public --folds 10\n";
 
-int cmd_validate(int argc, char **argv)
+struct validate_args {
+	struct cli_list profiles;
+	struct est_cli_sources src;
+	int64_t folds;
+	bool skip_bad_rows, json;
+	const char *catalog;
+	int threads;
+};
+
+static const struct cli_opt validate_opts[] = {
+    CLI_OPT_LIST("profiles", struct validate_args, profiles),
+    CLI_OPT_STR("public", struct validate_args, src.pub),
+    CLI_OPT_FLAG("no-public", struct validate_args, src.no_public),
+    CLI_OPT_INT("folds", struct validate_args, folds, 2, 100),
+    CLI_OPT_STR("models", struct validate_args, src.models),
+    CLI_OPT_FLAG("skip-bad-rows", struct validate_args, skip_bad_rows),
+    CLI_OPT_STR("catalog", struct validate_args, catalog),
+    CLI_OPT_FLAG("json", struct validate_args, json),
+    CLI_OPT_INT("threads", struct validate_args, threads, 1, 256),
+    CLI_OPT_END,
+};
+
+static int cmd_validate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"profiles", required_argument, NULL, 'd'},
-	    {"public", required_argument, NULL, 'p'},
-	    {"no-public", no_argument, NULL, 'P'},
-	    {"folds", required_argument, NULL, 'k'},
-	    {"models", required_argument, NULL, 'm'},
-	    {"skip-bad-rows", no_argument, NULL, 's'},
-	    {"catalog", required_argument, NULL, 'c'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	struct validate_args a = {.folds = 5};
 	struct hp_fit_options o = {0};
 	struct hp_fit_report report = {0};
 	struct est_cli_progress prog;
 	struct hp_error err = {0};
 	struct hp_validation v = {0};
 	struct hp_catalog *cat = NULL;
-	const char *catalog = NULL;
-	struct est_cli_sources src = {0};
-	char *profiles[64];
-	int nprof = 0, nshipped = 0, c, rc, status = EXIT_OK;
-	int64_t folds = 5;
-	bool json = false;
+	char *shipped[64];
+	const char **profiles = a.profiles.v;
+	int nprof, nshipped = 0, first, rc, status = EXIT_OK;
+	bool json;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:p:Pk:m:sc:jt:h", opts, NULL)) !=
-	       -1) {
-		switch (c) {
-		case 'd':
-			if (nprof == 64)
-				return cli_error(EXIT_USAGE,
-						 "validate: at most 64 "
-						 "--profiles");
-			profiles[nprof++] = optarg;
-			break;
-		case 'p':
-			src.pub = optarg;
-			break;
-		case 'P':
-			src.no_public = true;
-			break;
-		case 'k':
-			if (hp_parse_i64(optarg, 2, 100, &folds))
-				return cli_error(EXIT_USAGE,
-						 "validate: --folds '%s': give "
-						 "a whole number from 2 to 100",
-						 optarg);
-			break;
-		case 'm':
-			src.models = optarg;
-			break;
-		case 's':
-			o.skip_bad_rows = true;
-			break;
-		case 'c':
-			catalog = optarg;
-			break;
-		case 't': {
-			int64_t v;
-			if (hp_parse_i64(optarg, 1, 256, &v))
-				return cli_error(EXIT_USAGE,
-						 "%s: --threads '%s': give a "
-						 "whole number from 1 to 256",
-						 "validate", optarg);
-			o.threads = (int)v;
-			break;
-		}
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return EXIT_OK;
-		default:
-			return cli_error(EXIT_USAGE,
-					 "validate: unknown option or missing "
-					 "value '%s'; see 'hetpool validate "
-					 "--help'",
-					 argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
+	if ((status = cli_parse(&cli_cmd_validate, argc, argv, &a, &first)))
+		return status < 0 ? EXIT_OK : status;
+	nprof = a.profiles.n;
+	json = a.json;
+	o.skip_bad_rows = a.skip_bad_rows;
+	o.threads = a.threads;
+	if (first < argc)
 		return cli_error(EXIT_USAGE,
 				 "validate: unexpected '%s'; give profiles "
 				 "with --profiles FILE",
-				 argv[optind]);
-	if ((status = est_cli_resolve(&src, "validate", &o)))
+				 argv[first]);
+	if ((status = est_cli_resolve(&a.src, "validate", &o)))
 		return status;
 	if (!nprof) {
-		nshipped = est_cli_profiles(profiles, 64);
+		nshipped = est_cli_profiles(shipped, 64);
 		nprof = nshipped;
+		profiles = (const char **)shipped;
 	}
 	o.datasets = (const char *const *)profiles;
 	o.ndatasets = nprof;
-	if (!(cat = est_cli_catalog(catalog, "validate", &status)))
+	if (!(cat = cli_load_catalog("validate", a.catalog, NULL, &status)))
 		goto out;
 	est_cli_progress_init(&prog, "validate");
 	o.progress = est_cli_progress;
 	o.progress_ud = &prog;
 	o.report = &report;
-	rc = hp_estimator_validate(&o, cat, (int)folds, &v, &err);
+	rc = hp_estimator_validate(&o, cat, (int)a.folds, &v, &err);
 	est_cli_progress_end(&prog);
 	if (rc) {
 		status = cli_error(cli_status_for(err.code), "validate: %s",
@@ -217,8 +174,15 @@ int cmd_validate(int argc, char **argv)
 		printf("note: %s\n", v.notes[i]);
 out:
 	for (int i = 0; i < nshipped; i++)
-		free(profiles[i]);
+		free(shipped[i]);
 	hp_validation_release(&v);
 	hp_catalog_free(cat);
 	return status;
 }
+
+const struct cli_cmd cli_cmd_validate = {
+    .name = "validate",
+    .run = cmd_validate,
+    .help = help,
+    .opts = validate_opts,
+};

@@ -9,40 +9,6 @@
 #include "cli.h"
 #include "est_cli.h"
 
-struct hp_catalog *est_cli_catalog(const char *catalog, const char *cmd,
-				   int *status)
-{
-	struct hp_error err = {0};
-	struct hp_catalog *cat;
-	struct hp_host host;
-	char path[4096];
-
-	if (!catalog) {
-		if (cli_data_path("devices.csv", path, sizeof(path))) {
-			*status = cli_error(EXIT_USAGE,
-					    "%s: no data/devices.csv found "
-					    "($HETPOOL_DATA_DIR, beside the "
-					    "program, the source tree); give "
-					    "--catalog FILE",
-					    cmd);
-			return NULL;
-		}
-		catalog = path;
-	}
-	cat = hp_catalog_load(catalog, &err);
-	if (!cat) {
-		*status =
-		    cli_error(cli_status_for(err.code), "%s: %s", cmd, err.msg);
-		return NULL;
-	}
-	if (hp_host_detect(&host, &err))
-		hp_log(HP_LOG_WARN, "cpu host: %s", err.msg);
-	for (int i = 0; i < cat->n; i++)
-		if (cat->types[i].kind == HP_DEVICE_CPU)
-			hp_host_apply(&host, &cat->types[i]);
-	return cat;
-}
-
 int est_cli_resolve(struct est_cli_sources *s, const char *cmd,
 		    struct hp_fit_options *o)
 {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
 static const char usage[] =
     "usage: hetpool <command> [options]\n"
@@ -176,37 +177,61 @@ static int finish_output(int status)
 	return status;
 }
 
-static int dispatch(const char *cmd, int argc, char **argv)
+int cli_data_path(const char *name, char *buf, size_t n)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(int, char **);
-	} cmds[] = {
-	    {"analyze", cmd_analyze},
-	    {"devices", cmd_devices},
-	    {"profile", cmd_profile},
-	    {"fit", cmd_fit},
-	    {"predict", cmd_predict},
-	    {"validate", cmd_validate},
-	    {"recommend", cmd_recommend},
-	    {"lr-find", cmd_lr_find},
-	    {"run", cmd_run},
-	    {"jobs", cmd_jobs},
-	    {"status", cmd_status},
-	    {"logs", cmd_logs},
-	    {"cancel", cmd_cancel},
-	    {"_supervise", cmd_helper},
-	    {"_rank", cmd_helper},
-	    {"_stage", cmd_helper},
-	    {"_slurm-batch", cmd_helper},
-	    {"_wait-hosts", cmd_helper},
-	};
+	return hp_data_path(name, buf, n) ? -1 : 0;
+}
 
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(cmd, cmds[i].name))
-			return cmds[i].fn(argc, argv);
-	return cli_error(EXIT_USAGE,
-			 "'%s' is not a command; see 'hetpool --help'", cmd);
+static int check_help(int argc, char **argv);
+
+/* The job's own steps, run by its launchers, and the help check: not for
+ * people, so neither listed nor with help. */
+#define HIDDEN(n, fn)                                                          \
+	{                                                                      \
+		.name = (n), .run = (fn), .help = "", .hidden = true           \
+	}
+static const struct cli_cmd helper_cmds[] = {
+    HIDDEN("_supervise", cmd_helper),  HIDDEN("_rank", cmd_helper),
+    HIDDEN("_stage", cmd_helper),      HIDDEN("_slurm-batch", cmd_helper),
+    HIDDEN("_wait-hosts", cmd_helper), HIDDEN("_check-help", check_help),
+};
+
+/* Every command, in the order of the usage. */
+const struct cli_cmd *const cli_cmds[] = {
+    &cli_cmd_analyze, &cli_cmd_profile,	 &cli_cmd_devices,   &cli_cmd_fit,
+    &cli_cmd_predict, &cli_cmd_validate, &cli_cmd_recommend, &cli_cmd_run,
+    &cli_cmd_jobs,    &cli_cmd_status,	 &cli_cmd_logs,	     &cli_cmd_cancel,
+    &cli_cmd_lr_find, &helper_cmds[0],	 &helper_cmds[1],    &helper_cmds[2],
+    &helper_cmds[3],  &helper_cmds[4],	 &helper_cmds[5],    NULL,
+};
+
+/* `hetpool _check-help`: each command's help names its options, the
+ * usage names each command (tests/cli/options.sh). */
+static int check_help(int argc, char **argv)
+{
+	int bad;
+
+	(void)argc;
+	(void)argv;
+	bad = cli_check_help(usage);
+	if (bad)
+		return cli_error(EXIT_FAIL,
+				 "%d mismatches between the help texts and "
+				 "the option tables",
+				 bad);
+	printf("help texts and option tables agree\n");
+	return EXIT_OK;
+}
+
+static int dispatch(const char *name, int argc, char **argv)
+{
+	const struct cli_cmd *c = cli_cmd_find(name);
+
+	if (!c)
+		return cli_error(EXIT_USAGE,
+				 "'%s' is not a command; see 'hetpool --help'",
+				 name);
+	return c->run(argc, argv);
 }
 
 static int run(int argc, char **argv)

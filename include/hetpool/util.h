@@ -107,7 +107,9 @@ enum hp_log_level {
 	HP_LOG_DEBUG = 3,
 };
 typedef void (*hp_log_fn)(enum hp_log_level level, const char *msg, void *ud);
-/* Install a sink (NULL: drop messages) and the most verbose level it gets. */
+/* Install a sink (NULL: drop messages) and the most verbose level it gets.
+ * Safe to call while other threads log; the sink may be called from any
+ * thread the library runs on, so it must be thread-safe itself. */
 void hp_log_set(hp_log_fn fn, void *ud, enum hp_log_level max_level);
 void hp_log(enum hp_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -5,6 +5,7 @@
  */
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -47,17 +48,22 @@ static const struct col cols[] = {
 /* clang-format on */
 #define NCOLS ((int)(sizeof(cols) / sizeof(cols[0])))
 
+/* The header line, built once (threads may ask for it at once). */
+static char header[2048];
+static pthread_once_t header_once = PTHREAD_ONCE_INIT;
+
+static void header_build(void)
+{
+	size_t off = 0;
+
+	for (int i = 0; i < NCOLS && off < sizeof(header); i++)
+		off += (size_t)snprintf(header + off, sizeof(header) - off,
+					"%s%s", i ? "," : "", cols[i].name);
+}
+
 const char *hp_dataset_header(void)
 {
-	static char header[2048];
-
-	if (!header[0]) {
-		size_t off = 0;
-		for (int i = 0; i < NCOLS && off < sizeof(header); i++)
-			off += (size_t)snprintf(header + off,
-						sizeof(header) - off, "%s%s",
-						i ? "," : "", cols[i].name);
-	}
+	pthread_once(&header_once, header_build);
 	return header;
 }
 

@@ -18,10 +18,10 @@ void hp__rec_model_release(struct hp__rec_model *m)
 	if (!m)
 		return;
 	for (int i = 0; i < m->ntypes; i++) {
-		free(m->tt[i].t);
-		free(m->tt[i].lo);
-		free(m->tt[i].hi);
-		free(m->tt[i].p);
+		free(m->tt[i].step_s);
+		free(m->tt[i].step_lo_s);
+		free(m->tt[i].step_hi_s);
+		free(m->tt[i].power_w);
 	}
 	free(m->tt);
 	memset(m, 0, sizeof(*m));
@@ -189,17 +189,17 @@ static int build_type(const struct hp_estimator *est,
 			 e2.msg);
 		return 0;
 	}
-	tt->bmem = bmem;
-	tt->bmax = bmem;
-	tt->t = calloc((size_t)bmem + 1, sizeof(double));
-	tt->lo = calloc((size_t)bmem + 1, sizeof(double));
-	tt->hi = calloc((size_t)bmem + 1, sizeof(double));
-	tt->p = calloc((size_t)bmem + 1, sizeof(double));
-	if (!tt->t || !tt->lo || !tt->hi || !tt->p)
+	tt->local_fit_max = bmem;
+	tt->local_max = bmem;
+	tt->step_s = calloc((size_t)bmem + 1, sizeof(double));
+	tt->step_lo_s = calloc((size_t)bmem + 1, sizeof(double));
+	tt->step_hi_s = calloc((size_t)bmem + 1, sizeof(double));
+	tt->power_w = calloc((size_t)bmem + 1, sizeof(double));
+	if (!tt->step_s || !tt->step_lo_s || !tt->step_hi_s || !tt->power_w)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	/* Grid: every b up to 8, then 4 per octave, and bmem. */
 	gb = 1;
-	tt->pmin = INFINITY;
+	tt->power_min_w = INFINITY;
 	for (;;) {
 		int64_t b = gb > bmem ? bmem : gb;
 		if ((rc = predict_at(est, cat, w1, w, tt, b, &q, &e2))) {
@@ -216,21 +216,23 @@ static int build_type(const struct hp_estimator *est,
 				 (long long)b);
 			return 0;
 		}
-		tt->t[b] = q.t;
-		tt->lo[b] = q.lo;
-		tt->hi[b] = q.hi;
-		tt->p[b] = q.p;
+		tt->step_s[b] = q.t;
+		tt->step_lo_s[b] = q.lo;
+		tt->step_hi_s[b] = q.hi;
+		tt->power_w[b] = q.p;
 		if (prevb)
 			for (int64_t x = prevb + 1; x < b; x++) {
 				double f =
 				    (double)(x - prevb) / (double)(b - prevb);
-				tt->t[x] = prev.t + f * (q.t - prev.t);
-				tt->lo[x] = prev.lo + f * (q.lo - prev.lo);
-				tt->hi[x] = prev.hi + f * (q.hi - prev.hi);
-				tt->p[x] = prev.p + f * (q.p - prev.p);
+				tt->step_s[x] = prev.t + f * (q.t - prev.t);
+				tt->step_lo_s[x] =
+				    prev.lo + f * (q.lo - prev.lo);
+				tt->step_hi_s[x] =
+				    prev.hi + f * (q.hi - prev.hi);
+				tt->power_w[x] = prev.p + f * (q.p - prev.p);
 			}
-		if (q.p < tt->pmin)
-			tt->pmin = q.p;
+		if (q.p < tt->power_min_w)
+			tt->power_min_w = q.p;
 		prev = q;
 		prevb = b;
 		if (b == bmem)
@@ -248,9 +250,9 @@ static int build_type(const struct hp_estimator *est,
 	 * (a no-op on the physical family, whose time grows with the
 	 * batch; the split and the bounds of the search rely on it). */
 	for (int64_t b = 2; b <= bmem; b++) {
-		tt->t[b] = fmax(tt->t[b], tt->t[b - 1]);
-		tt->lo[b] = fmax(tt->lo[b], tt->lo[b - 1]);
-		tt->hi[b] = fmax(tt->hi[b], tt->hi[b - 1]);
+		tt->step_s[b] = fmax(tt->step_s[b], tt->step_s[b - 1]);
+		tt->step_lo_s[b] = fmax(tt->step_lo_s[b], tt->step_lo_s[b - 1]);
+		tt->step_hi_s[b] = fmax(tt->step_hi_s[b], tt->step_hi_s[b - 1]);
 	}
 	tt->ok = true;
 	return 0;
@@ -310,7 +312,7 @@ double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g)
 /* Type j's step time when it takes s samples over n devices. */
 static double tshare(const struct hp__rec_tt *tt, int64_t s, int n)
 {
-	return tt->t[(s + n - 1) / n];
+	return tt->step_s[(s + n - 1) / n];
 }
 
 static void fill_type(const struct hp__rec_tt *tt, int j, int64_t s, int n,
@@ -319,20 +321,20 @@ static void fill_type(const struct hp__rec_tt *tt, int j, int64_t s, int n,
 	int64_t bhi = (s + n - 1) / n;
 	int nhi = (int)(s - (bhi - 1) * n); /* devices at bhi */
 
-	o->share[j] = s;
-	o->bhi[j] = bhi;
-	o->nhi[j] = nhi;
-	o->tstep[j] = tt->t[bhi];
-	o->ptype[j] =
-	    nhi * tt->p[bhi] + (n - nhi) * (bhi > 1 ? tt->p[bhi - 1] : 0);
-	if (tt->t[bhi] > o->c) {
-		o->c = tt->t[bhi];
+	o->samples[j] = s;
+	o->local_hi[j] = bhi;
+	o->n_at_hi[j] = nhi;
+	o->step_s[j] = tt->step_s[bhi];
+	o->power_w[j] = nhi * tt->power_w[bhi] +
+			(n - nhi) * (bhi > 1 ? tt->power_w[bhi - 1] : 0);
+	if (tt->step_s[bhi] > o->compute_s) {
+		o->compute_s = tt->step_s[bhi];
 	}
-	if (tt->lo[bhi] > o->c_lo)
-		o->c_lo = tt->lo[bhi];
-	if (tt->hi[bhi] > o->c_hi)
-		o->c_hi = tt->hi[bhi];
-	o->pdev += o->ptype[j];
+	if (tt->step_lo_s[bhi] > o->compute_lo_s)
+		o->compute_lo_s = tt->step_lo_s[bhi];
+	if (tt->step_hi_s[bhi] > o->compute_hi_s)
+		o->compute_hi_s = tt->step_hi_s[bhi];
+	o->devices_power_w += o->power_w[j];
 }
 
 int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
@@ -345,7 +347,7 @@ int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
 	if (k == 1) {
 		a = &m->tt[ty[0]];
 		if (!a->ok || n[0] < 1 || n[0] > B ||
-		    (B + n[0] - 1) / n[0] > a->bmax)
+		    (B + n[0] - 1) / n[0] > a->local_max)
 			return -1;
 		fill_type(a, 0, B, n[0], out);
 		return 0;
@@ -359,11 +361,11 @@ int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
 		return -1;
 	/* Type 0 takes s samples: at least one per device, within memory. */
 	lo = n[0];
-	if (B - (int64_t)n[1] * b->bmax > lo)
-		lo = B - (int64_t)n[1] * b->bmax;
+	if (B - (int64_t)n[1] * b->local_max > lo)
+		lo = B - (int64_t)n[1] * b->local_max;
 	hi = B - n[1];
-	if ((int64_t)n[0] * a->bmax < hi)
-		hi = (int64_t)n[0] * a->bmax;
+	if ((int64_t)n[0] * a->local_max < hi)
+		hi = (int64_t)n[0] * a->local_max;
 	if (lo > hi)
 		return -1;
 	/* f0(s) grows with s, f1(s) shrinks: the smallest s with f0 >= f1

@@ -149,71 +149,6 @@ static int check_job(const struct hp_rec_job *j, struct hp_error *err)
 	return 0;
 }
 
-/*
- * The exact time-energy front of the chosen global batch at k deadlines:
- * the fastest configuration (a search nothing can meet), the least
- * energy with no deadline, and k - 2 deadlines spaced geometrically
- * between their times; each point is the least energy at its deadline
- * (the search is exact), so none is dominated by any configuration of
- * the pool.  With the choice, sorted by time, dominated repeats dropped.
- * Replaces out->pareto; 0 or HP_ENOMEM.
- */
-int hp__rec_front(struct hp__rec_session *S, int k, struct hp_rec_result *out,
-		  struct hp_error *err)
-{
-	struct hp_rec_config *pts = calloc((size_t)k + 1, sizeof(*pts));
-	double tfast = 0, tslow = 0;
-	int np = 0, rc = 0;
-
-	if (!pts)
-		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	/* When nothing met the deadline, the choice is the fastest. */
-	if (!out->feasible)
-		tfast = out->choice.time_s;
-	for (int i = out->feasible ? 0 : 1; i < k && !rc; i++) {
-		struct hp_rec_result r;
-		double d;
-		/* 0: the fastest; 1: the least energy; then between. */
-		if (i == 0)
-			d = 1e-9;
-		else if (i == 1)
-			d = 1e15;
-		else if (tslow > tfast)
-			d = tfast *
-			    pow(tslow / tfast, (double)(i - 1) / (k - 1));
-		else
-			break;
-		if ((rc = hp__rec_session_search(S, d, &r, err)))
-			break;
-		if (r.found && (i == 0 || r.feasible)) {
-			pts[np++] = r.choice;
-			memset(&r.choice, 0, sizeof(r.choice));
-			if (i == 0)
-				tfast = pts[np - 1].time_s;
-			else if (i == 1)
-				tslow = pts[np - 1].time_s;
-		}
-		hp_rec_result_release(&r);
-	}
-	if (rc)
-		goto out;
-	if (out->choice.groups &&
-	    hp__rec_config_copy(&pts[np++], &out->choice)) {
-		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (hp__rec_set_front(out, pts, np)) {
-		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
-		goto out;
-	}
-	out->pareto_exact = true;
-out:
-	for (int i = 0; i < np; i++)
-		hp_rec_config_release(&pts[i]);
-	free(pts);
-	return rc;
-}
-
 /* The distinct device types with free devices in the pool. */
 static int pool_types(const struct hp_pool *pool, const char ***out)
 {
@@ -288,10 +223,10 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 		struct hp_rec_result r;
 		bool better;
 
-		q.B = bs[bi];
-		q.steps = job->steps > 0
-			      ? job->steps
-			      : (job->samples + q.B - 1) / q.B * job->epochs;
+		q.global_batch = bs[bi];
+		q.steps = job->steps > 0 ? job->steps
+					 : (job->samples + q.global_batch - 1) /
+					       q.global_batch * job->epochs;
 		q.deadline_s = job->deadline_s;
 		q.only_type = -1;
 		if (only) {

@@ -12,18 +12,18 @@
 /* Largest local batch the tables hold. */
 #define HP__REC_MAX_LOCAL 65536
 
-/* One device type's predictions by local batch b = 1..bmax. */
+/* One device type's predictions by local batch b = 1..local_max. */
 struct hp__rec_tt {
 	char name[32];
-	bool ok;	 /* usable: predicted, power known, fits at 1 */
-	char why[160];	 /* when not ok */
-	int64_t bmem;	 /* largest local batch that fits (capped) */
-	int64_t bmax;	 /* table size: min(bmem, cap) */
-	double *t;	 /* step time at b, [0] unused; nondecreasing */
-	double *lo, *hi; /* its interval */
-	double *p;	 /* power per device at b, W */
-	double pmin;	 /* smallest p over b */
-	int npred;	 /* estimator calls made */
+	bool ok;	       /* usable: predicted, power known, fits at 1 */
+	char why[160];	       /* when not ok */
+	int64_t local_fit_max; /* largest local batch that fits (capped) */
+	int64_t local_max;     /* table size: min(local_fit_max, cap) */
+	double *step_s;	       /* step time at b, [0] unused; nondecreasing */
+	double *step_lo_s, *step_hi_s; /* its interval */
+	double *power_w;	       /* power per device at b */
+	double power_min_w;	       /* smallest power_w over b */
+	int npred;		       /* estimator calls made */
 };
 
 struct hp__rec_model {
@@ -47,13 +47,15 @@ void hp__rec_model_release(struct hp__rec_model *m);
 
 /* The compute part of a configuration: how the batch is split. */
 struct hp__rec_comp {
-	double c, c_lo, c_hi; /* slowest type's step time and interval */
-	double pdev;	      /* all devices' power, W */
-	int64_t share[HP_REC_MAX_MIX]; /* samples per type */
-	int64_t bhi[HP_REC_MAX_MIX];   /* local batch of the first nhi */
-	int nhi[HP_REC_MAX_MIX];       /* devices at bhi; the rest bhi - 1 */
-	double tstep[HP_REC_MAX_MIX];  /* each type's step time */
-	double ptype[HP_REC_MAX_MIX];  /* each type's power, W */
+	double compute_s;		   /* the slowest type's step time */
+	double compute_lo_s, compute_hi_s; /* its interval */
+	double devices_power_w;		   /* all devices' power */
+	int64_t samples[HP_REC_MAX_MIX];   /* of the global batch, per type */
+	int64_t local_hi[HP_REC_MAX_MIX];  /* local batch of the first
+					      n_at_hi devices */
+	int n_at_hi[HP_REC_MAX_MIX];	   /* the rest at local_hi - 1 */
+	double step_s[HP_REC_MAX_MIX];	   /* each type's step time */
+	double power_w[HP_REC_MAX_MIX];	   /* each type's devices' power */
 };
 
 /*
@@ -72,13 +74,30 @@ int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
 double hp__rec_intra_s(double bw_gbps, int k, double g);
 double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g);
 
+/*
+ * How the search goes about its work; either setting leaves the answer
+ * exact (the tests set them to exercise every path).
+ */
+struct hp__rec_tuning {
+	/* Most (intra x network) levels of one node count searched level
+	 * by level; more are searched by halving rectangles. */
+	int level_grid_max_cells;
+	/* Nodes a packing's depth-first search visits before dynamic
+	 * programming solves it instead (the DFS is faster on few classes,
+	 * the DP bounded on many); 0: the DP wherever it applies. */
+	long dfs_max_visits;
+};
+#define HP__REC_LEVEL_GRID_MAX_CELLS 256
+#define HP__REC_DFS_MAX_VISITS 2000
+
 /* What the search needs besides the pool. */
 struct hp__rec_params {
-	int64_t B, steps;
+	int64_t global_batch, steps;
 	double deadline_s;
 	int only_type; /* model type index, or -1 */
 	int ndevices, nnodes;
 	int max_mix;
+	const struct hp__rec_tuning *tuning; /* NULL: the defaults */
 };
 
 /* Search stats for tests and the benchmark. */
@@ -97,16 +116,14 @@ int hp__rec_search(const struct hp__rec_model *m, const struct hp_pool *pool,
 		   const struct hp__rec_params *q, struct hp_rec_result *out,
 		   struct hp__rec_stats *st, struct hp_error *err);
 
-/* Most (intra x network) levels of one node count searched level by
- * level; more are searched by halving rectangles.  Both are exact (tests
- * set it to exercise either). */
-extern int hp__rec_grid_max;
-
 /*
  * Several searches over one pool, model and job that differ only in the
  * deadline (the exact front) share a session: the pool's classes and the
  * single types' candidates are made once.  hp__rec_search() is one
- * session, one search.
+ * session, one search.  A session holds all the state its searches
+ * change (search_int.h); the model and pool it reads are only read, so
+ * sessions over the same ones may run on as many threads at once.  One
+ * session is used by one thread at a time.
  */
 struct hp__rec_session;
 int hp__rec_session_new(const struct hp__rec_model *m,
@@ -127,11 +144,6 @@ void hp__rec_session_free(struct hp__rec_session *S);
  */
 int hp__rec_front(struct hp__rec_session *S, int k, struct hp_rec_result *out,
 		  struct hp_error *err);
-
-/* Nodes a packing's depth-first search visits before dynamic programming
- * solves it instead (both exact; the DFS is faster on few classes, the DP
- * bounded on many).  Tests set 0: the DP wherever it applies. */
-extern long hp__rec_dfs_budget;
 
 /* A deep copy of s into d (the caller releases it).  0 or HP_ENOMEM. */
 int hp__rec_config_copy(struct hp_rec_config *d, const struct hp_rec_config *s);

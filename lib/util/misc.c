@@ -1,6 +1,7 @@
 /* misc.c - logging sink, checked number parsing, strings, clock. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,28 +10,40 @@
 #include "hetpool/util.h"
 #include "util/banned.h"
 
+/* The sink: set by the program (usually once, at start-up) while other
+ * threads may be logging, so it is read and written under a lock; the
+ * sink itself is called outside it. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static hp_log_fn log_fn;
 static void *log_ud;
 static enum hp_log_level log_max = HP_LOG_WARN;
 
 void hp_log_set(hp_log_fn fn, void *ud, enum hp_log_level max_level)
 {
+	pthread_mutex_lock(&log_mu);
 	log_fn = fn;
 	log_ud = ud;
 	log_max = max_level;
+	pthread_mutex_unlock(&log_mu);
 }
 
 void hp_log(enum hp_log_level level, const char *fmt, ...)
 {
 	char msg[1024];
+	hp_log_fn fn;
+	void *ud;
 	va_list ap;
 
-	if (!log_fn || level > log_max)
+	pthread_mutex_lock(&log_mu);
+	fn = level <= log_max ? log_fn : NULL;
+	ud = log_ud;
+	pthread_mutex_unlock(&log_mu);
+	if (!fn)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	log_fn(level, msg, log_ud);
+	fn(level, msg, ud);
 }
 
 const char *hp_log_level_name(enum hp_log_level level)

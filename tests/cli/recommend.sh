@@ -137,7 +137,7 @@ print('mixed split: %s %.5g s vs %s %.5g s (%.2f%%)' % (t[0]['type'], a, t[1]['t
 
 # Bad input: one line, exit 2.
 expect_status rec_bad_type 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --device-type tpu9
-expect_err rec_bad_type_says "device-type 'tpu9' is not in the catalog"
+expect_err rec_bad_type_says "recommend: device type 'tpu9' is not in the catalog; see 'hetpool devices'"
 expect_status rec_neg_devices 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --devices -1
 expect_err rec_neg_devices_says "--devices '-1'"
 expect_status rec_zero_nodes 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --nodes 0

@@ -1,7 +1,7 @@
 /*
  * test_recommend.c - the recommender: the fast search finds the same
  * energy (or, when nothing meets the deadline, the same time) as an
- * exhaustive enumeration of every subset of free devices on 1,000+ random
+ * exhaustive enumeration of every subset of free devices on 3,000 random
  * small pools, with the cost of a configuration computed here a second
  * time independently; the batch split is the brute-force min-max; a mixed
  * split's types differ by at most 5% in step time; the deadline parser
@@ -120,7 +120,7 @@ static void ref_cost(struct ref *r, const int *ty, const int *cnt)
 		types[1] = t;
 		n[1] = c;
 	}
-	if (hp__rec_compute(r->m, types, n, nt, q->B, &cp))
+	if (hp__rec_compute(r->m, types, n, nt, q->global_batch, &cp))
 		return;
 	r->configs++;
 	for (int i = 0; i < p->n; i++) {
@@ -138,9 +138,9 @@ static void ref_cost(struct ref *r, const int *ty, const int *cnt)
 			  : 0;
 		inter = fmax(inter, x);
 	}
-	step = cp.c + intra + inter;
+	step = cp.compute_s + intra + inter;
 	time = (double)q->steps * step + 60 + 5.0 * m;
-	energy = time * (cp.pdev + base);
+	energy = time * (cp.devices_power_w + base);
 	if (r->te) {
 		if (r->nte == r->ate) {
 			r->ate = r->ate ? 2 * r->ate : 1024;
@@ -307,7 +307,7 @@ static int same_as_ref(int seed, const struct hp_rec_result *res,
 		HP_FAIL("seed %d: the search found none, the reference %ld "
 			"configurations",
 			seed, r->configs);
-	check_choice(c, pool, q->B);
+	check_choice(c, pool, q->global_batch);
 	if (res->feasible != r->feasible)
 		HP_FAIL("seed %d: feasible %d, reference %d (time %.9g, "
 			"reference fastest %.9g, deadline %.9g)",
@@ -359,7 +359,7 @@ static void search_vs_ref(int seed, const struct hp__rec_model *m,
 	hp_rec_result_release(&res);
 }
 
-HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
+HP_TEST(recommend_search_matches_exhaustive_on_2000_pools)
 {
 	static const char *const types[] = {"v100", "a100-80", "t4",
 					    "h100-sxm"};
@@ -369,6 +369,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 	int constrained = 0;
 	struct tally t = {0};
 	struct hp__rec_stats st = {0};
+	struct hp__rec_tuning tune;
 	enum { POOLS = 2000 };
 
 	env_load(&e, "data/models/resnet18.train.onnx");
@@ -385,16 +386,19 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 		/* Odd seeds search levels by halving, even ones level by
 		 * level; half the seeds pack by dynamic programming wherever
 		 * it applies, half by the DFS within its budget. */
-		hp__rec_grid_max = seed % 2 ? 0 : 256;
-		hp__rec_dfs_budget = seed % 4 >= 2 ? 0 : 2000;
+		tune.level_grid_max_cells =
+		    seed % 2 ? 0 : HP__REC_LEVEL_GRID_MAX_CELLS;
+		tune.dfs_max_visits =
+		    seed % 4 >= 2 ? 0 : HP__REC_DFS_MAX_VISITS;
 		rs = 0x9e3779b97f4a7c15ull ^
 		     ((uint64_t)seed * 0x2545f4914f6cdd1dull);
 		rnd();
 		random_pool(&pool, &m);
-		q.B = 64;
+		q.global_batch = 64;
 		q.steps = irnd(100, 20000);
 		q.only_type = -1;
 		q.max_mix = 2;
+		q.tuning = &tune;
 		if (urnd() < 0.1)
 			q.only_type = irnd(0, 3);
 		if (urnd() < 0.1)
@@ -403,12 +407,10 @@ HP_TEST(recommend_search_matches_exhaustive_on_1000_pools)
 			q.nnodes = irnd(1, 3);
 		constrained += q.only_type >= 0 || q.ndevices || q.nnodes;
 		/* Deadlines around what a few devices need. */
-		tref = 65 + (double)q.steps * m.tt[0].t[16] * 2;
+		tref = 65 + (double)q.steps * m.tt[0].step_s[16] * 2;
 		q.deadline_s = tref * pow(10, -1.3 + 1.6 * urnd());
 		search_vs_ref(seed, &m, &pool, &q, &st, &t);
 	}
-	hp__rec_grid_max = 256;
-	hp__rec_dfs_budget = 2000;
 	fprintf(stderr,
 		"exhaustive: %d pools, %ld configurations; %d feasible, %d "
 		"infeasible (fastest compared), %d with nothing to run, %d "
@@ -453,13 +455,13 @@ HP_TEST(recommend_exact_front_matches_exhaustive)
 		rs = 0x6a09e667f3bcc909ull ^ ((uint64_t)seed * 0x9e3779b9ull);
 		rnd();
 		random_pool(&pool, &m);
-		q.B = 64;
+		q.global_batch = 64;
 		q.steps = irnd(100, 20000);
 		q.only_type = urnd() < 0.1 ? irnd(0, 3) : -1;
 		q.ndevices = urnd() < 0.1 ? irnd(1, 8) : 0;
 		q.nnodes = urnd() < 0.1 ? irnd(1, 3) : 0;
 		q.max_mix = 2;
-		q.deadline_s = (65 + (double)q.steps * m.tt[0].t[16] * 2) *
+		q.deadline_s = (65 + (double)q.steps * m.tt[0].step_s[16] * 2) *
 			       pow(10, -1.3 + 1.6 * urnd());
 		ref_run(&r, &m, &pool, &q, true);
 		ASSERT_EQ_INT(
@@ -489,7 +491,7 @@ HP_TEST(recommend_exact_front_matches_exhaustive)
 				emin);
 		for (int i = 0; i < res.npareto; i++) {
 			const struct hp_rec_config *x = &res.pareto[i];
-			check_choice(x, &pool, q.B);
+			check_choice(x, &pool, q.global_batch);
 			if (i > 0) {
 				ASSERT(x->time_s >= res.pareto[i - 1].time_s);
 				ASSERT(x->energy_j <
@@ -529,6 +531,7 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 					     "h100-sxm"};
 	struct tally tl = {0};
 	struct hp__rec_stats st = {0};
+	struct hp__rec_tuning tune;
 	enum { POOLS = 1000 };
 
 	for (int seed = 1; seed <= POOLS; seed++) {
@@ -539,8 +542,10 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 		/* Odd seeds search levels by halving, even ones level by
 		 * level; half the seeds pack by dynamic programming wherever
 		 * it applies, half by the DFS within its budget. */
-		hp__rec_grid_max = seed % 2 ? 0 : 256;
-		hp__rec_dfs_budget = seed % 4 >= 2 ? 0 : 2000;
+		tune.level_grid_max_cells =
+		    seed % 2 ? 0 : HP__REC_LEVEL_GRID_MAX_CELLS;
+		tune.dfs_max_visits =
+		    seed % 4 >= 2 ? 0 : HP__REC_DFS_MAX_VISITS;
 		rs = 0x51ed270b27e2d3a5ull ^
 		     ((uint64_t)seed * 0x9e3779b97f4a7c15ull);
 		rnd();
@@ -550,13 +555,13 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 			snprintf(tt[i].name, sizeof(tt[i].name), "%s",
 				 names[i]);
 			tt[i].ok = urnd() > 0.05;
-			tt[i].bmem = tt[i].bmax = irnd(2, 128);
-			tt[i].t = t[i];
-			tt[i].lo = lo[i];
-			tt[i].hi = hi[i];
-			tt[i].p = p[i];
-			tt[i].pmin = INFINITY;
-			for (int b = 1; b <= tt[i].bmax; b++) {
+			tt[i].local_fit_max = tt[i].local_max = irnd(2, 128);
+			tt[i].step_s = t[i];
+			tt[i].step_lo_s = lo[i];
+			tt[i].step_hi_s = hi[i];
+			tt[i].power_w = p[i];
+			tt[i].power_min_w = INFINITY;
+			for (int b = 1; b <= tt[i].local_max; b++) {
 				/* Nondecreasing, with plateaus and jumps. */
 				acc +=
 				    urnd() < 0.3 ? 0 : 0.004 * urnd() * (i + 1);
@@ -566,22 +571,22 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 				lo[i][b] = 0.8 * acc;
 				hi[i][b] = 1.3 * acc;
 				p[i][b] = 30 + 500 * urnd();
-				tt[i].pmin = fmin(tt[i].pmin, p[i][b]);
+				tt[i].power_min_w =
+				    fmin(tt[i].power_min_w, p[i][b]);
 			}
 		}
 		random_pool(&pool, &m);
-		q.B = irnd(8, 128);
+		q.global_batch = irnd(8, 128);
 		q.steps = irnd(10, 20000);
 		q.only_type = urnd() < 0.1 ? irnd(0, 3) : -1;
 		q.ndevices = urnd() < 0.1 ? irnd(1, 10) : 0;
 		q.nnodes = urnd() < 0.1 ? irnd(1, 4) : 0;
 		q.max_mix = 2;
+		q.tuning = &tune;
 		q.deadline_s = (65 + q.steps * t[irnd(0, 3)][1] * 4) *
 			       pow(10, -1 + 1.5 * urnd());
 		search_vs_ref(seed, &m, &pool, &q, &st, &tl);
 	}
-	hp__rec_grid_max = 256;
-	hp__rec_dfs_budget = 2000;
 	fprintf(stderr,
 		"synthetic: %d pools, %ld configurations; %d feasible, %d "
 		"infeasible, %d mixed choices, %lld of %lld packings by DP; "
@@ -610,6 +615,7 @@ HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
 	struct env e;
 	long dp = 0, leaves = 0;
 	int feasible = 0;
+	struct hp__rec_tuning tune;
 
 	env_load(&e, "data/models/resnet18.train.onnx");
 	ASSERT_EQ_INT(
@@ -644,18 +650,20 @@ HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
 			nd->net_latency_us = 1 + 29 * urnd();
 			nd->base_power_w = 2000 * urnd();
 		}
-		q.B = 128;
+		q.global_batch = 128;
 		q.steps = irnd(1000, 20000);
 		q.only_type = -1;
 		q.max_mix = 2;
-		q.deadline_s = (65 + (double)q.steps * m.tt[0].t[16] * 2) *
+		q.deadline_s = (65 + (double)q.steps * m.tt[0].step_s[16] * 2) *
 			       pow(10, -1.3 + 1.6 * urnd());
-		hp__rec_grid_max = seed % 2 ? 0 : 256;
-		hp__rec_dfs_budget = 1L << 40;
+		/* The DFS run to the end, then the DP wherever it applies. */
+		tune.level_grid_max_cells =
+		    seed % 2 ? 0 : HP__REC_LEVEL_GRID_MAX_CELLS;
+		tune.dfs_max_visits = 1L << 40;
+		q.tuning = &tune;
 		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &a, &sa, &err), 0);
-		hp__rec_dfs_budget = 0;
+		tune.dfs_max_visits = 0;
 		ASSERT_EQ_INT(hp__rec_search(&m, &pool, &q, &b, &sb, &err), 0);
-		hp__rec_dfs_budget = 2000;
 		ASSERT_EQ_INT(sa.dp, 0);
 		dp += sb.dp;
 		leaves += sb.leaves;
@@ -666,7 +674,7 @@ HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
 			    a.feasible ? a.choice.energy_j : a.choice.time_s;
 			double y =
 			    b.feasible ? b.choice.energy_j : b.choice.time_s;
-			check_choice(&b.choice, &pool, q.B);
+			check_choice(&b.choice, &pool, q.global_batch);
 			if (!(fabs(x - y) <= 1e-9 * x))
 				HP_FAIL("seed %d: DFS %.12g, DP %.12g", seed, x,
 					y);
@@ -675,7 +683,6 @@ HP_TEST(recommend_dp_matches_dfs_on_larger_pools)
 		hp_rec_result_release(&a);
 		hp_rec_result_release(&b);
 	}
-	hp__rec_grid_max = 256;
 	fprintf(stderr,
 		"DP vs DFS: 300 pools of 12-40 nodes, %d feasible, %ld of %ld "
 		"packings by DP; 0 mismatches\n",
@@ -706,28 +713,32 @@ HP_TEST(recommend_split_is_brute_force_min_max)
 		for (int64_t s = n[0]; s <= B - n[1]; s++) {
 			int64_t b0 = (s + n[0] - 1) / n[0];
 			int64_t b1 = (B - s + n[1] - 1) / n[1];
-			if (b0 > m.tt[0].bmax || b1 > m.tt[1].bmax)
+			if (b0 > m.tt[0].local_max || b1 > m.tt[1].local_max)
 				continue;
-			best = fmin(best, fmax(m.tt[0].t[b0], m.tt[1].t[b1]));
+			best = fmin(
+			    best, fmax(m.tt[0].step_s[b0], m.tt[1].step_s[b1]));
 		}
 		if (best == INFINITY) {
 			ASSERT(rc != 0);
 			continue;
 		}
 		ASSERT_EQ_INT(rc, 0);
-		ASSERT_NEAR(cp.c, best, 1e-12);
-		ASSERT_EQ_INT(cp.share[0] + cp.share[1], B);
+		ASSERT_NEAR(cp.compute_s, best, 1e-12);
+		ASSERT_EQ_INT(cp.samples[0] + cp.samples[1], B);
 		/* Within a type local batches differ by at most one. */
 		for (int j = 0; j < 2; j++) {
-			ASSERT(cp.nhi[j] >= 1 && cp.nhi[j] <= n[j]);
-			ASSERT_EQ_INT(cp.nhi[j] * cp.bhi[j] +
-					  (n[j] - cp.nhi[j]) * (cp.bhi[j] - 1),
-				      cp.share[j]);
-			p += cp.nhi[j] * m.tt[j].p[cp.bhi[j]] +
-			     (n[j] - cp.nhi[j]) *
-				 (cp.bhi[j] > 1 ? m.tt[j].p[cp.bhi[j] - 1] : 0);
+			ASSERT(cp.n_at_hi[j] >= 1 && cp.n_at_hi[j] <= n[j]);
+			ASSERT_EQ_INT(cp.n_at_hi[j] * cp.local_hi[j] +
+					  (n[j] - cp.n_at_hi[j]) *
+					      (cp.local_hi[j] - 1),
+				      cp.samples[j]);
+			p += cp.n_at_hi[j] * m.tt[j].power_w[cp.local_hi[j]] +
+			     (n[j] - cp.n_at_hi[j]) *
+				 (cp.local_hi[j] > 1
+				      ? m.tt[j].power_w[cp.local_hi[j] - 1]
+				      : 0);
 		}
-		ASSERT_NEAR(cp.pdev, p, 1e-12);
+		ASSERT_NEAR(cp.devices_power_w, p, 1e-12);
 	}
 	hp__rec_model_release(&m);
 	env_free(&e);
@@ -759,13 +770,13 @@ HP_TEST(recommend_mixed_split_equalises_step_times)
 		double d, dd;
 		ASSERT_EQ_INT(hp__rec_compute(&m, ty, n, 2, cases[i].B, &cp),
 			      0);
-		d = fabs(cp.tstep[0] - cp.tstep[1]) /
-		    fmin(cp.tstep[0], cp.tstep[1]);
+		d = fabs(cp.step_s[0] - cp.step_s[1]) /
+		    fmin(cp.step_s[0], cp.step_s[1]);
 		for (int j = 0; j < 2; j++) {
 			struct hp_workload w;
-			ASSERT_EQ_INT(
-			    hp_workload_at_batch(&e.w1, cp.bhi[j], &w, &err),
-			    0);
+			ASSERT_EQ_INT(hp_workload_at_batch(
+					  &e.w1, cp.local_hi[j], &w, &err),
+				      0);
 			ASSERT_EQ_INT(hp_estimator_predict(e.est, e.cat, &w,
 							   types[j], 1, -1,
 							   &p[j], &err),
@@ -778,13 +789,14 @@ HP_TEST(recommend_mixed_split_equalises_step_times)
 			"mixed %d v100 + %d a100-80, B %lld: local %lld / "
 			"%lld, step %.5g / %.5g s (%.2f%%), estimator %.5g / "
 			"%.5g s (%.2f%%)\n",
-			n[0], n[1], (long long)cases[i].B, (long long)cp.bhi[0],
-			(long long)cp.bhi[1], cp.tstep[0], cp.tstep[1], 100 * d,
-			p[0].step_time_s, p[1].step_time_s, 100 * dd);
+			n[0], n[1], (long long)cases[i].B,
+			(long long)cp.local_hi[0], (long long)cp.local_hi[1],
+			cp.step_s[0], cp.step_s[1], 100 * d, p[0].step_time_s,
+			p[1].step_time_s, 100 * dd);
 		ASSERT(d <= 0.05);
 		ASSERT(dd <= 0.05);
 		/* The faster type takes more of the batch. */
-		ASSERT(cp.bhi[1] > cp.bhi[0]);
+		ASSERT(cp.local_hi[1] > cp.local_hi[0]);
 		worst = fmax(worst, fmax(d, dd));
 	}
 	ASSERT(worst > 0); /* a real difference was measured */
@@ -811,7 +823,7 @@ HP_TEST(recommend_tables_follow_the_estimator)
 	for (int i = 0; i < 6; i++) {
 		const struct hp__rec_tt *tt = &m.tt[i];
 		ASSERT(tt->ok);
-		for (int64_t b = 1; b <= tt->bmax; b += 7) {
+		for (int64_t b = 1; b <= tt->local_max; b += 7) {
 			struct hp_workload w;
 			struct hp_prediction p;
 			ASSERT_EQ_INT(hp_workload_at_batch(&e.w1, b, &w, &err),
@@ -821,20 +833,24 @@ HP_TEST(recommend_tables_follow_the_estimator)
 							   &err),
 				      0);
 			ASSERT(p.fits_in_memory);
-			worst = fmax(worst, fabs(tt->t[b] / p.step_time_s - 1));
-			worst = fmax(worst, fabs(tt->p[b] / p.power_w - 1));
+			worst = fmax(worst,
+				     fabs(tt->step_s[b] / p.step_time_s - 1));
+			worst =
+			    fmax(worst, fabs(tt->power_w[b] / p.power_w - 1));
 			hp_workload_release(&w);
 		}
-		for (int64_t b = 2; b <= tt->bmax; b++) {
-			ASSERT(tt->t[b] >= tt->t[b - 1]);
-			ASSERT(b / tt->t[b] >= (b - 1) / tt->t[b - 1]);
+		for (int64_t b = 2; b <= tt->local_max; b++) {
+			ASSERT(tt->step_s[b] >= tt->step_s[b - 1]);
+			ASSERT(b / tt->step_s[b] >=
+			       (b - 1) / tt->step_s[b - 1]);
 		}
 		/* bmem is the memory limit, unless capped. */
-		if (tt->bmem < 600) {
+		if (tt->local_fit_max < 600) {
 			struct hp_workload w;
 			struct hp_prediction p;
 			ASSERT_EQ_INT(
-			    hp_workload_at_batch(&e.w1, tt->bmem + 1, &w, &err),
+			    hp_workload_at_batch(&e.w1, tt->local_fit_max + 1,
+						 &w, &err),
 			    0);
 			ASSERT_EQ_INT(hp_estimator_predict(e.est, e.cat, &w,
 							   tt->name, 1, -1, &p,
