@@ -150,10 +150,11 @@ void hp_store_node_list_free(struct hp_store_node *nodes, int n);
  * nothing changes).  A type's count - free devices (the highest indices
  * not allocated) are marked reserved, the others not.  Checks: name 1-63
  * bytes without control characters, 1-HP_POOL_MAX_KINDS distinct types of
- * 1-HP_POOL_MAX_DEVICES devices, free within 0..count, figures finite and
- * not negative (parse the node with hp_pool_parse() and the catalog first
- * for the pool file's ranges and type names).  info: JSON text or NULL.
- * self: this is the host hetpoold runs on (at most one node is; making
+ * 1-HP_POOL_MAX_DEVICES devices, free within 0..count, cpu_cores 1 or
+ * more, memory and bandwidths finite and above 0, latency and power
+ * finite and not negative (parse the node with hp_pool_parse() and the
+ * catalog first for the pool file's ranges and type names).  info: JSON text or
+ * NULL. self: this is the host hetpoold runs on (at most one node is; making
  * another one self clears the flag on the old one).  Drained flags are
  * kept across an update.  *id (may be NULL) gets the node's id.
  */
@@ -223,8 +224,10 @@ struct hp_store_model {
 void hp_store_model_release(struct hp_store_model *m);
 void hp_store_model_list_free(struct hp_store_model *m, int n);
 
-/* Store a model's bytes (len >= 1) with its name and analysed features
- * (JSON text or NULL); the SHA-256 is computed here.  *id gets its id. */
+/* Store a model's bytes (len 1 to INT32_MAX) with its name (1-255 bytes,
+ * no control characters) and analysed features (JSON text or NULL); the
+ * SHA-256 is computed here.  owner: a token id or 0 (HP_ENOENT when no
+ * such token).  *id (may be NULL) gets its id. */
 int hp_store_model_add(struct hp_store *s, const char *name,
 		       enum hp_model_kind kind, const void *data, size_t len,
 		       const char *features, int64_t owner, int64_t *id,
