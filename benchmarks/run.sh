@@ -31,6 +31,12 @@ if [ -x "$build/bin/bench_recommend" ]; then
 	BENCH_REPS=5 "$build/bin/bench_recommend" "$m" 512 3600 distinct
 fi
 
+if [ -x "$build/bin/bench_store" ]; then
+	echo
+	echo "== the store (SQLite, WAL): what hetpoold does per request"
+	"$build/bin/bench_store" data/pools/sample.json
+fi
+
 if [ -x "$build/bin/bench_fit" ]; then
 	echo
 	echo "== fitting the estimator: N profile rows resampled from data/profiles/cpu-default.csv + the public GPU rows (goal: 100000 rows under 10 s and 500 MB)"

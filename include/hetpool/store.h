@@ -65,7 +65,7 @@ extern "C" {
 #endif
 
 /* The schema this code reads and writes (PRAGMA user_version). */
-#define HP_STORE_SCHEMA_VERSION 3
+#define HP_STORE_SCHEMA_VERSION 4
 
 /* ---- opening */
 

@@ -194,6 +194,33 @@ static const struct migration {
      " provenance TEXT,"
      " measurements_upto INTEGER NOT NULL DEFAULT 0,"
      " created_s REAL NOT NULL);"},
+
+    /* hp_store_pool() keeps the pool it built with the version it was
+     * built at, and builds it again only when the version moved: every
+     * change to a node, a device or an allocation moves it. */
+    {"a version of the pool, moved by every change to its rows",
+     "CREATE TABLE pool_version ("
+     " id INTEGER PRIMARY KEY CHECK (id = 1),"
+     " v INTEGER NOT NULL);"
+     "INSERT INTO pool_version VALUES (1, 0);"
+     "CREATE TRIGGER nodes_insert_v AFTER INSERT ON nodes "
+     "BEGIN UPDATE pool_version SET v = v + 1; END;"
+     "CREATE TRIGGER nodes_update_v AFTER UPDATE ON nodes "
+     "BEGIN UPDATE pool_version SET v = v + 1; END;"
+     "CREATE TRIGGER nodes_delete_v AFTER DELETE ON nodes "
+     "BEGIN UPDATE pool_version SET v = v + 1; END;"
+     "CREATE TRIGGER devices_insert_v AFTER INSERT ON devices "
+     "BEGIN UPDATE pool_version SET v = v + 1; END;"
+     "CREATE TRIGGER devices_update_v AFTER UPDATE ON devices "
+     "BEGIN UPDATE pool_version SET v = v + 1; END;"
+     "CREATE TRIGGER devices_delete_v AFTER DELETE ON devices "
+     "BEGIN UPDATE pool_version SET v = v + 1; END;"
+     "CREATE TRIGGER allocations_insert_v AFTER INSERT ON allocations "
+     "BEGIN UPDATE pool_version SET v = v + 1; END;"
+     "CREATE TRIGGER allocations_update_v AFTER UPDATE ON allocations "
+     "BEGIN UPDATE pool_version SET v = v + 1; END;"
+     "CREATE TRIGGER allocations_delete_v AFTER DELETE ON allocations "
+     "BEGIN UPDATE pool_version SET v = v + 1; END;"},
 };
 
 double hp__store_now(void)
@@ -720,6 +747,7 @@ void hp_store_close(struct hp_store *s)
 		s->idle = c->next;
 		conn_close(c);
 	}
+	hp_pool_free(s->pool_cache);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s->path);

@@ -644,7 +644,8 @@ out:
 	return rc;
 }
 
-struct hp_pool *hp_store_pool(struct hp_store *s, struct hp_error *err)
+/* Build the pool inside the open read transaction on c. */
+static struct hp_pool *pool_build(struct hp__conn *c, struct hp_error *err)
 {
 	static const char sql_nodes[] =
 	    "SELECT id, name, cpu_cores, memory_gb, intra_bw_gbps, "
@@ -652,13 +653,12 @@ struct hp_pool *hp_store_pool(struct hp_store *s, struct hp_error *err)
 	    "ORDER BY id";
 	static const char sql_devs[] =
 	    "SELECT d.node_id, d.type, count(*), sum(NOT d.drained AND NOT "
-	    "d.reserved AND NOT EXISTS (SELECT 1 FROM allocations a WHERE "
-	    "a.device_id = d.id AND a.released_s IS NULL)) FROM devices d "
+	    "d.reserved AND a.id IS NULL) FROM devices d LEFT JOIN "
+	    "allocations a ON a.device_id = d.id AND a.released_s IS NULL "
 	    "GROUP BY d.node_id, d.type ORDER BY d.node_id, min(d.kind_pos)";
 	struct hp_pool *p = calloc(1, sizeof(*p));
 	int64_t *ids = NULL;
 	int cap = 0, rc, k = 0;
-	struct hp__conn *c = NULL;
 	sqlite3_stmt *st;
 	bool *drained = NULL;
 
@@ -666,10 +666,6 @@ struct hp_pool *hp_store_pool(struct hp_store *s, struct hp_error *err)
 		hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (!(c = hp__conn_get(s, err)))
-		goto fail;
-	if (hp__begin(c, false, err))
-		goto fail;
 	if (!(st = hp__stmt(c, sql_nodes, err)))
 		goto fail;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -753,16 +749,96 @@ struct hp_pool *hp_store_pool(struct hp_store *s, struct hp_error *err)
 		hp__dberr(c, rc, "devices", err);
 		goto fail;
 	}
-	if (hp__commit(c, err))
-		goto fail;
-	hp__conn_put(s, c);
 	free(ids);
 	free(drained);
 	return p;
 fail:
-	hp__conn_put(s, c);
 	free(ids);
 	free(drained);
 	hp_pool_free(p);
 	return NULL;
+}
+
+/* A deep copy of a pool; NULL on ENOMEM. */
+static struct hp_pool *pool_dup(const struct hp_pool *a)
+{
+	struct hp_pool *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->path = hp_strdup(a->path)) ||
+	    !(p->nodes = calloc(a->n ? (size_t)a->n : 1, sizeof(*p->nodes))))
+		goto fail;
+	for (int i = 0; i < a->n; i++) {
+		const struct hp_pool_node *x = &a->nodes[i];
+		struct hp_pool_node *y = &p->nodes[i];
+
+		*y = *x;
+		y->name = NULL;
+		y->devs = NULL;
+		p->n++;
+		if (!(y->name = hp_strdup(x->name)) ||
+		    !(y->devs = malloc((size_t)(x->ndevs ? x->ndevs : 1) *
+				       sizeof(*y->devs))))
+			goto fail;
+		if (x->ndevs)
+			memcpy(y->devs, x->devs,
+			       (size_t)x->ndevs * sizeof(*y->devs));
+	}
+	return p;
+fail:
+	hp_pool_free(p);
+	return NULL;
+}
+
+struct hp_pool *hp_store_pool(struct hp_store *s, struct hp_error *err)
+{
+	static const char sql_v[] = "SELECT v FROM pool_version";
+	struct hp_pool *p = NULL, *copy;
+	struct hp__conn *c;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+	int rc;
+
+	if (!(c = hp__conn_get(s, err)))
+		return NULL;
+	/* The version and, when it moved, the pool, in one snapshot. */
+	if (hp__begin(c, false, err) || !(st = hp__stmt(c, sql_v, err)))
+		goto out;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	else
+		hp__dberr(c, rc, "pool version", err);
+	hp__stmt_done(st);
+	if (v < 0)
+		goto out;
+	pthread_mutex_lock(&s->mu);
+	if (s->pool_cache && s->pool_cache_v == v) {
+		p = pool_dup(s->pool_cache);
+		pthread_mutex_unlock(&s->mu);
+		if (!p)
+			hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!(p = pool_build(c, err)))
+		goto out;
+	if (hp__commit(c, err)) {
+		hp_pool_free(p);
+		p = NULL;
+		goto out;
+	}
+	/* Keep the newest; a cache that cannot be made is no error. */
+	copy = pool_dup(p);
+	pthread_mutex_lock(&s->mu);
+	if (copy && (!s->pool_cache || s->pool_cache_v < v)) {
+		hp_pool_free(s->pool_cache);
+		s->pool_cache = copy;
+		s->pool_cache_v = v;
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	hp_pool_free(copy);
+out:
+	hp__conn_put(s, c);
+	return p;
 }

@@ -36,6 +36,10 @@ struct hp_store {
 	pthread_cond_t cv;
 	struct hp__conn *idle; /* connections not in use */
 	int nopen;	       /* connections open (idle or lent) */
+	/* The pool hp_store_pool() last built, and the pool_version it was
+	 * built at (under mu). */
+	struct hp_pool *pool_cache;
+	int64_t pool_cache_v;
 };
 
 /* Borrow a connection (waits while all max_connections are lent); NULL

@@ -571,6 +571,15 @@ HP_TEST(store_pool_equals_the_pool_file_and_follows_allocations)
 	hp_pool_free(mem);
 	ASSERT_EQ_INT(hp_store_node_drain(s, file->nodes[0].name, false, &err),
 		      0);
+	/* The pool is kept between calls: a change made past this handle
+	 * (another process, plain SQL) is seen all the same. */
+	ASSERT_EQ_INT(free_of(s, file->nodes[0].devs[0].type), free0 - 3);
+	ASSERT_EQ_INT(raw_exec(path, "UPDATE nodes SET drained = 1", true),
+		      SQLITE_OK);
+	ASSERT_EQ_INT(free_of(s, file->nodes[0].devs[0].type), 0);
+	ASSERT_EQ_INT(raw_exec(path, "UPDATE nodes SET drained = 0", true),
+		      SQLITE_OK);
+	ASSERT_EQ_INT(free_of(s, file->nodes[0].devs[0].type), free0 - 3);
 	transition_ok(s, job, HP_JOB_RUNNING);
 	transition_ok(s, job, HP_JOB_SUCCEEDED);
 	mem = hp_store_pool(s, &err);
