@@ -326,6 +326,15 @@ static void fill_version(sqlite3 *db, int v)
 			 "('d', '/data/d', 1);",
 			 NULL, NULL, &msg) != SQLITE_OK)
 		HP_FAIL("fill v2: %s", msg);
+	if (v >= 3 &&
+	    sqlite3_exec(db,
+			 "INSERT INTO measurements (kind, job_id, device_type, "
+			 "ndevices, batch, step_time_s, config, created_s) "
+			 "VALUES ('job', 1, 'v100', 1, 32, 0.5, '{}', 1);"
+			 "INSERT INTO estimators (body, created_s) VALUES "
+			 "('{\"old\": 1}', 1);",
+			 NULL, NULL, &msg) != SQLITE_OK)
+		HP_FAIL("fill v3: %s", msg);
 }
 
 HP_TEST(store_migrates_from_empty_and_from_each_older_version)
@@ -401,6 +410,22 @@ HP_TEST(store_migrates_from_empty_and_from_each_older_version)
 			ASSERT_EQ_INT(m.size, 3);
 			ASSERT(!memcmp(m.data, "abc", 3));
 			hp_store_model_release(&m);
+		}
+		if (v >= 3) {
+			struct hp_store_measurement *ml;
+			struct hp_store_estimator est;
+			int nm;
+			ASSERT_EQ_INT(hp_store_measurement_list(
+					  s, HP_MEAS_JOB, 0, 0, &ml, &nm, &err),
+				      0);
+			ASSERT_EQ_INT(nm, 1);
+			ASSERT(ml[0].step_time_s == 0.5);
+			ASSERT(isnan(ml[0].energy_per_step_j));
+			hp_store_measurement_list_free(ml, nm);
+			ASSERT_EQ_INT(hp_store_estimator_current(s, &est, &err),
+				      0);
+			ASSERT_STR_EQ(est.body, "{\"old\": 1}");
+			hp_store_estimator_release(&est);
 		}
 		/* And the newest tables work. */
 		{
