@@ -88,8 +88,10 @@ struct hp_store;
  * HP_STORE_SCHEMA_VERSION (each migration in its own transaction,
  * recorded in the schema_migrations table), turn WAL and foreign keys on.
  * o may be NULL (defaults).  NULL with err set: HP_EUNSUPP "database
- * 'PATH' has schema version N; this hetpool knows versions up to M", HP_EIO
- * when the file cannot be opened or is not a database.
+ * 'PATH' has schema version N; this hetpool (V) knows versions up to M: use
+ * a newer hetpool", HP_EINVAL when it is another program's SQLite
+ * database ("... is not a hetpool store"), HP_EIO when the file cannot be
+ * opened or is not a database.
  */
 struct hp_store *hp_store_open(const char *path,
 			       const struct hp_store_options *o,
@@ -100,7 +102,8 @@ void hp_store_close(struct hp_store *s);
 /* The path it was opened with. */
 const char *hp_store_path(const struct hp_store *s);
 /* The schema version of an existing database file without opening it as a
- * store (0: empty or new), or a negative code. */
+ * store (0: an empty file), or a negative code (HP_EIO: missing or not a
+ * database). */
 int hp_store_file_version(const char *path, struct hp_error *err);
 
 /* ---- nodes and devices */
@@ -184,7 +187,8 @@ int hp_store_node_self(struct hp_store *s, struct hp_store_node *out,
 
 /*
  * Load a pool (parsed from a pool file with the catalog) in one
- * transaction: every node put as hp_store_node_put() does (not self).
+ * transaction: every node put as hp_store_node_put() does, not self (a
+ * node already registered keeps its self flag and info).
  * With replace, nodes not in the pool are removed (HP_EBUSY, and nothing
  * changes, when one of them holds an allocated device).
  */
@@ -502,7 +506,9 @@ void hp_store_measurement_release(struct hp_store_measurement *m);
 void hp_store_measurement_list_free(struct hp_store_measurement *m, int n);
 
 /* Add one measurement (id, created_s are ignored); *id may be NULL.
- * device_type and config required, step_time_s > 0. */
+ * HP_EINVAL unless device_type and config are given, ndevices and batch
+ * are 1 or more, step_time_s is above 0 and an HP_MEAS_JOB names its job
+ * (HP_ENOENT when there is no such job). */
 int hp_store_measurement_add(struct hp_store *s,
 			     const struct hp_store_measurement *m, int64_t *id,
 			     struct hp_error *err);
