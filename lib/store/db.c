@@ -443,6 +443,45 @@ static int query_int(sqlite3 *db, const char *sql, long long *out)
 	return rc;
 }
 
+/*
+ * Turn WAL on (it persists in the file; the first connection of a handle
+ * does it).  Switching a new file's journal needs an exclusive lock, and
+ * SQLite answers SQLITE_BUSY at once, without its busy handler, when
+ * another process holds any: try again until busy_timeout_s has passed.
+ */
+static int set_wal(struct hp__conn *c, const struct hp_store *s,
+		   struct hp_error *err)
+{
+	double deadline = hp__store_now() + s->o.busy_timeout_s;
+	char mode[16] = "";
+	int rc;
+
+	for (;;) {
+		sqlite3_stmt *st = NULL;
+
+		rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode = WAL", -1,
+					&st, NULL);
+		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			snprintf(mode, sizeof(mode), "%s",
+				 (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+		if (rc == SQLITE_ROW)
+			break;
+		if ((rc & 0xff) != SQLITE_BUSY || hp__store_now() > deadline)
+			return hp__dberr(c, rc, "journal mode", err);
+		{
+			struct timespec ts = {0, 5 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (strcmp(mode, "wal"))
+		return hp_error_set(err, HP_EIO,
+				    "database '%s': cannot use WAL (journal "
+				    "mode '%s')",
+				    s->path, mode);
+	return 0;
+}
+
 static struct hp__conn *conn_open(struct hp_store *s, bool first,
 				  struct hp_error *err)
 {
@@ -479,30 +518,8 @@ static struct hp__conn *conn_open(struct hp_store *s, bool first,
 			     "sqlite was built without foreign keys");
 		goto fail;
 	}
-	if (first && !s->o.read_only) {
-		sqlite3_stmt *st = NULL;
-		const char *mode = "";
-
-		/* WAL persists in the file; the first connection sets it. */
-		rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode = WAL", -1,
-					&st, NULL);
-		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
-			mode = (const char *)sqlite3_column_text(st, 0);
-		if (rc != SQLITE_ROW) {
-			hp__dberr(c, rc, "journal mode", err);
-			sqlite3_finalize(st);
-			goto fail;
-		}
-		if (!mode || strcmp(mode, "wal")) {
-			hp_error_set(err, HP_EIO,
-				     "database '%s': cannot use WAL (journal "
-				     "mode '%s')",
-				     s->path, mode ? mode : "?");
-			sqlite3_finalize(st);
-			goto fail;
-		}
-		sqlite3_finalize(st);
-	}
+	if (first && !s->o.read_only && (rc = set_wal(c, s, err)))
+		goto fail;
 	return c;
 fail:
 	conn_close(c);

@@ -2012,3 +2012,52 @@ HP_TEST(store_metrics_count_devices_by_state)
 	hp_store_close(s);
 	rm_db();
 }
+
+HP_TEST(store_processes_opening_a_new_file_at_once_migrate_it_once)
+{
+	const char *path = tmp_db();
+	pid_t pids[6];
+	int fds[2];
+	char go[6];
+
+	/* The children wait on a pipe, so that they open at once. */
+	ASSERT(pipe(fds) == 0);
+	for (int i = 0; i < 6; i++) {
+		pids[i] = fork();
+		ASSERT(pids[i] >= 0);
+		if (pids[i] == 0) {
+			struct hp_error err = {0};
+			struct hp_store *s;
+			char c;
+
+			close(fds[1]);
+			if (read(fds[0], &c, 1) != 1)
+				_exit(2);
+			s = hp_store_open(path, NULL, &err);
+			if (!s) {
+				fprintf(stderr, "child %d: %s\n", i, err.msg);
+				_exit(3);
+			}
+			if (add_job(s, 0) <= 0)
+				_exit(4);
+			hp_store_close(s);
+			_exit(0);
+		}
+	}
+	close(fds[0]);
+	memset(go, 'g', sizeof(go));
+	ASSERT(write(fds[1], go, sizeof(go)) == sizeof(go));
+	close(fds[1]);
+	for (int i = 0; i < 6; i++) {
+		int st;
+		ASSERT(waitpid(pids[i], &st, 0) == pids[i]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			HP_FAIL("child %d ended with %d", i, st);
+	}
+	ASSERT_EQ_INT(q1(path, "SELECT count(*) FROM schema_migrations"),
+		      HP_STORE_SCHEMA_VERSION);
+	ASSERT_EQ_INT(q1(path, "PRAGMA user_version"), HP_STORE_SCHEMA_VERSION);
+	ASSERT_EQ_INT(q1(path, "SELECT count(*) FROM jobs"), 6);
+	check_invariants(path);
+	rm_db();
+}
