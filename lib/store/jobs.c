@@ -439,8 +439,9 @@ static int held_count(struct hp__conn *c, int64_t job, int *n,
 	return rc;
 }
 
-/* Move job id from `from` to `to` in the open transaction (no checks
- * but the triggers'). */
+/* Move job id to state `to` in the open transaction, with a reason and
+ * a plan (NULL keeps either); the caller has checked the move, the
+ * triggers check it again. */
 static int set_state(struct hp__conn *c, int64_t id, enum hp_job_state to,
 		     const char *reason, const char *plan, struct hp_error *err)
 {
@@ -539,8 +540,7 @@ static int node_lookup(struct hp__conn *c, const char *name, int64_t *id,
 	return rc;
 }
 
-/* Append one allocation to a growing list (out may be NULL: count
- * only). */
+/* Append one allocation to a growing list: 0 or HP_ENOMEM. */
 static int push_alloc(struct hp_store_alloc **a, int *n, int *cap, int64_t job,
 		      const char *node, const char *type, int idx, double t)
 {

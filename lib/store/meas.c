@@ -617,7 +617,8 @@ out:
 	return rc;
 }
 
-/* with_body: column 1 is the body; else NULL. */
+/* The estimator at the row; column 1 is its body (NULL where the query
+ * leaves it out). */
 static int estimator_row(sqlite3_stmt *st, struct hp_store_estimator *e)
 {
 	memset(e, 0, sizeof(*e));
