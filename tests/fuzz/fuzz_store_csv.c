@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "hetpool/store.h"
-#include "../../lib/store/store_int.h"
+#include "store/store_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
