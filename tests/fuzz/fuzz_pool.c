@@ -39,19 +39,19 @@ static void fake_model(struct hp__rec_model *m)
 	for (int i = 0; i < 3; i++) {
 		snprintf(tt[i].name, sizeof(tt[i].name), "%s", names[i]);
 		tt[i].ok = true;
-		tt[i].bmem = tt[i].bmax = i == 1 ? 12 : B;
-		tt[i].t = t[i];
-		tt[i].lo = lo[i];
-		tt[i].hi = hi[i];
-		tt[i].p = p[i];
-		tt[i].pmin = INFINITY;
+		tt[i].local_fit_max = tt[i].local_max = i == 1 ? 12 : B;
+		tt[i].step_s = t[i];
+		tt[i].step_lo_s = lo[i];
+		tt[i].step_hi_s = hi[i];
+		tt[i].power_w = p[i];
+		tt[i].power_min_w = INFINITY;
 		for (int b = 1; b <= B; b++) {
 			t[i][b] = 0.01 * (i + 1) + 0.002 * b / (i + 1);
 			lo[i][b] = 0.9 * t[i][b];
 			hi[i][b] = 1.2 * t[i][b];
 			p[i][b] = 50 + 100 * i + 3.0 * b;
-			if (p[i][b] < tt[i].pmin)
-				tt[i].pmin = p[i][b];
+			if (p[i][b] < tt[i].power_min_w)
+				tt[i].power_min_w = p[i][b];
 		}
 	}
 	m->tt = tt;
@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (p->n <= 12 && total <= 40) {
 		struct hp__rec_params q = {0};
 		struct hp_rec_result r;
-		q.B = B;
+		q.global_batch = B;
 		q.steps = 1000;
 		q.deadline_s = 60 + 1000 * 0.05;
 		q.only_type = -1;
