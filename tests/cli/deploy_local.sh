@@ -80,12 +80,18 @@ r = j["results"]
 for k in ("test_accuracy", "steps", "wall_s"):
     assert k in r, k
 assert r["steps"] == 3, r
+# step lines have "step", event lines (eval, rebalance) "event" and "at_step"
 lines = [json.loads(s) for s in open(d + "/out/metrics.jsonl") if s.strip()]
-assert len(lines) >= 3, len(lines)
-for m in lines:
+steps = [m for m in lines if "event" not in m]
+events = [m for m in lines if "event" in m]
+assert [m["step"] for m in steps] == [1, 2, 3], [m.get("step") for m in steps]
+for m in steps:
     for k in ("step", "loss", "lr", "local_batches", "rank_step_s"):
         assert k in m, k
     assert sum(m["local_batches"]) == 32 and len(m["rank_step_s"]) == 2, m
+evals = [m for m in events if m["event"] == "eval"]
+assert evals and evals[-1]["at_step"] == 3, events
+assert evals[-1]["test_accuracy"] == r["test_accuracy"], (evals[-1], r["test_accuracy"])
 assert [x["device"] for x in j["rank_devices"]] == ["cpu", "cpu"]
 PY
 

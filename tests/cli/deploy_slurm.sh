@@ -97,7 +97,10 @@ assert j["state"] == "succeeded" and j["backend"] == "slurm", j
 for k in ("test_accuracy", "steps", "wall_s"):
     assert k in j["results"], k
 lines = [json.loads(s) for s in open(j["dir"] + "/out/metrics.jsonl") if s.strip()]
-assert len(lines) >= 3 and all(sum(m["local_batches"]) == 32 for m in lines)
+steps = [m for m in lines if "event" not in m]    # not the eval/rebalance lines
+assert [m["step"] for m in steps] == [1, 2, 3], lines
+assert all(m["local_batches"] == [12, 12, 8] and len(m["rank_step_s"]) == 3 for m in steps), steps
+assert j["results"]["state"] == "completed" and j["results"]["ranks"] == 3, j["results"]
 PY
 fi
 
