@@ -19,7 +19,7 @@ cat >"$TMP/plan.json" <<JSON
  "global_batch": 32, "steps": 3, "lr": {"rule": "linear", "ref_batch": 32, "warmup_steps": 0}}}
 JSON
 
-expect_status local_run 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+expect_status local_run 0 run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
 	--steps 3 --lr 0.05 --seed 1 --wait --json
 cp "$TMP/out" "$TMP/job.json"
 JOBDIR=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["dir"])' "$TMP/job.json")
@@ -105,7 +105,7 @@ grep -q 'rank 1: starting' "$TMP/out" && ok local_logs_rank1 || fail local_logs_
 
 # A model instead of a plan: the recommender cannot weigh this host's CPU
 # (no power figure), so it runs on it, one rank, said so.
-expect_status local_model_form 0 "$HP" run "$MODEL" --data "$DATA" --steps 2 --batch 16 \
+expect_status local_model_form 0 run_wait "$MODEL" --data "$DATA" --steps 2 --batch 16 \
 	--deadline 1h --wait --json
 pycheck local_model_form_one_rank "$TMP/out" "$TMP/err" <<'PY'
 import json, sys
@@ -121,7 +121,7 @@ PY
 cat >"$TMP/bad.json" <<'JSON'
 {"name": "bad", "input": [3, 32, 32], "classes": 10, "layers": [{"type": "fc", "units": 10}]}
 JSON
-expect_status local_rank_fails 1 "$HP" run "$TMP/plan.json" --model "$TMP/bad.json" \
+expect_status local_rank_fails 1 run_wait "$TMP/plan.json" --model "$TMP/bad.json" \
 	--data fashion-mnist --steps 2 --wait --json
 pycheck local_rank_fails_reason "$TMP/out" <<'PY'
 import json, sys

@@ -20,7 +20,7 @@ cat >"$TMP/plan.json" <<JSON
  "global_batch": 32, "steps": 3}}
 JSON
 
-expect_status mpi_run 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+expect_status mpi_run 0 run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
 	--backend mpi --stage-dir "$TMP/stage" --steps 3 --wait --json
 cp "$TMP/out" "$TMP/job.json"
 

@@ -19,7 +19,7 @@ elif have_trainer slurm_start slurm_run slurm_hetjob slurm_gres_per_component \
 	slurm_cpu_fallback slurm_results slurm_cancel slurm_refused; then
 
 BASE=$TMP/slurm
-trap '"$SLURM_SH" stop "$BASE"; rm -rf "$TMP"' EXIT
+trap 'cancel_all; "$SLURM_SH" stop "$BASE"; rm -rf "$TMP"' EXIT
 if ! env=$("$SLURM_SH" start "$BASE" 2>"$TMP/err"); then
 	fail slurm_start "$(tail -n 3 "$TMP/err")"
 	exit 0
@@ -40,7 +40,7 @@ if [ "$HP_SLURM_PMIX" != 1 ]; then
 		echo "skip $n: no private mount namespace here, so one step cannot span both fake nodes with PMIx"
 	done
 else
-	expect_status slurm_run 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+	expect_status slurm_run 0 run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
 		--backend slurm --stage-dir "$TMP/stage" --steps 3 --wait --json
 	cp "$TMP/out" "$TMP/job.json"
 	SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["slurm_id"])' "$TMP/job.json")
