@@ -19,7 +19,7 @@ cat >"$TMP/plan.json" <<JSON
  "global_batch": 32, "steps": 3, "lr": {"rule": "linear", "ref_batch": 32, "warmup_steps": 0}}}
 JSON
 
-expect_status local_run 0 run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+expect_status local_run 0 mpi_run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
 	--steps 3 --lr 0.05 --seed 1 --wait --json
 cp "$TMP/out" "$TMP/job.json"
 JOBDIR=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["dir"])' "$TMP/job.json")
@@ -121,7 +121,7 @@ PY
 cat >"$TMP/bad.json" <<'JSON'
 {"name": "bad", "input": [3, 32, 32], "classes": 10, "layers": [{"type": "fc", "units": 10}]}
 JSON
-expect_status local_rank_fails 1 run_wait "$TMP/plan.json" --model "$TMP/bad.json" \
+expect_status local_rank_fails 1 mpi_run_wait "$TMP/plan.json" --model "$TMP/bad.json" \
 	--data fashion-mnist --steps 2 --wait --json
 pycheck local_rank_fails_reason "$TMP/out" <<'PY'
 import json, sys
@@ -131,7 +131,7 @@ PY
 
 # Cancel: a long run is stopped at once (the trainers get SIGTERM) and no
 # process of the job is left.
-"$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --steps 100000000 >"$TMP/id" 2>"$TMP/err"
+ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --steps 100000000 >"$TMP/id" 2>"$TMP/err"
 ID=$(cat "$TMP/id")
 if wait_state "$ID" running 30; then
 	sleep 1

@@ -20,7 +20,7 @@ cat >"$TMP/plan.json" <<JSON
  "global_batch": 32, "steps": 3}}
 JSON
 
-expect_status mpi_run 0 run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+expect_status mpi_run 0 mpi_run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
 	--backend mpi --stage-dir "$TMP/stage" --steps 3 --wait --json
 cp "$TMP/out" "$TMP/job.json"
 
@@ -66,7 +66,7 @@ else:
     assert r["device"] == "cpu" and "no NVIDIA driver" in r["note"], r
 PY
 
-"$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --backend mpi \
+ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --backend mpi \
 	--steps 100000000 >"$TMP/id" 2>"$TMP/err"
 ID=$(cat "$TMP/id")
 if wait_state "$ID" running 30; then
