@@ -143,6 +143,17 @@ int hp__super_refresh(struct hp_deploy *d, struct hp_job *job,
 int hp__super_cancel(struct hp_deploy *d, struct hp_job *job,
 		     struct hp_error *err);
 
+/* How a job's launcher (mpirun, srun) ended, as its waiters see it. */
+struct hp__run_end {
+	int status;	   /* its exit status, or 128 + the signal */
+	bool stuck;	   /* it outlived its ranks and was stopped */
+	double after_s;	   /* then: how long it was given */
+	const char *after; /* then: after what */
+};
+/* A launcher is also stuck when it runs this many times linger_s after
+ * the trainer wrote its results (ranks elsewhere, not seen end). */
+#define HP_RESULTS_LINGER 6
+
 /* ---- outside commands */
 
 /* Most bytes of a command's output kept (each stream). */

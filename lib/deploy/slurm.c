@@ -623,14 +623,6 @@ static bool ranks_started(const struct hp__launch *l)
 	return true;
 }
 
-/* How the ranks' srun ended. */
-struct run_end {
-	int status;	   /* its exit status, or 128 + the signal */
-	bool stuck;	   /* it outlived its steps and was stopped */
-	double after_s;	   /* then: how long it was given */
-	const char *after; /* then: after what */
-};
-
 /*
  * Run argv (output to log), passing a stop on as SIGTERM.  With watch
  * (the srun of the ranks), an srun that does not exit once its steps have
@@ -641,15 +633,15 @@ struct run_end {
  * lock; seen here: srun blocked in pthread_join under
  * pmixp_abort_agent_stop with every task gone).  The steps have ended when
  * squeue lists none of them, once every rank has started (or srun has
- * run 2 minutes), twice in a row; or, squeue unable to say, the trainer
- * wrote its results RESULTS_LINGER x linger_s ago.  squeue is asked every
- * 10 s (every 60 s after 5 minutes; every 2 s once the results are there
- * or it listed no step; never less often than every linger_s).
+ * run 2 minutes), twice in a row; or, squeue unable to say, the
+ * trainer wrote its results HP_RESULTS_LINGER x linger_s ago.  squeue is
+ * asked every 10 s (every 60 s after 5 minutes; every 2 s once the
+ * results are there or it listed no step; never less often than every
+ * linger_s).
  */
-#define RESULTS_LINGER 6
 static int run_child(char *const argv[], const char *log,
 		     const struct hp__launch *l, volatile sig_atomic_t *stop,
-		     bool watch, struct run_end *end, struct hp_error *err)
+		     bool watch, struct hp__run_end *end, struct hp_error *err)
 {
 	char results[HP_DEPLOY_PATH_MAX + 64];
 	pid_t pid;
@@ -691,11 +683,12 @@ static int run_child(char *const argv[], const char *log,
 			}
 			if ((ended_at && now - ended_at > l->linger_s) ||
 			    (results_at &&
-			     now - results_at > RESULTS_LINGER * l->linger_s)) {
+			     now - results_at >
+				 HP_RESULTS_LINGER * l->linger_s)) {
 				end->stuck = true;
 				end->after_s =
 				    ended_at ? l->linger_s
-					     : RESULTS_LINGER * l->linger_s;
+					     : HP_RESULTS_LINGER * l->linger_s;
 				end->after = ended_at
 						 ? "its job steps had ended"
 						 : "the trainer wrote its "
@@ -809,7 +802,7 @@ int hp_deploy_slurm_batch(const char *script, volatile sig_atomic_t *stop,
 	    log[HP_DEPLOY_PATH_MAX + 32];
 	char reason[700], rstate[32], why[300];
 	struct hp__launch l;
-	struct run_end end;
+	struct hp__run_end end;
 	size_t len;
 	bool have;
 	int rc, status = 0;

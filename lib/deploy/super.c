@@ -560,29 +560,20 @@ static void set_exit(struct hp_job *j, void *ud)
 	j->exit_status = *(const int *)ud;
 }
 
-/* How a launcher ended. */
-struct run_end {
-	int status;	   /* its exit status, or 128 + the signal */
-	bool stuck;	   /* it outlived its ranks and was stopped */
-	double after_s;	   /* then: how long it was given */
-	const char *after; /* then: after what */
-};
-
 /*
  * Start argv (its own process group) and wait, passing a stop on:
  * SIGTERM, then SIGKILL after grace_s.  With watch (the launcher of the
  * ranks), a launcher that does not exit once its ranks have ended is
  * stopped the same way and said to be stuck: every rank recorded on this
- * host and none of them running, for linger_s; or, ranks elsewhere, the
- * trainer's results written, for RESULTS_LINGER x linger_s.  (Slurm 22.05's
- * srun was seen to hang so; mpirun should not, but nothing here may wait
- * for ever.)
+ * host and none of them running, for linger_s; or, ranks elsewhere,
+ * the trainer's results written, for HP_RESULTS_LINGER x linger_s.
+ * (Slurm 22.05's srun was seen to hang so; mpirun should not, but
+ * nothing here may wait for ever.)
  */
-#define RESULTS_LINGER 6
 static int run_stoppable(char *const argv[], const char *log,
 			 const struct hp__launch *l,
 			 volatile sig_atomic_t *stop, bool watch,
-			 struct run_end *end, struct hp_error *err)
+			 struct hp__run_end *end, struct hp_error *err)
 {
 	char path[HP_DEPLOY_PATH_MAX + 64];
 	pid_t pid;
@@ -624,11 +615,12 @@ static int run_stoppable(char *const argv[], const char *log,
 				results_at = now;
 			if ((ended_at && now - ended_at > l->linger_s) ||
 			    (results_at &&
-			     now - results_at > RESULTS_LINGER * l->linger_s)) {
+			     now - results_at >
+				 HP_RESULTS_LINGER * l->linger_s)) {
 				end->stuck = true;
 				end->after_s =
 				    ended_at ? l->linger_s
-					     : RESULTS_LINGER * l->linger_s;
+					     : HP_RESULTS_LINGER * l->linger_s;
 				end->after = ended_at ? "every rank had ended"
 						      : "the trainer wrote its "
 							"results";
@@ -720,7 +712,7 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 	struct hp_job j = {0};
 	struct rec me = {(long)getpid(), hp__proc_start((long)getpid())};
 	char log[HP_DEPLOY_PATH_MAX + 32], reason[512], rstate[32], why[300];
-	struct run_end end;
+	struct hp__run_end end;
 	bool have;
 	int rc, status = -1;
 
@@ -756,7 +748,7 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 		struct hp_error serr = {0};
 		int src = 0;
 		if (l.stage_argv) {
-			struct run_end e;
+			struct hp__run_end e;
 			src = run_stoppable(l.stage_argv, log, &l, stop, false,
 					    &e, &serr);
 			status = e.status;
@@ -824,8 +816,8 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 		rc = hp__job_update(jobdir, HP_JOB_CANCELLED,
 				    "the trainer stopped on a SIGTERM from "
 				    "outside hetpool (out/results.json: "
-				    "cancelled); --resume continues from its "
-				    "checkpoint",
+				    "cancelled; its checkpoint is "
+				    "out/checkpoint)",
 				    NULL, NULL, NULL, err);
 	} else {
 		failure_reason(&l, status, reason, sizeof(reason));
