@@ -115,12 +115,12 @@ PY
 	ID=$(cat "$TMP/id")
 	D=$HETPOOL_JOBS_DIR/$ID
 	SP=""
-	for i in $(seq 1 300); do
+	[ -n "$ID" ] && for i in $(seq 1 300); do
 		SP=$(pgrep -f -- "srun --het-group=0,1 .*_rank $D\$" | head -n 1)
 		[ -n "$SP" ] && [ -e "$D/logs/rank-2.json" ] && break
 		sleep 0.1
 	done
-	for i in $(seq 1 600); do
+	[ -n "$SP" ] && for i in $(seq 1 600); do
 		grep -q '"step":38,' "$D/out/metrics.jsonl" 2>/dev/null && break
 		sleep 0.05
 	done
@@ -137,7 +137,7 @@ PY
 			fail slurm_stuck_srun_ends "$("$HP" status "$ID" | head -4 | tr '\n' ' ')"
 		fi
 	else
-		fail slurm_stuck_srun_ends "no srun of job $ID seen"
+		fail slurm_stuck_srun_ends "no srun of job '$ID' seen: $(head -c 300 "$TMP/err") $("$HP" status "$ID" 2>&1 | head -4 | tr '\n' ' ')"
 	fi
 fi
 
