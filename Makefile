@@ -3,7 +3,10 @@
 #   make deps      install every system package (Debian 12, apt-get)
 #   make           build into build/ (binaries in build/bin/)
 #   make test      build and run the whole suite; ends with "N passed, N failed"
-#   make run       the main job: analyse ResNet-50, predict it on five device types
+#   make run       the main job: analyse ResNet-50, predict it on five device
+#                  types, recommend a pool; then train a small Fashion-MNIST
+#                  CNN on this host through the local backend (RUN_SECONDS
+#                  of training at most) and say where its results are
 #   make asan      the suite under AddressSanitizer + UBSan (build-asan/)
 #   make tsan      the thread tests under ThreadSanitizer (build-tsan/)
 #   make fuzz      libFuzzer targets, each for FUZZ_SECONDS (build-fuzz/)
@@ -20,8 +23,9 @@ TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+RUN_SECONDS ?= 30
 
-.PHONY: all deps deps-build deps-test deps-ci deps-bench build test run asan tsan fuzz bench \
+.PHONY: all deps deps-build deps-run deps-test deps-ci deps-bench build test run asan tsan fuzz bench \
 	format format-check clean
 
 all: build
@@ -29,7 +33,7 @@ all: build
 deps:
 	@tools/deps.sh all
 
-deps-build deps-test deps-ci deps-bench:
+deps-build deps-run deps-test deps-ci deps-bench:
 	@tools/deps.sh $(@:deps-%=%)
 
 $(BUILD)/build.ninja: | deps-build
@@ -41,13 +45,17 @@ build: deps-build $(BUILD)/build.ninja
 test: deps-test build
 	@tests/run.sh $(BUILD)
 
-run: build
+run: deps-run build
 	$(BUILD)/bin/hetpool analyze data/models/resnet50.train.onnx --batch 32 --summary
 	@for d in cpu t4 v100 a100 h100; do echo; \
 		$(BUILD)/bin/hetpool predict data/models/resnet50.train.onnx --device $$d --batch 32 || exit 1; done
 	@echo; echo "# ResNet-50, one ImageNet epoch at batch 256 within 1 hour, on the sample pool:"
 	$(BUILD)/bin/hetpool recommend data/models/resnet50.train.onnx --pool data/pools/sample.json \
 		--samples 1281167 --epochs 1 --batch 256 --deadline 1h --explain
+	@echo; echo "# Train a small CNN on Fashion-MNIST here, through the local backend (a plan for"; \
+		echo "# this host's own devices; at most $(RUN_SECONDS) s of training, then a test evaluation):"
+	$(BUILD)/bin/hetpool run data/models/fmnist-cnn.json --data fashion-mnist --batch 64 \
+		--epochs 1 --lr 0.05 --deadline 1h --max-seconds $(RUN_SECONDS) --wait
 
 $(ASAN_BUILD)/build.ninja: | deps-ci
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=ON

@@ -286,6 +286,9 @@ static void print_job(const struct hp_job *j, bool json)
 	if (j->reason[0])
 		printf(": %s", cli_esc(j->reason, esc, sizeof(esc)));
 	printf("\n");
+	if (j->results)
+		printf("results: %s/out/results.json\n",
+		       cli_esc(j->dir, esc, sizeof(esc)));
 }
 
 struct run_args {

@@ -3,7 +3,9 @@
 # per test) and the CLI tests (tests/cli/*.sh, each a sequence of checks
 # printing "ok NAME", "FAIL NAME: why" or "skip NAME: why").  A test that
 # cannot run here is skipped, counted on a line of its own, never passed.
-# Ends with the line "N passed, N failed".
+# Nothing may hang the suite: the unit tests get HP_UNIT_TIMEOUT seconds
+# (1200) and each CLI script HP_SCRIPT_TIMEOUT (900), then it is killed
+# and counted as a failure.  Ends with the line "N passed, N failed".
 set -u
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,8 +17,10 @@ passed=0
 failed=0
 skipped=0
 
+unit_limit=${HP_UNIT_TIMEOUT:-1200}
+script_limit=${HP_SCRIPT_TIMEOUT:-900}
 out=$(mktemp)
-"$HP_BIN/hp_unit" | tee "$out"
+timeout -k 10 "$unit_limit" "$HP_BIN/hp_unit" | tee "$out"
 line=$(grep -E '^unit: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
 s=$(grep -E '^unit: [0-9]+ skipped$' "$out" | tail -n 1 | sed -E 's/unit: ([0-9]+) skipped/\1/')
 skipped=$((skipped + ${s:-0}))
@@ -26,7 +30,7 @@ if [ -n "$line" ]; then
 	passed=$((passed + p))
 	failed=$((failed + f))
 else
-	echo "FAIL unit test binary did not finish"
+	echo "FAIL unit test binary did not finish (within ${unit_limit} s?)"
 	failed=$((failed + 1))
 fi
 rm -f "$out"
@@ -34,14 +38,17 @@ rm -f "$out"
 for t in "$root"/tests/cli/*.sh; do
 	[ -f "$t" ] || continue
 	out=$(mktemp)
-	bash "$t" >"$out" 2>&1
+	timeout -k 10 "$script_limit" bash "$t" >"$out" 2>&1
 	rc=$?
 	cat "$out"
 	p=$(grep -c '^ok ' "$out")
 	f=$(grep -c '^FAIL ' "$out")
 	s=$(grep -c '^skip ' "$out")
 	skipped=$((skipped + s))
-	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		echo "FAIL $(basename "$t") did not finish within ${script_limit} s: killed"
+		f=$((f + 1))
+	elif [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "FAIL $(basename "$t") exited $rc"
 		f=1
 	fi

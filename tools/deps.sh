@@ -8,15 +8,17 @@
 #   tools/deps.sh --list GROUP  print GROUP's packages, one per line
 #   tools/deps.sh --missing GROUP...  print what is missing, install nothing
 #
-# Groups: build (compile libhetpool, the CLI and tests), test (run the
-# suite), ci (sanitizers, fuzzers, format check), bench (benchmarks and
-# the PyTorch peer), all.  HP_NO_DEPS=1 skips the check (a packager who
+# Groups: build (compile libhetpool, the CLI and tests), run (make run:
+# the build and the Fashion-MNIST it trains on), test (run the suite),
+# ci (sanitizers, fuzzers, format check), bench (benchmarks and the
+# PyTorch peer), all.  HP_NO_DEPS=1 skips the check (a packager who
 # provides the libraries another way).
 set -eu
 
 pkgs_build="build-essential cmake ninja-build pkg-config libjansson-dev \
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libdnnl-dev libgsl-dev \
 libsqlite3-dev libmicrohttpd-dev libopenmpi-dev openmpi-bin zlib1g-dev"
+pkgs_run="dataset-fashion-mnist"
 pkgs_test="python3 dataset-fashion-mnist slurm-wlm munge"
 pkgs_ci="clang libclang-rt-14-dev clang-format valgrind debootstrap"
 pkgs_bench="python3 python3-onnx python3-torch python3-torchvision python3-numpy \
@@ -25,12 +27,13 @@ dataset-fashion-mnist"
 group_pkgs() {
 	case "$1" in
 	build) echo "$pkgs_build" ;;
+	run) echo "$pkgs_build $pkgs_run" ;;
 	test) echo "$pkgs_build $pkgs_test" ;;
 	ci) echo "$pkgs_build $pkgs_test $pkgs_ci" ;;
 	bench) echo "$pkgs_build $pkgs_bench" ;;
 	all) echo "$pkgs_build $pkgs_test $pkgs_ci $pkgs_bench" ;;
 	*)
-		echo "tools/deps.sh: unknown group '$1' (build, test, ci, bench, all)" >&2
+		echo "tools/deps.sh: unknown group '$1' (build, run, test, ci, bench, all)" >&2
 		exit 2
 		;;
 	esac

@@ -244,6 +244,10 @@ struct hp_deploy_config {
 	    *dpkg_query;
 	double grace_s;	      /* cancel: SIGTERM, then SIGKILL after this
 				 (default 10) */
+	double linger_s;      /* a launcher (mpirun, srun) still running
+				 this long after every rank has ended is
+				 stuck: it is stopped and the job finished
+				 from the trainer's results (default 10) */
 	double cmd_timeout_s; /* most an outside command may take (60) */
 };
 

@@ -106,6 +106,7 @@ struct hp_deploy *hp_deploy_new(const struct hp_deploy_config *cfg,
 	d->dpkg_query = prog(cfg->dpkg_query, "dpkg-query");
 	d->grace_s = cfg->grace_s > 0 ? cfg->grace_s : 10;
 	d->cmd_timeout_s = cfg->cmd_timeout_s > 0 ? cfg->cmd_timeout_s : 60;
+	d->linger_s = cfg->linger_s > 0 ? cfg->linger_s : 10;
 	if (!d->mpirun || !d->sbatch || !d->squeue || !d->sacct ||
 	    !d->scancel || !d->kubectl || !d->dpkg_query) {
 		hp_deploy_free(d);
@@ -350,6 +351,8 @@ int hp__launch_fill(struct hp__submit *s, struct hp_error *err)
 	snprintf(l->hetpool, sizeof(l->hetpool), "%s", s->d->hetpool);
 	l->cpu_fallback = !s->opts->no_cpu_fallback;
 	l->grace_s = s->d->grace_s;
+	l->linger_s = s->d->linger_s;
+	snprintf(l->squeue, sizeof(l->squeue), "%s", s->d->squeue);
 	snprintf(l->slurm_mpi, sizeof(l->slurm_mpi), "%s",
 		 s->opts->slurm_mpi ? s->opts->slurm_mpi : "pmix");
 	l->ranks = calloc((size_t)p->nranks, sizeof(*l->ranks));

@@ -20,7 +20,7 @@ struct hp_deploy {
 	char jobs_dir[HP_DEPLOY_PATH_MAX];
 	char hetpool[HP_DEPLOY_PATH_MAX];
 	char *mpirun, *sbatch, *squeue, *sacct, *scancel, *kubectl, *dpkg_query;
-	double grace_s, cmd_timeout_s;
+	double grace_s, cmd_timeout_s, linger_s;
 };
 
 /* Files of a job directory. */
@@ -67,6 +67,12 @@ struct hp__launch {
 	int ndev_arg;	 /* index in trainer of the --devices value */
 	bool cpu_fallback;
 	double grace_s;
+	/* a launcher still running this long after every rank has ended is
+	 * stuck (hp_deploy_config.linger_s); one still running this long
+	 * times RESULTS_LINGER after the trainer wrote its results, ranks
+	 * elsewhere unseen, too */
+	double linger_s;
+	char squeue[HP_DEPLOY_PATH_MAX]; /* for the Slurm batch step */
 	struct hp__launch_rank *ranks;
 	int nranks;
 	struct hp__launch_comp *comps;
@@ -137,6 +143,17 @@ int hp__super_refresh(struct hp_deploy *d, struct hp_job *job,
 		      struct hp_error *err);
 int hp__super_cancel(struct hp_deploy *d, struct hp_job *job,
 		     struct hp_error *err);
+
+/* How a job's launcher (mpirun, srun) ended, as its waiters see it. */
+struct hp__run_end {
+	int status;	   /* its exit status, or 128 + the signal */
+	bool stuck;	   /* it outlived its ranks and was stopped */
+	double after_s;	   /* then: how long it was given */
+	const char *after; /* then: after what */
+};
+/* A launcher is also stuck when it runs this many times linger_s after
+ * the trainer wrote its results (ranks elsewhere, not seen end). */
+#define HP_RESULTS_LINGER 6
 
 /* ---- outside commands */
 
@@ -218,8 +235,25 @@ int hp__job_save(const struct hp_job *job, struct hp_error *err);
 int hp__job_update(const char *jobdir, int state, const char *reason,
 		   void (*fn)(struct hp_job *, void *), void *ud,
 		   struct hp_job *out, struct hp_error *err);
-/* Read the trainer's results and what each rank ran on into the job. */
+/* Read the trainer's results and what each rank ran on into the job (a
+ * results file too big to keep whole loses its per-rank lists). */
 void hp__job_collect(struct hp_job *job);
+/* The "state" of the trainer's JOBDIR/out/results.json ("completed",
+ * "stopped", "cancelled"; "" when it has none) into buf, and its
+ * "stop_reason" ("" when null) into why (may be NULL); false when there is
+ * no readable results file. */
+bool hp__results_state(const char *jobdir, char *buf, size_t n, char *why,
+		       size_t wn);
+/*
+ * The outcome of a job whose launcher (argv0: "mpirun", "srun", a path)
+ * was stopped because it did not exit after_s seconds after `after`
+ * ("every rank had ended"): from the trainer's results file, succeeded
+ * (completed, or stopped early), cancelled (the trainer stopped on a
+ * SIGTERM) or failed (no results); reason (n bytes) says so.
+ */
+enum hp_job_state hp__stuck_outcome(const char *jobdir, const char *argv0,
+				    double after_s, const char *after,
+				    char *reason, size_t n);
 /* Whether moving from a to b goes forward. */
 bool hp__state_forward(enum hp_job_state a, enum hp_job_state b);
 double hp__wall_now(void);

@@ -469,6 +469,63 @@ static bool read_rank(const char *dir, int k, struct hp_job_rank *r)
 	return ok;
 }
 
+bool hp__results_state(const char *jobdir, char *buf, size_t n, char *why,
+		       size_t wn)
+{
+	char path[HP_DEPLOY_PATH_MAX + 64];
+	json_t *o, *s;
+	bool ok;
+
+	buf[0] = '\0';
+	if (why)
+		why[0] = '\0';
+	snprintf(path, sizeof(path), "%s/out/results.json", jobdir);
+	o = hp__read_json(path, RESULTS_MAX_BYTES, NULL);
+	ok = json_is_object(o);
+	s = ok ? json_object_get(o, "state") : NULL;
+	if (json_is_string(s) && !hp_str_has_control(json_string_value(s)))
+		snprintf(buf, n, "%s", json_string_value(s));
+	s = ok ? json_object_get(o, "stop_reason") : NULL;
+	if (why && json_is_string(s) &&
+	    !hp_str_has_control(json_string_value(s)))
+		snprintf(why, wn, "%s", json_string_value(s));
+	json_decref(o);
+	return ok;
+}
+
+enum hp_job_state hp__stuck_outcome(const char *jobdir, const char *argv0,
+				    double after_s, const char *after,
+				    char *reason, size_t n)
+{
+	const char *name =
+	    strrchr(argv0, '/') ? strrchr(argv0, '/') + 1 : argv0;
+	char state[32];
+	bool have = hp__results_state(jobdir, state, sizeof(state), NULL, 0);
+
+	if (have &&
+	    (!strcmp(state, "completed") || !strcmp(state, "stopped"))) {
+		snprintf(reason, n,
+			 "%s did not exit within %.3g s after %s, and was "
+			 "stopped; the trainer had finished (out/results.json: "
+			 "%s)",
+			 name, after_s, after, state);
+		return HP_JOB_SUCCEEDED;
+	}
+	if (have && !strcmp(state, "cancelled")) {
+		snprintf(reason, n,
+			 "the trainer stopped on a SIGTERM (out/results.json: "
+			 "cancelled); %s did not exit within %.3g s after %s, "
+			 "and was stopped",
+			 name, after_s, after);
+		return HP_JOB_CANCELLED;
+	}
+	snprintf(reason, n,
+		 "%s did not exit within %.3g s after %s, and was stopped; the "
+		 "trainer wrote no results (see the rank logs)",
+		 name, after_s, after);
+	return HP_JOB_FAILED;
+}
+
 void hp__job_collect(struct hp_job *job)
 {
 	char path[HP_DEPLOY_PATH_MAX + 64];
@@ -478,6 +535,18 @@ void hp__job_collect(struct hp_job *job)
 	o = hp__read_json(path, RESULTS_MAX_BYTES, NULL);
 	if (json_is_object(o)) {
 		char *s = json_dumps(o, JSON_COMPACT);
+		if (s && strlen(s) > RESULTS_KEEP_BYTES) {
+			/* many ranks: their lists stay in the file, the
+			 * totals come into the state file */
+			free(s);
+			json_object_del(o, "devices");
+			json_object_del(o, "rank_energy_j");
+			json_object_del(o, "local_batches");
+			json_object_set_new(o, "per_rank_lists",
+					    json_string("left out: see "
+							"out/results.json"));
+			s = json_dumps(o, JSON_COMPACT);
+		}
 		if (s && strlen(s) <= RESULTS_KEEP_BYTES) {
 			free(job->results);
 			job->results = s;

@@ -64,6 +64,8 @@ json_t *hp__launch_json(const struct hp__launch *l)
 	json_object_set_new(o, "devices_arg", json_integer(l->ndev_arg));
 	json_object_set_new(o, "cpu_fallback", json_boolean(l->cpu_fallback));
 	json_object_set_new(o, "grace_s", json_real(l->grace_s));
+	json_object_set_new(o, "linger_s", json_real(l->linger_s));
+	json_object_set_new(o, "squeue", json_string(l->squeue));
 	json_object_set_new(o, "slurm_mpi", json_string(l->slurm_mpi));
 	for (int i = 0; i < l->nranks; i++) {
 		const struct hp__launch_rank *r = &l->ranks[i];
@@ -281,6 +283,19 @@ int hp__launch_parse(const char *text, size_t len, struct hp__launch *out,
 		bad = "'grace_s'";
 		goto out;
 	}
+	out->linger_s = json_is_number(json_object_get(o, "linger_s"))
+			    ? json_number_value(json_object_get(o, "linger_s"))
+			    : 10;
+	if (!(out->linger_s > 0 && out->linger_s <= 3600)) {
+		bad = "'linger_s'";
+		goto out;
+	}
+	if (!str_into(o, "squeue", out->squeue, sizeof(out->squeue), false)) {
+		bad = "'squeue'";
+		goto out;
+	}
+	if (!out->squeue[0])
+		snprintf(out->squeue, sizeof(out->squeue), "squeue");
 	ranks = json_object_get(o, "ranks");
 	if (!json_is_array(ranks) || json_array_size(ranks) == 0 ||
 	    json_array_size(ranks) > HP_PLAN_MAX_RANKS) {

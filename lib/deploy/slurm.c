@@ -555,44 +555,243 @@ static void sleep_s(double s)
 		;
 }
 
-/* Run argv (output to log), passing a stop on as SIGTERM. */
-static int run_child(char *const argv[], const char *log,
-		     volatile sig_atomic_t *stop, int *status,
-		     struct hp_error *err)
+static bool digits(const char *s)
 {
-	pid_t pid;
-	int ws = 0, rc;
-	bool sent = false;
+	return s && *s && strspn(s, "0123456789") == strlen(s) &&
+	       strlen(s) <= 20;
+}
 
+/*
+ * Does Slurm still run a step of this job (of any of its components:
+ * SLURM_JOB_ID_HET_GROUP_K, else SLURM_JOB_ID) besides its batch and
+ * extern steps (squeue --steps)?  1 yes, 0 no, -1 it cannot tell (no job
+ * id, squeue failed).
+ */
+static int steps_running(const struct hp__launch *l)
+{
+	char *argv[] = {
+	    (char *)l->squeue, "-h", "-s", "-j", NULL, "-o", "%i", NULL};
+	char name[64];
+	struct hp_buf ids, out;
+	int status = 0, rc, running = 0;
+	const char *p;
+
+	hp_buf_init(&ids, 1u << 16);
+	for (int c = 0; c < l->ncomps; c++) {
+		snprintf(name, sizeof(name), "SLURM_JOB_ID_HET_GROUP_%d", c);
+		if (digits(getenv(name)))
+			hp_buf_printf(&ids, "%s%s", c ? "," : "", getenv(name));
+	}
+	if (!ids.len && digits(getenv("SLURM_JOB_ID")))
+		hp_buf_adds(&ids, getenv("SLURM_JOB_ID"));
+	if (!ids.len) {
+		hp_buf_release(&ids);
+		return -1;
+	}
+	argv[4] = (char *)hp_buf_str(&ids);
+	hp_buf_init(&out, 1u << 20);
+	rc = hp__run(argv, 30, &out, NULL, &status, NULL);
+	hp_buf_release(&ids);
+	if (rc || status) {
+		hp_buf_release(&out);
+		return -1;
+	}
+	for (p = hp_buf_str(&out); *p;) {
+		size_t n = strcspn(p, "\n");
+		const char *dot = memchr(p, '.', n);
+		size_t tail = dot ? (size_t)(p + n - dot) : 0;
+		if (n && !(tail == 6 && !strncmp(dot, ".batch", 6)) &&
+		    !(tail == 7 && !strncmp(dot, ".extern", 7)))
+			running = 1;
+		p += n + (p[n] == '\n');
+	}
+	hp_buf_release(&out);
+	return running;
+}
+
+/* Have all ranks started (each wrote its record, logs/rank-K.json)? */
+static bool ranks_started(const struct hp__launch *l)
+{
+	char path[HP_DEPLOY_PATH_MAX + 64];
+
+	for (int k = 0; k < l->nranks; k++) {
+		snprintf(path, sizeof(path), "%s/logs/rank-%d.json", l->jobdir,
+			 k);
+		if (access(path, F_OK))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Run argv (output to log), passing a stop on as SIGTERM.  With watch
+ * (the srun of the ranks), an srun that does not exit once its steps have
+ * ended is stopped (SIGTERM, SIGKILL 2 s later) and said to be stuck:
+ * Slurm 22.05's srun can hang so after a heterogeneous step with
+ * --mpi=pmix whose components end at the same moment (its mpi/pmix plugin
+ * joins its abort-agent thread from each component's thread without a
+ * lock; seen here: srun blocked in pthread_join under
+ * pmixp_abort_agent_stop with every task gone).  The steps have ended when
+ * squeue lists none of them, once every rank has started (or srun has
+ * run 2 minutes), twice in a row; or, squeue unable to say, the
+ * trainer wrote its results HP_RESULTS_LINGER x linger_s ago.  squeue is
+ * asked every 10 s (every 60 s after 5 minutes; every 2 s once the
+ * results are there or it listed no step; never less often than every
+ * linger_s).
+ */
+static int run_child(char *const argv[], const char *log,
+		     const struct hp__launch *l, volatile sig_atomic_t *stop,
+		     bool watch, struct hp__run_end *end, struct hp_error *err)
+{
+	char results[HP_DEPLOY_PATH_MAX + 64];
+	pid_t pid;
+	int ws = 0, rc, gone = 0;
+	bool sent = false, killed = false;
+	double start = hp_now_s(), ended_at = 0, results_at = 0, stuck_at = 0;
+	double early = l->linger_s < 10 ? l->linger_s : 10,
+	       soon = l->linger_s < 2 ? l->linger_s : 2,
+	       late = l->linger_s < 60 ? l->linger_s : 60,
+	       next_ask = start + early;
+
+	memset(end, 0, sizeof(*end));
+	snprintf(results, sizeof(results), "%s/out/results.json", l->jobdir);
 	if ((rc = hp__spawn(argv, log, false, &pid, err)))
 		return rc;
 	for (;;) {
 		pid_t w = waitpid(pid, &ws, WNOHANG);
+		double now = hp_now_s();
 		if (w == pid || (w < 0 && errno != EINTR))
 			break;
 		if (*stop && !sent) {
 			kill(pid, SIGTERM);
 			sent = true;
 		}
+		if (watch && !sent && !stuck_at) {
+			if (!results_at && access(results, F_OK) == 0) {
+				results_at = now;
+				next_ask = now;
+			}
+			if (!ended_at && now >= next_ask &&
+			    (ranks_started(l) || now - start > 120)) {
+				int r = steps_running(l);
+				gone = r == 0 ? gone + 1 : 0;
+				if (gone >= 2)
+					ended_at = now;
+				next_ask = now + (results_at || gone  ? soon
+						  : now - start < 300 ? early
+								      : late);
+			}
+			if ((ended_at && now - ended_at > l->linger_s) ||
+			    (results_at &&
+			     now - results_at >
+				 HP_RESULTS_LINGER * l->linger_s)) {
+				end->stuck = true;
+				end->after_s =
+				    ended_at ? l->linger_s
+					     : HP_RESULTS_LINGER * l->linger_s;
+				end->after = ended_at
+						 ? "its job steps had ended"
+						 : "the trainer wrote its "
+						   "results";
+				kill(pid, SIGTERM);
+				stuck_at = now;
+			}
+		}
+		if (stuck_at && !killed && hp_now_s() - stuck_at > 2) {
+			kill(pid, SIGKILL); /* the hang above ignores TERM */
+			killed = true;
+		}
 		sleep_s(0.05);
 	}
-	*status = WIFEXITED(ws) ? WEXITSTATUS(ws)
-				: 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+	end->status = WIFEXITED(ws)
+			  ? WEXITSTATUS(ws)
+			  : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
 	return 0;
 }
 
-/* From srun's "srun: error: NODE: task K: Exited with exit code N", the
- * first failed rank. */
-static bool srun_failure(const char *text, int *rank, int *code)
+/*
+ * From srun's first "srun: error: NODE: task K: HOW" line in text (HOW
+ * "Exited with exit code N", "Segmentation fault", ...), the node, the
+ * task (numbered within its component's step) and HOW, into the caller's
+ * buffers.
+ */
+static bool srun_failure(const char *text, char *node, size_t nn, int *task,
+			 char *how, size_t hn)
 {
-	const char *p = strstr(text, ": task ");
-	const char *c;
+	static const char head[] = "srun: error: ";
+	const char *p = text, *t, *eol;
 
-	if (!p)
+	while ((p = strstr(p, head))) {
+		p += sizeof(head) - 1;
+		eol = p + strcspn(p, "\n");
+		t = strstr(p, ": task ");
+		if (!t || t > eol) {
+			p = eol;
+			continue;
+		}
+		snprintf(node, nn, "%.*s", (int)(t - p), p);
+		*task = (int)strtol(t + 7, (char **)&t, 10);
+		if (strncmp(t, ": ", 2))
+			return false;
+		t += 2;
+		snprintf(how, hn, "%.*s", (int)(eol - t), t);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Which rank failed first, from srun's report in log: the task srun names
+ * is numbered within its component, whose ranks ran on the node named (the
+ * ranks' records say where each ran).  On success reason gets "rank R
+ * (task K on NODE) exited with status N: <its log's last line>" or "...
+ * was killed (Segmentation fault): ...", and true is returned.
+ */
+static bool failed_rank(const struct hp__launch *l, const char *log,
+			char *reason, size_t n)
+{
+	char node[HP_NAME_MAX], how[128], line[300],
+	    path[HP_DEPLOY_PATH_MAX + 64], *text;
+	size_t len;
+	int task = -1, rank = -1, comp = l->ncomps == 1 ? 0 : -1;
+	bool found;
+
+	if (hp_read_file(log, 4u << 20, &text, &len, NULL))
 		return false;
-	*rank = (int)strtol(p + 7, NULL, 10);
-	c = strstr(p, "exit code ");
-	*code = c ? (int)strtol(c + 10, NULL, 10) : -1;
+	found = srun_failure(text, node, sizeof(node), &task, how, sizeof(how));
+	free(text);
+	if (!found || task < 0)
+		return false;
+	for (int k = 0; comp < 0 && k < l->nranks; k++) {
+		json_t *o;
+		snprintf(path, sizeof(path), "%s/logs/rank-%d.json", l->jobdir,
+			 k);
+		if ((o = hp__read_json(path, 64u << 10, NULL))) {
+			json_t *nd = json_object_get(o, "node");
+			if (json_is_string(nd) &&
+			    !strcmp(json_string_value(nd), node))
+				comp = l->ranks[k].comp;
+			json_decref(o);
+		}
+	}
+	if (comp < 0 || task >= l->comps[comp].nranks)
+		return false;
+	rank = l->comps[comp].first_rank + task;
+	line[0] = '\0';
+	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", l->jobdir, rank);
+	if (!hp_read_file(path, 4u << 20, &text, &len, NULL)) {
+		hp__last_line(text, line, sizeof(line));
+		free(text);
+	}
+	if (!strncmp(how, "Exited with exit code ", 22))
+		snprintf(reason, n,
+			 "rank %d (task %d on %s) exited with status "
+			 "%s%s%s",
+			 rank, task, node, how + 22, line[0] ? ": " : "", line);
+	else
+		snprintf(reason, n,
+			 "rank %d (task %d on %s) was killed (%s)%s%s", rank,
+			 task, node, how, line[0] ? ": " : "", line);
 	return true;
 }
 
@@ -601,9 +800,11 @@ int hp_deploy_slurm_batch(const char *script, volatile sig_atomic_t *stop,
 {
 	char *text, *p, jobdir[HP_DEPLOY_PATH_MAX],
 	    log[HP_DEPLOY_PATH_MAX + 32];
-	char reason[512], line[300], path[HP_DEPLOY_PATH_MAX + 64];
+	char reason[700], rstate[32], why[300];
 	struct hp__launch l;
+	struct hp__run_end end;
 	size_t len;
+	bool have;
 	int rc, status = 0;
 
 	*exit_status = 1;
@@ -646,10 +847,11 @@ int hp_deploy_slurm_batch(const char *script, volatile sig_atomic_t *stop,
 						  "out of memory");
 				goto out;
 			}
-			rc = run_child(argv, log, stop, &status, err);
+			rc = run_child(argv, log, &l, stop, false, &end, err);
 			hp__argv_free(argv);
 			if (rc)
 				goto out;
+			status = end.status;
 			if (status && !*stop) {
 				snprintf(reason, sizeof(reason),
 					 "staging the data on the %s nodes "
@@ -669,15 +871,38 @@ int hp_deploy_slurm_batch(const char *script, volatile sig_atomic_t *stop,
 		goto out;
 	}
 	hp__job_update(jobdir, HP_JOB_RUNNING, NULL, NULL, NULL, NULL, NULL);
-	if ((rc = run_child(l.launcher, log, stop, &status, err)))
+	if ((rc = run_child(l.launcher, log, &l, stop, true, &end, err)))
 		goto out;
+	status = end.status;
 	*exit_status = status;
 	if (*stop)
 		goto out; /* Slurm says how it ended (cancelled, timeout) */
-	snprintf(path, sizeof(path), "%s/out/results.json", jobdir);
-	if (status == 0 && access(path, R_OK) == 0) {
-		hp__job_update(jobdir, HP_JOB_SUCCEEDED, "", NULL, NULL, NULL,
-			       NULL);
+	have =
+	    hp__results_state(jobdir, rstate, sizeof(rstate), why, sizeof(why));
+	if (end.stuck) {
+		enum hp_job_state s =
+		    hp__stuck_outcome(jobdir, l.launcher[0], end.after_s,
+				      end.after, reason, sizeof(reason));
+		if (s == HP_JOB_FAILED) {
+			/* srun may have said which task failed first */
+			char first[400];
+			if (failed_rank(&l, log, first, sizeof(first))) {
+				size_t k = strlen(reason);
+				snprintf(reason + k, sizeof(reason) - k, "; %s",
+					 first);
+			}
+		}
+		hp__job_update(jobdir, s, reason, NULL, NULL, NULL, NULL);
+		*exit_status = s == HP_JOB_SUCCEEDED ? 0 : 1;
+	} else if (status == 0 && have) {
+		if (!strcmp(rstate, "stopped"))
+			snprintf(reason, sizeof(reason),
+				 "the trainer stopped early: %s",
+				 why[0] ? why : "(no reason given)");
+		else
+			reason[0] = '\0';
+		hp__job_update(jobdir, HP_JOB_SUCCEEDED, reason, NULL, NULL,
+			       NULL, NULL);
 	} else if (status == 0) {
 		hp__job_update(jobdir, HP_JOB_FAILED,
 			       "the trainer ended without writing "
@@ -685,27 +910,10 @@ int hp_deploy_slurm_batch(const char *script, volatile sig_atomic_t *stop,
 			       NULL, NULL, NULL, NULL);
 		*exit_status = 1;
 	} else {
-		int rank = -1, code = status;
-		line[0] = '\0';
-		if (!hp_read_file(log, 4u << 20, &text, &len, NULL)) {
-			srun_failure(text, &rank, &code);
-			free(text);
-		}
-		if (rank >= 0 && rank < l.nranks) {
-			snprintf(path, sizeof(path), "%s/logs/rank-%d.log",
-				 jobdir, rank);
-			if (!hp_read_file(path, 4u << 20, &text, &len, NULL)) {
-				hp__last_line(text, line, sizeof(line));
-				free(text);
-			}
-			snprintf(reason, sizeof(reason),
-				 "rank %d exited with status %d%s%s", rank,
-				 code, line[0] ? ": " : "", line);
-		} else {
+		if (!failed_rank(&l, log, reason, sizeof(reason)))
 			snprintf(reason, sizeof(reason),
 				 "srun exited with status %d (see %s)", status,
 				 HP_LAUNCHER_LOG);
-		}
 		hp__job_update(jobdir, HP_JOB_FAILED, reason, NULL, NULL, NULL,
 			       NULL);
 	}

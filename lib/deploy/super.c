@@ -402,13 +402,16 @@ int hp__super_start(struct hp__submit *s, struct hp_error *err)
 }
 
 /* Signal the ranks of jobdir that run on this host (from their records,
- * logs/rank-K.json, checked against their start times); returns how many
- * ranks have a record of running on this host. */
-static int signal_ranks(const char *jobdir, int nranks, int sig)
+ * logs/rank-K.json, checked against their start times; sig 0 sends
+ * nothing); returns how many ranks have a record of running on this
+ * host, and *alive (may be NULL) how many of those still run. */
+static int scan_ranks(const char *jobdir, int nranks, int sig, int *alive)
 {
 	char host[HP_NAME_MAX];
 	int here = 0;
 
+	if (alive)
+		*alive = 0;
 	hp__hostname(host, sizeof(host));
 	for (int k = 0; k < nranks; k++) {
 		char path[HP_DEPLOY_PATH_MAX + 64];
@@ -425,12 +428,21 @@ static int signal_ranks(const char *jobdir, int nranks, int sig)
 			    (unsigned long long)json_integer_value(
 				json_object_get(o, "pid_start"));
 			here++;
-			if (pid > 1 && st && hp__proc_alive(pid, st))
-				kill((pid_t)pid, sig);
+			if (pid > 1 && st && hp__proc_alive(pid, st)) {
+				if (alive)
+					(*alive)++;
+				if (sig)
+					kill((pid_t)pid, sig);
+			}
 		}
 		json_decref(o);
 	}
 	return here;
+}
+
+static int signal_ranks(const char *jobdir, int nranks, int sig)
+{
+	return scan_ranks(jobdir, nranks, sig, NULL);
 }
 
 int hp__super_refresh(struct hp_deploy *d, struct hp_job *job,
@@ -548,22 +560,35 @@ static void set_exit(struct hp_job *j, void *ud)
 	j->exit_status = *(const int *)ud;
 }
 
-/* Start argv (its own process group) and wait, passing a stop on:
- * SIGTERM, then SIGKILL after grace_s.  *status as hp__run's. */
+/*
+ * Start argv (its own process group) and wait, passing a stop on:
+ * SIGTERM, then SIGKILL after grace_s.  With watch (the launcher of the
+ * ranks), a launcher that does not exit once its ranks have ended is
+ * stopped the same way and said to be stuck: every rank recorded on this
+ * host and none of them running, for linger_s; or, ranks elsewhere,
+ * the trainer's results written, for HP_RESULTS_LINGER x linger_s.
+ * (Slurm 22.05's srun was seen to hang so; mpirun should not, but
+ * nothing here may wait for ever.)
+ */
 static int run_stoppable(char *const argv[], const char *log,
 			 const struct hp__launch *l,
-			 volatile sig_atomic_t *stop, int *status,
-			 struct hp_error *err)
+			 volatile sig_atomic_t *stop, bool watch,
+			 struct hp__run_end *end, struct hp_error *err)
 {
+	char path[HP_DEPLOY_PATH_MAX + 64];
 	pid_t pid;
 	int ws = 0, rc;
-	double term_at = 0;
+	double term_at = 0, next_look = 0, ended_at = 0, results_at = 0;
 	bool killed = false;
+	struct stat st;
 
+	memset(end, 0, sizeof(*end));
+	snprintf(path, sizeof(path), "%s/out/results.json", l->jobdir);
 	if ((rc = hp__spawn(argv, log, false, &pid, err)))
 		return rc;
 	for (;;) {
 		pid_t w = waitpid(pid, &ws, WNOHANG);
+		double now = hp_now_s();
 		if (w == pid || (w < 0 && errno != EINTR))
 			break;
 		if (*stop && !term_at) {
@@ -576,9 +601,34 @@ static int run_stoppable(char *const argv[], const char *log,
 				l->nranks ||
 			    l->nranks == 1)
 				kill(-pid, SIGTERM);
-			term_at = hp_now_s();
+			term_at = now;
 		}
-		if (term_at && !killed && hp_now_s() - term_at > l->grace_s) {
+		if (watch && !term_at && now >= next_look) {
+			int alive;
+			next_look = now + (l->linger_s < 1 ? l->linger_s : 1);
+			if (!ended_at &&
+			    scan_ranks(l->jobdir, l->nranks, 0, &alive) ==
+				l->nranks &&
+			    alive == 0)
+				ended_at = now;
+			if (!results_at && stat(path, &st) == 0)
+				results_at = now;
+			if ((ended_at && now - ended_at > l->linger_s) ||
+			    (results_at &&
+			     now - results_at >
+				 HP_RESULTS_LINGER * l->linger_s)) {
+				end->stuck = true;
+				end->after_s =
+				    ended_at ? l->linger_s
+					     : HP_RESULTS_LINGER * l->linger_s;
+				end->after = ended_at ? "every rank had ended"
+						      : "the trainer wrote its "
+							"results";
+				kill(-pid, SIGTERM);
+				term_at = now;
+			}
+		}
+		if (term_at && !killed && now - term_at > l->grace_s) {
 			signal_ranks(l->jobdir, l->nranks, SIGKILL);
 			kill(-pid, SIGKILL);
 			killed = true;
@@ -588,8 +638,9 @@ static int run_stoppable(char *const argv[], const char *log,
 	/* Nothing of it outlives it. */
 	signal_ranks(l->jobdir, l->nranks, SIGKILL);
 	kill(-pid, SIGKILL);
-	*status = WIFEXITED(ws) ? WEXITSTATUS(ws)
-				: 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+	end->status = WIFEXITED(ws)
+			  ? WEXITSTATUS(ws)
+			  : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
 	return 0;
 }
 
@@ -660,9 +711,9 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 	struct hp__launch l;
 	struct hp_job j = {0};
 	struct rec me = {(long)getpid(), hp__proc_start((long)getpid())};
-	char log[HP_DEPLOY_PATH_MAX + 32], reason[512],
-	    path[HP_DEPLOY_PATH_MAX + 64];
-	struct stat st;
+	char log[HP_DEPLOY_PATH_MAX + 32], reason[512], rstate[32], why[300];
+	struct hp__run_end end;
+	bool have;
 	int rc, status = -1;
 
 	rc = hp__launch_load(jobdir, &l, err);
@@ -697,8 +748,10 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 		struct hp_error serr = {0};
 		int src = 0;
 		if (l.stage_argv) {
-			src = run_stoppable(l.stage_argv, log, &l, stop,
-					    &status, &serr);
+			struct hp__run_end e;
+			src = run_stoppable(l.stage_argv, log, &l, stop, false,
+					    &e, &serr);
+			status = e.status;
 			if (!src && status != 0 && !*stop)
 				src = hp_error_set(
 				    &serr, HP_EIO,
@@ -725,26 +778,47 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 	if ((rc = hp__job_update(jobdir, HP_JOB_RUNNING, NULL, NULL, NULL, NULL,
 				 err)))
 		goto out;
-	rc = run_stoppable(l.launcher, log, &l, stop, &status, err);
+	rc = run_stoppable(l.launcher, log, &l, stop, true, &end, err);
 	if (rc) {
 		hp__job_update(jobdir, HP_JOB_FAILED, err->msg, NULL, NULL,
 			       NULL, NULL);
 		goto out;
 	}
+	status = end.status;
 	hp__job_update(jobdir, -1, NULL, set_exit, &status, &j, NULL);
+	have =
+	    hp__results_state(jobdir, rstate, sizeof(rstate), why, sizeof(why));
 	if (*stop || j.cancel_requested) {
 		rc = hp__job_update(jobdir, HP_JOB_CANCELLED, "cancelled", NULL,
 				    NULL, NULL, err);
+	} else if (end.stuck) {
+		enum hp_job_state s =
+		    hp__stuck_outcome(jobdir, l.launcher[0], end.after_s,
+				      end.after, reason, sizeof(reason));
+		rc = hp__job_update(jobdir, s, reason, NULL, NULL, NULL, err);
 	} else if (status == 0) {
-		snprintf(path, sizeof(path), "%s/out/results.json", jobdir);
-		if (stat(path, &st) == 0)
-			rc = hp__job_update(jobdir, HP_JOB_SUCCEEDED, "", NULL,
-					    NULL, NULL, err);
+		if (have && !strcmp(rstate, "stopped"))
+			snprintf(reason, sizeof(reason),
+				 "the trainer stopped early: %s",
+				 why[0] ? why : "(no reason given)");
+		else
+			reason[0] = '\0';
+		if (have)
+			rc = hp__job_update(jobdir, HP_JOB_SUCCEEDED, reason,
+					    NULL, NULL, NULL, err);
 		else
 			rc = hp__job_update(jobdir, HP_JOB_FAILED,
 					    "the trainer ended without writing "
 					    "out/results.json",
 					    NULL, NULL, NULL, err);
+	} else if (have && !strcmp(rstate, "cancelled")) {
+		/* a SIGTERM that did not come from hetpool cancel */
+		rc = hp__job_update(jobdir, HP_JOB_CANCELLED,
+				    "the trainer stopped on a SIGTERM from "
+				    "outside hetpool (out/results.json: "
+				    "cancelled; its checkpoint is "
+				    "out/checkpoint)",
+				    NULL, NULL, NULL, err);
 	} else {
 		failure_reason(&l, status, reason, sizeof(reason));
 		rc = hp__job_update(jobdir, HP_JOB_FAILED, reason, NULL, NULL,

@@ -19,7 +19,7 @@ cat >"$TMP/plan.json" <<JSON
  "global_batch": 32, "steps": 3, "lr": {"rule": "linear", "ref_batch": 32, "warmup_steps": 0}}}
 JSON
 
-expect_status local_run 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+expect_status local_run 0 mpi_run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
 	--steps 3 --lr 0.05 --seed 1 --wait --json
 cp "$TMP/out" "$TMP/job.json"
 JOBDIR=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["dir"])' "$TMP/job.json")
@@ -80,12 +80,18 @@ r = j["results"]
 for k in ("test_accuracy", "steps", "wall_s"):
     assert k in r, k
 assert r["steps"] == 3, r
+# step lines have "step", event lines (eval, rebalance) "event" and "at_step"
 lines = [json.loads(s) for s in open(d + "/out/metrics.jsonl") if s.strip()]
-assert len(lines) >= 3, len(lines)
-for m in lines:
+steps = [m for m in lines if "event" not in m]
+events = [m for m in lines if "event" in m]
+assert [m["step"] for m in steps] == [1, 2, 3], [m.get("step") for m in steps]
+for m in steps:
     for k in ("step", "loss", "lr", "local_batches", "rank_step_s"):
         assert k in m, k
     assert sum(m["local_batches"]) == 32 and len(m["rank_step_s"]) == 2, m
+evals = [m for m in events if m["event"] == "eval"]
+assert evals and evals[-1]["at_step"] == 3, events
+assert evals[-1]["test_accuracy"] == r["test_accuracy"], (evals[-1], r["test_accuracy"])
 assert [x["device"] for x in j["rank_devices"]] == ["cpu", "cpu"]
 PY
 
@@ -99,7 +105,7 @@ grep -q 'rank 1: starting' "$TMP/out" && ok local_logs_rank1 || fail local_logs_
 
 # A model instead of a plan: the recommender cannot weigh this host's CPU
 # (no power figure), so it runs on it, one rank, said so.
-expect_status local_model_form 0 "$HP" run "$MODEL" --data "$DATA" --steps 2 --batch 16 \
+expect_status local_model_form 0 run_wait "$MODEL" --data "$DATA" --steps 2 --batch 16 \
 	--deadline 1h --wait --json
 pycheck local_model_form_one_rank "$TMP/out" "$TMP/err" <<'PY'
 import json, sys
@@ -115,7 +121,7 @@ PY
 cat >"$TMP/bad.json" <<'JSON'
 {"name": "bad", "input": [3, 32, 32], "classes": 10, "layers": [{"type": "fc", "units": 10}]}
 JSON
-expect_status local_rank_fails 1 "$HP" run "$TMP/plan.json" --model "$TMP/bad.json" \
+expect_status local_rank_fails 1 mpi_run_wait "$TMP/plan.json" --model "$TMP/bad.json" \
 	--data fashion-mnist --steps 2 --wait --json
 pycheck local_rank_fails_reason "$TMP/out" <<'PY'
 import json, sys
@@ -125,7 +131,7 @@ PY
 
 # Cancel: a long run is stopped at once (the trainers get SIGTERM) and no
 # process of the job is left.
-"$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --steps 100000000 >"$TMP/id" 2>"$TMP/err"
+ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --steps 100000000 >"$TMP/id" 2>"$TMP/err"
 ID=$(cat "$TMP/id")
 if wait_state "$ID" running 30; then
 	sleep 1

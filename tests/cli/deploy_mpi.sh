@@ -20,7 +20,7 @@ cat >"$TMP/plan.json" <<JSON
  "global_batch": 32, "steps": 3}}
 JSON
 
-expect_status mpi_run 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+expect_status mpi_run 0 mpi_run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
 	--backend mpi --stage-dir "$TMP/stage" --steps 3 --wait --json
 cp "$TMP/out" "$TMP/job.json"
 
@@ -49,7 +49,10 @@ for k in range(3):
     assert os.path.getsize("%s/logs/rank-%d.log" % (d, k)) > 0, k
 assert "test_accuracy" in j["results"]
 lines = [json.loads(s) for s in open(d + "/out/metrics.jsonl") if s.strip()]
-assert len(lines) >= 3 and all(len(m["rank_step_s"]) == 3 for m in lines)
+steps = [m for m in lines if "event" not in m]    # not the eval/rebalance lines
+assert [m["step"] for m in steps] == [1, 2, 3], lines
+assert all(len(m["rank_step_s"]) == 3 and m["local_batches"] == [12, 12, 8] for m in steps), steps
+assert j["results"]["state"] == "completed" and j["results"]["ranks"] == 3, j["results"]
 PY
 
 pycheck mpi_gpu_rank_on_cpu "$TMP/job.json" <<'PY'
@@ -63,7 +66,7 @@ else:
     assert r["device"] == "cpu" and "no NVIDIA driver" in r["note"], r
 PY
 
-"$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --backend mpi \
+ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --backend mpi \
 	--steps 100000000 >"$TMP/id" 2>"$TMP/err"
 ID=$(cat "$TMP/id")
 if wait_state "$ID" running 30; then

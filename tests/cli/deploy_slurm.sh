@@ -7,8 +7,10 @@
 # its --gres), each component's ranks see their own GRES devices
 # (CUDA_VISIBLE_DEVICES against what Slurm allocated), the trainer runs (on
 # the CPU when the machine has no GPU, said so) and its results are
-# collected; cancel ends it in Slurm; a plan Slurm cannot place is refused
-# by sbatch and the job is left failed with the reason.
+# collected; an srun that hangs after the ranks ended (Slurm 22.05's
+# mpi/pmix race, provoked by freezing srun while the steps end) does not
+# keep the job from ending; cancel ends it in Slurm; a plan Slurm cannot
+# place is refused by sbatch and the job is left failed with the reason.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/deploy.inc"
 SLURM_SH=$HP_ROOT/tests/slurm/slurm.sh
@@ -16,10 +18,10 @@ SLURM_SH=$HP_ROOT/tests/slurm/slurm.sh
 if ! why=$("$SLURM_SH" check); then
 	echo "skip slurm_*: $why"
 elif have_trainer slurm_start slurm_run slurm_hetjob slurm_gres_per_component \
-	slurm_cpu_fallback slurm_results slurm_cancel slurm_refused; then
+	slurm_cpu_fallback slurm_results slurm_stuck_srun_ends slurm_cancel slurm_refused; then
 
 BASE=$TMP/slurm
-trap '"$SLURM_SH" stop "$BASE"; rm -rf "$TMP"' EXIT
+trap 'cancel_all; "$SLURM_SH" stop "$BASE"; rm -rf "$TMP"' EXIT
 if ! env=$("$SLURM_SH" start "$BASE" 2>"$TMP/err"); then
 	fail slurm_start "$(tail -n 3 "$TMP/err")"
 	exit 0
@@ -36,11 +38,12 @@ cat >"$TMP/plan.json" <<'JSON'
 JSON
 
 if [ "$HP_SLURM_PMIX" != 1 ]; then
-	for n in slurm_run slurm_hetjob slurm_gres_per_component slurm_cpu_fallback slurm_results; do
+	for n in slurm_run slurm_hetjob slurm_gres_per_component slurm_cpu_fallback slurm_results \
+		slurm_stuck_srun_ends; do
 		echo "skip $n: no private mount namespace here, so one step cannot span both fake nodes with PMIx"
 	done
 else
-	expect_status slurm_run 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
+	expect_status slurm_run 0 mpi_run_wait "$TMP/plan.json" --model "$MODEL" --data "$DATA" \
 		--backend slurm --stage-dir "$TMP/stage" --steps 3 --wait --json
 	cp "$TMP/out" "$TMP/job.json"
 	SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["slurm_id"])' "$TMP/job.json")
@@ -97,8 +100,45 @@ assert j["state"] == "succeeded" and j["backend"] == "slurm", j
 for k in ("test_accuracy", "steps", "wall_s"):
     assert k in j["results"], k
 lines = [json.loads(s) for s in open(j["dir"] + "/out/metrics.jsonl") if s.strip()]
-assert len(lines) >= 3 and all(sum(m["local_batches"]) == 32 for m in lines)
+steps = [m for m in lines if "event" not in m]    # not the eval/rebalance lines
+assert [m["step"] for m in steps] == [1, 2, 3], lines
+assert all(m["local_batches"] == [12, 12, 8] and len(m["rank_step_s"]) == 3 for m in steps), steps
+assert j["results"]["state"] == "completed" and j["results"]["ranks"] == 3, j["results"]
 PY
+
+	# srun frozen while both components' steps end gets their ends at
+	# once: Slurm 22.05's srun then often hangs for ever (its mpi/pmix
+	# abort-agent race, docs/deploy.md).  Whether it hangs or not, the
+	# job must end, succeeded, within a bound.
+	ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+		--backend slurm --steps 40 >"$TMP/id" 2>"$TMP/err"
+	ID=$(cat "$TMP/id")
+	D=$HETPOOL_JOBS_DIR/$ID
+	SP=""
+	[ -n "$ID" ] && for i in $(seq 1 300); do
+		SP=$(pgrep -f -- "srun --het-group=0,1 .*_rank $D\$" | head -n 1)
+		[ -n "$SP" ] && [ -e "$D/logs/rank-2.json" ] && break
+		sleep 0.1
+	done
+	[ -n "$SP" ] && for i in $(seq 1 600); do
+		grep -q '"step":38,' "$D/out/metrics.jsonl" 2>/dev/null && break
+		sleep 0.05
+	done
+	if [ -n "$SP" ]; then
+		KIDS=$(pgrep -P "$SP")
+		kill -STOP $KIDS "$SP" 2>/dev/null
+		sleep 4
+		kill -CONT "$SP" $KIDS 2>/dev/null
+		t0=$(date +%s)
+		if wait_state "$ID" succeeded 90; then
+			r=$("$HP" status "$ID" --json | sed -n 's/^  "reason": "\(.*\)",$/\1/p')
+			ok "slurm_stuck_srun_ends (after $(($(date +%s) - t0)) s; ${r:-srun returned by itself})"
+		else
+			fail slurm_stuck_srun_ends "$("$HP" status "$ID" | head -4 | tr '\n' ' ')"
+		fi
+	else
+		fail slurm_stuck_srun_ends "no srun of job '$ID' seen: $(head -c 300 "$TMP/err") $("$HP" status "$ID" 2>&1 | head -4 | tr '\n' ' ')"
+	fi
 fi
 
 # Cancel: scancel ends it; Slurm says CANCELLED.
@@ -106,7 +146,7 @@ cat >"$TMP/plan1.json" <<'JSON'
 {"choice": {"devices": [{"node": "gpu-b", "type": "t4", "count": 2, "local_batch": 16}],
  "global_batch": 32, "steps": 3}}
 JSON
-"$HP" run "$TMP/plan1.json" --model "$MODEL" --data synthetic --backend slurm \
+ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/plan1.json" --model "$MODEL" --data synthetic --backend slurm \
 	--steps 100000000 >"$TMP/id" 2>"$TMP/err"
 ID=$(cat "$TMP/id")
 if wait_state "$ID" running 30; then

@@ -36,7 +36,9 @@ dpkg -L dataset-fashion-mnist 2>/dev/null | grep -q train-images-idx3-ubyte.gz |
 # starts.  Every single-process run below keeps it, and those run the same
 # trainer code except the MPI calls.
 MPI_ASAN="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-mpi() { ASAN_OPTIONS=$MPI_ASAN mpirun --oversubscribe -np "$@"; }
+# Every mpirun gets a bound (each run takes seconds; a hung one would
+# otherwise hold the suite).
+mpi() { ASAN_OPTIONS=$MPI_ASAN timeout -k 5 300 mpirun --oversubscribe -np "$@"; }
 
 # json FILE EXPR: evaluate a Python expression over the parsed file (j),
 # or over the list of step lines (s) and events (e) of a metrics file.
@@ -164,14 +166,14 @@ if [ $MPI = 1 ] && [ $FM = 1 ]; then
 	args=(--model "$CNN" --data fashion-mnist --batch 16 --local-batches 12,4 --steps 150
 		--lr 0.05 --threads 1 --eval-samples 256 --checkpoint-every 10 --rebalance off)
 	mpi 2 "$TRAIN" "${args[@]}" --out "$TMP/whole" 2>"$TMP/err"
-	ASAN_OPTIONS=$MPI_ASAN mpirun --oversubscribe -np 2 "$TRAIN" "${args[@]}" \
+	ASAN_OPTIONS=$MPI_ASAN timeout -k 5 300 mpirun --oversubscribe -np 2 "$TRAIN" "${args[@]}" \
 		--out "$TMP/killed" 2>"$TMP/err" &
-	mp=$! # mpirun itself: the ranks are its children
+	mp=$! # timeout; mpirun is its child, the ranks are mpirun's
 	for _ in $(seq 1 3000); do
 		grep -q '"step":25,' "$TMP/killed/metrics.jsonl" 2>/dev/null && break
 		sleep 0.01
 	done
-	pids=$(pgrep -P $mp -x hetpool-train | tr '\n' ' ')
+	pids=$(pgrep -P "$(pgrep -P $mp -x mpirun)" -x hetpool-train | tr '\n' ' ')
 	[ -n "$pids" ] && kill -9 $pids
 	wait $mp 2>/dev/null
 	done_before=$(grep -c '"step"' "$TMP/killed/metrics.jsonl")

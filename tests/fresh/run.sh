@@ -25,7 +25,7 @@ if ! command -v debootstrap >/dev/null; then
 fi
 
 cleanup() {
-	for m in dev/pts dev proc sys; do
+	for m in dev/shm dev/pts dev proc sys; do
 		mountpoint -q "$root/$m" && umount -l "$root/$m"
 	done
 	if [ "${HP_FRESH_KEEP:-0}" != 1 ]; then
@@ -46,6 +46,9 @@ fi
 cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/" 2>/dev/null &&
 	rm -f "$root/etc/apt/sources.list" || true
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# An installed Debian has an /etc/hosts (localhost, its own name);
+# debootstrap writes none.
+[ -e "$root/etc/hosts" ] || cp /etc/hosts "$root/etc/hosts"
 
 # This checkout as a clean clone would have it (tracked files and what git
 # does not ignore), and the shared reference data beside it.
@@ -59,6 +62,9 @@ fi
 for m in proc sys dev dev/pts; do
 	mount --bind "/$m" "$root/$m"
 done
+# A booted Debian has a tmpfs on /dev/shm (Open MPI's shared memory); the
+# bind of /dev above does not bring the host's.
+mount -t tmpfs -o mode=1777,size=1g shm-fresh "$root/dev/shm"
 
 echo "== in the fresh root: make run && make test"
 rc=0

@@ -6,10 +6,14 @@
 # not one, because Slurm's backfill scheduler starts a heterogeneous job
 # only when it can place each component on a node of its own
 # (doc/html/heterogeneous_jobs.shtml, "Limitations").  Each slurmd runs in
-# a private mount namespace with its own PMIx temporary folder, as two real
-# nodes would have: PMIx names it after the job, so two slurmds on one
-# host would collide and `srun --mpi=pmix` could not start a step that
-# spans both.
+# a private mount namespace with its own PMIx temporary folder and its own
+# /dev/shm, as two real nodes would have: PMIx names that folder after the
+# job, and Open MPI its shared-memory files after the host, the job and
+# the local rank, so two slurmds on one host would collide (`srun
+# --mpi=pmix` could not start a step that spans both; ranks would read
+# each other's messages).  Job ids start at a number of this cluster's own,
+# so two such clusters on one host (two suites at once) do not collide
+# either.
 #
 # Everything lives under BASE: its own munged (key, socket), own ports,
 # state, logs; nothing outside BASE is touched and the daemons are
@@ -75,7 +79,7 @@ alive() {
 }
 
 # Start slurmd for node $2 in a private mount namespace where
-# $1/pmix is the node's own folder.
+# $1/pmix is the node's own folder and /dev/shm its own tmpfs.
 start_slurmd() {
 	local base=$1 node=$2
 	mkdir -p "$base/nodes/$node/pmix" "$base/pmix"
@@ -114,6 +118,12 @@ start() {
 	pmix=1
 	unshare --mount --propagation private -- true 2>/dev/null || pmix=0
 
+	# Job ids of our own range: two test clusters on one host (two
+	# worktrees' suites at once) would otherwise both run job 1, whose
+	# PMIx namespace (slurm.pmix.1.2) and Open MPI shared-memory files
+	# have the same names on the same host (seen: ranks of one job
+	# crashing in the other's segments).
+	local first_job=$((1000 + ($$ % 5000) * 1000 + RANDOM % 1000))
 	local host ctld_port pa pb
 	host=$(hostname -s)
 	ctld_port=$(free_port 1)
@@ -161,6 +171,7 @@ SlurmdParameters=config_overrides
 DefMemPerCPU=100
 KillWait=5
 MinJobAge=600
+FirstJobId=$first_job
 NodeName=hp-a100 NodeHostname=$host NodeAddr=127.0.0.1 Port=$pa CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=2000 Gres=gpu:a100:2 State=UNKNOWN
 NodeName=hp-t4 NodeHostname=$host NodeAddr=127.0.0.1 Port=$pb CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=2000 Gres=gpu:t4:2 State=UNKNOWN
 PartitionName=debug Nodes=hp-a100,hp-t4 Default=YES MaxTime=INFINITE State=UP
@@ -227,8 +238,16 @@ start) start "${2:?give BASE}" ;;
 stop) stop "${2:?give BASE}" ;;
 check) check ;;
 _slurmd)
-	# Inside the private mount namespace: this node's own PMIx folder.
+	# Inside the private mount namespace: this node's own PMIx folder,
+	# and its own /dev/shm.  The two nodes have one host name, so Open
+	# MPI's shared-memory files (/dev/shm/vader_segment.HOST.JOBID.LOCALRANK)
+	# of two ranks with the same local rank, one on each node, would be one
+	# file: each rank would take the other's messages (seen: segfaults in
+	# mca_btl_vader_poll_handle_frag).  Real nodes do not share /dev/shm.
 	mount --bind "$2/nodes/$3/pmix" "$2/pmix" || exit 1
+	if [ -d /dev/shm ]; then
+		mount -t tmpfs -o mode=1777,size=256m "shm-$3" /dev/shm || exit 1
+	fi
 	exec slurmd -N "$3" -f "$2/slurm.conf"
 	;;
 *)

@@ -8,7 +8,9 @@
  * copy repaired, a changed source refused, several stagers at once);
  * outside commands (output, status, time limit); what a rank starts as;
  * submitting from many threads at once; a backend that refuses leaves the
- * job failed with the reason; a vanished supervisor is noticed.
+ * job failed with the reason; a vanished supervisor is noticed; a
+ * launcher (mpirun, srun) that does not exit after its ranks is stopped
+ * and the job finished from the trainer's results.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1014,5 +1016,164 @@ HP_TEST(deploy_vanished_supervisor_is_noticed)
 	ASSERT_EQ_INT(hp_deploy_status(d, "nope", true, &k, &err), HP_ENOENT);
 	ASSERT_EQ_INT(hp_deploy_status(d, "../x", true, &k, &err), HP_EINVAL);
 	hp_deploy_free(d);
+	rm_rf(dir);
+}
+
+/* ---- a launcher that does not exit once its ranks have ended */
+
+/* A job folder whose launch file runs launcher (1 rank, linger_s 0.3,
+ * grace 1 s, squeue as given), rank 0 recorded on this host as the pid of
+ * a process that has ended, and, with results, the trainer's results
+ * file in the given state. */
+static void stuck_job(const char *jobdir, const char *backend,
+		      const char *launcher, const char *squeue,
+		      const char *results)
+{
+	char path[1200], host[HP_NAME_MAX], text[4096];
+	struct hp_job j = {0};
+	struct hp_error err = {0};
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, &st, 0);
+	hp__hostname(host, sizeof(host));
+	snprintf(path, sizeof(path), "%s/logs", jobdir);
+	ASSERT_EQ_INT(hp__mkdirs(path, &err), 0);
+	snprintf(path, sizeof(path), "%s/out", jobdir);
+	ASSERT_EQ_INT(hp__mkdirs(path, &err), 0);
+	snprintf(
+	    text, sizeof(text),
+	    "{\"version\": 1, \"id\": \"stuck\", \"backend\": \"%s\", "
+	    "\"jobdir\": \"%s\", \"hetpool\": \"/bin/true\", "
+	    "\"stage\": null, \"launcher\": %s, "
+	    "\"trainer\": [\"/bin/true\", \"--devices\", \"cpu\"], "
+	    "\"devices_arg\": 2, \"cpu_fallback\": true, "
+	    "\"grace_s\": 1, \"linger_s\": 0.3, \"squeue\": \"%s\", "
+	    "\"ranks\": [{\"rank\": 0, \"node\": \"n\", \"type\": \"cpu\", "
+	    "\"device\": \"cpu\", \"component\": 0, \"local_rank\": 0, "
+	    "\"gpu_index\": 0, \"local_batch\": 8, "
+	    "\"cuda_visible_devices\": \"\", \"cpus\": null, "
+	    "\"threads\": 1}], "
+	    "\"components\": [{\"type\": \"cpu\", \"gres\": \"\", "
+	    "\"gpu\": false, \"per_node\": 1, \"nodes\": 1, "
+	    "\"first_rank\": 0, \"ranks\": 1}]}",
+	    backend, jobdir, launcher, squeue);
+	snprintf(path, sizeof(path), "%s/launch.json", jobdir);
+	write_file(path, text);
+	snprintf(
+	    text, sizeof(text),
+	    "{\"rank\": 0, \"host\": \"%s\", \"node\": \"n\", \"pid\": %d, "
+	    "\"pid_start\": 1, \"type\": \"cpu\", \"requested\": \"cpu\", "
+	    "\"device\": \"cpu\", \"cuda_visible_devices\": \"\", "
+	    "\"note\": \"\", \"cpus\": [], \"threads\": 1}",
+	    host, (int)pid);
+	snprintf(path, sizeof(path), "%s/logs/rank-0.json", jobdir);
+	write_file(path, text);
+	if (results) {
+		snprintf(text, sizeof(text),
+			 "{\"state\": \"%s\", \"test_accuracy\": 0.5, "
+			 "\"steps\": 3, \"wall_s\": 1.0}",
+			 results);
+		snprintf(path, sizeof(path), "%s/out/results.json", jobdir);
+		write_file(path, text);
+	}
+	snprintf(j.id, sizeof(j.id), "stuck");
+	snprintf(j.dir, sizeof(j.dir), "%s", jobdir);
+	j.state = HP_JOB_QUEUED;
+	j.backend =
+	    strcmp(backend, "slurm") ? HP_BACKEND_LOCAL : HP_BACKEND_SLURM;
+	j.created_s = hp__wall_now();
+	j.nranks = 1;
+	j.exit_status = -1;
+	ASSERT_EQ_INT(hp__job_save(&j, &err), 0);
+}
+
+/* The supervisor stops a launcher that outlives its ranks and finishes
+ * the job from the trainer's results: succeeded when they are complete,
+ * failed when there are none; a launcher that exits is waited for. */
+HP_TEST(deploy_stuck_launcher_is_stopped)
+{
+	const char *dir = tmpdir();
+	static const struct {
+		const char *launcher, *results;
+		enum hp_job_state state;
+		const char *reason;
+	} cases[] = {
+	    {"[\"/bin/sleep\", \"600\"]", "completed", HP_JOB_SUCCEEDED,
+	     "sleep did not exit within 0.3 s after every rank had ended"},
+	    {"[\"/bin/sleep\", \"600\"]", NULL, HP_JOB_FAILED,
+	     "the trainer wrote no results"},
+	    {"[\"/bin/sleep\", \"600\"]", "cancelled", HP_JOB_CANCELLED,
+	     "stopped on a SIGTERM"},
+	    {"[\"/bin/true\"]", "stopped", HP_JOB_SUCCEEDED,
+	     "the trainer stopped early"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char jobdir[600];
+		struct hp_job j;
+		struct hp_error err = {0};
+		volatile sig_atomic_t stop = 0;
+		double t0 = hp_now_s();
+
+		snprintf(jobdir, sizeof(jobdir), "%s/j%zu", dir, i);
+		stuck_job(jobdir, "local", cases[i].launcher, "squeue",
+			  cases[i].results);
+		ASSERT_EQ_INT(hp_deploy_supervise(jobdir, -1, &stop, &err), 0);
+		/* linger 0.3 s, looked at every 1 s: stopped within seconds */
+		ASSERT(hp_now_s() - t0 < 10);
+		ASSERT_EQ_INT(hp__job_load(jobdir, &j, &err), 0);
+		ASSERT_EQ_INT(j.state, cases[i].state);
+		ASSERT(strstr(j.reason, cases[i].reason));
+		hp_job_release(&j);
+	}
+	rm_rf(dir);
+}
+
+/* The Slurm batch step stops an srun that outlives its job steps (Slurm
+ * 22.05's hang after a heterogeneous PMIx step): squeue (here a script
+ * that lists only the batch step, and records how it was asked) says the
+ * steps are gone; the job succeeds from the trainer's results. */
+HP_TEST(deploy_stuck_srun_is_stopped)
+{
+	const char *dir = tmpdir();
+	char jobdir[600], squeue[700], args[700], script[700], text[1200];
+	struct hp_job j;
+	struct hp_error err = {0};
+	volatile sig_atomic_t stop = 0;
+	int status = -1;
+	double t0;
+	char *got;
+	size_t len;
+
+	snprintf(jobdir, sizeof(jobdir), "%s/j", dir);
+	snprintf(squeue, sizeof(squeue), "%s/squeue", dir);
+	snprintf(args, sizeof(args), "%s/squeue.args", dir);
+	snprintf(text, sizeof(text),
+		 "#!/bin/sh\necho \"$*\" >>%s\necho 4242.batch\n", args);
+	write_file(squeue, text);
+	chmod(squeue, 0755);
+	stuck_job(jobdir, "slurm", "[\"/bin/sleep\", \"600\"]", squeue,
+		  "completed");
+	snprintf(script, sizeof(script), "%s/job.sbatch", jobdir);
+	snprintf(text, sizeof(text),
+		 "#!/bin/true _slurm-batch\n# hetpool-job: %s\n", jobdir);
+	write_file(script, text);
+	unsetenv("SLURM_JOB_ID_HET_GROUP_0");
+	setenv("SLURM_JOB_ID", "4242", 1);
+	t0 = hp_now_s();
+	ASSERT_EQ_INT(hp_deploy_slurm_batch(script, &stop, &status, &err), 0);
+	ASSERT(hp_now_s() - t0 < 15);
+	ASSERT_EQ_INT(status, 0);
+	ASSERT_EQ_INT(hp__job_load(jobdir, &j, &err), 0);
+	ASSERT_EQ_INT(j.state, HP_JOB_SUCCEEDED);
+	ASSERT(strstr(j.reason, "sleep did not exit"));
+	ASSERT(strstr(j.reason, "after its job steps had ended"));
+	hp_job_release(&j);
+	ASSERT_EQ_INT(hp_read_file(args, 1 << 16, &got, &len, &err), 0);
+	ASSERT(strstr(got, "-h -s -j 4242 -o %i"));
+	free(got);
 	rm_rf(dir);
 }
