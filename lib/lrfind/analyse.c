@@ -35,7 +35,7 @@
 /* The fit starts this many decades before the smoothed loss has fallen
  * LEAVES_PLATEAU of the way from its plateau to its minimum, and stops
  * where, past its first minimum, it has climbed CLIMB_BACK of the way back
- * (or at the top of the rise, when it turns down again first). */
+ * (or at the top of its rise beyond noise, when it stops climbing first). */
 #define PLATEAU_KEPT_DECADES 1.0
 #define LEAVES_PLATEAU 0.1
 #define CLIMB_BACK 0.25
@@ -753,7 +753,9 @@ static int read_fits(const struct hp_lrfind_series *s,
  * has climbed back a quarter of the way to the plateau (enough to hold the
  * minimum inside the fit, not so much that the blow-up's sharp rise, which
  * no low-degree polynomial follows, drags it), or to the top of the rise
- * when the loss turns down again before that.
+ * beyond noise when the loss stops climbing before that (it wanders on a
+ * floor, or falls again: either would bury the first minimum in a flat or
+ * lower stretch).
  */
 static int fit_region(const struct hp_lrfind_series *s,
 		      struct hp_lrfind_result *r, struct hp_error *err)
@@ -805,15 +807,11 @@ static int fit_region(const struct hp_lrfind_series *s,
 		   log10(s->pts[ia].lr) - PLATEAU_KEPT_DECADES)
 		r->fit_start--;
 	r->fit_end = m;
-	for (int i = j + 1, peak = j + 1; i < m; i++) {
-		if (sm[i] > sm[peak])
-			peak = i;
-		if (sm[i] > sm[j] + CLIMB_BACK * (top - sm[j])) {
+	for (int i = j + 1; i < m; i++) {
+		if (sm[i] > sm[j] + CLIMB_BACK * (top - sm[j]) ||
+		    (r->rise_idx >= 0 && i > r->rise_idx &&
+		     sm[i] < sm[i - 1])) {
 			r->fit_end = i;
-			break;
-		}
-		if (sm[i] < sm[j]) { /* turned down: end at the rise's top */
-			r->fit_end = peak + 1;
 			break;
 		}
 	}
