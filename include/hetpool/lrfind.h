@@ -158,13 +158,21 @@ struct hp_lrfind_result {
 	double loss_floor;    /* the polynomial's lowest loss there */
 	double lr_descent;    /* where the descent begins (5% of the drop) */
 	double lr_smooth_min; /* where the smoothed loss is lowest */
+	int first_min_idx;    /* the smoothed loss's first minimum: its
+				 lowest point before it first rises more
+				 than twice the noise (the lowest point when
+				 it never does) */
+	double lr_first_min;  /* the rate there */
+	int rise_idx;	      /* the step where that rise was seen, or -1 */
 	double noise;	      /* step-to-step noise of the loss: 1.4826 x
 				 the median absolute deviation of the raw
-				 loss from the smoothed, over the fit */
+				 loss from the smoothed, over the steps
+				 analysed */
 
 	/* The interval: low = high / 10 (or the lowest rate fitted), high =
-	 * where the polynomial is lowest; suggested = the knee, where the
-	 * log fit meets loss_floor, kept inside the interval.  The other
+	 * where the polynomial is lowest (the fit ends just past the first
+	 * minimum); suggested = the knee, where the log fit meets loss_floor,
+	 * kept inside the interval.  The other
 	 * rules, for comparison: the polynomial's steepest descent, its
 	 * minimum / 10, the knee itself (NAN when the log fit does not
 	 * fall). */

@@ -27,9 +27,15 @@
  * NOISE_DROP times the step-to-step noise of the loss, is no descent. */
 #define MIN_DROP 0.02
 #define NOISE_DROP 2.0
+/* A rise of the smoothed loss above its lowest so far by more than this
+ * many times the step-to-step noise is no wiggle: the rate has passed
+ * where it lowers the loss.  The same factor as NOISE_DROP: what counts as
+ * beyond noise going down counts going up. */
+#define NOISE_RISE 2.0
 /* The fit starts this many decades before the smoothed loss has fallen
  * LEAVES_PLATEAU of the way from its plateau to its minimum, and stops
- * where it has climbed CLIMB_BACK of the way back. */
+ * where, past its first minimum, it has climbed CLIMB_BACK of the way back
+ * (or at the top of its rise beyond noise, when it stops climbing first). */
 #define PLATEAU_KEPT_DECADES 1.0
 #define LEAVES_PLATEAU 0.1
 #define CLIMB_BACK 0.25
@@ -246,10 +252,22 @@ double hp_lrfind_poly_eval(const struct hp_lrfind_poly *p, double lr)
 				 (log10(lr) - p->center) / p->scale);
 }
 
-/* Fold of point i: blocks of `block` neighbours dealt round k folds. */
-static int fold_of(int i, int block, int k)
+/*
+ * Fold of point i of n: blocks of `block` neighbours dealt round k folds,
+ * or -1 for the first and the last block, which every fold trains on.  The
+ * polynomial is only ever read inside the rates it was fitted over, so its
+ * held-out error should measure interpolation: holding out an end block
+ * would score each degree on extrapolating past the data, where a higher
+ * degree swings furthest, and push the choice to degrees too low to follow
+ * the curve.
+ */
+static int fold_of(int i, int n, int block, int k)
 {
-	return i / block % k;
+	int nblocks = (n + block - 1) / block, b = i / block;
+
+	if (b == 0 || b == nblocks - 1)
+		return -1;
+	return (b - 1) % k;
 }
 
 /* Held-out mean squared error of degree d in each of k folds. */
@@ -265,7 +283,7 @@ static int cv_degree(const double *t, const double *y, int n, int k, int block,
 		int rc;
 
 		for (int i = 0; i < n; i++)
-			if (fold_of(i, block, k) != f) {
+			if (fold_of(i, n, block, k) != f) {
 				tt[m] = t[i];
 				ty[m++] = y[i];
 			}
@@ -273,7 +291,7 @@ static int cv_degree(const double *t, const double *y, int n, int k, int block,
 			return rc;
 		for (int i = 0; i < n; i++) {
 			double e;
-			if (fold_of(i, block, k) != f)
+			if (fold_of(i, n, block, k) != f)
 				continue;
 			e = hp__lrfind_poly_t(coef, d, t[i]) - y[i];
 			sse += e * e;
@@ -292,12 +310,12 @@ int hp__lrfind_cv_poly(const double *t, const double *y, int n, int folds,
 	double mean = 0, var = 0, thr, rss;
 	int best = 1, rc = 0, dmax;
 
-	if (folds < 2 || folds > 20 || n < folds)
+	if (folds < 2 || folds > 20 || n < folds + 2)
 		return hp_error_set(err, HP_EINVAL, "%d folds for %d points",
 				    folds, n);
-	/* Every fold gets at least one block. */
-	if (block > n / folds)
-		block = n / folds;
+	/* Every fold gets at least one block besides the two end blocks. */
+	if (block > n / (folds + 2))
+		block = n / (folds + 2);
 	if (block < 1)
 		block = 1;
 	/* Each training set must hold comfortably more points than the
@@ -638,11 +656,21 @@ static int read_fits(const struct hp_lrfind_series *s,
 	 */
 	floor_loss = r->loss_floor = val[gm];
 	first = s->pts[r->fit_start].lr;
-	pick(&r->high, r->lr_fit_min,
-	     "where the fitted polynomial (degree %d, chosen by %d-fold "
-	     "cross-validation) is lowest, %.3g: a larger rate stops "
-	     "lowering the loss",
-	     p->degree, p->folds, floor_loss);
+	if (r->lr_smooth_min > r->lr_first_min && r->rise_idx >= 0)
+		pick(&r->high, r->lr_fit_min,
+		     "where the fitted polynomial (degree %d, chosen by "
+		     "%d-fold cross-validation) is lowest, %.3g: a larger "
+		     "rate stops lowering the loss (at lr %.3g it rose beyond "
+		     "noise; its lower minimum at %.3g came through unstable "
+		     "training)",
+		     p->degree, p->folds, floor_loss, s->pts[r->rise_idx].lr,
+		     r->lr_smooth_min);
+	else
+		pick(&r->high, r->lr_fit_min,
+		     "where the fitted polynomial (degree %d, chosen by "
+		     "%d-fold cross-validation) is lowest, %.3g: a larger "
+		     "rate stops lowering the loss",
+		     p->degree, p->folds, floor_loss);
 	if (r->lr_fit_min / 10 >= first)
 		pick(&r->low, r->lr_fit_min / 10,
 		     "a decade below the fitted minimum (fastai's "
@@ -714,17 +742,27 @@ static int read_fits(const struct hp_lrfind_series *s,
  * The steps to fit, [fit_start, fit_end): from a decade before the
  * smoothed loss leaves its plateau (a long plateau says nothing about good
  * rates, and spends the polynomial's degrees on flatness with wiggles at
- * its edge) to where, past its minimum, the smoothed loss has climbed back
- * a quarter of the way to the plateau (enough to hold the minimum inside
- * the fit, not so much that the blow-up's sharp rise, which no
- * low-degree polynomial follows, drags it).
+ * its edge) to just past its *first* minimum: the lowest point before the
+ * smoothed loss first rises by more than NOISE_RISE times the noise.  A
+ * larger rate there stops lowering the loss: training has turned unstable
+ * (Smith's maximum rate).  A range test can fall again after such a rise,
+ * to a lower minimum at a higher rate, because the steps taken in between
+ * still make progress on average; but that is training through
+ * instability, which a run at one of those rates for many steps cannot
+ * count on.  Past the first minimum the fit runs to where the smoothed loss
+ * has climbed back a quarter of the way to the plateau (enough to hold the
+ * minimum inside the fit, not so much that the blow-up's sharp rise, which
+ * no low-degree polynomial follows, drags it), or to the top of the rise
+ * beyond noise when the loss stops climbing before that (it wanders on a
+ * floor, or falls again: either would bury the first minimum in a flat or
+ * lower stretch).
  */
 static int fit_region(const struct hp_lrfind_series *s,
 		      struct hp_lrfind_result *r, struct hp_error *err)
 {
 	const double *sm = r->smooth;
-	int m = r->analysed, imin = 0, ia, full = r->window / 2;
-	double top = -INFINITY, drop;
+	int m = r->analysed, imin = 0, ia, j, full = r->window / 2;
+	double top = -INFINITY, drop, rise;
 
 	for (int i = 1; i < m; i++)
 		if (sm[i] < sm[imin])
@@ -745,17 +783,38 @@ static int fit_region(const struct hp_lrfind_series *s,
 	     ia--)
 		;
 	r->descent_idx = ia;
+
+	/* The first minimum: from where the descent began, follow the
+	 * lowest point so far until the loss rises beyond noise above it.
+	 * Without such a rise it is the lowest point.  (The rounding term
+	 * keeps a noiseless curve's last-bit wiggles from counting.) */
+	rise = NOISE_RISE * r->noise + 1e-9 * drop;
+	r->rise_idx = -1;
+	for (int i = j = ia; i < m; i++) {
+		if (sm[i] < sm[j])
+			j = i;
+		else if (sm[i] > sm[j] + rise) {
+			r->rise_idx = i;
+			break;
+		}
+	}
+	r->first_min_idx = j;
+	r->lr_first_min = s->pts[j].lr;
+
 	r->fit_start = ia;
 	while (r->fit_start > 0 &&
 	       log10(s->pts[r->fit_start - 1].lr) >=
 		   log10(s->pts[ia].lr) - PLATEAU_KEPT_DECADES)
 		r->fit_start--;
 	r->fit_end = m;
-	for (int i = imin + 1; i < m; i++)
-		if (sm[i] > sm[imin] + CLIMB_BACK * drop) {
+	for (int i = j + 1; i < m; i++) {
+		if (sm[i] > sm[j] + CLIMB_BACK * (top - sm[j]) ||
+		    (r->rise_idx >= 0 && i > r->rise_idx &&
+		     sm[i] < sm[i - 1])) {
 			r->fit_end = i;
 			break;
 		}
+	}
 	while (r->fit_end - r->fit_start < MIN_FIT_POINTS && r->fit_start > 0)
 		r->fit_start--;
 	while (r->fit_end - r->fit_start < MIN_FIT_POINTS && r->fit_end < m)
@@ -856,15 +915,17 @@ int hp_lrfind_analyse(const struct hp_lrfind_series *s,
 		}
 	}
 
+	/* The noise: the spread of the raw loss about the smoothed, over
+	 * the steps analysed (a robust scale: 1.4826 x the median absolute
+	 * deviation, which a few spikes do not move). */
+	for (int i = 0; i < m; i++)
+		t[i] = fabs(y[i] - r->smooth[i]);
+	r->noise = 1.4826 * select_kth(t, m, m / 2);
+
 	if ((rc = fit_region(s, r, err)))
 		goto out;
 	fs = r->fit_start;
 	nf = r->fit_end - fs;
-
-	/* The noise: the spread of the raw loss about the smoothed. */
-	for (int i = 0; i < nf; i++)
-		t[i] = fabs(y[fs + i] - r->smooth[fs + i]);
-	r->noise = 1.4826 * select_kth(t, nf, nf / 2);
 
 	r->poly.center =
 	    (log10(s->pts[fs].lr) + log10(s->pts[r->fit_end - 1].lr)) / 2;

@@ -101,6 +101,8 @@ char *hp_lrfind_result_json(const struct hp_lrfind_series *s,
 	static const struct hp_lrfind_run none = {0};
 	const struct hp_lrfind_point *div =
 	    r->diverged_at >= 0 ? &s->pts[r->diverged_at] : NULL;
+	const struct hp_lrfind_point *rise =
+	    r->rise_idx >= 0 ? &s->pts[r->rise_idx] : NULL;
 	json_t *o = json_object(), *warn = json_array();
 	char *text = NULL;
 	bool stopped, ok = o && warn;
@@ -151,6 +153,8 @@ char *hp_lrfind_result_json(const struct hp_lrfind_series *s,
 	     put(o, "lr_fit_minimum", num(r->lr_fit_min)) &&
 	     put(o, "loss_floor", num(r->loss_floor)) &&
 	     put(o, "lr_smoothed_minimum", num(r->lr_smooth_min)) &&
+	     put(o, "lr_first_minimum", num(r->lr_first_min)) &&
+	     put(o, "lr_loss_rises", rise ? num(rise->lr) : json_null()) &&
 	     put(o, "lr_descent_begins", num(r->lr_descent)) &&
 	     put(o, "loss_noise", num(r->noise)) &&
 	     put(o, "accuracy_at_suggested", num(r->accuracy_at_suggested)) &&

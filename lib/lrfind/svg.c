@@ -24,7 +24,8 @@ enum { W = 860, H = 520, ML = 72, MR = 72, MT = 48, MB = 64 };
 static const char C_RAW[] = "#b0b0b0", C_SMOOTH[] = "#1f77b4",
 		  C_POLY[] = "#ff7f0e", C_LOG[] = "#2ca02c",
 		  C_SUGG[] = "#d62728", C_DIV[] = "#8c564b",
-		  C_ACC[] = "#9467bd", C_BAND[] = "#2ca02c";
+		  C_ACC[] = "#9467bd", C_BAND[] = "#2ca02c",
+		  C_RISE[] = "#7f7f7f";
 
 struct svg {
 	struct hp_buf *b;
@@ -544,6 +545,12 @@ int hp_lrfind_svg(const struct hp_lrfind_series *s,
 		snprintf(lbl, sizeof(lbl), "suggested %.3g", r->suggested.lr);
 		marker(&g, r->suggested.lr, C_SUGG, "", lbl, 0);
 	}
+	/* Where the loss first rose beyond noise, when it fell lower again
+	 * later: the interval ends before it. */
+	if (have_fits && r->rise_idx >= 0 && r->rise_idx < s->n &&
+	    r->lr_smooth_min > r->lr_first_min)
+		marker(&g, s->pts[r->rise_idx].lr, C_RISE,
+		       " stroke-dasharray=\"1 3\"", "loss rises", 2);
 	if (r->diverged_at >= 0) {
 		snprintf(lbl, sizeof(lbl), "diverged (step %lld)",
 			 (long long)s->pts[r->diverged_at].step);
