@@ -59,11 +59,14 @@ asan: deps-ci $(ASAN_BUILD)/build.ninja
 
 # The tests that run threads: the recommender and the estimator from 8
 # threads across a refit of the shared context, the context itself, the
-# log sink, the deploy state file and submissions from many threads (about
-# 15 s).  A data race fails the run.  (estimate_fit_same_for_any_thread_count
-# is clean too but takes 75 s under TSan: run it by hand.)
+# log sink, the deploy state file and submissions from many threads, the
+# store's connections shared by 8 threads racing for devices and by the
+# burst a SIGKILL interrupts (about 25 s).  A data race fails the run.
+# (estimate_fit_same_for_any_thread_count is clean too but takes 75 s under
+# TSan: run it by hand.)
 TSAN_TESTS = threads_ ctx_ deploy_job_update_under_lock_loses_nothing \
-	deploy_submit_from_many_threads
+	deploy_submit_from_many_threads store_allocation_race_ \
+	store_sigkill_during_a_burst
 
 $(TSAN_BUILD)/build.ninja: | deps-ci
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHP_TSAN=ON -DHP_CUDA=OFF

@@ -35,7 +35,10 @@ extern "C" {
 	X(ETOOBIG, -10, "input too large")                                     \
 	X(EDEVICE, -11, "device unavailable")                                  \
 	X(EINTERNAL, -12, "internal error")                                    \
-	X(ECANCELED, -13, "canceled")
+	X(ECANCELED, -13, "canceled")                                          \
+	X(EEXIST, -14, "already exists")                                       \
+	X(EBUSY, -15, "resource busy")                                         \
+	X(ESTATE, -16, "not allowed in this state")
 
 enum hp_err {
 	HP_OK = 0,

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "hetpool/deploy.h"
+#include "util/sha256.h"
 
 struct hp_deploy {
 	char jobs_dir[HP_DEPLOY_PATH_MAX];
@@ -225,15 +226,7 @@ double hp__wall_now(void);
 
 /* ---- SHA-256 */
 
-struct hp__sha256 {
-	uint32_t h[8];
-	uint64_t len;
-	unsigned char buf[64];
-	size_t nbuf;
-};
-void hp__sha256_init(struct hp__sha256 *s);
-void hp__sha256_add(struct hp__sha256 *s, const void *data, size_t n);
-void hp__sha256_hex(struct hp__sha256 *s, char hex[65]);
+/* (the hash itself is in util/sha256.h) */
 /* The SHA-256 of a file and its size. */
 int hp__sha256_file(const char *path, char hex[65], int64_t *size,
 		    struct hp_error *err);

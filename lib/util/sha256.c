@@ -1,12 +1,12 @@
 /*
- * sha256.c - SHA-256 (FIPS 180-4) for the checksums of staged data.  A
- * plain implementation: staging reads a dataset once, so speed past a few
- * hundred MB/s does not matter.
+ * sha256.c - SHA-256 (FIPS 180-4) for the checksums of staged data and
+ * the store's hashes.  A plain implementation: staging reads a dataset
+ * once, so speed past a few hundred MB/s does not matter.
  */
 #include <stdint.h>
 #include <string.h>
 
-#include "deploy/deploy_int.h"
+#include "util/sha256.h"
 #include "util/banned.h"
 
 static const uint32_t K[64] = {
@@ -104,4 +104,13 @@ void hp__sha256_hex(struct hp__sha256 *s, char hex[65])
 		hex[2 * i + 1] = digits[v & 15];
 	}
 	hex[64] = '\0';
+}
+
+void hp__sha256_hex_of(const void *data, size_t n, char hex[65])
+{
+	struct hp__sha256 s;
+
+	hp__sha256_init(&s);
+	hp__sha256_add(&s, data, n);
+	hp__sha256_hex(&s, hex);
 }
