@@ -181,6 +181,16 @@ struct hp_api_refit_req {
 int hp_api_refit_parse(const char *body, size_t len,
 		       struct hp_api_refit_req *out, struct hp_api_problem *pb);
 
+/* POST /v1/datasets: {"name": label, "path": an absolute folder path on
+ * the server (1-1023 bytes, no control characters, no ".." segment)}. */
+struct hp_api_dataset_req {
+	char name[64];
+	char path[1024];
+};
+int hp_api_dataset_parse(const char *body, size_t len,
+			 struct hp_api_dataset_req *out,
+			 struct hp_api_problem *pb);
+
 /* ---- pieces of a request */
 
 /*
@@ -201,6 +211,12 @@ int hp_api_parse_id(const char *s, int64_t *out);
 /* A name in a path or query (a node, a dataset, a label): 1-63 bytes of
  * [A-Za-z0-9._-]. */
 bool hp_api_name_valid(const char *s);
+
+/* The SHA-256 of a token's text, as 64 lowercase hex digits. */
+void hp_api_token_digest(const char *tok, size_t len, char hex[65]);
+/* Whether n bytes of a and b are equal, in a time that does not depend
+ * on where they differ. */
+bool hp_api_ct_equal(const void *a, const void *b, size_t n);
 
 #ifdef __cplusplus
 }

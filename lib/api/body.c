@@ -11,6 +11,7 @@
 
 #include "hetpool/api.h"
 #include "hetpool/model.h"
+#include "hetpool/pool.h"
 
 #include "util/banned.h"
 
@@ -56,15 +57,16 @@ static int depth(json_t *v, int limit)
 }
 
 /* Parse body into an object; NULL with pb set. */
-static json_t *load(const char *body, size_t len, struct hp_api_problem *pb)
+static json_t *load_max(const char *body, size_t len, size_t max,
+			struct hp_api_problem *pb)
 {
 	json_error_t je;
 	json_t *o;
 
-	if (len > HP_API_MAX_BODY) {
+	if (len > max) {
 		hp_api_fail(pb, 413, "body-too-large", NULL,
-			    "the body is %zu bytes; at most %u are read", len,
-			    HP_API_MAX_BODY);
+			    "the body is %zu bytes; at most %zu are read", len,
+			    max);
 		return NULL;
 	}
 	o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
@@ -91,6 +93,11 @@ static json_t *load(const char *body, size_t len, struct hp_api_problem *pb)
 		return NULL;
 	}
 	return o;
+}
+
+static json_t *load(const char *body, size_t len, struct hp_api_problem *pb)
+{
+	return load_max(body, len, HP_API_MAX_BODY, pb);
 }
 
 /* "prefix.key", or key alone. */
@@ -701,7 +708,7 @@ int hp_api_pool_check(const char *body, size_t len, bool one_node,
 	size_t i;
 	int rc = 0;
 
-	if (!(o = load(body, len, pb)))
+	if (!(o = load_max(body, len, HP_POOL_MAX_BYTES, pb)))
 		return HP_EINVAL;
 	if (one_node) {
 		rc = check_node(o, "", pb);
@@ -795,5 +802,41 @@ int hp_api_refit_parse(const char *body, size_t len,
 	}
 out:
 	json_decref(o);
+	return rc;
+}
+
+int hp_api_dataset_parse(const char *body, size_t len,
+			 struct hp_api_dataset_req *out,
+			 struct hp_api_problem *pb)
+{
+	static const char *const k[] = {"name", "path", NULL};
+	json_t *o;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!(o = load(body, len, pb)))
+		return HP_EINVAL;
+	if ((rc = known_keys(o, k, NULL, pb)) ||
+	    (rc = get_str(o, "name", NULL, out->name, sizeof(out->name), NULL,
+			  true, pb)) ||
+	    (rc = get_str(o, "path", NULL, out->path, sizeof(out->path), NULL,
+			  false, pb)))
+		goto out;
+	if (!out->name[0])
+		rc = missing(pb, "name", "'name', the dataset's label");
+	else if (!out->path[0])
+		rc = missing(pb, "path",
+			     "'path', the folder on the server that holds "
+			     "it");
+	else if (out->path[0] != '/' || strstr(out->path, "/../") ||
+		 (strlen(out->path) >= 3 &&
+		  !strcmp(out->path + strlen(out->path) - 3, "/..")))
+		rc = hp_api_fail(pb, 400, "invalid-field", "path",
+				 "'path' must be an absolute path without "
+				 "'..'");
+out:
+	json_decref(o);
+	if (rc)
+		memset(out, 0, sizeof(*out));
 	return rc;
 }

@@ -2,7 +2,7 @@
  * fuzz_api_body.c - libFuzzer target for hetpoold's request bodies
  * (lib/api): the first byte picks the reader (job description for
  * recommendations or jobs, token, node change, pool or node, model,
- * refit), the rest is the body.  Any bytes must be read or refused
+ * refit, dataset), the rest is the body.  Any bytes must be read or refused
  * cleanly: a refusal has a 4xx status (500 only for out of memory), a
  * type and a one-line detail without control characters; an accepted
  * job description holds every field in its range and its JSON form reads
@@ -108,13 +108,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	}
-	default: {
-		struct hp_api_refit_req r;
-		rc = hp_api_refit_parse(body, len, &r, &pb);
+	default:
+		if (data[0] & 0x80) {
+			struct hp_api_dataset_req ds;
+			if ((rc = hp_api_dataset_parse(body, len, &ds, &pb)) ==
+				0 &&
+			    (ds.path[0] != '/' || !hp_api_name_valid(ds.name) ||
+			     strstr(ds.path, "/../")))
+				abort();
+		} else {
+			struct hp_api_refit_req r;
+			rc = hp_api_refit_parse(body, len, &r, &pb);
+		}
 		break;
 	}
-	}
-	if (rc)
-		check_problem(&pb);
-	return 0;
+}
+if (rc)
+	check_problem(&pb);
+return 0;
 }

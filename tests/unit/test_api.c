@@ -331,3 +331,17 @@ HP_TEST(api_http_pieces)
 	ASSERT(!hp_api_name_valid("a/b"));
 	ASSERT(!hp_api_name_valid("a b"));
 }
+
+HP_TEST(api_token_digest_and_compare)
+{
+	char hex[65];
+
+	/* FIPS 180-2's "abc" */
+	hp_api_token_digest("abc", 3, hex);
+	ASSERT_STR_EQ(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9c"
+			   "b410ff61f20015ad");
+	ASSERT(hp_api_ct_equal("abcd", "abcd", 4));
+	ASSERT(!hp_api_ct_equal("abcd", "abce", 4));
+	ASSERT(!hp_api_ct_equal("xbcd", "abcd", 4));
+	ASSERT(hp_api_ct_equal("", "x", 0));
+}
