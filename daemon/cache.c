@@ -177,3 +177,92 @@ void hd_pool_changed(struct hd *d)
 {
 	atomic_fetch_add(&d->pool_gen, 1);
 }
+
+/* ---- job documents */
+
+#define HD_JOBDOC_TTL_S 1.0
+
+struct hd_jobdoc {
+	int64_t id;
+	char *text;
+	size_t len;
+	double expires; /* hp_now_s(); 0: never (an ended job) */
+};
+
+#define NJOBDOCS 1024
+static struct hd_jobdoc jobdocs[NJOBDOCS];
+static pthread_rwlock_t jobdocs_lk = PTHREAD_RWLOCK_INITIALIZER;
+static atomic_uint_fast64_t jobdocs_gen;
+
+uint64_t hd_jobdoc_gen(void)
+{
+	return atomic_load(&jobdocs_gen);
+}
+
+char *hd_jobdoc_get(int64_t id, size_t *len)
+{
+	struct hd_jobdoc *e = &jobdocs[(uint64_t)id % NJOBDOCS];
+	char *copy = NULL;
+
+	pthread_rwlock_rdlock(&jobdocs_lk);
+	if (e->id == id && e->text &&
+	    (e->expires == 0 || hp_now_s() < e->expires) &&
+	    (copy = malloc(e->len + 1))) {
+		memcpy(copy, e->text, e->len + 1);
+		*len = e->len;
+	}
+	pthread_rwlock_unlock(&jobdocs_lk);
+	return copy;
+}
+
+void hd_jobdoc_put(int64_t id, const char *text, size_t len, bool ended,
+		   uint64_t gen)
+{
+	struct hd_jobdoc *e = &jobdocs[(uint64_t)id % NJOBDOCS];
+	char *copy = malloc(len + 1);
+
+	if (!copy)
+		return;
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	pthread_rwlock_wrlock(&jobdocs_lk);
+	/* a write since the document was read from the store: it may be
+	 * stale, so it is not kept */
+	if (atomic_load(&jobdocs_gen) != gen) {
+		pthread_rwlock_unlock(&jobdocs_lk);
+		free(copy);
+		return;
+	}
+	free(e->text);
+	e->id = id;
+	e->text = copy;
+	e->len = len;
+	e->expires = ended ? 0 : hp_now_s() + HD_JOBDOC_TTL_S;
+	pthread_rwlock_unlock(&jobdocs_lk);
+}
+
+void hd_job_changed(int64_t id)
+{
+	struct hd_jobdoc *e = &jobdocs[(uint64_t)id % NJOBDOCS];
+
+	pthread_rwlock_wrlock(&jobdocs_lk);
+	atomic_fetch_add(&jobdocs_gen, 1);
+	if (e->id == id) {
+		free(e->text);
+		e->text = NULL;
+		e->id = 0;
+	}
+	pthread_rwlock_unlock(&jobdocs_lk);
+}
+
+void hd_jobdoc_clear(void)
+{
+	pthread_rwlock_wrlock(&jobdocs_lk);
+	atomic_fetch_add(&jobdocs_gen, 1);
+	for (int i = 0; i < NJOBDOCS; i++) {
+		free(jobdocs[i].text);
+		jobdocs[i].text = NULL;
+		jobdocs[i].id = 0;
+	}
+	pthread_rwlock_unlock(&jobdocs_lk);
+}

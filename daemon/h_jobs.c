@@ -104,16 +104,31 @@ static void answer_job(struct hd *d, int64_t id, int status,
 {
 	struct hp_store_job j = {0};
 	struct hp_error err = {0};
-	json_t *o;
+	struct hp_buf b;
+	uint64_t gen = hd_jobdoc_gen();
+	size_t len;
+	char *doc;
 
+	if (status == 200 && (doc = hd_jobdoc_get(id, &len))) {
+		hd_text(out, 200, "application/json", doc, len);
+		return;
+	}
 	if (hp_store_job_get(d->store, id, &j, &err)) {
 		hd_problem_err(out, &err);
 		return;
 	}
-	if (!(o = hd_job_json(d, &j)))
+	hp_buf_init(&b, 64u << 20);
+	if (hd_job_render(d, &j, &b)) {
+		hp_buf_release(&b);
 		hd_problem(out, 500, "internal", NULL, "out of memory");
-	else
-		hd_json(out, status, o);
+	} else {
+		len = b.len;
+		if (status == 200)
+			hd_jobdoc_put(id, b.data, len,
+				      hp_job_state_terminal(j.state), gen);
+		hd_text(out, status, "application/json", hp_buf_detach(&b),
+			len);
+	}
 	if (status == 201 || status == 202)
 		snprintf(out->location, sizeof(out->location), "/v1/jobs/%lld",
 			 (long long)id);
@@ -152,8 +167,9 @@ void hd_h_jobs_list(struct hd *d, struct hd_req *r, struct hd_resp *out)
 	const char *limit = hd_query(r, "limit"), *after = hd_query(r, "after");
 	const char *order = hd_query(r, "order");
 	int64_t v;
-	json_t *a;
-	int n = 0;
+	struct hp_buf b;
+	size_t len;
+	int n = 0, rc;
 
 	f.limit = 100;
 	if (state) {
@@ -211,14 +227,24 @@ void hd_h_jobs_list(struct hd *d, struct hd_req *r, struct hd_resp *out)
 		hd_problem_err(out, &err);
 		return;
 	}
-	a = json_array();
-	for (int i = 0; i < n; i++)
-		json_array_append_new(a, hd_job_json(d, &jobs[i]));
-	hd_json(out, 200,
-		json_pack("{s:o, s:o}", "jobs", a, "next_after",
-			  n == f.limit ? json_integer(jobs[n - 1].id)
-				       : json_null()));
+	hp_buf_init(&b, 256u << 20);
+	rc = hp_buf_adds(&b, "{\"jobs\":[");
+	for (int i = 0; i < n && !rc; i++)
+		if (!(rc = i ? hp_buf_add(&b, ",", 1) : 0))
+			rc = hd_job_render(d, &jobs[i], &b);
+	if (!rc && n == f.limit)
+		rc = hp_buf_printf(&b, "],\"next_after\":%lld}",
+				   (long long)jobs[n - 1].id);
+	else if (!rc)
+		rc = hp_buf_adds(&b, "],\"next_after\":null}");
 	hp_store_job_list_free(jobs, n);
+	if (rc) {
+		hp_buf_release(&b);
+		hd_problem(out, 500, "internal", NULL, "out of memory");
+		return;
+	}
+	len = b.len;
+	hd_text(out, 200, "application/json", hp_buf_detach(&b), len);
 }
 
 void hd_h_job_cancel(struct hd *d, struct hd_req *r, struct hd_resp *out)
@@ -237,6 +263,7 @@ void hd_h_job_cancel(struct hd *d, struct hd_req *r, struct hd_resp *out)
 		hd_problem_err(out, &err);
 		return;
 	}
+	hd_job_changed(id);
 	hd_log(HP_LOG_INFO, "job cancel", "job", "i:", (long long)id, "who",
 	       "s:", r->who.name, "state", "s:", hp_job_state_name(st), NULL);
 	if (st == HP_JOB_CANCELLED) {

@@ -216,6 +216,18 @@ void hd_pool_put(struct hd_pool *p);
 /* Something changed devices or nodes: the next reader reloads. */
 void hd_pool_changed(struct hd *d);
 
+/* The JSON documents of jobs (GET /v1/jobs/ID): a copy of the one kept
+ * (the caller frees it), or NULL.  hd_jobdoc_gen() before reading the job
+ * from the store; hd_jobdoc_put() keeps the document only when no job was
+ * written meanwhile.  Every write to a job in this server is followed by
+ * hd_job_changed(). */
+uint64_t hd_jobdoc_gen(void);
+char *hd_jobdoc_get(int64_t id, size_t *len);
+void hd_jobdoc_put(int64_t id, const char *text, size_t len, bool ended,
+		   uint64_t gen);
+void hd_job_changed(int64_t id);
+void hd_jobdoc_clear(void);
+
 /* ---- the scheduler (sched.c) */
 
 struct hd_sched;
@@ -232,8 +244,10 @@ void hd_sched_kick(struct hd *d);
 int hd_sched_submit(struct hd *d, const struct hp_api_job *j,
 		    const struct hd_who *who, int64_t *id,
 		    struct hp_error *err);
-/* The job as the API shows it (null-safe JSON). */
-json_t *hd_job_json(struct hd *d, const struct hp_store_job *j);
+/* Append the job as the API shows it (JSON text) to out: 0 or HP_ENOMEM /
+ * HP_ETOOBIG. */
+int hd_job_render(struct hd *d, const struct hp_store_job *j,
+		  struct hp_buf *out);
 /* Recommend for j on the pool free now (or, all, every device not
  * drained): 0 with res filled (hp_rec_result_release()) and *pool the
  * pool used (hd_pool_put()). */

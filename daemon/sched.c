@@ -72,6 +72,25 @@ static double wall_now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Writes to a job, each followed by dropping its cached document. */
+static int job_update(struct hd *d, int64_t id,
+		      const struct hp_store_job_patch *p, struct hp_error *err)
+{
+	int rc = hp_store_job_update(d->store, id, p, err);
+
+	hd_job_changed(id);
+	return rc;
+}
+
+static int job_transition(struct hd *d, int64_t id, enum hp_job_state to,
+			  const char *reason, struct hp_error *err)
+{
+	int rc = hp_store_job_transition(d->store, id, to, reason, err);
+
+	hd_job_changed(id);
+	return rc;
+}
+
 void hd_sched_kick(struct hd *d)
 {
 	struct hd_sched *s = d->sched;
@@ -380,7 +399,7 @@ static void set_reason(struct hd *d, int64_t id, const char *old,
 		return;
 	pt.fields = HP_JOB_F_REASON;
 	pt.reason = reason;
-	hp_store_job_update(d->store, id, &pt, NULL);
+	job_update(d, id, &pt, NULL);
 }
 
 /*
@@ -455,6 +474,7 @@ static int try_start(struct hd *d, const struct hp_store_job *sj, bool *started,
 		}
 		rc = hp_store_job_start(d->store, sj->id, pl.req, pl.nreq,
 					pl.json, NULL, NULL, err);
+		hd_job_changed(sj->id);
 		if (rc == HP_EBUSY) {
 			/* taken meanwhile: plan again on what is left */
 			plan_release(&pl);
@@ -472,7 +492,7 @@ static int try_start(struct hd *d, const struct hp_store_job *sj, bool *started,
 			pt.predicted_end_at_s =
 			    isfinite(pl.time_s) ? now + pl.time_s : 0;
 			pt.reason = why[0] ? why : NULL;
-			hp_store_job_update(d->store, sj->id, &pt, NULL);
+			job_update(d, sj->id, &pt, NULL);
 			hd_log(HP_LOG_INFO, "job started", "job",
 			       "i:", (long long)sj->id, "devices",
 			       "i:", (long long)pl.nreq, "predicted_time_s",
@@ -658,7 +678,7 @@ static void record_deployment(struct hd *d, int64_t id, const char *dep,
 	pt.fields = HP_JOB_F_DEPLOY;
 	pt.deploy_id = dep;
 	pt.deploy_dir = dir;
-	if (hp_store_job_update(d->store, id, &pt, &err))
+	if (job_update(d, id, &pt, &err))
 		hd_log(HP_LOG_ERROR, "recording a deployment", "job",
 		       "i:", (long long)id, "deployment", "s:", dep, "error",
 		       "s:", err.msg, NULL);
@@ -668,7 +688,7 @@ static void fail_job(struct hd *d, int64_t id, const char *reason)
 {
 	struct hp_error err = {0};
 
-	if (hp_store_job_transition(d->store, id, HP_JOB_FAILED, reason, &err))
+	if (job_transition(d, id, HP_JOB_FAILED, reason, &err))
 		hd_log(HP_LOG_WARN, "failing a job", "job", "i:", (long long)id,
 		       "error", "s:", err.msg, NULL);
 	else
@@ -692,9 +712,8 @@ static void launch(struct hd *d, const struct hp_store_job *sj)
 	int rc;
 
 	if (sj->cancel_requested) {
-		hp_store_job_transition(d->store, sj->id, HP_JOB_CANCELLED,
-					"cancelled before it was launched",
-					NULL);
+		job_transition(d, sj->id, HP_JOB_CANCELLED,
+			       "cancelled before it was launched", NULL);
 		hd_pool_changed(d);
 		return;
 	}
@@ -940,22 +959,19 @@ static void follow(struct hd *d, const struct hp_store_job *sj)
 		return;
 	}
 	if (dj.state == HP_JOB_RUNNING && sj->state == HP_JOB_STARTING)
-		hp_store_job_transition(d->store, sj->id, HP_JOB_RUNNING, NULL,
-					NULL);
+		job_transition(d, sj->id, HP_JOB_RUNNING, NULL, NULL);
 	if (dj.state == HP_JOB_QUEUED || dj.state == HP_JOB_STARTING)
 		set_reason(d, sj->id, sj->reason,
 			   dj.reason[0] ? dj.reason : NULL);
 	if (hp_job_state_terminal(dj.state)) {
 		if (dj.state == HP_JOB_SUCCEEDED) {
 			if (sj->state == HP_JOB_STARTING)
-				hp_store_job_transition(d->store, sj->id,
-							HP_JOB_RUNNING, NULL,
-							NULL);
+				job_transition(d, sj->id, HP_JOB_RUNNING, NULL,
+					       NULL);
 			record_measurement(d, sj, &dj);
 		}
-		if (hp_store_job_transition(d->store, sj->id, dj.state,
-					    dj.reason[0] ? dj.reason : NULL,
-					    &err))
+		if (job_transition(d, sj->id, dj.state,
+				   dj.reason[0] ? dj.reason : NULL, &err))
 			hd_log(HP_LOG_WARN, "ending a job", "job",
 			       "i:", (long long)sj->id, "error", "s:", err.msg,
 			       NULL);
@@ -1036,7 +1052,7 @@ static void predict_queue(struct hd *d, struct hp_store_job *q, int nq)
 			pt.fields = HP_JOB_F_PREDICTED;
 			pt.predicted_start_at_s = at;
 			pt.predicted_end_at_s = end;
-			hp_store_job_update(d->store, q[i].id, &pt, NULL);
+			job_update(d, q[i].id, &pt, NULL);
 		}
 	next:
 		hp_pool_free(p);
@@ -1158,8 +1174,8 @@ static void *cancel_main(void *arg)
 					       "job", "i:", (long long)id,
 					       "error", "s:", err.msg, NULL);
 			} else {
-				hp_store_job_transition(
-				    d->store, id, HP_JOB_CANCELLED,
+				job_transition(
+				    d, id, HP_JOB_CANCELLED,
 				    "cancelled before it was launched", NULL);
 				hd_pool_changed(d);
 			}
@@ -1241,18 +1257,24 @@ void hd_sched_stop(struct hd *d)
 
 /* ---- the API's view of a job */
 
-json_t *hd_job_json(struct hd *d, const struct hp_store_job *j)
+/* Whether text is JSON the store holds as we wrote it: an object. */
+static bool raw_ok(const char *text)
+{
+	return text && text[0] == '{';
+}
+
+int hd_job_render(struct hd *d, const struct hp_store_job *j,
+		  struct hp_buf *out)
 {
 	json_t *o = json_object(), *devs = json_array(), *dl;
 	struct hp_store_alloc *al = NULL;
-	int nal = 0;
 	double dur = j->predicted_end_at_s - j->predicted_start_at_s;
+	int nal = 0, rc = HP_ENOMEM;
+	char *s = NULL;
+	size_t n;
 
-	if (!o || !devs) {
-		json_decref(o);
-		json_decref(devs);
-		return NULL;
-	}
+	if (!o || !devs)
+		goto out;
 	json_object_set_new(o, "id", json_integer(j->id));
 	json_object_set_new(o, "name", hd_jstr(j->name));
 	json_object_set_new(o, "state",
@@ -1300,8 +1322,6 @@ json_t *hd_job_json(struct hd *d, const struct hp_store_job *j)
 	json_object_set_new(o, "deadline", dl);
 	json_object_set_new(o, "cancel_requested",
 			    json_boolean(j->cancel_requested));
-	json_object_set_new(o, "description", hd_jtext(j->description));
-	json_object_set_new(o, "plan", hd_jtext(j->plan));
 	if (!hp_store_job_devices(d->store, j->id, false, &al, &nal, NULL)) {
 		for (int i = 0; i < nal; i++)
 			json_array_append_new(
@@ -1312,12 +1332,34 @@ json_t *hd_job_json(struct hd *d, const struct hp_store_job *j)
 		hp_store_alloc_list_free(al, nal);
 	}
 	json_object_set_new(o, "devices", devs);
+	devs = NULL;
 	json_object_set_new(o, "deployment",
 			    j->deploy_id
 				? json_pack("{s:s, s:o}", "id", j->deploy_id,
 					    "dir", hd_jstr(j->deploy_dir))
 				: json_null());
-	return o;
+	/* The description and the plan are JSON this server wrote: spliced
+	 * in as text rather than parsed and written again. */
+	if (!raw_ok(j->description))
+		json_object_set_new(o, "description", hd_jtext(j->description));
+	if (!raw_ok(j->plan))
+		json_object_set_new(o, "plan", hd_jtext(j->plan));
+	if (!(s = json_dumps(o, JSON_COMPACT)))
+		goto out;
+	n = strlen(s);
+	s[n - 1] = '\0'; /* the closing brace */
+	rc = hp_buf_add(out, s, n - 1);
+	if (!rc && raw_ok(j->description))
+		rc = hp_buf_printf(out, ",\"description\":%s", j->description);
+	if (!rc && raw_ok(j->plan))
+		rc = hp_buf_printf(out, ",\"plan\":%s", j->plan);
+	if (!rc)
+		rc = hp_buf_add(out, "}", 1);
+out:
+	free(s);
+	json_decref(o);
+	json_decref(devs);
+	return rc;
 }
 
 int hd_recommend(struct hd *d, const struct hp_api_job *j,

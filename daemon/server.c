@@ -717,7 +717,6 @@ int hd_server_start(struct hd *d, struct hp_error *err)
 		    {MHD_OPTION_CONNECTION_TIMEOUT,
 		     (intptr_t)(c->idle_timeout_s < 1 ? 1 : c->idle_timeout_s),
 		     NULL},
-		    {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 << 10, NULL},
 		    {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
 		    {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed_cb, d},
 		    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify_conn, d},
