@@ -128,6 +128,8 @@ struct hd_req {
 	double t0; /* hp_now_s() at the first call */
 	struct hd_conn *conn;
 	bool answered; /* a response was queued */
+	bool too_big;  /* the body passed the route's limit */
+	size_t dropped;
 	int status;
 };
 
@@ -288,7 +290,9 @@ struct hd {
 	char self_name[HP_NAME_MAX]; /* this host's node name */
 };
 
-/* The server (server.c). */
+/* The server (server.c): the address and TLS files checked and read
+ * first (before anything is opened), then the listening. */
+int hd_server_prepare(struct hd *d, struct hp_error *err);
 int hd_server_start(struct hd *d, struct hp_error *err);
 /* The port it listens on (for --listen HOST:0). */
 int hd_server_port(struct hd *d);

@@ -598,6 +598,8 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_init(&d.cache_mu, NULL);
 	pthread_mutex_init(&d.refit.mu, NULL);
+	if (hd_server_prepare(&d, &err))
+		return fail("%s", err.msg);
 	co.catalog = d.cfg.catalog;
 	co.estimator = d.cfg.estimator;
 	if (!(d.ctx = hp_ctx_new(&co, &err)))

@@ -574,16 +574,29 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *mc,
 		*upload_size = 0;
 		if (r->answered)
 			return MHD_YES; /* the rest is dropped */
-		if (hp_buf_add(&r->body, upload_data, n))
-			return answer_problem(d, r, 413, "body-too-large",
-					      "the body is over %zu bytes, "
-					      "the most %s %s takes",
-					      r->body.cap, r->route->method,
-					      r->route->pattern);
+		if (r->too_big) {
+			/* MHD answers only once the body is in: what comes
+			 * is dropped, up to a bound past which the client is
+			 * cut off */
+			r->dropped += n;
+			return r->dropped > 4 * r->body.cap + (1u << 20)
+				   ? MHD_NO
+				   : MHD_YES;
+		}
+		if (hp_buf_add(&r->body, upload_data, n)) {
+			r->too_big = true;
+			r->dropped = n;
+		}
 		return MHD_YES;
 	}
 	if (r->answered)
 		return MHD_YES;
+	if (r->too_big)
+		return answer_problem(d, r, 413, "body-too-large",
+				      "the body is over %zu bytes, the most "
+				      "%s %s takes",
+				      r->body.cap, r->route->method,
+				      r->route->pattern);
 	conn_set(r->conn, CONN_BUSY);
 	r->route->fn(d, r, &out);
 	if (!out.status)
@@ -657,26 +670,25 @@ static bool loopback(const struct sockaddr *sa)
 	return false;
 }
 
-static int read_pem(const char *path, char **out, struct hp_error *err)
+static int read_pem(const char *opt, const char *path, char **out,
+		    struct hp_error *err)
 {
 	size_t len;
 	int rc = hp_read_file(path, 1u << 20, out, &len, err);
 
 	if (rc)
-		hp_error_prefix(err, "TLS file");
+		hp_error_prefix(err, "%s '%s'", opt, path);
 	return rc;
 }
 
 static char *tls_key, *tls_cert;
+static struct sockaddr_storage listen_addr;
 
-int hd_server_start(struct hd *d, struct hp_error *err)
+int hd_server_prepare(struct hd *d, struct hp_error *err)
 {
 	const struct hd_config *c = &d->cfg;
 	struct addrinfo hints = {0}, *ai = NULL;
-	struct sockaddr_storage ss;
 	char port[16];
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	int rc;
 
 	hints.ai_family = AF_UNSPEC;
@@ -687,26 +699,38 @@ int hd_server_start(struct hd *d, struct hp_error *err)
 		return hp_error_set(err, HP_EINVAL,
 				    "--listen '%s': cannot resolve it: %s",
 				    c->listen_host, gai_strerror(rc));
-	memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+	memcpy(&listen_addr, ai->ai_addr, ai->ai_addrlen);
 	freeaddrinfo(ai);
-	if (!loopback((struct sockaddr *)&ss) && !c->tls_cert && !c->insecure)
+	if (!loopback((struct sockaddr *)&listen_addr) && !c->tls_cert &&
+	    !c->insecure)
 		return hp_error_set(err, HP_EINVAL,
 				    "--listen '%s' is not a loopback address: "
 				    "tokens would cross the network in clear; "
 				    "give --tls-cert and --tls-key, or "
 				    "--insecure",
 				    c->listen_host);
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
 	if (c->tls_cert) {
 		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 			return hp_error_set(err, HP_EUNSUPP,
 					    "this libmicrohttpd has no TLS");
-		if ((rc = read_pem(c->tls_key, &tls_key, err)) ||
-		    (rc = read_pem(c->tls_cert, &tls_cert, err)))
+		if ((rc = read_pem("--tls-key", c->tls_key, &tls_key, err)) ||
+		    (rc = read_pem("--tls-cert", c->tls_cert, &tls_cert, err)))
 			return rc;
-		flags |= MHD_USE_TLS;
 	}
+	return 0;
+}
+
+int hd_server_start(struct hd *d, struct hp_error *err)
+{
+	const struct hd_config *c = &d->cfg;
+	struct sockaddr_storage ss = listen_addr;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
+
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	if (c->tls_cert)
+		flags |= MHD_USE_TLS;
 	{
 		struct MHD_OptionItem o[] = {
 		    /* first, so that MHD's own messages come here too */

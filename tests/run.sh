@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the whole suite against a build folder: the unit tests (one process
-# per test) and the CLI tests (tests/cli/*.sh, each a sequence of checks
-# printing "ok NAME", "FAIL NAME: why" or "skip NAME: why").  A test that
+# per test), the CLI tests (tests/cli/*.sh) and the integration tests that
+# start a real hetpoold (tests/integration/*.sh), each a sequence of checks
+# printing "ok NAME", "FAIL NAME: why" or "skip NAME: why".  A test that
 # cannot run here is skipped, counted on a line of its own, never passed.
 # Ends with the line "N passed, N failed".
 set -u
@@ -31,7 +32,7 @@ else
 fi
 rm -f "$out"
 
-for t in "$root"/tests/cli/*.sh; do
+for t in "$root"/tests/cli/*.sh "$root"/tests/integration/*.sh; do
 	[ -f "$t" ] || continue
 	out=$(mktemp)
 	bash "$t" >"$out" 2>&1
