@@ -49,6 +49,8 @@
 #define LABEL_PREFIX "hetpoold-"
 #define MAX_CANCELS 256
 #define MAX_PREDICT_QUEUED 16
+#define QUEUE_RETRY_S 10.0 /* walk the queue at least this often */
+#define QUEUE_WALK_MAX 64  /* queued jobs tried per walk */
 
 struct hd_sched {
 	pthread_t thread, canceller;
@@ -62,6 +64,8 @@ struct hd_sched {
 	int nsent;
 	uint64_t predicted_gen; /* pool generation the predictions used */
 	double predicted_at;
+	uint64_t queue_gen; /* pool generation the last queue walk saw */
+	double queue_at;
 };
 
 static double wall_now(void)
@@ -1082,14 +1086,23 @@ static void tick(struct hd *d)
 		}
 		hp_store_job_list_free(jobs, n);
 	}
-	/* start what can start */
+	/* Start what can start.  The queue is walked again only when the
+	 * devices changed (or every QUEUE_RETRY_S, as deadlines draw near):
+	 * a job that could not start on these devices cannot now either. */
+	gen = atomic_load(&d->pool_gen);
+	if (gen == s->queue_gen && hp_now_s() - s->queue_at < QUEUE_RETRY_S)
+		return;
+	s->queue_gen = gen;
+	s->queue_at = hp_now_s();
 	if (hp_store_queue(d->store, &q, &nq, NULL))
 		return;
-	for (int i = 0; i < nq && !s->stop; i++) {
+	for (int i = 0, tried = 0; i < nq && tried < QUEUE_WALK_MAX && !s->stop;
+	     i++) {
 		bool started = false;
 		struct hp_error err = {0};
 		if (q[i].cancel_requested)
 			continue;
+		tried++;
 		if (try_start(d, &q[i], &started, &err)) {
 			char reason[400];
 			snprintf(reason, sizeof(reason), "%s", err.msg);
