@@ -964,9 +964,9 @@ static void follow(struct hd *d, const struct hp_store_job *sj)
 	}
 	if (dj.state == HP_JOB_RUNNING && sj->state == HP_JOB_STARTING)
 		job_transition(d, sj->id, HP_JOB_RUNNING, NULL, NULL);
-	if (dj.state == HP_JOB_QUEUED || dj.state == HP_JOB_STARTING)
-		set_reason(d, sj->id, sj->reason,
-			   dj.reason[0] ? dj.reason : NULL);
+	if ((dj.state == HP_JOB_QUEUED || dj.state == HP_JOB_STARTING) &&
+	    dj.reason[0])
+		set_reason(d, sj->id, sj->reason, dj.reason);
 	if (hp_job_state_terminal(dj.state)) {
 		if (dj.state == HP_JOB_SUCCEEDED) {
 			if (sj->state == HP_JOB_STARTING)
@@ -974,8 +974,14 @@ static void follow(struct hd *d, const struct hp_store_job *sj)
 					       NULL);
 			record_measurement(d, sj, &dj);
 		}
-		if (job_transition(d, sj->id, dj.state,
-				   dj.reason[0] ? dj.reason : NULL, &err))
+		/* a cancel asked for here keeps its reason ("cancelled by
+		 * NAME") */
+		const char *why = dj.state == HP_JOB_CANCELLED &&
+					  sj->cancel_requested && sj->reason
+				      ? NULL
+				  : dj.reason[0] ? dj.reason
+						 : NULL;
+		if (job_transition(d, sj->id, dj.state, why, &err))
 			hd_log(HP_LOG_WARN, "ending a job", "job",
 			       "i:", (long long)sj->id, "error", "s:", err.msg,
 			       NULL);
