@@ -229,6 +229,8 @@ void hd_jobdoc_put(int64_t id, const char *text, size_t len, bool ended,
 		   uint64_t gen);
 void hd_job_changed(int64_t id);
 void hd_jobdoc_clear(void);
+/* Keep no documents (--no-cache: every GET reads the store). */
+void hd_jobdoc_disable(void);
 
 /* ---- the scheduler (sched.c) */
 

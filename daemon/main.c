@@ -83,6 +83,11 @@ static const char usage[] =
     "  --no-sync            the store commits with synchronous=NORMAL "
     "(faster;\n"
     "                       a machine crash may lose the last commits)\n"
+    "  --no-cache           read every job from the store for GET "
+    "/v1/jobs/ID (by\n"
+    "                       default a job's document is kept until it "
+    "changes;\n"
+    "                       for measurements)\n"
     "  --routes             print the routes and exit\n"
     "  --version            print the version and exit\n"
     "\n"
@@ -215,6 +220,7 @@ enum {
 	O_PORTFILE,
 	O_LOGLEVEL,
 	O_NOSYNC,
+	O_NOCACHE,
 	O_ROUTES,
 	O_VERSION,
 	O_HELP,
@@ -246,6 +252,7 @@ static const struct option longopts[] = {
     {"port-file", required_argument, NULL, O_PORTFILE},
     {"log-level", required_argument, NULL, O_LOGLEVEL},
     {"no-sync", no_argument, NULL, O_NOSYNC},
+    {"no-cache", no_argument, NULL, O_NOCACHE},
     {"routes", no_argument, NULL, O_ROUTES},
     {"version", no_argument, NULL, O_VERSION},
     {"help", no_argument, NULL, O_HELP},
@@ -373,6 +380,9 @@ static int parse_args(int argc, char **argv, struct hd_config *c)
 			break;
 		case O_NOSYNC:
 			c->no_sync = true;
+			break;
+		case O_NOCACHE:
+			hd_jobdoc_disable();
 			break;
 		case O_ROUTES:
 			for (int i = 0; i < hd_nroutes; i++) {
