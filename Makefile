@@ -3,7 +3,10 @@
 #   make deps      install every system package (Debian 12, apt-get)
 #   make           build into build/ (binaries in build/bin/)
 #   make test      build and run the whole suite; ends with "N passed, N failed"
-#   make run       the main job: analyse ResNet-50, predict it on five device types
+#   make run       hetpoold in the foreground on 127.0.0.1:8080 (the sample pool
+#                  and this host), after saying what to try; Ctrl-C stops it
+#   make demo      the command-line walk-through: analyse ResNet-50, predict it on
+#                  five device types, recommend on the sample pool
 #   make asan      the suite under AddressSanitizer + UBSan (build-asan/)
 #   make tsan      the thread tests under ThreadSanitizer (build-tsan/)
 #   make fuzz      libFuzzer targets, each for FUZZ_SECONDS (build-fuzz/)
@@ -21,7 +24,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps deps-build deps-test deps-ci deps-bench build test run asan tsan fuzz bench \
+.PHONY: all deps deps-build deps-test deps-ci deps-bench build test run demo asan tsan fuzz bench \
 	format format-check clean
 
 all: build
@@ -41,7 +44,13 @@ build: deps-build $(BUILD)/build.ninja
 test: deps-test build
 	@tests/run.sh $(BUILD)
 
+RUN_DIR ?= $(BUILD)/run
+RUN_LISTEN ?= 127.0.0.1:8080
+
 run: build
+	@tools/run-daemon.sh $(BUILD) $(RUN_DIR) $(RUN_LISTEN)
+
+demo: build
 	$(BUILD)/bin/hetpool analyze data/models/resnet50.train.onnx --batch 32 --summary
 	@for d in cpu t4 v100 a100 h100; do echo; \
 		$(BUILD)/bin/hetpool predict data/models/resnet50.train.onnx --device $$d --batch 32 || exit 1; done
