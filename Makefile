@@ -80,11 +80,26 @@ TSAN_TESTS = threads_ ctx_ deploy_job_update_under_lock_loses_nothing \
 $(TSAN_BUILD)/build.ninja: | deps-ci
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHP_TSAN=ON -DHP_CUDA=OFF
 
+# Then hetpoold itself under TSan, driven by the integration tests that
+# start no training (slow clients, the connection cap, many clients at
+# once, 64 concurrent requests; 15 SIGKILLs mid-burst): a race reported
+# by hetpoold fails the run (about 1 min).
+TSAN_DAEMON_TESTS = limits crash
+
 tsan: deps-ci $(TSAN_BUILD)/build.ninja
-	cmake --build $(TSAN_BUILD) --target hp_unit
+	cmake --build $(TSAN_BUILD) --target hp_unit hetpoold hetpool_cli
 	@TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1 \
 		$(TSAN_BUILD)/bin/hp_unit $(TSAN_TESTS) | tee $(TSAN_BUILD)/tsan.log; \
 		grep -qE '^unit: [1-9][0-9]* passed, 0 failed$$' $(TSAN_BUILD)/tsan.log
+	@rm -rf $(TSAN_BUILD)/tsan-daemon && mkdir -p $(TSAN_BUILD)/tsan-daemon && \
+	for t in $(TSAN_DAEMON_TESTS); do \
+		TSAN_OPTIONS=second_deadlock_stack=1:log_path=$(CURDIR)/$(TSAN_BUILD)/tsan-daemon/report \
+		HP_CRASH_ROUNDS=15 HP_BIN=$(CURDIR)/$(TSAN_BUILD)/bin HP_ROOT=$(CURDIR) \
+			python3 tests/integration/$$t.py || exit 1; \
+	done; \
+	if ls $(TSAN_BUILD)/tsan-daemon/report* >/dev/null 2>&1; then \
+		cat $(TSAN_BUILD)/tsan-daemon/report*; echo "FAIL hetpoold under TSan"; exit 1; \
+	else echo "hetpoold under TSan: no race reported"; fi
 
 $(FUZZ_BUILD)/build.ninja: | deps-ci
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHP_FUZZ=ON

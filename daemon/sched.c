@@ -57,7 +57,8 @@ struct hd_sched {
 	bool running, cancel_running;
 	pthread_mutex_t mu;
 	pthread_cond_t cv, ccv;
-	bool stop, kicked;
+	atomic_bool stop; /* read by the threads between steps */
+	bool kicked;
 	int64_t cancels[MAX_CANCELS]; /* to stop, in order */
 	int ncancels;
 	int64_t sent[MAX_CANCELS]; /* ring of ids already told to stop */
@@ -1084,7 +1085,7 @@ static void tick(struct hd *d)
 	/* launch and follow the started jobs */
 	f.states = 1u << HP_JOB_STARTING | 1u << HP_JOB_RUNNING;
 	if (!hp_store_job_list(d->store, &f, &jobs, &n, NULL)) {
-		for (int i = 0; i < n && !s->stop; i++) {
+		for (int i = 0; i < n && !atomic_load(&s->stop); i++) {
 			if (!jobs[i].deploy_id)
 				launch(d, &jobs[i]);
 			else
@@ -1102,8 +1103,8 @@ static void tick(struct hd *d)
 	s->queue_at = hp_now_s();
 	if (hp_store_queue(d->store, &q, &nq, NULL))
 		return;
-	for (int i = 0, tried = 0; i < nq && tried < QUEUE_WALK_MAX && !s->stop;
-	     i++) {
+	for (int i = 0, tried = 0;
+	     i < nq && tried < QUEUE_WALK_MAX && !atomic_load(&s->stop); i++) {
 		bool started = false;
 		struct hp_error err = {0};
 		if (q[i].cancel_requested)
@@ -1143,14 +1144,14 @@ static void *sched_main(void *arg)
 	struct hd_sched *s = d->sched;
 
 	pthread_mutex_lock(&s->mu);
-	while (!s->stop) {
+	while (!atomic_load(&s->stop)) {
 		struct timespec ts;
 		double wait = d->cfg.poll_s;
 		s->kicked = false;
 		pthread_mutex_unlock(&s->mu);
 		tick(d);
 		pthread_mutex_lock(&s->mu);
-		if (s->stop || s->kicked)
+		if (atomic_load(&s->stop) || s->kicked)
 			continue;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += (time_t)wait;
@@ -1171,7 +1172,7 @@ static void *cancel_main(void *arg)
 	struct hd_sched *s = d->sched;
 
 	pthread_mutex_lock(&s->mu);
-	while (!s->stop) {
+	while (!atomic_load(&s->stop)) {
 		int64_t id;
 		struct hp_store_job sj = {0};
 		struct hp_error err = {0};
@@ -1259,7 +1260,7 @@ void hd_sched_stop(struct hd *d)
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->mu);
-	s->stop = true;
+	atomic_store(&s->stop, true);
 	pthread_cond_broadcast(&s->cv);
 	pthread_cond_broadcast(&s->ccv);
 	pthread_mutex_unlock(&s->mu);

@@ -783,8 +783,6 @@ void hd_server_stop(struct hd *d)
 	/* no new connections; requests in flight finish (up to the grace
 	 * time) */
 	ls = MHD_quiesce_daemon(d->mhd);
-	if (ls != MHD_INVALID_SOCKET)
-		close(ls);
 	while (atomic_load(&d->inflight) > 0 &&
 	       hp_now_s() - t0 < d->cfg.shutdown_grace_s) {
 		struct timespec ts = {0, 20000000};
@@ -792,6 +790,9 @@ void hd_server_stop(struct hd *d)
 	}
 	MHD_stop_daemon(d->mhd);
 	d->mhd = NULL;
+	/* MHD's threads may use the listening socket until they stop */
+	if (ls != MHD_INVALID_SOCKET)
+		close(ls);
 	if (reaper_running) {
 		pthread_mutex_lock(&reaper_mu);
 		reaper_stop = true;
