@@ -3,10 +3,12 @@
 #   make deps      install every system package (Debian 12, apt-get)
 #   make           build into build/ (binaries in build/bin/)
 #   make test      build and run the whole suite; ends with "N passed, N failed"
-#   make run       the main job: analyse ResNet-50, predict it on five device
-#                  types, recommend a pool; then train a small Fashion-MNIST
-#                  CNN on this host through the local backend (RUN_SECONDS
-#                  of training at most) and say where its results are
+#   make run       hetpoold in the foreground on 127.0.0.1:8080 (the sample pool
+#                  and this host), after saying what to try; Ctrl-C stops it
+#   make demo      the command-line walk-through: analyse ResNet-50, predict it on
+#                  five device types, recommend on the sample pool; then train a
+#                  small Fashion-MNIST CNN on this host through the local backend
+#                  (RUN_SECONDS of training at most) and say where its results are
 #   make asan      the suite under AddressSanitizer + UBSan (build-asan/)
 #   make tsan      the thread tests under ThreadSanitizer (build-tsan/)
 #   make fuzz      libFuzzer targets, each for FUZZ_SECONDS (build-fuzz/)
@@ -25,7 +27,7 @@ FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 RUN_SECONDS ?= 30
 
-.PHONY: all deps deps-build deps-run deps-test deps-ci deps-bench build test run asan tsan fuzz bench \
+.PHONY: all deps deps-build deps-run deps-test deps-ci deps-bench build test run demo asan tsan fuzz bench \
 	format format-check clean
 
 all: build
@@ -45,7 +47,13 @@ build: deps-build $(BUILD)/build.ninja
 test: deps-test build
 	@tests/run.sh $(BUILD)
 
+RUN_DIR ?= $(BUILD)/run
+RUN_LISTEN ?= 127.0.0.1:8080
+
 run: deps-run build
+	@tools/run-daemon.sh $(BUILD) $(RUN_DIR) $(RUN_LISTEN)
+
+demo: deps-run build
 	$(BUILD)/bin/hetpool analyze data/models/resnet50.train.onnx --batch 32 --summary
 	@for d in cpu t4 v100 a100 h100; do echo; \
 		$(BUILD)/bin/hetpool predict data/models/resnet50.train.onnx --device $$d --batch 32 || exit 1; done
@@ -79,11 +87,26 @@ TSAN_TESTS = threads_ ctx_ deploy_job_update_under_lock_loses_nothing \
 $(TSAN_BUILD)/build.ninja: | deps-ci
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHP_TSAN=ON -DHP_CUDA=OFF
 
+# Then hetpoold itself under TSan, driven by the integration tests that
+# start no training (slow clients, the connection cap, many clients at
+# once, 64 concurrent requests; 15 SIGKILLs mid-burst): a race reported
+# by hetpoold fails the run (about 1 min).
+TSAN_DAEMON_TESTS = limits crash
+
 tsan: deps-ci $(TSAN_BUILD)/build.ninja
-	cmake --build $(TSAN_BUILD) --target hp_unit
+	cmake --build $(TSAN_BUILD) --target hp_unit hetpoold hetpool_cli
 	@TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1 \
 		$(TSAN_BUILD)/bin/hp_unit $(TSAN_TESTS) | tee $(TSAN_BUILD)/tsan.log; \
 		grep -qE '^unit: [1-9][0-9]* passed, 0 failed$$' $(TSAN_BUILD)/tsan.log
+	@rm -rf $(TSAN_BUILD)/tsan-daemon && mkdir -p $(TSAN_BUILD)/tsan-daemon && \
+	for t in $(TSAN_DAEMON_TESTS); do \
+		TSAN_OPTIONS=second_deadlock_stack=1:log_path=$(CURDIR)/$(TSAN_BUILD)/tsan-daemon/report \
+		HP_CRASH_ROUNDS=15 HP_BIN=$(CURDIR)/$(TSAN_BUILD)/bin HP_ROOT=$(CURDIR) \
+			python3 tests/integration/$$t.py || exit 1; \
+	done; \
+	if ls $(TSAN_BUILD)/tsan-daemon/report* >/dev/null 2>&1; then \
+		cat $(TSAN_BUILD)/tsan-daemon/report*; echo "FAIL hetpoold under TSan"; exit 1; \
+	else echo "hetpoold under TSan: no race reported"; fi
 
 $(FUZZ_BUILD)/build.ninja: | deps-ci
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHP_FUZZ=ON

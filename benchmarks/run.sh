@@ -100,3 +100,12 @@ if [ -x "$build/bin/hetpool-train" ]; then
 	echo "== hetpool-train: rebalancing against a CPU hog on rank 1's core (goal: re-split >= 95% of ideal, rank times within 5%)"
 	benchmarks/bench_rebalance.sh "$build"
 fi
+
+echo
+echo "== hetpoold under load: GET /v1/jobs/ID vs a bare libmicrohttpd endpoint, POST /v1/recommendations vs in-process (goal: >= 80% of each, no errors, flat memory)"
+benchmarks/bench_daemon.sh "$build"
+
+echo
+echo "== hetpoold crash test, longer: ${BENCH_CRASH_ROUNDS:-500} SIGKILLs mid-burst (make test runs 100)"
+HP_BIN="$root/$build/bin" HP_ROOT="$root" HP_CRASH_ROUNDS=${BENCH_CRASH_ROUNDS:-500} \
+	python3 tests/integration/crash.py

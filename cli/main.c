@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "opt.h"
+#include "remote.h"
 
 static const char usage[] =
     "usage: hetpool <command> [options]\n"
@@ -49,6 +50,12 @@ static const char usage[] =
     "                    a good interval and a suggested rate, plot it\n"
     "  help [COMMAND]    show help for a command\n"
     "\n"
+    "  --server URL COMMAND ...\n"
+    "                    ask a hetpoold instead (recommend, run, jobs, "
+    "status,\n"
+    "                    cancel, logs; token in HETPOOL_TOKEN): see "
+    "'hetpool\n"
+    "                    --server URL --help'\n"
     "  --version         print hetpool's version\n"
     "\n"
     "Run 'hetpool COMMAND --help' for a command's options.\n";
@@ -214,6 +221,8 @@ static int check_help(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	bad = cli_check_help(usage);
+	for (int i = 0; cli_remote_cmds[i]; i++)
+		bad += cli_check_cmd_help(cli_remote_cmds[i], cli_remote_usage);
 	if (bad)
 		return cli_error(EXIT_FAIL,
 				 "%d mismatches between the help texts and "
@@ -244,6 +253,16 @@ static int run(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
+	if (!strcmp(cmd, "--server") || !strncmp(cmd, "--server=", 9)) {
+		/* hetpool --server URL COMMAND ...: a hetpoold answers */
+		bool eq = cmd[8] == '=';
+		if (!eq && argc < 3)
+			return cli_error(EXIT_USAGE,
+					 "--server needs a URL; see "
+					 "'hetpool --help'");
+		return cli_remote(eq ? cmd + 9 : argv[2], argc - (eq ? 2 : 3),
+				  argv + (eq ? 2 : 3));
+	}
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		fputs(usage, stdout);
 		return EXIT_OK;

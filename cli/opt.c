@@ -231,39 +231,43 @@ static bool in_table(const struct cli_cmd *c, const char *name, size_t len)
 	return false;
 }
 
+int cli_check_cmd_help(const struct cli_cmd *c, const char *usage)
+{
+	char want[64];
+	int bad = 0;
+
+	snprintf(want, sizeof(want), "\n  %s ", c->name);
+	if (!strstr(usage, want)) {
+		fprintf(stderr, "usage: lacks '%s'\n", c->name);
+		bad++;
+	}
+	for (const struct cli_opt *o = c->opts; o && o->name; o++)
+		if (!names_opt(c->help, o->name)) {
+			fprintf(stderr, "%s: help lacks --%s\n", c->name,
+				o->name);
+			bad++;
+		}
+	for (const char *p = strstr(c->help, "--"); p;
+	     p = strstr(p + 2, "--")) {
+		size_t len = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz"
+					   "0123456789-");
+		if (len && !in_table(c, p + 2, len)) {
+			fprintf(stderr,
+				"%s: help names --%.*s, not an option\n",
+				c->name, (int)len, p + 2);
+			bad++;
+		}
+		p += len;
+	}
+	return bad;
+}
+
 int cli_check_help(const char *usage)
 {
 	int bad = 0;
 
-	for (int i = 0; cli_cmds[i]; i++) {
-		const struct cli_cmd *c = cli_cmds[i];
-		char want[64];
-		if (c->hidden)
-			continue;
-		snprintf(want, sizeof(want), "\n  %s ", c->name);
-		if (!strstr(usage, want)) {
-			fprintf(stderr, "usage: lacks '%s'\n", c->name);
-			bad++;
-		}
-		for (const struct cli_opt *o = c->opts; o && o->name; o++)
-			if (!names_opt(c->help, o->name)) {
-				fprintf(stderr, "%s: help lacks --%s\n",
-					c->name, o->name);
-				bad++;
-			}
-		for (const char *p = strstr(c->help, "--"); p;
-		     p = strstr(p + 2, "--")) {
-			size_t len = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz"
-						   "0123456789-");
-			if (len && !in_table(c, p + 2, len)) {
-				fprintf(stderr,
-					"%s: help names --%.*s, not an "
-					"option\n",
-					c->name, (int)len, p + 2);
-				bad++;
-			}
-			p += len;
-		}
-	}
+	for (int i = 0; cli_cmds[i]; i++)
+		if (!cli_cmds[i]->hidden)
+			bad += cli_check_cmd_help(cli_cmds[i], usage);
 	return bad;
 }

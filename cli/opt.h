@@ -152,5 +152,7 @@ const struct cli_cmd *cli_cmd_find(const char *name);
 /* Check each command's help against its table, and that the program's
  * usage lists each command; the mismatches on stderr, how many. */
 int cli_check_help(const char *usage);
+/* The same for one command against a usage text. */
+int cli_check_cmd_help(const struct cli_cmd *c, const char *usage);
 
 #endif

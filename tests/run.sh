@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the whole suite against a build folder: the unit tests (one process
-# per test) and the CLI tests (tests/cli/*.sh, each a sequence of checks
-# printing "ok NAME", "FAIL NAME: why" or "skip NAME: why").  A test that
+# per test), the CLI tests (tests/cli/*.sh) and the integration tests that
+# start a real hetpoold (tests/integration/*.sh), each a sequence of checks
+# printing "ok NAME", "FAIL NAME: why" or "skip NAME: why".  A test that
 # cannot run here is skipped, counted on a line of its own, never passed.
 # Nothing may hang the suite: the unit tests get HP_UNIT_TIMEOUT seconds
 # (1200) and each CLI script HP_SCRIPT_TIMEOUT (900), then it is killed
@@ -35,7 +36,7 @@ else
 fi
 rm -f "$out"
 
-for t in "$root"/tests/cli/*.sh; do
+for t in "$root"/tests/cli/*.sh "$root"/tests/integration/*.sh; do
 	[ -f "$t" ] || continue
 	out=$(mktemp)
 	timeout -k 10 "$script_limit" bash "$t" >"$out" 2>&1

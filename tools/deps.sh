@@ -17,12 +17,13 @@ set -eu
 
 pkgs_build="build-essential cmake ninja-build pkg-config libjansson-dev \
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libdnnl-dev libgsl-dev \
-libsqlite3-dev libmicrohttpd-dev libopenmpi-dev openmpi-bin zlib1g-dev"
+libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libopenmpi-dev openmpi-bin \
+zlib1g-dev"
 pkgs_run="dataset-fashion-mnist"
-pkgs_test="python3 dataset-fashion-mnist slurm-wlm munge"
+pkgs_test="python3 dataset-fashion-mnist slurm-wlm munge openssl prometheus"
 pkgs_ci="clang libclang-rt-14-dev clang-format valgrind debootstrap"
 pkgs_bench="python3 python3-onnx python3-torch python3-torchvision python3-numpy \
-dataset-fashion-mnist"
+dataset-fashion-mnist wrk prometheus"
 
 group_pkgs() {
 	case "$1" in

@@ -1,0 +1,415 @@
+/*
+ * h_jobs.c - recommendations and jobs: POST /v1/recommendations (the
+ * answer of `hetpool recommend --json`, on the devices free now), and
+ * jobs: submit, list, get, cancel, and a job's logs, metrics (the
+ * trainer's per-step lines) and results.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hetpoold.h"
+
+#define MAX_READ (16u << 20)
+#define DEFAULT_READ (1u << 20)
+
+/* The job description in the body, its device type checked against the
+ * catalog: 0, or the answer in out. */
+static int read_job(struct hd *d, struct hd_req *r, enum hp_api_body kind,
+		    struct hp_api_job *j, struct hd_resp *out)
+{
+	struct hp_api_problem pb = {0};
+	struct hp_error err = {0};
+
+	if (hp_api_job_parse(r->body.data, r->body.len, kind, j, &pb)) {
+		hd_problem_from(out, &pb);
+		return -1;
+	}
+	if (j->device_type[0] && strcmp(j->device_type, "cpu")) {
+		const struct hp_snap *snap = hp_ctx_acquire(d->ctx);
+		const struct hp_device_type *t = hp_ctx_find_type(
+		    hp_snap_catalog(snap), j->device_type, &err);
+		hp_snap_release(snap);
+		if (!t) {
+			hd_problem(out, 400, "invalid-field",
+				   "constraints.device_type",
+				   "%s; GET /v1/nodes lists the pool's types",
+				   err.msg);
+			hp_api_job_release(j);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* A library error about the job in a body: 422 naming the model when it
+ * is the model that is missing. */
+static void job_problem(struct hd_resp *out, const struct hp_api_job *j,
+			const struct hp_error *err)
+{
+	if (err->code == HP_ENOENT && j->model_id)
+		hd_problem(out, 422, "unknown-model", "model_id",
+			   "there is no model %lld; POST /v1/models stores "
+			   "one",
+			   (long long)j->model_id);
+	else if (err->code == HP_EINVAL || err->code == HP_EPARSE ||
+		 err->code == HP_ESHAPE || err->code == HP_ERANGE ||
+		 err->code == HP_ECYCLE || err->code == HP_EUNSUPP)
+		hd_problem(out, 422, "unprocessable", NULL, "%s", err->msg);
+	else
+		hd_problem_err(out, err);
+}
+
+void hd_h_recommend(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct hp_api_job j;
+	struct hp_rec_result res = {0};
+	struct hp_rec_job rj;
+	struct hd_pool *pool = NULL;
+	struct hp_error err = {0};
+	char *s;
+
+	if (read_job(d, r, HP_API_RECOMMENDATION, &j, out))
+		return;
+	if (hd_recommend(d, &j, &res, &pool, &err)) {
+		job_problem(out, &j, &err);
+		goto out;
+	}
+	hp_api_job_rec(&j, &rj);
+	if (!(s = hp_rec_result_json(&res, &rj, pool->pool))) {
+		hd_problem(out, 500, "internal", NULL, "out of memory");
+		goto out;
+	}
+	hd_text(out, 200, "application/json", s, strlen(s));
+out:
+	hp_rec_result_release(&res);
+	hd_pool_put(pool);
+	hp_api_job_release(&j);
+}
+
+static bool path_id(struct hd_req *r, int64_t *id, struct hd_resp *out)
+{
+	if (hp_api_parse_id(r->params[0], id)) {
+		hd_problem(out, 404, "not-found", NULL, "no job '%s'",
+			   r->params[0]);
+		return false;
+	}
+	return true;
+}
+
+static void answer_job(struct hd *d, int64_t id, int status,
+		       struct hd_resp *out)
+{
+	struct hp_store_job j = {0};
+	struct hp_error err = {0};
+	struct hp_buf b;
+	uint64_t gen = hd_jobdoc_gen();
+	size_t len;
+	char *doc;
+
+	if (status == 200 && (doc = hd_jobdoc_get(id, &len))) {
+		hd_text(out, 200, "application/json", doc, len);
+		return;
+	}
+	if (hp_store_job_get(d->store, id, &j, &err)) {
+		hd_problem_err(out, &err);
+		return;
+	}
+	hp_buf_init(&b, 64u << 20);
+	if (hd_job_render(d, &j, &b)) {
+		hp_buf_release(&b);
+		hd_problem(out, 500, "internal", NULL, "out of memory");
+	} else {
+		len = b.len;
+		if (status == 200)
+			hd_jobdoc_put(id, b.data, len,
+				      hp_job_state_terminal(j.state), gen);
+		hd_text(out, status, "application/json", hp_buf_detach(&b),
+			len);
+	}
+	if (status == 201 || status == 202)
+		snprintf(out->location, sizeof(out->location), "/v1/jobs/%lld",
+			 (long long)id);
+	hp_store_job_release(&j);
+}
+
+void hd_h_jobs_submit(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct hp_api_job j;
+	struct hp_error err = {0};
+	int64_t id = 0;
+
+	if (read_job(d, r, HP_API_JOB, &j, out))
+		return;
+	if (hd_sched_submit(d, &j, &r->who, &id, &err))
+		job_problem(out, &j, &err);
+	else
+		answer_job(d, id, 201, out);
+	hp_api_job_release(&j);
+}
+
+void hd_h_job_get(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	int64_t id;
+
+	if (path_id(r, &id, out))
+		answer_job(d, id, 200, out);
+}
+
+void hd_h_jobs_list(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct hp_store_job_filter f = {0};
+	struct hp_store_job *jobs = NULL;
+	struct hp_error err = {0};
+	const char *state = hd_query(r, "state"), *user = hd_query(r, "user");
+	const char *limit = hd_query(r, "limit"), *after = hd_query(r, "after");
+	const char *order = hd_query(r, "order");
+	int64_t v;
+	struct hp_buf b;
+	size_t len;
+	int n = 0, rc;
+
+	f.limit = 100;
+	if (state) {
+		/* a comma-separated list of states */
+		char buf[128];
+		snprintf(buf, sizeof(buf), "%s", state);
+		for (char *p = buf, *e; p && *p; p = e) {
+			enum hp_job_state st;
+			if ((e = strchr(p, ',')))
+				*e++ = '\0';
+			if (hp_job_state_parse(p, &st)) {
+				hd_problem(out, 400, "invalid-field", "state",
+					   "'state' holds '%.32s'; give "
+					   "queued, starting, running, "
+					   "succeeded, failed or cancelled "
+					   "(comma-separated)",
+					   p);
+				return;
+			}
+			f.states |= 1u << st;
+		}
+	}
+	if (user) {
+		if (!strcmp(user, "me"))
+			f.owner = r->who.token_id;
+		else if (hp_api_parse_id(user, &f.owner)) {
+			hd_problem(out, 400, "invalid-field", "user",
+				   "'user' must be 'me' or a token id");
+			return;
+		}
+	}
+	if (limit) {
+		if (hp_parse_i64(limit, 1, 1000, &v)) {
+			hd_problem(out, 400, "invalid-field", "limit",
+				   "'limit' must be a whole number from 1 to "
+				   "1000");
+			return;
+		}
+		f.limit = (int)v;
+	}
+	if (after && hp_api_parse_id(after, &f.after_id)) {
+		hd_problem(out, 400, "invalid-field", "after",
+			   "'after' must be a job id");
+		return;
+	}
+	if (order) {
+		if (strcmp(order, "newest") && strcmp(order, "oldest")) {
+			hd_problem(out, 400, "invalid-field", "order",
+				   "'order' must be newest or oldest");
+			return;
+		}
+		f.newest_first = !strcmp(order, "newest");
+	}
+	if (hp_store_job_list(d->store, &f, &jobs, &n, &err)) {
+		hd_problem_err(out, &err);
+		return;
+	}
+	hp_buf_init(&b, 256u << 20);
+	rc = hp_buf_adds(&b, "{\"jobs\":[");
+	for (int i = 0; i < n && !rc; i++)
+		if (!(rc = i ? hp_buf_add(&b, ",", 1) : 0))
+			rc = hd_job_render(d, &jobs[i], &b);
+	if (!rc && n == f.limit)
+		rc = hp_buf_printf(&b, "],\"next_after\":%lld}",
+				   (long long)jobs[n - 1].id);
+	else if (!rc)
+		rc = hp_buf_adds(&b, "],\"next_after\":null}");
+	hp_store_job_list_free(jobs, n);
+	if (rc) {
+		hp_buf_release(&b);
+		hd_problem(out, 500, "internal", NULL, "out of memory");
+		return;
+	}
+	len = b.len;
+	hd_text(out, 200, "application/json", hp_buf_detach(&b), len);
+}
+
+void hd_h_job_cancel(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct hp_error err = {0};
+	enum hp_job_state st;
+	char reason[128];
+	int64_t id;
+
+	if (!path_id(r, &id, out))
+		return;
+	snprintf(reason, sizeof(reason), "cancelled by %s", r->who.name);
+	if (hp_store_job_cancel(d->store, id,
+				r->who.role == HD_ADMIN ? 0 : r->who.token_id,
+				reason, &st, &err)) {
+		hd_problem_err(out, &err);
+		return;
+	}
+	hd_job_changed(id);
+	hd_log(HP_LOG_INFO, "job cancel", "job", "i:", (long long)id, "who",
+	       "s:", r->who.name, "state", "s:", hp_job_state_name(st), NULL);
+	if (st == HP_JOB_CANCELLED) {
+		hd_pool_changed(d);
+		answer_job(d, id, 200, out);
+	} else {
+		/* the scheduler stops it; the job says cancel_requested */
+		answer_job(d, id, 202, out);
+	}
+	hd_sched_kick(d);
+}
+
+/* The started job's deployment: 0 with it in *dj, or the answer. */
+static int deployment(struct hd *d, struct hd_req *r, struct hp_store_job *sj,
+		      struct hd_resp *out)
+{
+	struct hp_error err = {0};
+	int64_t id;
+
+	if (!path_id(r, &id, out))
+		return -1;
+	if (hp_store_job_get(d->store, id, sj, &err)) {
+		hd_problem_err(out, &err);
+		return -1;
+	}
+	if (!sj->deploy_id) {
+		hd_problem(out, 409, "not-launched", NULL,
+			   "job %lld is %s and has not been launched: it has "
+			   "no logs, metrics or results yet",
+			   (long long)id, hp_job_state_name(sj->state));
+		hp_store_job_release(sj);
+		return -1;
+	}
+	return 0;
+}
+
+/* Bytes [offset, offset + limit) of a file, as ctype; the file's size in
+ * X-Size so a client can follow it. */
+static void serve_file(struct hd_req *r, const char *path, const char *ctype,
+		       struct hd_resp *out)
+{
+	const char *off = hd_query(r, "offset"), *lim = hd_query(r, "limit");
+	int64_t o = 0, l = DEFAULT_READ;
+	struct stat st;
+	FILE *f;
+	char *buf;
+	size_t n;
+
+	if ((off && hp_parse_i64(off, 0, INT64_MAX / 2, &o)) ||
+	    (lim && hp_parse_i64(lim, 1, MAX_READ, &l))) {
+		hd_problem(out, 400, "invalid-field", off ? "offset" : "limit",
+			   "'offset' must be a byte offset, 'limit' 1 to %u "
+			   "bytes",
+			   MAX_READ);
+		return;
+	}
+	if (!(f = fopen(path, "rb"))) {
+		if (errno == ENOENT)
+			hd_problem(out, 404, "not-found", NULL,
+				   "nothing written yet");
+		else
+			hd_problem(out, 500, "internal", NULL,
+				   "cannot read the file");
+		return;
+	}
+	if (fstat(fileno(f), &st) || !(buf = malloc((size_t)l + 1))) {
+		fclose(f);
+		hd_problem(out, 500, "internal", NULL, "cannot read the file");
+		return;
+	}
+	n = 0;
+	if (o < st.st_size && fseeko(f, (off_t)o, SEEK_SET) == 0)
+		n = fread(buf, 1, (size_t)l, f);
+	fclose(f);
+	hd_text(out, 200, ctype, buf, n);
+	out->xname = "X-Size";
+	snprintf(out->xvalue, sizeof(out->xvalue), "%lld",
+		 (long long)st.st_size);
+}
+
+void hd_h_job_logs(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct hp_store_job sj = {0};
+	struct hp_error err = {0};
+	const char *rk = hd_query(r, "rank");
+	char path[HP_DEPLOY_PATH_MAX + 64];
+	int64_t rank = -1;
+
+	if (rk && hp_parse_i64(rk, 0, HP_PLAN_MAX_RANKS - 1, &rank)) {
+		hd_problem(out, 400, "invalid-field", "rank",
+			   "'rank' must be a rank number from 0");
+		return;
+	}
+	if (deployment(d, r, &sj, out))
+		return;
+	if (hp_deploy_log_path(d->deploy, sj.deploy_id, (int)rank, path,
+			       sizeof(path), &err))
+		hd_problem_err(out, &err);
+	else
+		serve_file(r, path, "text/plain; charset=utf-8", out);
+	hp_store_job_release(&sj);
+}
+
+void hd_h_job_metrics(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct hp_store_job sj = {0};
+	char path[HP_DEPLOY_PATH_MAX + 64];
+
+	if (deployment(d, r, &sj, out))
+		return;
+	snprintf(path, sizeof(path), "%s/%s/out/metrics.jsonl",
+		 hp_deploy_jobs_dir(d->deploy), sj.deploy_id);
+	serve_file(r, path, "application/x-ndjson", out);
+	hp_store_job_release(&sj);
+}
+
+void hd_h_job_results(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct hp_store_job sj = {0};
+	struct hp_job dj = {0};
+	struct hp_error err = {0};
+	char *s;
+
+	if (deployment(d, r, &sj, out))
+		return;
+	if (!hp_job_state_terminal(sj.state)) {
+		hd_problem(out, 409, "not-ended", NULL,
+			   "job %lld is %s: its results come when it ends",
+			   (long long)sj.id, hp_job_state_name(sj.state));
+		goto out;
+	}
+	if (hp_deploy_status(d->deploy, sj.deploy_id, false, &dj, &err)) {
+		hd_problem_err(out, &err);
+		goto out;
+	}
+	if (!dj.results) {
+		hd_problem(out, 404, "no-results", NULL,
+			   "job %lld ended %s without results%s%s",
+			   (long long)sj.id, hp_job_state_name(sj.state),
+			   sj.reason ? ": " : "", sj.reason ? sj.reason : "");
+		goto out;
+	}
+	s = dj.results;
+	dj.results = NULL;
+	hd_text(out, 200, "application/json", s, strlen(s));
+out:
+	hp_job_release(&dj);
+	hp_store_job_release(&sj);
+}

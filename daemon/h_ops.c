@@ -1,0 +1,59 @@
+/*
+ * h_ops.c - the operations routes: GET /healthz, GET /metrics, GET
+ * /v1/openapi.json (no token), GET /v1/whoami.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hetpoold.h"
+
+void hd_h_healthz(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct timespec ts;
+
+	(void)r;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	hd_json(out, 200,
+		json_pack("{s:s, s:s, s:f}", "status", "ok", "version",
+			  hp_version(), "uptime_s",
+			  (double)ts.tv_sec + ts.tv_nsec / 1e9 - d->started_s));
+}
+
+void hd_h_metrics(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	char *s = hd_metrics_render(d);
+
+	(void)r;
+	if (!s) {
+		hd_problem(out, 500, "internal", NULL, "out of memory");
+		return;
+	}
+	hd_text(out, 200, "text/plain; version=0.0.4; charset=utf-8", s,
+		strlen(s));
+}
+
+void hd_h_openapi(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	char *s = malloc(hd_openapi_json_len);
+
+	(void)d;
+	(void)r;
+	if (!s) {
+		hd_problem(out, 500, "internal", NULL, "out of memory");
+		return;
+	}
+	memcpy(s, hd_openapi_json, hd_openapi_json_len);
+	hd_text(out, 200, "application/json", s, hd_openapi_json_len);
+}
+
+void hd_h_whoami(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	static const char *const roles[] = {"reader", "user", "admin"};
+
+	(void)d;
+	hd_json(out, 200,
+		json_pack("{s:I, s:s, s:s}", "token_id",
+			  (json_int_t)r->who.token_id, "name", r->who.name,
+			  "role", roles[r->who.role]));
+}

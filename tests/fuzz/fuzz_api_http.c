@@ -1,0 +1,59 @@
+/*
+ * fuzz_api_http.c - libFuzzer target for the pieces of a request
+ * hetpoold reads itself (lib/api/http.c): the Authorization header's
+ * bearer token, Content-Type media types, ids and names from paths.  A
+ * token found lies inside the header and holds only token68 characters;
+ * an id is 1..2^53 and prints back as the same text; a valid name is 1-63
+ * bytes of [A-Za-z0-9._-].
+ */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hetpool/api.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size + 1), back[32];
+	const char *tok;
+	size_t n;
+	int64_t id;
+
+	if (!s)
+		return 0;
+	memcpy(s, data, size);
+	s[size] = '\0';
+	if (hp_api_bearer(s, &tok, &n) == 0) {
+		if (tok < s || tok + n > s + strlen(s) || n == 0 ||
+		    n > HP_API_MAX_TOKEN)
+			abort();
+		for (size_t i = 0; i < n; i++)
+			if (!isalnum((unsigned char)tok[i]) &&
+			    !strchr("-._~+/=", tok[i]))
+				abort();
+	}
+	(void)hp_api_media_is(s, "application/json");
+	(void)hp_api_media_is(s, "text/csv");
+	if (hp_api_parse_id(s, &id) == 0) {
+		if (id < 1 || id > HP_API_MAX_ID)
+			abort();
+		snprintf(back, sizeof(back), "%lld", (long long)id);
+		if (strcmp(back, s))
+			abort();
+	}
+	if (hp_api_name_valid(s)) {
+		n = strlen(s);
+		if (n < 1 || n > 63)
+			abort();
+		for (size_t i = 0; i < n; i++)
+			if (!isalnum((unsigned char)s[i]) &&
+			    !strchr("._-", s[i]))
+				abort();
+	}
+	free(s);
+	return 0;
+}

@@ -1,0 +1,70 @@
+"""recovery.py - a restart of hetpoold with jobs running: a job whose
+supervisor outlived hetpoold is followed again (re-attached: it can be
+cancelled and ends cancelled); one whose supervisor died while hetpoold
+was down ends failed with the reason, its devices released; a queued job
+waits through the restart and starts when the CPU frees up."""
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from hplib import *  # noqa: E402,F403
+
+if not os.access(os.path.join(BIN, "hetpool-train"), os.X_OK):
+    skip("recovery", "no hetpool-train in " + BIN)
+    finish()
+d = Daemon(["--register-self", "--poll", "0.2"])
+d.start()
+A = d.admin
+long_job = {"spec": SPEC, "samples": 2048, "steps": 1000000, "batch": 32, "deadline_s": 3600,
+            "data": "synthetic", "training": {"threads": 1}}
+j1 = d.post("/v1/jobs", long_job, A).json()
+j2 = d.post("/v1/jobs", dict(long_job, steps=30, name="waits"), A).json()
+check("a running job and a queued one", j1["state"] in ("starting", "running") and j2["state"] == "queued",
+      (j1["state"], j2["state"]))
+d.wait_job(j1["id"], A, states=("running",), timeout=60)
+d.kill()
+d.start()
+j = d.get("/v1/jobs/%d" % j1["id"], A).json()
+check("after SIGKILL and a restart the running job is followed again", j["state"] == "running", j)
+q = d.get("/v1/jobs/%d" % j2["id"], A).json()
+check("the queued job is still queued", q["state"] == "queued", q)
+r = d.post("/v1/jobs/%d/cancel" % j1["id"], None, A)
+j = d.wait_job(j1["id"], A, timeout=60)
+check("the re-attached job can be stopped: it ends cancelled", r.status == 202 and j["state"] == "cancelled", j)
+e2 = d.wait_job(j2["id"], A, timeout=120)
+check("the queued job started once the CPU freed up, and ended", e2["state"] == "succeeded", e2)
+
+j3 = d.post("/v1/jobs", long_job, A).json()
+j = d.wait_job(j3["id"], A, states=("running",), timeout=60)
+d.kill()
+state = json.load(open(os.path.join(j["deployment"]["dir"], "job.json")))
+pid = state.get("pid")
+killed = []
+try:
+    os.kill(pid, signal.SIGKILL)  # the job's supervisor, started by hetpoold
+    killed.append(pid)
+except (TypeError, ProcessLookupError):
+    pass
+# its rank would go on alone: stop it too, as a crashed machine would
+for k in range(j["plan"].get("ranks", 1) if isinstance(j.get("plan"), dict) else 1):
+    try:
+        rec = json.load(open(os.path.join(j["deployment"]["dir"], "logs", "rank-%d.json" % k)))
+        os.kill(rec["pid"], signal.SIGKILL)
+        killed.append(rec["pid"])
+    except (OSError, ValueError, KeyError):
+        pass
+time.sleep(0.5)
+d.start()
+j = d.wait_job(j3["id"], A, timeout=60)
+check("a job whose supervisor died while hetpoold was down ends failed with the reason",
+      killed and j["state"] == "failed" and "supervisor" in (j["reason"] or ""), (killed, j))
+check("its devices are released", all(not x["held"] for x in j["devices"]), j["devices"])
+p = d.get("/v1/pool", A).json()
+cpu = [x for n in p["nodes"] for x in n["devices"] if x["type"] == "cpu"]
+check("the CPU is free again", cpu and cpu[0]["free"] == cpu[0]["count"], cpu)
+check("SIGTERM stops it cleanly", d.stop() == 0)
+d.cleanup()
+finish()
