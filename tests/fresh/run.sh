@@ -66,15 +66,44 @@ done
 # bind of /dev above does not bring the host's.
 mount -t tmpfs -o mode=1777,size=1g shm-fresh "$root/dev/shm"
 
-echo "== in the fresh root: make run && make test"
+echo "== in the fresh root: make run (until /healthz answers, then Ctrl-C), make demo, make test"
+# make run serves in the foreground until Ctrl-C: it is started in the
+# background, asked for /healthz (perl, which build-essential brings) and
+# sent SIGINT; it must then exit 0, having closed its database.
+cat >"$root/tmp/front-door.sh" <<'EOS'
+set -u
+cd /work/hetpool
+setsid make run RUN_LISTEN=127.0.0.1:18080 >/tmp/make-run.log 2>&1 &
+pid=$!
+ok=0
+for i in $(seq 1 3600); do
+	if perl -MIO::Socket::INET -e '$s=IO::Socket::INET->new("127.0.0.1:18080") or exit 1;
+		print $s "GET /healthz HTTP/1.0\r\n\r\n"; $r=join("",<$s>); exit($r=~m{^HTTP/1\.[01] 200} ? 0 : 1)' 2>/dev/null; then
+		ok=1; break
+	fi
+	kill -0 $pid 2>/dev/null || break
+	sleep 1
+done
+cat /tmp/make-run.log
+# Ctrl-C: SIGINT to make's process group (setsid made it its own)
+kill -INT -- -$pid 2>/dev/null || true
+wait $pid; rc=$?
+[ $ok = 1 ] || { echo "FAIL make run: /healthz never answered"; exit 1; }
+# make itself reports the interrupt (130), as on a terminal; hetpoold
+# must have stopped cleanly under it
+[ $rc = 0 ] || [ $rc = 130 ] || { echo "FAIL make run: exited $rc after Ctrl-C"; exit 1; }
+grep -q 'database is closed' /tmp/make-run.log || { echo "FAIL make run: no clean stop"; exit 1; }
+echo "ok make run: served /healthz, stopped cleanly on Ctrl-C"
+make demo RUN_SECONDS=10 && make test
+EOS
 rc=0
 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	HOME=/root LANG=C.UTF-8 /bin/sh -c 'cd /work/hetpool && make run && make test' \
+	HOME=/root LANG=C.UTF-8 /bin/bash /tmp/front-door.sh \
 	>"$log.make" 2>&1 || rc=$?
 tail -n 4 "$log.make"
 secs=$(($(date +%s) - t0))
 if [ $rc -ne 0 ]; then
-	echo "FAIL fresh_root: make run && make test exited $rc after ${secs}s; log: $log.make"
+	echo "FAIL fresh_root: make run, make demo, make test exited $rc after ${secs}s; log: $log.make"
 	grep -E '^FAIL|rror' "$log.make" | head -n 20
 	exit 1
 fi
@@ -83,4 +112,4 @@ if ! echo "$last" | grep -qE '^[0-9]+ passed, 0 failed$'; then
 	echo "FAIL fresh_root: the suite did not end with 'N passed, 0 failed': $last"
 	exit 1
 fi
-echo "ok   fresh_root: make run && make test on a fresh Debian 12 root (${secs}s): $last"
+echo "ok   fresh_root: make run, make demo and make test on a fresh Debian 12 root (${secs}s): $last"
