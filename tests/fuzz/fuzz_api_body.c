@@ -122,8 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	}
-}
-if (rc)
-	check_problem(&pb);
-return 0;
+	if (rc)
+		check_problem(&pb);
+	return 0;
 }
