@@ -12,7 +12,8 @@
 #
 # Usage: benchmarks/lr_find_check.sh [BUILD_DIR [OUT_DIR]]   (or make bench)
 # Run it under `nice -n 5` on a shared machine.  With the defaults it
-# trains 16 runs of 1000 steps: about 8 minutes on 2 quiet cores.
+# runs 2 range tests and 16 training runs of 1000 steps: 9 minutes on the
+# project's shared 2-core VM (docs/lr-find.md).
 # Environment (defaults in brackets):
 #   TRAINER     the trainer [BUILD_DIR/bin/hetpool-train]; for a dry run
 #               without it: TRAINER=benchmarks/lr_find_standin.py (a
@@ -33,7 +34,8 @@
 #               (e.g. "--optimizer adam")
 #   OUT         where runs and the summary go [OUT_DIR, else a new
 #               temporary folder]; runs already there (results.json) are
-#               reused, so an interrupted check resumes
+#               reused, so an interrupted check resumes (a folder made with
+#               other settings is refused)
 # Prints, per seed, the range test (wall time, interval, suggestion) and a
 # table (rate, test accuracy, wall time), then the verdict; writes
 # OUT/lr_find_check.json.  Exit status 0 whatever the verdict (it is a
@@ -84,6 +86,14 @@ if [ -z "${MODEL:-}" ]; then
 SPEC
 	fi
 fi
+
+# Runs are reused only under the same settings.
+config="model=$(cat "$MODEL") batch=$BATCH budget=$BUDGET lrf_steps=$LRF_STEPS threads=$THREADS args=${TRAIN_ARGS:-}"
+if [ -s "$OUT/config" ] && [ "$(cat "$OUT/config")" != "$config" ]; then
+	echo "lr_find_check: $OUT holds runs made with other settings ($OUT/config); give another OUT_DIR" >&2
+	exit 2
+fi
+printf '%s\n' "$config" >"$OUT/config"
 
 now() { date +%s.%N; }
 since() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.3f\n", a - b }'; }
