@@ -38,6 +38,10 @@ trap cleanup EXIT
 mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)
 mirror=${mirror:-http://deb.debian.org/debian}
 t0=$(date +%s)
+# mktemp -d makes the folder 0700: as the root's / that would keep every
+# user but root out of everything (munge's postinst runs as munge, apt's
+# downloads as _apt); a real / is 0755
+chmod 755 "$root"
 if [ ! -x "$root/usr/bin/make" ]; then
 	echo "== debootstrap bookworm (+ build-essential) into $root from $mirror"
 	debootstrap --variant=minbase --include=build-essential bookworm "$root" "$mirror" >"$log" 2>&1 ||
