@@ -25,7 +25,7 @@ if ! command -v debootstrap >/dev/null; then
 fi
 
 cleanup() {
-	for m in dev/shm dev/pts dev proc sys; do
+	for m in sys/fs/cgroup dev/shm dev/pts dev proc sys; do
 		mountpoint -q "$root/$m" && umount -l "$root/$m"
 	done
 	if [ "${HP_FRESH_KEEP:-0}" != 1 ]; then
@@ -69,6 +69,11 @@ done
 # A booted Debian has a tmpfs on /dev/shm (Open MPI's shared memory); the
 # bind of /dev above does not bring the host's.
 mount -t tmpfs -o mode=1777,size=1g shm-fresh "$root/dev/shm"
+# and its cgroup filesystem (slurmd needs it), which the bind of /sys
+# leaves behind
+if mountpoint -q /sys/fs/cgroup; then
+	mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"
+fi
 
 echo "== in the fresh root: make run (until /healthz answers, then Ctrl-C), make demo, make test"
 # make run serves in the foreground until Ctrl-C: it is started in the

@@ -52,6 +52,13 @@ check() {
 			return 1
 		fi
 	done
+	# slurmd 22.05 loads its cgroup plugin whatever the proctrack and
+	# task plugins, and refuses to start without a cgroup filesystem (a
+	# chroot whose /sys was bound without its submounts)
+	if ! grep -qE '^[^ ]+ /sys/fs/cgroup (cgroup2?|tmpfs) ' /proc/mounts; then
+		echo "no cgroup filesystem on /sys/fs/cgroup (slurmd needs one)"
+		return 1
+	fi
 	return 0
 }
 
