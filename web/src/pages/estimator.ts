@@ -44,7 +44,7 @@ export function estimatorPage(root: HTMLElement, ctx: Ctx): () => void {
           h("dt", null, "Fitted on"), h("dd", null, e.fitted_on ? Object.entries(e.fitted_on).map(([k, n]) => `${k.replace(/_/g, " ")}: ${n}`).join(", ") : "-"),
           h("dt", null, "Refit"), h("dd", { id: "refit-state" }, e.refit.running ? `running since ${when(e.refit.started_s)}` : e.refit.error ? `failed: ${e.refit.error}` : e.refit.ended_s ? `done ${when(e.refit.ended_s)}` : "none since start")),
         h("h2", null, "Validation"),
-        v.length ? h("div", { class: "scroll" }, table(cols, v.map((r) => cols.map((c) => cell(r[c]))), "Validation errors")) : h("p", { class: "muted" }, "No validation recorded for this estimator (a refit validates it)."));
+        v.length ? h("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": "validation" }, table(cols, v.map((r) => cols.map((c) => cell(r[c]))), "Validation errors")) : h("p", { class: "muted" }, "No validation recorded for this estimator (a refit validates it)."));
       if (refit) refit.disabled = e.refit.running;
       const rows = m.measurements.filter((r) => (r.step_time_s ?? 0) > 0 && (r.predicted_step_time_s ?? 0) > 0);
       const groups = new Map<string, [number, number][]>();

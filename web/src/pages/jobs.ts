@@ -16,8 +16,9 @@ interface Job {
   created_s: number; started_s: number | null; ended_s: number | null;
   predicted_start_s: number | null; predicted_end_s: number | null;
   deadline: { at_s: number | null; can_be_met?: boolean; met?: boolean };
-  cancel_requested: boolean; devices: { node: string; type: string; index: number; held: boolean }[];
-  plan?: Rec & { choice: Rec["choice"] }; description?: { steps?: number; epochs?: number };
+  cancel_requested: boolean; deployment: { id: string } | null; devices: { node: string; type: string; index: number; held: boolean }[];
+  // the recommendation, or (a CPU job of the local backend) the host's plan
+  plan?: Partial<Rec> & { steps?: number; predicted_step_time_s?: number | null; note?: string };
 }
 
 const LIVE = ["queued", "starting", "running"];
@@ -35,7 +36,7 @@ function deadlineCell(j: Job): HTMLElement {
 }
 
 export function jobsPage(root: HTMLElement, ctx: Ctx): () => void {
-  const body = h("div", { class: "scroll" });
+  const body = h("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": "jobs" });
   const err = h("p", { class: "error", role: "alert" });
   clear(root, h("h1", null, "Jobs"), ctx.can("user") ? h("p", null, h("a", { href: "#/plan" }, "Plan and submit a job")) : null, err, body);
   let timer = 0;
@@ -60,6 +61,7 @@ export function jobsPage(root: HTMLElement, ctx: Ctx): () => void {
 }
 
 interface Step { step: number; loss: number; accuracy: number; lr: number; rank_step_s: number[]; step_s: number; elapsed_s: number; local_batches: number[] }
+interface Results { energy_j?: number | null; energy_basis?: string; stop_reason?: string | null }
 interface TrainEvent { event: string; at_step: number }
 
 export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
@@ -67,12 +69,14 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
   const head = h("div");
   const facts = h("dl", { class: "facts", id: "job-facts" });
   const charts = h("div", { class: "charts" });
-  const logEl = h("pre", { id: "log", class: "log", tabindex: 0, "aria-label": "the log's tail" });
+  const logEl = h("pre", { id: "log", class: "log", role: "log", tabindex: 0, "aria-label": "rank 0's log, its last lines" });
   const err = h("p", { class: "error", role: "alert" });
-  clear(root, head, err, facts, charts, h("h2", null, "Log (tail)"), logEl);
+  clear(root, head, err, facts, charts, h("h2", null, "Log (rank 0, tail)"), logEl);
   const steps: Step[] = [];
   const resplits: number[] = [];
   let offset = 0;
+  let logSize = 0;
+  let results: Results | null = null;
   let timer = 0;
   let job: Job | null = null;
   const plots: { u: uPlot; stop: () => void }[] = [];
@@ -105,7 +109,7 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
     if (!steps.length) return;
     if (!built) build();
     const x = steps.map((s) => s.step);
-    const pred = job?.plan?.choice?.step_time_s ?? null;
+    const pred = job?.plan?.choice?.step_time_s ?? job?.plan?.predicted_step_time_s ?? null;
     const ranks = steps[0].rank_step_s.length;
     plots[0].u.setData([x, steps.map((s) => s.loss), steps.map((s) => s.accuracy)]);
     plots[1].u.setData([x, steps.map((s) => s.lr)]);
@@ -126,11 +130,13 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
     err.textContent = "";
     const j = job;
     const c = j.plan?.choice;
+    const predStep = c?.step_time_s ?? j.plan?.predicted_step_time_s ?? null;
+    const totalSteps = c?.steps ?? j.plan?.steps;
     const mayCancel = LIVE.includes(j.state) && (ctx.can("admin") || (ctx.can("user") && j.owner === ctx.who.token_id));
     clear(head, h("h1", null, `Job #${j.id}${j.name ? " " + j.name : ""}`),
       h("p", null, h("span", { id: "job-state", class: "state-" + j.state }, j.state), j.cancel_requested && LIVE.includes(j.state) ? " (cancel requested)" : "", j.reason ? " - " + j.reason : ""),
       mayCancel ? h("button", { type: "button", id: "cancel", class: "danger", disabled: j.cancel_requested, onclick: cancel }, "Cancel job") : null);
-    if (j.state !== "queued" && j.state !== "starting") {
+    if (j.deployment) {
       try {
         const m = await getRaw(`/v1/jobs/${id}/metrics?offset=${offset}`);
         const end = m.text.lastIndexOf("\n") + 1; // whole lines only
@@ -141,24 +147,31 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
           else if (o.event === "rebalance") resplits.push(o.at_step);
         }
         offset += new TextEncoder().encode(m.text.slice(0, end)).length;
-        const lg = await getRaw(`/v1/jobs/${id}/logs?offset=0&limit=1048576`);
+        // the last 16 KiB, from where the file ended at the last look
+        const lg = await getRaw(`/v1/jobs/${id}/logs?rank=0&offset=${Math.max(0, logSize - 16384)}&limit=32768`);
+        logSize = lg.size;
         const tail = lg.text.split("\n").slice(-40).join("\n");
         if (logEl.textContent !== tail) logEl.textContent = tail;
+        if (j.state === "succeeded" && !results) results = await get<Results>(`/v1/jobs/${id}/results`).catch(() => ({}) as Results);
       } catch (e) {
         if (!(e instanceof ApiError) || e.problem.status !== 409) err.textContent = (e as Error).message;
       }
     }
     if (stopped) return;
     const lastStep = steps[steps.length - 1];
-    const energySoFar = c && lastStep ? c.power_w * lastStep.elapsed_s : null;
+    const energySoFar = results?.energy_j != null
+      ? `${energy(results.energy_j)} (${results.energy_basis || "basis not given"})`
+      : c && lastStep
+        ? `${energy(c.power_w * lastStep.elapsed_s)} (predicted power × elapsed time; not measured)`
+        : lastStep ? "not measured (no power figure for these devices)" : "-";
     clear(facts,
       h("dt", null, "Devices"), h("dd", null, j.devices.map((d) => `${d.type}#${d.index} on ${d.node}`).join(", ") || "-"),
-      h("dt", null, "Steps"), h("dd", { id: "steps-done" }, lastStep ? `${lastStep.step} of ${c?.steps ?? "?"}` : "0"),
+      h("dt", null, "Steps"), h("dd", { id: "steps-done" }, lastStep ? `${lastStep.step} of ${totalSteps ?? "?"}` : "0"),
       h("dt", null, "Started"), h("dd", null, when(j.started_s)),
       h("dt", null, j.ended_s ? "Ended" : "Predicted end"), h("dd", null, when(j.ended_s || j.predicted_end_s)),
       h("dt", null, "Deadline"), h("dd", null, deadlineCell(j)),
-      h("dt", null, "Step time"), h("dd", null, `measured ${lastStep ? dur(median(steps.slice(-50).map((s) => s.step_s))) : "-"}, predicted ${dur(c?.step_time_s)}`),
-      h("dt", null, "Energy so far"), h("dd", null, energySoFar !== null ? `${energy(energySoFar)} (predicted power × elapsed time; not measured)` : "-"),
+      h("dt", null, "Step time"), h("dd", null, `measured ${lastStep ? dur(median(steps.slice(-50).map((s) => s.step_s))) : "-"} (median of the last 50), predicted ${dur(predStep)}`),
+      h("dt", null, j.ended_s ? "Energy" : "Energy so far"), h("dd", { id: "energy" }, energySoFar),
       h("dt", null, "Predicted energy"), h("dd", null, energy(c?.predicted_energy_j)));
     redraw();
     if (!LIVE.includes(j.state)) clearInterval(timer);

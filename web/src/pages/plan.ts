@@ -170,7 +170,7 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
         h("dt", null, "Devices, nodes"), h("dd", null, `${c.device_count} on ${c.nodes} node${c.nodes > 1 ? "s" : ""}`),
         h("dt", null, "Global batch, steps"), h("dd", null, `${c.global_batch}, ${c.steps} steps of ${dur(c.step_time_s)}`),
         h("dt", null, "Learning-rate scale"), h("dd", { id: "lr-scale" }, String(c.lr_scale))) : null,
-      c ? table(["node", "type", "count", "local batch", "gradient weight"], c.devices.map((d) => [d.node, d.type, d.count, d.local_batch, d.grad_weight.toFixed(4)]), "Chosen devices") : null,
+      c ? Object.assign(table(["node", "type", "count", "local batch", "gradient weight"], c.devices.map((d) => [d.node, d.type, d.count, d.local_batch, d.grad_weight.toFixed(4)]), "Chosen devices"), { id: "chosen" }) : null,
       h("h3", null, "Time-energy front"),
       plotEl, hover,
       h("details", null, h("summary", null, "The front as a table"),

@@ -74,8 +74,8 @@ export function poolPage(root: HTMLElement, ctx: Ctx): () => void {
     nodesT.id = "nodes";
     clear(body,
       self.length ? h("section", { "aria-labelledby": "self-h" }, h("h2", { id: "self-h" }, "This host"), ...self.map((n) => devCell(n))) : null,
-      h("section", { "aria-labelledby": "tot-h" }, h("h2", { id: "tot-h" }, "Totals"), totals),
-      h("section", { "aria-labelledby": "nodes-h" }, h("h2", { id: "nodes-h" }, "Nodes"), h("div", { class: "scroll" }, nodesT)));
+      h("section", { "aria-labelledby": "tot-h" }, h("h2", { id: "tot-h" }, "Totals"), h("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": "totals by type" }, totals)),
+      h("section", { "aria-labelledby": "nodes-h" }, h("h2", { id: "nodes-h" }, "Nodes"), h("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": "nodes" }, nodesT)));
   }
 
   async function drain(n: Node): Promise<void> {
