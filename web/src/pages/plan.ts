@@ -246,20 +246,22 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
   file.addEventListener("change", uploadModel);
 
   (async () => {
+    // the first recommendation needs only the models: the device types
+    // and the datasets come in meanwhile
+    const nodesP = get<{ nodes: { devices: { type: string }[] }[] }>("/v1/nodes");
+    const dsP = get<{ datasets: { name: string }[] }>("/v1/datasets");
     try {
-      const [models, nodes, ds] = await Promise.all([
-        get<{ models: { id: number; name: string }[] }>("/v1/models"),
-        get<{ nodes: { devices: { type: string }[] }[] }>("/v1/nodes"),
-        get<{ datasets: { name: string }[] }>("/v1/datasets").catch(() => ({ datasets: [] })),
-      ]);
+      const models = await get<{ models: { id: number; name: string }[] }>("/v1/models");
       model.append(h("option", { value: "" }, models.models.length ? "choose a model" : "no stored model yet"),
         ...models.models.map((m) => h("option", { value: m.id }, `${m.name} (#${m.id})`)));
       if (models.models.length) model.value = String(models.models[models.models.length - 1].id);
+      recommend();
+      const [nodes, ds] = await Promise.all([nodesP, dsP]);
       const types = [...new Set(nodes.nodes.flatMap((n) => n.devices.map((d) => d.type)))].sort();
       dtype.append(...types.map((t) => h("option", { value: t }, t)));
       data.append(...(ds.datasets || []).map((d) => h("option", { value: d.name }, d.name)));
-      recommend();
     } catch (e) {
+      if (e instanceof ApiError && e.problem.status === 401) throw e;
       formErr.textContent = (e as Error).message;
     }
   })();
