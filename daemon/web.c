@@ -3,8 +3,9 @@
  * BUILD/web), served at "/" without a token: index.html (no-cache, so a
  * new build is seen at once) and the content-hashed files under /assets/
  * (cached for a year, immutable).  Nothing else under the folder is
- * reachable: a name is one path segment of [A-Za-z0-9._-] not starting
- * with a dot, with a known extension, so no "..", no "/", no hidden file.
+ * reachable: hp_api_web_file() (lib/api, fuzzed) takes a name of one path
+ * segment of [A-Za-z0-9._-] not starting with a dot, without "..", with a
+ * known extension: no "/", no way up, no hidden file.
  * A file with a ".gz" twin (made by the build) is sent gzipped to a
  * client that accepts it.  Every answer carries a Content-Security-Policy
  * that allows scripts from this origin only (no inline script) and
@@ -18,48 +19,10 @@
 
 #define WEB_MAX_FILE (16u << 20)
 
-static const struct {
-	const char *ext;
-	const char *ctype;
-} types[] = {
-    {".html", "text/html; charset=utf-8"},
-    {".js", "text/javascript; charset=utf-8"},
-    {".css", "text/css; charset=utf-8"},
-    {".svg", "image/svg+xml"},
-    {".png", "image/png"},
-    {".ico", "image/x-icon"},
-    {".json", "application/json"},
-    {".txt", "text/plain; charset=utf-8"},
-};
-
 bool hd_web_path(const char *url)
 {
 	return !strcmp(url, "/") || !strcmp(url, "/index.html") ||
 	       !strncmp(url, "/assets/", 8);
-}
-
-/* A file name we serve: one segment, safe characters, a known type. */
-static const char *name_type(const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n == 0 || n > 128 || name[0] == '.')
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		char ch = name[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
-		      ch == '-'))
-			return NULL;
-	}
-	if (strstr(name, ".."))
-		return NULL;
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		size_t e = strlen(types[i].ext);
-		if (n > e && !strcmp(name + n - e, types[i].ext))
-			return types[i].ctype;
-	}
-	return NULL;
 }
 
 static bool accepts_gzip(struct hd_req *r)
@@ -73,9 +36,8 @@ static bool accepts_gzip(struct hd_req *r)
 
 void hd_web_serve(struct hd *d, struct hd_req *r, struct hd_resp *out)
 {
-	const char *url = r->url, *name, *ctype;
-	bool asset = !strncmp(url, "/assets/", 8);
-	char path[PATH_MAX + 160];
+	char rel[HP_API_WEB_NAME_MAX + 16], path[PATH_MAX + 160];
+	const char *ctype = hp_api_web_file(r->url, rel, sizeof(rel));
 	struct hp_error err = {0};
 	char *body = NULL;
 	size_t len = 0;
@@ -89,13 +51,10 @@ void hd_web_serve(struct hd *d, struct hd_req *r, struct hd_resp *out)
 			   "(/v1/openapi.json)");
 		return;
 	}
-	name = asset ? url + 8 : "index.html";
-	if (!(ctype = name_type(name))) {
-		hd_problem(out, 404, "not-found", NULL, "no such file");
-		return;
-	}
-	if (snprintf(path, sizeof(path), "%s/%s%s", d->cfg.web_dir,
-		     asset ? "assets/" : "", name) >= (int)sizeof(path) - 4) {
+	/* rel is one of our names (hp_api_web_file): no way out of the
+	 * folder */
+	if (!ctype || snprintf(path, sizeof(path), "%s/%s", d->cfg.web_dir,
+			       rel) >= (int)sizeof(path) - 4) {
 		hd_problem(out, 404, "not-found", NULL, "no such file");
 		return;
 	}
@@ -111,6 +70,7 @@ void hd_web_serve(struct hd *d, struct hd_req *r, struct hd_resp *out)
 		return;
 	}
 	hd_text(out, 200, ctype, body, len);
-	out->cache_control =
-	    asset ? "public, max-age=31536000, immutable" : "no-cache";
+	out->cache_control = strncmp(rel, "assets/", 7)
+				 ? "no-cache"
+				 : "public, max-age=31536000, immutable";
 }
