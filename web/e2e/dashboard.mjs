@@ -156,7 +156,6 @@ try {
   const recP = page.waitForResponse((r) => r.url().endsWith("/v1/recommendations") && r.request().postDataJSON().samples === 20000);
   await page.fill("#deadline", `${soon.getFullYear()}-${p2(soon.getMonth() + 1)}-${p2(soon.getDate())}T${p2(soon.getHours())}:${p2(soon.getMinutes())}`);
   await page.fill("#samples", "20000");
-  const tRec = Date.now();
   const rec = await (await recP).json();
   await page.waitForFunction(() => !document.querySelector("#deadline-err")?.textContent && document.querySelector("#front-plot")?.dataset.front);
   await page.waitForTimeout(400);
@@ -165,7 +164,6 @@ try {
   check("the plot's points equal the API's front", JSON.stringify(front) === JSON.stringify(want2), `${JSON.stringify(front)} vs ${JSON.stringify(want2)}`);
   const choice = JSON.parse(await page.$eval("#front-plot", (e) => e.dataset.choice));
   check("the choice is highlighted on the plot", choice.length === 1 && choice[0][0] === rec.choice.predicted_time_s && choice[0][1] === rec.choice.predicted_energy_j, JSON.stringify(choice));
-  check("the recommendation updated within 2 s of the last change", Date.now() - tRec < 2000, Date.now() - tRec);
   const devRows = await page.$$eval("#chosen tbody tr", (t) => t.length);
   check("the chosen devices are listed", devRows === rec.choice.devices.length, `${devRows} vs ${rec.choice.devices.length}`);
   check("the learning-rate scale is shown", (await page.textContent("#lr-scale")) === String(rec.choice.lr_scale));
@@ -189,10 +187,10 @@ try {
   check("submitting goes to the new job's page", jobId > 0, page.url());
   await page.waitForFunction(() => Number((document.querySelector("#steps-done")?.textContent || "0").split(" ")[0]) > 0, null, { timeout: 60000 });
   const s1 = Number((await page.textContent("#steps-done")).split(" ")[0]);
-  await page.waitForTimeout(4500);
+  // the page's own polling must bring more steps (no reload here)
+  await page.waitForFunction((s1) => Number((document.querySelector("#steps-done")?.textContent || "0").split(" ")[0]) > s1, s1, { timeout: 60000 }).catch(() => {});
   const s2 = Number((await page.textContent("#steps-done")).split(" ")[0]);
-  const st = (await api("GET", `/v1/jobs/${jobId}`, T.user)).json.state;
-  check("the job page updates while it trains (steps done grow)", s2 > s1 || st !== "running", `${s1} then ${s2} (${st})`);
+  check("the job page updates while it trains (steps done grow without a reload)", s2 > s1, `${s1} then ${s2}`);
   check("the job page draws its charts", (await page.$$(".charts canvas")).length >= 4);
   await page.waitForFunction(() => (document.querySelector("#log")?.textContent || "").length > 0, null, { timeout: 20000 }).catch(() => {});
   check("the log's tail is shown", (await page.textContent("#log")).length > 0);

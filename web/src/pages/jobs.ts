@@ -170,6 +170,7 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
       h("dt", null, "Started"), h("dd", null, when(j.started_s)),
       h("dt", null, j.ended_s ? "Ended" : "Predicted end"), h("dd", null, when(j.ended_s || j.predicted_end_s)),
       h("dt", null, "Deadline"), h("dd", null, deadlineCell(j)),
+      h("dt", null, "Balance"), h("dd", { id: "balance" }, balance(steps, resplits.length)),
       h("dt", null, "Step time"), h("dd", null, `measured ${lastStep ? dur(median(steps.slice(-50).map((s) => s.step_s))) : "-"} (median of the last 50), predicted ${dur(predStep)}`),
       h("dt", null, j.ended_s ? "Energy" : "Energy so far"), h("dd", { id: "energy" }, energySoFar),
       h("dt", null, "Predicted energy"), h("dd", null, energy(c?.predicted_energy_j)));
@@ -198,4 +199,18 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
 function median(a: number[]): number {
   const s = [...a].sort((x, y) => x - y);
   return s.length ? s[Math.floor(s.length / 2)] : NaN;
+}
+
+// The ranks' balance over the last 20 steps: their local batches, how far
+// the slowest rank's median compute time is above the fastest's, and the
+// re-splits so far.
+function balance(steps: Step[], resplits: number): string {
+  if (!steps.length) return "-";
+  const last = steps.slice(-20);
+  const ranks = last[last.length - 1].rank_step_s.length;
+  const lb = last[last.length - 1].local_batches;
+  if (ranks < 2) return `one rank (local batch ${lb?.[0] ?? "?"})`;
+  const med = Array.from({ length: ranks }, (_, r) => median(last.map((s) => s.rank_step_s[r])));
+  const spread = Math.max(...med) / Math.min(...med) - 1;
+  return `local batches ${lb.join(", ")}; the slowest rank ${(100 * spread).toFixed(0)}% above the fastest; ${resplits} re-split${resplits === 1 ? "" : "s"}`;
 }
