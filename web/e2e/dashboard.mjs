@@ -181,6 +181,7 @@ try {
   // ---- submit a short job (local backend: this host's CPU) and follow it
   await page.fill("#name", "e2e-train");
   await page.fill("#maxsec", "12");
+  await page.fill("#ranks", "2");
   await page.click("#submit");
   await page.waitForURL(/#\/jobs\/\d+$/);
   const jobId = Number(page.url().split("/").pop());
@@ -192,6 +193,8 @@ try {
   const s2 = Number((await page.textContent("#steps-done")).split(" ")[0]);
   check("the job page updates while it trains (steps done grow without a reload)", s2 > s1, `${s1} then ${s2}`);
   check("the job page draws its charts", (await page.$$(".charts canvas")).length >= 4);
+  const rankSeries = await page.$$eval(".charts section:nth-child(3) .u-legend .u-series", (e) => e.map((x) => x.textContent));
+  check("the step-time chart has one series per rank", rankSeries.filter((t) => /rank \d/.test(t)).length === 2, rankSeries.join(","));
   await page.waitForFunction(() => (document.querySelector("#log")?.textContent || "").length > 0, null, { timeout: 20000 }).catch(() => {});
   check("the log's tail is shown", (await page.textContent("#log")).length > 0);
   await shots(page, "job-running");
@@ -234,6 +237,10 @@ try {
   await page.goto(`${URL0}/#/jobs/${jobId}`);
   await page.waitForFunction(() => /succeeded|failed/.test(document.querySelector("#job-state")?.textContent || ""));
   await page.waitForTimeout(500);
+  const events = (await (await fetch(`${URL0}/v1/jobs/${jobId}/metrics`, { headers: { Authorization: "Bearer " + T.user } })).text())
+    .split("\n").filter((l) => l.includes('"event":"rebalance"')).length;
+  await page.waitForFunction((n) => (document.querySelector("#balance")?.textContent || "").includes(`${n} re-split`), events, { timeout: 10000 }).catch(() => {});
+  check("the page counts the trainer's re-splits (each marked on the step-time chart)", (await page.textContent("#balance")).includes(`${events} re-split`), `${await page.textContent("#balance")} vs ${events}`);
   await shots(page, "job-ended");
   noErrors(page, "the ended job's page");
 

@@ -74,6 +74,7 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
   clear(root, head, err, facts, charts, h("h2", null, "Log (rank 0, tail)"), logEl);
   const steps: Step[] = [];
   const resplits: number[] = [];
+  const evals: { at_step: number; test_accuracy: number; test_loss: number }[] = [];
   let offset = 0;
   let logSize = 0;
   let results: Results | null = null;
@@ -145,6 +146,7 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
           const o = JSON.parse(line) as Step | TrainEvent;
           if ("step" in o) steps.push(o);
           else if (o.event === "rebalance") resplits.push(o.at_step);
+          else if (o.event === "eval") evals.push(o as TrainEvent & { test_accuracy: number; test_loss: number });
         }
         offset += new TextEncoder().encode(m.text.slice(0, end)).length;
         // the last 16 KiB, from where the file ended at the last look
@@ -170,6 +172,7 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
       h("dt", null, "Started"), h("dd", null, when(j.started_s)),
       h("dt", null, j.ended_s ? "Ended" : "Predicted end"), h("dd", null, when(j.ended_s || j.predicted_end_s)),
       h("dt", null, "Deadline"), h("dd", null, deadlineCell(j)),
+      evals.length ? [h("dt", null, "Test accuracy"), h("dd", null, `${(100 * evals[evals.length - 1].test_accuracy).toFixed(1)}% (loss ${evals[evals.length - 1].test_loss.toFixed(3)}, after step ${evals[evals.length - 1].at_step})`)] : null,
       h("dt", null, "Balance"), h("dd", { id: "balance" }, balance(steps, resplits.length)),
       h("dt", null, "Step time"), h("dd", null, `measured ${lastStep ? dur(median(steps.slice(-50).map((s) => s.step_s))) : "-"} (median of the last 50), predicted ${dur(predStep)}`),
       h("dt", null, j.ended_s ? "Energy" : "Energy so far"), h("dd", { id: "energy" }, energySoFar),

@@ -65,12 +65,13 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
   const name = h("input", { type: "text", value: "" });
   const lr = h("input", { type: "text", inputmode: "decimal", value: "0.05" });
   const maxSec = h("input", { type: "text", inputmode: "numeric", value: "" });
+  const ranks = h("input", { type: "text", inputmode: "numeric", value: "" });
   const submit = h("button", { type: "submit", id: "submit", disabled: true }, "Submit job");
   const formErr = h("p", { class: "error", role: "alert", id: "form-error" });
   const result = h("section", { id: "result", "aria-live": "polite", "aria-labelledby": "rec-h" });
   const fields: Record<string, HTMLElement> = {
     model_id: model, samples, epochs, batch, deadline_s: deadline, "constraints.device_type": dtype,
-    "constraints.devices": maxDev, "constraints.nodes": maxNodes, data, name, "training.lr": lr, "training.max_seconds": maxSec,
+    "constraints.devices": maxDev, "constraints.nodes": maxNodes, data, name, "training.lr": lr, "training.max_seconds": maxSec, "training.ranks": ranks,
   };
   const form = h("form", { id: "plan-form", novalidate: true },
     h("fieldset", null, h("legend", null, "Model"),
@@ -84,7 +85,8 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
     ctx.can("user")
       ? h("fieldset", null, h("legend", null, "Run"),
           field("data", "Data", data), field("name", "Name (optional)", name), field("lr", "Learning rate", lr),
-          field("maxsec", "Stop after (s, optional)", maxSec, "training time budget"), submit)
+          field("maxsec", "Stop after (s, optional)", maxSec, "training time budget"),
+          field("ranks", "Ranks (optional)", ranks, "processes for a CPU job; default: the plan's"), submit)
       : h("p", { class: "muted" }, "Your token is a reader's: you can plan, not submit."),
     formErr);
   clear(root, h("h1", null, "Plan a job"), h("div", { class: "plan" }, form, result));
@@ -226,6 +228,7 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
     const t: Record<string, unknown> = {};
     if (lr.value.trim()) t.lr = num(lr.value);
     if (maxSec.value.trim()) t.max_seconds = num(maxSec.value);
+    if (ranks.value.trim()) t.ranks = num(ranks.value);
     if (Object.keys(t).length) body.training = t;
     clearErrors();
     submit.disabled = true;
