@@ -277,6 +277,9 @@ try {
   await ap.waitForFunction(() => document.querySelector("button[data-node='t4-01']")?.textContent === "Resume");
   const t4 = (await api("GET", "/v1/nodes/t4-01", T.admin)).json;
   check("an admin drains a node from the pool page", t4.state === "drained", t4.state);
+  const t4row = await ap.$$eval("#totals tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)).find((r) => r[0] === "t4"));
+  const t4n = t4.device_list.filter((d) => d.type === "t4").length;
+  check("... and its devices count as drained in the totals", t4row && Number(t4row[4]) === t4n, JSON.stringify(t4row) + " vs " + t4n);
   await shots(ap, "pool-admin");
   await ap.click("button[data-node='t4-01']");
   await ap.waitForFunction(() => document.querySelector("button[data-node='t4-01']")?.textContent === "Drain");
