@@ -242,8 +242,10 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
     }
   }
 
+  // only what the recommendation depends on asks again
+  const recInputs: EventTarget[] = [model, samples, epochs, batch, deadline, dtype, maxDev, maxNodes];
   form.addEventListener("input", (ev) => {
-    if (ev.target !== file) schedule();
+    if (ev.target && recInputs.includes(ev.target)) schedule();
   });
   form.addEventListener("submit", submitJob);
   file.addEventListener("change", uploadModel);
