@@ -87,3 +87,19 @@ export async function upload<T>(path: string, data: Blob, ctype: string): Promis
 export async function whoami(tok: string): Promise<Who> {
   return (await call("GET", "/v1/whoami", undefined, undefined, tok)).json() as Promise<Who>;
 }
+
+// A GET started early (while the token is being checked), taken once by
+// the page that wants it if it is still fresh; else a new GET.
+const early = new Map<string, { at: number; p: Promise<unknown> }>();
+
+export function prefetch(path: string): void {
+  const p = get(path);
+  p.catch(() => undefined); // the page's own GET reports errors
+  early.set(path, { at: Date.now(), p });
+}
+
+export function getEarly<T>(path: string, maxAgeMs = 5000): Promise<T> {
+  const e = early.get(path);
+  early.delete(path);
+  return e && Date.now() - e.at < maxAgeMs ? (e.p as Promise<T>) : get<T>(path);
+}

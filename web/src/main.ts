@@ -4,7 +4,7 @@
 // page gets the caller's role and offers only what that role may do.
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
-import { ApiError, Who, setToken, token, whoami } from "./api";
+import { ApiError, Who, prefetch, setToken, token, whoami } from "./api";
 import { clear, h } from "./dom";
 import { poolPage } from "./pages/pool";
 import { planPage } from "./pages/plan";
@@ -100,6 +100,9 @@ window.addEventListener("unhandledrejection", (ev) => {
 (async () => {
   const t = token();
   if (!t) return login();
+  // the plan page's first recommendation waits for the models: ask for
+  // them while the token is checked
+  if (location.hash.startsWith("#/plan")) prefetch("/v1/models");
   try {
     start(await whoami(t));
   } catch (e) {

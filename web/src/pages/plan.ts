@@ -6,7 +6,7 @@
 // alternatives with why they lost.  A field the API refuses gets the
 // API's message beside it, and nothing is submitted.  Submitting (users
 // and admins) posts the same description to /v1/jobs.
-import { ApiError, Problem, get, send, upload } from "../api";
+import { ApiError, Problem, get, getEarly, send, upload } from "../api";
 import { clear, dur, energy, h, table } from "../dom";
 import type { Ctx } from "../main";
 import { FrontPoint, follow, frontPlot } from "../plot";
@@ -256,7 +256,7 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
     const nodesP = get<{ nodes: { devices: { type: string }[] }[] }>("/v1/nodes");
     const dsP = get<{ datasets: { name: string }[] }>("/v1/datasets");
     try {
-      const models = await get<{ models: { id: number; name: string }[] }>("/v1/models");
+      const models = await getEarly<{ models: { id: number; name: string }[] }>("/v1/models");
       model.append(h("option", { value: "" }, models.models.length ? "choose a model" : "no stored model yet"),
         ...models.models.map((m) => h("option", { value: m.id }, `${m.name} (#${m.id})`)));
       if (models.models.length) model.value = String(models.models[models.models.length - 1].id);
