@@ -106,6 +106,10 @@ echo "== hetpoold under load: GET /v1/jobs/ID vs a bare libmicrohttpd endpoint, 
 benchmarks/bench_daemon.sh "$build"
 
 echo
+echo "== the web dashboard on loopback: time to the first rendered plan plot, cold, and the bytes the browser loads (goals: < 1 s, < 300 KB compressed)"
+benchmarks/bench_dashboard.sh "$build"
+
+echo
 echo "== hetpoold crash test, longer: ${BENCH_CRASH_ROUNDS:-500} SIGKILLs mid-burst (make test runs 100)"
 HP_BIN="$root/$build/bin" HP_ROOT="$root" HP_CRASH_ROUNDS=${BENCH_CRASH_ROUNDS:-500} \
 	python3 tests/integration/crash.py

@@ -301,7 +301,8 @@ static int deployment(struct hd *d, struct hd_req *r, struct hp_store_job *sj,
 }
 
 /* Bytes [offset, offset + limit) of a file, as ctype; the file's size in
- * X-Size so a client can follow it. */
+ * X-Size so a client can follow it.  A launched job's file that was not
+ * written (yet) is empty, so a client following it sees no error. */
 static void serve_file(struct hd_req *r, const char *path, const char *ctype,
 		       struct hd_resp *out)
 {
@@ -321,12 +322,14 @@ static void serve_file(struct hd_req *r, const char *path, const char *ctype,
 		return;
 	}
 	if (!(f = fopen(path, "rb"))) {
-		if (errno == ENOENT)
-			hd_problem(out, 404, "not-found", NULL,
-				   "nothing written yet");
-		else
+		if (errno == ENOENT) {
+			hd_text(out, 200, ctype, NULL, 0);
+			out->xname = "X-Size";
+			snprintf(out->xvalue, sizeof(out->xvalue), "0");
+		} else {
 			hd_problem(out, 500, "internal", NULL,
 				   "cannot read the file");
+		}
 		return;
 	}
 	if (fstat(fileno(f), &st) || !(buf = malloc((size_t)l + 1))) {

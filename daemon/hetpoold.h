@@ -49,6 +49,7 @@ struct hd_config {
 	double shutdown_grace_s;
 	enum hp_log_level log_level;
 	bool no_sync;
+	const char *web_dir; /* the dashboard's files (absolute), or NULL */
 };
 
 /* ---- roles and who asks */
@@ -82,6 +83,9 @@ struct hd_resp {
 	const char *www_auth;
 	const char *xname; /* one more header, or NULL */
 	char xvalue[64];
+	const char *cache_control; /* NULL: no-store */
+	const char *encoding;	   /* Content-Encoding, or NULL */
+	bool web;		   /* a dashboard file: CSP and its kin */
 };
 
 typedef void (*hd_handler)(struct hd *d, struct hd_req *r, struct hd_resp *out);
@@ -339,6 +343,14 @@ void hd_h_token_revoke(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_datasets_list(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_datasets_add(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_dataset_delete(struct hd *, struct hd_req *, struct hd_resp *);
+
+/* ---- the dashboard (web.c) */
+
+/* Whether a GET of url is the dashboard's ("/", "/index.html",
+ * "/assets/..."): such paths are served by hd_web_serve, without a token. */
+bool hd_web_path(const char *url);
+/* Answer a GET of a dashboard path from cfg.web_dir. */
+void hd_web_serve(struct hd *d, struct hd_req *r, struct hd_resp *out);
 
 /* Stop the refit thread, if any (h_admin.c). */
 void hd_refit_join(struct hd *d);

@@ -88,6 +88,10 @@ static const char usage[] =
     "                       default a job's document is kept until it "
     "changes;\n"
     "                       for measurements)\n"
+    "  --web-dir DIR        the dashboard's built files, served at / "
+    "(default:\n"
+    "                       ../web beside hetpoold, as the build makes "
+    "it)\n"
     "  --routes             print the routes and exit\n"
     "  --version            print the version and exit\n"
     "\n"
@@ -221,6 +225,7 @@ enum {
 	O_LOGLEVEL,
 	O_NOSYNC,
 	O_NOCACHE,
+	O_WEBDIR,
 	O_ROUTES,
 	O_VERSION,
 	O_HELP,
@@ -253,6 +258,7 @@ static const struct option longopts[] = {
     {"log-level", required_argument, NULL, O_LOGLEVEL},
     {"no-sync", no_argument, NULL, O_NOSYNC},
     {"no-cache", no_argument, NULL, O_NOCACHE},
+    {"web-dir", required_argument, NULL, O_WEBDIR},
     {"routes", no_argument, NULL, O_ROUTES},
     {"version", no_argument, NULL, O_VERSION},
     {"help", no_argument, NULL, O_HELP},
@@ -383,6 +389,9 @@ static int parse_args(int argc, char **argv, struct hd_config *c)
 			break;
 		case O_NOCACHE:
 			hd_jobdoc_disable();
+			break;
+		case O_WEBDIR:
+			c->web_dir = optarg;
 			break;
 		case O_ROUTES:
 			for (int i = 0; i < hd_nroutes; i++) {
@@ -535,7 +544,42 @@ out:
 	hp_store_estimator_release(&se);
 }
 
-static char *dirs[4]; /* what was allocated for the config */
+static char *dirs[5]; /* what was allocated for the config */
+
+/* The dashboard's folder: --web-dir (which must hold index.html), else
+ * ../web beside hetpoold when it holds one (the build's BUILD/web), else
+ * none: "/" then answers how to build it. */
+static int find_web_dir(struct hd_config *c)
+{
+	char self[PATH_MAX], buf[PATH_MAX + 32], *slash;
+	ssize_t k;
+
+	if (c->web_dir) {
+		snprintf(buf, sizeof(buf), "%s/index.html", c->web_dir);
+		if (access(buf, R_OK))
+			return fail(
+			    "--web-dir '%s': no index.html there (build "
+			    "the dashboard with 'make')",
+			    c->web_dir);
+		if (!(c->web_dir = dirs[4] = absolute(c->web_dir)))
+			return fail("out of memory");
+		return 0;
+	}
+	k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (k <= 0)
+		return 0;
+	self[k] = '\0';
+	if (!(slash = strrchr(self, '/')))
+		return 0;
+	*slash = '\0';
+	snprintf(buf, sizeof(buf), "%s/../web/index.html", self);
+	if (access(buf, R_OK))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s/../web", self);
+	if (!(c->web_dir = dirs[4] = realpath(buf, NULL)))
+		return fail("out of memory");
+	return 0;
+}
 
 static int prepare(struct hd *d)
 {
@@ -565,6 +609,8 @@ static int prepare(struct hd *d)
 				    "--hetpool PATH");
 		c->hetpool = dirs[3] = hp_strdup(hp);
 	}
+	if (find_web_dir(c))
+		return 2; /* said */
 	if (!c->trainer) {
 		const char *env = getenv("HETPOOL_TRAINER");
 		if (env && *env) {
@@ -659,7 +705,8 @@ int main(int argc, char **argv)
 		       "s:", dirs[0], "backend",
 		       "s:", hp_backend_name(d.cfg.backend), "self",
 		       "s:", d.self_name, "threads",
-		       "i:", (long long)d.cfg.threads, NULL);
+		       "i:", (long long)d.cfg.threads, "web_dir",
+		       "s:", d.cfg.web_dir ? d.cfg.web_dir : "", NULL);
 		if (port_file) {
 			char tmp[PATH_MAX + 8], text[16];
 			FILE *f;
@@ -701,7 +748,7 @@ out:
 	hp_ctx_free(d.ctx);
 	if (!rc)
 		hd_log(HP_LOG_INFO, "stopped: the database is closed", NULL);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		free(dirs[i]);
 	return rc;
 }

@@ -350,8 +350,25 @@ static enum MHD_Result queue(struct hd *d, struct hd_req *r,
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 					out->ctype);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
-				"no-store");
+				out->cache_control ? out->cache_control
+						   : "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (out->encoding)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING,
+					out->encoding);
+	if (out->web) {
+		/* the dashboard: scripts, styles and connections from this
+		 * origin only; no inline script, no framing */
+		MHD_add_response_header(
+		    resp, "Content-Security-Policy",
+		    "default-src 'none'; script-src 'self'; style-src 'self'; "
+		    "img-src 'self' data:; connect-src 'self'; "
+		    "base-uri 'none'; form-action 'none'; "
+		    "frame-ancestors 'none'");
+		MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY,
+					"Accept-Encoding");
+	}
 	if (out->location[0])
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION,
 					out->location);
@@ -537,6 +554,18 @@ static enum MHD_Result first_call(struct hd *d, struct MHD_Connection *mc,
 	if (atomic_load(&d->stopping))
 		return answer_problem(d, r, 503, "shutting-down",
 				      "the server is shutting down");
+	if (hd_web_path(url)) {
+		struct hd_resp out = {0};
+		if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+			hd_problem(&out, 405, "method-not-allowed", NULL,
+				   "%s is not allowed here; allowed: GET, HEAD",
+				   r->method);
+			out.allow = "GET, HEAD";
+		} else {
+			hd_web_serve(d, r, &out);
+		}
+		return queue(d, r, &out);
+	}
 	i = route_find(method, url, r, allow, sizeof(allow));
 	if (i == -1)
 		return answer_problem(d, r, 404, "not-found",

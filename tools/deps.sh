@@ -8,7 +8,8 @@
 #   tools/deps.sh --list GROUP  print GROUP's packages, one per line
 #   tools/deps.sh --missing GROUP...  print what is missing, install nothing
 #
-# Groups: build (compile libhetpool, the CLI and tests), run (make run:
+# Groups: build (compile libhetpool, the CLI and tests, bundle the web
+# dashboard), run (make run:
 # the build and the Fashion-MNIST it trains on), test (run the suite),
 # ci (sanitizers, fuzzers, format check), bench (benchmarks and the
 # PyTorch peer), all.  HP_NO_DEPS=1 skips the check (a packager who
@@ -19,11 +20,19 @@ pkgs_build="build-essential cmake ninja-build pkg-config libjansson-dev \
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libdnnl-dev libgsl-dev \
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libopenmpi-dev openmpi-bin \
 zlib1g-dev"
+# node and npm build the web dashboard: Debian's, only when the commands
+# are missing (a node from elsewhere, such as nodesource's, carries its
+# own npm, which Debian's npm package would conflict with).
+pkgs_node=""
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	pkgs_node="nodejs npm"
+fi
+pkgs_build="$pkgs_build $pkgs_node"
 pkgs_run="dataset-fashion-mnist"
-pkgs_test="python3 dataset-fashion-mnist slurm-wlm munge openssl prometheus"
+pkgs_test="python3 dataset-fashion-mnist slurm-wlm munge openssl prometheus chromium"
 pkgs_ci="clang libclang-rt-14-dev clang-format valgrind debootstrap"
 pkgs_bench="python3 python3-onnx python3-torch python3-torchvision python3-numpy \
-dataset-fashion-mnist wrk prometheus"
+dataset-fashion-mnist wrk prometheus chromium"
 
 group_pkgs() {
 	case "$1" in

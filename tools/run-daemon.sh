@@ -38,6 +38,11 @@ if [ -n "$tokfile" ]; then
 else
 	echo "  export HETPOOL_TOKEN=\$HETPOOL_ADMIN_TOKEN"
 fi
+if [ -f "$build/web/index.html" ]; then
+	echo "  open $url/ in a browser: the dashboard (sign in with that token)"
+else
+	echo "  (the web dashboard is not built: it needs node and npm, 'make deps')"
+fi
 cat <<EOT
   curl -s $url/healthz
   curl -s -H "Authorization: Bearer \$HETPOOL_TOKEN" $url/v1/pool | python3 -m json.tool | head -20

@@ -212,6 +212,17 @@ int hp_api_parse_id(const char *s, int64_t *out);
  * [A-Za-z0-9._-]. */
 bool hp_api_name_valid(const char *s);
 
+/*
+ * The dashboard's file for a request path (hetpoold serves them at "/"):
+ * "/" and "/index.html" are "index.html"; "/assets/NAME" is "assets/NAME"
+ * when NAME is one segment of 1-128 bytes of [A-Za-z0-9._-], not starting
+ * with a dot, without "..", ending in a known extension.  Returns the
+ * file's media type (a static string) with its path relative to the
+ * dashboard's folder in rel, or NULL (no such file: 404) with rel empty.
+ */
+#define HP_API_WEB_NAME_MAX 128
+const char *hp_api_web_file(const char *path, char *rel, size_t n);
+
 /* The SHA-256 of a token's text, as 64 lowercase hex digits. */
 void hp_api_token_digest(const char *tok, size_t len, char hex[65]);
 /* Whether n bytes of a and b are equal, in a time that does not depend

@@ -1,7 +1,8 @@
 /*
  * http.c - the small pieces of an HTTP request hetpoold reads itself: the
  * bearer token of the Authorization header, the media type of
- * Content-Type, ids and names in paths and queries.
+ * Content-Type, ids and names in paths and queries, and which of the
+ * dashboard's files a path names.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -130,4 +131,51 @@ bool hp_api_name_valid(const char *s)
 		if (!isalnum((unsigned char)s[n]) && !strchr("._-", s[n]))
 			return false;
 	return n >= 1 && n <= 63;
+}
+
+static const struct {
+	const char *ext;
+	const char *type;
+} web_types[] = {
+    {".html", "text/html; charset=utf-8"},
+    {".js", "text/javascript; charset=utf-8"},
+    {".css", "text/css; charset=utf-8"},
+    {".svg", "image/svg+xml"},
+    {".png", "image/png"},
+    {".ico", "image/x-icon"},
+    {".json", "application/json"},
+    {".txt", "text/plain; charset=utf-8"},
+};
+
+const char *hp_api_web_file(const char *path, char *rel, size_t n)
+{
+	const char *name;
+	size_t len;
+
+	if (n)
+		rel[0] = '\0';
+	if (!path || n < sizeof("assets/") + HP_API_WEB_NAME_MAX)
+		return NULL;
+	if (!strcmp(path, "/") || !strcmp(path, "/index.html")) {
+		snprintf(rel, n, "index.html");
+		return web_types[0].type;
+	}
+	if (strncmp(path, "/assets/", 8))
+		return NULL;
+	name = path + 8;
+	len = strlen(name);
+	if (len == 0 || len > HP_API_WEB_NAME_MAX || name[0] == '.' ||
+	    strstr(name, ".."))
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+			return NULL;
+	for (size_t i = 0; i < sizeof(web_types) / sizeof(web_types[0]); i++) {
+		size_t e = strlen(web_types[i].ext);
+		if (len > e && !strcmp(name + len - e, web_types[i].ext)) {
+			snprintf(rel, n, "assets/%s", name);
+			return web_types[i].type;
+		}
+	}
+	return NULL;
 }

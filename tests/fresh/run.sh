@@ -50,6 +50,15 @@ fi
 cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/" 2>/dev/null &&
 	rm -f "$root/etc/apt/sources.list" || true
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# A host whose HTTPS goes through a proxy with a CA of its own tells node
+# so (NODE_EXTRA_CA_CERTS); npm ci in the root (the dashboard's build)
+# needs the same trust, or it fails on the registry's certificate.
+node_ca=""
+if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r "$NODE_EXTRA_CA_CERTS" ]; then
+	mkdir -p "$root/etc/ssl"
+	cp "$NODE_EXTRA_CA_CERTS" "$root/etc/ssl/node-extra-ca.crt"
+	node_ca="NODE_EXTRA_CA_CERTS=/etc/ssl/node-extra-ca.crt"
+fi
 # An installed Debian has an /etc/hosts (localhost, its own name);
 # debootstrap writes none.
 [ -e "$root/etc/hosts" ] || cp /etc/hosts "$root/etc/hosts"
@@ -107,7 +116,7 @@ make demo RUN_SECONDS=10 && make test
 EOS
 rc=0
 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	HOME=/root LANG=C.UTF-8 /bin/bash /tmp/front-door.sh \
+	HOME=/root LANG=C.UTF-8 ${node_ca:+"$node_ca"} /bin/bash /tmp/front-door.sh \
 	>"$log.make" 2>&1 || rc=$?
 tail -n 4 "$log.make"
 secs=$(($(date +%s) - t0))

@@ -1,10 +1,11 @@
 /*
  * fuzz_api_http.c - libFuzzer target for the pieces of a request
  * hetpoold reads itself (lib/api/http.c): the Authorization header's
- * bearer token, Content-Type media types, ids and names from paths.  A
- * token found lies inside the header and holds only token68 characters;
- * an id is 1..2^53 and prints back as the same text; a valid name is 1-63
- * bytes of [A-Za-z0-9._-].
+ * bearer token, Content-Type media types, ids and names from paths, the
+ * dashboard's file names.  A token found lies inside the header and holds
+ * only token68 characters; an id is 1..2^53 and prints back as the same
+ * text; a valid name is 1-63 bytes of [A-Za-z0-9._-]; a dashboard file is
+ * index.html or assets/ and one segment of those bytes, never "..".
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -53,6 +54,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!isalnum((unsigned char)s[i]) &&
 			    !strchr("._-", s[i]))
 				abort();
+	}
+	{
+		char rel[HP_API_WEB_NAME_MAX + 16];
+		if (hp_api_web_file(s, rel, sizeof(rel))) {
+			const char *name = rel + 7;
+			if (strcmp(rel, "index.html") &&
+			    (strncmp(rel, "assets/", 7) || !*name ||
+			     *name == '.' || strstr(name, "..") ||
+			     strlen(name) > HP_API_WEB_NAME_MAX))
+				abort();
+			if (strcmp(rel, "index.html"))
+				for (const char *c = name; *c; c++)
+					if (!isalnum((unsigned char)*c) &&
+					    !strchr("._-", *c))
+						abort();
+		} else if (rel[0]) {
+			abort();
+		}
 	}
 	free(s);
 	return 0;

@@ -332,6 +332,55 @@ HP_TEST(api_http_pieces)
 	ASSERT(!hp_api_name_valid("a b"));
 }
 
+HP_TEST(api_web_file_names_only_its_files)
+{
+	static const char *const bad[] = {"",
+					  "/x",
+					  "/index.htm",
+					  "/assets/",
+					  "/assets/..",
+					  "/assets/../pool.db",
+					  "/assets/..%2fpool.db",
+					  "/assets/a/b.js",
+					  "/assets/.hidden.js",
+					  "/assets/a..js",
+					  "/assets/x.db",
+					  "/assets/x.js.gz",
+					  "/assets/x js.js",
+					  "/assets//etc/passwd.txt",
+					  "/../index.html",
+					  "/assets",
+					  "//",
+					  "/index.html/"};
+	char rel[HP_API_WEB_NAME_MAX + 16], name[HP_API_WEB_NAME_MAX + 16];
+	const char *t;
+
+	t = hp_api_web_file("/", rel, sizeof(rel));
+	ASSERT(t && !strncmp(t, "text/html", 9));
+	ASSERT_STR_EQ(rel, "index.html");
+	t = hp_api_web_file("/index.html", rel, sizeof(rel));
+	ASSERT(t && !strcmp(rel, "index.html"));
+	t = hp_api_web_file("/assets/main-AB12_cd.js", rel, sizeof(rel));
+	ASSERT(t && !strncmp(t, "text/javascript", 15));
+	ASSERT_STR_EQ(rel, "assets/main-AB12_cd.js");
+	t = hp_api_web_file("/assets/main-7XDNCG6P.css", rel, sizeof(rel));
+	ASSERT(t && !strncmp(t, "text/css", 8));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (hp_api_web_file(bad[i], rel, sizeof(rel)))
+			HP_FAIL("'%s' was taken as '%s'", bad[i], rel);
+		ASSERT_STR_EQ(rel, "");
+	}
+	/* the longest name, and one byte more */
+	memset(name, 'a', sizeof(name));
+	memcpy(name, "/assets/", 8);
+	memcpy(name + 8 + HP_API_WEB_NAME_MAX - 3, ".js", 4);
+	ASSERT(hp_api_web_file(name, rel, sizeof(rel)));
+	memcpy(name + 8 + HP_API_WEB_NAME_MAX - 3, "a.js", 5);
+	ASSERT(!hp_api_web_file(name, rel, sizeof(rel)));
+	/* a buffer too small for any name is refused, not overrun */
+	ASSERT(!hp_api_web_file("/", rel, 8));
+}
+
 HP_TEST(api_token_digest_and_compare)
 {
 	char hex[65];

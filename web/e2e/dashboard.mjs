@@ -1,0 +1,306 @@
+// dashboard.mjs - the dashboard end to end: Debian's chromium, headless,
+// driven by Playwright (playwright-core: no bundled browser) against the
+// hetpoold that tests/integration/web.py started (HP_URL, with tokens
+// HP_ADMIN, HP_USER, HP_READER).  Prints "ok NAME" / "FAIL NAME: why"
+// lines; screenshots of every page at 1280 and 390 px wide go to
+// HP_ARTIFACTS.  Every page is checked with axe-core (no serious or
+// critical violation) and for console errors.
+import { chromium } from "playwright-core";
+import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+
+const URL0 = process.env.HP_URL;
+const T = { admin: process.env.HP_ADMIN, user: process.env.HP_USER, reader: process.env.HP_READER };
+const ART = process.env.HP_ARTIFACTS;
+const ROOT = process.env.HP_ROOT;
+const require = createRequire(import.meta.url);
+const AXE = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+mkdirSync(ART, { recursive: true });
+
+let failures = 0;
+const ok = (n) => console.log("ok   " + n);
+const fail = (n, why) => {
+  failures++;
+  console.log(`FAIL ${n}: ${String(why).replace(/\n/g, " ").slice(0, 600)}`);
+};
+const check = (n, cond, why) => (cond ? ok(n) : fail(n, why ?? "condition false"));
+
+async function api(method, path, token, body) {
+  const r = await fetch(URL0 + path, {
+    method,
+    headers: { Authorization: "Bearer " + token, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  return { status: r.status, json: text ? JSON.parse(text) : null };
+}
+
+const browser = await chromium.launch({ executablePath: process.env.HP_CHROMIUM, headless: true, args: ["--no-sandbox"] });
+
+// A page with its own console: errors (console.error, uncaught
+// exceptions, failed loads, CSP violations) are collected.
+async function open(viewport = { width: 1280, height: 900 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.errors = [];
+  page.expected = []; // patterns of errors a step provokes on purpose
+  page.on("console", (m) => {
+    if (m.type() === "error" && !page.expected.some((re) => re.test(m.text()))) page.errors.push(m.text());
+  });
+  page.on("pageerror", (e) => page.errors.push("uncaught: " + e.message));
+  page.requests = [];
+  page.on("request", (r) => page.requests.push(r.method() + " " + new URL(r.url()).pathname));
+  return page;
+}
+
+async function login(page, token) {
+  await page.goto(URL0 + "/");
+  await page.fill("#token", token);
+  await page.click("button[type=submit]");
+  await page.waitForSelector("nav");
+}
+
+async function axe(page, name) {
+  await page.evaluate(AXE + ";0"); // devtools evaluation: not subject to the page's CSP
+  const res = await page.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const r = await axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, n: v.nodes.length, target: v.nodes[0]?.target?.join(" ") }));
+  });
+  const bad = res.filter((v) => v.impact === "serious" || v.impact === "critical");
+  check(`axe: ${name} has no serious or critical violation`, bad.length === 0, JSON.stringify(bad));
+}
+
+function noErrors(page, name) {
+  check(`no console errors on ${name}`, page.errors.length === 0, page.errors.join(" | "));
+  page.errors.length = 0;
+}
+
+async function shots(page, name) {
+  for (const w of [1280, 390]) {
+    await page.setViewportSize({ width: w, height: 900 });
+    await page.waitForTimeout(150); // the charts follow their width
+    await page.screenshot({ path: join(ART, `${name}-${w}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+const t0 = Date.now();
+try {
+  // ---- sign in: a bad token is refused on the form; the token stays out of URLs
+  const page = await open();
+  await page.goto(URL0 + "/");
+  await shots(page, "login");
+  await axe(page, "the sign-in page");
+  page.expected.push(/status of 401/);
+  await page.fill("#token", "hpt_wrong");
+  await page.click("button[type=submit]");
+  await page.waitForFunction(() => document.querySelector("#login-error")?.textContent);
+  check("a wrong token is refused with the server's message", /unknown or revoked/.test(await page.textContent("#login-error")));
+  page.expected.length = 0;
+  page.errors.length = 0;
+  await page.fill("#token", T.user);
+  await page.click("button[type=submit]");
+  await page.waitForSelector("#nodes");
+  check("signed in, the pool page shows", (await page.textContent("nav .who")).includes("(user)"));
+  check("the token is in sessionStorage, not in the URL", (await page.evaluate(() => sessionStorage.getItem("hetpool.token"))) === T.user
+    && !page.url().includes(T.user) && !page.requests.some((r) => r.includes(T.user)));
+
+  // ---- pool
+  const nodes = (await api("GET", "/v1/nodes", T.user)).json.nodes;
+  const rows = await page.$$eval("#nodes tbody tr", (trs) => trs.length);
+  check("the pool lists every node", rows === nodes.length, `${rows} rows, ${nodes.length} nodes`);
+  const totals = await page.$$eval("#totals tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  const want = {};
+  for (const n of nodes) for (const d of n.device_list) want[d.type] = (want[d.type] || 0) + 1;
+  check("totals by type equal the API's devices", totals.length === Object.keys(want).length && totals.every((r) => want[r[0]] === Number(r[1])), JSON.stringify(totals));
+  check("this host's devices are shown", (await page.textContent("main")).includes("This host"));
+  check("a user is not offered drain", (await page.$$("button[data-node]")).length === 0);
+  await shots(page, "pool");
+  await axe(page, "the pool page");
+  noErrors(page, "the pool page");
+
+  // ---- plan: bad input first
+  await page.click("a[href='#/plan']");
+  await page.waitForSelector("#file");
+  const fmnist = join(ROOT, "data", "models", "fmnist-cnn.json");
+  const bad = join(ART, "corrupt.onnx");
+  writeFileSync(bad, "this is not an ONNX model");
+  page.expected.push(/status of (400|422)/);
+  await page.setInputFiles("#file", bad);
+  await page.waitForFunction(() => document.querySelector("#file-err")?.textContent);
+  check("a corrupt model file gets the API's message beside the field", /cannot be analysed/.test(await page.textContent("#file-err")), await page.textContent("#file-err"));
+  await page.setInputFiles("#file", fmnist);
+  await page.waitForFunction(() => [...document.querySelectorAll("#model option")].some((o) => o.textContent.startsWith("fmnist-cnn")));
+  check("a spec uploaded is stored and picked", (await page.$eval("#model", (s) => s.selectedOptions[0].textContent)).startsWith("fmnist-cnn"));
+  await page.waitForSelector("#front-plot canvas");
+  await page.fill("#batch", "abc");
+  await page.waitForFunction(() => document.querySelector("#batch-err")?.textContent);
+  check("a non-numeric batch gets the API's message beside the field", (await page.textContent("#batch-err")) === "'batch' must be an integer", await page.textContent("#batch-err"));
+  check("... and submit is disabled", await page.$eval("#submit", (b) => b.disabled));
+  await page.fill("#batch", "64");
+  const past = new Date(Date.now() - 86400e3);
+  const p2 = (n) => String(n).padStart(2, "0");
+  await page.fill("#deadline", `${past.getFullYear()}-${p2(past.getMonth() + 1)}-${p2(past.getDate())}T${p2(past.getHours())}:${p2(past.getMinutes())}`);
+  await page.waitForFunction(() => document.querySelector("#deadline-err")?.textContent);
+  check("a deadline in the past gets the API's message beside the field", /deadline_s/.test(await page.textContent("#deadline-err")), await page.textContent("#deadline-err"));
+  await page.click("#submit", { force: true, trial: false }).catch(() => {});
+  check("nothing was submitted from bad input", !page.requests.some((r) => r === "POST /v1/jobs"), page.requests.filter((r) => r.startsWith("POST")).join(","));
+  await shots(page, "plan-bad-input");
+  page.expected.length = 0;
+  page.errors.length = 0;
+
+  // ---- plan: the recommendation follows the fields; the plot is the API's front
+  const soon = new Date(Date.now() + 3600e3);
+  const recP = page.waitForResponse((r) => r.url().endsWith("/v1/recommendations") && r.request().postDataJSON().samples === 20000);
+  await page.fill("#deadline", `${soon.getFullYear()}-${p2(soon.getMonth() + 1)}-${p2(soon.getDate())}T${p2(soon.getHours())}:${p2(soon.getMinutes())}`);
+  await page.fill("#samples", "20000");
+  const rec = await (await recP).json();
+  await page.waitForFunction(() => !document.querySelector("#deadline-err")?.textContent && document.querySelector("#front-plot")?.dataset.front);
+  await page.waitForTimeout(400);
+  const front = JSON.parse(await page.$eval("#front-plot", (e) => e.dataset.front));
+  const want2 = rec.pareto.map((p) => [p.predicted_time_s, p.predicted_energy_j]).sort((a, b) => a[0] - b[0]);
+  check("the plot's points equal the API's front", JSON.stringify(front) === JSON.stringify(want2), `${JSON.stringify(front)} vs ${JSON.stringify(want2)}`);
+  const choice = JSON.parse(await page.$eval("#front-plot", (e) => e.dataset.choice));
+  check("the choice is highlighted on the plot", choice.length === 1 && choice[0][0] === rec.choice.predicted_time_s && choice[0][1] === rec.choice.predicted_energy_j, JSON.stringify(choice));
+  const devRows = await page.$$eval("#chosen tbody tr", (t) => t.length);
+  check("the chosen devices are listed", devRows === rec.choice.devices.length, `${devRows} vs ${rec.choice.devices.length}`);
+  check("the learning-rate scale is shown", (await page.textContent("#lr-scale")) === String(rec.choice.lr_scale));
+  const box = await page.$eval("#front-plot .u-over", (e) => { const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; });
+  let hovered = "";
+  for (let i = 0; i <= 40 && !/on /.test(hovered); i++) {
+    await page.mouse.move(box[0] + (box[2] * i) / 40, box[1] + box[3] / 2);
+    hovered = await page.textContent("#hover");
+  }
+  check("hovering the plot shows a point's configuration", / on .*local batch/.test(hovered), hovered);
+  await shots(page, "plan");
+  await axe(page, "the plan page");
+  noErrors(page, "the plan page");
+
+  // ---- submit a short job (local backend: this host's CPU) and follow it
+  await page.fill("#name", "e2e-train");
+  await page.fill("#maxsec", "12");
+  await page.fill("#ranks", "2");
+  await page.click("#submit");
+  await page.waitForURL(/#\/jobs\/\d+$/);
+  const jobId = Number(page.url().split("/").pop());
+  check("submitting goes to the new job's page", jobId > 0, page.url());
+  await page.waitForFunction(() => Number((document.querySelector("#steps-done")?.textContent || "0").split(" ")[0]) > 0, null, { timeout: 60000 });
+  const s1 = Number((await page.textContent("#steps-done")).split(" ")[0]);
+  // the page's own polling must bring more steps (no reload here)
+  await page.waitForFunction((s1) => Number((document.querySelector("#steps-done")?.textContent || "0").split(" ")[0]) > s1, s1, { timeout: 60000 }).catch(() => {});
+  const s2 = Number((await page.textContent("#steps-done")).split(" ")[0]);
+  check("the job page updates while it trains (steps done grow without a reload)", s2 > s1, `${s1} then ${s2}`);
+  check("the job page draws its charts", (await page.$$(".charts canvas")).length >= 4);
+  const rankSeries = await page.$$eval(".charts section:nth-child(3) .u-legend .u-series", (e) => e.map((x) => x.textContent));
+  check("the step-time chart has one series per rank", rankSeries.filter((t) => /rank \d/.test(t)).length === 2, rankSeries.join(","));
+  await page.waitForFunction(() => (document.querySelector("#log")?.textContent || "").length > 0, null, { timeout: 20000 }).catch(() => {});
+  check("the log's tail is shown", (await page.textContent("#log")).length > 0);
+  await shots(page, "job-running");
+  await axe(page, "the job page");
+  noErrors(page, "the job page");
+
+  // ---- another job, cancelled from its page
+  const j2 = await api("POST", "/v1/jobs", T.user, { spec: JSON.parse(readFileSync(fmnist, "utf8")), samples: 60000, epochs: 5, batch: 64, deadline_s: 7200, data: "fashion-mnist", name: "e2e-cancel" });
+  check("a second job is submitted (API)", j2.status === 201, JSON.stringify(j2.json));
+  await page.goto(`${URL0}/#/jobs/${j2.json.id}`);
+  await page.waitForSelector("#cancel");
+  await page.click("#cancel");
+  await page.waitForFunction(() => /cancel/.test(document.querySelector("#job-state")?.textContent + document.querySelector("main h1 + p")?.textContent), null, { timeout: 30000 });
+  let j2s = null;
+  for (let i = 0; i < 100; i++) {
+    j2s = (await api("GET", `/v1/jobs/${j2.json.id}`, T.user)).json;
+    if (j2s.state === "cancelled") break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  check("the other job is cancelled from its page", j2s.state === "cancelled", j2s.state);
+  noErrors(page, "the cancelled job's page");
+
+  // ---- jobs list
+  await page.goto(URL0 + "/#/jobs");
+  await page.waitForSelector("#jobs");
+  const listed = await page.$$eval("#jobs tbody tr", (t) => t.map((tr) => tr.children[0].textContent));
+  check("the jobs list shows both jobs", listed.includes("#" + jobId) && listed.includes("#" + j2.json.id), listed.join(","));
+  await shots(page, "jobs");
+  await axe(page, "the jobs page");
+  noErrors(page, "the jobs page");
+
+  // wait for the first job to end, so the estimator has a measurement
+  let j1 = null;
+  for (let i = 0; i < 300; i++) {
+    j1 = (await api("GET", `/v1/jobs/${jobId}`, T.user)).json;
+    if (["succeeded", "failed", "cancelled"].includes(j1.state)) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  check("the submitted job ended", j1.state === "succeeded", j1.state + " " + j1.reason);
+  await page.goto(`${URL0}/#/jobs/${jobId}`);
+  await page.waitForFunction(() => /succeeded|failed/.test(document.querySelector("#job-state")?.textContent || ""));
+  await page.waitForTimeout(500);
+  const events = (await (await fetch(`${URL0}/v1/jobs/${jobId}/metrics`, { headers: { Authorization: "Bearer " + T.user } })).text())
+    .split("\n").filter((l) => l.includes('"event":"rebalance"')).length;
+  await page.waitForFunction((n) => (document.querySelector("#balance")?.textContent || "").includes(`${n} re-split`), events, { timeout: 10000 }).catch(() => {});
+  check("the page counts the trainer's re-splits (each marked on the step-time chart)", (await page.textContent("#balance")).includes(`${events} re-split`), `${await page.textContent("#balance")} vs ${events}`);
+  await shots(page, "job-ended");
+  noErrors(page, "the ended job's page");
+
+  // ---- estimator
+  await page.goto(URL0 + "/#/estimator");
+  await page.waitForSelector("#est-version");
+  const meas = (await api("GET", "/v1/measurements?limit=1000", T.user)).json.measurements.filter((m) => m.step_time_s > 0 && m.predicted_step_time_s > 0);
+  await page.waitForTimeout(300);
+  check("the estimator page plots the measurements that have a prediction", meas.length === 0 || (await page.$$("#est-plot canvas")).length === 1, meas.length);
+  check("a user is not offered refit", (await page.$$("#refit")).length === 0);
+  await shots(page, "estimator");
+  await axe(page, "the estimator page");
+  noErrors(page, "the estimator page");
+  await page.context().close();
+
+  // ---- a reader: no submit, no upload, no cancel
+  const rp = await open();
+  await login(rp, T.reader);
+  await rp.click("a[href='#/plan']");
+  await rp.waitForSelector("#plan-form");
+  await rp.waitForTimeout(500);
+  check("a reader is not offered submit or upload", (await rp.$$("#submit")).length === 0 && (await rp.$$("#file")).length === 0);
+  await rp.goto(`${URL0}/#/jobs/${j2.json.id}`);
+  await rp.waitForSelector("#job-state");
+  check("a reader is not offered cancel", (await rp.$$("#cancel")).length === 0);
+  noErrors(rp, "the reader's pages");
+  await rp.context().close();
+
+  // ---- an admin: drain and resume a node, refit offered
+  const ap = await open();
+  await login(ap, T.admin);
+  await ap.waitForSelector("button[data-node='t4-01']");
+  await ap.click("button[data-node='t4-01']");
+  await ap.waitForFunction(() => document.querySelector("button[data-node='t4-01']")?.textContent === "Resume");
+  const t4 = (await api("GET", "/v1/nodes/t4-01", T.admin)).json;
+  check("an admin drains a node from the pool page", t4.state === "drained", t4.state);
+  const t4row = await ap.$$eval("#totals tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)).find((r) => r[0] === "t4"));
+  const t4n = t4.device_list.filter((d) => d.type === "t4").length;
+  check("... and its devices count as drained in the totals", t4row && Number(t4row[4]) === t4n, JSON.stringify(t4row) + " vs " + t4n);
+  await shots(ap, "pool-admin");
+  await ap.click("button[data-node='t4-01']");
+  await ap.waitForFunction(() => document.querySelector("button[data-node='t4-01']")?.textContent === "Drain");
+  check("... and resumes it", (await api("GET", "/v1/nodes/t4-01", T.admin)).json.state === "active");
+  await ap.click("a[href='#/estimator']");
+  await ap.waitForSelector("#est-version");
+  check("an admin is offered refit", (await ap.$$("#refit")).length === 1);
+  noErrors(ap, "the admin's pages");
+  await ap.context().close();
+
+  // ---- a phone-sized screen: nothing wider than the screen on the pool page
+  const mp = await open({ width: 390, height: 844 });
+  await login(mp, T.user);
+  await mp.waitForSelector("#nodes");
+  const sw = await mp.evaluate(() => document.documentElement.scrollWidth);
+  check("at 390 px the page does not scroll sideways (tables scroll in their box)", sw <= 390, sw);
+  await mp.context().close();
+} catch (e) {
+  fail("dashboard end to end", e.stack || e);
+} finally {
+  await browser.close();
+}
+console.log(`# dashboard end to end: ${((Date.now() - t0) / 1000).toFixed(1)} s; screenshots in ${ART}`);
+process.exit(failures ? 1 : 0);

@@ -1,0 +1,112 @@
+// main.ts - the dashboard's shell: sign in with a token (kept in
+// sessionStorage for this tab), the navigation, and a router over the
+// URL's fragment (#/pool, #/plan, #/jobs, #/jobs/ID, #/estimator).  Each
+// page gets the caller's role and offers only what that role may do.
+import "uplot/dist/uPlot.min.css";
+import "./style.css";
+import { ApiError, Who, prefetch, setToken, token, whoami } from "./api";
+import { clear, h } from "./dom";
+import { poolPage } from "./pages/pool";
+import { planPage } from "./pages/plan";
+import { jobsPage, jobPage } from "./pages/jobs";
+import { estimatorPage } from "./pages/estimator";
+
+export interface Ctx {
+  who: Who;
+  can(role: "user" | "admin"): boolean;
+}
+
+type Page = (root: HTMLElement, ctx: Ctx, arg: string) => (() => void) | void;
+
+const pages: { path: string; title: string; page: Page }[] = [
+  { path: "pool", title: "Pool", page: poolPage },
+  { path: "plan", title: "Plan a job", page: planPage },
+  { path: "jobs", title: "Jobs", page: jobsPage },
+  { path: "estimator", title: "Estimator", page: estimatorPage },
+];
+
+const app = document.getElementById("app")!;
+let stop: (() => void) | void;
+let ctx: Ctx | null = null;
+
+function login(msg?: string): void {
+  const input = h("input", { id: "token", type: "password", autocomplete: "off", required: true, "aria-describedby": "token-help" });
+  const err = h("p", { class: "error", role: "alert", id: "login-error" }, msg || "");
+  const form = h("form", { class: "login", "aria-labelledby": "login-title" },
+    h("h1", { id: "login-title" }, "hetpool"),
+    h("label", { for: "token" }, "API token"),
+    input,
+    h("p", { id: "token-help", class: "muted" }, "Your hetpoold token (hpt_...). It is kept for this tab only and sent only in the Authorization header."),
+    h("button", { type: "submit" }, "Sign in"),
+    err);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const t = input.value.trim();
+    try {
+      const who = await whoami(t);
+      setToken(t);
+      start(who);
+    } catch (e) {
+      err.textContent = e instanceof ApiError ? e.message : String(e);
+    }
+  });
+  clear(app, h("main", null, form));
+  input.focus();
+}
+
+function start(who: Who): void {
+  ctx = {
+    who,
+    can: (role) => (role === "user" ? who.role !== "reader" : who.role === "admin"),
+  };
+  if (!location.hash || location.hash === "#/") location.hash = "#/pool";
+  route();
+}
+
+function route(): void {
+  if (!ctx) return;
+  if (stop) stop();
+  stop = undefined;
+  const parts = location.hash.replace(/^#\/?/, "").split("/");
+  let p = pages.find((x) => x.path === parts[0]);
+  let arg = parts[1] || "";
+  if (!p) {
+    p = pages[0];
+    arg = "";
+  }
+  const page: Page = p.path === "jobs" && arg ? jobPage : p.page;
+  const main = h("main", { id: "main" });
+  const nav = h("nav", { "aria-label": "pages" },
+    h("span", { class: "brand" }, "hetpool"),
+    h("ul", null, pages.map((x) => h("li", null, h("a", { href: "#/" + x.path, "aria-current": x === p ? "page" : null }, x.title)))),
+    h("span", { class: "who" }, `${ctx.who.name} (${ctx.who.role})`),
+    h("button", { type: "button", class: "link", onclick: () => { setToken(null); ctx = null; location.hash = ""; login(); } }, "Sign out"));
+  clear(app, h("header", null, nav), main);
+  document.title = p.title + " - hetpool";
+  stop = page(main, ctx, arg);
+}
+
+window.addEventListener("hashchange", route);
+window.addEventListener("unhandledrejection", (ev) => {
+  const e = ev.reason;
+  if (e instanceof ApiError && e.problem.status === 401) {
+    setToken(null);
+    ctx = null;
+    login("Your token is no longer accepted: sign in again.");
+    ev.preventDefault();
+  }
+});
+
+(async () => {
+  const t = token();
+  if (!t) return login();
+  // the plan page's first recommendation waits for the models: ask for
+  // them while the token is checked
+  if (location.hash.startsWith("#/plan")) prefetch("/v1/models");
+  try {
+    start(await whoami(t));
+  } catch (e) {
+    setToken(null);
+    login(e instanceof ApiError ? e.message : String(e));
+  }
+})();
