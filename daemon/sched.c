@@ -981,7 +981,10 @@ static void follow(struct hd *d, const struct hp_store_job *sj)
 					  sj->cancel_requested && sj->reason
 				      ? NULL
 				  : dj.reason[0] ? dj.reason
-						 : NULL;
+				  : dj.state == HP_JOB_FAILED
+				      ? "its deployment failed without saying "
+					"why: see the job's launcher log"
+				      : NULL;
 		if (job_transition(d, sj->id, dj.state, why, &err))
 			hd_log(HP_LOG_WARN, "ending a job", "job",
 			       "i:", (long long)sj->id, "error", "s:", err.msg,

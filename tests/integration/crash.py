@@ -126,9 +126,11 @@ elapsed = time.time() - t0
 con = sqlite3.connect("file:%s?mode=ro" % d.db, uri=True)
 states = dict(con.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
 held = con.execute("SELECT count(*) FROM allocations WHERE released_s IS NULL").fetchone()[0]
-for jid, reason in con.execute("SELECT id, reason FROM jobs WHERE state = 'failed' LIMIT 5"):
+failed_jobs = con.execute("SELECT id, reason FROM jobs WHERE state = 'failed'").fetchall()
+for jid, reason in failed_jobs[:5]:
     print("crash: job %d failed: %s" % (jid, reason), flush=True)
 con.close()
+check("every failed job says why", all(r for _, r in failed_jobs), failed_jobs[:5])
 print("crash: %d SIGKILLs in %.0f s; %d submissions answered 201, %d cancels answered 200; "
       "jobs by state %s; devices held now %d" % (ROUNDS, elapsed, len(acked), len(cancelled_ok),
                                                  json.dumps(states), held), flush=True)
