@@ -19,6 +19,15 @@ if [ "$(id -u)" != 0 ]; then
 	echo "skip fresh_root: needs root (chroot and mounts)"
 	exit 0
 fi
+# A container without CAP_SYS_ADMIN cannot mount or chroot: say so.
+probe=$(mktemp -d)
+if ! mount -t tmpfs -o size=1m hp-fresh-probe "$probe" 2>/dev/null; then
+	rmdir "$probe"
+	[ -n "${1:-}" ] || rmdir "$root"
+	echo "skip fresh_root: cannot mount here (a container without CAP_SYS_ADMIN?)"
+	exit 0
+fi
+umount "$probe" && rmdir "$probe"
 if ! command -v debootstrap >/dev/null; then
 	echo "FAIL fresh_root: no debootstrap: run 'make deps' (tools/deps.sh ci)"
 	exit 1
