@@ -9,8 +9,8 @@
 #   tools/deps.sh --missing GROUP...  print what is missing, install nothing
 #
 # Groups: build (compile libhetpool, the CLI and tests, bundle the web
-# dashboard), run (make run:
-# the build and the Fashion-MNIST it trains on), test (run the suite),
+# dashboard), run (make run and make demo: the build and the
+# Fashion-MNIST the demo trains on), test (run the suite),
 # ci (sanitizers, fuzzers, format check), bench (benchmarks and the
 # PyTorch peer), all.  HP_NO_DEPS=1 skips the check (a packager who
 # provides the libraries another way).
