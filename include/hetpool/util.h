@@ -153,6 +153,13 @@ char *hp_strndup(const char *s, size_t n);
 char *hp_strdup(const char *s);
 
 /*
+ * Make room for one more element in the array *arr of *cap elements of
+ * size bytes, n of them used: when n == *cap the array is doubled (first
+ * elements when empty).  0, or HP_ENOMEM with *arr and *cap unchanged.
+ */
+int hp_grow(void *arr, int *cap, int n, size_t size, int first);
+
+/*
  * CSV (RFC 4180: quoted fields, doubled quotes, CRLF or LF).  A reader
  * walks a caller-owned text one record at a time; fields are returned as
  * NUL-terminated strings owned by the reader, valid until the next call.

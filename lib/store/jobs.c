@@ -242,17 +242,9 @@ static int read_jobs(struct hp__conn *c, sqlite3_stmt *st,
 	int na = 0, cap = 0, rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (na == cap) {
-			int nc = cap ? 2 * cap : 16;
-			struct hp_store_job *b =
-			    realloc(a, (size_t)nc * sizeof(*a));
-			if (!b) {
-				rc = hp_error_set(err, HP_ENOMEM,
-						  "out of memory");
-				goto fail;
-			}
-			a = b;
-			cap = nc;
+		if (hp_grow(&a, &cap, na, sizeof(*a), 16)) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto fail;
 		}
 		if ((rc = hp__job_read(st, &a[na], err)))
 			goto fail;

@@ -276,15 +276,9 @@ int hp_store_measurement_list(struct hp_store *s, int kind, int64_t after_id,
 	sqlite3_bind_int64(st, 2, after_id);
 	sqlite3_bind_int64(st, 3, limit ? limit : -1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (na == cap) {
-			int nc = cap ? 2 * cap : 64;
-			void *b = realloc(a, (size_t)nc * sizeof(*a));
-			if (!b) {
-				rc = HP_ENOMEM;
-				break;
-			}
-			a = b;
-			cap = nc;
+		if (hp_grow(&a, &cap, na, sizeof(*a), 64)) {
+			rc = HP_ENOMEM;
+			break;
 		}
 		if ((rc = meas_row(st, &a[na++])))
 			break;
@@ -496,15 +490,9 @@ static int read_datasets(struct hp_store *s, const char *sql, const char *arg,
 	if (arg)
 		hp__bind_text(st, 1, arg);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (na == cap) {
-			int nc = cap ? 2 * cap : 16;
-			void *b = realloc(a, (size_t)nc * sizeof(*a));
-			if (!b) {
-				rc = HP_ENOMEM;
-				break;
-			}
-			a = b;
-			cap = nc;
+		if (hp_grow(&a, &cap, na, sizeof(*a), 16)) {
+			rc = HP_ENOMEM;
+			break;
 		}
 		if ((rc = dataset_row(st, &a[na++])))
 			break;
@@ -650,15 +638,9 @@ static int read_estimators(struct hp_store *s, const char *sql,
 		goto out;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (na == cap) {
-			int nc = cap ? 2 * cap : 8;
-			void *b = realloc(a, (size_t)nc * sizeof(*a));
-			if (!b) {
-				rc = HP_ENOMEM;
-				break;
-			}
-			a = b;
-			cap = nc;
+		if (hp_grow(&a, &cap, na, sizeof(*a), 8)) {
+			rc = HP_ENOMEM;
+			break;
 		}
 		if ((rc = estimator_row(st, &a[na++])))
 			break;

@@ -47,15 +47,9 @@ int hp_store_metrics(struct hp_store *s, struct hp_store_metrics *out,
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct hp_store_type_count *t;
 
-		if (out->ntypes == cap) {
-			int nc = cap ? 2 * cap : 8;
-			void *b = realloc(out->types, (size_t)nc * sizeof(*t));
-			if (!b) {
-				rc = HP_ENOMEM;
-				break;
-			}
-			out->types = b;
-			cap = nc;
+		if (hp_grow(&out->types, &cap, out->ntypes, sizeof(*t), 8)) {
+			rc = HP_ENOMEM;
+			break;
 		}
 		t = &out->types[out->ntypes++];
 		memset(t, 0, sizeof(*t));

@@ -199,15 +199,9 @@ int hp_store_model_list(struct hp_store *s, struct hp_store_model **out, int *n,
 		goto out;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (na == cap) {
-			int nc = cap ? 2 * cap : 16;
-			void *b = realloc(a, (size_t)nc * sizeof(*a));
-			if (!b) {
-				rc = HP_ENOMEM;
-				break;
-			}
-			a = b;
-			cap = nc;
+		if (hp_grow(&a, &cap, na, sizeof(*a), 16)) {
+			rc = HP_ENOMEM;
+			break;
 		}
 		if ((rc = model_row(st, &a[na++])))
 			break;

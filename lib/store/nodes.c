@@ -406,15 +406,9 @@ static int node_devices(struct hp__conn *c, struct hp_store_node *n,
 		struct hp_pool_dev *pd;
 		const char *type = hp__col_text(st, 0);
 
-		if (n->ndevices == cap) {
-			int nc = cap ? 2 * cap : 8;
-			void *b = realloc(n->devices,
-					  (size_t)nc * sizeof(*n->devices));
-			if (!b)
-				goto nomem;
-			n->devices = b;
-			cap = nc;
-		}
+		if (hp_grow(&n->devices, &cap, n->ndevices, sizeof(*n->devices),
+			    8))
+			goto nomem;
 		d = &n->devices[n->ndevices++];
 		memset(d, 0, sizeof(*d));
 		snprintf(d->type, sizeof(d->type), "%s", type);
@@ -476,15 +470,9 @@ static int read_nodes(struct hp_store *s, const char *sql, const char *arg,
 	if (arg)
 		hp__bind_text(st, 1, arg);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (na == cap) {
-			int nc = cap ? 2 * cap : 16;
-			void *b = realloc(a, (size_t)nc * sizeof(*a));
-			if (!b) {
-				rc = HP_ENOMEM;
-				break;
-			}
-			a = b;
-			cap = nc;
+		if (hp_grow(&a, &cap, na, sizeof(*a), 16)) {
+			rc = HP_ENOMEM;
+			break;
 		}
 		rc = node_row(st, &a[na]);
 		na++;
@@ -602,16 +590,9 @@ int hp_store_pool_load(struct hp_store *s, const struct hp_pool *p,
 				keep = !strcmp(p->nodes[i].name, name);
 			if (keep)
 				continue;
-			if (ngone == cap) {
-				int nc = cap ? 2 * cap : 8;
-				void *b =
-				    realloc(gone, (size_t)nc * sizeof(*gone));
-				if (!b) {
-					rc = HP_ENOMEM;
-					break;
-				}
-				gone = b;
-				cap = nc;
+			if (hp_grow(&gone, &cap, ngone, sizeof(*gone), 8)) {
+				rc = HP_ENOMEM;
+				break;
 			}
 			if (!(gone[ngone] = hp_strdup(name))) {
 				rc = HP_ENOMEM;

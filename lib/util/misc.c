@@ -1,5 +1,6 @@
 /* misc.c - logging sink, checked number parsing, strings, clock. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -197,6 +198,26 @@ char *hp_strndup(const char *s, size_t n)
 char *hp_strdup(const char *s)
 {
 	return hp_strndup(s, strlen(s));
+}
+
+int hp_grow(void *arr, int *cap, int n, size_t size, int first)
+{
+	void *a, *b;
+	int nc;
+
+	if (n < *cap)
+		return 0;
+	if (*cap > INT_MAX / 2)
+		return HP_ENOMEM;
+	nc = *cap ? 2 * *cap : first;
+	/* arr points at a pointer of some object type: read and written by
+	 * its bytes, not through a void ** */
+	memcpy(&a, arr, sizeof(a));
+	if (!(b = realloc(a, (size_t)nc * size)))
+		return HP_ENOMEM;
+	memcpy(arr, &b, sizeof(b));
+	*cap = nc;
+	return 0;
 }
 
 double hp_now_s(void)

@@ -1,7 +1,11 @@
 /*
  * test_util.c - lib/util: escaping names for a terminal (hp_str_escape),
- * against escapes written out by hand.
+ * against escapes written out by hand; growing arrays (hp_grow).
  */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+
 #include "hetpool/util.h"
 #include "test.h"
 
@@ -38,4 +42,29 @@ HP_TEST(util_escape_controls_and_c1)
 	ASSERT_STR_EQ(hp_str_escape("ab\ncd", small, sizeof(small)), "ab\\nc");
 	ASSERT_STR_EQ(hp_str_escape("abcd\033", small, sizeof(small)), "abcd");
 	ASSERT_STR_EQ(hp_str_escape(NULL, small, sizeof(small)), "");
+}
+
+HP_TEST(util_grow_doubles_and_keeps_elements)
+{
+	int64_t *a = NULL;
+	int cap = 0, n;
+
+	/* 1000 appends: every element kept, capacity 4, 8, ... 1024 */
+	for (n = 0; n < 1000; n++) {
+		ASSERT(hp_grow(&a, &cap, n, sizeof(*a), 4) == 0);
+		ASSERT(cap > n);
+		a[n] = (int64_t)n * 7;
+	}
+	ASSERT(cap == 1024);
+	for (int i = 0; i < n; i++)
+		ASSERT(a[i] == (int64_t)i * 7);
+	/* room left: nothing moves */
+	int64_t *before = a;
+	ASSERT(hp_grow(&a, &cap, 1000, sizeof(*a), 4) == 0);
+	ASSERT(a == before && cap == 1024);
+	/* a capacity that cannot double is refused, the array kept */
+	int huge = INT_MAX / 2 + 1;
+	ASSERT(hp_grow(&a, &huge, huge, sizeof(*a), 4) == HP_ENOMEM);
+	ASSERT(a == before && huge == INT_MAX / 2 + 1);
+	free(a);
 }
