@@ -3,7 +3,7 @@
  * gradient arena is multiplied by its share of the global batch and
  * summed in one ncclAllReduce (a pre-multiplied sum, NCCL >= 2.11), on the
  * engine's own stream.  MPI carries the ncclUniqueId from rank 0.  Built
- * only where the CUDA toolkit has NCCL (HP_HAVE_NCCL); elsewhere the stubs
+ * only where the CUDA toolkit has NCCL (HP_HAVE_NCCL); elsewhere the functions
  * below say it is not there and the trainer reduces over MPI.
  */
 #include <stdio.h>

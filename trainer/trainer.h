@@ -80,7 +80,8 @@ int tr_allgather_f64(struct tr_comm *c, const double *mine, int n, double *all);
 int tr_allgather_bytes(struct tr_comm *c, const void *mine, int n, void *all);
 int tr_bcast(struct tr_comm *c, void *buf, int64_t n, int root);
 
-/* ---- NCCL between GPU ranks (nccl.c; stubs without NCCL) ---- */
+/* ---- NCCL between GPU ranks (nccl.c; without NCCL, tr_nccl_available()
+ * is false and the trainer reduces over MPI) ---- */
 
 struct tr_nccl;
 /* true when the build has NCCL */

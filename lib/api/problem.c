@@ -51,7 +51,6 @@ const char *hp_api_status_title(int status)
 	    {422, "Unprocessable Content"},
 	    {429, "Too Many Requests"},
 	    {500, "Internal Server Error"},
-	    {501, "Not Implemented"},
 	    {503, "Service Unavailable"},
 	};
 
