@@ -181,6 +181,10 @@ void hp_csv_release(struct hp_csv *c);
 int hp_csv_next(struct hp_csv *c, struct hp_error *err);
 /* Index of a header field by name in the current record, or -1. */
 int hp_csv_index(const struct hp_csv *c, const char *name);
+/* A header record must name each column once and none empty: 0, or
+ * HP_EPARSE naming the field (a second column of the same name would
+ * silently shadow the first). */
+int hp_csv_header_check(const struct hp_csv *c, struct hp_error *err);
 /* Append s to b as one CSV field (quoted when it needs to be). */
 int hp_csv_add_field(struct hp_buf *b, const char *s);
 

@@ -203,6 +203,8 @@ int hp_dataset_parse(const char *text, size_t len, hp_dataset_row_fn fn,
 			rc = hp_error_set(err, HP_EPARSE, "empty dataset");
 		goto out;
 	}
+	if ((rc = hp_csv_header_check(&csv, err)))
+		goto out;
 	header_fields = csv.nfields;
 	spec_col = hp_csv_index(&csv, "spec_json");
 	for (int i = 0; i < NCOLS; i++) {

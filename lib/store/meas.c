@@ -112,6 +112,8 @@ int hp_store_measurement_import_csv(struct hp_store *s, const char *text,
 			rc = hp_error_set(err, HP_EPARSE, "no header line");
 		goto fail;
 	}
+	if ((rc = hp_csv_header_check(&csv, err)))
+		goto fail;
 	i_dev = hp_csv_index(&csv, "device");
 	i_name = hp_csv_index(&csv, "device_name");
 	i_batch = hp_csv_index(&csv, "batch");

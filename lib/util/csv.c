@@ -171,6 +171,24 @@ int hp_csv_index(const struct hp_csv *c, const char *name)
 	return -1;
 }
 
+int hp_csv_header_check(const struct hp_csv *c, struct hp_error *err)
+{
+	for (int i = 0; i < c->nfields; i++) {
+		if (!*c->fields[i])
+			return hp_error_set(err, HP_EPARSE,
+					    "line %d: header field %d is empty",
+					    c->line, i + 1);
+		for (int j = 0; j < i; j++)
+			if (strcmp(c->fields[i], c->fields[j]) == 0)
+				return hp_error_set(
+				    err, HP_EPARSE,
+				    "line %d: column '%.64s' is in the header "
+				    "twice (fields %d and %d)",
+				    c->line, c->fields[i], j + 1, i + 1);
+	}
+	return 0;
+}
+
 int hp_csv_add_field(struct hp_buf *b, const char *s)
 {
 	int rc;

@@ -110,6 +110,20 @@ HP_TEST(csv_reader_quotes_and_lines)
 	ASSERT_EQ_INT(hp_csv_next(&c, &err), 0);
 	hp_csv_release(&c);
 
+	ASSERT_EQ_INT(hp_csv_header_check(&c, &err), 0);
+	hp_csv_release(&c);
+
+	hp_csv_init(&c, "a,b,a\n", 6);
+	ASSERT_EQ_INT(hp_csv_next(&c, &err), 1);
+	ASSERT_EQ_INT(hp_csv_header_check(&c, &err), HP_EPARSE);
+	ASSERT(strstr(err.msg, "'a'") && strstr(err.msg, "fields 1 and 3"));
+	hp_csv_release(&c);
+	hp_csv_init(&c, "a,,b\n", 5);
+	ASSERT_EQ_INT(hp_csv_next(&c, &err), 1);
+	ASSERT_EQ_INT(hp_csv_header_check(&c, &err), HP_EPARSE);
+	ASSERT(strstr(err.msg, "field 2 is empty"));
+	hp_csv_release(&c);
+
 	hp_csv_init(&c, "a,\"open", 7);
 	ASSERT_EQ_INT(hp_csv_next(&c, &err), HP_EPARSE);
 	ASSERT(strstr(err.msg, "line 1"));

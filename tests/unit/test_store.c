@@ -1909,6 +1909,17 @@ HP_TEST(store_measurements_profiler_csv_in_and_out_byte_for_byte)
 				 "source = 'bad.csv'"),
 			      0);
 	}
+	/* A column named twice would shadow the first in the stored row
+	 * (found by fuzz_store_csv): refused. */
+	{
+		const char dup[] = "device,batch,step_time_s,step_time_s\n"
+				   "cpu,8,0.1,\n";
+		ASSERT_EQ_INT(hp_store_measurement_import_csv(
+				  s, dup, strlen(dup), "dup.csv", &added, &err),
+			      HP_EPARSE);
+		ASSERT(strstr(err.msg, "'step_time_s'"));
+		ASSERT(strstr(err.msg, "twice"));
+	}
 	{
 		struct hp_store_metrics m;
 		ASSERT_EQ_INT(hp_store_metrics(s, &m, &err), 0);
