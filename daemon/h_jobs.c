@@ -78,7 +78,8 @@ void hd_h_recommend(struct hd *d, struct hd_req *r, struct hd_resp *out)
 		goto out;
 	}
 	hp_api_job_rec(&j, &rj);
-	if (!(s = hp_rec_result_json(&res, &rj, pool->pool))) {
+	if (!(s = hp_rec_result_json_ex(&res, &rj, pool->pool,
+					HP_REC_JSON_COMPACT))) {
 		hd_problem(out, 500, "internal", NULL, "out of memory");
 		goto out;
 	}

@@ -95,6 +95,13 @@ char *hp_rec_result_json(const struct hp_rec_result *r,
 			 const struct hp_rec_job *job,
 			 const struct hp_pool *pool)
 {
+	return hp_rec_result_json_ex(r, job, pool, 0);
+}
+
+char *hp_rec_result_json_ex(const struct hp_rec_result *r,
+			    const struct hp_rec_job *job,
+			    const struct hp_pool *pool, unsigned flags)
+{
 	json_t *o = json_object(), *pa = json_array(), *rj = json_array();
 	json_t *notes = json_array();
 	char *s;
@@ -153,7 +160,8 @@ char *hp_rec_result_json(const struct hp_rec_result *r,
 		      "of each used node x time; idle devices on a used "
 		      "node stay free and are not charged"));
 	json_object_set_new(o, "evaluated", json_integer(r->evaluated));
-	s = json_dumps(o, JSON_INDENT(2));
+	s = json_dumps(o, flags & HP_REC_JSON_COMPACT ? JSON_COMPACT
+						      : JSON_INDENT(2));
 	json_decref(o);
 	return s;
 }

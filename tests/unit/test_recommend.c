@@ -8,6 +8,7 @@
  * and hp_workload_at_batch refuse bad input by name (the pool parser's
  * tests are in test_pool.c).
  */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -908,6 +909,20 @@ HP_TEST(recommend_sample_pool_meets_deadline_and_explains)
 	ASSERT(js);
 	ASSERT(strstr(js, "\"predicted_energy_interval_j\""));
 	ASSERT(strstr(js, "\"grad_weight\""));
+	{
+		/* The compact form the service sends: the same document,
+		 * without the indentation. */
+		char *cs =
+		    hp_rec_result_json_ex(&r, &job, pool, HP_REC_JSON_COMPACT);
+		json_t *a = json_loads(js, 0, NULL),
+		       *b = json_loads(cs, 0, NULL);
+		ASSERT(cs && a && b);
+		ASSERT(!strchr(cs, '\n') && strlen(cs) < strlen(js));
+		ASSERT(json_equal(a, b));
+		json_decref(a);
+		json_decref(b);
+		free(cs);
+	}
 	free(js);
 	hp_rec_result_release(&r);
 
