@@ -5,11 +5,13 @@
  * trainer's per-step lines) and results.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hetpool/lrfind.h"
 #include "hetpoold.h"
 
 #define MAX_READ (16u << 20)
@@ -382,6 +384,143 @@ void hd_h_job_metrics(struct hd *d, struct hd_req *r, struct hd_resp *out)
 		 hp_deploy_jobs_dir(d->deploy), sj.deploy_id);
 	serve_file(r, path, "application/x-ndjson", out);
 	hp_store_job_release(&sj);
+}
+
+/* Most bytes of metrics.jsonl a range test's analysis reads (a test has
+ * hundreds of lines). */
+#define LRFIND_MAX_BYTES (64u << 20)
+/* Points of each fitted curve drawn for the dashboard. */
+#define LRFIND_CURVE_POINTS 120
+
+static json_t *jnum_or_null(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* The steps as read, for a plot of the range test. */
+static json_t *lrfind_points(const struct hp_lrfind_series *s)
+{
+	json_t *pts = json_array();
+
+	for (int i = 0; pts && i < s->n; i++)
+		json_array_append_new(
+		    pts,
+		    json_pack("{s:I, s:f, s:o, s:o}", "step",
+			      (json_int_t)s->pts[i].step, "lr", s->pts[i].lr,
+			      "loss", jnum_or_null(s->pts[i].loss), "accuracy",
+			      jnum_or_null(s->pts[i].accuracy)));
+	return pts;
+}
+
+/* The smoothed loss and both fits as [lr, loss] pairs, each over the
+ * rates it covers: what the plot draws beside the steps. */
+static json_t *lrfind_curves(const struct hp_lrfind_series *s,
+			     const struct hp_lrfind_result *res)
+{
+	json_t *sm = json_array(), *po = json_array(), *lf = json_array();
+	const struct hp_lrfind_logfit *L = &res->logfit;
+	double lo = log(s->pts[res->fit_start].lr);
+	double hi = log(s->pts[res->fit_end - 1].lr);
+	const int k = LRFIND_CURVE_POINTS;
+
+	for (int i = 0; res->smooth && i < res->analysed; i++)
+		json_array_append_new(sm,
+				      json_pack("[f, o]", s->pts[i].lr,
+						jnum_or_null(res->smooth[i])));
+	for (int i = 0; i < k && hi > lo; i++) {
+		double lr = exp(lo + (hi - lo) * i / (k - 1));
+		json_array_append_new(
+		    po, json_pack(
+			    "[f, o]", lr,
+			    jnum_or_null(hp_lrfind_poly_eval(&res->poly, lr))));
+	}
+	for (int i = 0; i < k && L->points > 0 && L->lr_hi > L->lr_lo; i++) {
+		double lr =
+		    L->lr_lo * pow(L->lr_hi / L->lr_lo, (double)i / (k - 1));
+		json_array_append_new(
+		    lf, json_pack("[f, o]", lr,
+				  jnum_or_null(L->a + L->b * log(lr))));
+	}
+	return json_pack("{s:o, s:o, s:o}", "smoothed", sm, "polynomial", po,
+			 "log_fit", lf);
+}
+
+void hd_h_job_lrfind(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct hp_store_job sj = {0};
+	struct hp_lrfind_series s;
+	struct hp_lrfind_result res = {0};
+	struct hp_lrfind_run run = {0};
+	struct hp_api_job j = {0};
+	struct hp_api_problem pb = {0};
+	struct hp_error err = {0};
+	char path[HP_DEPLOY_PATH_MAX + 64];
+	char *text = NULL, *an = NULL;
+	size_t len = 0, used = 0;
+	json_t *o, *analysis = NULL;
+	int rc;
+
+	hp_lrfind_series_init(&s);
+	if (deployment(d, r, &sj, out))
+		goto out_nojob;
+	if (!sj.description ||
+	    hp_api_job_parse(sj.description, strlen(sj.description), HP_API_JOB,
+			     &j, &pb) ||
+	    !(j.training.lr_range_min > 0)) {
+		hd_problem(out, 404, "not-a-range-test", NULL,
+			   "job %lld is not a learning-rate range test (a "
+			   "job is one when submitted with "
+			   "training.lr_range)",
+			   (long long)sj.id);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/%s/out/metrics.jsonl",
+		 hp_deploy_jobs_dir(d->deploy), sj.deploy_id);
+	rc = hp_read_file(path, LRFIND_MAX_BYTES, &text, &len, &err);
+	if (rc == HP_ENOENT) {
+		rc = 0;
+		len = 0;
+	} else if (rc) {
+		hd_problem_err(out, &err);
+		goto out;
+	}
+	/* A running job's last line may be half written: left for later. */
+	rc = hp_lrfind_parse_metrics(&s, text ? text : "", len, "metrics.jsonl",
+				     1, HP_LRFIND_PARSE_PARTIAL, &used, &err);
+	if (rc == HP_ENOMEM) {
+		hd_problem(out, 500, "internal", NULL, "out of memory");
+		goto out;
+	}
+	if (!rc && !(rc = hp_lrfind_analyse(&s, NULL, &res, &err))) {
+		run.steps_requested = j.steps;
+		if ((an = hp_lrfind_result_json(&s, &res, &run)))
+			analysis = json_loads(an, 0, NULL);
+		if (!analysis) {
+			hd_problem(out, 500, "internal", NULL, "out of memory");
+			goto out;
+		}
+	}
+	o = json_pack("{s:I, s:s, s:f, s:f, s:I, s:i, s:o, s:o}", "job_id",
+		      (json_int_t)sj.id, "state", hp_job_state_name(sj.state),
+		      "lr_min", j.training.lr_range_min, "lr_max",
+		      j.training.lr_range_max, "steps_requested",
+		      (json_int_t)j.steps, "steps_read", s.n, "analysis",
+		      analysis ? analysis : json_null(), "analysis_error",
+		      rc ? json_string(err.msg) : json_null());
+	if (o) {
+		json_object_set_new(o, "points", lrfind_points(&s));
+		json_object_set_new(o, "curves",
+				    rc ? json_null() : lrfind_curves(&s, &res));
+	}
+	hd_json(out, 200, o);
+out:
+	hp_api_job_release(&j);
+	hp_store_job_release(&sj);
+out_nojob:
+	hp_lrfind_result_release(&res);
+	hp_lrfind_series_release(&s);
+	free(text);
+	free(an);
 }
 
 void hd_h_job_results(struct hd *d, struct hd_req *r, struct hd_resp *out)

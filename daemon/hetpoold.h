@@ -333,6 +333,7 @@ void hd_h_job_cancel(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_job_logs(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_job_metrics(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_job_results(struct hd *, struct hd_req *, struct hd_resp *);
+void hd_h_job_lrfind(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_meas_list(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_meas_add(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_estimator(struct hd *, struct hd_req *, struct hd_resp *);

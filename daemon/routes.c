@@ -57,6 +57,8 @@ const struct hd_route hd_routes[] = {
       "the trainer's per-step lines"),
     R("GET", "/v1/jobs/{id}/results", HD_READER, HD_BODY_NONE, hd_h_job_results,
       "the trainer's results"),
+    R("GET", "/v1/jobs/{id}/lr-find", HD_READER, HD_BODY_NONE, hd_h_job_lrfind,
+      "a range test's steps, fitted curves, interval and suggested rate"),
     R("GET", "/v1/measurements", HD_READER, HD_BODY_NONE, hd_h_meas_list,
       "list measurements"),
     R("POST", "/v1/measurements", HD_USER, HD_BODY_CSV, hd_h_meas_add,

@@ -769,6 +769,8 @@ static void launch(struct hd *d, const struct hp_store_job *sj)
 	t.steps = j.steps;
 	t.epochs = j.epochs;
 	t.lr = j.training.lr;
+	t.lr_range_min = j.training.lr_range_min;
+	t.lr_range_max = j.training.lr_range_max;
 	t.lr_rule = hp_lr_rule_name(j.lr_rule);
 	t.ref_batch = j.ref_batch;
 	t.warmup_steps = j.training.warmup_steps;

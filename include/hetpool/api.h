@@ -91,6 +91,11 @@ struct hp_api_training {
 	double max_seconds;
 	int threads; /* per rank */
 	int ranks;   /* CPU ranks when the plan is this host's CPU */
+	/* "lr_range": {"lr_min", "lr_max"}: the job is a learning-rate range
+	 * test (the rate rises exponentially from lr_min to lr_max over its
+	 * steps, and it stops when the loss diverges); 0 0: an ordinary
+	 * training run */
+	double lr_range_min, lr_range_max;
 };
 
 /* Most bytes of an inline spec. */
@@ -123,7 +128,9 @@ struct hp_api_job {
  * "constraints": {"device_type", "devices", "nodes"}; for jobs also
  * "data" (required; [A-Za-z0-9._-], 1-63 characters), "name" and
  * "training": {"lr", "optimizer", "seed", "warmup_steps",
- * "checkpoint_every", "max_seconds", "threads", "ranks"}.  The spec is
+ * "checkpoint_every", "max_seconds", "threads", "ranks",
+ * "lr_range": {"lr_min", "lr_max"}} (a range test: 0 < lr_min < lr_max
+ * <= 1000, at least a factor 10 apart; no "lr" with it).  The spec is
  * checked with hp_spec_parse_only() (its message, under the field
  * "spec").  A batch larger than samples, or a ref_batch without a batch,
  * is refused.  0, or HP_EINVAL with pb filled (HP_ENOMEM: pb says 500).

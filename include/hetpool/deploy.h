@@ -278,6 +278,11 @@ struct hp_train_opts {
 	double max_seconds;
 	int threads; /* per rank; 0: the rank's share of its cores (local) */
 	bool resume;
+	/* > 0: a learning-rate range test instead of training: the rate
+	 * rises exponentially from lr_range_min to lr_range_max over the
+	 * steps and the run stops once the loss diverges (hetpool-train
+	 * --lr-schedule exp-ramp --stop-on-divergence; lr is not used) */
+	double lr_range_min, lr_range_max;
 };
 /* The defaults: everything unset (warmup_steps and seed -1). */
 void hp_train_opts_init(struct hp_train_opts *t);

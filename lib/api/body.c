@@ -335,6 +335,44 @@ static int read_constraints(json_t *c, struct hp_api_job *j,
 	return 0;
 }
 
+/* "training.lr_range": a learning-rate range test's two ends. */
+static int read_lr_range(json_t *lr, struct hp_api_training *tr,
+			 struct hp_api_problem *pb)
+{
+	static const char *const k[] = {"lr_min", "lr_max", NULL};
+	static const char pre[] = "training.lr_range";
+	double lo = 0, hi = 0;
+	int rc;
+
+	if ((rc = known_keys(lr, k, pre, pb)) ||
+	    (rc = get_num(lr, "lr_min", pre, 0, true, 1000, &lo, pb)) ||
+	    (rc = get_num(lr, "lr_max", pre, 0, true, 1000, &hi, pb)))
+		return rc;
+	if (!(lo > 0))
+		return missing(pb, "training.lr_range.lr_min",
+			       "'training.lr_range.lr_min': the lowest rate "
+			       "of the range test, e.g. 1e-5");
+	if (!(hi > 0))
+		return missing(pb, "training.lr_range.lr_max",
+			       "'training.lr_range.lr_max': the highest rate "
+			       "of the range test, e.g. 1");
+	if (!(hi >= 10 * lo))
+		return hp_api_fail(pb, 400, "invalid-field",
+				   "training.lr_range.lr_max",
+				   "'training.lr_range.lr_max' %g must be at "
+				   "least 10 times 'lr_min' %g: a range test "
+				   "spans decades",
+				   hi, lo);
+	if (tr->lr > 0)
+		return hp_api_fail(pb, 400, "invalid-field", "training.lr",
+				   "'training.lr' and 'training.lr_range' "
+				   "exclude each other: a range test sets the "
+				   "rate of every step");
+	tr->lr_range_min = lo;
+	tr->lr_range_max = hi;
+	return 0;
+}
+
 static int read_training(json_t *t, struct hp_api_training *tr,
 			 struct hp_api_problem *pb)
 {
@@ -346,8 +384,10 @@ static int read_training(json_t *t, struct hp_api_training *tr,
 					"max_seconds",
 					"threads",
 					"ranks",
+					"lr_range",
 					NULL};
 	int rc;
+	json_t *lr;
 
 	if ((rc = known_keys(t, k, "training", pb)) ||
 	    (rc = get_num(t, "lr", "training", 0, true, 1000, &tr->lr, pb)) ||
@@ -363,8 +403,11 @@ static int read_training(json_t *t, struct hp_api_training *tr,
 			  &tr->max_seconds, pb)) ||
 	    (rc = get_int32(t, "threads", "training", 1, 4096, &tr->threads,
 			    pb)) ||
-	    (rc = get_int32(t, "ranks", "training", 1, 4096, &tr->ranks, pb)))
+	    (rc = get_int32(t, "ranks", "training", 1, 4096, &tr->ranks, pb)) ||
+	    (rc = get_obj(t, "lr_range", "training", &lr, pb)))
 		return rc;
+	if (lr)
+		return read_lr_range(lr, tr, pb);
 	return 0;
 }
 
@@ -578,6 +621,11 @@ char *hp_api_job_json(const struct hp_api_job *j, enum hp_api_body kind)
 			bad |= set_int(t, "threads", tr->threads);
 		if (tr->ranks)
 			bad |= set_int(t, "ranks", tr->ranks);
+		if (tr->lr_range_min > 0)
+			bad |= json_object_set_new(
+			    t, "lr_range",
+			    json_pack("{s:f, s:f}", "lr_min", tr->lr_range_min,
+				      "lr_max", tr->lr_range_max));
 		if (json_object_size(t)) {
 			bad |= json_object_set_new(o, "training", t);
 		} else {

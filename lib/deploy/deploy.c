@@ -213,6 +213,19 @@ static int check_opts(struct hp__submit *s, struct hp_error *err)
 		return hp_error_set(err, HP_EINVAL,
 				    "optimizer '%s': give sgd or adam",
 				    t->optimizer);
+	if (t->lr_range_min || t->lr_range_max) {
+		if (!(t->lr_range_min > 0 &&
+		      t->lr_range_max > t->lr_range_min &&
+		      t->lr_range_max < 1e6))
+			return hp_error_set(err, HP_EINVAL,
+					    "a range test needs 0 < lr_min < "
+					    "lr_max (got %g and %g)",
+					    t->lr_range_min, t->lr_range_max);
+		if (t->lr > 0)
+			return hp_error_set(err, HP_EINVAL,
+					    "a range test sets every step's "
+					    "rate: give no lr with it");
+	}
 	if (!(t->lr >= 0 && t->lr < 1e6) || !(t->max_seconds >= 0) ||
 	    t->threads < 0 || t->steps < 0 || t->epochs < 0 ||
 	    t->checkpoint_every < 0)
@@ -292,6 +305,17 @@ int hp__trainer_argv(const struct hp__submit *s, const char *trainer,
 	if (t->lr > 0) {
 		hp__argv_add(&a, "--lr");
 		hp__argv_addf(&a, "%.9g", t->lr);
+	}
+	if (t->lr_range_min > 0) {
+		/* the range test's divergence factor is lr-find's default */
+		hp__argv_add(&a, "--lr-schedule");
+		hp__argv_add(&a, "exp-ramp");
+		hp__argv_add(&a, "--lr-min");
+		hp__argv_addf(&a, "%.17g", t->lr_range_min);
+		hp__argv_add(&a, "--lr-max");
+		hp__argv_addf(&a, "%.17g", t->lr_range_max);
+		hp__argv_add(&a, "--stop-on-divergence");
+		hp__argv_add(&a, "4");
 	}
 	hp__argv_add(&a, "--lr-rule");
 	hp__argv_add(&a, rule);

@@ -305,6 +305,45 @@ else:
     check("its rank's log is served", r.status == 200 and len(r.body) > 0, r)
     end2 = d.wait_job(j2["id"], U2)
     check("the queued job started when the CPU freed up, and ended", end2 and end2["state"] == "succeeded", end2)
+    problem("a range test of an ordinary job: 404", d.get("/v1/jobs/%d/lr-find" % j1["id"], R), 404, "not-a-range-test")
+    # a learning-rate range test run as a job, and its analysis
+    rt = dict(jobbody, steps=120, batch=64, data="fashion-mnist" if fmdirs else "synthetic", name="range-test",
+              training={"threads": 1, "seed": 3, "lr_range": {"lr_min": 1e-4, "lr_max": 10}})
+    problem("a range test with a fixed rate too: 400",
+            d.post("/v1/jobs", dict(rt, training=dict(rt["training"], lr=0.1)), U), 400, "invalid-field", "training.lr")
+    problem("a range test under a decade wide: 400",
+            d.post("/v1/jobs", dict(rt, training={"lr_range": {"lr_min": 0.1, "lr_max": 0.5}}), U), 400,
+            "invalid-field", "training.lr_range.lr_max")
+    problem("a range test without its top: 400",
+            d.post("/v1/jobs", dict(rt, training={"lr_range": {"lr_min": 0.1}}), U), 400,
+            "missing-field", "training.lr_range.lr_max")
+    problem("a range test with an unknown field: 400",
+            d.post("/v1/jobs", dict(rt, training={"lr_range": {"lr_min": 0.1, "lr_max": 1, "steps": 3}}), U), 400,
+            "unknown-field", "training.lr_range.steps")
+    r = d.post("/v1/jobs", rt, U)
+    jr = r.json() if r.status == 201 else {}
+    check("a range test is submitted as a job", r.status == 201 and
+          jr["description"]["training"]["lr_range"] == {"lr_min": 1e-4, "lr_max": 10}, r)
+    endr = d.wait_job(jr.get("id", 0), U) if jr else None
+    check("the range test ran to its end", endr and endr["state"] == "succeeded", endr)
+    r = d.get("/v1/jobs/%d/lr-find" % jr.get("id", 0), R)
+    lf = r.json() if r.status == 200 else {}
+    an = lf.get("analysis") or {}
+    mr = d.get("/v1/jobs/%d/metrics" % jr.get("id", 0), R)
+    msteps = [json.loads(x) for x in mr.body.splitlines() if x.strip()] if mr.status == 200 else []
+    msteps = [x for x in msteps if "step" in x]
+    pts = lf.get("points") or []
+    check("its steps are served with their rates, rising from lr_min",
+          r.status == 200 and len(pts) == len(msteps) >= 20 and
+          all(abs(p["lr"] - m["lr"]) <= 1e-9 * m["lr"] for p, m in zip(pts, msteps)) and
+          all(a["lr"] < b["lr"] for a, b in zip(pts, pts[1:])) and abs(pts[0]["lr"] - 1e-4) < 1e-10, r)
+    iv = an.get("interval") or [0, 0]
+    check("it is analysed: an interval inside the range and a suggestion inside the interval",
+          an.get("suggested_lr") and 1e-4 <= iv[0] <= an["suggested_lr"] <= iv[1] <= 10, lf.get("analysis_error") or an)
+    cv = lf.get("curves") or {}
+    check("the fitted curves are served for a plot",
+          len(cv.get("polynomial", [])) >= 50 and len(cv.get("smoothed", [])) >= 10 and
+          all(len(p) == 2 for p in cv.get("polynomial", [])), cv.keys())
     # a job stopped while it runs
     r = d.post("/v1/jobs", dict(jobbody, steps=100000, name="long"), U)
     j4 = r.json()
