@@ -122,9 +122,66 @@ void hd_h_token_revoke(struct hd *d, struct hd_req *r, struct hd_resp *out)
 
 /* ---- measurements */
 
-static json_t *meas_json(const struct hp_store_measurement *m)
+/* Profile rows carry no prediction in the store: the estimator in use
+ * predicts each from the spec it ran (the row's spec_json) at its batch on
+ * its device type.  Consecutive rows of one configuration at several
+ * batches share the analysis at batch 1. */
+struct row_predictor {
+	const struct hp_estimator *est;
+	const struct hp_catalog *cat;
+	char *spec;	       /* the last spec analysed, or NULL */
+	struct hp_workload w1; /* ... at batch 1 */
+	bool ok;	       /* w1 holds it */
+};
+
+static void row_predictor_release(struct row_predictor *rp)
+{
+	free(rp->spec);
+	if (rp->ok)
+		hp_workload_release(&rp->w1);
+}
+
+/* The row's predicted step time, or NaN when it cannot be had (no spec in
+ * the row, a device type the estimator does not know). */
+static double predict_row(struct row_predictor *rp,
+			  const struct hp_store_measurement *m)
+{
+	struct hp_error err = {0};
+	struct hp_prediction p;
+	struct hp_workload w = {0};
+	json_t *cfg;
+	const char *spec;
+	double t = NAN;
+
+	if (!rp->est || !rp->cat || !m->config ||
+	    !(cfg = json_loads(m->config, 0, NULL)))
+		return NAN;
+	spec = json_string_value(json_object_get(cfg, "spec_json"));
+	if (spec && *spec && (!rp->spec || strcmp(spec, rp->spec))) {
+		free(rp->spec);
+		if (rp->ok)
+			hp_workload_release(&rp->w1);
+		rp->ok = false;
+		rp->spec = hp_strdup(spec);
+		rp->ok = rp->spec && !hd_spec_workload(spec, &rp->w1, &err);
+	}
+	if (spec && *spec && rp->ok &&
+	    !hp_workload_at_batch(&rp->w1, m->batch, &w, &err)) {
+		if (!hp_estimator_predict(rp->est, rp->cat, &w, m->device_type,
+					  1, -1, &p, &err))
+			t = p.step_time_s;
+		hp_workload_release(&w);
+	}
+	json_decref(cfg);
+	return t;
+}
+
+static json_t *meas_json(const struct hp_store_measurement *m,
+			 struct row_predictor *rp, uint64_t version)
 {
 	json_t *o = json_object();
+	double pred = m->predicted_step_time_s;
+	char by[64] = "";
 
 	json_object_set_new(o, "id", json_integer(m->id));
 	json_object_set_new(
@@ -135,8 +192,16 @@ static json_t *meas_json(const struct hp_store_measurement *m)
 	json_object_set_new(o, "devices", json_integer(m->ndevices));
 	json_object_set_new(o, "batch", json_integer(m->batch));
 	json_object_set_new(o, "step_time_s", hd_jnum(m->step_time_s));
-	json_object_set_new(o, "predicted_step_time_s",
-			    hd_jnum(m->predicted_step_time_s));
+	if (pred > 0) {
+		snprintf(by, sizeof(by), "the estimator when it was submitted");
+	} else if (m->kind == HP_MEAS_PROFILE &&
+		   (pred = predict_row(rp, m)) > 0) {
+		snprintf(by, sizeof(by), "the estimator in use (version %llu)",
+			 (unsigned long long)version);
+	}
+	json_object_set_new(o, "predicted_step_time_s", hd_jnum(pred));
+	json_object_set_new(o, "predicted_by",
+			    by[0] ? json_string(by) : json_null());
 	json_object_set_new(o, "energy_per_step_j",
 			    hd_jnum(m->energy_per_step_j));
 	json_object_set_new(o, "power_w", hd_jnum(m->power_w));
@@ -179,8 +244,16 @@ void hd_h_meas_list(struct hd *d, struct hd_req *r, struct hd_resp *out)
 		return;
 	}
 	arr = json_array();
-	for (int i = 0; i < n; i++)
-		json_array_append_new(arr, meas_json(&ms[i]));
+	{
+		const struct hp_snap *snap = hp_ctx_acquire(d->ctx);
+		struct row_predictor rp = {.est = hp_snap_estimator(snap),
+					   .cat = hp_snap_catalog(snap)};
+		for (int i = 0; i < n; i++)
+			json_array_append_new(
+			    arr, meas_json(&ms[i], &rp, hp_snap_version(snap)));
+		row_predictor_release(&rp);
+		hp_snap_release(snap);
+	}
 	hd_json(out, 200,
 		json_pack("{s:o, s:o}", "measurements", arr, "next_after",
 			  n == l ? json_integer(ms[n - 1].id) : json_null()));

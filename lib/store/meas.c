@@ -94,7 +94,8 @@ int hp_store_measurement_import_csv(struct hp_store *s, const char *text,
 				    struct hp_error *err)
 {
 	struct hp_store_measurement m = {.kind = HP_MEAS_PROFILE,
-					 .ndevices = 1};
+					 .ndevices = 1,
+					 .predicted_step_time_s = NAN};
 	const char *src = source && *source ? source : "csv";
 	char **cols = NULL;
 	int ncols = 0, i_dev, i_name, i_batch, i_step, i_energy, i_power;

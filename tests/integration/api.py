@@ -221,6 +221,19 @@ check("profiler rows are added (CSV)", r.status == 201 and r.json()["added"] == 
 problem("a bad CSV row: 400", d.post("/v1/measurements", lines[0] + "\n" + "x," * 5 + "\n", U, ctype="text/csv"), 400, "invalid-csv")
 r = d.get("/v1/measurements?kind=profile", R)
 check("measurements are listed", r.status == 200 and len(r.json()["measurements"]) == 5, r)
+pm = r.json()["measurements"][0] if r.status == 200 else {}
+# the same prediction from the CLI, on the row's own spec and batch (the
+# server rescales the analysis at batch 1: hp_workload_at_batch() is
+# within 0.2% of an analysis at the batch)
+with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    f.write((pm.get("config") or {}).get("spec_json", "{}"))
+cli = subprocess.run([os.path.join(BIN, "hetpool"), "predict", f.name, "--device", "cpu", "--batch",
+                      str(pm.get("batch", 1)), "--json"], capture_output=True, text=True)
+os.unlink(f.name)
+want = json.loads(cli.stdout).get("step_time_s") if cli.returncode == 0 else None
+check("a profile row is predicted by the estimator in use, as 'hetpool predict' predicts it",
+      want and pm.get("predicted_step_time_s") and abs(pm["predicted_step_time_s"] / want - 1) < 2e-3
+      and "in use" in (pm.get("predicted_by") or ""), "%s vs %s (%s)" % (pm.get("predicted_step_time_s"), want, cli.stderr))
 problem("measurements: a bad kind: 400", d.get("/v1/measurements?kind=both", R), 400, "invalid-field", "kind")
 r = d.get("/v1/estimator", R)
 est0 = r.json()

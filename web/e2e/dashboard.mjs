@@ -178,6 +178,19 @@ try {
   await axe(page, "the plan page");
   noErrors(page, "the plan page");
 
+  // ---- a range test under a decade wide: the API's message beside the field, no job
+  const before = (await api("GET", "/v1/jobs?limit=500", T.user)).json.jobs.length;
+  page.expected.push(/status of 400/);
+  await page.fill("#lrmin", "0.1");
+  await page.fill("#lrmax", "0.2");
+  await page.click("#submit");
+  await page.waitForFunction(() => document.querySelector("#lrmax-err")?.textContent, null, { timeout: 10000 }).catch(() => {});
+  check("a range test under a decade wide gets the API's message beside its field", /at least 10 times/.test(await page.textContent("#lrmax-err")), await page.textContent("#lrmax-err"));
+  check("... and nothing is submitted", (await api("GET", "/v1/jobs?limit=500", T.user)).json.jobs.length === before);
+  await page.fill("#lrmin", "");
+  await page.fill("#lrmax", "");
+  page.expected.length = 0;
+
   // ---- submit a short job (local backend: this host's CPU) and follow it
   await page.fill("#name", "e2e-train");
   await page.fill("#maxsec", "12");
@@ -244,16 +257,53 @@ try {
   await shots(page, "job-ended");
   noErrors(page, "the ended job's page");
 
-  // ---- estimator
+  // ---- estimator: profile rows (predicted by the estimator in use) and the finished job
+  const prof = readFileSync(join(ROOT, "data", "profiles", "cpu-default.csv"), "utf8").split("\n").slice(0, 41).join("\n") + "\n";
+  const pr = await fetch(`${URL0}/v1/measurements`, { method: "POST", headers: { Authorization: "Bearer " + T.user, "Content-Type": "text/csv" }, body: prof });
+  check("profile rows are added (API)", pr.status === 201, pr.status);
   await page.goto(URL0 + "/#/estimator");
   await page.waitForSelector("#est-version");
   const meas = (await api("GET", "/v1/measurements?limit=1000", T.user)).json.measurements.filter((m) => m.step_time_s > 0 && m.predicted_step_time_s > 0);
-  await page.waitForTimeout(300);
-  check("the estimator page plots the measurements that have a prediction", meas.length === 0 || (await page.$$("#est-plot canvas")).length === 1, meas.length);
+  await page.waitForFunction(() => document.querySelector("#est-plot")?.dataset.points, null, { timeout: 10000 }).catch(() => {});
+  const estPts = JSON.parse((await page.getAttribute("#est-plot", "data-points")) || "[]");
+  const wantEst = meas.map((m) => [m.predicted_step_time_s, m.step_time_s]).sort((a, b) => a[0] - b[0]);
+  check("the estimator's scatter plots every profile row and finished job that has both times, as the API gives them",
+    meas.filter((m) => m.kind === "profile").length === 40 && meas.some((m) => m.kind === "job") &&
+    JSON.stringify(estPts) === JSON.stringify(wantEst) && (await page.$$("#est-plot canvas")).length === 1, `${estPts.length} plotted, ${meas.length} in the API`);
   check("a user is not offered refit", (await page.$$("#refit")).length === 0);
   await shots(page, "estimator");
   await axe(page, "the estimator page");
   noErrors(page, "the estimator page");
+
+  // ---- a learning-rate range test run as a job, and its page
+  const rt = await api("POST", "/v1/jobs", T.user, { spec: JSON.parse(readFileSync(fmnist, "utf8")), samples: 60000, steps: 150, batch: 64, deadline_s: 7200, data: "fashion-mnist", name: "e2e-range", training: { threads: 1, seed: 5, lr_range: { lr_min: 1e-4, lr_max: 10 } } });
+  check("a range test is submitted (API)", rt.status === 201, JSON.stringify(rt.json));
+  await page.goto(URL0 + "/#/lr-find");
+  await page.waitForSelector("#range-tests");
+  const rtListed = await page.$$eval("#range-tests tbody tr", (t) => t.map((tr) => tr.children[0].textContent));
+  check("the range tests page lists it (and no other job)", rtListed.length === 1 && rtListed[0] === "#" + rt.json.id, rtListed.join(","));
+  await shots(page, "lr-find-list");
+  await axe(page, "the range tests page");
+  await page.click(`a[href='#/lr-find/${rt.json.id}']`);
+  await page.waitForFunction(() => /succeeded|failed/.test(document.querySelector("#lr-state")?.textContent || ""), null, { timeout: 120000 });
+  await page.waitForTimeout(300);
+  const lf = (await api("GET", `/v1/jobs/${rt.json.id}/lr-find`, T.user)).json;
+  const drawn = JSON.parse((await page.getAttribute("#lr-plot", "data-points")) || "[]");
+  const wantPts = lf.points.filter((p) => p.loss !== null).map((p) => [p.lr, p.loss]);
+  check("the plot's points are the API's steps (rate, loss)", drawn.length === wantPts.length && drawn.length >= 20 &&
+    drawn.every((p, i) => p[0] === wantPts[i][0] && p[1] === wantPts[i][1]), `${drawn.length} drawn, ${wantPts.length} in the API`);
+  const poly = JSON.parse((await page.getAttribute("#lr-plot", "data-polynomial")) || "[]");
+  check("the polynomial fit is drawn", lf.curves && poly.length === lf.curves.polynomial.length && poly.length > 0, poly.length);
+  const sug = await page.textContent("#lr-suggested");
+  check("the suggested rate and the interval are shown as the API gives them",
+    lf.analysis && Number(sug) > 0 && Math.abs(Number(sug) / lf.analysis.suggested_lr - 1) < 0.01 &&
+    (await page.textContent("#lr-interval")).includes(" to "), `${sug} vs ${lf.analysis && lf.analysis.suggested_lr}`);
+  await shots(page, "lr-find");
+  await axe(page, "the range test page");
+  noErrors(page, "the range test pages");
+  await page.goto(`${URL0}/#/jobs/${rt.json.id}`);
+  await page.waitForSelector("#lr-find-link");
+  check("the range test's job page links to its analysis", (await page.getAttribute("#lr-find-link", "href")) === `#/lr-find/${rt.json.id}`);
   await page.context().close();
 
   // ---- a reader: no submit, no upload, no cancel

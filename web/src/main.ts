@@ -1,6 +1,7 @@
 // main.ts - the dashboard's shell: sign in with a token (kept in
 // sessionStorage for this tab), the navigation, and a router over the
-// URL's fragment (#/pool, #/plan, #/jobs, #/jobs/ID, #/estimator).  Each
+// URL's fragment (#/pool, #/plan, #/jobs, #/jobs/ID, #/estimator,
+// #/lr-find, #/lr-find/ID).  Each
 // page gets the caller's role and offers only what that role may do.
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
@@ -10,6 +11,7 @@ import { poolPage } from "./pages/pool";
 import { planPage } from "./pages/plan";
 import { jobsPage, jobPage } from "./pages/jobs";
 import { estimatorPage } from "./pages/estimator";
+import { lrFindPage } from "./pages/lrfind";
 
 export interface Ctx {
   who: Who;
@@ -23,6 +25,7 @@ const pages: { path: string; title: string; page: Page }[] = [
   { path: "plan", title: "Plan a job", page: planPage },
   { path: "jobs", title: "Jobs", page: jobsPage },
   { path: "estimator", title: "Estimator", page: estimatorPage },
+  { path: "lr-find", title: "LR range tests", page: lrFindPage },
 ];
 
 const app = document.getElementById("app")!;

@@ -9,6 +9,11 @@ import uPlot from "uplot";
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
 export const color = (i: number): string => COLORS[i % COLORS.length];
 
+// Tick labels of a log axis: small and large values in exponent form
+// (uPlot's default writes 1e-4 as "0").
+export const logTicks = (_u: uPlot, vals: number[]): string[] =>
+  vals.map((v) => (v === null ? "" : v < 1e-3 || v >= 1e4 ? v.toExponential(0) : String(+v.toPrecision(2))));
+
 function width(el: HTMLElement): number {
   return Math.max(240, Math.floor(el.clientWidth || 600));
 }
@@ -177,14 +182,13 @@ export function frontPlot(el: HTMLElement, front: FrontPoint[], alts: FrontPoint
 // Log-log scatter of predicted (x) against measured (y), one series per
 // group, with the y = x line.
 export function scatterLog(el: HTMLElement, groups: { label: string; pts: [number, number][] }[]): uPlot {
-  const xs = [...new Set(groups.flatMap((g) => g.pts.map((p) => p[0])))].sort((a, b) => a - b);
-  const idx = new Map(xs.map((x, i) => [x, i]));
-  const cols = groups.map((g) => {
-    const c: (number | null)[] = xs.map(() => null);
-    for (const [x, y] of g.pts) c[idx.get(x)!] = y;
-    return c;
-  });
+  // every point its own x slot (two points may share an x), ascending
+  const all = groups.flatMap((g, gi) => g.pts.map((p) => ({ gi, x: p[0], y: p[1] }))).sort((a, b) => a.x - b.x);
+  const xs = all.map((p) => p.x);
+  const cols = groups.map((_g, gi) => all.map((p) => (p.gi === gi ? p.y : null)));
   const data: uPlot.AlignedData = [xs, xs.slice(), ...cols];
+  // what was handed to uPlot, for tests: [predicted, measured] pairs
+  el.dataset.points = JSON.stringify(all.map((p) => [p.x, p.y]));
   return new uPlot({
     width: width(el),
     height: 360,
@@ -194,6 +198,6 @@ export function scatterLog(el: HTMLElement, groups: { label: string; pts: [numbe
       { label: "measured = predicted", stroke: "#999", dash: [4, 4], points: { show: false } },
       ...groups.map((g, i) => ({ label: g.label, stroke: color(i), paths: () => null, points: { show: true, size: 5, fill: color(i) } })),
     ],
-    axes: [{ label: "predicted step time (s)" }, { label: "measured step time (s)", size: 70 }],
+    axes: [{ label: "predicted step time (s)", values: logTicks }, { label: "measured step time (s)", size: 70, values: logTicks }],
   }, data, el);
 }

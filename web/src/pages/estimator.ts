@@ -49,11 +49,11 @@ export function estimatorPage(root: HTMLElement, ctx: Ctx): () => void {
       const rows = m.measurements.filter((r) => (r.step_time_s ?? 0) > 0 && (r.predicted_step_time_s ?? 0) > 0);
       const groups = new Map<string, [number, number][]>();
       for (const r of rows) {
-        const k = r.device_type || "?";
+        const k = `${r.device_type || "?"} (${r.kind === "job" ? "jobs" : "profile rows"})`;
         if (!groups.has(k)) groups.set(k, []);
         groups.get(k)!.push([r.predicted_step_time_s!, r.step_time_s!]);
       }
-      plotNote.textContent = `${rows.length} of ${m.measurements.length} stored measurements have both a measured and a predicted step time.`;
+      plotNote.textContent = `${rows.length} of ${m.measurements.length} stored measurements have both a measured and a predicted step time: a finished job's prediction is the one made when it was submitted, a profile row's is the estimator's in use.`;
       if (stopPlot) stopPlot();
       stopPlot = null;
       clear(plotEl);

@@ -19,6 +19,7 @@ interface Job {
   cancel_requested: boolean; deployment: { id: string } | null; devices: { node: string; type: string; index: number; held: boolean }[];
   // the recommendation, or (a CPU job of the local backend) the host's plan
   plan?: Partial<Rec> & { steps?: number; predicted_step_time_s?: number | null; note?: string };
+  description?: { training?: { lr_range?: { lr_min: number; lr_max: number } } };
 }
 
 const LIVE = ["queued", "starting", "running"];
@@ -136,6 +137,7 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
     const mayCancel = LIVE.includes(j.state) && (ctx.can("admin") || (ctx.can("user") && j.owner === ctx.who.token_id));
     clear(head, h("h1", null, `Job #${j.id}${j.name ? " " + j.name : ""}`),
       h("p", null, h("span", { id: "job-state", class: "state-" + j.state }, j.state), j.cancel_requested && LIVE.includes(j.state) ? " (cancel requested)" : "", j.reason ? " - " + j.reason : ""),
+      j.description?.training?.lr_range ? h("p", null, "A learning-rate range test: ", h("a", { href: "#/lr-find/" + j.id, id: "lr-find-link" }, "its loss against the rate, the fits and the suggested rate")) : null,
       mayCancel ? h("button", { type: "button", id: "cancel", class: "danger", disabled: j.cancel_requested, onclick: cancel }, "Cancel job") : null);
     if (j.deployment) {
       try {

@@ -66,12 +66,15 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
   const lr = h("input", { type: "text", inputmode: "decimal", value: "0.05" });
   const maxSec = h("input", { type: "text", inputmode: "numeric", value: "" });
   const ranks = h("input", { type: "text", inputmode: "numeric", value: "" });
+  const lrMin = h("input", { type: "text", inputmode: "decimal", value: "" });
+  const lrMax = h("input", { type: "text", inputmode: "decimal", value: "" });
   const submit = h("button", { type: "submit", id: "submit", disabled: true }, "Submit job");
   const formErr = h("p", { class: "error", role: "alert", id: "form-error" });
   const result = h("section", { id: "result", "aria-live": "polite", "aria-labelledby": "rec-h" });
   const fields: Record<string, HTMLElement> = {
     model_id: model, samples, epochs, batch, deadline_s: deadline, "constraints.device_type": dtype,
     "constraints.devices": maxDev, "constraints.nodes": maxNodes, data, name, "training.lr": lr, "training.max_seconds": maxSec, "training.ranks": ranks,
+    "training.lr_range.lr_min": lrMin, "training.lr_range.lr_max": lrMax,
   };
   const form = h("form", { id: "plan-form", novalidate: true },
     h("fieldset", null, h("legend", null, "Model"),
@@ -86,7 +89,9 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
       ? h("fieldset", null, h("legend", null, "Run"),
           field("data", "Data", data), field("name", "Name (optional)", name), field("lr", "Learning rate", lr),
           field("maxsec", "Stop after (s, optional)", maxSec, "training time budget"),
-          field("ranks", "Ranks (optional)", ranks, "processes for a CPU job; default: the plan's"), submit)
+          field("ranks", "Ranks (optional)", ranks, "processes for a CPU job; default: the plan's"),
+          field("lrmin", "Range test: lowest rate (optional)", lrMin, "with the highest rate, run a learning-rate range test instead of training (the learning rate above is then not used)"),
+          field("lrmax", "Range test: highest rate (optional)", lrMax, "at least 10 times the lowest"), submit)
       : h("p", { class: "muted" }, "Your token is a reader's: you can plan, not submit."),
     formErr);
   clear(root, h("h1", null, "Plan a job"), h("div", { class: "plan" }, form, result));
@@ -226,7 +231,14 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
     body.data = data.value;
     if (name.value.trim()) body.name = name.value.trim();
     const t: Record<string, unknown> = {};
-    if (lr.value.trim()) t.lr = num(lr.value);
+    const range = lrMin.value.trim() || lrMax.value.trim();
+    if (lr.value.trim() && !range) t.lr = num(lr.value);
+    if (range) {
+      const r: Record<string, unknown> = {};
+      if (lrMin.value.trim()) r.lr_min = num(lrMin.value);
+      if (lrMax.value.trim()) r.lr_max = num(lrMax.value);
+      t.lr_range = r;
+    }
     if (maxSec.value.trim()) t.max_seconds = num(maxSec.value);
     if (ranks.value.trim()) t.ranks = num(ranks.value);
     if (Object.keys(t).length) body.training = t;
