@@ -195,6 +195,21 @@ HP_TEST(api_job_json_reads_back_the_same)
 	free(s2);
 	hp_api_job_release(&a);
 	hp_api_job_release(&b);
+	/* a range test reads back the same */
+	if (parse("{\"spec\": " SPEC ", \"samples\": 5000, \"steps\": 10, "
+		  "\"batch\": 32, \"deadline_s\": 60, \"data\": "
+		  "\"synthetic\", \"training\": {\"lr_range\": "
+		  "{\"lr_min\": 1e-5, \"lr_max\": 3}}}",
+		  HP_API_JOB, &a, &pb))
+		HP_FAIL("a range test refused: %s", pb.detail);
+	ASSERT(a.training.lr_range_min == 1e-5 && a.training.lr_range_max == 3);
+	s1 = hp_api_job_json(&a, HP_API_JOB);
+	ASSERT(s1 && strstr(s1, "\"lr_range\""));
+	ASSERT_EQ_INT(parse(s1, HP_API_JOB, &b, &pb), 0);
+	ASSERT(b.training.lr_range_min == 1e-5 && b.training.lr_range_max == 3);
+	free(s1);
+	hp_api_job_release(&a);
+	hp_api_job_release(&b);
 }
 
 HP_TEST(api_other_bodies)

@@ -905,6 +905,19 @@ HP_TEST(deploy_backend_refusal_leaves_job_failed)
 		      HP_EINVAL);
 	ASSERT_STR_EQ(id, "");
 	ASSERT(strstr(err.msg, "GRES map 'a100'"));
+	/* a range test upside down, or with a fixed rate too */
+	s.o.gres_map = NULL;
+	s.t.lr_range_min = 1;
+	s.t.lr_range_max = 0.1;
+	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
+		      HP_EINVAL);
+	ASSERT_STR_EQ(id, "");
+	ASSERT(strstr(err.msg, "lr_min < lr_max"));
+	s.t.lr_range_max = 100;
+	s.t.lr = 0.1;
+	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "no lr"));
 	hp_deploy_free(d);
 	hp_plan_release(&s.plan);
 	rm_rf(s.dir);
