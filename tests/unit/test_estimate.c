@@ -519,6 +519,46 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 	hp_catalog_free(cat);
 }
 
+HP_TEST(estimate_gavel_resnet18_is_cifar_variant)
+{
+	/* Gavel's "ResNet-18 on CIFAR-10" is the CIFAR variant (3x3 stride-1
+	 * stem, no max-pool): 11,173,962 parameters and 555.4 M MACs per
+	 * sample at 3x32x32 (shared/data/models/REFERENCE.csv), so forward
+	 * and both backward passes about 6 x 555.4 M FLOPs; torchvision's
+	 * ResNet-18 at 32x32 would be 11,689,512 parameters and 37.5 M MACs
+	 * (0.23 GFLOPs a step per sample). */
+	struct hp_catalog *cat = test_catalog();
+	struct hp_fit_options o = {0};
+	struct hp_error err = {0};
+	struct hp__set set;
+	char pub[1024], models[1024];
+	int rows = 0;
+
+	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
+	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
+	o.public_dir = pub;
+	o.models_dir = models;
+	if (hp__set_load(&set, &o, cat, &err))
+		HP_FAIL("public set: %s", err.msg);
+	for (int i = 0; i < set.n; i++) {
+		const struct hp_workload *w = &set.wl[set.s[i].wl];
+		double per;
+		if (set.s[i].src != HP__SRC_GAVEL ||
+		    strcmp(set.s[i].family, "resnet18-cifar"))
+			continue;
+		per = w->flops_total / (double)w->batch;
+		ASSERT_EQ_INT((int)w->params, 11173962);
+		if (per < 6 * 555.4e6 || per > 6.3 * 555.4e6)
+			HP_FAIL("%s batch %lld: %.4g FLOPs per sample, not "
+				"about 6 x 555.4 M",
+				set.s[i].device, (long long)w->batch, per);
+		rows++;
+	}
+	ASSERT_EQ_INT(rows, 15); /* K80, P100, V100 x batch 16..256 */
+	hp__set_release(&set);
+	hp_catalog_free(cat);
+}
+
 /* Channel padding: a profile row's backend gives the block, the workload
  * knows which tensors another layer wrote, and a net of 8-channel convs
  * costs more on a 16-channel block than unpadded, a 16-channel one not. */
