@@ -440,6 +440,7 @@ static int load_public(struct hp__set *set, const struct hp_fit_options *o,
 	struct wl_key *keys = NULL;
 	int nkeys = 0, akeys = 0, rc;
 	int n_fp16 = 0, n_other = 0, n_gavel_multi = 0, n_nobatch = 0;
+	int n_amp = 0;
 	char other[160] = "";
 
 	hp_measure_set_init(&ms);
@@ -471,7 +472,9 @@ static int load_public(struct hp__set *set, const struct hp_fit_options *o,
 			n_other++;
 			continue;
 		}
-		if (m->fp16) {
+		/* fp16: Lambda's mixed-precision runs, fitted as amp where
+		 * their batch size is known */
+		if (m->fp16 && m->batch < 1) {
 			n_fp16++;
 			continue;
 		}
@@ -543,12 +546,15 @@ static int load_public(struct hp__set *set, const struct hp_fit_options *o,
 		s->wl = wl;
 		s->t = m->step_time_s;
 		s->power_w = m->power_w;
+		s->prec = m->fp16 ? HP_PREC_AMP : HP_PREC_FP32;
 		set->public_rows++;
+		n_amp += m->fp16;
 	}
 	note(set,
-	     "public: %d fp32 rows of ResNet-50, ResNet-18 (CIFAR, 32x32) "
-	     "and ShuffleNetV2 (CIFAR, 32x32) used",
-	     set->public_rows);
+	     "public: %d rows of ResNet-50, ResNet-18 (CIFAR variant, 32x32) "
+	     "and ShuffleNetV2 (CIFAR, 32x32) used, %d of them amp "
+	     "(Lambda fp16)",
+	     set->public_rows, n_amp);
 	if (n_other)
 		note(set,
 		     "public: %d rows of models with no ONNX here left out: "
@@ -556,8 +562,8 @@ static int load_public(struct hp__set *set, const struct hp_fit_options *o,
 		     n_other, other);
 	if (n_fp16)
 		note(set,
-		     "public: %d fp16 (mixed precision) rows left out: the "
-		     "models are fp32",
+		     "public: %d fp16 (mixed precision) rows without a "
+		     "batch size left out",
 		     n_fp16);
 	if (n_gavel_multi)
 		note(set,

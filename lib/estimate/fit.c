@@ -46,6 +46,29 @@ int hp_est_family_parse(const char *s, enum hp_est_family *out)
 	return HP_EINVAL;
 }
 
+const char *hp_precision_name(enum hp_precision p)
+{
+	switch (p) {
+	case HP_PREC_FP32:
+		return "fp32";
+	case HP_PREC_TF32:
+		return "tf32";
+	case HP_PREC_AMP:
+		return "amp";
+	}
+	return "?";
+}
+
+int hp_precision_parse(const char *s, enum hp_precision *out)
+{
+	for (int p = HP_PREC_FP32; p <= HP_PREC_AMP; p++)
+		if (s && !strcmp(s, hp_precision_name(p))) {
+			*out = p;
+			return 0;
+		}
+	return HP_EINVAL;
+}
+
 enum hp_est_family hp_estimator_family(const struct hp_estimator *est)
 {
 	return est->family;
@@ -154,8 +177,11 @@ static int gpu_fit(const struct hp__fitpt *pts, int n, const bool *use,
 	 * learn fully connected layers from, so they keep the prior. */
 	fr[HP__TH_EMAX + HP_EST_FC] = fr[HP__TH_TAU + HP_EST_FC] = false;
 	for (int i = 0; i < k; i++) {
-		if (sub[i].d.tf32 > 0)
+		if (sub[i].d.tf32 > 0 && sub[i].d.prec == HP_PREC_FP32)
 			fr[HP__TH_KAPPA] = true;
+		if (sub[i].d.fp16 > sub[i].d.fp32 &&
+		    sub[i].d.prec == HP_PREC_AMP)
+			fr[HP__TH_KAPPA_AMP] = true;
 		if (sub[i].ndev > 1)
 			fr[HP__TH_COMM] = true;
 		if (sub[i].src == HP__SRC_GAVEL)
@@ -325,6 +351,9 @@ static int fit_gpus(struct hp_estimator *est, const struct hp__fitpt *pts,
 	memcpy(est->gpu_th, m.th, sizeof(m.th));
 	est->has_gpu = true;
 	est->gpu_n = n;
+	est->gpu_amp_n = 0;
+	for (int i = 0; i < n; i++)
+		est->gpu_amp_n += pts[i].d.prec == HP_PREC_AMP;
 	for (int d = 0; d < est->ndev; d++)
 		if (!est->dev[d].cpu) {
 			est->dev[d].log_scale = m.scale[d];
@@ -783,6 +812,7 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 		if ((d = est_dev_index(est, &adev, t, p.d.cpu)) < 0)
 			goto nomem;
 		p.d.chan_block = s->chan_block > 1 ? s->chan_block : 1;
+		p.d.prec = p.d.cpu ? HP_PREC_FP32 : s->prec;
 		if (est->dev[d].chan_block < p.d.chan_block)
 			est->dev[d].chan_block = p.d.chan_block;
 		est->dev[d].n++;

@@ -96,7 +96,7 @@ static int scheme_fit(int g, void *ud)
  */
 static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 		      const bool *in, const struct hp_catalog *cat,
-		      struct score sc[4], int threads,
+		      struct score sc[5], int threads,
 		      struct hp__progress *prog, struct hp_error *err)
 {
 	struct scheme_fits sf = {set, grp, in, cat, prog, NULL, NULL};
@@ -130,7 +130,7 @@ static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 				struct hp_error e2;
 				if (hp__predict(est, cat, &set->wl[s->wl],
 						s->device, s->ndev, f, s->src,
-						&p, &e2))
+						s->prec, &p, &e2))
 					continue;
 				sc[f].ape[sc[f].n++] =
 				    100 * fabs(p.step_time_s / s->t - 1);
@@ -139,6 +139,13 @@ static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 				if (f == HP_EST_PHYSICAL &&
 				    s->src == HP__SRC_LAMBDA)
 					sc[3].ape[sc[3].n++] =
+					    sc[f].ape[sc[f].n - 1];
+				/* Mixed precision: the FP16 peak's share is
+				 * one shared parameter, learned here from
+				 * the other types' amp rows. */
+				if (f == HP_EST_PHYSICAL &&
+				    s->prec == HP_PREC_AMP)
+					sc[4].ape[sc[4].n++] =
 					    sc[f].ape[sc[f].n - 1];
 			}
 		}
@@ -248,7 +255,7 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 	struct hp__progress prog = {o->progress, o->progress_ud, "validating",
 				    0, 0};
 	struct hp__set set;
-	struct score sc[4] = {0};
+	struct score sc[5] = {0};
 	bool *in = NULL, *seen = NULL;
 	int *grp = NULL, rc = 0;
 	int threads = o->threads > 0 ? o->threads : hp__par_default_threads();
@@ -265,7 +272,7 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 	seen = calloc((size_t)set.n + 1, sizeof(*seen));
 	grp = calloc((size_t)set.n + 1, sizeof(*grp));
 	names = calloc((size_t)set.n + 1, sizeof(*names));
-	for (int f = 0; f < 4; f++) {
+	for (int f = 0; f < 5; f++) {
 		sc[f].ape = calloc((size_t)set.n + 1, sizeof(double));
 		if (!sc[f].ape)
 			oom = true;
@@ -291,7 +298,7 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 				continue;
 			ngrp =
 			    assign_groups(&set, in, scheme, folds, grp, names);
-			for (int f = 0; f < 4; f++)
+			for (int f = 0; f < 5; f++)
 				sc[f].n = 0;
 			rc = run_scheme(&set, grp, ngrp, in, cat, sc, threads,
 					&prog, err);
@@ -321,6 +328,14 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 						  "out of memory");
 				goto out;
 			}
+			if (data == 1 && scheme == 2 && sc[4].n &&
+			    add_row(out, "public-amp", HP_EST_PHYSICAL,
+				    scheme_names[scheme], &sc[4],
+				    "Lambda's fp16 rows, predicted in amp")) {
+				rc = hp_error_set(err, HP_ENOMEM,
+						  "out of memory");
+				goto out;
+			}
 			if (data == 1 && scheme == 0)
 				snprintf(
 				    out->notes[out->nnotes < 8 ? out->nnotes++
@@ -337,7 +352,7 @@ out:
 	free(seen);
 	free(grp);
 	free(names);
-	for (int f = 0; f < 4; f++)
+	for (int f = 0; f < 5; f++)
 		free(sc[f].ape);
 	hp__set_release(&set);
 	if (rc)

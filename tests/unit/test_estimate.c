@@ -501,8 +501,8 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 		if (s->src == HP__SRC_ZEUS && !strcmp(s->family, "resnet50"))
 			continue;
 		ASSERT_EQ_INT(hp__predict(est, cat, &set.wl[s->wl], s->device,
-					  s->ndev, HP_EST_PHYSICAL, s->src, &p,
-					  &err),
+					  s->ndev, HP_EST_PHYSICAL, s->src,
+					  s->prec, &p, &err),
 			      0);
 		if (!p.fits_in_memory)
 			HP_FAIL("%s %s batch %lld: %.1f GB predicted, %.1f GB "
@@ -515,6 +515,130 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 	}
 	ASSERT(checked > 80);
 	hp_estimator_free(est);
+	hp__set_release(&set);
+	hp_catalog_free(cat);
+}
+
+HP_TEST(estimate_precision_peaks)
+{
+	/* The peak each precision uses, against the catalog's figures by
+	 * hand: fp32 on an A100 is FP32 x (TF32/FP32)^kappa, tf32 the TF32
+	 * peak, amp FP32 x (FP16/FP32)^kappa_amp; a K80 has no FP16 unit. */
+	struct hp_catalog *cat = test_catalog();
+	const struct hp_device_type *a100 = hp_catalog_find(cat, "a100-80");
+	const struct hp_device_type *k80 = hp_catalog_find(cat, "k80");
+	struct hp__dev_spec d;
+	double th[HP__NTH];
+	enum hp_precision p;
+
+	ASSERT(a100 && k80);
+	hp__phys_prior(false, th);
+	th[HP__TH_KAPPA] = log(0.25 / 0.75);   /* kappa 0.25 */
+	th[HP__TH_KAPPA_AMP] = log(0.4 / 0.6); /* kappa_amp 0.4 */
+	ASSERT(hp__dev_spec(a100, &d));
+	ASSERT_NEAR(hp__peak(th, &d), 19.5e12 * pow(156 / 19.5, 0.25), 1e3);
+	d.prec = HP_PREC_TF32;
+	ASSERT_NEAR(hp__peak(th, &d), 156e12, 1e3);
+	d.prec = HP_PREC_AMP;
+	ASSERT_NEAR(hp__peak(th, &d), 19.5e12 * pow(312 / 19.5, 0.4), 1e3);
+	ASSERT(hp__dev_spec(k80, &d));
+	d.prec = HP_PREC_AMP;
+	ASSERT_NEAR(hp__peak(th, &d), k80->fp32_tflops * 1e12, 1e3);
+	ASSERT_EQ_INT(hp_precision_parse("amp", &p), 0);
+	ASSERT_EQ_INT(p, HP_PREC_AMP);
+	ASSERT_EQ_INT(hp_precision_parse("fp16", &p), HP_EINVAL);
+	hp_catalog_free(cat);
+}
+
+HP_TEST(estimate_precision_predictions)
+{
+	/* Fitted on the public data (Lambda's fp16 rows as amp): ResNet-50
+	 * at batch 256 on a V100 in amp against fp32.  Lambda measured 833
+	 * against 369 img/s (2.26x; batch 256 and 128); the prediction must
+	 * be 1.7-3x, with half the activation memory.  tf32 on a V100 (no
+	 * TF32) and amp on a CPU are refused. */
+	struct hp_catalog *cat = test_catalog();
+	struct hp_fit_options o = {0};
+	struct hp_error err = {0};
+	struct hp__set set;
+	struct hp_estimator *est;
+	struct hp_prediction f, a, t;
+	struct hp_workload *w = NULL;
+	char pub[1024], models[1024];
+
+	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
+	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
+	o.public_dir = pub;
+	o.models_dir = models;
+	if (hp__set_load(&set, &o, cat, &err))
+		HP_FAIL("public set: %s", err.msg);
+	for (int i = 0; i < set.n; i++)
+		if (set.s[i].prec == HP_PREC_AMP && set.s[i].ndev == 1 &&
+		    !strcmp(set.s[i].device, "v100"))
+			w = &set.wl[set.s[i].wl];
+	ASSERT(w && w->batch == 256);
+	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, &err);
+	ASSERT(est);
+	ASSERT(est->gpu_amp_n >= 20);
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, w, "v100", 1, -1, &f, &err), 0);
+	ASSERT_EQ_INT(hp_estimator_predict_prec(est, cat, w, "v100", 1, -1,
+						HP_PREC_AMP, &a, &err),
+		      0);
+	ASSERT_EQ_INT(a.precision, HP_PREC_AMP);
+	ASSERT(strstr(a.basis, "amp rows"));
+	if (f.step_time_s / a.step_time_s < 1.7 ||
+	    f.step_time_s / a.step_time_s > 3)
+		HP_FAIL("amp speed-up %.2f, measured 2.26",
+			f.step_time_s / a.step_time_s);
+	ASSERT(a.peak_memory_bytes < f.peak_memory_bytes);
+	ASSERT_EQ_INT(hp_estimator_predict_prec(est, cat, w, "v100", 1, -1,
+						HP_PREC_TF32, &t, &err),
+		      HP_EUNSUPP);
+	ASSERT_EQ_INT(hp_estimator_predict_prec(est, cat, w, "a100-80", 1, -1,
+						HP_PREC_TF32, &t, &err),
+		      0);
+	ASSERT_EQ_INT(hp_estimator_predict_prec(est, cat, w, "a100-80", 1, -1,
+						HP_PREC_FP32, &f, &err),
+		      0);
+	ASSERT(t.step_time_s <= f.step_time_s); /* kappa <= 1 */
+	hp_estimator_free(est);
+	hp__set_release(&set);
+	hp_catalog_free(cat);
+}
+
+HP_TEST(estimate_old_file_without_kappa_amp_loads)
+{
+	/* An estimator written before precision was modelled has no
+	 * kappa_amp_logit nor amp_rows: it loads, with the default. */
+	static const char *const gpus[] = {"v100", "a100-80"};
+	struct hp_catalog *cat = test_catalog();
+	struct hp_error err = {0};
+	struct hp__set set;
+	struct hp_estimator *est, *back;
+	double prior[HP__NTH];
+	char *text, *k;
+
+	synth_set(&set, cat, 0, gpus, 2, 20);
+	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, NULL);
+	ASSERT(est);
+	est->gpu_th[HP__TH_KAPPA_AMP] = 1.5;
+	text = hp_estimator_dumps(est);
+	ASSERT(text);
+	/* rename the keys: as if they were not there */
+	while ((k = strstr(text, "\"kappa_amp_logit\"")))
+		memcpy(k + 1, "old_", 4);
+	ASSERT((k = strstr(text, "\"amp_rows\"")));
+	memcpy(k + 1, "old_", 4);
+	back = hp_estimator_loads(text, strlen(text), &err);
+	if (!back)
+		HP_FAIL("old file: %s", err.msg);
+	hp__phys_prior(false, prior);
+	ASSERT(back->gpu_th[HP__TH_KAPPA_AMP] == prior[HP__TH_KAPPA_AMP]);
+	ASSERT_EQ_INT(back->gpu_amp_n, 0);
+	free(text);
+	hp_estimator_free(est);
+	hp_estimator_free(back);
 	hp__set_release(&set);
 	hp_catalog_free(cat);
 }
