@@ -500,6 +500,12 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 		 * FP32-like and is fitted). */
 		if (s->src == HP__SRC_ZEUS && !strcmp(s->family, "resnet50"))
 			continue;
+		/* Zeus's CIFAR ShuffleNetV2 is analysed through torchvision's
+		 * at 128x128, whose stem's maps are 4x the variant's: a time
+		 * proxy (the same stages), not a memory one (batch 4,096 on
+		 * 24 GB: about 5 GB more stem activations). */
+		if (!strcmp(s->family, "shufflenetv2-cifar"))
+			continue;
 		ASSERT_EQ_INT(hp__predict(est, cat, &set.wl[s->wl], s->device,
 					  s->ndev, HP_EST_PHYSICAL, s->src,
 					  s->prec, &p, &err),
@@ -513,7 +519,7 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 				p.device_memory_bytes / 1e9);
 		checked++;
 	}
-	ASSERT(checked > 80);
+	ASSERT(checked > 70); /* ResNet-18 and -50, fp32 and amp */
 	hp_estimator_free(est);
 	hp__set_release(&set);
 	hp_catalog_free(cat);
@@ -643,7 +649,7 @@ HP_TEST(estimate_old_file_without_kappa_amp_loads)
 	hp_catalog_free(cat);
 }
 
-HP_TEST(estimate_gavel_resnet18_is_cifar_variant)
+HP_TEST(estimate_public_cifar_models_are_cifar_variants)
 {
 	/* Gavel's "ResNet-18 on CIFAR-10" is the CIFAR variant (3x3 stride-1
 	 * stem, no max-pool): 11,173,962 parameters and 555.4 M MACs per
@@ -679,6 +685,22 @@ HP_TEST(estimate_gavel_resnet18_is_cifar_variant)
 		rows++;
 	}
 	ASSERT_EQ_INT(rows, 15); /* K80, P100, V100 x batch 16..256 */
+	/* Zeus's CIFAR ShuffleNetV2 (stride-1 stem, no max-pool) through
+	 * torchvision's at 128x128: the same stage map sizes, about 49 M
+	 * MACs a sample (at 32x32 it would be about 3 M). */
+	rows = 0;
+	for (int i = 0; i < set.n; i++) {
+		const struct hp_workload *w = &set.wl[set.s[i].wl];
+		double per = w->flops_total / (double)w->batch;
+		if (strcmp(set.s[i].family, "shufflenetv2-cifar"))
+			continue;
+		if (per < 6 * 40e6 || per > 6 * 60e6)
+			HP_FAIL("ShuffleNetV2 batch %lld: %.4g FLOPs per "
+				"sample",
+				(long long)w->batch, per);
+		rows++;
+	}
+	ASSERT(rows >= 30);
 	hp__set_release(&set);
 	hp_catalog_free(cat);
 }
