@@ -557,9 +557,8 @@ static int load_public(struct hp__set *set, const struct hp_fit_options *o,
 		n_amp += m->fp16;
 	}
 	note(set,
-	     "public: %d rows of ResNet-50, ResNet-18 (CIFAR variant, 32x32) "
-	     "and ShuffleNetV2 (CIFAR, 32x32) used, %d of them amp "
-	     "(Lambda fp16)",
+	     "public: %d rows of ResNet-50, ResNet-18 and ShuffleNetV2 "
+	     "(their CIFAR variants) used, %d of them amp (Lambda fp16)",
 	     set->public_rows, n_amp);
 	if (n_other)
 		note(set,
