@@ -276,6 +276,13 @@ int hp__linear_fit(const double *X, const double *y, int n, int p, bool robust,
 #define HP__LIN_P 7
 void hp__linear_x(const struct hp_workload *w, double *x);
 
+/* The time a GPU runs kernels in one step of w on d (per-device batch):
+ * the layers' compute and memory time without their latencies nor the
+ * per-step overhead, in Lambda's setup, s.  Its share of the step is what
+ * a GPU's power follows (the power model's u). */
+double hp__busy_time(const double *th, const struct hp__dev_spec *d,
+		     const struct hp_workload *w);
+
 /* The power model: idle + (tdp - idle) x u^gamma. */
 double hp__power_w(const struct hp_device_type *t, double util, double gamma);
 
@@ -318,6 +325,8 @@ struct hp_estimator {
 	int mem_n;
 	/* Power. */
 	double power_gamma;
+	bool power_busy; /* u is the busy share of the step (hp__busy_time);
+			    false: FLOP utilisation (files before it) */
 	int power_n;
 	double power_mape; /* % on the rows it was fitted on */
 	/* Provenance. */

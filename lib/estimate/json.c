@@ -135,10 +135,11 @@ static json_t *est_json(const struct hp_estimator *est)
 		      est->mem_cuda_context_bytes, "rows", est->mem_n));
 	json_object_set_new(
 	    o, "power",
-	    json_pack("{s:f, s:i, s:o}", "gamma", est->power_gamma, "rows",
+	    json_pack("{s:f, s:i, s:o, s:s}", "gamma", est->power_gamma, "rows",
 		      est->power_n, "mape_percent",
 		      isnan(est->power_mape) ? json_null()
-					     : json_real(est->power_mape)));
+					     : json_real(est->power_mape),
+		      "utilisation", est->power_busy ? "busy" : "flops"));
 	return o;
 }
 
@@ -552,6 +553,14 @@ static int load_obj(json_t *o, struct hp_estimator *est, struct hp_error *err)
 		return rc;
 	v = json_object_get(pw, "mape_percent");
 	est->power_mape = json_is_number(v) ? json_number_value(v) : NAN;
+	/* "busy": u is the busy share of the step; absent (files before
+	 * it) or "flops": FLOP utilisation, as gamma was fitted then */
+	v = json_object_get(pw, "utilisation");
+	if (v &&
+	    !(json_is_string(v) && (!strcmp(json_string_value(v), "busy") ||
+				    !strcmp(json_string_value(v), "flops"))))
+		return bad(err, "power.utilisation", "not 'busy' or 'flops'");
+	est->power_busy = v && !strcmp(json_string_value(v), "busy");
 	if (!est->provenance[0])
 		snprintf(est->provenance, sizeof(est->provenance), "fitted %s",
 			 est->created);

@@ -222,6 +222,18 @@ double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
 			     comm);
 }
 
+double hp__busy_time(const double *th, const struct hp__dev_spec *d,
+		     const struct hp_workload *w)
+{
+	double t0[HP__NTH];
+
+	memcpy(t0, th, sizeof(t0));
+	for (int k = 0; k < HP_EST_NCLASS; k++)
+		t0[HP__TH_TAU + k] = -60; /* no latencies: e^-60 s */
+	t0[HP__TH_T0] = -60;
+	return hp__phys_time(t0, d, w, HP__SRC_LAMBDA, 1, NULL);
+}
+
 void hp__phys_prior(bool cpu, double *th)
 {
 	for (int k = 0; k < HP_EST_NCLASS; k++) {

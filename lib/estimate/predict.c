@@ -198,8 +198,17 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 	util = w->flops_total / (step * peak);
 	out->utilisation = util > 1 ? 1 : util;
 
-	/* Power and energy. */
-	out->power_w = hp__power_w(t, out->utilisation, est->power_gamma);
+	/* Power and energy: a GPU's power follows the share of the step it
+	 * runs kernels (estimators fitted before that: FLOP utilisation). */
+	if (!d.cpu && est->power_busy) {
+		double busy =
+		    hp__busy_time(th, &d, w) * exp(df ? df->log_scale : 0);
+		out->power_w = hp__power_w(t, busy < step ? busy / step : 1,
+					   est->power_gamma);
+	} else {
+		out->power_w =
+		    hp__power_w(t, out->utilisation, est->power_gamma);
+	}
 	if (isnan(out->power_w)) {
 		out->energy_per_step_j = NAN;
 		snprintf(out->energy_basis, sizeof(out->energy_basis),
@@ -216,8 +225,9 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 		else if (est->power_n)
 			snprintf(out->energy_basis, sizeof(out->energy_basis),
 				 "modelled: idle + (board power - idle) x "
-				 "utilisation^%.2f, calibrated on %d rows of "
+				 "%s^%.2f, calibrated on %d rows of "
 				 "measured power (Zeus)",
+				 est->power_busy ? "busy share" : "utilisation",
 				 est->power_gamma, est->power_n);
 		else
 			snprintf(out->energy_basis, sizeof(out->energy_basis),
