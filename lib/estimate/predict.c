@@ -55,7 +55,8 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 				    "precision %s: only fp32 is modelled on a "
 				    "CPU",
 				    hp_precision_name(prec));
-	if (prec == HP_PREC_TF32 && !(d.tf32 > d.fp32))
+	/* (GeForce cards' TF32 rate is their FP32 one: allowed, at it) */
+	if (prec == HP_PREC_TF32 && !(t->tf32_tflops > 0))
 		return hp_error_set(err, HP_EUNSUPP,
 				    "precision tf32: device type '%s' has no "
 				    "TF32 tensor cores in the catalog",

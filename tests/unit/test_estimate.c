@@ -608,6 +608,14 @@ HP_TEST(estimate_precision_predictions)
 						HP_PREC_FP32, &f, &err),
 		      0);
 	ASSERT(t.step_time_s <= f.step_time_s); /* kappa <= 1 */
+	/* an RTX 3090's TF32 rate is its FP32 one: tf32 is fp32 there */
+	ASSERT_EQ_INT(hp_estimator_predict_prec(est, cat, w, "rtx3090", 1, -1,
+						HP_PREC_TF32, &t, &err),
+		      0);
+	ASSERT_EQ_INT(hp_estimator_predict_prec(est, cat, w, "rtx3090", 1, -1,
+						HP_PREC_FP32, &f, &err),
+		      0);
+	ASSERT(t.step_time_s == f.step_time_s);
 	hp_estimator_free(est);
 	hp__set_release(&set);
 	hp_catalog_free(cat);
