@@ -1051,12 +1051,13 @@ static struct hp__dev_spec gpu_spec(int k)
 				 k % 2 ? (40 + 20 * k) * 1e12 : 0,
 				 (600 + 300 * k) * 1e9, 12e9 * (1 + k)};
 	d.chan_block = 1;
+	d.fp16 = k == 0 ? 0 : 8 * d.fp32; /* type 0: no FP16 unit */
 	return d;
 }
 
 /* n points: CPU rows with class times (gpu false), or GPU rows of 4 types
- * from the three public sources, some on several devices; each workload
- * appears `copies` times with its own noise. */
+ * from the three public sources, some on several devices, a third of them
+ * in amp; each workload appears `copies` times with its own noise. */
 static void engine_points(struct hp__fitpt *pts, struct hp_workload *w, int n,
 			  int copies, bool gpu)
 {
@@ -1068,6 +1069,7 @@ static void engine_points(struct hp__fitpt *pts, struct hp_workload *w, int n,
 		truth[HP__TH_EMAX] = log(0.6);
 		truth[HP__TH_SRC] = log(1.3);
 		truth[HP__TH_KAPPA] = 0.5;
+		truth[HP__TH_KAPPA_AMP] = -0.4;
 	}
 	for (int i = 0; i < n; i++) {
 		struct hp__fitpt *p = &pts[i];
@@ -1077,6 +1079,8 @@ static void engine_points(struct hp__fitpt *pts, struct hp_workload *w, int n,
 			synth_wl(&w[u], 5 + u % 9, (int64_t)2 << (u % 6));
 		p->w = &w[u];
 		p->d = gpu ? gpu_spec(u % 4) : cpu_spec;
+		if (gpu && u % 3 == 2)
+			p->d.prec = HP_PREC_AMP;
 		p->dev = gpu ? u % 4 : 0;
 		p->src = gpu ? 1 + u % 3 : HP__SRC_PROFILE;
 		p->ndev = gpu && u % 5 == 0 ? 4 : 1;
@@ -1114,7 +1118,7 @@ static void gpu_free_params(bool *fr)
 	for (int j = 0; j <= HP__TH_T0; j++)
 		fr[j] = true;
 	fr[HP__TH_EMAX + HP_EST_FC] = fr[HP__TH_TAU + HP_EST_FC] = false;
-	fr[HP__TH_KAPPA] = fr[HP__TH_COMM] = true;
+	fr[HP__TH_KAPPA] = fr[HP__TH_COMM] = fr[HP__TH_KAPPA_AMP] = true;
 	for (int s = 0; s < 2; s++)
 		fr[HP__TH_SRC + s] = fr[HP__TH_SRC_T0 + s] =
 		    fr[HP__TH_SRC_TS + s] = true;
