@@ -15,7 +15,7 @@ static const char help[] =
     "usage: hetpool predict MODEL --device TYPE --batch N [--devices K]\n"
     "                       [--estimator FILE] [--family F] "
     "[--input-shape CxHxW]\n"
-    "                       [--catalog FILE] [--json]\n"
+    "                       [--precision P] [--catalog FILE] [--json]\n"
     "\n"
     "Predict one training step (forward, backward, SGD update) of MODEL "
     "on\n"
@@ -46,6 +46,14 @@ static const char help[] =
     "  --input-shape D   the model input's dimensions without the batch, "
     "e.g.\n"
     "                    3x32x32 (default: from the model)\n"
+    "  --precision P     fp32, tf32 or amp (default fp32: PyTorch's "
+    "default, where\n"
+    "                    cuDNN already uses TF32 for convolutions on "
+    "Ampere and\n"
+    "                    later); tf32: TF32 everywhere, at the TF32 "
+    "peak; amp:\n"
+    "                    mixed precision (FP16 tensor cores, FP16 "
+    "activations)\n"
     "  --catalog FILE    device catalog (default: data/devices.csv)\n"
     "  --json            print JSON for scripts\n"
     "\n"
@@ -55,7 +63,10 @@ static const char help[] =
     "  hetpool predict cnn.json --device cpu --batch 32 --json | jq "
     ".step_time_s\n"
     "  hetpool predict resnet50.onnx --device a100 --batch 512 --devices "
-    "8\n";
+    "8\n"
+    "  hetpool predict data/models/resnet50.train.onnx --device a100 "
+    "--batch 256 \\\n"
+    "      --precision amp\n";
 
 static json_t *num(double v)
 {
@@ -72,6 +83,8 @@ static void print_json(const char *model, const struct hp_prediction *p)
 	json_object_set_new(o, "batch", json_integer(p->batch));
 	json_object_set_new(o, "family",
 			    json_string(hp_est_family_name(p->family)));
+	json_object_set_new(o, "precision",
+			    json_string(hp_precision_name(p->precision)));
 	json_object_set_new(o, "step_time_s", num(p->step_time_s));
 	json_object_set_new(o, "step_time_interval_s",
 			    json_pack("[o, o]", num(p->step_time_lo_s),
@@ -106,9 +119,10 @@ static void print_text(const char *model, const struct hp_prediction *p)
 	char a[32], b[32], e[1024];
 
 	printf("model        %s\n", cli_esc(model, e, sizeof(e)));
-	printf("device       %s x %d, batch %lld (%lld per device)\n",
+	printf("device       %s x %d, batch %lld (%lld per device), %s\n",
 	       cli_esc(p->device, e, sizeof(e)), p->ndevices,
-	       (long long)p->batch, (long long)(p->batch / p->ndevices));
+	       (long long)p->batch, (long long)(p->batch / p->ndevices),
+	       hp_precision_name(p->precision));
 	printf("step time    %.4g s  [%.4g, %.4g] (10th-90th percentile)\n",
 	       p->step_time_s, p->step_time_lo_s, p->step_time_hi_s);
 	if (p->ndevices > 1)
@@ -141,6 +155,7 @@ struct predict_args {
 	const char *device, *estimator, *catalog;
 	int64_t batch, ndevices;
 	int family; /* -1: the estimator's */
+	int precision;
 	struct cli_dims shape;
 	bool json;
 };
@@ -152,6 +167,13 @@ static const struct cli_word family_words[] = {
     {NULL, 0},
 };
 
+static const struct cli_word precision_words[] = {
+    {"fp32", HP_PREC_FP32},
+    {"tf32", HP_PREC_TF32},
+    {"amp", HP_PREC_AMP},
+    {NULL, 0},
+};
+
 static const struct cli_opt predict_opts[] = {
     CLI_OPT_STR("device", struct predict_args, device),
     CLI_OPT_INT("batch", struct predict_args, batch, 1, 1 << 24),
@@ -159,6 +181,7 @@ static const struct cli_opt predict_opts[] = {
     CLI_OPT_STR("estimator", struct predict_args, estimator),
     CLI_OPT_WORD("family", struct predict_args, family, family_words),
     CLI_OPT_DIMS("input-shape", struct predict_args, shape),
+    CLI_OPT_WORD("precision", struct predict_args, precision, precision_words),
     CLI_OPT_STR("catalog", struct predict_args, catalog),
     CLI_OPT_FLAG("json", struct predict_args, json),
     CLI_OPT_END,
@@ -203,9 +226,10 @@ static int cmd_predict(int argc, char **argv)
 	if ((status = cli_load_model("predict", model, a.batch / a.ndevices,
 				     a.shape.d, a.shape.rank, &mi)))
 		goto out;
-	rc =
-	    hp_estimator_predict(hp_snap_estimator(snap), cat, &mi.workload,
-				 a.device, (int)a.ndevices, a.family, &p, &err);
+	rc = hp_estimator_predict_prec(hp_snap_estimator(snap), cat,
+				       &mi.workload, a.device, (int)a.ndevices,
+				       a.family, (enum hp_precision)a.precision,
+				       &p, &err);
 	if (rc) {
 		status = cli_error(cli_status_for(rc), "predict: %s", err.msg);
 		goto out;

@@ -46,6 +46,22 @@ const char *hp_est_family_name(enum hp_est_family f);
 /* 0 and *out, or HP_EINVAL for another name. */
 int hp_est_family_parse(const char *s, enum hp_est_family *out);
 
+/* The arithmetic a GPU training step runs in.  fp32: PyTorch's default,
+ * in which cuDNN already uses TF32 tensor cores for convolutions on Ampere
+ * and later (modelled by the fitted share kappa of the TF32 peak); tf32:
+ * TF32 everywhere (matmuls too), at the catalog's dense TF32 peak; amp:
+ * automatic mixed precision, FP16 tensor cores (the catalog's dense FP16
+ * peak, a fitted share of it) and FP16 activations.  A CPU runs fp32. */
+enum hp_precision {
+	HP_PREC_FP32 = 0,
+	HP_PREC_TF32 = 1,
+	HP_PREC_AMP = 2,
+};
+/* "fp32", "tf32", "amp". */
+const char *hp_precision_name(enum hp_precision p);
+/* 0 and *out, or HP_EINVAL for another name. */
+int hp_precision_parse(const char *s, enum hp_precision *out);
+
 /* Layer classes of the physical model. */
 enum hp_est_class {
 	HP_EST_CONV = 0,
@@ -236,6 +252,7 @@ struct hp_prediction {
 	int ndevices;
 	int64_t batch; /* global: per-device batch x ndevices */
 	enum hp_est_family family;
+	enum hp_precision precision; /* what the step was predicted in */
 	double step_time_s;
 	double step_time_lo_s, step_time_hi_s; /* interval (10th-90th pct) */
 	double samples_per_s;
@@ -267,6 +284,15 @@ int hp_estimator_predict(const struct hp_estimator *est,
 			 const struct hp_workload *w, const char *device,
 			 int ndevices, int family, struct hp_prediction *out,
 			 struct hp_error *err);
+/* The same in a given precision (hp_estimator_predict(): fp32).
+ * HP_EUNSUPP for tf32 or amp on a CPU, and for tf32 on a GPU type whose
+ * catalog row has no TF32 peak. */
+int hp_estimator_predict_prec(const struct hp_estimator *est,
+			      const struct hp_catalog *cat,
+			      const struct hp_workload *w, const char *device,
+			      int ndevices, int family,
+			      enum hp_precision precision,
+			      struct hp_prediction *out, struct hp_error *err);
 
 /* The roofline baseline: total FLOPs / peak FP32 of t; NaN if unknown. */
 double hp_roofline_time_s(const struct hp_workload *w,

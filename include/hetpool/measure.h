@@ -72,8 +72,9 @@ const struct hp_device_type *hp_measure_device(const struct hp_catalog *cat,
 
 /*
  * Lambda: DIR/pytorch-train-throughput-fp32.csv and -fp16.csv, and the
- * global batch sizes of DIR/pytorch-train-bs-fp32.csv (fp16 rows have no
- * batch size: 0).  A multi-GPU cell whose per-GPU throughput is more than
+ * global batch sizes of DIR/pytorch-train-bs-fp32.csv and, when present,
+ * DIR/pytorch-train-bs-fp16.csv (without it fp16 rows have batch 0:
+ * unknown).  A multi-GPU cell whose per-GPU throughput is more than
  * twice the best single-GPU throughput of the same model, precision and
  * GPU type is rejected as an outlier (some 4x/8x H100 NCF cells read
  * ~1e10 samples/s).  Lambda's "watt" column is nominal board power, not a

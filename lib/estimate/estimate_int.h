@@ -34,7 +34,9 @@ enum {
 	HP__TH_CACHEX = 19, /* how much faster traffic served from cache is */
 	HP__TH_SHALF = 20,  /* output pixels (H x W) at which a conv runs at
 			       half its peak efficiency */
-	HP__NTH = 21
+	HP__TH_KAPPA_AMP = 21, /* logit: share (in log space) of the FP16
+				  tensor peak mixed precision reaches */
+	HP__NTH = 22
 };
 
 /* Where a sample comes from. */
@@ -75,13 +77,17 @@ struct hp__dev_spec {
 	int chan_block;	   /* channels are padded to a multiple of this in the
 			      backend's tensor layouts (oneDNN on AVX-512: 16);
 			      1: no padding */
+	double fp16;	   /* FLOP/s, dense FP16 (tensor cores where any);
+			      0: none */
+	int prec;	   /* enum hp_precision of the step */
 };
 /* The channel block of a profile row's backend ("... jit:avx512_core"):
  * 16 for AVX-512, 8 for AVX/AVX2, 4 for SSE, 1 otherwise (GPUs). */
 int hp__chan_block(const char *backend);
 /* Fill d from t; false when the peak is not known. */
 bool hp__dev_spec(const struct hp_device_type *t, struct hp__dev_spec *d);
-/* The compute peak the model uses on d: FP32 x (TF32/FP32)^kappa. */
+/* The compute peak the model uses on d: FP32 x (TF32/FP32)^kappa in fp32,
+ * the TF32 peak in tf32, FP32 x (FP16/FP32)^kappa_amp in amp. */
 double hp__peak(const double *th, const struct hp__dev_spec *d);
 
 /* Time of one step on ndev devices (per-device batch w->batch), in the
@@ -270,6 +276,13 @@ int hp__linear_fit(const double *X, const double *y, int n, int p, bool robust,
 #define HP__LIN_P 7
 void hp__linear_x(const struct hp_workload *w, double *x);
 
+/* The time a GPU runs kernels in one step of w on d (per-device batch):
+ * the layers' compute and memory time without their latencies nor the
+ * per-step overhead, in Lambda's setup, s.  Its share of the step is what
+ * a GPU's power follows (the power model's u). */
+double hp__busy_time(const double *th, const struct hp__dev_spec *d,
+		     const struct hp_workload *w);
+
 /* The power model: idle + (tdp - idle) x u^gamma. */
 double hp__power_w(const struct hp_device_type *t, double util, double gamma);
 
@@ -299,6 +312,7 @@ struct hp_estimator {
 	/* GPU types: one shared set of physical parameters. */
 	bool has_gpu;
 	int gpu_n;
+	int gpu_amp_n; /* of them, mixed-precision rows (kappa_amp's) */
 	double gpu_th[HP__NTH];
 	double gpu_q_lo, gpu_q_hi;	 /* k-fold, measured types */
 	double gpu_lodo_lo, gpu_lodo_hi; /* leave-device-out: unmeasured */
@@ -311,6 +325,8 @@ struct hp_estimator {
 	int mem_n;
 	/* Power. */
 	double power_gamma;
+	bool power_busy; /* u is the busy share of the step (hp__busy_time);
+			    false: FLOP utilisation (files before it) */
 	int power_n;
 	double power_mape; /* % on the rows it was fitted on */
 	/* Provenance. */
@@ -333,6 +349,7 @@ struct hp__sample {
 	bool structural;	/* a generated CNN (linear family applies) */
 	int chan_block;		/* hp__chan_block() of its backend */
 	double tcls[HP_EST_NCLASS]; /* measured per class; NaN: not */
+	int prec;		    /* enum hp_precision it ran in */
 };
 
 struct hp__set {
@@ -388,7 +405,7 @@ const struct hp__dev_fit *hp__est_dev(const struct hp_estimator *est,
 /* hp_estimator_predict() for a sample measured in source src's setup. */
 int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 		const struct hp_workload *w, const char *device, int ndevices,
-		int family, int src, struct hp_prediction *out,
+		int family, int src, int prec, struct hp_prediction *out,
 		struct hp_error *err);
 
 /* Quantile q (0..1) of v[0..n) (sorted in place). */

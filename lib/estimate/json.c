@@ -38,7 +38,8 @@ static const char *const th_names[HP__NTH] = {"log_emax_conv",
 					      "log_per_sample_zeus_s",
 					      "log_cache_bytes",
 					      "log_cache_speedup",
-					      "log_conv_half_pixels"};
+					      "log_conv_half_pixels",
+					      "kappa_amp_logit"};
 static const char *const lin_names[HP__LIN_P] = {
     "intercept",   "conv_layers",   "fc_layers", "ln_filters",
     "ln_fc_width", "ln_input_size", "ln_batch"};
@@ -91,6 +92,8 @@ static json_t *est_json(const struct hp_estimator *est)
 		      pair(est->gpu_q_lo, est->gpu_q_hi),
 		      "interval_log_unmeasured",
 		      pair(est->gpu_lodo_lo, est->gpu_lodo_hi)));
+	json_object_set_new(json_object_get(o, "gpu"), "amp_rows",
+			    json_integer(est->gpu_amp_n));
 	for (int i = 0; i < est->ndev; i++) {
 		const struct hp__dev_fit *d = &est->dev[i];
 		json_t *dj = json_pack("{s:s, s:s, s:i, s:f, s:o}", "name",
@@ -132,10 +135,11 @@ static json_t *est_json(const struct hp_estimator *est)
 		      est->mem_cuda_context_bytes, "rows", est->mem_n));
 	json_object_set_new(
 	    o, "power",
-	    json_pack("{s:f, s:i, s:o}", "gamma", est->power_gamma, "rows",
+	    json_pack("{s:f, s:i, s:o, s:s}", "gamma", est->power_gamma, "rows",
 		      est->power_n, "mape_percent",
 		      isnan(est->power_mape) ? json_null()
-					     : json_real(est->power_mape)));
+					     : json_real(est->power_mape),
+		      "utilisation", est->power_busy ? "busy" : "flops"));
 	return o;
 }
 
@@ -343,7 +347,16 @@ static int get_params(json_t *o, const char *ctx, double *th,
 	if (!json_is_object(p))
 		return bad(err, where, "missing or not an object");
 	for (int j = 0; j < HP__NTH; j++) {
-		int rc = get_num(p, th_names[j], where, -80, 40, &th[j], err);
+		int rc;
+		/* Files written before mixed precision was modelled have no
+		 * kappa_amp_logit: its default (hp__phys_prior()). */
+		if (j == HP__TH_KAPPA_AMP && !json_object_get(p, th_names[j])) {
+			double prior[HP__NTH];
+			hp__phys_prior(false, prior);
+			th[j] = prior[j];
+			continue;
+		}
+		rc = get_num(p, th_names[j], where, -80, 40, &th[j], err);
 		if (rc)
 			return rc;
 	}
@@ -489,6 +502,10 @@ static int load_obj(json_t *o, struct hp_estimator *est, struct hp_error *err)
 	if (!json_is_object(gpu))
 		return bad(err, "gpu", "missing or not an object");
 	est->has_gpu = json_is_true(json_object_get(gpu, "fitted"));
+	est->gpu_amp_n = 0;
+	if (json_object_get(gpu, "amp_rows") &&
+	    (rc = get_int(gpu, "amp_rows", "gpu", &est->gpu_amp_n, err)))
+		return rc;
 	if ((rc = get_int(gpu, "rows", "gpu", &est->gpu_n, err)) ||
 	    (rc = get_params(gpu, "gpu", est->gpu_th, err)) ||
 	    (rc = get_pair(gpu, "interval_log_measured", "gpu", -20, 20,
@@ -536,6 +553,14 @@ static int load_obj(json_t *o, struct hp_estimator *est, struct hp_error *err)
 		return rc;
 	v = json_object_get(pw, "mape_percent");
 	est->power_mape = json_is_number(v) ? json_number_value(v) : NAN;
+	/* "busy": u is the busy share of the step; absent (files before
+	 * it) or "flops": FLOP utilisation, as gamma was fitted then */
+	v = json_object_get(pw, "utilisation");
+	if (v &&
+	    !(json_is_string(v) && (!strcmp(json_string_value(v), "busy") ||
+				    !strcmp(json_string_value(v), "flops"))))
+		return bad(err, "power.utilisation", "not 'busy' or 'flops'");
+	est->power_busy = v && !strcmp(json_string_value(v), "busy");
 	if (!est->provenance[0])
 		snprintf(est->provenance, sizeof(est->provenance), "fitted %s",
 			 est->created);

@@ -48,6 +48,7 @@ struct key {
 	int u0, nu;	/* its distinct layers: lay[u0 .. u0 + nu) */
 	unsigned cmask; /* layer classes it has (bit k) */
 	bool tf32;	/* its peak moves with kappa */
+	bool amp;	/* ... with kappa_amp */
 };
 
 /* Points whose predictions are equal: one residual per group. */
@@ -178,8 +179,8 @@ static int dedup_find(struct dedup *t, const void *id, bool *added)
 /* What makes two points' layer sums equal (no padding bytes: hashed). */
 struct key_id {
 	const struct hp_workload *w;
-	double fp32, tf32, bw;
-	int chan_block, fuse;
+	double fp32, tf32, bw, fp16;
+	int chan_block, fuse, prec, pad;
 };
 /* What makes two points' predictions equal (own: the point's index + 1
  * when points are not merged, else 0). */
@@ -270,6 +271,8 @@ static int build(struct nl_ctx *c)
 		kid.bw = p->d.bw;
 		kid.chan_block = p->d.chan_block;
 		kid.fuse = p->d.fuse_bn_relu;
+		kid.fp16 = p->d.fp16;
+		kid.prec = p->d.prec;
 		pkey[i] = dedup_find(&kt, &kid, &added);
 		if (added) {
 			struct key *K = &c->keys[pkey[i]];
@@ -285,7 +288,10 @@ static int build(struct nl_ctx *c)
 				goto out;
 			}
 			c->nlay += K->nl;
-			K->tf32 = p->d.tf32 > p->d.fp32;
+			K->tf32 =
+			    p->d.prec == HP_PREC_FP32 && p->d.tf32 > p->d.fp32;
+			K->amp =
+			    p->d.prec == HP_PREC_AMP && p->d.fp16 > p->d.fp32;
 		}
 	}
 	c->nkeys = kt.n;
@@ -622,10 +628,13 @@ static int nl_f(const gsl_vector *x, void *ud, gsl_vector *f)
 
 /* Which layer classes parameter j moves (bits) and which parts of their
  * times (HP__PART_*), and whether only in keys whose peak has a TF32
- * part; 0: none (t0, and what applies after the layer sum). */
-static unsigned param_classes(int j, unsigned *parts, bool *tf32_only)
+ * part (kappa) or an FP16 one (kappa_amp); 0: none (t0, and what applies
+ * after the layer sum). */
+static unsigned param_classes(int j, unsigned *parts, bool *tf32_only,
+			      bool *amp_only)
 {
 	*tf32_only = false;
+	*amp_only = false;
 	*parts = HP__PART_TC0;
 	switch (j) {
 	case HP__TH_EMAX + HP_EST_CONV:
@@ -639,6 +648,9 @@ static unsigned param_classes(int j, unsigned *parts, bool *tf32_only)
 		return 1u << HP_EST_OTHER;
 	case HP__TH_KAPPA:
 		*tf32_only = true;
+		return ~0u;
+	case HP__TH_KAPPA_AMP:
+		*amp_only = true;
 		return ~0u;
 	case HP__TH_CHALF:
 		*parts = HP__PART_F1;
@@ -690,8 +702,8 @@ static void column_param(struct nl_ctx *c, gsl_matrix *J, int j,
 	int pj = c->idx[j];
 	double th2[HP__NTH];
 	struct hp__th_exp e2;
-	bool tf32_only;
-	unsigned parts, mask = param_classes(pj, &parts, &tf32_only);
+	bool tf32_only, amp_only;
+	unsigned parts, mask = param_classes(pj, &parts, &tf32_only, &amp_only);
 
 	memcpy(th2, th, sizeof(th2));
 	th2[pj] = v;
@@ -702,7 +714,8 @@ static void column_param(struct nl_ctx *c, gsl_matrix *J, int j,
 		const struct key *K = &c->keys[k];
 		struct hp__dev_rates r;
 		c->kchg[k] = pj == HP__TH_T0 ||
-			     ((K->cmask & mask) && (!tf32_only || K->tf32));
+			     ((K->cmask & mask) && (!tf32_only || K->tf32) &&
+			      (!amp_only || K->amp));
 		if (!c->kchg[k])
 			continue;
 		hp__dev_rates_init(&r, &e2, th2, K->d);

@@ -15,7 +15,7 @@ static const char *const lin_names[5] = {"conv_layers", "fc_layers", "filters",
 
 int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 		const struct hp_workload *w, const char *device, int ndevices,
-		int family, int src, struct hp_prediction *out,
+		int family, int src, int prec, struct hp_prediction *out,
 		struct hp_error *err)
 {
 	const struct hp_device_type *t;
@@ -47,11 +47,27 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 				    "device type '%s': no peak FP32 or "
 				    "bandwidth in the catalog",
 				    t->name);
+	if (prec < HP_PREC_FP32 || prec > HP_PREC_AMP)
+		return hp_error_set(err, HP_EINVAL, "unknown precision %d",
+				    prec);
+	if (d.cpu && prec != HP_PREC_FP32)
+		return hp_error_set(err, HP_EUNSUPP,
+				    "precision %s: only fp32 is modelled on a "
+				    "CPU",
+				    hp_precision_name(prec));
+	/* (GeForce cards' TF32 rate is their FP32 one: allowed, at it) */
+	if (prec == HP_PREC_TF32 && !(t->tf32_tflops > 0))
+		return hp_error_set(err, HP_EUNSUPP,
+				    "precision tf32: device type '%s' has no "
+				    "TF32 tensor cores in the catalog",
+				    t->name);
+	d.prec = prec;
 	snprintf(out->device, sizeof(out->device), "%s", t->name);
 	out->ndevices = ndevices;
 	out->batch = w->batch * ndevices;
 	out->family = fam;
 	out->measured = df && df->n > 0;
+	out->precision = prec;
 
 	if (d.cpu) {
 		if (!df || !df->own_theta)
@@ -99,6 +115,23 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 				 "no measurements of %s",
 				 d.fp32 / 1e12, d.bw / 1e9, est->gpu_n,
 				 t->name);
+		if (!d.cpu && prec == HP_PREC_AMP) {
+			size_t l = strlen(out->basis);
+			if (est->gpu_amp_n)
+				snprintf(out->basis + l, sizeof(out->basis) - l,
+					 "; amp: share of the FP16 peak "
+					 "fitted on %d amp rows",
+					 est->gpu_amp_n);
+			else
+				snprintf(out->basis + l, sizeof(out->basis) - l,
+					 "; amp: no amp rows in the fit (a "
+					 "default share of the FP16 peak)");
+		} else if (!d.cpu && prec == HP_PREC_TF32) {
+			size_t l = strlen(out->basis);
+			snprintf(out->basis + l, sizeof(out->basis) - l,
+				 "; tf32: the TF32 peak (no tf32 rows "
+				 "measured)");
+		}
 		break;
 	case HP_EST_LINEAR: {
 		double x[HP__LIN_P], v[5], y = 0;
@@ -141,10 +174,17 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 	}
 	case HP_EST_ROOFLINE:
 	default:
-		step = w->flops_total / d.fp32;
+		/* the precision's nominal peak */
+		step = w->flops_total / (prec == HP_PREC_TF32 ? d.tf32
+					 : prec == HP_PREC_AMP && d.fp16 > 0
+					     ? d.fp16
+					     : d.fp32);
 		qlo = qhi = 0;
 		snprintf(out->basis, sizeof(out->basis),
-			 "roofline: FLOPs / peak FP32 (no fit)");
+			 "roofline: FLOPs / peak %s (no fit)",
+			 prec == HP_PREC_TF32  ? "TF32"
+			 : prec == HP_PREC_AMP ? "FP16"
+					       : "FP32");
 		break;
 	}
 	if (!(step > 0) || !isfinite(step))
@@ -159,8 +199,17 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 	util = w->flops_total / (step * peak);
 	out->utilisation = util > 1 ? 1 : util;
 
-	/* Power and energy. */
-	out->power_w = hp__power_w(t, out->utilisation, est->power_gamma);
+	/* Power and energy: a GPU's power follows the share of the step it
+	 * runs kernels (estimators fitted before that: FLOP utilisation). */
+	if (!d.cpu && est->power_busy) {
+		double busy =
+		    hp__busy_time(th, &d, w) * exp(df ? df->log_scale : 0);
+		out->power_w = hp__power_w(t, busy < step ? busy / step : 1,
+					   est->power_gamma);
+	} else {
+		out->power_w =
+		    hp__power_w(t, out->utilisation, est->power_gamma);
+	}
 	if (isnan(out->power_w)) {
 		out->energy_per_step_j = NAN;
 		snprintf(out->energy_basis, sizeof(out->energy_basis),
@@ -177,8 +226,9 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 		else if (est->power_n)
 			snprintf(out->energy_basis, sizeof(out->energy_basis),
 				 "modelled: idle + (board power - idle) x "
-				 "utilisation^%.2f, calibrated on %d rows of "
+				 "%s^%.2f, calibrated on %d rows of "
 				 "measured power (Zeus)",
+				 est->power_busy ? "busy share" : "utilisation",
 				 est->power_gamma, est->power_n);
 		else
 			snprintf(out->energy_basis, sizeof(out->energy_basis),
@@ -191,8 +241,13 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 	/* Memory per device. */
 	mem = (double)w->state_bytes + (double)w->input_bytes +
 	      (d.cpu ? est->mem_act_factor : est->mem_gpu_act_factor) *
-		  (double)w->activations_bytes +
+		  (double)w->activations_bytes *
+		  (prec == HP_PREC_AMP ? 0.5 : 1) +
 	      est->mem_workspace_bytes;
+	/* amp: saved activations in FP16, and an FP16 copy of the weights
+	 * beside the FP32 master weights */
+	if (prec == HP_PREC_AMP)
+		mem += 2.0 * (double)w->params;
 	if (!d.cpu)
 		mem += est->mem_cuda_context_bytes;
 	out->peak_memory_bytes = (int64_t)mem;
@@ -222,5 +277,21 @@ int hp_estimator_predict(const struct hp_estimator *est,
 		return hp_error_set(err, HP_EINVAL, "unknown family %d",
 				    family);
 	return hp__predict(est, cat, w, device, ndevices, family,
-			   HP__SRC_LAMBDA, out, err);
+			   HP__SRC_LAMBDA, HP_PREC_FP32, out, err);
+}
+
+int hp_estimator_predict_prec(const struct hp_estimator *est,
+			      const struct hp_catalog *cat,
+			      const struct hp_workload *w, const char *device,
+			      int ndevices, int family,
+			      enum hp_precision precision,
+			      struct hp_prediction *out, struct hp_error *err)
+{
+	if (!est || !cat)
+		return hp_error_set(err, HP_EINVAL, "no estimator or catalog");
+	if (family > HP_EST_ROOFLINE)
+		return hp_error_set(err, HP_EINVAL, "unknown family %d",
+				    family);
+	return hp__predict(est, cat, w, device, ndevices, family,
+			   HP__SRC_LAMBDA, (int)precision, out, err);
 }

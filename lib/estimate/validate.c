@@ -25,6 +25,9 @@ struct score {
 	double *ape;
 	int n;
 };
+/* The families' scores (3), then of the physical family: Lambda's fp32
+ * rows, amp rows, Gavel's, Zeus's, the fp32 rows of all sources. */
+#define NSCORE 8
 
 static int add_row(struct hp_validation *v, const char *data,
 		   enum hp_est_family fam, const char *scheme, struct score *s,
@@ -96,7 +99,7 @@ static int scheme_fit(int g, void *ud)
  */
 static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 		      const bool *in, const struct hp_catalog *cat,
-		      struct score sc[4], int threads,
+		      struct score sc[NSCORE], int threads,
 		      struct hp__progress *prog, struct hp_error *err)
 {
 	struct scheme_fits sf = {set, grp, in, cat, prog, NULL, NULL};
@@ -130,16 +133,37 @@ static int run_scheme(const struct hp__set *set, const int *grp, int ngrp,
 				struct hp_error e2;
 				if (hp__predict(est, cat, &set->wl[s->wl],
 						s->device, s->ndev, f, s->src,
-						&p, &e2))
+						s->prec, &p, &e2))
 					continue;
 				sc[f].ape[sc[f].n++] =
 				    100 * fabs(p.step_time_s / s->t - 1);
 				/* One setup across many GPU types: the
 				 * cleanest test of cross-device transfer. */
 				if (f == HP_EST_PHYSICAL &&
-				    s->src == HP__SRC_LAMBDA)
+				    s->src == HP__SRC_LAMBDA &&
+				    s->prec == HP_PREC_FP32)
 					sc[3].ape[sc[3].n++] =
 					    sc[f].ape[sc[f].n - 1];
+				if (f == HP_EST_PHYSICAL &&
+				    s->prec == HP_PREC_FP32)
+					sc[7].ape[sc[7].n++] =
+					    sc[f].ape[sc[f].n - 1];
+				/* Mixed precision: the FP16 peak's share is
+				 * one shared parameter, learned here from
+				 * the other types' amp rows. */
+				if (f == HP_EST_PHYSICAL &&
+				    s->prec == HP_PREC_AMP)
+					sc[4].ape[sc[4].n++] =
+					    sc[f].ape[sc[f].n - 1];
+				/* Gavel's and Zeus's rows (their setups'
+				 * terms are learned from 2-3 types each) */
+				if (f == HP_EST_PHYSICAL &&
+				    (s->src == HP__SRC_GAVEL ||
+				     s->src == HP__SRC_ZEUS)) {
+					int k = s->src == HP__SRC_GAVEL ? 5 : 6;
+					sc[k].ape[sc[k].n++] =
+					    sc[f].ape[sc[f].n - 1];
+				}
 			}
 		}
 	}
@@ -248,7 +272,7 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 	struct hp__progress prog = {o->progress, o->progress_ud, "validating",
 				    0, 0};
 	struct hp__set set;
-	struct score sc[4] = {0};
+	struct score sc[NSCORE] = {0};
 	bool *in = NULL, *seen = NULL;
 	int *grp = NULL, rc = 0;
 	int threads = o->threads > 0 ? o->threads : hp__par_default_threads();
@@ -265,7 +289,7 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 	seen = calloc((size_t)set.n + 1, sizeof(*seen));
 	grp = calloc((size_t)set.n + 1, sizeof(*grp));
 	names = calloc((size_t)set.n + 1, sizeof(*names));
-	for (int f = 0; f < 4; f++) {
+	for (int f = 0; f < NSCORE; f++) {
 		sc[f].ape = calloc((size_t)set.n + 1, sizeof(double));
 		if (!sc[f].ape)
 			oom = true;
@@ -291,7 +315,7 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 				continue;
 			ngrp =
 			    assign_groups(&set, in, scheme, folds, grp, names);
-			for (int f = 0; f < 4; f++)
+			for (int f = 0; f < NSCORE; f++)
 				sc[f].n = 0;
 			rc = run_scheme(&set, grp, ngrp, in, cat, sc, threads,
 					&prog, err);
@@ -315,12 +339,39 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 			if (data == 1 && scheme == 2 && sc[3].n &&
 			    add_row(out, "public-lambda", HP_EST_PHYSICAL,
 				    scheme_names[scheme], &sc[3],
-				    "Lambda rows only: one setup, many GPU "
-				    "types")) {
+				    "Lambda fp32 rows only: one setup, many "
+				    "GPU types")) {
 				rc = hp_error_set(err, HP_ENOMEM,
 						  "out of memory");
 				goto out;
 			}
+			if (data == 1 && scheme == 2 && sc[7].n &&
+			    add_row(out, "public-fp32", HP_EST_PHYSICAL,
+				    scheme_names[scheme], &sc[7],
+				    "the fp32 rows of all sources")) {
+				rc = hp_error_set(err, HP_ENOMEM,
+						  "out of memory");
+				goto out;
+			}
+			if (data == 1 && scheme == 2 && sc[4].n &&
+			    add_row(out, "public-amp", HP_EST_PHYSICAL,
+				    scheme_names[scheme], &sc[4],
+				    "Lambda's fp16 rows, predicted in amp")) {
+				rc = hp_error_set(err, HP_ENOMEM,
+						  "out of memory");
+				goto out;
+			}
+			for (int k = 5; data == 1 && scheme == 2 && k < 7; k++)
+				if (sc[k].n &&
+				    add_row(
+					out,
+					k == 5 ? "public-gavel" : "public-zeus",
+					HP_EST_PHYSICAL, scheme_names[scheme],
+					&sc[k], "one source's rows")) {
+					rc = hp_error_set(err, HP_ENOMEM,
+							  "out of memory");
+					goto out;
+				}
 			if (data == 1 && scheme == 0)
 				snprintf(
 				    out->notes[out->nnotes < 8 ? out->nnotes++
@@ -337,7 +388,7 @@ out:
 	free(seen);
 	free(grp);
 	free(names);
-	for (int f = 0; f < 4; f++)
+	for (int f = 0; f < NSCORE; f++)
 		free(sc[f].ape);
 	hp__set_release(&set);
 	if (rc)

@@ -383,9 +383,7 @@ static int read_lambda(struct hp_measure_set *s, const struct hp_catalog *cat,
 			m->ndevices = nd;
 			m->fp16 = fp16;
 			m->samples_per_s = v;
-			if (!fp16)
-				m->batch =
-				    lambda_batch(bs, nbs, t, nd, header[k]);
+			m->batch = lambda_batch(bs, nbs, t, nd, header[k]);
 			if (m->batch > 0)
 				m->step_time_s = (double)m->batch / v;
 		}
@@ -458,6 +456,21 @@ int hp_measure_load_lambda(struct hp_measure_set *s,
 	if (!(rc = join(path, sizeof(path), dir,
 			"pytorch-train-throughput-fp32.csv", err)))
 		rc = read_lambda(s, cat, path, false, bs, nbs, err);
+	/* The fp16 runs' batch sizes (upstream's pytorch-train-bs-fp16.csv):
+	 * optional, without it fp16 rows have no batch. */
+	if (!rc &&
+	    !(rc = join(path, sizeof(path), dir, "pytorch-train-bs-fp16.csv",
+			err)) &&
+	    access(path, R_OK) == 0) {
+		free(bs);
+		bs = NULL;
+		nbs = 0;
+		rc = read_lambda_bs(cat, path, &bs, &nbs, err);
+	} else if (!rc) {
+		free(bs);
+		bs = NULL;
+		nbs = 0;
+	}
 	if (!rc && !(rc = join(path, sizeof(path), dir,
 			       "pytorch-train-throughput-fp16.csv", err)))
 		rc = read_lambda(s, cat, path, true, bs, nbs, err);

@@ -65,6 +65,24 @@ then ok predict_cross_device; else fail predict_cross_device "$(cat "$TMP/out")"
 expect_status predict_multi_gpu 0 "$HP" predict "$R50" --device a100 --batch 512 --devices 8 --json
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['devices']==8 and d['comm_time_s']>0" "$TMP/out" \
 	&& ok predict_multi_gpu_comm || fail predict_multi_gpu_comm "$(cat "$TMP/out")"
+# Precision: amp (FP16 tensor cores) is faster than fp32 on an A100, tf32
+# (the TF32 peak everywhere) in between or equal; a V100 has no TF32.
+for p in fp32 tf32 amp; do
+	expect_status predict_precision_$p 0 "$HP" predict "$R50" --device a100 --batch 256 --precision $p --json
+	cp "$TMP/out" "$TMP/prec_$p.json"
+done
+python3 - "$TMP/prec_fp32.json" "$TMP/prec_tf32.json" "$TMP/prec_amp.json" <<'PY' \
+	&& ok predict_precision_order || fail predict_precision_order "$(cat "$TMP/prec_amp.json")"
+import json, sys
+f, t, a = (json.load(open(x)) for x in sys.argv[1:])
+assert (f["precision"], t["precision"], a["precision"]) == ("fp32", "tf32", "amp")
+assert a["step_time_s"] < t["step_time_s"] <= f["step_time_s"], (f, t, a)
+assert a["peak_memory_bytes"] < f["peak_memory_bytes"]
+PY
+expect_status predict_tf32_on_v100 2 "$HP" predict "$R50" --device v100 --batch 64 --precision tf32
+expect_err predict_tf32_on_v100_says "no TF32 tensor cores"
+expect_status predict_amp_on_cpu 2 "$HP" predict "$R50" --device cpu --batch 8 --precision amp
+expect_status bad_precision 2 "$HP" predict "$R50" --device v100 --batch 8 --precision fp16
 expect_status predict_too_big 2 "$HP" predict "$R50" --device t4 --batch 2048
 expect_err predict_too_big_says "does not fit: .* t4 has"
 

@@ -274,7 +274,14 @@ HP_TEST(measure_lambda_counts_values_and_outliers)
 	ASSERT(m->batch > 0);
 	ASSERT_NEAR(m->step_time_s, (double)m->batch / m->samples_per_s, 1e-12);
 	ASSERT(isnan(m->power_w)); /* "watt" is nominal, not measured */
+	/* fp16 cells take their batch from pytorch-train-bs-fp16.csv (1,024
+	 * on 4 V100s, twice the fp32 run's 512). */
 	m = find(&s, "lambda", "LambdaCloud 4xV100 16GB", "resnet50", true);
+	ASSERT(m && m->fp16);
+	ASSERT_EQ_INT(m->batch, 1024);
+	ASSERT_NEAR(m->step_time_s, 1024 / m->samples_per_s, 1e-12);
+	/* ... and the systems that file lacks have none: batch 0. */
+	m = find(&s, "lambda", "LambdaCloud A10", "resnet50", true);
 	ASSERT(m && m->fp16 && m->batch == 0 && isnan(m->step_time_s));
 	/* Rows of systems the batch-size file lacks keep batch 0. */
 	m = find(&s, "lambda", "LambdaCloud A10", "resnet50", false);
