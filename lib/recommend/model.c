@@ -295,18 +295,27 @@ int hp__rec_model_build(const struct hp_estimator *est,
 
 double hp__rec_intra_s(double bw_gbps, int k, double g)
 {
+	struct hp_comm_net n;
+	struct hp_comm_time t;
+
 	if (k <= 1)
 		return 0;
-	return 2.0 * (k - 1) / k * g / (bw_gbps * 1e9 / 8) +
-	       2.0 * (k - 1) * HP_REC_INTRA_LATENCY_S;
+	hp_comm_net_default(&n, k, 1, bw_gbps * 1e9 / 8, 0, 0);
+	n.intra_msg_s = HP_REC_INTRA_LATENCY_S;
+	hp_comm_ddp(&n, g, 0, &t);
+	return t.intra_s;
 }
 
 double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g)
 {
+	struct hp_comm_net n;
+	struct hp_comm_time t;
+
 	if (m <= 1)
 		return 0;
-	return 2.0 * (m - 1) / m * g / (bw_gbps * 1e9 / 8) +
-	       2.0 * (m - 1) * 2 * lat_us * 1e-6;
+	hp_comm_net_default(&n, 1, m, 0, bw_gbps, lat_us);
+	hp_comm_ddp(&n, g, 0, &t);
+	return t.inter_s;
 }
 
 /* Type j's step time when it takes s samples over n devices. */

@@ -68,9 +68,10 @@ struct hp__rec_comp {
 int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
 		    int k, int64_t B, struct hp__rec_comp *out);
 
-/* Ring all-reduce of g bytes over k participants: within a node over
- * bw_gbps with HP_REC_INTRA_LATENCY_S per step, and across m nodes over
- * a node's network link (two hops of lat_us per step). */
+/* The all-reduce of g gradient bytes (hp_comm_ddp(): DDP's buckets, no
+ * overlap): within a node of k devices over bw_gbps with
+ * HP_REC_INTRA_LATENCY_S per message, and across m nodes over a node's
+ * network link (lat_us per hop, the better of ring and tree). */
 double hp__rec_intra_s(double bw_gbps, int k, double g);
 double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g);
 

@@ -81,6 +81,35 @@ struct ref {
 	long nte, ate;
 };
 
+/* DDP's all-reduce written out again, bucket by bucket: a ring inside a
+ * node; across nodes the better of a ring and recursive doubling. */
+static double ref_intra(double bw, double k, double g)
+{
+	double t = 0;
+
+	for (double left = g; k > 1 && left > 0; left -= 25 * 1048576.0) {
+		double b = fmin(left, 25 * 1048576.0);
+		t += 2 * (k - 1) / k * b / bw + 2 * (k - 1) * 5e-6;
+	}
+	return t;
+}
+
+static double ref_inter(double bw, double lat, int m, double g)
+{
+	double t = 0, step = 2 * lat + HP_COMM_NET_MSG_S, rounds = 0;
+
+	bw *= HP_COMM_NET_EFFICIENCY;
+	while (m > 1 && (1 << (int)rounds) < m)
+		rounds++;
+	for (double left = g; m > 1 && left > 0; left -= 25 * 1048576.0) {
+		double b = fmin(left, 25 * 1048576.0);
+		double ring = 2.0 * (m - 1) / m * b / bw + 2.0 * (m - 1) * step;
+		double tree = rounds * (b / bw + step);
+		t += fmin(ring, tree);
+	}
+	return t;
+}
+
 /* The all-reduce and the job's time and energy, written out again. */
 static void ref_cost(struct ref *r, const int *ty, const int *cnt)
 {
@@ -131,12 +160,10 @@ static void ref_cost(struct ref *r, const int *ty, const int *cnt)
 			continue;
 		base += nd->base_power_w;
 		bw = nd->intra_bw_gbps * 1e9 / 8;
-		x = k > 1 ? 2 * (k - 1) / k * g / bw + 2 * (k - 1) * 5e-6 : 0;
+		x = ref_intra(bw, k, g);
 		intra = fmax(intra, x);
 		bw = nd->net_bw_gbps * 1e9 / 8;
-		x = m > 1 ? 2.0 * (m - 1) / m * g / bw +
-				4.0 * (m - 1) * nd->net_latency_us * 1e-6
-			  : 0;
+		x = ref_inter(bw, nd->net_latency_us * 1e-6, m, g);
 		inter = fmax(inter, x);
 	}
 	step = cp.compute_s + intra + inter;
