@@ -283,7 +283,7 @@ int hp_estimator_predict(const struct hp_estimator *est,
  */
 #define HP_COMM_BUCKET_BYTES (25.0 * 1048576) /* DDP's bucket_cap_mb */
 #define HP_COMM_INTRA_MSG_S 5e-6	      /* per message inside a node */
-#define HP_COMM_NET_MSG_S 60e-6 /* per message across nodes: TCP stack */
+#define HP_COMM_NET_MSG_S 60e-6	    /* per message across nodes: TCP stack */
 #define HP_COMM_NET_EFFICIENCY 0.94 /* payload / line rate (TCP/IP framing) */
 
 struct hp_comm_net {
@@ -310,8 +310,8 @@ double hp_comm_inter_s(const struct hp_comm_net *n, double bytes, bool *tree);
 struct hp_comm_time {
 	double intra_s, inter_s; /* all buckets, one after another */
 	double total_s;		 /* intra_s + inter_s */
-	double exposed_s; /* what backward does not hide: the last bucket
-			     starts when backward ends */
+	double exposed_s;	 /* what backward does not hide: the last bucket
+				    starts when backward ends */
 	int buckets, tree_buckets;
 };
 /* A step's all-reduce of grad_bytes, overlapped with backward_s of

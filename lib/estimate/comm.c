@@ -66,8 +66,8 @@ double hp_comm_inter_s(const struct hp_comm_net *n, double bytes, bool *tree)
 void hp_comm_ddp(const struct hp_comm_net *n, double grad_bytes,
 		 double backward_s, struct hp_comm_time *out)
 {
-	double bucket = n->bucket_bytes > 0 ? n->bucket_bytes
-					    : HP_COMM_BUCKET_BYTES;
+	double bucket =
+	    n->bucket_bytes > 0 ? n->bucket_bytes : HP_COMM_BUCKET_BYTES;
 	double done = 0, finish = 0, left;
 
 	memset(out, 0, sizeof(*out));
@@ -80,8 +80,8 @@ void hp_comm_ddp(const struct hp_comm_net *n, double grad_bytes,
 		bool tree = false;
 
 		out->buckets = (int)full + (rem > 0);
-		out->intra_s = full * hp_comm_intra_s(n, bucket) +
-			       hp_comm_intra_s(n, rem);
+		out->intra_s =
+		    full * hp_comm_intra_s(n, bucket) + hp_comm_intra_s(n, rem);
 		out->inter_s = full * hp_comm_inter_s(n, bucket, &tree);
 		out->tree_buckets = tree ? (int)full : 0;
 		out->inter_s += hp_comm_inter_s(n, rem, &tree);

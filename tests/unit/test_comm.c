@@ -61,7 +61,8 @@ HP_TEST(comm_buckets_match_reference)
 					    &n, fmin(left, 25 * 1048576.0));
 				if (ks[a] == 1 && ms[c] == 1)
 					ref = 0, nb = 0;
-				if (!(fabs(t.total_s - ref) <= 1e-12 + 1e-9 * ref))
+				if (!(fabs(t.total_s - ref) <=
+				      1e-12 + 1e-9 * ref))
 					HP_FAIL("k %d m %d g %.0f: %g vs %g",
 						ks[a], ms[c], gs[i], t.total_s,
 						ref);
@@ -140,16 +141,18 @@ HP_TEST(comm_predict_nodes)
 	est = hp_estimator_load(hp_test_path("data/estimators/default.json"),
 				&err);
 	ASSERT(est);
-	g = hp_model_load(hp_test_path("data/models/resnet50.train.onnx"), &err);
+	g = hp_model_load(hp_test_path("data/models/resnet50.train.onnx"),
+			  &err);
 	if (!g)
 		HP_FAIL("%s", err.msg);
 	ASSERT_EQ_INT(hp_workload_from_graph(g, 32, NULL, 0, &w, &err), 0);
-	ASSERT_EQ_INT(hp_estimator_predict(est, cat, &w, "t4", 16, -1, &a, &err),
-		      0);
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, &w, "t4", 16, -1, &a, &err), 0);
 	ASSERT_EQ_INT(hp_estimator_predict_nodes(est, cat, &w, "t4", 16, 1, 0,
 						 0, -1, &b, &err),
 		      0);
-	ASSERT(a.step_time_s == b.step_time_s && a.comm_time_s == b.comm_time_s);
+	ASSERT(a.step_time_s == b.step_time_s &&
+	       a.comm_time_s == b.comm_time_s);
 	ASSERT_EQ_INT(hp_estimator_predict_nodes(est, cat, &w, "t4", 16, 4, 50,
 						 5, -1, &c, &err),
 		      0);
