@@ -8,10 +8,11 @@
  * faster of the two.  The constants are fitted by a grid search on the
  * mean |log(predicted / measured)| of the training rows.
  *
- * usage: bench_allreduce_fit FILE.tsv TRAIN_RANKS [MIN_BYTES]
+ * usage: bench_allreduce_fit FILE.tsv TRAIN_RANKS [MIN_BYTES [MAX_MBPS]]
  *   rows with TRAIN_RANKS ranks fit; rows with other rank counts (more
  *   than 2; see docs/estimator.md for 2) test.  MIN_BYTES (default 0)
- *   leaves smaller messages out of both.
+ *   leaves smaller messages out of both, MAX_MBPS (default: none) faster
+ *   links (where this machine's CPUs, not the link, set the pace).
  * Also: bench_allreduce_fit --predict RANKS RATE_MBPS BYTES (the shipped
  * constants; prints seconds), for tests/cli/allreduce_netns.sh.
  */
@@ -82,7 +83,8 @@ int main(int argc, char **argv)
 {
 	struct row *r = NULL;
 	int n = 0, cap = 0, train;
-	double min_bytes = 0, best = INFINITY, bmsg = 0, beff = 0;
+	double min_bytes = 0, max_mbps = INFINITY, best = INFINITY, bmsg = 0,
+	       beff = 0;
 	FILE *f;
 	char alg[32];
 	struct row x;
@@ -103,10 +105,12 @@ int main(int argc, char **argv)
 	train = atoi(argv[2]);
 	if (argc > 3)
 		min_bytes = atof(argv[3]);
+	if (argc > 4)
+		max_mbps = atof(argv[4]);
 	while (fscanf(f, "%d %lf %lf %lf %lf %lf %31s", &x.ranks, &x.mbps,
 		      &x.bytes, &x.meas_s, &lo, &hi, alg) == 7) {
 		int i;
-		if (x.bytes < min_bytes)
+		if (x.bytes < min_bytes || x.mbps > max_mbps)
 			continue;
 		/* The faster algorithm of each (ranks, rate, size). */
 		for (i = 0; i < n; i++)

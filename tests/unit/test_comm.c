@@ -96,7 +96,7 @@ HP_TEST(comm_textbook_ring_and_doubling)
 		ASSERT(tree);
 		ASSERT(fabs(t - 6 * (4096 / (1.25e9 * n.net_efficiency) +
 				     2 * 5e-6 + n.net_msg_s)) < 1e-12);
-		hp_comm_inter_s(&n, 1e8, &tree);
+		hp_comm_inter_s(&n, 1e9, &tree);
 		ASSERT(!tree);
 	}
 }
@@ -160,7 +160,7 @@ HP_TEST(comm_predict_nodes)
 						 5, -1, &d, &err),
 		      0);
 	ASSERT(c.comm_time_s > b.comm_time_s);
-	ASSERT(d.comm_time_s > 3 * c.comm_time_s);
+	ASSERT(d.comm_time_s > 2 * c.comm_time_s);
 	ASSERT(d.step_time_s > c.step_time_s);
 	ASSERT_EQ_INT(hp_estimator_predict_nodes(est, cat, &w, "t4", 16, 3, 50,
 						 5, -1, &d, &err),
