@@ -47,96 +47,18 @@ while getopts r:b:m:M:n:o:a: o; do
 	esac
 done
 
-skip() {
-	echo "skip allreduce_netns: $*"
-	exit 77
-}
-[ "$(id -u)" = 0 ] || skip "needs root for network namespaces and tc"
-for c in ip tc unshare mpicc mpirun; do
-	command -v $c >/dev/null 2>&1 || skip "no $c"
-done
-
 here=$(cd "$(dirname "$0")" && pwd)
-tag=hpar$$
-br=${tag}s
-tmp=$(mktemp -d /tmp/allreduce_netns.XXXXXX) || exit 1
-nmax=0
-for n in $ranks; do [ "$n" -gt $nmax ] && nmax=$n; done
-
-cleanup() {
-	i=0
-	while [ $i -lt $nmax ]; do
-		ip netns del ${tag}n$i 2>/dev/null
-		rm -rf /etc/netns/${tag}n$i
-		i=$((i + 1))
-	done
-	ip netns del $br 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-ip netns add $br 2>/dev/null || skip "cannot make a network namespace"
-ip netns exec $br ip link add sw type bridge || skip "cannot make a bridge"
-ip netns exec $br ip link set sw up
-i=0
-while [ $i -lt $nmax ]; do
-	ns=${tag}n$i
-	ip netns add $ns || skip "cannot make namespace $ns"
-	ip link add v netns $ns type veth peer name p$i netns $br ||
-		skip "cannot make a veth pair"
-	ip netns exec $ns ip addr add 10.77.0.$((i + 1))/24 dev v
-	ip netns exec $ns ip link set lo up
-	ip netns exec $ns ip link set v up
-	ip netns exec $br ip link set p$i master sw
-	ip netns exec $br ip link set p$i up
-	i=$((i + 1))
-done
-# Host names inside the namespaces (ip netns exec bind-mounts
-# /etc/netns/NAME/hosts over /etc/hosts).
-i=0
-while [ $i -lt $nmax ]; do
-	mkdir -p /etc/netns/${tag}n$i
-	{
-		echo "127.0.0.1 localhost"
-		j=0
-		while [ $j -lt $nmax ]; do
-			echo "10.77.0.$((j + 1)) ${tag}n$j"
-			j=$((j + 1))
-		done
-	} >/etc/netns/${tag}n$i/hosts
-	i=$((i + 1))
-done
-
-cat >"$tmp/nsrsh" <<'EOF'
-#!/bin/sh
-host=$1
-shift
-exec ip netns exec "$host" unshare --uts sh -c "hostname $host; $*"
-EOF
-chmod +x "$tmp/nsrsh"
+. "$here/allreduce_netns.inc"
+command -v mpicc >/dev/null 2>&1 || skip "no mpicc"
+n0=0
+for n in $ranks; do [ "$n" -gt $n0 ] && n0=$n; done
+netns_up $n0
 mpicc -O2 -o "$tmp/allreduce_mpi" "$here/allreduce_mpi.c" ||
 	{ echo "allreduce_netns: cannot build allreduce_mpi" >&2; exit 1; }
 
-shape() { # rate_mbps: both ends of every link
-	rate=$1
-	# burst: 1 ms at the rate, at least ten 1514-byte frames
-	burst=$((rate * 1000 / 8))
-	[ $burst -lt 15140 ] && burst=15140
-	i=0
-	while [ $i -lt $nmax ]; do
-		ip netns exec ${tag}n$i tc qdisc replace dev v root tbf \
-			rate ${rate}mbit burst $burst latency 20ms || return 1
-		ip netns exec $br tc qdisc replace dev p$i root tbf \
-			rate ${rate}mbit burst $burst latency 20ms || return 1
-		i=$((i + 1))
-	done
-}
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 [ -n "$out" ] && : >"$out"
 for rate in $rates; do
-	shape $rate || skip "tc tbf refused rate ${rate}mbit"
+	netns_shape $rate || skip "tc tbf refused rate ${rate}mbit"
 	for alg in $algs; do
 	case $alg in
 	ring) amca="--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4" ;;
@@ -145,13 +67,6 @@ for rate in $rates; do
 	*) echo "allreduce_netns: unknown algorithm '$alg'" >&2; exit 2 ;;
 	esac
 	for n in $ranks; do
-		hf=$tmp/hosts.$n
-		: >"$hf"
-		i=0
-		while [ $i -lt $n ]; do
-			echo "${tag}n$i slots=1" >>"$hf"
-			i=$((i + 1))
-		done
 		# Largest size: about one second a call at this rate.
 		hi=$min
 		while [ $((hi * 4)) -le $max ] &&
@@ -159,13 +74,8 @@ for rate in $rates; do
 			hi=$((hi * 4))
 		done
 		echo "allreduce_netns: $n ranks at $rate Mbit/s, $alg, $min-$hi bytes" >&2
-		ip netns exec ${tag}n0 unshare --uts sh -c "hostname ${tag}n0;
-		    timeout 600 mpirun --hostfile $hf \
-		    --mca plm_rsh_agent $tmp/nsrsh \
-		    --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 \
-		    --mca oob_tcp_if_include 10.77.0.0/24 \
-		    --mca mpi_yield_when_idle 1 $amca -np $n \
-		    $tmp/allreduce_mpi $min $hi $reps" >"$tmp/run.out" ||
+		NETNS_MCA="$amca" netns_mpirun $n "$tmp/allreduce_mpi $min $hi $reps" \
+			>"$tmp/run.out" ||
 			{ echo "allreduce_netns: mpirun failed ($n ranks, $rate Mbit/s)" >&2
 			  cat "$tmp/run.out" >&2; exit 1; }
 		while read -r b r med lo hi2; do

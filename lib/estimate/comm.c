@@ -45,7 +45,8 @@ double hp_comm_inter_s(const struct hp_comm_net *n, double bytes, bool *tree)
 	if (m <= 1 || !(bytes > 0))
 		return 0;
 	/* Each step crosses two hops (node, switch, node) and is one message
-	 * of software overhead; bytes at the framing efficiency of the link. */
+	 * of software overhead; bytes go at the share of the line rate the
+	 * transport achieves (measured: TCP under MPI). */
 	step = 2 * n->net_latency_s + n->net_msg_s;
 	bw = n->net_bw_bytes_s * n->net_efficiency;
 	/* The node's devices each all-reduce their 1/k shard across nodes
