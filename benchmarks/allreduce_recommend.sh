@@ -23,7 +23,9 @@
 #   -s  steps per run                         (default 10)
 #   -o  output, one row per (run, deadline, confidence): rate nodes batch
 #       deadline_s confidence feasible predicted_s judged_s probability
-#       measured_s meets (default: stdout); a summary goes to stderr
+#       measured_s meets, then the run's median step_s and all-reduce_s
+#       (the slowest rank's) and the predicted compute_s and comm_s of a
+#       step (default: stdout); a summary goes to stderr
 # The CPU's power is a stand-in (65 W, idle 10 W, in a copy of the
 # catalog): the recommender needs one to choose on energy, and nothing
 # here depends on it.  Needs root, iproute2, tc, mpirun, python3.
@@ -126,11 +128,17 @@ m = [x for x in m if "step_s" in x]
 c = r["choice"]
 # the steps: from the start of the first to the end of the last
 meas = m[-1]["elapsed_s"] - (m[0]["elapsed_s"] - m[0]["step_s"]) + c["startup_s"]
+def med(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+ar = med([max(x["rank_allreduce_s"]) for x in m[1:]])
+st = med([x["step_s"] for x in m[1:]])
 print("\t".join(str(x) for x in (sys.argv[3], sys.argv[4], sys.argv[5],
     r["deadline_s"], sys.argv[6], int(r["feasible"]),
     round(c["predicted_time_s"], 3), round(c["judged_time_s"], 3),
     round(c["deadline_probability"], 4), round(meas, 3),
-    int(meas <= r["deadline_s"]))))
+    int(meas <= r["deadline_s"]), round(st, 4), round(ar, 4),
+    round(c["compute_time_s"], 4), round(c["comm_time_s"], 4))))
 EOF
 				done
 			done
@@ -151,6 +159,8 @@ for r in rows:
     if r[4] == "0.9":
         runs.setdefault((r[0], r[1], r[2]), r)
 for k, r in sorted(runs.items()):
-    print(f"  {k[1]} nodes at {k[0]} Mbit/s, batch {k[2]}: predicted {r[6]} s, "
-          f"judged (0.9) {r[7]} s, measured {r[9]} s")
+    print(f"  {k[1]} nodes at {k[0]} Mbit/s, batch {k[2]}: job predicted {r[6]} s, "
+          f"judged (0.9) {r[7]} s, measured {r[9]} s; a step: predicted "
+          f"{r[13]} s compute + {r[14]} s all-reduce, measured median "
+          f"{r[11]} s of which {r[12]} s all-reduce")
 EOF
