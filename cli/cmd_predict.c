@@ -13,6 +13,8 @@
 
 static const char help[] =
     "usage: hetpool predict MODEL --device TYPE --batch N [--devices K]\n"
+    "                       [--nodes M [--link-gbps X] "
+    "[--link-latency-us L]]\n"
     "                       [--estimator FILE] [--family F] "
     "[--input-shape CxHxW]\n"
     "                       [--precision P] [--catalog FILE] [--json]\n"
@@ -38,6 +40,14 @@ static const char help[] =
     "  --devices K       devices working together (default 1); adds "
     "the gradient\n"
     "                    all-reduce over NVLink or PCIe\n"
+    "  --nodes M         nodes the K devices are spread over, K/M each "
+    "(default 1);\n"
+    "                    the all-reduce then also crosses the network\n"
+    "  --link-gbps X     each node's network link, Gbit/s line rate "
+    "(default 25);\n"
+    "                    give what the link truly carries (over TCP, "
+    "often far less)\n"
+    "  --link-latency-us L  one network hop, microseconds (default 5)\n"
     "  --estimator FILE  a fitted estimator ('hetpool fit'; default: the "
     "shipped\n"
     "                    data/estimators/default.json)\n"
@@ -66,20 +76,27 @@ static const char help[] =
     "8\n"
     "  hetpool predict data/models/resnet50.train.onnx --device a100 "
     "--batch 256 \\\n"
-    "      --precision amp\n";
+    "      --precision amp\n"
+    "  hetpool predict resnet18.onnx --device t4 --batch 1024 --devices 16 "
+    "--nodes 4 \\\n"
+    "      --link-gbps 6\n";
 
 static json_t *num(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-static void print_json(const char *model, const struct hp_prediction *p)
+static void print_json(const char *model, const struct hp_prediction *p,
+		       int nodes, double link_gbps)
 {
 	json_t *o = json_object();
 
 	json_object_set_new(o, "model", json_string(model));
 	json_object_set_new(o, "device", json_string(p->device));
 	json_object_set_new(o, "devices", json_integer(p->ndevices));
+	json_object_set_new(o, "nodes", json_integer(nodes));
+	json_object_set_new(o, "link_gbps",
+			    nodes > 1 ? json_real(link_gbps) : json_null());
 	json_object_set_new(o, "batch", json_integer(p->batch));
 	json_object_set_new(o, "family",
 			    json_string(hp_est_family_name(p->family)));
@@ -114,7 +131,8 @@ static void print_json(const char *model, const struct hp_prediction *p)
 
 /* The model's path and the catalog's names come from outside: escaped
  * before they reach the terminal. */
-static void print_text(const char *model, const struct hp_prediction *p)
+static void print_text(const char *model, const struct hp_prediction *p,
+		       int nodes, double link_gbps)
 {
 	char a[32], b[32], e[1024];
 
@@ -125,8 +143,12 @@ static void print_text(const char *model, const struct hp_prediction *p)
 	       hp_precision_name(p->precision));
 	printf("step time    %.4g s  [%.4g, %.4g] (10th-90th percentile)\n",
 	       p->step_time_s, p->step_time_lo_s, p->step_time_hi_s);
+	if (nodes > 1)
+		printf("nodes        %d, %d devices each, %.4g Gbit/s links\n",
+		       nodes, p->ndevices / nodes, link_gbps);
 	if (p->ndevices > 1)
-		printf("             of which %.3g s gradient all-reduce\n",
+		printf("             of which %.3g s gradient all-reduce (the "
+		       "part backward does not hide)\n",
 		       p->comm_time_s);
 	printf("throughput   %.4g samples/s, utilisation %.1f%% of peak\n",
 	       p->samples_per_s, 100 * p->utilisation);
@@ -154,6 +176,8 @@ static void print_text(const char *model, const struct hp_prediction *p)
 struct predict_args {
 	const char *device, *estimator, *catalog;
 	int64_t batch, ndevices;
+	int64_t nodes;
+	double link_gbps, link_latency_us;
 	int family; /* -1: the estimator's */
 	int precision;
 	struct cli_dims shape;
@@ -178,6 +202,10 @@ static const struct cli_opt predict_opts[] = {
     CLI_OPT_STR("device", struct predict_args, device),
     CLI_OPT_INT("batch", struct predict_args, batch, 1, 1 << 24),
     CLI_OPT_INT("devices", struct predict_args, ndevices, 1, 4096),
+    CLI_OPT_INT("nodes", struct predict_args, nodes, 1, 4096),
+    CLI_OPT_NUM_ABOVE("link-gbps", struct predict_args, link_gbps, 0, 1e5),
+    CLI_OPT_NUM("link-latency-us", struct predict_args, link_latency_us, 0,
+		1e6),
     CLI_OPT_STR("estimator", struct predict_args, estimator),
     CLI_OPT_WORD("family", struct predict_args, family, family_words),
     CLI_OPT_DIMS("input-shape", struct predict_args, shape),
@@ -189,7 +217,11 @@ static const struct cli_opt predict_opts[] = {
 
 static int cmd_predict(int argc, char **argv)
 {
-	struct predict_args a = {.ndevices = 1, .family = -1};
+	struct predict_args a = {.ndevices = 1,
+				 .nodes = 1,
+				 .link_gbps = 25,
+				 .link_latency_us = 5,
+				 .family = -1};
 	struct hp_error err = {0};
 	struct hp_ctx *ctx = NULL;
 	const struct hp_snap *snap = NULL;
@@ -216,6 +248,11 @@ static int cmd_predict(int argc, char **argv)
 				 "predict: --batch %lld is not a multiple of "
 				 "--devices %lld",
 				 (long long)a.batch, (long long)a.ndevices);
+	if (a.nodes > a.ndevices || a.ndevices % a.nodes)
+		return cli_error(EXIT_USAGE,
+				 "predict: --devices %lld cannot be spread "
+				 "evenly over --nodes %lld",
+				 (long long)a.ndevices, (long long)a.nodes);
 	if (!(ctx = cli_load_ctx("predict", a.catalog, a.estimator, true,
 				 &status)))
 		goto out;
@@ -226,18 +263,26 @@ static int cmd_predict(int argc, char **argv)
 	if ((status = cli_load_model("predict", model, a.batch / a.ndevices,
 				     a.shape.d, a.shape.rank, &mi)))
 		goto out;
-	rc = hp_estimator_predict_prec(hp_snap_estimator(snap), cat,
-				       &mi.workload, a.device, (int)a.ndevices,
-				       a.family, (enum hp_precision)a.precision,
-				       &p, &err);
+	{
+		struct hp_predict_opts po;
+		hp_predict_opts_init(&po);
+		po.family = a.family;
+		po.precision = (enum hp_precision)a.precision;
+		po.nodes = (int)a.nodes;
+		po.net_gbps = a.link_gbps;
+		po.net_latency_us = a.link_latency_us;
+		rc = hp_estimator_predict_opts(hp_snap_estimator(snap), cat,
+					       &mi.workload, a.device,
+					       (int)a.ndevices, &po, &p, &err);
+	}
 	if (rc) {
 		status = cli_error(cli_status_for(rc), "predict: %s", err.msg);
 		goto out;
 	}
 	if (a.json)
-		print_json(model, &p);
+		print_json(model, &p, (int)a.nodes, a.link_gbps);
 	else
-		print_text(model, &p);
+		print_text(model, &p, (int)a.nodes, a.link_gbps);
 	if (p.memory_known && !p.fits_in_memory) {
 		char b1[32], b2[32];
 		status = cli_error(

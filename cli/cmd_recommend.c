@@ -45,6 +45,11 @@ static const char help[] =
     "(there\n"
     "                    must be one) and the best kept\n"
     "  --deadline D      wall clock: 90m, 2h, 1h30m, 45s, 1d or seconds\n"
+    "  --confidence P    judge the deadline on this quantile of the "
+    "predicted\n"
+    "                    time (default 0.9: the job ends in time 9 times "
+    "in 10;\n"
+    "                    0.5: on the point prediction)\n"
     "  --device-type T   only this catalog type\n"
     "  --devices K       exactly K devices\n"
     "  --nodes M         exactly M nodes\n"
@@ -194,6 +199,10 @@ static void print_explain(const struct hp_rec_result *r,
 	       "(%.0f s + %.0f s per node) = %s\n",
 	       (long long)c->steps, c->startup_s, HP_REC_STARTUP_S,
 	       HP_REC_STARTUP_NODE_S, dur(c->time_s, a, sizeof(a)));
+	printf("deadline     judged on the %.0fth percentile: %s; holds with "
+	       "probability %.0f%%\n",
+	       100 * r->confidence, dur(c->time_judged_s, a, sizeof(a)),
+	       100 * c->deadline_probability);
 	printf("energy       %.0f W (devices at their utilisation + each "
 	       "used node's base) x time = %s\n",
 	       c->power_w, energy(c->energy_j, b, sizeof(b)));
@@ -245,6 +254,9 @@ static void print_short(const struct hp_rec_result *r,
 	printf("%s\n", r->feasible ? "meets the deadline:"
 				   : "misses the deadline (fastest):");
 	print_config(&r->choice, pool, true);
+	printf("deadline holds with probability %.0f%% (judged on the %.0fth "
+	       "percentile of the predicted time)\n",
+	       100 * r->choice.deadline_probability, 100 * r->confidence);
 	printf("lr x %.4g", r->choice.lr_scale);
 	if (r->choice.warmup_steps)
 		printf(", warm-up %lld steps",
@@ -279,6 +291,7 @@ static const struct cli_opt recommend_opts[] = {
     CLI_OPT_INT("batch-min", RA, job.batch_min, 1, 1 << 24),
     CLI_OPT_INT("batch-max", RA, job.batch_max, 1, 1 << 24),
     CLI_OPT_DURATION("deadline", RA, job.deadline_s),
+    CLI_OPT_NUM_ABOVE("confidence", RA, job.confidence, 0, 0.999999),
     CLI_OPT_STR("device-type", RA, job.device_type),
     CLI_OPT_INT("devices", RA, job.ndevices, 1, 1 << 20),
     CLI_OPT_INT("nodes", RA, job.nnodes, 1, HP_POOL_MAX_NODES),

@@ -111,6 +111,8 @@ struct hp_api_job {
 	enum hp_lr_rule lr_rule; /* default linear */
 	int64_t ref_batch;	 /* 0: batch */
 	int front;		 /* 0, 2..HP_REC_FRONT_MAX; default 5 */
+	double confidence;	 /* the quantile the deadline is judged on; 0:
+				    the recommender's default */
 	/* "constraints" */
 	char device_type[32]; /* "" any */
 	int devices;	      /* 0 any */
@@ -125,6 +127,7 @@ struct hp_api_job {
  * Read a job description: {"model_id": ID} or {"spec": {...}} (one of
  * them), "samples", "epochs" or "steps" (one of them), "batch",
  * "deadline_s", and optionally "lr_rule", "ref_batch", "front",
+ * "confidence" (0 < c < 1),
  * "constraints": {"device_type", "devices", "nodes"}; for jobs also
  * "data" (required; [A-Za-z0-9._-], 1-63 characters), "name" and
  * "training": {"lr", "optimizer", "seed", "warmup_steps",

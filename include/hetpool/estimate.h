@@ -294,6 +294,95 @@ int hp_estimator_predict_prec(const struct hp_estimator *est,
 			      enum hp_precision precision,
 			      struct hp_prediction *out, struct hp_error *err);
 
+/*
+ * The data-parallel gradient all-reduce (docs/estimator.md, "Multi-GPU"),
+ * one model for the estimator and the recommender: the gradients in
+ * buckets of bucket_bytes (PyTorch DDP's 25 MiB), each all-reduced
+ * hierarchically: a ring inside each node (2 (k-1) messages over the
+ * devices' link), then across the nodes the better of a ring (2 (m-1)
+ * messages, 2 (m-1)/m of the bucket over each node's link) and a tree
+ * (recursive doubling: ceil(log2 m) messages, each the whole bucket);
+ * every message pays its latency and overhead; bandwidths are the
+ * slowest link's.  The NET constants were fitted on Open MPI all-reduces
+ * between network namespaces over veth links shaped by tc
+ * (benchmarks/allreduce_netns.sh) and checked out of sample there.
+ */
+#define HP_COMM_BUCKET_BYTES (25.0 * 1048576) /* DDP's bucket_cap_mb */
+#define HP_COMM_INTRA_MSG_S 5e-6	      /* per message inside a node */
+/* Across nodes, fitted on 3-namespace rings (1-64 MB, 200 and 1000
+ * Mbit/s) and tested on 4 (MAPE 7.9%, worst 16.7%): */
+#define HP_COMM_NET_MSG_S 3.55e-3   /* per message: TCP and MPI per step */
+#define HP_COMM_NET_EFFICIENCY 0.74 /* payload / line rate achieved */
+
+struct hp_comm_net {
+	int per_node;		 /* devices per node, k */
+	int nodes;		 /* m */
+	double intra_bw_bytes_s; /* between a node's devices, per direction */
+	double intra_msg_s;	 /* latency + overhead of one message */
+	double net_bw_bytes_s;	 /* the slowest node's network link, line
+				    rate per direction */
+	double net_latency_s;	 /* one hop, node to switch */
+	double net_msg_s;	 /* software overhead of one message */
+	double net_efficiency;	 /* payload / line rate */
+	double bucket_bytes;	 /* 0: HP_COMM_BUCKET_BYTES */
+};
+/* The defaults above for k devices per node on m nodes. */
+void hp_comm_net_default(struct hp_comm_net *n, int per_node, int nodes,
+			 double intra_bw_bytes_s, double net_bw_gbps,
+			 double net_latency_us);
+/* One all-reduce of `bytes` inside a node (0 for one device), and across
+ * the nodes (0 for one node; *tree, may be NULL: the tree won). */
+double hp_comm_intra_s(const struct hp_comm_net *n, double bytes);
+double hp_comm_inter_s(const struct hp_comm_net *n, double bytes, bool *tree);
+
+struct hp_comm_time {
+	double intra_s, inter_s; /* all buckets, one after another */
+	double total_s;		 /* intra_s + inter_s */
+	double exposed_s;	 /* what backward does not hide: the last bucket
+				    starts when backward ends */
+	int buckets, tree_buckets;
+};
+/* A step's all-reduce of grad_bytes, overlapped with backward_s of
+ * backward (0: none; bucket i starts once backward has produced its
+ * share of the gradients and the bucket before it is done). */
+void hp_comm_ddp(const struct hp_comm_net *n, double grad_bytes,
+		 double backward_s, struct hp_comm_time *out);
+
+/*
+ * The same on ndevices spread evenly over `nodes` nodes (a divisor of
+ * ndevices), each node joined to the network by a link of net_gbps
+ * (10^9 bits/s, line rate) and net_latency_us per hop: the all-reduce of
+ * hp_comm_ddp() inside and across nodes, overlapped with backward
+ * (comm_time_s is the part backward does not hide).  nodes 1 is
+ * hp_estimator_predict().  HP_EINVAL for a node count or link out of
+ * range.
+ */
+int hp_estimator_predict_nodes(const struct hp_estimator *est,
+			       const struct hp_catalog *cat,
+			       const struct hp_workload *w, const char *device,
+			       int ndevices, int nodes, double net_gbps,
+			       double net_latency_us, int family,
+			       struct hp_prediction *out, struct hp_error *err);
+
+/* Everything a prediction may be asked beyond the device type and count;
+ * hp_predict_opts_init() gives: the estimator's family, fp32, one node. */
+struct hp_predict_opts {
+	int family;		     /* < 0: the estimator's own */
+	enum hp_precision precision; /* HP_PREC_FP32 */
+	int nodes;		     /* the devices spread over this many
+					nodes (a divisor of ndevices); 1 */
+	double net_gbps;	     /* nodes > 1: each node's link */
+	double net_latency_us;	     /* ... and its latency per hop */
+};
+void hp_predict_opts_init(struct hp_predict_opts *o);
+/* hp_estimator_predict() with o (NULL: the defaults); the functions
+ * above are this with one option each. */
+int hp_estimator_predict_opts(const struct hp_estimator *est,
+			      const struct hp_catalog *cat,
+			      const struct hp_workload *w, const char *device,
+			      int ndevices, const struct hp_predict_opts *o,
+			      struct hp_prediction *out, struct hp_error *err);
+
 /* The roofline baseline: total FLOPs / peak FP32 of t; NaN if unknown. */
 double hp_roofline_time_s(const struct hp_workload *w,
 			  const struct hp_device_type *t);

@@ -53,9 +53,12 @@ struct hp_rec_job {
 	int ndevices;		      /* 0: any */
 	int nnodes;		      /* 0: any */
 	int max_mix;		      /* 0: HP_REC_MAX_MIX */
-	int front; /* 0: `pareto` holds the configurations the search
-		      costed; K (2..HP_REC_FRONT_MAX): the exact front at K
-		      deadlines from the fastest to the least energy */
+	int front;	   /* 0: `pareto` holds the configurations the search
+			      costed; K (2..HP_REC_FRONT_MAX): the exact front at K
+			      deadlines from the fastest to the least energy */
+	double confidence; /* the deadline is judged on this quantile of
+			      the predicted time (0 < c < 1); 0:
+			      HP_REC_CONFIDENCE */
 };
 
 /* Most deadlines of an exact time-energy front. */
@@ -97,7 +100,11 @@ struct hp_rec_config {
 	double time_s, time_lo_s, time_hi_s;
 	double power_w; /* devices + nodes' base */
 	double energy_j, energy_lo_j, energy_hi_j;
-	bool meets_deadline;
+	bool meets_deadline;	     /* time_judged_s within the deadline */
+	double time_judged_s;	     /* the job's time at the confidence
+					quantile: what the deadline is
+					judged on */
+	double deadline_probability; /* that the job ends by the deadline */
 };
 
 /* A configuration that lost, and why. */
@@ -118,6 +125,7 @@ struct hp_rec_result {
 	struct hp_rec_reject *rejected;
 	int nrejected;
 	double deadline_s;
+	double confidence;  /* the quantile the deadline was judged on */
 	int64_t evaluated;  /* configurations costed in full */
 	char notes[4][160]; /* types left out and why */
 	int nnotes;
@@ -129,6 +137,11 @@ struct hp_rec_result {
 #define HP_REC_INTRA_LATENCY_S 5e-6 /* per ring step inside a node */
 #define HP_REC_OVERLAP 0.0	    /* share of comm hidden by backward */
 #define HP_REC_WARMUP_EPOCHS 5	    /* linear warm-up when lr_scale > 1 */
+#define HP_REC_CONFIDENCE 0.9	    /* default quantile judged */
+/* 90th percentile of |log(measured / predicted)| of the all-reduce model
+ * out of sample (the namespace runs of 4 and 2 ranks, 1-64 MB, 200 and
+ * 1000 Mbit/s: docs/estimator.md, "Multi-GPU"). */
+#define HP_REC_COMM_LOG_Q90 0.4
 
 /*
  * Recommend for the model w1 (a workload analysed at batch 1) on the

@@ -415,13 +415,14 @@ int hp_api_job_parse(const char *body, size_t len, enum hp_api_body kind,
 		     struct hp_api_job *out, struct hp_api_problem *pb)
 {
 	static const char *const k_rec[] = {
-	    "model_id",	 "spec",  "samples",	 "epochs",
-	    "steps",	 "batch", "deadline_s",	 "lr_rule",
-	    "ref_batch", "front", "constraints", NULL};
-	static const char *const k_job[] = {
 	    "model_id",	   "spec",	 "samples", "epochs",	 "steps",
 	    "batch",	   "deadline_s", "lr_rule", "ref_batch", "front",
-	    "constraints", "data",	 "name",    "training",	 NULL};
+	    "constraints", "confidence", NULL};
+	static const char *const k_job[] = {
+	    "model_id",	 "spec",     "samples",	    "epochs",
+	    "steps",	 "batch",    "deadline_s",  "lr_rule",
+	    "ref_batch", "front",    "constraints", "data",
+	    "name",	 "training", "confidence",  NULL};
 	struct hp_api_job *j = out;
 	json_t *o, *c, *t, *spec;
 	char rule[8] = "";
@@ -470,7 +471,9 @@ int hp_api_job_parse(const char *body, size_t len, enum hp_api_body kind,
 	    (rc = get_int(o, "ref_batch", NULL, 1, MAX_BATCH, &j->ref_batch,
 			  NULL, pb)) ||
 	    (rc = get_int(o, "front", NULL, 0, HP_REC_FRONT_MAX, &front, NULL,
-			  pb)))
+			  pb)) ||
+	    (rc = get_num(o, "confidence", NULL, 0, true, 0.999999,
+			  &j->confidence, pb)))
 		goto out;
 	j->front = (int)front;
 	if (rule[0])
@@ -583,6 +586,9 @@ char *hp_api_job_json(const struct hp_api_job *j, enum hp_api_body kind)
 	if (j->ref_batch)
 		bad |= set_int(o, "ref_batch", j->ref_batch);
 	bad |= set_int(o, "front", j->front);
+	if (j->confidence > 0)
+		bad |= json_object_set_new(o, "confidence",
+					   json_real(j->confidence));
 	if (j->device_type[0] || j->devices || j->nodes) {
 		if (!(c = json_object()))
 			goto out;
@@ -653,6 +659,7 @@ void hp_api_job_rec(const struct hp_api_job *j, struct hp_rec_job *out)
 	out->ndevices = j->devices;
 	out->nnodes = j->nodes;
 	out->front = j->front;
+	out->confidence = j->confidence;
 }
 
 /* ---- the other bodies */

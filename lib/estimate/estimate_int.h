@@ -80,6 +80,10 @@ struct hp__dev_spec {
 	double fp16;	   /* FLOP/s, dense FP16 (tensor cores where any);
 			      0: none */
 	int prec;	   /* enum hp_precision of the step */
+	/* Across nodes (predict --nodes): 0 nodes means one node. */
+	int nodes;
+	double net_gbps;       /* each node's network link, 10^9 bits/s */
+	double net_latency_us; /* one hop */
 };
 /* The channel block of a profile row's backend ("... jit:avx512_core"):
  * 16 for AVX-512, 8 for AVX/AVX2, 4 for SSE, 1 otherwise (GPUs). */
@@ -217,6 +221,15 @@ static inline double hp__layer_time(const struct hp__layer *L,
 double hp__step_post(const struct hp__th_exp *e, double t, int src,
 		     int64_t batch, int ndev, int64_t params, double link_bw,
 		     double *comm);
+/* The same across d->nodes nodes (hp__step_post() is one node): the
+ * all-reduce of hp_comm_ddp(), intra-node bandwidth link_bw / comm
+ * factor, overlapped with the backward share of the step. */
+double hp__step_post_net(const struct hp__th_exp *e, double t, int src,
+			 int64_t batch, int ndev, int64_t params,
+			 const struct hp__dev_spec *d, double *comm);
+/* Share of a step's compute that is backward, which the all-reduce's
+ * buckets overlap (backward costs twice forward's FLOPs). */
+#define HP__BACKWARD_SHARE (2.0 / 3.0)
 
 /* One measured step for the physical fit. */
 struct hp__fitpt {

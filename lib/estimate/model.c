@@ -173,9 +173,9 @@ bool hp__layer_of(const struct hp_workload *w, int i,
 	return true;
 }
 
-double hp__step_post(const struct hp__th_exp *e, double t, int src,
-		     int64_t batch, int ndev, int64_t params, double link_bw,
-		     double *comm)
+double hp__step_post_net(const struct hp__th_exp *e, double t, int src,
+			 int64_t batch, int ndev, int64_t params,
+			 const struct hp__dev_spec *d, double *comm)
 {
 	double c = 0;
 
@@ -184,14 +184,34 @@ double hp__step_post(const struct hp__th_exp *e, double t, int src,
 	else if (src == HP__SRC_ZEUS)
 		t = t * e->src[1] + e->src_t0[1] + (double)batch * e->src_ts[1];
 	if (ndev > 1) {
-		/* Ring all-reduce of FP32 gradients. */
-		c = e->comm * 2.0 * (ndev - 1) / ndev * 4.0 * (double)params /
-		    link_bw;
+		/* DDP's bucketed all-reduce of FP32 gradients (comm.c); the
+		 * fitted factor scales the intra-node link's ideal time. */
+		int nodes = d->nodes > 1 ? d->nodes : 1;
+		struct hp_comm_net n;
+		struct hp_comm_time ct;
+
+		hp_comm_net_default(&n, (ndev + nodes - 1) / nodes, nodes,
+				    d->link_bw / e->comm, d->net_gbps,
+				    d->net_latency_us);
+		hp_comm_ddp(&n, 4.0 * (double)params, HP__BACKWARD_SHARE * t,
+			    &ct);
+		c = ct.exposed_s;
 		t += c;
 	}
 	if (comm)
 		*comm = c;
 	return t;
+}
+
+double hp__step_post(const struct hp__th_exp *e, double t, int src,
+		     int64_t batch, int ndev, int64_t params, double link_bw,
+		     double *comm)
+{
+	struct hp__dev_spec d;
+
+	memset(&d, 0, sizeof(d));
+	d.link_bw = link_bw;
+	return hp__step_post_net(e, t, src, batch, ndev, params, &d, comm);
 }
 
 double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
@@ -218,8 +238,8 @@ double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
 		if (cls)
 			cls[L.cls] += tl;
 	}
-	return hp__step_post(&e, t, src, w->batch, ndev, w->params, d->link_bw,
-			     comm);
+	return hp__step_post_net(&e, t, src, w->batch, ndev, w->params, d,
+				 comm);
 }
 
 double hp__busy_time(const double *th, const struct hp__dev_spec *d,

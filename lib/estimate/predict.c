@@ -13,10 +13,18 @@
 static const char *const lin_names[5] = {"conv_layers", "fc_layers", "filters",
 					 "fc_width", "input_size"};
 
-int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
-		const struct hp_workload *w, const char *device, int ndevices,
-		int family, int src, int prec, struct hp_prediction *out,
-		struct hp_error *err)
+/* Across nodes: how many, and each node's network link. */
+struct net {
+	int nodes;
+	double gbps, latency_us;
+};
+
+static int predict_net(const struct hp_estimator *est,
+		       const struct hp_catalog *cat,
+		       const struct hp_workload *w, const char *device,
+		       int ndevices, const struct net *net, int family, int src,
+		       int prec, struct hp_prediction *out,
+		       struct hp_error *err)
 {
 	const struct hp_device_type *t;
 	const struct hp__dev_fit *df;
@@ -35,9 +43,23 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 				    "%d devices: give 1 to 4096", ndevices);
 	if (!w || w->batch < 1)
 		return hp_error_set(err, HP_EINVAL, "batch must be at least 1");
+	if (net->nodes < 1 || net->nodes > ndevices || ndevices % net->nodes)
+		return hp_error_set(err, HP_EINVAL,
+				    "%d nodes for %d devices: give a node "
+				    "count that divides the devices",
+				    net->nodes, ndevices);
+	if (net->nodes > 1 &&
+	    (!(net->gbps > 0) || !isfinite(net->gbps) ||
+	     !(net->latency_us >= 0) || !isfinite(net->latency_us)))
+		return hp_error_set(err, HP_EINVAL,
+				    "network link: give a bandwidth above 0 "
+				    "and a latency of 0 or more");
 	fam = family < 0 ? est->family : (enum hp_est_family)family;
 	df = hp__est_dev(est, t->name);
 	hp__dev_spec(t, &d);
+	d.nodes = net->nodes;
+	d.net_gbps = net->gbps;
+	d.net_latency_us = net->latency_us;
 	if (d.cpu && !(d.fp32 > 0) && df && df->own_theta)
 		d.fp32 = df->fit_fp32;
 	if (d.cpu && df && df->own_theta && df->chan_block > 1)
@@ -265,19 +287,82 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 	return 0;
 }
 
+int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
+		const struct hp_workload *w, const char *device, int ndevices,
+		int family, int src, int prec, struct hp_prediction *out,
+		struct hp_error *err)
+{
+	struct net one = {1, 0, 0};
+
+	return predict_net(est, cat, w, device, ndevices, &one, family, src,
+			   prec, out, err);
+}
+
+void hp_predict_opts_init(struct hp_predict_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->family = -1;
+	o->precision = HP_PREC_FP32;
+	o->nodes = 1;
+}
+
+int hp_estimator_predict_opts(const struct hp_estimator *est,
+			      const struct hp_catalog *cat,
+			      const struct hp_workload *w, const char *device,
+			      int ndevices, const struct hp_predict_opts *o,
+			      struct hp_prediction *out, struct hp_error *err)
+{
+	struct hp_predict_opts def;
+	struct net n;
+
+	if (!o) {
+		hp_predict_opts_init(&def);
+		o = &def;
+	}
+	if (!est || !cat)
+		return hp_error_set(err, HP_EINVAL, "no estimator or catalog");
+	if (o->family > HP_EST_ROOFLINE)
+		return hp_error_set(err, HP_EINVAL, "unknown family %d",
+				    o->family);
+	n = (struct net){o->nodes > 0 ? o->nodes : 1, o->net_gbps,
+			 o->net_latency_us};
+	return predict_net(est, cat, w, device, ndevices, &n, o->family,
+			   HP__SRC_LAMBDA, (int)o->precision, out, err);
+}
+
+int hp_estimator_predict_nodes(const struct hp_estimator *est,
+			       const struct hp_catalog *cat,
+			       const struct hp_workload *w, const char *device,
+			       int ndevices, int nodes, double net_gbps,
+			       double net_latency_us, int family,
+			       struct hp_prediction *out, struct hp_error *err)
+{
+	struct hp_predict_opts o;
+
+	hp_predict_opts_init(&o);
+	o.family = family;
+	o.nodes = nodes;
+	o.net_gbps = net_gbps;
+	o.net_latency_us = net_latency_us;
+	if (nodes < 1)
+		return hp_error_set(err, HP_EINVAL, "%d nodes: give 1 or more",
+				    nodes);
+	return hp_estimator_predict_opts(est, cat, w, device, ndevices, &o, out,
+					 err);
+}
+
 int hp_estimator_predict(const struct hp_estimator *est,
 			 const struct hp_catalog *cat,
 			 const struct hp_workload *w, const char *device,
 			 int ndevices, int family, struct hp_prediction *out,
 			 struct hp_error *err)
 {
-	if (!est || !cat)
-		return hp_error_set(err, HP_EINVAL, "no estimator or catalog");
-	if (family > HP_EST_ROOFLINE)
-		return hp_error_set(err, HP_EINVAL, "unknown family %d",
-				    family);
-	return hp__predict(est, cat, w, device, ndevices, family,
-			   HP__SRC_LAMBDA, HP_PREC_FP32, out, err);
+	struct hp_predict_opts o;
+
+	hp_predict_opts_init(&o);
+	o.family = family;
+	return hp_estimator_predict_opts(est, cat, w, device, ndevices, &o, out,
+					 err);
 }
 
 int hp_estimator_predict_prec(const struct hp_estimator *est,
@@ -287,11 +372,11 @@ int hp_estimator_predict_prec(const struct hp_estimator *est,
 			      enum hp_precision precision,
 			      struct hp_prediction *out, struct hp_error *err)
 {
-	if (!est || !cat)
-		return hp_error_set(err, HP_EINVAL, "no estimator or catalog");
-	if (family > HP_EST_ROOFLINE)
-		return hp_error_set(err, HP_EINVAL, "unknown family %d",
-				    family);
-	return hp__predict(est, cat, w, device, ndevices, family,
-			   HP__SRC_LAMBDA, (int)precision, out, err);
+	struct hp_predict_opts o;
+
+	hp_predict_opts_init(&o);
+	o.family = family;
+	o.precision = precision;
+	return hp_estimator_predict_opts(est, cat, w, device, ndevices, &o, out,
+					 err);
 }

@@ -88,6 +88,9 @@ static json_t *config_json(const struct hp_rec_config *c,
 			    interval(c->energy_lo_j, c->energy_hi_j));
 	json_object_set_new(o, "meets_deadline",
 			    json_boolean(c->meets_deadline));
+	json_object_set_new(o, "judged_time_s", num(c->time_judged_s));
+	json_object_set_new(o, "deadline_probability",
+			    num(c->deadline_probability));
 	return o;
 }
 
@@ -110,6 +113,10 @@ char *hp_rec_result_json_ex(const struct hp_rec_result *r,
 	json_object_set_new(
 	    o, "reason", r->reason[0] ? json_string(r->reason) : json_null());
 	json_object_set_new(o, "deadline_s", num(r->deadline_s));
+	json_object_set_new(o, "confidence", num(r->confidence));
+	json_object_set_new(o, "deadline_probability",
+			    r->found ? num(r->choice.deadline_probability)
+				     : json_null());
 	json_object_set_new(o, "samples", json_integer(job->samples));
 	{
 		int64_t bs[HP_REC_MAX_BATCHES];
@@ -152,13 +159,22 @@ char *hp_rec_result_json_ex(const struct hp_rec_result *r,
 		      HP_REC_STARTUP_NODE_S, "comm_overlap", HP_REC_OVERLAP,
 		      "intra_latency_us", HP_REC_INTRA_LATENCY_S * 1e6,
 		      "all_reduce",
-		      "hierarchical ring: within each node over intra_bw, "
-		      "then across nodes over the slowest node's net_bw and "
-		      "latency; not overlapped with backward",
+		      "DDP buckets of 25 MiB, each hierarchical: a ring "
+		      "within each node over intra_bw, then across nodes "
+		      "the better of ring and tree over the slowest node's "
+		      "net_bw and latency; not overlapped with backward",
 		      "energy",
 		      "device power at its utilisation x time + base power "
 		      "of each used node x time; idle devices on a used "
 		      "node stay free and are not charged"));
+	json_object_set_new(json_object_get(o, "model"), "deadline",
+			    json_string("judged on the confidence quantile of "
+					"the predicted time (log errors a "
+					"split normal: the point its median, "
+					"the interval its 10th-90th "
+					"percentiles)"));
+	json_object_set_new(json_object_get(o, "model"), "comm_log_q90",
+			    json_real(HP_REC_COMM_LOG_Q90));
 	json_object_set_new(o, "evaluated", json_integer(r->evaluated));
 	s = json_dumps(o, flags & HP_REC_JSON_COMPACT ? JSON_COMPACT
 						      : JSON_INDENT(2));

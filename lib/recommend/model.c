@@ -5,6 +5,7 @@
  * batch that fits in memory, and the split of the global batch that
  * equalises the types' step times.
  */
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ void hp__rec_model_release(struct hp__rec_model *m)
 		free(m->tt[i].step_lo_s);
 		free(m->tt[i].step_hi_s);
 		free(m->tt[i].power_w);
+		free(m->tt[i].step_pt_s);
 	}
 	free(m->tt);
 	memset(m, 0, sizeof(*m));
@@ -278,6 +280,8 @@ int hp__rec_model_build(const struct hp_estimator *est,
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	m->ntypes = ntypes;
 	m->grad_bytes = 4.0 * (double)w1->params;
+	m->comm_scale = 1;
+	m->confidence = 0.5;
 	for (int i = 0; i < ntypes; i++)
 		snprintf(m->tt[i].name, sizeof(m->tt[i].name), "%s", types[i]);
 	/* One scratch workload, rescaled in place for every prediction. */
@@ -295,18 +299,27 @@ int hp__rec_model_build(const struct hp_estimator *est,
 
 double hp__rec_intra_s(double bw_gbps, int k, double g)
 {
+	struct hp_comm_net n;
+	struct hp_comm_time t;
+
 	if (k <= 1)
 		return 0;
-	return 2.0 * (k - 1) / k * g / (bw_gbps * 1e9 / 8) +
-	       2.0 * (k - 1) * HP_REC_INTRA_LATENCY_S;
+	hp_comm_net_default(&n, k, 1, bw_gbps * 1e9 / 8, 0, 0);
+	n.intra_msg_s = HP_REC_INTRA_LATENCY_S;
+	hp_comm_ddp(&n, g, 0, &t);
+	return t.intra_s;
 }
 
 double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g)
 {
+	struct hp_comm_net n;
+	struct hp_comm_time t;
+
 	if (m <= 1)
 		return 0;
-	return 2.0 * (m - 1) / m * g / (bw_gbps * 1e9 / 8) +
-	       2.0 * (m - 1) * 2 * lat_us * 1e-6;
+	hp_comm_net_default(&n, 1, m, 0, bw_gbps, lat_us);
+	hp_comm_ddp(&n, g, 0, &t);
+	return t.inter_s;
 }
 
 /* Type j's step time when it takes s samples over n devices. */
@@ -402,4 +415,141 @@ int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
 	fill_type(a, 0, best, n[0], out);
 	fill_type(b, 1, B - best, n[1], out);
 	return 0;
+}
+
+/* The 90th percentile of the standard normal. */
+#define Z90 1.2815515655446004
+
+double hp__rec_z(double p)
+{
+	return gsl_cdf_ugaussian_Pinv(p);
+}
+
+/* log(quantile / point) at z of a split normal whose 10th and 90th
+ * percentiles are lo and hi around the point pt. */
+static double split_log(double pt, double lo, double hi, double z)
+{
+	double u;
+
+	if (!(pt > 0))
+		return 0;
+	if (z >= 0)
+		u = hi > pt ? log(hi / pt) : 0;
+	else
+		u = lo > 0 && lo < pt ? log(pt / lo) : 0;
+	return u / Z90 * z;
+}
+
+int hp__rec_model_judge(struct hp__rec_model *m, double confidence,
+			struct hp_error *err)
+{
+	double z = hp__rec_z(confidence);
+
+	for (int i = 0; i < m->ntypes; i++) {
+		struct hp__rec_tt *tt = &m->tt[i];
+		if (!tt->ok)
+			continue;
+		tt->step_pt_s =
+		    malloc(((size_t)tt->local_max + 1) * sizeof(double));
+		if (!tt->step_pt_s)
+			return hp_error_set(err, HP_ENOMEM, "out of memory");
+		memcpy(tt->step_pt_s, tt->step_s,
+		       ((size_t)tt->local_max + 1) * sizeof(double));
+		for (int64_t b = 1; b <= tt->local_max; b++)
+			tt->step_s[b] =
+			    tt->step_pt_s[b] *
+			    exp(split_log(tt->step_pt_s[b], tt->step_lo_s[b],
+					  tt->step_hi_s[b], z));
+		/* Still never faster at a larger local batch. */
+		for (int64_t b = 2; b <= tt->local_max; b++)
+			tt->step_s[b] = fmax(tt->step_s[b], tt->step_s[b - 1]);
+	}
+	m->comm_scale = exp(HP_REC_COMM_LOG_Q90 / Z90 * z);
+	m->confidence = confidence;
+	return 0;
+}
+
+/* The job's time if every part of c is at its z-quantile. */
+struct jparts {
+	double pt[HP_REC_MAX_MIX], lo[HP_REC_MAX_MIX], hi[HP_REC_MAX_MIX];
+	int n;
+	double comm_s, steps, startup_s;
+};
+
+static double time_at(const struct jparts *J, double z)
+{
+	double c = 0;
+
+	for (int j = 0; j < J->n; j++) {
+		double t =
+		    J->pt[j] * exp(split_log(J->pt[j], J->lo[j], J->hi[j], z));
+		if (t > c)
+			c = t;
+	}
+	c += J->comm_s * exp(HP_REC_COMM_LOG_Q90 / Z90 * z);
+	return J->steps * c + J->startup_s;
+}
+
+void hp__rec_config_judge(const struct hp__rec_model *m,
+			  struct hp_rec_config *c, double deadline_s)
+{
+	struct jparts J = {0};
+	double cs = m->comm_scale > 0 ? m->comm_scale : 1;
+	double comp = 0, clo = 0, chi = 0, zl = -8, zh = 8;
+
+	c->time_judged_s = c->time_s;
+	for (int j = 0; j < c->ntypes; j++) {
+		int i = hp__rec_type_index(m, c->types[j].type);
+		int64_t b = c->types[j].local_max;
+		const struct hp__rec_tt *tt;
+		if (i < 0 || b < 1 || b > m->tt[i].local_max)
+			continue;
+		tt = &m->tt[i];
+		J.pt[J.n] = tt->step_pt_s ? tt->step_pt_s[b] : tt->step_s[b];
+		J.lo[J.n] = tt->step_lo_s[b];
+		J.hi[J.n] = tt->step_hi_s[b];
+		c->types[j].step_time_s = J.pt[J.n];
+		comp = fmax(comp, J.pt[J.n]);
+		clo = fmax(clo, J.lo[J.n]);
+		chi = fmax(chi, J.hi[J.n]);
+		J.n++;
+	}
+	if (J.n == 0) {
+		c->deadline_probability = NAN;
+		return;
+	}
+	/* Back to the point predictions. */
+	c->intra_time_s /= cs;
+	c->inter_time_s /= cs;
+	c->comm_time_s /= cs;
+	c->compute_time_s = comp;
+	c->step_time_s = comp + c->comm_time_s;
+	c->step_time_lo_s = clo + c->comm_time_s;
+	c->step_time_hi_s = chi + c->comm_time_s;
+	c->time_s = (double)c->steps * c->step_time_s + c->startup_s;
+	c->time_lo_s = (double)c->steps * c->step_time_lo_s + c->startup_s;
+	c->time_hi_s = (double)c->steps * c->step_time_hi_s + c->startup_s;
+	c->energy_j = c->time_s * c->power_w;
+	c->energy_lo_j = c->time_lo_s * c->power_w;
+	c->energy_hi_j = c->time_hi_s * c->power_w;
+	/* P(time <= deadline): the z where the time reaches it. */
+	J.comm_s = c->comm_time_s;
+	J.steps = (double)c->steps;
+	J.startup_s = c->startup_s;
+	if (time_at(&J, zl) > deadline_s) {
+		c->deadline_probability = 0;
+		return;
+	}
+	if (time_at(&J, zh) <= deadline_s) {
+		c->deadline_probability = 1;
+		return;
+	}
+	for (int it = 0; it < 60; it++) {
+		double z = (zl + zh) / 2;
+		if (time_at(&J, z) <= deadline_s)
+			zl = z;
+		else
+			zh = z;
+	}
+	c->deadline_probability = gsl_cdf_ugaussian_P((zl + zh) / 2);
 }

@@ -20,14 +20,16 @@
 static double intra_of(const struct hp__rec_session *S,
 		       const struct hp__rec_class *k, int kk)
 {
-	return hp__rec_intra_s(k->intra_gbps, kk, S->m->grad_bytes);
+	return S->m->comm_scale *
+	       hp__rec_intra_s(k->intra_gbps, kk, S->m->grad_bytes);
 }
 
 static double inter_of(const struct hp__rec_session *S,
 		       const struct hp__rec_class *k, int m)
 {
-	return hp__rec_inter_s(k->net_gbps, k->net_latency_us, m,
-			       S->m->grad_bytes);
+	return S->m->comm_scale * hp__rec_inter_s(k->net_gbps,
+						  k->net_latency_us, m,
+						  S->m->grad_bytes);
 }
 
 /* Base of the y cheapest nodes of group g. */
@@ -318,7 +320,8 @@ static void cost_actual(const struct hp__rec_session *S,
 		m++;
 		base += p->nodes[node].base_power_w;
 		{
-			double r = hp__rec_intra_s(p->nodes[node].intra_bw_gbps,
+			double r = S->m->comm_scale *
+				   hp__rec_intra_s(p->nodes[node].intra_bw_gbps,
 						   kk, g);
 			if (r > intra)
 				intra = r;
@@ -327,6 +330,7 @@ static void cost_actual(const struct hp__rec_session *S,
 	for (int i = 0; i < cfg->ngroups; i++) {
 		const struct hp_pool_node *nd = &p->nodes[cfg->groups[i].node];
 		double x =
+		    S->m->comm_scale *
 		    hp__rec_inter_s(nd->net_bw_gbps, nd->net_latency_us, m, g);
 		if (x > inter)
 			inter = x;

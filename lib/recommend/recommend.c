@@ -142,11 +142,28 @@ static int check_job(const struct hp_rec_job *j, struct hp_error *err)
 	if (j->max_mix < 0 || j->max_mix > HP_REC_MAX_MIX)
 		return hp_error_set(err, HP_EINVAL, "max_mix: give 0 to %d",
 				    HP_REC_MAX_MIX);
+	if (j->confidence != 0 && !(j->confidence > 0 && j->confidence < 1))
+		return hp_error_set(err, HP_EINVAL,
+				    "confidence: give a probability between 0 "
+				    "and 1 (exclusive), e.g. 0.9");
 	if (j->front < 0 || j->front == 1 || j->front > HP_REC_FRONT_MAX)
 		return hp_error_set(err, HP_EINVAL,
 				    "front: give 0 or 2 to %d deadlines",
 				    HP_REC_FRONT_MAX);
 	return 0;
+}
+
+/* Every configuration of out back to its point predictions, with how
+ * likely it is to meet the deadline (the search ran on the quantile). */
+static void judge_all(struct hp_rec_result *out, const struct hp__rec_model *m)
+{
+	out->confidence = m->confidence;
+	if (out->found)
+		hp__rec_config_judge(m, &out->choice, out->deadline_s);
+	for (int i = 0; i < out->npareto; i++)
+		hp__rec_config_judge(m, &out->pareto[i], out->deadline_s);
+	for (int i = 0; i < out->nrejected; i++)
+		hp__rec_config_judge(m, &out->rejected[i].cfg, out->deadline_s);
 }
 
 /* The distinct device types with free devices in the pool. */
@@ -216,8 +233,15 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 	rc = hp__rec_model_build(est, cat, w1, types, ntypes, bs[nb - 1], &m,
 				 err);
 	free(types);
-	if (rc)
+	if (!rc)
+		rc = hp__rec_model_judge(
+		    &m,
+		    job->confidence > 0 ? job->confidence : HP_REC_CONFIDENCE,
+		    err);
+	if (rc) {
+		hp__rec_model_release(&m);
 		return rc;
+	}
 	for (int bi = 0; bi < nb; bi++) {
 		struct hp__rec_params q = {0};
 		struct hp_rec_result r;
@@ -290,6 +314,7 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 	    (rc = hp__rec_front(Sbest, job->front, out, err)))
 		goto fail;
 	hp__rec_session_free(Sbest);
+	judge_all(out, &m);
 	fill_lr_all(out, job);
 	hp__rec_model_release(&m);
 	return 0;

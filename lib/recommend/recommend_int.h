@@ -22,15 +22,45 @@ struct hp__rec_tt {
 	double *step_s;	       /* step time at b, [0] unused; nondecreasing */
 	double *step_lo_s, *step_hi_s; /* its interval */
 	double *power_w;	       /* power per device at b */
-	double power_min_w;	       /* smallest power_w over b */
-	int npred;		       /* estimator calls made */
+	double *step_pt_s;  /* the point step time at b when step_s holds a
+			       quantile (hp__rec_model_judge()); NULL: none */
+	double power_min_w; /* smallest power_w over b */
+	int npred;	    /* estimator calls made */
 };
 
 struct hp__rec_model {
 	struct hp__rec_tt *tt;
 	int ntypes;
 	double grad_bytes; /* gradient bytes all-reduced per step */
+	/* The all-reduce terms are multiplied by this (1: the point; more
+	 * once hp__rec_model_judge() has made the tables a quantile). */
+	double comm_scale;
+	double confidence; /* the quantile the tables hold (0.5: point) */
 };
+
+/*
+ * Make m's step times the quantile `confidence` (0 < confidence < 1) of
+ * each prediction's distribution, so that the search judges the deadline
+ * on it: log(actual / point) taken as a split normal whose median is the
+ * point and whose 10th and 90th percentiles are the interval's
+ * (step_lo_s, step_hi_s); the all-reduce's log error likewise, with
+ * HP_REC_COMM_LOG_Q90 as its 90th percentile.  Keeps the point in
+ * step_pt_s.  0 or HP_ENOMEM.
+ */
+int hp__rec_model_judge(struct hp__rec_model *m, double confidence,
+			struct hp_error *err);
+/* The standard normal's quantile and distribution (GSL). */
+double hp__rec_z(double p);
+/*
+ * The probability that c (from a search on m's judged tables) finishes
+ * within deadline_s: the z at which its time, compute and all-reduce each
+ * at their z-quantile, reaches the deadline, through the normal
+ * distribution.  Also turns c's times and energies back into the point
+ * predictions (step_time_s, time_s, energy_j and their intervals), with
+ * the judged time in time_judged_s.
+ */
+void hp__rec_config_judge(const struct hp__rec_model *m,
+			  struct hp_rec_config *c, double deadline_s);
 
 /*
  * Build tables for the given catalog types up to local batch cap: the
@@ -68,9 +98,10 @@ struct hp__rec_comp {
 int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
 		    int k, int64_t B, struct hp__rec_comp *out);
 
-/* Ring all-reduce of g bytes over k participants: within a node over
- * bw_gbps with HP_REC_INTRA_LATENCY_S per step, and across m nodes over
- * a node's network link (two hops of lat_us per step). */
+/* The all-reduce of g gradient bytes (hp_comm_ddp(): DDP's buckets, no
+ * overlap): within a node of k devices over bw_gbps with
+ * HP_REC_INTRA_LATENCY_S per message, and across m nodes over a node's
+ * network link (lat_us per hop, the better of ring and tree). */
 double hp__rec_intra_s(double bw_gbps, int k, double g);
 double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g);
 

@@ -409,3 +409,43 @@ HP_TEST(api_token_digest_and_compare)
 	ASSERT(!hp_api_ct_equal("xbcd", "abcd", 4));
 	ASSERT(hp_api_ct_equal("", "x", 0));
 }
+
+HP_TEST(api_job_confidence)
+{
+	struct hp_api_job j, b;
+	struct hp_api_problem pb;
+	struct hp_rec_job rj;
+	char *s;
+
+	ASSERT_EQ_INT(parse("{\"model_id\": 3, \"samples\": 1000, \"epochs\": "
+			    "2, \"batch\": 64, \"deadline_s\": 3600, "
+			    "\"confidence\": 0.75}",
+			    HP_API_RECOMMENDATION, &j, &pb),
+		      0);
+	ASSERT_NEAR(j.confidence, 0.75, 0);
+	hp_api_job_rec(&j, &rj);
+	ASSERT_NEAR(rj.confidence, 0.75, 0);
+	s = hp_api_job_json(&j, HP_API_RECOMMENDATION);
+	ASSERT(s && strstr(s, "\"confidence\""));
+	ASSERT_EQ_INT(parse(s, HP_API_RECOMMENDATION, &b, &pb), 0);
+	ASSERT_NEAR(b.confidence, 0.75, 0);
+	free(s);
+	hp_api_job_release(&j);
+	hp_api_job_release(&b);
+	/* Not given: 0, the recommender's default. */
+	ASSERT_EQ_INT(parse("{\"model_id\": 3, \"samples\": 1000, \"epochs\": "
+			    "2, \"batch\": 64, \"deadline_s\": 3600}",
+			    HP_API_RECOMMENDATION, &j, &pb),
+		      0);
+	ASSERT(j.confidence == 0);
+	hp_api_job_release(&j);
+	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
+		"\"batch\": 64, \"deadline_s\": 3600, \"confidence\": 1}",
+		HP_API_RECOMMENDATION, 400, "invalid-field", "confidence");
+	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
+		"\"batch\": 64, \"deadline_s\": 3600, \"confidence\": 0}",
+		HP_API_RECOMMENDATION, 400, "invalid-field", "confidence");
+	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
+		"\"batch\": 64, \"deadline_s\": 3600, \"confidence\": \"x\"}",
+		HP_API_RECOMMENDATION, 400, "invalid-field", "confidence");
+}
