@@ -111,6 +111,13 @@ struct hp_profile_row {
 	 * host is measured again). */
 	double cpu_pressure;
 	int attempts;
+	/* The yardstick: median seconds of a fixed reference training step
+	 * (engine/profile.c) timed between this row's steps on the same
+	 * threads, the spread (stdev / mean) and count of its samples; the
+	 * host's speed while the row was measured.  NaN (0 steps): not
+	 * measured (older datasets, a backend that could not run it). */
+	double ref_time_s, ref_time_cv;
+	int ref_steps;
 	int steps, warmup_steps;
 	int64_t peak_mem_bytes;	  /* allocated by the engine */
 	int64_t peak_rss_bytes;	  /* the process, from getrusage */

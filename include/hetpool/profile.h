@@ -32,6 +32,8 @@ struct hp_profile_opts {
 				(schedstat run-queue delay; 0.05) ... */
 	int retries;	     /* ... up to this many times (3) */
 	uint64_t seed;
+	bool reference;	  /* time the yardstick between steps (true) ... */
+	double ref_share; /* ... for about this share of the time (0.03) */
 	size_t max_bytes; /* refuse configurations needing more (0: 80% RAM) */
 	volatile sig_atomic_t *stop; /* set by a signal handler: cancel */
 };

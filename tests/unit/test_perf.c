@@ -138,7 +138,7 @@ HP_TEST(csv_reader_quotes_and_lines)
 
 struct collect {
 	int n;
-	struct hp_profile_row last;
+	struct hp_profile_row first, last;
 };
 
 static int on_row(const struct hp_profile_row *r, int line, void *ud,
@@ -147,7 +147,8 @@ static int on_row(const struct hp_profile_row *r, int line, void *ud,
 	(void)line;
 	(void)err;
 	struct collect *c = ud;
-	c->n++;
+	if (++c->n == 1)
+		c->first = *r;
 	c->last = *r;
 	return 0;
 }
@@ -281,4 +282,68 @@ HP_TEST(dataset_last_row_without_newline)
 	ASSERT(strstr(err.msg, "line 3"));
 	hp_buf_release(&b);
 	unlink(path);
+}
+
+/* The yardstick's columns: written and read back when measured, empty when
+ * not; a dataset written before they existed reads as not measured. */
+HP_TEST(dataset_ref_columns_round_trip_and_old_files)
+{
+	static struct hp_profile_row r;
+	struct collect col = {0};
+	struct hp_error err = {0};
+	struct hp_buf b, old;
+	const char *h = hp_dataset_header(), *p;
+
+	ASSERT(strstr(h, ",ref_time_s,ref_time_cv,ref_steps,"));
+	memset(&r, 0, sizeof(r));
+	snprintf(r.config_id, sizeof(r.config_id), "cfg-1");
+	snprintf(r.spec_json, sizeof(r.spec_json), "{}");
+	r.batch = 8;
+	r.step_time_s = 0.25;
+	r.ref_time_s = 0.00212345678;
+	r.ref_time_cv = 0.031;
+	r.ref_steps = 17;
+	hp_buf_init(&b, 1 << 20);
+	ASSERT_EQ_INT(hp_buf_adds(&b, h), 0);
+	ASSERT_EQ_INT(hp_buf_add(&b, "\n", 1), 0);
+	ASSERT_EQ_INT(hp_dataset_format_row(&r, &b), 0);
+	r.ref_time_s = r.ref_time_cv = NAN; /* not measured */
+	r.ref_steps = 0;
+	ASSERT_EQ_INT(hp_dataset_format_row(&r, &b), 0);
+	ASSERT_EQ_INT(hp_dataset_parse(b.data, b.len, on_row, &col, NULL, &err),
+		      0);
+	ASSERT_EQ_INT(col.n, 2);
+	ASSERT_NEAR(col.first.ref_time_s, 0.00212345678, 1e-14);
+	ASSERT_NEAR(col.first.ref_time_cv, 0.031, 1e-12);
+	ASSERT_EQ_INT(col.first.ref_steps, 17);
+	ASSERT(isnan(col.last.ref_time_s) && isnan(col.last.ref_time_cv));
+	ASSERT_EQ_INT(col.last.ref_steps, 0);
+
+	/* The same text without the three columns: an older dataset (these
+	 * rows have no comma inside a field). */
+	hp_buf_init(&old, 1 << 20);
+	for (p = b.data; p < b.data + b.len;) {
+		const char *nl = memchr(p, '\n', (size_t)(b.data + b.len - p));
+		int field = 0, skip = 0;
+		/* the columns' place in the header */
+		for (const char *q = h; q < strstr(h, ",ref_time_s,"); q++)
+			skip += *q == ',';
+		skip++;
+		for (const char *q = p; q <= nl; q++) {
+			if (field < skip || field > skip + 2)
+				ASSERT_EQ_INT(hp_buf_add(&old, q, 1), 0);
+			field += *q == ',';
+		}
+		p = nl + 1;
+	}
+	ASSERT(!strstr(hp_buf_str(&old), "ref_"));
+	memset(&col, 0, sizeof(col));
+	ASSERT_EQ_INT(
+	    hp_dataset_parse(old.data, old.len, on_row, &col, NULL, &err), 0);
+	ASSERT_EQ_INT(col.n, 2);
+	ASSERT_NEAR(col.first.step_time_s, 0.25, 1e-12);
+	ASSERT(isnan(col.first.ref_time_s) && isnan(col.first.ref_time_cv));
+	ASSERT_EQ_INT(col.first.ref_steps, 0);
+	hp_buf_release(&old);
+	hp_buf_release(&b);
 }
