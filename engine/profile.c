@@ -345,7 +345,7 @@ again:
 		sum2 += t[n] * t[n];
 		n++;
 		/* The yardstick, right after: as many of its steps (counted
-		 * at their warm-up time, so that one stalled step does not
+		 * at their median time, so that one stalled step does not
 		 * starve the rest) as keep its share near ref_share, and one
 		 * after each of the first 7 steps. */
 		while (ref && nref < REF_MAX &&
@@ -359,6 +359,9 @@ again:
 				break;
 			}
 			rt[nref++] = hp_now_s() - s0;
+			/* its current time: the median so far */
+			if (nref % 4 == 3)
+				ref_unit = median_of(rt, nref, tmp);
 		}
 		if (n >= o->min_steps) {
 			double m = median_of(t, n, tmp);

@@ -785,6 +785,8 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 		p.d.chan_block = s->chan_block > 1 ? s->chan_block : 1;
 		if (est->dev[d].chan_block < p.d.chan_block)
 			est->dev[d].chan_block = p.d.chan_block;
+		if (s->ref_fit_s > 0) /* the yardstick's speed (data.c) */
+			est->dev[d].ref_time_s = s->ref_fit_s;
 		est->dev[d].n++;
 		p.w = &set->wl[s->wl];
 		p.src = s->src;
