@@ -23,7 +23,8 @@
 
 static const char help[] =
     "usage: hetpool profile --spec SPEC.json --batch N [options]\n"
-    "       hetpool profile --sweep SWEEP.json|default [options]\n"
+    "       hetpool profile --sweep SWEEP.json|default|wide|calibrate "
+    "[options]\n"
     "\n"
     "Measure training steps of customized CNNs on a device and append one "
     "row per\n"
@@ -39,7 +40,10 @@ static const char help[] =
     "  --batch N           ... at this batch size\n"
     "  --sweep FILE        a sweep of ranges (see docs/profiler.md), or "
     "'default'\n"
-    "                      for the built-in CPU sweep (360 configurations)\n"
+    "                      for the built-in CPU sweep (360 configurations),\n"
+    "                      'wide' (400 drawn from every variable: kernels,\n"
+    "                      strides, pooling, channels, batch norm, dropout,\n"
+    "                      classes) or 'calibrate' (24 quick ones)\n"
     "  --device DEV        cpu (default) or cuda:K\n"
     "  --out FILE          the dataset CSV (default: profile.csv)\n"
     "  --resume            continue a dataset: skip configurations it "
@@ -67,7 +71,8 @@ static const char help[] =
     "  hetpool profile --spec cnn.json --batch 32 --out cnn.csv\n"
     "  hetpool profile --sweep default --out data/profiles/cpu.csv\n"
     "  hetpool profile --sweep default --out data/profiles/cpu.csv "
-    "--resume\n";
+    "--resume\n"
+    "  hetpool profile --sweep calibrate --repeat 3 --out noise.csv\n";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -411,9 +416,11 @@ static int cmd_profile(int argc, char **argv)
 		hp_sweep_spec_ids(&sw.configs[0].spec, batch, &sw.configs[0]);
 		sw.configs[0].batch = batch;
 		sw.configs[0].input_size = sw.configs[0].spec.input[1];
-	} else if (!strcmp(sweep_arg, "default")) {
-		if (hp_sweep_default(&sw, &err))
-			return cli_error(EXIT_FAIL, "default sweep: %s",
+	} else if (hp_sweep_named_json(sweep_arg)) {
+		/* a built-in sweep: default, wide, calibrate */
+		if (hp_sweep_parse(sweep_arg, strlen(sweep_arg), NULL, &sw,
+				   &err))
+			return cli_error(EXIT_FAIL, "%s sweep: %s", sweep_arg,
 					 err.msg);
 	} else {
 		char *text, *dir;

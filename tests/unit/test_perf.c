@@ -139,6 +139,10 @@ HP_TEST(csv_reader_quotes_and_lines)
 struct collect {
 	int n;
 	struct hp_profile_row first, last;
+	/* optional: count rows whose config_id and spec_json are in these */
+	char (*ud_ids)[96];
+	char (*ud_specs)[2048];
+	int ud_n, *ud_found;
 };
 
 static int on_row(const struct hp_profile_row *r, int line, void *ud,
@@ -150,6 +154,12 @@ static int on_row(const struct hp_profile_row *r, int line, void *ud,
 	if (++c->n == 1)
 		c->first = *r;
 	c->last = *r;
+	for (int i = 0; i < c->ud_n; i++)
+		if (!strcmp(c->ud_ids[i], r->config_id) &&
+		    !strcmp(c->ud_specs[i], r->spec_json)) {
+			(*c->ud_found)++;
+			break;
+		}
 	return 0;
 }
 
@@ -346,4 +356,157 @@ HP_TEST(dataset_ref_columns_round_trip_and_old_files)
 	ASSERT_EQ_INT(col.first.ref_steps, 0);
 	hp_buf_release(&old);
 	hp_buf_release(&b);
+}
+
+/* The default sweep is the one the shipped profile was measured on: the
+ * same 360 ids (data/profiles/cpu-default.csv) and the same specs, whatever
+ * variables the generator gained. */
+HP_TEST(sweep_default_unchanged_against_shipped_profile)
+{
+	struct hp_sweep s;
+	struct hp_error err = {0};
+	struct collect col = {0};
+	static char ids[400][96], specs[400][2048];
+	int n = 0, found = 0;
+
+	ASSERT_EQ_INT(hp_sweep_default(&s, &err), 0);
+	ASSERT_EQ_INT(s.n, 360);
+	for (int i = 0; i < s.n; i++) {
+		char *j = hp_spec_to_json(&s.configs[i].spec);
+		ASSERT(j && strlen(j) < sizeof(specs[0]));
+		snprintf(ids[n], sizeof(ids[0]), "%s", s.configs[i].id);
+		snprintf(specs[n++], sizeof(specs[0]), "%s", j);
+		free(j);
+	}
+	hp_sweep_release(&s);
+	col.ud_ids = ids;
+	col.ud_specs = specs;
+	col.ud_n = n;
+	col.ud_found = &found;
+	if (hp_dataset_read(hp_test_path("data/profiles/cpu-default.csv"),
+			    on_row, &col, NULL, &err))
+		HP_FAIL("cpu-default.csv: %s", err.msg);
+	ASSERT_EQ_INT(col.n, 360);
+	ASSERT_EQ_INT(found, 360);
+}
+
+/* The new variables: kernel, stride, pooling, channels, classes, batch
+ * norm and dropout reach the spec and the id; bad values are refused. */
+HP_TEST(sweep_wider_design_space)
+{
+	struct hp_sweep s;
+	struct hp_error err = {0};
+	const char *g =
+	    "{\"conv_layers\":[2],\"filters\":[8],\"fc_layers\":[2],"
+	    "\"input_size\":[32],\"batch\":[4],\"kernel\":[1,5],\"stride\":2,"
+	    "\"pool\":[\"max\",\"avg\"],\"channels\":[1],\"classes\":[100],"
+	    "\"bn\":[false],\"dropout\":[0.5]}";
+	static const char *const bad[] = {
+	    "{\"kernel\":[2]}",	   "{\"kernel\":[17]}",
+	    "{\"stride\":[0]}",	   "{\"pool\":\"min\"}",
+	    "{\"bn\":\"yes\"}",	   "{\"bn\":[true,1]}",
+	    "{\"dropout\":[0,1]}", "{\"dropout\":\"x\"}",
+	    "{\"channels\":[0]}",  "{\"pool\":[\"max\",\"avg\",\"max\"]}",
+	};
+
+	ASSERT_EQ_INT(hp_sweep_parse(g, strlen(g), NULL, &s, &err), 0);
+	ASSERT_EQ_INT(s.n, 4);
+	for (int i = 0; i < s.n; i++) {
+		const struct hp_sweep_config *c = &s.configs[i];
+		const struct hp_spec *sp = &c->spec;
+		int conv = 0, pool = 0, bn = 0, drop = 0;
+		struct hp_graph *gr;
+		struct hp_features f;
+		ASSERT_EQ_INT(sp->input[0], 1);
+		ASSERT_EQ_INT(sp->classes, 100);
+		for (int k = 0; k < sp->nlayers; k++) {
+			const struct hp_spec_layer *L = &sp->layers[k];
+			if (L->type == HP_LAYER_CONV) {
+				ASSERT_EQ_INT(L->kernel, c->vars.kernel);
+				ASSERT_EQ_INT(L->stride, 2);
+				ASSERT_EQ_INT(L->pad, c->vars.kernel / 2);
+				conv++;
+			}
+			if (L->type == HP_LAYER_POOL) {
+				ASSERT_EQ_INT(L->pool_max, !c->vars.pool_avg);
+				pool++;
+			}
+			bn += L->type == HP_LAYER_BN;
+			drop += L->type == HP_LAYER_DROPOUT;
+		}
+		/* 32 -> conv/2 16 -> pool 8 -> conv/2 4: one pool */
+		ASSERT_EQ_INT(conv, 2);
+		ASSERT_EQ_INT(pool, 1);
+		ASSERT_EQ_INT(bn, 0);
+		ASSERT_EQ_INT(drop, 1);
+		ASSERT(strstr(c->id, "-st2") &&
+		       strstr(c->id, "-nobn-ch1-n100-d0.5"));
+		ASSERT(!!strstr(c->id, "-avg") == c->vars.pool_avg);
+		ASSERT(!!strstr(c->id, "-ks1") == (c->vars.kernel == 1));
+		ASSERT(!!strstr(c->id, "-ks5") == (c->vars.kernel == 5));
+		gr = hp_spec_to_graph(sp, &err);
+		if (!gr)
+			HP_FAIL("%s: %s", c->id, err.msg);
+		ASSERT_EQ_INT(hp_analyze(gr, c->batch, NULL, 0, &f, &err), 0);
+		ASSERT(f.macs_per_sample > 0);
+		hp_features_release(&f);
+		hp_graph_free(gr);
+		for (int j = 0; j < i; j++)
+			ASSERT(strcmp(c->id, s.configs[j].id));
+	}
+	hp_sweep_release(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (hp_sweep_parse(bad[i], strlen(bad[i]), NULL, &s, &err) == 0)
+			HP_FAIL("accepted %s", bad[i]);
+}
+
+/* The named sweeps: sizes, every variable's values present, unique ids,
+ * every spec analyses. */
+HP_TEST(sweep_named_wide_and_calibrate)
+{
+	static const struct {
+		const char *name;
+		int n;
+	} cases[] = {{"wide", 400}, {"calibrate", 24}, {"default", 360}};
+
+	ASSERT(!hp_sweep_named_json("nope"));
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct hp_sweep s;
+		struct hp_error err = {0};
+		int ks[16] = {0}, st[5] = {0}, avg = 0, nobn = 0, ch1 = 0,
+		    n100 = 0;
+		const char *name = cases[k].name;
+		ASSERT(hp_sweep_named_json(name));
+		ASSERT_EQ_INT(
+		    hp_sweep_parse(name, strlen(name), NULL, &s, &err), 0);
+		ASSERT_EQ_INT(s.n, cases[k].n);
+		for (int i = 0; i < s.n; i++) {
+			const struct hp_sweep_config *c = &s.configs[i];
+			struct hp_graph *gr = hp_spec_to_graph(&c->spec, &err);
+			struct hp_features f;
+			if (!gr)
+				HP_FAIL("%s: %s", c->id, err.msg);
+			ASSERT_EQ_INT(
+			    hp_analyze(gr, c->batch, NULL, 0, &f, &err), 0);
+			hp_features_release(&f);
+			hp_graph_free(gr);
+			ks[c->vars.kernel]++;
+			st[c->vars.stride]++;
+			avg += c->vars.pool_avg;
+			nobn += !c->vars.bn;
+			ch1 += c->vars.channels == 1;
+			n100 += c->vars.classes == 100;
+		}
+		if (strcmp(name, "default")) {
+			/* every value of every new variable is there */
+			ASSERT(ks[1] && ks[3] && ks[5] && ks[7]);
+			ASSERT(st[1] && st[2]);
+			ASSERT(avg && avg < s.n && nobn && nobn < s.n);
+			ASSERT(ch1 && ch1 < s.n && n100 && n100 < s.n);
+		} else {
+			ASSERT_EQ_INT(ks[3], 360);
+			ASSERT(!avg && !nobn && !ch1 && !n100);
+		}
+		hp_sweep_release(&s);
+	}
 }
