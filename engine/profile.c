@@ -228,7 +228,7 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	bool energy, split;
 	/* per timed step: seconds per class (split); the running sums */
 	double *cls[4] = {NULL}, *lt = NULL, c0[4], c1[4];
-	/* the yardstick's step times, their sum; the configuration's sum */
+	/* the yardstick: its engine, its step times, its time per step */
 	struct hp_engine *ref = NULL;
 	double *rt = NULL, ref_unit = 0;
 	int steps, n = 0, nref = 0, attempt = 0, rc;
