@@ -25,6 +25,11 @@
 #   HOG       1: the hog in even rounds; 0: no hog, the host's own drift [1]
 #   THREADS   --threads of the profiler [all cores; 1 in neighbour mode]
 #   SECONDS_PER  --max-seconds per configuration [1]
+#   SWEEP     a sweep file or built-in name [4 configurations, below]
+#   VALIDATE  1: then `hetpool validate --no-public --folds 3` on the rows
+#             (cpu_pressure blanked, so that busy rows count), on times
+#             relative to the yardstick and --absolute, with the noise
+#             floor (e.g. SWEEP=calibrate ROUNDS=3 MODE=neighbour) [0]
 # A few minutes with the defaults on the project's 2-core VM (longer while
 # the hog runs: a 2-thread step waits for its descheduled thread).
 set -u
@@ -72,6 +77,7 @@ csv=$outdir/drift.csv
 rm -f "$csv"
 # Four configurations: conv-heavy and light, few and many filters.
 echo '{"conv_layers":[1,3],"filters":[16,64],"fc_layers":[2],"fc_width":[512],"input_size":[32],"batch":[16]}' >"$sweep"
+[ -n "${SWEEP:-}" ] && sweep=$SWEEP
 hog_pid=
 stop_hog() {
 	# the hog's shell is its process group's leader (set -m below)
@@ -136,3 +142,18 @@ print("rng%: (max - min) / median over the rounds; MAD%: median absolute deviati
 print("h/q: median with the hog / median without it (1.00: the drift is gone)")
 PY
 echo "dataset: $csv"
+if [ "${VALIDATE:-0}" = 1 ]; then
+	python3 - "$csv" "$outdir/drift_nopressure.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+w = csv.DictWriter(open(sys.argv[2], "w", newline=""), fieldnames=list(rows[0]))
+w.writeheader()
+for r in rows:
+    r["cpu_pressure"] = ""
+    w.writerow(r)
+PY
+	for m in "" --absolute; do
+		echo "-- hetpool validate --no-public --folds 3 $m"
+		"$hp" validate --profiles "$outdir/drift_nopressure.csv" --no-public --folds 3 $m | grep -v '^$'
+	done
+fi
