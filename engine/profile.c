@@ -70,6 +70,59 @@ static struct hp_engine *ref_new(const struct hp_profile_opts *o)
 	return e;
 }
 
+static double median_of(const double *v, int n, double *tmp);
+
+int hp_profile_ref_time(const struct hp_profile_opts *o, double seconds,
+			double *ref_s, double *cv, struct hp_error *err)
+{
+	struct hp_engine *ref;
+	double *rt = NULL, *tmp = NULL, t0, sum = 0, sum2 = 0;
+	int n = 0, rc = 0;
+
+	if (!(seconds > 0 && seconds < 3600))
+		return hp_error_set(err, HP_EINVAL,
+				    "reference time: %g seconds: give more "
+				    "than 0",
+				    seconds);
+	if (!(ref = ref_new(o)))
+		return hp_error_set(err, HP_EDEVICE,
+				    "reference step: cannot build it on '%s'",
+				    o->device ? o->device : "cpu");
+	rt = malloc(REF_MAX * sizeof(*rt));
+	tmp = malloc(REF_MAX * sizeof(*tmp));
+	if (!rt || !tmp) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < 3 && !rc; i++)
+		rc = hp_engine_step(ref, NULL, err);
+	t0 = hp_now_s();
+	while (!rc && n < REF_MAX && (n < 7 || hp_now_s() - t0 < seconds)) {
+		double s0 = hp_now_s();
+		if (o->stop && *o->stop) {
+			rc = hp_error_set(err, HP_ECANCELED, "interrupted");
+			break;
+		}
+		if ((rc = hp_engine_step(ref, NULL, err)))
+			break;
+		rt[n] = hp_now_s() - s0;
+		sum += rt[n];
+		sum2 += rt[n] * rt[n];
+		n++;
+	}
+	if (!rc) {
+		*ref_s = median_of(rt, n, tmp);
+		if (cv)
+			*cv = sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1))) /
+			      (sum / n);
+	}
+out:
+	free(rt);
+	free(tmp);
+	hp_engine_free(ref);
+	return rc;
+}
+
 /*
  * Nanoseconds this process's threads have spent runnable but waiting for
  * a CPU (the run-queue delay of /proc/self/task/<tid>/schedstat, summed

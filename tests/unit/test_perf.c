@@ -510,3 +510,27 @@ HP_TEST(sweep_named_wide_and_calibrate)
 		hp_sweep_release(&s);
 	}
 }
+
+#ifdef HP_HAVE_ENGINE
+#include "hetpool/profile.h"
+
+/* The yardstick alone (for hetpool calibrate): a median and a spread from
+ * at least 7 steps; bad durations refused.  No speed is asserted. */
+HP_TEST(profile_ref_time_measures_the_yardstick)
+{
+	struct hp_profile_opts o;
+	struct hp_error err = {0};
+	double ref = 0, cv = -1;
+
+	hp_profile_opts_init(&o);
+	o.threads = 1;
+	ASSERT(o.reference && o.ref_share > 0 && o.ref_share < 0.1);
+	ASSERT_EQ_INT(hp_profile_ref_time(&o, 0.05, &ref, &cv, &err), 0);
+	ASSERT(ref > 0 && ref < 10 && isfinite(ref));
+	ASSERT(cv >= 0 && isfinite(cv));
+	ASSERT_EQ_INT(hp_profile_ref_time(&o, 0, &ref, NULL, &err), HP_EINVAL);
+	ASSERT(strstr(err.msg, "seconds"));
+	ASSERT_EQ_INT(hp_profile_ref_time(&o, NAN, &ref, NULL, &err),
+		      HP_EINVAL);
+}
+#endif
