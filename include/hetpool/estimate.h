@@ -177,7 +177,7 @@ struct hp_fit_options {
 	 * carries the profiler's yardstick (ref_time_s) has its times scaled
 	 * to its device type's reference speed (the median ref_time_s of its
 	 * rows): t x median / ref_time_s, so that drift of the host's speed
-	 * while it was profiled cancels (docs/estimator.md). */
+	 * while it was profiled cancels (docs/profiler.md). */
 	bool absolute_times;
 };
 
@@ -306,8 +306,8 @@ struct hp_validation_row {
 	double median;	 /* median absolute percentage error, % */
 	char note[128];
 	/* The noise floor of the rows scored: the median absolute
-	 * percentage difference between two measurements of the same
-	 * configuration (its repeats), of the absolute step times and of
+	 * percentage difference between a measurement of a configuration
+	 * and its next repeat, of the absolute step times and of
 	 * the times relative to the yardstick; NaN and 0 pairs: nothing was
 	 * measured twice (not measured). */
 	double noise_abs, noise_rel;

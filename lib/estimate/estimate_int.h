@@ -357,8 +357,9 @@ struct hp__set {
 int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 		 const struct hp_catalog *cat, struct hp_error *err);
 void hp__set_release(struct hp__set *set);
-/* The median absolute percentage difference between repeats of the same
- * configuration among the samples in[] (NULL: all): of the absolute
+/* The median absolute percentage difference between a measurement of a
+ * configuration and its next repeat (200 |a - b| / (a + b), in the order
+ * measured) among the samples in[] (NULL: all): of the absolute
  * times (*abs_pct) and of the times relative to the yardstick (*rel_pct,
  * NaN where the repeats carry none); NaN and 0 pairs where nothing was
  * measured twice.  Returns the number of pairs of repeats. */

@@ -84,14 +84,15 @@ int hp__noise_floor(const struct hp__set *set, const bool *in, double *abs_pct,
 		if ((!in || in[i]) && set->s[i].src == HP__SRC_PROFILE)
 			idx[n++] = (struct hkey){set->s[i].cfg_hash, i};
 	qsort(idx, (size_t)n, sizeof(*idx), cmp_hkey);
-	/* every pair within each group of repeats */
+	/* each measurement against the next of its configuration (in the
+	 * order measured): linear in the rows, however many repeats */
 	for (int g = 0; g < n;) {
 		int e = g + 1, k;
 		while (e < n && idx[e].h == idx[g].h)
 			e++;
 		k = e - g;
 		if (k > 1) {
-			int need = na + k * (k - 1) / 2;
+			int need = na + k - 1;
 			if (need > cap) {
 				int nc = need * 2;
 				double *pa =
@@ -106,21 +107,18 @@ int hp__noise_floor(const struct hp__set *set, const bool *in, double *abs_pct,
 				dr = pr;
 				cap = nc;
 			}
-			for (int i = g; i < e; i++)
-				for (int j = i + 1; j < e; j++) {
-					const struct hp__sample *a =
-					    &set->s[idx[i].i];
-					const struct hp__sample *b =
-					    &set->s[idx[j].i];
-					double x = a->t_abs, y = b->t_abs;
-					da[na++] = 200 * fabs(x - y) / (x + y);
-					if (isnan(a->ref_row_s) ||
-					    isnan(b->ref_row_s))
-						continue;
-					x /= a->ref_row_s;
-					y /= b->ref_row_s;
-					dr[nr++] = 200 * fabs(x - y) / (x + y);
-				}
+			for (int i = g; i + 1 < e; i++) {
+				const struct hp__sample *a = &set->s[idx[i].i];
+				const struct hp__sample *b =
+				    &set->s[idx[i + 1].i];
+				double x = a->t_abs, y = b->t_abs;
+				da[na++] = 200 * fabs(x - y) / (x + y);
+				if (isnan(a->ref_row_s) || isnan(b->ref_row_s))
+					continue;
+				x /= a->ref_row_s;
+				y /= b->ref_row_s;
+				dr[nr++] = 200 * fabs(x - y) / (x + y);
+			}
 		}
 		g = e;
 	}

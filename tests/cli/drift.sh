@@ -11,8 +11,9 @@ expect_status drift_validate_no_repeats 0 "$HP" validate --profiles "$SMALL" --n
 grep -qE '^cpu-profiles +physical +k-fold .* not measured' "$TMP/out" && ok drift_noise_not_measured || fail drift_noise_not_measured "$(head -5 "$TMP/out")"
 
 # The same rows measured three times: 1x, 1.1x and 0.9x the time, each with
-# a yardstick that moved with it (relative times identical).  By hand:
-# pairs 200*0.1/2.1, 200*0.1/1.9, 200*0.2/2.0 -> median 10.53%; relative 0.
+# a yardstick that moved with it (relative times identical).  By hand,
+# each against the next: 200*0.1/2.1, 200*0.2/2.0 -> median 14.76%;
+# relative 0.
 python3 - "$SMALL" "$TMP/rep.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -32,15 +33,15 @@ for f in (1.0, 1.1, 0.9):
         w.writerow(r)
 PY
 expect_status drift_validate_repeats 0 "$HP" validate --profiles "$TMP/rep.csv" --no-public --folds 3
-grep -qE '^cpu-profiles +physical +k-fold .* 10\.5/0\.0 ' "$TMP/out" && ok drift_noise_text || fail drift_noise_text "$(head -5 "$TMP/out")"
+grep -qE '^cpu-profiles +physical +k-fold .* 14\.8/0\.0 ' "$TMP/out" && ok drift_noise_text || fail drift_noise_text "$(head -5 "$TMP/out")"
 expect_status drift_validate_repeats_json 0 "$HP" validate --profiles "$TMP/rep.csv" --no-public --folds 3 --json
 if python3 - "$TMP/out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 for r in d["rows"]:
     n = r["noise_floor"]
-    assert abs(n["abs_percent"] - 200 * 0.1 / 1.9) < 1e-6, n
-    assert abs(n["rel_percent"]) < 1e-9 and n["pairs"] == 45 * 3, n
+    assert abs(n["abs_percent"] - (200 * 0.1 / 2.1 + 200 * 0.2 / 2.0) / 2) < 1e-6, n
+    assert abs(n["rel_percent"]) < 1e-9 and n["pairs"] == 45 * 2, n
 PY
 then ok drift_noise_json; else fail drift_noise_json "$(head -c 600 "$TMP/out")"; fi
 

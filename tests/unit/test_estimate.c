@@ -1490,15 +1490,16 @@ HP_TEST(estimate_noise_floor_by_hand)
 	s[4].cfg_hash = 7;
 	set.s = s;
 	set.n = 5;
-	/* pairs: 200|1-1.1|/2.1, 200|1-0.9|/1.9, 200|1.1-0.9|/2.0 */
-	ASSERT_EQ_INT(hp__noise_floor(&set, NULL, &a, &r), 3);
-	ASSERT_NEAR(a, 200 * 0.1 / 1.9, 1e-12);
+	/* each with the next: 200|1-1.1|/2.1, 200|1.1-0.9|/2.0 */
+	ASSERT_EQ_INT(hp__noise_floor(&set, NULL, &a, &r), 2);
+	ASSERT_NEAR(a, 0.5 * (200 * 0.1 / 2.1 + 200 * 0.2 / 2.0), 1e-12);
 	ASSERT_NEAR(r, 0, 1e-12);
-	/* one repeat without the yardstick: relative pairs are the others */
+	/* the last repeat without the yardstick: one relative pair */
 	s[3].ref_row_s = NAN;
-	ASSERT_EQ_INT(hp__noise_floor(&set, NULL, &a, &r), 3);
-	ASSERT_NEAR(a, 200 * 0.1 / 1.9, 1e-12);
-	ASSERT_NEAR(r, 0, 1e-12);
+	s[2].ref_row_s = 0.01 * 1.0; /* relative 1.1 against 1.0 */
+	ASSERT_EQ_INT(hp__noise_floor(&set, NULL, &a, &r), 2);
+	ASSERT_NEAR(a, 0.5 * (200 * 0.1 / 2.1 + 200 * 0.2 / 2.0), 1e-12);
+	ASSERT_NEAR(r, 200 * 0.1 / 2.1, 1e-12);
 	/* nothing measured twice: not measured */
 	s[2].cfg_hash = 10;
 	s[3].cfg_hash = 11;
