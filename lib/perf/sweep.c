@@ -633,9 +633,9 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 		uint64_t rng = (uint64_t)seed;
 		int64_t *pick;
 
-		for (int d = 0; d < NV; d++)
-			total *= nv[d]; /* at most 64^6 x 64^4 x 2^3: no
-					   overflow before the check below */
+		/* 11 lists of up to 64 would overflow: stop past the cap */
+		for (int d = 0; d < NV && total <= 10 * SWEEP_MAX_CONFIGS; d++)
+			total *= nv[d];
 		keep = sample > 0 && sample < total ? sample : total;
 		if (total > 10 * SWEEP_MAX_CONFIGS) {
 			rc = hp_error_set(err, HP_ETOOBIG,

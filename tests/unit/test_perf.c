@@ -458,6 +458,33 @@ HP_TEST(sweep_wider_design_space)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (hp_sweep_parse(bad[i], strlen(bad[i]), NULL, &s, &err) == 0)
 			HP_FAIL("accepted %s", bad[i]);
+	{
+		/* 11 lists of 64 values: 64^11 combinations would overflow a
+		 * 64-bit count; refused as too many */
+		static const char *const keys[] = {
+		    "conv_layers", "filters", "fc_layers", "fc_width",
+		    "input_size",  "batch",   "channels",  "classes",
+		    "kernel",	   "stride",  "dropout"};
+		struct hp_buf b;
+		hp_buf_init(&b, 1 << 20);
+		ASSERT_EQ_INT(hp_buf_adds(&b, "{"), 0);
+		for (int k = 0; k < 11; k++) {
+			ASSERT_EQ_INT(hp_buf_adds(&b, k ? ",\"" : "\""), 0);
+			ASSERT_EQ_INT(hp_buf_adds(&b, keys[k]), 0);
+			ASSERT_EQ_INT(hp_buf_adds(&b, "\":["), 0);
+			for (int i = 0; i < 64; i++)
+				ASSERT_EQ_INT(
+				    hp_buf_adds(&b, k == 10 ? (i ? ",0" : "0")
+							    : (i ? ",1" : "1")),
+				    0);
+			ASSERT_EQ_INT(hp_buf_adds(&b, "]"), 0);
+		}
+		ASSERT_EQ_INT(hp_buf_adds(&b, "}"), 0);
+		ASSERT_EQ_INT(hp_sweep_parse(b.data, b.len, NULL, &s, &err),
+			      HP_ETOOBIG);
+		ASSERT(strstr(err.msg, "combinations"));
+		hp_buf_release(&b);
+	}
 }
 
 /* The named sweeps: sizes, every variable's values present, unique ids,
