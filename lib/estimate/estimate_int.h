@@ -328,13 +328,8 @@ struct hp__sample {
 	char family[48]; /* architecture family: "c2-f3", "resnet50" */
 	int src;
 	int ndev;
-	int wl;			/* index of its workload in the set */
-	double t;		/* measured step time, s */
-	double power_w;		/* measured average power per device; NaN */
-	int64_t peak_mem_bytes; /* measured (profiles); 0: not */
-	bool structural;	/* a generated CNN (linear family applies) */
-	int chan_block;		/* hp__chan_block() of its backend */
-	double tcls[HP_EST_NCLASS]; /* measured per class; NaN: not */
+	int wl;	  /* index of its workload in the set */
+	double t; /* measured step time, s */
 	/* The yardstick (profiles): t and tcls are scaled to the device's
 	 * reference speed ref_fit_s (the median ref_time_s of its rows) as
 	 * t_abs x ref_fit_s / ref_row_s; without one, t == t_abs and the
@@ -343,6 +338,11 @@ struct hp__sample {
 	 * repeats, for the noise floor. */
 	double t_abs, ref_row_s, ref_fit_s;
 	uint64_t cfg_hash;
+	double power_w;		/* measured average power per device; NaN */
+	int64_t peak_mem_bytes; /* measured (profiles); 0: not */
+	bool structural;	/* a generated CNN (linear family applies) */
+	int chan_block;		/* hp__chan_block() of its backend */
+	double tcls[HP_EST_NCLASS]; /* measured per class; NaN: not */
 };
 
 struct hp__set {

@@ -402,11 +402,6 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 						  "out of memory");
 				goto out;
 			}
-			for (int k = first_row; k < out->n; k++) {
-				out->rows[k].noise_abs = nabs;
-				out->rows[k].noise_rel = nrel;
-				out->rows[k].noise_pairs = npairs;
-			}
 			if (data == 1 && scheme == 0)
 				snprintf(
 				    out->notes[out->nnotes < 8 ? out->nnotes++
@@ -416,6 +411,12 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 				    "public GPU rows (no structural "
 				    "variables: they are not generated "
 				    "CNNs)");
+		}
+		/* the noise floor beside every error of this data */
+		for (int k = first_row; k < out->n; k++) {
+			out->rows[k].noise_abs = nabs;
+			out->rows[k].noise_rel = nrel;
+			out->rows[k].noise_pairs = npairs;
 		}
 	}
 out:
