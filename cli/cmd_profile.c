@@ -23,7 +23,8 @@
 
 static const char help[] =
     "usage: hetpool profile --spec SPEC.json --batch N [options]\n"
-    "       hetpool profile --sweep SWEEP.json|default [options]\n"
+    "       hetpool profile --sweep SWEEP.json|default|wide|calibrate "
+    "[options]\n"
     "\n"
     "Measure training steps of customized CNNs on a device and append one "
     "row per\n"
@@ -39,7 +40,10 @@ static const char help[] =
     "  --batch N           ... at this batch size\n"
     "  --sweep FILE        a sweep of ranges (see docs/profiler.md), or "
     "'default'\n"
-    "                      for the built-in CPU sweep (360 configurations)\n"
+    "                      for the built-in CPU sweep (360 configurations),\n"
+    "                      'wide' (400 drawn from every variable: kernels,\n"
+    "                      strides, pooling, channels, batch norm, dropout,\n"
+    "                      classes) or 'calibrate' (24 quick ones)\n"
     "  --device DEV        cpu (default) or cuda:K\n"
     "  --out FILE          the dataset CSV (default: profile.csv)\n"
     "  --resume            continue a dataset: skip configurations it "
@@ -52,6 +56,10 @@ static const char help[] =
     "                      than this share of the time (default 0.05)\n"
     "  --retries N         ... at most N more times (default 3, 0: never)\n"
     "  --limit N           profile at most N configurations of the sweep\n"
+    "  --repeat N          measure each configuration N times (default 1),\n"
+    "                      in N rounds over the sweep; rows keep their\n"
+    "                      config_id, and 'hetpool validate' reads the\n"
+    "                      noise floor from them\n"
     "  --list              print the sweep's configurations and stop\n"
     "  --json              print a JSON summary on stdout\n"
     "\n"
@@ -63,7 +71,8 @@ static const char help[] =
     "  hetpool profile --spec cnn.json --batch 32 --out cnn.csv\n"
     "  hetpool profile --sweep default --out data/profiles/cpu.csv\n"
     "  hetpool profile --sweep default --out data/profiles/cpu.csv "
-    "--resume\n";
+    "--resume\n"
+    "  hetpool profile --sweep calibrate --repeat 3 --out noise.csv\n";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -101,12 +110,14 @@ static int collect_done(const struct hp_profile_row *r, int line, void *ud,
 	return 0;
 }
 
-static bool is_done(const struct done_set *d, const char *id)
+/* How many rows the dataset holds for id (rounds of --repeat done). */
+static int done_count(const struct done_set *d, const char *id)
 {
+	int k = 0;
+
 	for (int i = 0; i < d->n; i++)
-		if (!strcmp(d->ids[i], id))
-			return true;
-	return false;
+		k += !strcmp(d->ids[i], id);
+	return k;
 }
 
 /* Write all of buf with one write() where the kernel allows, then fsync:
@@ -308,7 +319,7 @@ static int open_dataset(const char *out, bool resume, struct done_set *done,
 
 struct profile_args {
 	const char *spec, *sweep, *out;
-	int64_t batch, limit;
+	int64_t batch, limit, repeat;
 	struct hp_profile_opts po;
 	int optimizer;
 	bool resume, list, json;
@@ -332,6 +343,7 @@ static const struct cli_opt profile_opts[] = {
     CLI_OPT_WORD("optimizer", PA, optimizer, optimizer_words),
     CLI_OPT_NUM_ABOVE("max-seconds", PA, po.max_seconds, 0, 3600),
     CLI_OPT_INT("limit", PA, limit, 1, 1 << 30),
+    CLI_OPT_INT("repeat", PA, repeat, 1, 1000),
     CLI_OPT_NUM("max-pressure", PA, po.max_pressure, 0, 1),
     CLI_OPT_INT("retries", PA, po.retries, 0, 100),
     CLI_OPT_FLAG("list", PA, list),
@@ -342,7 +354,8 @@ static const struct cli_opt profile_opts[] = {
 
 static int cmd_profile(int argc, char **argv)
 {
-	struct profile_args a = {.out = "profile.csv", .optimizer = -1};
+	struct profile_args a = {
+	    .out = "profile.csv", .optimizer = -1, .repeat = 1};
 	const char *spec_path, *sweep_arg, *out;
 	int64_t batch, limit;
 	bool resume, list, json;
@@ -403,9 +416,11 @@ static int cmd_profile(int argc, char **argv)
 		hp_sweep_spec_ids(&sw.configs[0].spec, batch, &sw.configs[0]);
 		sw.configs[0].batch = batch;
 		sw.configs[0].input_size = sw.configs[0].spec.input[1];
-	} else if (!strcmp(sweep_arg, "default")) {
-		if (hp_sweep_default(&sw, &err))
-			return cli_error(EXIT_FAIL, "default sweep: %s",
+	} else if (hp_sweep_named_json(sweep_arg)) {
+		/* a built-in sweep: default, wide, calibrate */
+		if (hp_sweep_parse(sweep_arg, strlen(sweep_arg), NULL, &sw,
+				   &err))
+			return cli_error(EXIT_FAIL, "%s sweep: %s", sweep_arg,
 					 err.msg);
 	} else {
 		char *text, *dir;
@@ -449,18 +464,21 @@ static int cmd_profile(int argc, char **argv)
 		goto out;
 	}
 	{
-		int pending = 0, k = 0;
-		for (int i = 0; i < sw.n; i++)
-			if (is_done(&done, sw.configs[i].id))
-				skipped++;
-			else
-				pending++;
+		int pending = 0, k = 0, round = 0, i = 0;
+		for (int j = 0; j < sw.n; j++) {
+			int d = done_count(&done, sw.configs[j].id);
+			skipped += d < a.repeat ? d : (int)a.repeat;
+			pending += d < a.repeat ? (int)a.repeat - d : 0;
+		}
 		if (limit && pending > limit)
 			pending = (int)limit;
 		t0 = hp_now_s();
-		for (int i = 0; i < sw.n && k < pending; i++) {
+		/* Round by round: repeats of a configuration lie minutes
+		 * apart, as the drift they are to show does. */
+		for (; round < a.repeat && k < pending;
+		     i = (i + 1) % sw.n, round += i == 0) {
 			const struct hp_sweep_config *cfg = &sw.configs[i];
-			if (is_done(&done, cfg->id))
+			if (done_count(&done, cfg->id) > round)
 				continue;
 			progress(k, pending, cfg->id, hp_now_s() - t0, tty);
 			hp_error_clear(&err);
@@ -521,6 +539,10 @@ static int cmd_profile(int argc, char **argv)
 				rc = cli_error(EXIT_FAIL,
 					       "cannot write '%s': %s", out,
 					       strerror(errno));
+				goto out;
+			}
+			if (collect_done(row, 0, &done, &err)) {
+				rc = cli_error(EXIT_FAIL, "out of memory");
 				goto out;
 			}
 			measured++;

@@ -16,7 +16,7 @@ static const char help[] =
     "--no-public]\n"
     "                        [--folds K] [--models DIR] [--skip-bad-rows] "
     "[--threads N]\n"
-    "                        [--catalog FILE] [--json]\n"
+    "                        [--catalog FILE] [--absolute] [--json]\n"
     "\n"
     "Refit the estimator's families on parts of the data and score "
     "their\n"
@@ -54,7 +54,23 @@ static const char help[] =
     "                   (default: the CPUs this process may use; the "
     "result is\n"
     "                   the same for any count)\n"
+    "  --absolute       score the profiles' absolute step times (default:\n"
+    "                   rows that carry the profiler's yardstick, "
+    "ref_time_s,\n"
+    "                   are scaled to their device's reference speed "
+    "first)\n"
     "  --json           print JSON for scripts\n"
+    "\n"
+    "Beside every error, the noise floor: the median absolute percentage\n"
+    "difference between two measurements of the same configuration (the "
+    "repeats\n"
+    "of 'hetpool profile', see its help), of the absolute times and, where "
+    "the\n"
+    "rows carry the yardstick, of the times relative to it; 'not "
+    "measured' where\n"
+    "no configuration was measured twice.  An error near the floor is as "
+    "good as\n"
+    "the measurements allow.\n"
     "\n"
     "Progress is shown on stderr when stderr is a terminal.\n"
     "\n"
@@ -66,7 +82,7 @@ struct validate_args {
 	struct cli_list profiles;
 	struct est_cli_sources src;
 	int64_t folds;
-	bool skip_bad_rows, json;
+	bool skip_bad_rows, json, absolute;
 	const char *catalog;
 	int threads;
 };
@@ -80,6 +96,7 @@ static const struct cli_opt validate_opts[] = {
     CLI_OPT_FLAG("skip-bad-rows", struct validate_args, skip_bad_rows),
     CLI_OPT_STR("catalog", struct validate_args, catalog),
     CLI_OPT_FLAG("json", struct validate_args, json),
+    CLI_OPT_FLAG("absolute", struct validate_args, absolute),
     CLI_OPT_INT("threads", struct validate_args, threads, 1, 256),
     CLI_OPT_END,
 };
@@ -103,6 +120,7 @@ static int cmd_validate(int argc, char **argv)
 	nprof = a.profiles.n;
 	json = a.json;
 	o.skip_bad_rows = a.skip_bad_rows;
+	o.absolute_times = a.absolute;
 	o.threads = a.threads;
 	if (first < argc)
 		return cli_error(EXIT_USAGE,
@@ -137,15 +155,25 @@ static int cmd_validate(int argc, char **argv)
 		       *notes = json_array();
 		for (int i = 0; i < v.n; i++) {
 			const struct hp_validation_row *r = &v.rows[i];
-			json_array_append_new(
-			    rows,
-			    json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f, "
-				      "s:s}",
-				      "data", r->data, "family", r->family,
-				      "scheme", r->scheme, "n", r->n,
-				      "mape_percent", r->mape, "median_percent",
-				      r->median, "worst_percent", r->worst,
-				      "note", r->note));
+			json_t *jr = json_pack(
+			    "{s:s, s:s, s:s, s:i, s:f, s:f, s:f, "
+			    "s:s}",
+			    "data", r->data, "family", r->family, "scheme",
+			    r->scheme, "n", r->n, "mape_percent", r->mape,
+			    "median_percent", r->median, "worst_percent",
+			    r->worst, "note", r->note);
+			/* null: not measured */
+			json_object_set_new(
+			    jr, "noise_floor",
+			    json_pack(
+				"{s:o, s:o, s:i}", "abs_percent",
+				isnan(r->noise_abs) ? json_null()
+						    : json_real(r->noise_abs),
+				"rel_percent",
+				isnan(r->noise_rel) ? json_null()
+						    : json_real(r->noise_rel),
+				"pairs", r->noise_pairs));
+			json_array_append_new(rows, jr);
 		}
 		for (int i = 0; i < v.nnotes; i++)
 			json_array_append_new(notes, json_string(v.notes[i]));
@@ -160,14 +188,28 @@ static int cmd_validate(int argc, char **argv)
 		json_decref(j);
 		goto out;
 	}
-	printf("%-13s %-9s %-17s %5s %8s %8s %8s  %s\n", "data", "family",
-	       "scheme", "n", "MAPE%", "median%", "worst%", "note");
+	printf("%-13s %-9s %-17s %5s %8s %8s %8s  %-24s %s\n", "data", "family",
+	       "scheme", "n", "MAPE%", "median%", "worst%",
+	       "noise floor abs/rel%", "note");
 	for (int i = 0; i < v.n; i++) {
 		const struct hp_validation_row *r = &v.rows[i];
-		printf("%-13s %-9s %-17s %5d %8.1f %8.1f %8.1f  %s\n", r->data,
-		       r->family, r->scheme, r->n, r->mape, r->median, r->worst,
-		       r->note);
+		char noise[64];
+		if (isnan(r->noise_abs))
+			snprintf(noise, sizeof(noise), "not measured");
+		else if (isnan(r->noise_rel))
+			snprintf(noise, sizeof(noise), "%.1f/not measured",
+				 r->noise_abs);
+		else
+			snprintf(noise, sizeof(noise), "%.1f/%.1f",
+				 r->noise_abs, r->noise_rel);
+		printf("%-13s %-9s %-17s %5d %8.1f %8.1f %8.1f  %-24s %s\n",
+		       r->data, r->family, r->scheme, r->n, r->mape, r->median,
+		       r->worst, noise, r->note);
 	}
+	printf("\nnoise floor: the median absolute difference between "
+	       "repeats of a configuration, absolute times / relative to "
+	       "the yardstick; not measured: no configuration measured "
+	       "twice (hetpool profile --repeat N)\n");
 	if (v.nnotes)
 		printf("\n");
 	for (int i = 0; i < v.nnotes; i++)

@@ -2,6 +2,9 @@
  * profile.c - time a configuration's training steps on a device: warm-up,
  * then timed steps until the median is stable or the time is up; record
  * the median, spread, memory, energy (only where measured) and who ran it.
+ * Interleaved with the steps, on the same threads, a fixed reference
+ * workload (the yardstick) is timed too, so that a row carries the host's
+ * speed at the time it was measured (ref_time_s, docs/dataset.md).
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +32,95 @@ void hp_profile_opts_init(struct hp_profile_opts *o)
 	o->max_pressure = 0.05;
 	o->retries = 3;
 	o->seed = 1;
+	o->reference = true;
+	o->ref_share = 0.03;
+}
+
+/*
+ * The yardstick: the training step of a fixed small CNN (the sweep's
+ * c2-k16-f2-w128-s32 with batch norm: two 3x3 convolutions, batch norm,
+ * ReLU, max pooling, two fully connected layers; about 56 MFLOP a step
+ * at batch 8), whatever the configuration.  Never change it: rows
+ * measured with another yardstick would not compare.
+ */
+#define REF_BATCH 8
+#define REF_MAX 512
+
+static struct hp_engine *ref_new(const struct hp_profile_opts *o)
+{
+	struct hp_engine_opts eo;
+	struct hp_engine *e;
+	struct hp_spec sp;
+	struct hp_error err = {0};
+
+	if (hp_sweep_make_spec(2, 16, 2, 128, 32, 3, 10, true, 0, &sp, &err))
+		return NULL;
+	hp_engine_opts_init(&eo);
+	eo.device = o->device;
+	eo.threads = o->threads;
+	eo.batch = REF_BATCH;
+	eo.opt = HP_OPT_SGD;
+	eo.seed = 1;
+	e = hp_engine_new(&sp, &eo, &err);
+	hp_spec_release(&sp);
+	if (e && hp_engine_fill_synthetic(e, 1, &err)) {
+		hp_engine_free(e);
+		e = NULL;
+	}
+	return e;
+}
+
+static double median_of(const double *v, int n, double *tmp);
+
+int hp_profile_ref_time(const struct hp_profile_opts *o, double seconds,
+			double *ref_s, double *cv, struct hp_error *err)
+{
+	struct hp_engine *ref;
+	double *rt = NULL, *tmp = NULL, t0, sum = 0, sum2 = 0;
+	int n = 0, rc = 0;
+
+	if (!(seconds > 0 && seconds < 3600))
+		return hp_error_set(err, HP_EINVAL,
+				    "reference time: %g seconds: give more "
+				    "than 0",
+				    seconds);
+	if (!(ref = ref_new(o)))
+		return hp_error_set(err, HP_EDEVICE,
+				    "reference step: cannot build it on '%s'",
+				    o->device ? o->device : "cpu");
+	rt = malloc(REF_MAX * sizeof(*rt));
+	tmp = malloc(REF_MAX * sizeof(*tmp));
+	if (!rt || !tmp) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < 3 && !rc; i++)
+		rc = hp_engine_step(ref, NULL, err);
+	t0 = hp_now_s();
+	while (!rc && n < REF_MAX && (n < 7 || hp_now_s() - t0 < seconds)) {
+		double s0 = hp_now_s();
+		if (o->stop && *o->stop) {
+			rc = hp_error_set(err, HP_ECANCELED, "interrupted");
+			break;
+		}
+		if ((rc = hp_engine_step(ref, NULL, err)))
+			break;
+		rt[n] = hp_now_s() - s0;
+		sum += rt[n];
+		sum2 += rt[n] * rt[n];
+		n++;
+	}
+	if (!rc) {
+		*ref_s = median_of(rt, n, tmp);
+		if (cv)
+			*cv = sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1))) /
+			      (sum / n);
+	}
+out:
+	free(rt);
+	free(tmp);
+	hp_engine_free(ref);
+	return rc;
 }
 
 /*
@@ -189,7 +281,10 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	bool energy, split;
 	/* per timed step: seconds per class (split); the running sums */
 	double *cls[4] = {NULL}, *lt = NULL, c0[4], c1[4];
-	int steps, n = 0, attempt = 0, rc;
+	/* the yardstick: its engine, its step times, its time per step */
+	struct hp_engine *ref = NULL;
+	double *rt = NULL, ref_unit = 0;
+	int steps, n = 0, nref = 0, attempt = 0, rc;
 	long long w0, w1;
 	int nthr =
 	    o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -207,6 +302,7 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	r->time_conv_s = r->time_fc_s = r->time_other_s = r->time_loss_s = NAN;
 	r->power_w = NAN;
 	r->cpu_pressure = NAN;
+	r->ref_time_s = r->ref_time_cv = NAN;
 	snprintf(r->energy_source, sizeof(r->energy_source), "not measured");
 	if ((rc = fill_features(c, r, err)))
 		return rc;
@@ -223,11 +319,15 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	if (!e)
 		return err ? err->code : HP_ENOMEM;
 	t = malloc((size_t)o->max_steps * sizeof(*t));
-	tmp = malloc((size_t)o->max_steps * sizeof(*tmp));
+	/* tmp sorts the step times, then the yardstick's */
+	tmp = malloc((size_t)(o->max_steps > REF_MAX ? o->max_steps : REF_MAX) *
+		     sizeof(*tmp));
 	lt = calloc((size_t)c->spec.nlayers + 1, sizeof(*lt));
 	for (int k = 0; k < 4; k++)
 		cls[k] = malloc((size_t)o->max_steps * sizeof(*cls[k]));
-	if (!t || !tmp || !lt || !cls[0] || !cls[1] || !cls[2] || !cls[3]) {
+	rt = malloc(REF_MAX * sizeof(*rt));
+	if (!t || !tmp || !lt || !rt || !cls[0] || !cls[1] || !cls[2] ||
+	    !cls[3]) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -247,10 +347,25 @@ int hp_profile_config(const struct hp_sweep_config *c,
 		if (i >= 1000)
 			break;
 	}
+	/* The yardstick, warmed up the same way; a row without it (it could
+	 * not be built) still has its absolute times. */
+	if (o->reference && (ref = ref_new(o)) != NULL) {
+		for (int i = 0; i < 3; i++) {
+			double s0 = hp_now_s();
+			if (hp_engine_step(ref, NULL, NULL)) {
+				hp_engine_free(ref);
+				ref = NULL;
+				break;
+			}
+			s0 = hp_now_s() - s0;
+			ref_unit = i == 0 || s0 < ref_unit ? s0 : ref_unit;
+		}
+	}
 	/* Energy over the timed steps, where the device counts it (NVML);
 	 * the steps are synchronous, so the counter brackets their work. */
 again:
 	n = 0;
+	nref = 0;
 	sum = sum2 = 0;
 	w0 = own_wait_ns();
 	energy = hp_engine_energy_mj(e, &mj0) == 0;
@@ -282,6 +397,25 @@ again:
 		sum += t[n];
 		sum2 += t[n] * t[n];
 		n++;
+		/* The yardstick, right after: as many of its steps (counted
+		 * at their median time, so that one stalled step does not
+		 * starve the rest) as keep its share near ref_share, and one
+		 * after each of the first 7 steps. */
+		while (ref && nref < REF_MAX &&
+		       ((nref < n && nref < 7) ||
+			nref * ref_unit < o->ref_share * sum)) {
+			double s0 = hp_now_s();
+			if (hp_engine_step(ref, NULL, NULL)) {
+				hp_engine_free(ref);
+				ref = NULL;
+				nref = 0;
+				break;
+			}
+			rt[nref++] = hp_now_s() - s0;
+			/* its current time: the median so far */
+			if (nref % 4 == 3)
+				ref_unit = median_of(rt, nref, tmp);
+		}
 		if (n >= o->min_steps) {
 			double m = median_of(t, n, tmp);
 			double var = (sum2 - sum * sum / n) / (n - 1);
@@ -325,6 +459,21 @@ again:
 	r->step_time_p90_s = tmp[(int)(0.9 * (n - 1))];
 	r->step_time_cv =
 	    n > 1 ? sqrt(fmax(0, (sum2 - sum * sum / n) / (n - 1))) / mean : 0;
+	if (ref && nref > 0) {
+		double rs = 0, rs2 = 0, rm;
+		for (int i = 0; i < nref; i++) {
+			rs += rt[i];
+			rs2 += rt[i] * rt[i];
+		}
+		rm = rs / nref;
+		r->ref_time_s = median_of(rt, nref, tmp);
+		r->ref_time_cv =
+		    nref > 1
+			? sqrt(fmax(0, (rs2 - rs * rs / nref) / (nref - 1))) /
+			      rm
+			: 0;
+		r->ref_steps = nref;
+	}
 	r->peak_mem_bytes = (int64_t)hp_engine_peak_bytes(e);
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		r->peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
@@ -336,8 +485,10 @@ out:
 	free(t);
 	free(tmp);
 	free(lt);
+	free(rt);
 	for (int k = 0; k < 4; k++)
 		free(cls[k]);
+	hp_engine_free(ref);
 	hp_engine_free(e);
 	return rc;
 }

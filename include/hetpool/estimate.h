@@ -189,6 +189,12 @@ struct hp_fit_options {
 	 * of a cross-validation); 0: the CPUs this process may run on.  The
 	 * result is the same for any count. */
 	int threads;
+	/* Fit the profiles' absolute step times.  By default a row that
+	 * carries the profiler's yardstick (ref_time_s) has its times scaled
+	 * to its device type's reference speed (the median ref_time_s of its
+	 * rows): t x median / ref_time_s, so that drift of the host's speed
+	 * while it was profiled cancels (docs/profiler.md). */
+	bool absolute_times;
 };
 
 struct hp_estimator;
@@ -205,6 +211,22 @@ struct hp_estimator *hp_estimator_fit(const struct hp_fit_options *o,
 				      const struct hp_catalog *cat,
 				      struct hp_error *err);
 void hp_estimator_free(struct hp_estimator *est);
+
+/*
+ * The yardstick's time (seconds of the profiler's reference step,
+ * ref_time_s in docs/dataset.md) that the CPU device type `device`'s
+ * predictions are for: the median over the rows it was fitted on.  0 when
+ * not known (its rows carried none, an estimator file written before).
+ */
+double hp_estimator_ref_time_s(const struct hp_estimator *est,
+			       const char *device);
+/*
+ * A CPU step time t_s predicted at the reference speed ref_fit_s
+ * (hp_estimator_ref_time_s), for a host whose yardstick now measures
+ * ref_now_s: t_s x ref_now_s / ref_fit_s.  t_s unchanged when either is
+ * not a positive number (not known).
+ */
+double hp_est_rescale_ref(double t_s, double ref_fit_s, double ref_now_s);
 
 /* Largest estimator file read (bytes). */
 #define HP_ESTIMATOR_MAX_BYTES (4u << 20)
@@ -398,6 +420,13 @@ struct hp_validation_row {
 	double worst;	 /* largest absolute percentage error, % */
 	double median;	 /* median absolute percentage error, % */
 	char note[128];
+	/* The noise floor of the rows scored: the median absolute
+	 * percentage difference between a measurement of a configuration
+	 * and its next repeat, of the absolute step times and of
+	 * the times relative to the yardstick; NaN and 0 pairs: nothing was
+	 * measured twice (not measured). */
+	double noise_abs, noise_rel;
+	int noise_pairs;
 };
 struct hp_validation {
 	struct hp_validation_row *rows;

@@ -20,6 +20,33 @@
 extern "C" {
 #endif
 
+/*
+ * The design's variables of one generated CNN (hp_sweep_vars_init() fills
+ * the defaults, in brackets): conv_layers [2] times [conv kernel x kernel
+ * [3] at stride [1] with pad kernel/2 and `filters` [32] filters, batch
+ * norm if bn [true], relu, 2x2 pooling (max [pool_avg false] or average)
+ * while the image is 8 or more], then fc_layers [1] - 1 hidden fully
+ * connected layers of fc_width [128] units with relu (and dropout [0] if
+ * above 0), then one to `classes` [10]; input channels [3] x input_size
+ * [32] squared.
+ */
+struct hp_sweep_vars {
+	int conv_layers;
+	int64_t filters;
+	int fc_layers;
+	int64_t fc_width;
+	int64_t input_size;
+	int64_t channels, classes;
+	bool bn;
+	double dropout;
+	int kernel; /* odd, 1 to 15 */
+	int stride; /* 1 to 4 */
+	bool pool_avg;
+	/* TODO(engine): groups (grouped, depthwise) and residual blocks once
+	 * the engine runs them. */
+};
+void hp_sweep_vars_init(struct hp_sweep_vars *v);
+
 /* One configuration to measure: a spec at a batch size. */
 struct hp_sweep_config {
 	char id[96];	 /* stable: the same variables give the same id */
@@ -32,6 +59,8 @@ struct hp_sweep_config {
 	int fc_layers; /* fully connected layers, the classifier included */
 	int64_t fc_width;
 	int64_t input_size;
+	/* All the variables of a generated CNN (zero for explicit specs). */
+	struct hp_sweep_vars vars;
 };
 
 struct hp_sweep {
@@ -43,12 +72,17 @@ struct hp_sweep {
  * Parse a sweep file:
  *   {"conv_layers": [1,2,3], "filters": [16,32], "fc_layers": [1,2],
  *    "fc_width": [128], "input_size": [32], "batch": [16,64],
- *    "channels": 3, "classes": 10, "bn": true, "dropout": 0,
+ *    "channels": [3], "classes": [10], "bn": true, "dropout": 0,
+ *    "kernel": [3], "stride": [1], "pool": "max",
  *    "sample": 0, "seed": 1, "specs": ["extra.json"]}
- * Every combination of the lists is a configuration ("sample": N keeps N
- * of them, drawn with the seed); "specs" adds explicit spec files (paths
- * relative to base_dir) at each batch size.  The text "default" (or NULL)
- * gives the built-in default CPU sweep.
+ * Every variable takes one value or a list ("bn": [true, false], "pool":
+ * ["max", "avg"], "dropout": [0, 0.5]); every combination of the lists is
+ * a configuration ("sample": N keeps N of them, drawn with the seed; the
+ * same draw as before for a sweep that leaves kernel, stride, pool,
+ * channels, classes, bn and dropout at one value); "specs" adds explicit
+ * spec files (paths relative to base_dir) at each batch size.  The text
+ * of a built-in sweep's name ("default", "wide", "calibrate":
+ * hp_sweep_named_json), or NULL for "default", gives that sweep.
  */
 int hp_sweep_parse(const char *json, size_t len, const char *base_dir,
 		   struct hp_sweep *out, struct hp_error *err);
@@ -61,6 +95,12 @@ void hp_sweep_spec_ids(const struct hp_spec *sp, int64_t batch,
 void hp_sweep_release(struct hp_sweep *s);
 /* The JSON text of the built-in default sweep (static). */
 const char *hp_sweep_default_json(void);
+/* The JSON text (static) of a built-in sweep by name, NULL for another:
+ * "default" (360 configurations of the classic grid), "wide" (400 drawn
+ * from every variable: kernels 1-7, strides, pooling, channels, batch
+ * norm, dropout, classes) and "calibrate" (24 that span them, a few
+ * seconds each: a quick profile of a new host). */
+const char *hp_sweep_named_json(const char *name);
 
 /*
  * Build the customized CNN for the structural variables: conv_layers times
@@ -72,6 +112,11 @@ int hp_sweep_make_spec(int conv_layers, int64_t filters, int fc_layers,
 		       int64_t fc_width, int64_t input_size, int64_t channels,
 		       int64_t classes, bool bn, double dropout,
 		       struct hp_spec *out, struct hp_error *err);
+/* The same for all the variables (struct hp_sweep_vars); its name is
+ * "cnn-cL-kF-fN-wW-sS" with "-ksK", "-stT", "-avg" added for a kernel,
+ * stride or pooling off the defaults.  HP_EINVAL out of range. */
+int hp_sweep_make_spec_vars(const struct hp_sweep_vars *v, struct hp_spec *out,
+			    struct hp_error *err);
 
 /* One measured configuration: a row of the dataset CSV. */
 struct hp_profile_row {
@@ -111,6 +156,13 @@ struct hp_profile_row {
 	 * host is measured again). */
 	double cpu_pressure;
 	int attempts;
+	/* The yardstick: median seconds of a fixed reference training step
+	 * (engine/profile.c) timed between this row's steps on the same
+	 * threads, the spread (stdev / mean) and count of its samples; the
+	 * host's speed while the row was measured.  NaN (0 steps): not
+	 * measured (older datasets, a backend that could not run it). */
+	double ref_time_s, ref_time_cv;
+	int ref_steps;
 	int steps, warmup_steps;
 	int64_t peak_mem_bytes;	  /* allocated by the engine */
 	int64_t peak_rss_bytes;	  /* the process, from getrusage */

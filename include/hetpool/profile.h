@@ -32,6 +32,8 @@ struct hp_profile_opts {
 				(schedstat run-queue delay; 0.05) ... */
 	int retries;	     /* ... up to this many times (3) */
 	uint64_t seed;
+	bool reference;	  /* time the yardstick between steps (true) ... */
+	double ref_share; /* ... for about this share of the time (0.03) */
 	size_t max_bytes; /* refuse configurations needing more (0: 80% RAM) */
 	volatile sig_atomic_t *stop; /* set by a signal handler: cancel */
 };
@@ -46,6 +48,19 @@ void hp_profile_opts_init(struct hp_profile_opts *o);
 int hp_profile_config(const struct hp_sweep_config *c,
 		      const struct hp_profile_opts *o,
 		      struct hp_profile_row *row, struct hp_error *err);
+
+/*
+ * Time the yardstick alone: the reference step hp_profile_config() times
+ * between a configuration's steps (ref_time_s), on o's device and
+ * threads, after 3 warm-up steps, for about `seconds` (at least 7 steps,
+ * at most 512).  *ref_s: the median seconds; *cv (may be NULL): stdev /
+ * mean.  A host's speed now, to rescale a CPU prediction made at the
+ * estimator's reference speed: hp_est_rescale_ref(t,
+ * hp_estimator_ref_time_s(est, "cpu"), *ref_s).  HP_EINVAL for seconds
+ * not above 0; HP_ECANCELED when *o->stop was set.
+ */
+int hp_profile_ref_time(const struct hp_profile_opts *o, double seconds,
+			double *ref_s, double *cv, struct hp_error *err);
 
 #ifdef __cplusplus
 }

@@ -43,6 +43,7 @@ static struct hp__sample *add_sample(struct hp__set *set)
 	memset(s, 0, sizeof(*s));
 	s->ndev = 1;
 	s->power_w = NAN;
+	s->ref_row_s = s->ref_fit_s = NAN;
 	for (int k = 0; k < HP_EST_NCLASS; k++)
 		s->tcls[k] = NAN;
 	return s;
@@ -225,6 +226,14 @@ static bool row_ok(const struct hp_profile_row *r, struct prof_ctx *c)
 			 r->power_w, HP_FIT_MAX_POWER_W);
 		return false;
 	}
+	if (!isnan(r->ref_time_s) &&
+	    !(r->ref_time_s > 0 && r->ref_time_s < tmax)) {
+		prof_why(c,
+			 "column 'ref_time_s': %g is not a time (must be "
+			 "empty, not measured, or > 0 and under %g s)",
+			 r->ref_time_s, tmax);
+		return false;
+	}
 	if (!isnan(r->cpu_pressure) && !(r->cpu_pressure >= 0)) {
 		prof_why(c,
 			 "column 'cpu_pressure': %g is not a share of time "
@@ -302,6 +311,22 @@ static int row_workload(struct prof_ctx *c, const struct hp_profile_row *r)
 	return wl;
 }
 
+/* What makes two rows repeats of one measurement: the configuration, on
+ * the same host, device, threads and optimizer. */
+static uint64_t cfg_hash(const struct hp_profile_row *r)
+{
+	const char *parts[4] = {r->config_id, r->host, r->device, r->optimizer};
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)r->threads;
+
+	for (int k = 0; k < 4; k++)
+		for (const char *p = parts[k];; p++) {
+			h = (h ^ (unsigned char)*p) * 1099511628211ull;
+			if (!*p)
+				break;
+		}
+	return h;
+}
+
 static int prof_row(const struct hp_profile_row *r, int line, void *ud,
 		    struct hp_error *err)
 {
@@ -344,7 +369,10 @@ static int prof_row(const struct hp_profile_row *r, int line, void *ud,
 	snprintf(s->family, sizeof(s->family), "%s", r->family);
 	s->src = HP__SRC_PROFILE;
 	s->wl = wl;
-	s->t = r->step_time_s;
+	s->t = s->t_abs = r->step_time_s;
+	s->ref_row_s =
+	    r->ref_time_s > 0 && r->ref_time_s < 1e3 ? r->ref_time_s : NAN;
+	s->cfg_hash = cfg_hash(r);
 	s->power_w = r->power_w;
 	s->peak_mem_bytes = r->peak_mem_bytes;
 	s->structural = r->conv_layers > 0;
@@ -644,6 +672,74 @@ static int check_distinct(const struct hp_fit_options *o, struct hp_error *err)
 	return 0;
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Times relative to the yardstick: per device type, the median ref_time_s
+ * of its profile rows is its reference speed; every row that carries one
+ * has its times scaled to that speed (t x median / ref_row), so a row
+ * measured while the host ran 30% slow counts as if measured at the
+ * host's usual speed.  Rows without one keep their absolute times.
+ */
+static int scale_to_ref(struct hp__set *set)
+{
+	double *v = malloc(((size_t)set->n + 1) * sizeof(*v));
+
+	if (!v)
+		return HP_ENOMEM;
+	/* the profile rows come in runs of one device, runs may repeat */
+	for (int i = 0; i < set->n; i++) {
+		const char *dev = set->s[i].device;
+		int nv = 0;
+		double med;
+		if (set->s[i].src != HP__SRC_PROFILE ||
+		    !isnan(set->s[i].ref_fit_s) || isnan(set->s[i].ref_row_s))
+			continue;
+		for (int j = i; j < set->n; j++)
+			if (set->s[j].src == HP__SRC_PROFILE &&
+			    !strcmp(set->s[j].device, dev) &&
+			    !isnan(set->s[j].ref_row_s))
+				v[nv++] = set->s[j].ref_row_s;
+		qsort(v, (size_t)nv, sizeof(*v), cmp_dbl);
+		med = nv % 2 ? v[nv / 2] : 0.5 * (v[nv / 2 - 1] + v[nv / 2]);
+		for (int j = i; j < set->n; j++) {
+			struct hp__sample *s = &set->s[j];
+			double f;
+			if (s->src != HP__SRC_PROFILE ||
+			    strcmp(s->device, dev) || isnan(s->ref_row_s))
+				continue;
+			f = med / s->ref_row_s;
+			s->ref_fit_s = med;
+			s->t = s->t_abs * f;
+			for (int k = 0; k < HP_EST_NCLASS; k++)
+				s->tcls[k] *= f; /* NaN stays NaN */
+		}
+	}
+	free(v);
+	return 0;
+}
+
+double hp_estimator_ref_time_s(const struct hp_estimator *est,
+			       const char *device)
+{
+	for (int i = 0; est && device && i < est->ndev; i++)
+		if (!strcmp(est->dev[i].name, device))
+			return est->dev[i].ref_time_s;
+	return 0;
+}
+
+double hp_est_rescale_ref(double t_s, double ref_fit_s, double ref_now_s)
+{
+	if (!(ref_fit_s > 0) || !(ref_now_s > 0) || !isfinite(ref_fit_s) ||
+	    !isfinite(ref_now_s))
+		return t_s;
+	return t_s * ref_now_s / ref_fit_s;
+}
+
 int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 		 const struct hp_catalog *cat, struct hp_error *err)
 {
@@ -664,6 +760,8 @@ int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 		}
 	}
 	wl_index_release(&wls);
+	if (!o->absolute_times && (rc = scale_to_ref(set)))
+		return hp_error_set(err, rc, "out of memory");
 	if (o->report)
 		o->report->profile_rows = set->profile_rows;
 	if (o->public_dir) {

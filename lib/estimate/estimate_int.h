@@ -308,6 +308,8 @@ struct hp__dev_fit {
 	int chan_block; /* of its backend's layouts (hp__dev_spec) */
 	double th[HP__NTH];
 	double fit_fp32;   /* the peak FP32 it was fitted against, FLOP/s */
+	double ref_time_s; /* CPU: the yardstick's time its rows were scaled
+			      to (hp_estimator_ref_time_s); 0: not known */
 	double log_scale;  /* GPU: correction of the shared model */
 	double q_lo, q_hi; /* log(measured / predicted), 10th and 90th pct */
 	/* Linear family. */
@@ -355,8 +357,16 @@ struct hp__sample {
 	char family[48]; /* architecture family: "c2-f3", "resnet50" */
 	int src;
 	int ndev;
-	int wl;			/* index of its workload in the set */
-	double t;		/* measured step time, s */
+	int wl;	  /* index of its workload in the set */
+	double t; /* measured step time, s */
+	/* The yardstick (profiles): t and tcls are scaled to the device's
+	 * reference speed ref_fit_s (the median ref_time_s of its rows) as
+	 * t_abs x ref_fit_s / ref_row_s; without one, t == t_abs and the
+	 * ref fields are NaN.  cfg_hash: the configuration measured (its
+	 * config_id, host, threads, optimizer): rows that share it are
+	 * repeats, for the noise floor. */
+	double t_abs, ref_row_s, ref_fit_s;
+	uint64_t cfg_hash;
 	double power_w;		/* measured average power per device; NaN */
 	int64_t peak_mem_bytes; /* measured (profiles); 0: not */
 	bool structural;	/* a generated CNN (linear family applies) */
@@ -377,6 +387,14 @@ struct hp__set {
 int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 		 const struct hp_catalog *cat, struct hp_error *err);
 void hp__set_release(struct hp__set *set);
+/* The median absolute percentage difference between a measurement of a
+ * configuration and its next repeat (200 |a - b| / (a + b), in the order
+ * measured) among the samples in[] (NULL: all): of the absolute
+ * times (*abs_pct) and of the times relative to the yardstick (*rel_pct,
+ * NaN where the repeats carry none); NaN and 0 pairs where nothing was
+ * measured twice.  Returns the number of pairs of repeats. */
+int hp__noise_floor(const struct hp__set *set, const bool *in, double *abs_pct,
+		    double *rel_pct);
 
 /* Progress of a fit or a validation: solver runs done of total. */
 struct hp__progress {

@@ -831,6 +831,8 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 		p.d.prec = p.d.cpu ? HP_PREC_FP32 : s->prec;
 		if (est->dev[d].chan_block < p.d.chan_block)
 			est->dev[d].chan_block = p.d.chan_block;
+		if (s->ref_fit_s > 0) /* the yardstick's speed (data.c) */
+			est->dev[d].ref_time_s = s->ref_fit_s;
 		est->dev[d].n++;
 		p.w = &set->wl[s->wl];
 		p.src = s->src;

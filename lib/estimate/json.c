@@ -107,6 +107,9 @@ static json_t *est_json(const struct hp_estimator *est)
 			json_object_set_new(dj, "chan_block",
 					    json_integer(d->chan_block));
 		}
+		if (d->ref_time_s > 0)
+			json_object_set_new(dj, "ref_time_s",
+					    json_real(d->ref_time_s));
 		if (d->has_linear) {
 			json_t *c = json_object(), *r = json_object();
 			for (int j = 0; j < HP__LIN_P; j++)
@@ -404,6 +407,11 @@ static int load_device(json_t *dj, int i, struct hp__dev_fit *d,
 					   "chan_block must be 1 to 64");
 		}
 	}
+	/* the yardstick's speed; files written before it lack it */
+	if (json_object_get(dj, "ref_time_s") &&
+	    (rc = get_num(dj, "ref_time_s", ctx, 1e-7, 1e3, &d->ref_time_s,
+			  err)))
+		return rc;
 	lin = json_object_get(dj, "linear");
 	if (lin && !json_is_null(lin)) {
 		json_t *c, *r;

@@ -55,7 +55,85 @@ static int add_row(struct hp_validation *v, const char *data,
 	r->mape = s->n ? sum / s->n : NAN;
 	r->worst = s->n ? worst : NAN;
 	r->median = s->n ? hp__quantile(s->ape, s->n, 0.5) : NAN;
+	r->noise_abs = r->noise_rel = NAN;
 	return 0;
+}
+
+struct hkey {
+	uint64_t h;
+	int i;
+};
+
+static int cmp_hkey(const void *a, const void *b)
+{
+	const struct hkey *x = a, *y = b;
+	if (x->h != y->h)
+		return (x->h > y->h) - (x->h < y->h);
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+int hp__noise_floor(const struct hp__set *set, const bool *in, double *abs_pct,
+		    double *rel_pct)
+{
+	struct hkey *idx = malloc(((size_t)set->n + 1) * sizeof(*idx));
+	int n = 0;
+	double *da = NULL, *dr = NULL;
+	int na = 0, nr = 0, cap = 0;
+
+	*abs_pct = *rel_pct = NAN;
+	if (!idx)
+		return 0;
+	for (int i = 0; i < set->n; i++)
+		if ((!in || in[i]) && set->s[i].src == HP__SRC_PROFILE)
+			idx[n++] = (struct hkey){set->s[i].cfg_hash, i};
+	qsort(idx, (size_t)n, sizeof(*idx), cmp_hkey);
+	/* each measurement against the next of its configuration (in the
+	 * order measured): linear in the rows, however many repeats */
+	for (int g = 0; g < n;) {
+		int e = g + 1, k;
+		while (e < n && idx[e].h == idx[g].h)
+			e++;
+		k = e - g;
+		if (k > 1) {
+			int need = na + k - 1;
+			if (need > cap) {
+				int nc = need * 2;
+				double *pa =
+				    realloc(da, (size_t)nc * sizeof(*pa));
+				double *pr =
+				    pa ? realloc(dr, (size_t)nc * sizeof(*pr))
+				       : NULL;
+				if (pa)
+					da = pa;
+				if (!pr)
+					goto out;
+				dr = pr;
+				cap = nc;
+			}
+			for (int i = g; i + 1 < e; i++) {
+				const struct hp__sample *a = &set->s[idx[i].i];
+				const struct hp__sample *b =
+				    &set->s[idx[i + 1].i];
+				double x = a->t_abs, y = b->t_abs;
+				da[na++] = 200 * fabs(x - y) / (x + y);
+				if (isnan(a->ref_row_s) || isnan(b->ref_row_s))
+					continue;
+				x /= a->ref_row_s;
+				y /= b->ref_row_s;
+				dr[nr++] = 200 * fabs(x - y) / (x + y);
+			}
+		}
+		g = e;
+	}
+	if (na)
+		*abs_pct = hp__quantile(da, na, 0.5);
+	if (nr)
+		*rel_pct = hp__quantile(dr, nr, 0.5);
+out:
+	free(idx);
+	free(da);
+	free(dr);
+	return na;
 }
 
 /* The fits of one scheme, each group's a task. */
@@ -306,8 +384,11 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 	/* data 0: the profiles (CPU); data 1: the public GPU rows. */
 	for (int data = 0; data < 2; data++) {
 		const char *dname = data ? "public-gpu" : "cpu-profiles";
+		double nabs, nrel;
+		int npairs, first_row = out->n;
 		if (!mark_data(&set, cat, data, in))
 			continue;
+		npairs = hp__noise_floor(&set, in, &nabs, &nrel);
 		for (int scheme = 0; scheme < 3; scheme++) {
 			int ngrp;
 			char note[128] = "";
@@ -381,6 +462,12 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 				    "public GPU rows (no structural "
 				    "variables: they are not generated "
 				    "CNNs)");
+		}
+		/* the noise floor beside every error of this data */
+		for (int k = first_row; k < out->n; k++) {
+			out->rows[k].noise_abs = nabs;
+			out->rows[k].noise_rel = nrel;
+			out->rows[k].noise_pairs = npairs;
 		}
 	}
 out:

@@ -1,7 +1,8 @@
 /*
  * sweep.c - families of customized CNNs to measure: the cartesian product
- * of the design's structural variables (optionally sampled), plus explicit
- * spec files, each at every batch size of the sweep.
+ * of the design's variables (optionally sampled), plus explicit spec
+ * files, each at every batch size of the sweep; and the built-in named
+ * sweeps ("default", "wide", "calibrate").
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -30,9 +31,77 @@ static const char default_sweep[] =
     " \"channels\": 3, \"classes\": 10, \"bn\": true, \"dropout\": 0,"
     " \"sample\": 360, \"seed\": 20261130}";
 
+/*
+ * "wide": the whole design space users write (kernels 1-7, strides 1 and
+ * 2, max and average pooling, 1 and 3 input channels, batch norm on and
+ * off, dropout, 10 and 100 classes) over the default sweep's structural
+ * variables: 589,824 combinations, 400 drawn, to profile and validate
+ * outside the default sweep's grid.
+ */
+static const char wide_sweep[] =
+    "{\"conv_layers\": [1, 2, 3, 4],"
+    " \"filters\": [8, 16, 32, 64],"
+    " \"fc_layers\": [1, 2, 3],"
+    " \"fc_width\": [64, 256, 1024],"
+    " \"input_size\": [16, 32, 48, 64],"
+    " \"batch\": [8, 16, 32, 64],"
+    " \"kernel\": [1, 3, 5, 7], \"stride\": [1, 2],"
+    " \"pool\": [\"max\", \"avg\"], \"channels\": [1, 3],"
+    " \"bn\": [true, false], \"dropout\": [0, 0.5],"
+    " \"classes\": [10, 100],"
+    " \"sample\": 400, \"seed\": 20261214}";
+
+/*
+ * "calibrate": 24 configurations drawn from a small grid that spans every
+ * variable at sizes that take a few seconds each on 2 cores: a quick
+ * profile of a new host (hetpool calibrate).
+ */
+static const char calibrate_sweep[] =
+    "{\"conv_layers\": [1, 2, 3],"
+    " \"filters\": [16, 32, 64],"
+    " \"fc_layers\": [1, 2],"
+    " \"fc_width\": [256],"
+    " \"input_size\": [32, 48],"
+    " \"batch\": [16, 32],"
+    " \"kernel\": [1, 3, 5, 7], \"stride\": [1, 2],"
+    " \"pool\": [\"max\", \"avg\"], \"channels\": [1, 3],"
+    " \"bn\": [true, false], \"dropout\": [0, 0.5],"
+    " \"classes\": [10, 100],"
+    " \"sample\": 24, \"seed\": 20261215}";
+
 const char *hp_sweep_default_json(void)
 {
 	return default_sweep;
+}
+
+const char *hp_sweep_named_json(const char *name)
+{
+	if (!name)
+		return NULL;
+	if (!strcmp(name, "default"))
+		return default_sweep;
+	if (!strcmp(name, "wide"))
+		return wide_sweep;
+	if (!strcmp(name, "calibrate"))
+		return calibrate_sweep;
+	return NULL;
+}
+
+void hp_sweep_vars_init(struct hp_sweep_vars *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->conv_layers = 2;
+	v->filters = 32;
+	v->fc_layers = 1;
+	v->fc_width = 128;
+	v->input_size = 32;
+	v->channels = 3;
+	v->classes = 10;
+	v->bn = true;
+	v->dropout = 0;
+	v->kernel = 3;
+	v->stride = 1;
+	v->pool_avg = false;
 }
 
 void hp_sweep_release(struct hp_sweep *s)
@@ -62,20 +131,60 @@ int hp_sweep_make_spec(int conv_layers, int64_t filters, int fc_layers,
 		       int64_t classes, bool bn, double dropout,
 		       struct hp_spec *out, struct hp_error *err)
 {
+	struct hp_sweep_vars v;
+
+	hp_sweep_vars_init(&v);
+	v.conv_layers = conv_layers;
+	v.filters = filters;
+	v.fc_layers = fc_layers;
+	v.fc_width = fc_width;
+	v.input_size = input_size;
+	v.channels = channels;
+	v.classes = classes;
+	v.bn = bn;
+	v.dropout = dropout;
+	return hp_sweep_make_spec_vars(&v, out, err);
+}
+
+int hp_sweep_make_spec_vars(const struct hp_sweep_vars *v, struct hp_spec *out,
+			    struct hp_error *err)
+{
+	const int conv_layers = v->conv_layers, fc_layers = v->fc_layers;
+	const int64_t filters = v->filters, fc_width = v->fc_width,
+		      input_size = v->input_size, channels = v->channels,
+		      classes = v->classes;
+	const bool bn = v->bn;
+	const double dropout = v->dropout;
 	int64_t size = input_size;
-	char name[96];
+	char name[128];
+	size_t nl;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (conv_layers < 0 || conv_layers > 64 || fc_layers < 1 ||
 	    fc_layers > 64 || filters < 1 || fc_width < 1 || input_size < 1 ||
-	    channels < 1 || classes < 1)
+	    channels < 1 || classes < 1 || v->kernel < 1 || v->kernel > 15 ||
+	    v->kernel % 2 == 0 || v->stride < 1 || v->stride > 4 ||
+	    !(dropout >= 0 && dropout < 1))
 		return hp_error_set(err, HP_EINVAL,
 				    "sweep variables out of range: conv_layers "
-				    "0..64, fc_layers 1..64, sizes 1 or more");
+				    "0..64, fc_layers 1..64, sizes 1 or more, "
+				    "kernel odd 1..15, stride 1..4, dropout "
+				    "in [0, 1)");
+	/* The default sweep's names stay as they were: the new variables
+	 * appear only off their defaults. */
 	snprintf(name, sizeof(name), "cnn-c%d-k%lld-f%d-w%lld-s%lld",
 		 conv_layers, (long long)filters, fc_layers,
 		 (long long)fc_width, (long long)input_size);
+	nl = strlen(name);
+	if (v->kernel != 3)
+		nl += (size_t)snprintf(name + nl, sizeof(name) - nl, "-ks%d",
+				       v->kernel);
+	if (v->stride != 1)
+		nl += (size_t)snprintf(name + nl, sizeof(name) - nl, "-st%d",
+				       v->stride);
+	if (v->pool_avg)
+		snprintf(name + nl, sizeof(name) - nl, "-avg");
 	out->name = hp_strdup(name);
 	if (!out->name)
 		goto nomem;
@@ -84,13 +193,17 @@ int hp_sweep_make_spec(int conv_layers, int64_t filters, int fc_layers,
 	out->classes = classes;
 	for (int i = 0; i < conv_layers; i++) {
 		struct hp_spec_layer L = {0};
+		/* TODO(engine): grouped and depthwise convolutions and
+		 * residual blocks, as sweep variables, once the engine runs
+		 * them (issue 14). */
 		L.type = HP_LAYER_CONV;
 		L.filters = filters;
-		L.kernel = 3;
-		L.stride = 1;
-		L.pad = 1;
+		L.kernel = v->kernel;
+		L.stride = v->stride;
+		L.pad = v->kernel / 2; /* "same" at stride 1 */
 		if ((rc = add_layer(out, L)))
 			goto nomem;
+		size = (size - 1) / v->stride + 1;
 		if (bn) {
 			L = (struct hp_spec_layer){.type = HP_LAYER_BN};
 			if ((rc = add_layer(out, L)))
@@ -103,7 +216,7 @@ int hp_sweep_make_spec(int conv_layers, int64_t filters, int fc_layers,
 			L = (struct hp_spec_layer){.type = HP_LAYER_POOL,
 						   .kernel = 2,
 						   .stride = 2,
-						   .pool_max = true};
+						   .pool_max = !v->pool_avg};
 			if ((rc = add_layer(out, L)))
 				goto nomem;
 			size /= 2;
@@ -308,29 +421,149 @@ static int add_spec_files(json_t *root, const char *base_dir,
 	return 0;
 }
 
+/* A list of booleans (or one) from key: 0 and v, n. */
+static int bool_list(json_t *root, const char *key, bool def, bool *v, int *n,
+		     struct hp_error *err)
+{
+	json_t *a = json_object_get(root, key);
+
+	*n = 1;
+	v[0] = def;
+	if (!a)
+		return 0;
+	if (json_is_boolean(a)) {
+		v[0] = json_is_true(a);
+		return 0;
+	}
+	if (!json_is_array(a) || json_array_size(a) < 1 ||
+	    json_array_size(a) > 2)
+		return hp_error_set(err, HP_EINVAL,
+				    "\"%s\" must be true, false or a list of "
+				    "them",
+				    key);
+	*n = (int)json_array_size(a);
+	for (int i = 0; i < *n; i++) {
+		json_t *x = json_array_get(a, (size_t)i);
+		if (!json_is_boolean(x))
+			return hp_error_set(err, HP_EINVAL,
+					    "\"%s\"[%d] must be true or false",
+					    key, i);
+		v[i] = json_is_true(x);
+	}
+	return 0;
+}
+
+/* "dropout": a number in [0, 1) or a list of them. */
+static int dropout_list(json_t *root, double *v, int *n, struct hp_error *err)
+{
+	json_t *a = json_object_get(root, "dropout");
+
+	*n = 1;
+	v[0] = 0;
+	if (!a)
+		return 0;
+	if (json_is_array(a)) {
+		if (json_array_size(a) < 1 ||
+		    json_array_size(a) > SWEEP_MAX_VALUES)
+			return hp_error_set(err, HP_EINVAL,
+					    "\"dropout\" must be a number or a "
+					    "list of 1 to %d numbers",
+					    SWEEP_MAX_VALUES);
+		*n = (int)json_array_size(a);
+	}
+	for (int i = 0; i < *n; i++) {
+		json_t *x = json_is_array(a) ? json_array_get(a, (size_t)i) : a;
+		v[i] = json_number_value(x);
+		if (!json_is_number(x) || !(v[i] >= 0 && v[i] < 1))
+			return hp_error_set(err, HP_ERANGE,
+					    "\"dropout\" must be in [0, 1)");
+	}
+	return 0;
+}
+
+/* "pool": "max" or "avg", or a list of them: v[i] is true for "avg". */
+static int pool_list(json_t *root, bool *v, int *n, struct hp_error *err)
+{
+	json_t *a = json_object_get(root, "pool");
+
+	*n = 1;
+	v[0] = false;
+	if (!a)
+		return 0;
+	if (json_is_array(a)) {
+		if (json_array_size(a) < 1 || json_array_size(a) > 2)
+			return hp_error_set(err, HP_EINVAL,
+					    "\"pool\" must be \"max\", \"avg\" "
+					    "or a list of them");
+		*n = (int)json_array_size(a);
+	}
+	for (int i = 0; i < *n; i++) {
+		json_t *x = json_is_array(a) ? json_array_get(a, (size_t)i) : a;
+		const char *t = json_string_value(x);
+		if (!t || (strcmp(t, "max") && strcmp(t, "avg")))
+			return hp_error_set(err, HP_EINVAL,
+					    "\"pool\" must be \"max\", \"avg\" "
+					    "or a list of them");
+		v[i] = !strcmp(t, "avg");
+	}
+	return 0;
+}
+
+/* The grid's variables, from the outermost to the innermost: the default
+ * sweep's six vary innermost (in the order they always had), so a sweep
+ * that leaves the new ones at one value draws and orders exactly the
+ * configurations it drew before. */
+enum {
+	V_CLASSES,
+	V_DROPOUT,
+	V_BN,
+	V_CHANNELS,
+	V_POOL,
+	V_STRIDE,
+	V_KERNEL,
+	V_CONV,
+	V_FILTERS,
+	V_FCL,
+	V_FCW,
+	V_INPUT,
+	V_BATCH,
+	NV
+};
+
 int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 		   struct hp_sweep *s, struct hp_error *err)
 {
 	static const char *const keys[] = {
 	    "conv_layers", "filters",  "fc_layers", "fc_width", "input_size",
 	    "batch",	   "channels", "classes",   "bn",	"dropout",
-	    "sample",	   "seed",     "specs",	    NULL};
-	int64_t cl[SWEEP_MAX_VALUES], fi[SWEEP_MAX_VALUES],
-	    fl[SWEEP_MAX_VALUES], fw[SWEEP_MAX_VALUES], is[SWEEP_MAX_VALUES],
-	    ba[SWEEP_MAX_VALUES];
-	int ncl, nfi, nfl, nfw, nis, nba, cap = 0, rc;
-	int64_t channels, classes, sample, seed;
-	int nch, ncls, nsa, nse;
-	bool bn = true, grid;
-	double dropout = 0;
+	    "sample",	   "seed",     "specs",	    "kernel",	"stride",
+	    "pool",	   NULL};
+	int64_t iv[NV][SWEEP_MAX_VALUES];
+	double dr[SWEEP_MAX_VALUES];
+	bool bnv[2], poolv[2];
+	int nv[NV], cap = 0, rc;
+	int64_t sample, seed;
+	int nsa, nse;
+	bool grid;
 	json_error_t jerr;
 	json_t *root, *v;
 	const char *key;
 
 	memset(s, 0, sizeof(*s));
-	if (!text || (len == 7 && !memcmp(text, "default", 7))) {
+	if (!text) {
 		text = default_sweep;
 		len = strlen(default_sweep);
+	} else {
+		/* a built-in sweep by its name */
+		char name[16];
+		if (len < sizeof(name)) {
+			memcpy(name, text, len);
+			name[len] = '\0';
+			if (hp_sweep_named_json(name)) {
+				text = hp_sweep_named_json(name);
+				len = strlen(text);
+			}
+		}
 	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
@@ -355,48 +588,55 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 	grid = json_object_get(root, "conv_layers") ||
 	       json_object_get(root, "filters") ||
 	       !json_object_get(root, "specs");
-	if ((rc = int_list(root, "conv_layers", 2, 0, 64, cl, &ncl, err)) ||
-	    (rc = int_list(root, "filters", 32, 1, 4096, fi, &nfi, err)) ||
-	    (rc = int_list(root, "fc_layers", 1, 1, 64, fl, &nfl, err)) ||
-	    (rc = int_list(root, "fc_width", 128, 1, 1 << 20, fw, &nfw, err)) ||
-	    (rc = int_list(root, "input_size", 32, 1, 4096, is, &nis, err)) ||
-	    (rc = int_list(root, "batch", 32, 1, 1 << 20, ba, &nba, err)) ||
-	    (rc = int_list(root, "channels", 3, 1, 4096, &channels, &nch,
+	if ((rc = int_list(root, "conv_layers", 2, 0, 64, iv[V_CONV],
+			   &nv[V_CONV], err)) ||
+	    (rc = int_list(root, "filters", 32, 1, 4096, iv[V_FILTERS],
+			   &nv[V_FILTERS], err)) ||
+	    (rc = int_list(root, "fc_layers", 1, 1, 64, iv[V_FCL], &nv[V_FCL],
 			   err)) ||
-	    (rc = int_list(root, "classes", 10, 1, 1 << 20, &classes, &ncls,
+	    (rc = int_list(root, "fc_width", 128, 1, 1 << 20, iv[V_FCW],
+			   &nv[V_FCW], err)) ||
+	    (rc = int_list(root, "input_size", 32, 1, 4096, iv[V_INPUT],
+			   &nv[V_INPUT], err)) ||
+	    (rc = int_list(root, "batch", 32, 1, 1 << 20, iv[V_BATCH],
+			   &nv[V_BATCH], err)) ||
+	    (rc = int_list(root, "channels", 3, 1, 4096, iv[V_CHANNELS],
+			   &nv[V_CHANNELS], err)) ||
+	    (rc = int_list(root, "classes", 10, 1, 1 << 20, iv[V_CLASSES],
+			   &nv[V_CLASSES], err)) ||
+	    (rc = int_list(root, "kernel", 3, 1, 15, iv[V_KERNEL],
+			   &nv[V_KERNEL], err)) ||
+	    (rc = int_list(root, "stride", 1, 1, 4, iv[V_STRIDE], &nv[V_STRIDE],
 			   err)) ||
 	    (rc = int_list(root, "sample", 0, 0, SWEEP_MAX_CONFIGS, &sample,
 			   &nsa, err)) ||
-	    (rc = int_list(root, "seed", 1, 0, INT64_MAX, &seed, &nse, err)))
+	    (rc = int_list(root, "seed", 1, 0, INT64_MAX, &seed, &nse, err)) ||
+	    (rc = bool_list(root, "bn", true, bnv, &nv[V_BN], err)) ||
+	    (rc = dropout_list(root, dr, &nv[V_DROPOUT], err)) ||
+	    (rc = pool_list(root, poolv, &nv[V_POOL], err)))
 		goto out;
-	if (nch != 1 || ncls != 1 || nsa != 1 || nse != 1) {
+	if (nsa != 1 || nse != 1) {
 		rc = hp_error_set(err, HP_EINVAL,
-				  "\"channels\", \"classes\", \"sample\" and "
-				  "\"seed\" take one value");
+				  "\"sample\" and \"seed\" take one value");
 		goto out;
 	}
-	if ((v = json_object_get(root, "bn"))) {
-		if (!json_is_boolean(v)) {
+	for (int i = 0; i < nv[V_KERNEL]; i++)
+		if (iv[V_KERNEL][i] % 2 == 0) {
 			rc = hp_error_set(err, HP_EINVAL,
-					  "\"bn\" must be true or false");
+					  "\"kernel\" value %lld is even: give "
+					  "odd sizes (1, 3, 5, 7)",
+					  (long long)iv[V_KERNEL][i]);
 			goto out;
 		}
-		bn = json_is_true(v);
-	}
-	if ((v = json_object_get(root, "dropout"))) {
-		dropout = json_number_value(v);
-		if (!json_is_number(v) || !(dropout >= 0 && dropout < 1)) {
-			rc = hp_error_set(err, HP_ERANGE,
-					  "\"dropout\" must be in [0, 1)");
-			goto out;
-		}
-	}
 	if (grid) {
-		int64_t total = (int64_t)ncl * nfi * nfl * nfw * nis * nba;
-		int64_t keep = sample > 0 && sample < total ? sample : total;
+		int64_t total = 1, keep;
 		uint64_t rng = (uint64_t)seed;
 		int64_t *pick;
 
+		/* 11 lists of up to 64 would overflow: stop past the cap */
+		for (int d = 0; d < NV && total <= 10 * SWEEP_MAX_CONFIGS; d++)
+			total *= nv[d];
+		keep = sample > 0 && sample < total ? sample : total;
 		if (total > 10 * SWEEP_MAX_CONFIGS) {
 			rc = hp_error_set(err, HP_ETOOBIG,
 					  "sweep grid has %lld combinations; "
@@ -433,27 +673,33 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 		for (int64_t k = 0; k < keep; k++) {
 			int64_t x = pick[k];
 			struct hp_sweep_config c = {0};
-			int b = (int)(x % nba), i_s, i_w, i_l, i_f, i_c;
-			x /= nba;
-			i_s = (int)(x % nis);
-			x /= nis;
-			i_w = (int)(x % nfw);
-			x /= nfw;
-			i_l = (int)(x % nfl);
-			x /= nfl;
-			i_f = (int)(x % nfi);
-			x /= nfi;
-			i_c = (int)x;
-			c.conv_layers = (int)cl[i_c];
-			c.filters = fi[i_f];
-			c.fc_layers = (int)fl[i_l];
-			c.fc_width = fw[i_w];
-			c.input_size = is[i_s];
-			c.batch = ba[b];
-			rc = hp_sweep_make_spec(c.conv_layers, c.filters,
-						c.fc_layers, c.fc_width,
-						c.input_size, channels, classes,
-						bn, dropout, &c.spec, err);
+			struct hp_sweep_vars sv;
+			int at[NV];
+			for (int d = NV - 1; d >= 0; d--) {
+				at[d] = (int)(x % nv[d]);
+				x /= nv[d];
+			}
+			hp_sweep_vars_init(&sv);
+			sv.conv_layers = (int)iv[V_CONV][at[V_CONV]];
+			sv.filters = iv[V_FILTERS][at[V_FILTERS]];
+			sv.fc_layers = (int)iv[V_FCL][at[V_FCL]];
+			sv.fc_width = iv[V_FCW][at[V_FCW]];
+			sv.input_size = iv[V_INPUT][at[V_INPUT]];
+			sv.channels = iv[V_CHANNELS][at[V_CHANNELS]];
+			sv.classes = iv[V_CLASSES][at[V_CLASSES]];
+			sv.kernel = (int)iv[V_KERNEL][at[V_KERNEL]];
+			sv.stride = (int)iv[V_STRIDE][at[V_STRIDE]];
+			sv.bn = bnv[at[V_BN]];
+			sv.dropout = dr[at[V_DROPOUT]];
+			sv.pool_avg = poolv[at[V_POOL]];
+			c.conv_layers = sv.conv_layers;
+			c.filters = sv.filters;
+			c.fc_layers = sv.fc_layers;
+			c.fc_width = sv.fc_width;
+			c.input_size = sv.input_size;
+			c.batch = iv[V_BATCH][at[V_BATCH]];
+			c.vars = sv;
+			rc = hp_sweep_make_spec_vars(&sv, &c.spec, err);
 			if (rc) {
 				free(pick);
 				goto out;
@@ -462,20 +708,20 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 				/* Variables off their defaults go in the id. */
 				char extra[64] = "";
 				size_t o = 0;
-				if (channels != 3)
+				if (sv.channels != 3)
 					o += (size_t)snprintf(
 					    extra + o, sizeof(extra) - o,
-					    "-ch%lld", (long long)channels);
-				if (classes != 10)
+					    "-ch%lld", (long long)sv.channels);
+				if (sv.classes != 10)
 					o += (size_t)snprintf(
 					    extra + o, sizeof(extra) - o,
-					    "-n%lld", (long long)classes);
-				if (dropout > 0)
+					    "-n%lld", (long long)sv.classes);
+				if (sv.dropout > 0)
 					snprintf(extra + o, sizeof(extra) - o,
-						 "-d%g", dropout);
+						 "-d%g", sv.dropout);
 				snprintf(c.id, sizeof(c.id), "%s-b%lld%s%s",
 					 c.spec.name, (long long)c.batch,
-					 bn ? "" : "-nobn", extra);
+					 sv.bn ? "" : "-nobn", extra);
 			}
 			snprintf(c.family, sizeof(c.family), "c%d-f%d",
 				 c.conv_layers, c.fc_layers);
@@ -486,7 +732,8 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 		}
 		free(pick);
 	}
-	rc = add_spec_files(root, base_dir, ba, nba, s, &cap, err);
+	rc = add_spec_files(root, base_dir, iv[V_BATCH], nv[V_BATCH], s, &cap,
+			    err);
 out:
 	json_decref(root);
 	if (rc)

@@ -56,6 +56,29 @@ PY
 then ok profile_resume_completes_sweep; else fail profile_resume_completes_sweep "rows wrong after resume (had $n1)"; fi
 expect_err profile_resume_cut_torn "torn"
 
+# The yardstick: every row carries the reference step's median time.
+if python3 - "$out" <<'PY'
+import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[0]
+assert float(r["ref_time_s"]) > 0 and int(r["ref_steps"]) >= 7, (r["ref_time_s"], r["ref_steps"])
+assert float(r["ref_time_cv"]) >= 0
+PY
+then ok profile_ref_time; else fail profile_ref_time "no yardstick in the row"; fi
+
+# --repeat: each configuration N times, in rounds; --resume completes them.
+rep=$TMP/repeat.csv
+echo '{"conv_layers":[1],"filters":[4,8],"fc_layers":[1],"input_size":[8],"batch":[2],"classes":4}' >"$TMP/sw2.json"
+expect_status profile_repeat_limit 0 "$HP" profile --sweep "$TMP/sw2.json" --out "$rep" --repeat 3 --limit 3 --max-seconds 0.05 --threads 1
+expect_status profile_repeat_resume 0 "$HP" profile --sweep "$TMP/sw2.json" --out "$rep" --repeat 3 --resume --max-seconds 0.05 --threads 1
+if python3 - "$rep" <<'PY'
+import csv, sys
+ids = [r["config_id"] for r in csv.DictReader(open(sys.argv[1]))]
+assert len(ids) == 6 and len(set(ids)) == 2, ids
+assert ids[0] != ids[1] and ids[:2] == ids[2:4], ids  # rounds, not runs
+PY
+then ok profile_repeat_rows; else fail profile_repeat_rows "$(cut -d, -f1 "$rep" | tr '\n' ' ')"; fi
+expect_status profile_repeat_bad 2 "$HP" profile --sweep "$TMP/sw2.json" --out "$TMP/r0.csv" --repeat 0
+
 # Where the step went: the per-class times are there and add up to about
 # the step (the rest is the per-step overhead).
 if python3 - "$out" <<'PY'

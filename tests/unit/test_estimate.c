@@ -1630,3 +1630,137 @@ HP_TEST(estimate_fit_same_for_any_thread_count)
 	}
 	hp_catalog_free(cat);
 }
+
+/* --- the yardstick: times relative to the host's speed ---------------- */
+
+/* Rows with ref_time_s have their times scaled to the device's median
+ * reference time (t x median / ref_row), checked against the hand
+ * computation; rows without one keep theirs; the fitted estimator keeps
+ * the reference speed through a save and load, files without it still
+ * load, and a prediction rescales by a new reference time. */
+HP_TEST(estimate_ref_scaling_by_hand)
+{
+	struct hp_catalog *cat = test_catalog();
+	char dir[] = "/tmp/hp-test-ref-XXXXXX", path[128];
+	const char *ds[1] = {path};
+	struct hp_fit_options o = {0};
+	struct hp_error err = {0};
+	struct hp__set set;
+	struct hp_estimator *est, *back;
+	char *text, *p;
+
+	ASSERT(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/x.csv", dir);
+	read_small();
+	/* 15 rows at 2 ms, 14 at 3 ms, 15 at 4 ms, one without: median 3 */
+	for (int i = 0; i < nsmall; i++) {
+		small_rows[i].ref_time_s = 0.002 * (1 + 0.5 * (i % 3));
+		small_rows[i].time_conv_s = 0.0001 * (i + 1);
+	}
+	small_rows[7].ref_time_s = NAN;
+	write_rows(path);
+	o.datasets = ds;
+	o.ndatasets = 1;
+	ASSERT_EQ_INT(hp__set_load(&set, &o, cat, &err), 0);
+	ASSERT_EQ_INT(set.n, 45);
+	for (int i = 0; i < 45; i++) {
+		const struct hp__sample *s = &set.s[i];
+		double want = i == 7 ? small_rows[i].step_time_s
+				     : small_rows[i].step_time_s * 0.003 /
+					   small_rows[i].ref_time_s;
+		ASSERT_NEAR(s->t_abs, small_rows[i].step_time_s, 1e-15);
+		ASSERT_NEAR(s->t, want, 1e-12 * want);
+		ASSERT_NEAR(s->tcls[HP_EST_CONV],
+			    want / small_rows[i].step_time_s * 0.0001 * (i + 1),
+			    1e-12);
+		if (i == 7)
+			ASSERT(isnan(s->ref_fit_s));
+		else
+			ASSERT_NEAR(s->ref_fit_s, 0.003, 1e-15);
+	}
+	hp__set_release(&set);
+	/* --absolute: the times as measured */
+	o.absolute_times = true;
+	ASSERT_EQ_INT(hp__set_load(&set, &o, cat, &err), 0);
+	for (int i = 0; i < 45; i++)
+		ASSERT_NEAR(set.s[i].t, small_rows[i].step_time_s, 1e-15);
+	hp__set_release(&set);
+	o.absolute_times = false;
+
+	o.no_intervals = true;
+	est = hp_estimator_fit(&o, cat, &err);
+	if (!est)
+		HP_FAIL("fit: %s", err.msg);
+	ASSERT_NEAR(hp_estimator_ref_time_s(est, "cpu"), 0.003, 1e-15);
+	ASSERT_EQ_INT(hp_estimator_ref_time_s(est, "v100") == 0, 1);
+	snprintf(path, sizeof(path), "%s/est.json", dir);
+	ASSERT_EQ_INT(hp_estimator_save(est, path, &err), 0);
+	back = hp_estimator_load(path, &err);
+	ASSERT(back);
+	ASSERT_NEAR(hp_estimator_ref_time_s(back, "cpu"), 0.003, 1e-12);
+	hp_estimator_free(back);
+	/* a file written before the field: loads, reference not known */
+	{
+		size_t len;
+		ASSERT_EQ_INT(hp_read_file(path, 1u << 24, &text, &len, &err),
+			      0);
+		p = strstr(text, "\"ref_time_s\"");
+		ASSERT(p);
+		memcpy(p, "\"ref_time_X\"", 12); /* unknown keys are ignored */
+		back = hp_estimator_loads(text, len, &err);
+		if (!back)
+			HP_FAIL("old file: %s", err.msg);
+		ASSERT_EQ_INT(hp_estimator_ref_time_s(back, "cpu") == 0, 1);
+		hp_estimator_free(back);
+		free(text);
+	}
+	hp_estimator_free(est);
+	/* 100 ms at 3 ms per reference step; the host now takes 3.6 ms */
+	ASSERT_NEAR(hp_est_rescale_ref(0.1, 0.003, 0.0036), 0.12, 1e-15);
+	ASSERT_NEAR(hp_est_rescale_ref(0.1, 0, 0.0036), 0.1, 0);
+	ASSERT_NEAR(hp_est_rescale_ref(0.1, 0.003, NAN), 0.1, 0);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/x.csv", dir);
+	unlink(path);
+	rmdir(dir);
+	hp_catalog_free(cat);
+}
+
+/* The noise floor on a small synthetic set, by hand: one configuration
+ * measured three times (1.0, 1.1, 0.9 s, each at a yardstick that moved
+ * with it), one measured once. */
+HP_TEST(estimate_noise_floor_by_hand)
+{
+	struct hp__sample s[5];
+	struct hp__set set = {0};
+	double a, r;
+	const double t[5] = {1.0, 2.0, 1.1, 0.9, 3.0};
+	const uint64_t h[5] = {7, 8, 7, 7, 9};
+
+	memset(s, 0, sizeof(s));
+	for (int i = 0; i < 5; i++) {
+		s[i].src = HP__SRC_PROFILE;
+		s[i].cfg_hash = h[i];
+		s[i].t = s[i].t_abs = t[i];
+		s[i].ref_row_s = 0.01 * t[i];
+	}
+	s[4].src = HP__SRC_GAVEL; /* public rows have no repeats */
+	s[4].cfg_hash = 7;
+	set.s = s;
+	set.n = 5;
+	/* each with the next: 200|1-1.1|/2.1, 200|1.1-0.9|/2.0 */
+	ASSERT_EQ_INT(hp__noise_floor(&set, NULL, &a, &r), 2);
+	ASSERT_NEAR(a, 0.5 * (200 * 0.1 / 2.1 + 200 * 0.2 / 2.0), 1e-12);
+	ASSERT_NEAR(r, 0, 1e-12);
+	/* the last repeat without the yardstick: one relative pair */
+	s[3].ref_row_s = NAN;
+	s[2].ref_row_s = 0.01 * 1.0; /* relative 1.1 against 1.0 */
+	ASSERT_EQ_INT(hp__noise_floor(&set, NULL, &a, &r), 2);
+	ASSERT_NEAR(a, 0.5 * (200 * 0.1 / 2.1 + 200 * 0.2 / 2.0), 1e-12);
+	ASSERT_NEAR(r, 200 * 0.1 / 2.1, 1e-12);
+	/* nothing measured twice: not measured */
+	s[2].cfg_hash = 10;
+	s[3].cfg_hash = 11;
+	ASSERT_EQ_INT(hp__noise_floor(&set, NULL, &a, &r), 0);
+	ASSERT(isnan(a) && isnan(r));
+}

@@ -138,7 +138,11 @@ HP_TEST(csv_reader_quotes_and_lines)
 
 struct collect {
 	int n;
-	struct hp_profile_row last;
+	struct hp_profile_row first, last;
+	/* optional: count rows whose config_id and spec_json are in these */
+	char (*ud_ids)[96];
+	char (*ud_specs)[2048];
+	int ud_n, *ud_found;
 };
 
 static int on_row(const struct hp_profile_row *r, int line, void *ud,
@@ -147,8 +151,15 @@ static int on_row(const struct hp_profile_row *r, int line, void *ud,
 	(void)line;
 	(void)err;
 	struct collect *c = ud;
-	c->n++;
+	if (++c->n == 1)
+		c->first = *r;
 	c->last = *r;
+	for (int i = 0; i < c->ud_n; i++)
+		if (!strcmp(c->ud_ids[i], r->config_id) &&
+		    !strcmp(c->ud_specs[i], r->spec_json)) {
+			(*c->ud_found)++;
+			break;
+		}
 	return 0;
 }
 
@@ -282,3 +293,271 @@ HP_TEST(dataset_last_row_without_newline)
 	hp_buf_release(&b);
 	unlink(path);
 }
+
+/* The yardstick's columns: written and read back when measured, empty when
+ * not; a dataset written before they existed reads as not measured. */
+HP_TEST(dataset_ref_columns_round_trip_and_old_files)
+{
+	static struct hp_profile_row r;
+	struct collect col = {0};
+	struct hp_error err = {0};
+	struct hp_buf b, old;
+	const char *h = hp_dataset_header(), *p;
+
+	ASSERT(strstr(h, ",ref_time_s,ref_time_cv,ref_steps,"));
+	memset(&r, 0, sizeof(r));
+	snprintf(r.config_id, sizeof(r.config_id), "cfg-1");
+	snprintf(r.spec_json, sizeof(r.spec_json), "{}");
+	r.batch = 8;
+	r.step_time_s = 0.25;
+	r.ref_time_s = 0.00212345678;
+	r.ref_time_cv = 0.031;
+	r.ref_steps = 17;
+	hp_buf_init(&b, 1 << 20);
+	ASSERT_EQ_INT(hp_buf_adds(&b, h), 0);
+	ASSERT_EQ_INT(hp_buf_add(&b, "\n", 1), 0);
+	ASSERT_EQ_INT(hp_dataset_format_row(&r, &b), 0);
+	r.ref_time_s = r.ref_time_cv = NAN; /* not measured */
+	r.ref_steps = 0;
+	ASSERT_EQ_INT(hp_dataset_format_row(&r, &b), 0);
+	ASSERT_EQ_INT(hp_dataset_parse(b.data, b.len, on_row, &col, NULL, &err),
+		      0);
+	ASSERT_EQ_INT(col.n, 2);
+	ASSERT_NEAR(col.first.ref_time_s, 0.00212345678, 1e-14);
+	ASSERT_NEAR(col.first.ref_time_cv, 0.031, 1e-12);
+	ASSERT_EQ_INT(col.first.ref_steps, 17);
+	ASSERT(isnan(col.last.ref_time_s) && isnan(col.last.ref_time_cv));
+	ASSERT_EQ_INT(col.last.ref_steps, 0);
+
+	/* The same text without the three columns: an older dataset (these
+	 * rows have no comma inside a field). */
+	hp_buf_init(&old, 1 << 20);
+	for (p = b.data; p < b.data + b.len;) {
+		const char *nl = memchr(p, '\n', (size_t)(b.data + b.len - p));
+		int field = 0, skip = 0;
+		/* the columns' place in the header */
+		for (const char *q = h; q < strstr(h, ",ref_time_s,"); q++)
+			skip += *q == ',';
+		skip++;
+		for (const char *q = p; q <= nl; q++) {
+			if (field < skip || field > skip + 2)
+				ASSERT_EQ_INT(hp_buf_add(&old, q, 1), 0);
+			field += *q == ',';
+		}
+		p = nl + 1;
+	}
+	ASSERT(!strstr(hp_buf_str(&old), "ref_"));
+	memset(&col, 0, sizeof(col));
+	ASSERT_EQ_INT(
+	    hp_dataset_parse(old.data, old.len, on_row, &col, NULL, &err), 0);
+	ASSERT_EQ_INT(col.n, 2);
+	ASSERT_NEAR(col.first.step_time_s, 0.25, 1e-12);
+	ASSERT(isnan(col.first.ref_time_s) && isnan(col.first.ref_time_cv));
+	ASSERT_EQ_INT(col.first.ref_steps, 0);
+	hp_buf_release(&old);
+	hp_buf_release(&b);
+}
+
+/* The default sweep is the one the shipped profile was measured on: the
+ * same 360 ids (data/profiles/cpu-default.csv) and the same specs, whatever
+ * variables the generator gained. */
+HP_TEST(sweep_default_unchanged_against_shipped_profile)
+{
+	struct hp_sweep s;
+	struct hp_error err = {0};
+	struct collect col = {0};
+	static char ids[400][96], specs[400][2048];
+	int n = 0, found = 0;
+
+	ASSERT_EQ_INT(hp_sweep_default(&s, &err), 0);
+	ASSERT_EQ_INT(s.n, 360);
+	for (int i = 0; i < s.n; i++) {
+		char *j = hp_spec_to_json(&s.configs[i].spec);
+		ASSERT(j && strlen(j) < sizeof(specs[0]));
+		snprintf(ids[n], sizeof(ids[0]), "%s", s.configs[i].id);
+		snprintf(specs[n++], sizeof(specs[0]), "%s", j);
+		free(j);
+	}
+	hp_sweep_release(&s);
+	col.ud_ids = ids;
+	col.ud_specs = specs;
+	col.ud_n = n;
+	col.ud_found = &found;
+	if (hp_dataset_read(hp_test_path("data/profiles/cpu-default.csv"),
+			    on_row, &col, NULL, &err))
+		HP_FAIL("cpu-default.csv: %s", err.msg);
+	ASSERT_EQ_INT(col.n, 360);
+	ASSERT_EQ_INT(found, 360);
+}
+
+/* The new variables: kernel, stride, pooling, channels, classes, batch
+ * norm and dropout reach the spec and the id; bad values are refused. */
+HP_TEST(sweep_wider_design_space)
+{
+	struct hp_sweep s;
+	struct hp_error err = {0};
+	const char *g =
+	    "{\"conv_layers\":[2],\"filters\":[8],\"fc_layers\":[2],"
+	    "\"input_size\":[32],\"batch\":[4],\"kernel\":[1,5],\"stride\":2,"
+	    "\"pool\":[\"max\",\"avg\"],\"channels\":[1],\"classes\":[100],"
+	    "\"bn\":[false],\"dropout\":[0.5]}";
+	static const char *const bad[] = {
+	    "{\"kernel\":[2]}",	   "{\"kernel\":[17]}",
+	    "{\"stride\":[0]}",	   "{\"pool\":\"min\"}",
+	    "{\"bn\":\"yes\"}",	   "{\"bn\":[true,1]}",
+	    "{\"dropout\":[0,1]}", "{\"dropout\":\"x\"}",
+	    "{\"channels\":[0]}",  "{\"pool\":[\"max\",\"avg\",\"max\"]}",
+	};
+
+	ASSERT_EQ_INT(hp_sweep_parse(g, strlen(g), NULL, &s, &err), 0);
+	ASSERT_EQ_INT(s.n, 4);
+	for (int i = 0; i < s.n; i++) {
+		const struct hp_sweep_config *c = &s.configs[i];
+		const struct hp_spec *sp = &c->spec;
+		int conv = 0, pool = 0, bn = 0, drop = 0;
+		struct hp_graph *gr;
+		struct hp_features f;
+		ASSERT_EQ_INT(sp->input[0], 1);
+		ASSERT_EQ_INT(sp->classes, 100);
+		for (int k = 0; k < sp->nlayers; k++) {
+			const struct hp_spec_layer *L = &sp->layers[k];
+			if (L->type == HP_LAYER_CONV) {
+				ASSERT_EQ_INT(L->kernel, c->vars.kernel);
+				ASSERT_EQ_INT(L->stride, 2);
+				ASSERT_EQ_INT(L->pad, c->vars.kernel / 2);
+				conv++;
+			}
+			if (L->type == HP_LAYER_POOL) {
+				ASSERT_EQ_INT(L->pool_max, !c->vars.pool_avg);
+				pool++;
+			}
+			bn += L->type == HP_LAYER_BN;
+			drop += L->type == HP_LAYER_DROPOUT;
+		}
+		/* 32 -> conv/2 16 -> pool 8 -> conv/2 4: one pool */
+		ASSERT_EQ_INT(conv, 2);
+		ASSERT_EQ_INT(pool, 1);
+		ASSERT_EQ_INT(bn, 0);
+		ASSERT_EQ_INT(drop, 1);
+		ASSERT(strstr(c->id, "-st2") &&
+		       strstr(c->id, "-nobn-ch1-n100-d0.5"));
+		ASSERT(!!strstr(c->id, "-avg") == c->vars.pool_avg);
+		ASSERT(!!strstr(c->id, "-ks1") == (c->vars.kernel == 1));
+		ASSERT(!!strstr(c->id, "-ks5") == (c->vars.kernel == 5));
+		gr = hp_spec_to_graph(sp, &err);
+		if (!gr)
+			HP_FAIL("%s: %s", c->id, err.msg);
+		ASSERT_EQ_INT(hp_analyze(gr, c->batch, NULL, 0, &f, &err), 0);
+		ASSERT(f.macs_per_sample > 0);
+		hp_features_release(&f);
+		hp_graph_free(gr);
+		for (int j = 0; j < i; j++)
+			ASSERT(strcmp(c->id, s.configs[j].id));
+	}
+	hp_sweep_release(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (hp_sweep_parse(bad[i], strlen(bad[i]), NULL, &s, &err) == 0)
+			HP_FAIL("accepted %s", bad[i]);
+	{
+		/* 11 lists of 64 values: 64^11 combinations would overflow a
+		 * 64-bit count; refused as too many */
+		static const char *const keys[] = {
+		    "conv_layers", "filters", "fc_layers", "fc_width",
+		    "input_size",  "batch",   "channels",  "classes",
+		    "kernel",	   "stride",  "dropout"};
+		struct hp_buf b;
+		hp_buf_init(&b, 1 << 20);
+		ASSERT_EQ_INT(hp_buf_adds(&b, "{"), 0);
+		for (int k = 0; k < 11; k++) {
+			ASSERT_EQ_INT(hp_buf_adds(&b, k ? ",\"" : "\""), 0);
+			ASSERT_EQ_INT(hp_buf_adds(&b, keys[k]), 0);
+			ASSERT_EQ_INT(hp_buf_adds(&b, "\":["), 0);
+			for (int i = 0; i < 64; i++)
+				ASSERT_EQ_INT(
+				    hp_buf_adds(&b, k == 10 ? (i ? ",0" : "0")
+							    : (i ? ",1" : "1")),
+				    0);
+			ASSERT_EQ_INT(hp_buf_adds(&b, "]"), 0);
+		}
+		ASSERT_EQ_INT(hp_buf_adds(&b, "}"), 0);
+		ASSERT_EQ_INT(hp_sweep_parse(b.data, b.len, NULL, &s, &err),
+			      HP_ETOOBIG);
+		ASSERT(strstr(err.msg, "combinations"));
+		hp_buf_release(&b);
+	}
+}
+
+/* The named sweeps: sizes, every variable's values present, unique ids,
+ * every spec analyses. */
+HP_TEST(sweep_named_wide_and_calibrate)
+{
+	static const struct {
+		const char *name;
+		int n;
+	} cases[] = {{"wide", 400}, {"calibrate", 24}, {"default", 360}};
+
+	ASSERT(!hp_sweep_named_json("nope"));
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct hp_sweep s;
+		struct hp_error err = {0};
+		int ks[16] = {0}, st[5] = {0}, avg = 0, nobn = 0, ch1 = 0,
+		    n100 = 0;
+		const char *name = cases[k].name;
+		ASSERT(hp_sweep_named_json(name));
+		ASSERT_EQ_INT(
+		    hp_sweep_parse(name, strlen(name), NULL, &s, &err), 0);
+		ASSERT_EQ_INT(s.n, cases[k].n);
+		for (int i = 0; i < s.n; i++) {
+			const struct hp_sweep_config *c = &s.configs[i];
+			struct hp_graph *gr = hp_spec_to_graph(&c->spec, &err);
+			struct hp_features f;
+			if (!gr)
+				HP_FAIL("%s: %s", c->id, err.msg);
+			ASSERT_EQ_INT(
+			    hp_analyze(gr, c->batch, NULL, 0, &f, &err), 0);
+			hp_features_release(&f);
+			hp_graph_free(gr);
+			ks[c->vars.kernel]++;
+			st[c->vars.stride]++;
+			avg += c->vars.pool_avg;
+			nobn += !c->vars.bn;
+			ch1 += c->vars.channels == 1;
+			n100 += c->vars.classes == 100;
+		}
+		if (strcmp(name, "default")) {
+			/* every value of every new variable is there */
+			ASSERT(ks[1] && ks[3] && ks[5] && ks[7]);
+			ASSERT(st[1] && st[2]);
+			ASSERT(avg && avg < s.n && nobn && nobn < s.n);
+			ASSERT(ch1 && ch1 < s.n && n100 && n100 < s.n);
+		} else {
+			ASSERT_EQ_INT(ks[3], 360);
+			ASSERT(!avg && !nobn && !ch1 && !n100);
+		}
+		hp_sweep_release(&s);
+	}
+}
+
+#ifdef HP_HAVE_ENGINE
+#include "hetpool/profile.h"
+
+/* The yardstick alone (for hetpool calibrate): a median and a spread from
+ * at least 7 steps; bad durations refused.  No speed is asserted. */
+HP_TEST(profile_ref_time_measures_the_yardstick)
+{
+	struct hp_profile_opts o;
+	struct hp_error err = {0};
+	double ref = 0, cv = -1;
+
+	hp_profile_opts_init(&o);
+	o.threads = 1;
+	ASSERT(o.reference && o.ref_share > 0 && o.ref_share < 0.1);
+	ASSERT_EQ_INT(hp_profile_ref_time(&o, 0.05, &ref, &cv, &err), 0);
+	ASSERT(ref > 0 && ref < 10 && isfinite(ref));
+	ASSERT(cv >= 0 && isfinite(cv));
+	ASSERT_EQ_INT(hp_profile_ref_time(&o, 0, &ref, NULL, &err), HP_EINVAL);
+	ASSERT(strstr(err.msg, "seconds"));
+	ASSERT_EQ_INT(hp_profile_ref_time(&o, NAN, &ref, NULL, &err),
+		      HP_EINVAL);
+}
+#endif
