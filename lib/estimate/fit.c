@@ -786,6 +786,8 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 		if (est->dev[d].chan_block < p.d.chan_block)
 			est->dev[d].chan_block = p.d.chan_block;
 		est->dev[d].n++;
+		if (p.d.cpu)
+			hp__cpu_ref_record(&est->dev[d], t, p.d.chan_block);
 		p.w = &set->wl[s->wl];
 		p.src = s->src;
 		p.ndev = s->ndev;

@@ -23,6 +23,9 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 	const double *th;
 	struct hp__dev_spec d;
 	double step, comm = 0, qlo, qhi, peak, util, mem;
+	double th_cpu[HP__NTH];
+	char carried[160] = "";
+	bool calibrated = false;
 	enum hp_est_family fam;
 
 	memset(out, 0, sizeof(*out));
@@ -61,7 +64,10 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 			    "on a profile of this host ('hetpool profile', "
 			    "'hetpool fit')",
 			    t->name);
-		th = df->th;
+		/* this host from its figures (threads, peaks, caches) */
+		hp__cpu_transfer(df, t, &d, th_cpu, carried, sizeof(carried));
+		th = th_cpu;
+		calibrated = t->calib.has && t->calib.threads == t->threads;
 	} else {
 		if (!est->has_gpu)
 			return hp_error_set(err, HP_EUNSUPP,
@@ -73,7 +79,15 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 
 	switch (fam) {
 	case HP_EST_PHYSICAL:
-		step = hp__phys_time(th, &d, w, src, ndevices, &comm);
+		if (calibrated) {
+			double cls[HP_EST_NCLASS];
+			step = hp__phys_time_cls(th, &d, w, src, ndevices,
+						 &comm, cls);
+			step = hp__cpu_calibrated(&t->calib, step - comm, cls) +
+			       comm;
+		} else {
+			step = hp__phys_time(th, &d, w, src, ndevices, &comm);
+		}
 		if (!d.cpu && df)
 			step *= exp(df->log_scale);
 		if (d.cpu || out->measured) {
@@ -85,9 +99,16 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 		}
 		if (d.cpu)
 			snprintf(out->basis, sizeof(out->basis),
-				 "physical model fitted on %d rows of %s",
-				 df->n, t->name);
-		else if (out->measured)
+				 "physical model fitted on %d rows of %s%s%s",
+				 df->n, t->name, carried[0] ? ", " : "",
+				 carried);
+		if (d.cpu && calibrated) {
+			size_t len = strlen(out->basis);
+			snprintf(out->basis + len, sizeof(out->basis) - len,
+				 "; calibrated on this host at %s from %d "
+				 "configurations",
+				 t->calib.when, t->calib.n);
+		} else if (out->measured)
 			snprintf(out->basis, sizeof(out->basis),
 				 "physical model fitted on %d GPU rows, %d of "
 				 "them of %s",
