@@ -15,7 +15,7 @@ static const char help[] =
     "usage: hetpool predict MODEL --device TYPE --batch N [--devices K]\n"
     "                       [--estimator FILE] [--family F] "
     "[--input-shape CxHxW]\n"
-    "                       [--catalog FILE] [--json]\n"
+    "                       [--catalog FILE] [--threads N] [--json]\n"
     "\n"
     "Predict one training step (forward, backward, SGD update) of MODEL "
     "on\n"
@@ -47,6 +47,11 @@ static const char help[] =
     "e.g.\n"
     "                    3x32x32 (default: from the model)\n"
     "  --catalog FILE    device catalog (default: data/devices.csv)\n"
+    "  --threads N       cpu: the threads the step runs on (default: "
+    "$HETPOOL_THREADS,\n"
+    "                    else all CPUs); this host's measured peaks and "
+    "its\n"
+    "                    calibration at N threads apply ('hetpool host')\n"
     "  --json            print JSON for scripts\n"
     "\n"
     "examples:\n"
@@ -140,7 +145,8 @@ static void print_text(const char *model, const struct hp_prediction *p)
 struct predict_args {
 	const char *device, *estimator, *catalog;
 	int64_t batch, ndevices;
-	int family; /* -1: the estimator's */
+	int family;  /* -1: the estimator's */
+	int threads; /* cpu; 0: $HETPOOL_THREADS or all CPUs */
 	struct cli_dims shape;
 	bool json;
 };
@@ -161,6 +167,7 @@ static const struct cli_opt predict_opts[] = {
     CLI_OPT_DIMS("input-shape", struct predict_args, shape),
     CLI_OPT_STR("catalog", struct predict_args, catalog),
     CLI_OPT_FLAG("json", struct predict_args, json),
+    CLI_OPT_INT("threads", struct predict_args, threads, 1, 4096),
     CLI_OPT_END,
 };
 
@@ -193,6 +200,12 @@ static int cmd_predict(int argc, char **argv)
 				 "predict: --batch %lld is not a multiple of "
 				 "--devices %lld",
 				 (long long)a.batch, (long long)a.ndevices);
+	if (a.threads) {
+		/* the catalog's cpu type is this host at these threads */
+		char tb[16];
+		snprintf(tb, sizeof(tb), "%d", a.threads);
+		setenv("HETPOOL_THREADS", tb, 1);
+	}
 	if (!(ctx = cli_load_ctx("predict", a.catalog, a.estimator, true,
 				 &status)))
 		goto out;

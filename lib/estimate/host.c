@@ -19,8 +19,7 @@ void hp__cpu_transfer(const struct hp__dev_fit *df,
 {
 	double here_bw = t->mem_bw_gbs * 1e9;
 	double here_fp = t->fp32_tflops * 1e12;
-	double est = t->fp32_est_tflops * 1e12;
-	int len;
+	double est = t->fp32_est_tflops * 1e12, ref_bw;
 
 	memcpy(th, df->th, sizeof(df->th));
 	if (n)
@@ -31,17 +30,24 @@ void hp__cpu_transfer(const struct hp__dev_fit *df,
 	 * Compute: the fit's efficiencies are against fit_fp32 on the
 	 * profiled host; a host that runs sgemm r times as fast runs the
 	 * same layers r times as fast.  Without the profiled host's measured
-	 * FLOP/s, the ratio of the ISA estimates (at the threads used)
-	 * stands in.
+	 * FLOP/s, its peak is the one the fit used (its ISA estimate) and
+	 * this host's is its measured one, else its ISA estimate, at the
+	 * threads used.
 	 */
-	if (t->peaks_measured && df->ref_fp32_meas > 0 && here_fp > 0)
-		d->fp32 = df->fit_fp32 * here_fp / df->ref_fp32_meas;
+	if (t->peaks_measured && here_fp > 0)
+		d->fp32 = df->ref_fp32_meas > 0
+			      ? df->fit_fp32 * here_fp / df->ref_fp32_meas
+			      : here_fp;
 	else if (est > 0)
 		d->fp32 = est;
-	/* Memory: the fit saw the nominal bandwidth; scale it by the triad
-	 * ratio when both hosts measured theirs. */
-	if (t->peaks_measured && df->ref_bw > 0 && here_bw > 0)
-		d->bw = HP__CPU_NOMINAL_BW * here_bw / df->ref_bw;
+	/*
+	 * Memory: the fit saw the nominal bandwidth; scale it by this host's
+	 * triad over the profiled host's (when that was not measured, the
+	 * nominal figure stands for it).
+	 */
+	ref_bw = df->ref_bw > 0 ? df->ref_bw : HP__CPU_NOMINAL_BW;
+	if (t->peaks_measured && here_bw > 0)
+		d->bw = HP__CPU_NOMINAL_BW * here_bw / ref_bw;
 	else
 		d->bw = HP__CPU_NOMINAL_BW;
 	/* Caches: the working set served from cache grows with them. */
@@ -49,27 +55,24 @@ void hp__cpu_transfer(const struct hp__dev_fit *df,
 		th[HP__TH_CACHE] += log(t->cache_bytes / df->ref_cache);
 	if (!n)
 		return;
-	if (t->peaks_measured && df->ref_fp32_meas > 0)
-		len = snprintf(what, n,
-			       "carried to this host (%d thread%s) by its "
-			       "measured %.0f GFLOP/s",
-			       t->threads, t->threads == 1 ? "" : "s",
-			       here_fp / 1e9);
+	if (t->peaks_measured)
+		snprintf(
+		    what, n,
+		    "carried to this host (%d thread%s) by its measured "
+		    "%.0f GFLOP/s and %.1f GB/s triad (profiled host: "
+		    "%.0f GFLOP/s %s, %.0f GB/s %s)",
+		    t->threads, t->threads == 1 ? "" : "s", here_fp / 1e9,
+		    here_bw / 1e9,
+		    (df->ref_fp32_meas > 0 ? df->ref_fp32_meas : df->fit_fp32) /
+			1e9,
+		    df->ref_fp32_meas > 0 ? "measured" : "ISA", ref_bw / 1e9,
+		    df->ref_bw > 0 ? "measured" : "nominal");
 	else
-		len = snprintf(what, n,
-			       "carried to this host (%d thread%s) by its "
-			       "ISA peak %.0f GFLOP/s",
-			       t->threads, t->threads == 1 ? "" : "s",
-			       d->fp32 / 1e9);
-	if (len > 0 && (size_t)len < n) {
-		if (t->peaks_measured && df->ref_bw > 0)
-			snprintf(what + len, n - (size_t)len,
-				 " and %.1f GB/s triad", here_bw / 1e9);
-		else if (!t->peaks_measured)
-			snprintf(what + len, n - (size_t)len,
-				 " (peaks not measured: 'hetpool host "
-				 "--measure')");
-	}
+		snprintf(what, n,
+			 "carried to this host (%d thread%s) by its ISA peak "
+			 "%.0f GFLOP/s (peaks not measured: 'hetpool host "
+			 "--measure')",
+			 t->threads, t->threads == 1 ? "" : "s", d->fp32 / 1e9);
 }
 
 void hp__cpu_ref_record(struct hp__dev_fit *df, const struct hp_device_type *t,

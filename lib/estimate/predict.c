@@ -97,17 +97,19 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 			qlo = est->gpu_lodo_lo;
 			qhi = est->gpu_lodo_hi;
 		}
-		if (d.cpu)
-			snprintf(out->basis, sizeof(out->basis),
-				 "physical model fitted on %d rows of %s%s%s",
-				 df->n, t->name, carried[0] ? ", " : "",
-				 carried);
-		if (d.cpu && calibrated) {
-			size_t len = strlen(out->basis);
-			snprintf(out->basis + len, sizeof(out->basis) - len,
-				 "; calibrated on this host at %s from %d "
-				 "configurations",
-				 t->calib.when, t->calib.n);
+		if (d.cpu) {
+			int len = snprintf(out->basis, sizeof(out->basis),
+					   "physical model fitted on %d rows "
+					   "of %s%s%s",
+					   df->n, t->name,
+					   carried[0] ? ", " : "", carried);
+			if (calibrated && len > 0 &&
+			    (size_t)len < sizeof(out->basis))
+				snprintf(out->basis + len,
+					 sizeof(out->basis) - (size_t)len,
+					 "; calibrated on this host at %s "
+					 "from %d configurations",
+					 t->calib.when, t->calib.n);
 		} else if (out->measured)
 			snprintf(out->basis, sizeof(out->basis),
 				 "physical model fitted on %d GPU rows, %d of "
