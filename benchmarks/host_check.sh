@@ -27,11 +27,12 @@ mkdir -p "$out"
 models=(benchmarks/host_models/*.json)
 
 measure() { # round
-	rm -f "$out/round$1.csv"
+	rm -f "$out/round$1"-*.csv
 	for m in "${models[@]}"; do
 		for b in $batches; do
 			"$bin" profile --spec "$m" --batch "$b" --threads "$threads" \
-				--max-seconds 4 --out "$out/round$1.csv" >/dev/null ||
+				--max-seconds 4 --retries 1 \
+				--out "$out/round$1-$(basename "$m" .json)-b$b.csv" >/dev/null ||
 				{ echo "host_check: profile $m failed" >&2; exit 1; }
 		done
 	done
@@ -64,15 +65,15 @@ sleep "$gap"
 echo "-- round 2"
 measure 2
 python3 - "$out" <<'PY'
-import csv, json, statistics as st, sys
+import csv, glob, json, statistics as st, sys
 out = sys.argv[1]
-def rows(f):
+def rows(pattern):
     r = {}
-    for x in csv.DictReader(open(f)):
+    for x in (x for f in sorted(glob.glob(pattern)) for x in csv.DictReader(open(f))):
         name = json.loads(x["spec_json"])["name"]
         r[(name, int(x["batch"]))] = float(x["step_time_s"])
     return r
-r1, r2 = rows(out + "/round1.csv"), rows(out + "/round2.csv")
+r1, r2 = rows(out + "/round1-*.csv"), rows(out + "/round2-*.csv")
 def preds(f):
     p = {}
     for line in open(f):
