@@ -7,6 +7,7 @@
  */
 #include <dnnl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +29,14 @@ static double now_s(void)
 }
 
 static int gemm_peak(int threads, double seconds, double *flops,
-		     struct hp_error *err)
+		     double *power_w, struct hp_error *err)
 {
 	size_t n = (size_t)GEMM_N * GEMM_N;
 	float *a = malloc(n * sizeof(*a)), *b = malloc(n * sizeof(*b));
 	float *c = malloc(n * sizeof(*c));
-	double best = INFINITY, t_end;
+	double best = INFINITY, t_end, t_start, e0 = 0, e1 = 0;
 	int rc = 0, runs = 0;
+	bool e0_ok;
 
 	if (!a || !b || !c) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
@@ -53,6 +55,8 @@ static int gemm_peak(int threads, double seconds, double *flops,
 		goto out;
 	}
 	t_end = now_s() + seconds;
+	e0_ok = !hp_host_rapl_energy_j("/sys", &e0);
+	t_start = now_s();
 	while (runs < 3 || now_s() < t_end) {
 		double t0 = now_s(), dt;
 		dnnl_sgemm('N', 'N', GEMM_N, GEMM_N, GEMM_N, 1.0f, a, GEMM_N, b,
@@ -63,6 +67,10 @@ static int gemm_peak(int threads, double seconds, double *flops,
 		runs++;
 	}
 	*flops = 2.0 * GEMM_N * GEMM_N * GEMM_N / best;
+	/* package power under this load, where RAPL is readable (a
+	 * counter that wrapped reads as not measured) */
+	if (e0_ok && !hp_host_rapl_energy_j("/sys", &e1) && e1 > e0)
+		*power_w = (e1 - e0) / (now_s() - t_start);
 out:
 	free(a);
 	free(b);
@@ -144,6 +152,21 @@ out:
 	return rc;
 }
 
+/* Package power with this process asleep for half a second (RAPL); left
+ * NaN where it cannot be read. */
+static void idle_power(double *power_w)
+{
+	struct timespec half = {0, 500000000};
+	double e0, e1, t0;
+
+	if (hp_host_rapl_energy_j("/sys", &e0))
+		return;
+	t0 = now_s();
+	nanosleep(&half, NULL);
+	if (!hp_host_rapl_energy_j("/sys", &e1) && e1 > e0)
+		*power_w = (e1 - e0) / (now_s() - t0);
+}
+
 int hp_engine_cpu_peaks(int threads, double seconds, int64_t l3_bytes,
 			struct hp_host_peaks *out, struct hp_error *err)
 {
@@ -164,7 +187,10 @@ int hp_engine_cpu_peaks(int threads, double seconds, int64_t l3_bytes,
 	memset(&p, 0, sizeof(p));
 	p.threads = threads;
 	p.fp32_flops = p.triad_bw = p.copy_bw = p.array_bytes = NAN;
-	if ((rc = gemm_peak(threads, seconds, &p.fp32_flops, err)) ||
+	p.power_load_w = p.power_idle_w = NAN;
+	idle_power(&p.power_idle_w);
+	if ((rc = gemm_peak(threads, seconds, &p.fp32_flops, &p.power_load_w,
+			    err)) ||
 	    (rc = stream_peak(threads, seconds, l3_bytes, &p, err)))
 		return rc;
 	gmtime_r(&t, &tm);

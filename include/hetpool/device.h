@@ -86,6 +86,9 @@ struct hp_device_type {
 	char peaks_when[32];
 	struct hp_host_calib calib;
 	char key[160]; /* its host file's key; "" none */
+	/* where tdp_w and idle_w of a host come from when measured ("RAPL
+	 * at 1 thread, 2026-11-30T18:00:00Z"); "" when not */
+	char power_basis[96];
 };
 
 struct hp_catalog {
@@ -160,7 +163,10 @@ struct hp_host_peaks {
 	double triad_bw;    /* STREAM triad, bytes/s (24 bytes an element) */
 	double copy_bw;	    /* memcpy, bytes/s (read + write counted) */
 	double array_bytes; /* each triad array's size */
-	char when[32];	    /* UTC, ISO 8601; "" not measured */
+	/* CPU package power from RAPL (all packages), W; NaN: not readable.
+	 * Under the sgemm at these threads, and idle (the process asleep). */
+	double power_load_w, power_idle_w;
+	char when[32]; /* UTC, ISO 8601; "" not measured */
 };
 
 /* The threads h's figures are for: h->threads, else its logical CPUs
@@ -193,6 +199,14 @@ int64_t hp_host_parse_cache_size(const char *s);
  * Tests hand a fake tree.  Returns how many cache levels were found.
  */
 int hp_host_read_caches(const char *sys, struct hp_host *h);
+/*
+ * The CPU packages' energy counter from RAPL under the sysfs root sys
+ * (normally "/sys": SYS/class/powercap/intel-rapl:N/energy_uj, the
+ * packages only, not their subdomains), summed, in joules.  0, or
+ * HP_ENOENT when none is readable (no RAPL, or not allowed: recent
+ * kernels let only root read it).
+ */
+int hp_host_rapl_energy_j(const char *sys, double *joules);
 /* Detect this host from /proc and sysfs; 0, or HP_EIO if /proc is not
  * readable (h is filled with what could be found).  h->threads is 0. */
 int hp_host_detect(struct hp_host *h, struct hp_error *err);

@@ -372,6 +372,31 @@ int hp_host_read_caches(const char *sys, struct hp_host *h)
 	return found;
 }
 
+int hp_host_rapl_energy_j(const char *sys, double *joules)
+{
+	double sum = 0;
+	int found = 0;
+
+	for (int i = 0; i < 64; i++) {
+		char path[4096], *v;
+		double uj;
+		snprintf(path, sizeof(path),
+			 "%s/class/powercap/intel-rapl:%d/energy_uj", sys, i);
+		if (!(v = slurp(path)))
+			continue;
+		v[strcspn(v, "\n")] = '\0';
+		if (!hp_parse_double(v, &uj) && uj >= 0) {
+			sum += uj * 1e-6;
+			found++;
+		}
+		free(v);
+	}
+	if (!found)
+		return HP_ENOENT;
+	*joules = sum;
+	return 0;
+}
+
 void hp_host_apply(const struct hp_host *h, struct hp_device_type *t)
 {
 	copy_str(t->product, sizeof(t->product), h->model);

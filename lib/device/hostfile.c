@@ -92,6 +92,7 @@ void hp_host_file_init(struct hp_host_file *f, const struct hp_host *h)
 	hp_host_key(&f->host, f->key, sizeof(f->key));
 	f->peaks.fp32_flops = f->peaks.triad_bw = f->peaks.copy_bw = NAN;
 	f->peaks.array_bytes = NAN;
+	f->peaks.power_load_w = f->peaks.power_idle_w = NAN;
 	f->calib.ref_time_s = NAN;
 }
 
@@ -143,6 +144,10 @@ char *hp_host_file_json(const struct hp_host_file *f)
 				    num(f->peaks.copy_bw));
 		json_object_set_new(pj, "array_bytes",
 				    num(f->peaks.array_bytes));
+		json_object_set_new(pj, "power_load_w",
+				    num(f->peaks.power_load_w));
+		json_object_set_new(pj, "power_idle_w",
+				    num(f->peaks.power_idle_w));
 		json_object_set_new(pj, "when", json_string(f->peaks.when));
 		json_object_set_new(root, "peaks", pj);
 	}
@@ -294,6 +299,7 @@ int hp_host_file_parse(const char *text, size_t len, const char *path,
 	memset(f, 0, sizeof(*f));
 	f->peaks.fp32_flops = f->peaks.triad_bw = f->peaks.copy_bw = NAN;
 	f->peaks.array_bytes = NAN;
+	f->peaks.power_load_w = f->peaks.power_idle_w = NAN;
 	f->calib.ref_time_s = NAN;
 	if (len > HOST_FILE_MAX_BYTES)
 		return hp_error_set(err, HP_ETOOBIG, "%s: larger than %u bytes",
@@ -335,6 +341,10 @@ int hp_host_file_parse(const char *text, size_t len, const char *path,
 				  false, &f->peaks.copy_bw, err)) ||
 		    (rc = get_num(pj, "array_bytes", path, 1, 1e15, false,
 				  &f->peaks.array_bytes, err)) ||
+		    (rc = get_num(pj, "power_load_w", path, 1e-3, 1e5, false,
+				  &f->peaks.power_load_w, err)) ||
+		    (rc = get_num(pj, "power_idle_w", path, 0, 1e5, false,
+				  &f->peaks.power_idle_w, err)) ||
 		    (rc = get_str(pj, "when", path, f->peaks.when,
 				  sizeof(f->peaks.when), err)))
 			goto out;
@@ -512,6 +522,18 @@ int hp_host_file_apply_catalog(const char *state, const struct hp_host *h,
 			t->peaks_measured = true;
 			snprintf(t->peaks_when, sizeof(t->peaks_when), "%s",
 				 f.peaks.when);
+			/* measured package power: the power model's board
+			 * power (under load) and idle */
+			if (f.peaks.power_load_w > 0 &&
+			    f.peaks.power_idle_w >= 0 &&
+			    f.peaks.power_idle_w <= f.peaks.power_load_w) {
+				t->tdp_w = f.peaks.power_load_w;
+				t->idle_w = f.peaks.power_idle_w;
+				snprintf(t->power_basis, sizeof(t->power_basis),
+					 "RAPL at %d thread%s, %s", hh.threads,
+					 hh.threads == 1 ? "" : "s",
+					 f.peaks.when);
+			}
 		}
 		if (f.calib.has)
 			t->calib = f.calib;

@@ -192,7 +192,12 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 			 d.cpu ? "this CPU's" : "the device's");
 	} else {
 		out->energy_per_step_j = out->power_w * ndevices * step;
-		if (d.cpu)
+		if (d.cpu && t->power_basis[0])
+			snprintf(out->energy_basis, sizeof(out->energy_basis),
+				 "this host's package power (%.64s): %.0f W "
+				 "loaded, %.0f W idle",
+				 t->power_basis, t->tdp_w, t->idle_w);
+		else if (d.cpu)
 			snprintf(out->energy_basis, sizeof(out->energy_basis),
 				 "not measured; modelled from TDP %.0f W and "
 				 "idle %.0f W",

@@ -15,6 +15,8 @@
 #include "hetpool/device.h"
 #include "hetpool/estimate.h"
 #include "hetpool/model.h"
+#include "hetpool/pool.h"
+#include "hetpool/recommend.h"
 #include "test.h"
 
 static const char cpuinfo_2s[] =
@@ -530,4 +532,138 @@ HP_TEST(host_estimator_keeps_profiled_host_figures)
 	ASSERT_NEAR(db->ref_cache, 34e6, 1);
 	hp_estimator_free(back);
 	hp_estimator_free(est);
+}
+
+HP_TEST(host_rapl_from_fake_sysfs)
+{
+	char sys[] = "/tmp/hp_rapl_XXXXXX", d[256];
+	double j = -1;
+
+	ASSERT(mkdtemp(sys));
+	ASSERT_EQ_INT(hp_host_rapl_energy_j(sys, &j), HP_ENOENT);
+	ASSERT_NEAR(j, -1, 0);
+	snprintf(d, sizeof(d), "%s/class", sys);
+	mkdir(d, 0755);
+	snprintf(d, sizeof(d), "%s/class/powercap", sys);
+	mkdir(d, 0755);
+	/* two packages and a subdomain (core) that is not added again */
+	snprintf(d, sizeof(d), "%s/class/powercap/intel-rapl:0", sys);
+	mkdir(d, 0755);
+	put(d, "energy_uj", "1500000\n");
+	snprintf(d, sizeof(d), "%s/class/powercap/intel-rapl:1", sys);
+	mkdir(d, 0755);
+	put(d, "energy_uj", "2500000\n");
+	snprintf(d, sizeof(d), "%s/class/powercap/intel-rapl:0:0", sys);
+	mkdir(d, 0755);
+	put(d, "energy_uj", "900000000\n");
+	ASSERT_EQ_INT(hp_host_rapl_energy_j(sys, &j), 0);
+	ASSERT_NEAR(j, 4.0, 1e-12);
+}
+
+HP_TEST(host_measured_power_makes_energy_known)
+{
+	char dir[] = "/tmp/hp_state_XXXXXX", path[4200];
+	struct hp_error err = {0};
+	struct hp_catalog *cat = shipped_catalog();
+	struct hp_estimator *est = shipped_estimator();
+	struct hp_device_type *t = cpu_type(cat);
+	struct hp_prediction p;
+	struct hp_workload w;
+	struct hp_host h;
+	struct hp_host_file f;
+
+	ASSERT(mkdtemp(dir));
+	sample_host(&h);
+	hp_host_apply(&h, t);
+	spec_workload(spec_k5, 32, &w);
+	/* no power figure: energy not known (the recommender leaves the
+	 * type out) */
+	ASSERT_EQ_INT(hp_host_file_apply_catalog(dir, &h, cat, &err), 0);
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, &w, "cpu", 1, -1, &p, &err), 0);
+	ASSERT(isnan(p.energy_per_step_j));
+	ASSERT(strstr(p.energy_basis, "not known"));
+	/* RAPL measured with the peaks: energy from it */
+	hp_host_file_init(&f, &h);
+	f.peaks.threads = 1;
+	f.peaks.fp32_flops = 70e9;
+	f.peaks.triad_bw = 10e9;
+	f.peaks.power_load_w = 60;
+	f.peaks.power_idle_w = 20;
+	snprintf(f.peaks.when, sizeof(f.peaks.when), "2026-11-30T18:00:00Z");
+	ASSERT_EQ_INT(hp_host_file_path(dir, &h, path, sizeof(path), &err), 0);
+	ASSERT_EQ_INT(hp_host_file_save(path, &f, &err), 0);
+	ASSERT_EQ_INT(hp_host_file_apply_catalog(dir, &h, cat, &err), 1);
+	ASSERT_NEAR(t->tdp_w, 60, 0);
+	ASSERT_NEAR(t->idle_w, 20, 0);
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, &w, "cpu", 1, -1, &p, &err), 0);
+	ASSERT(p.power_w >= 20 && p.power_w <= 60);
+	ASSERT_NEAR(p.energy_per_step_j, p.power_w * p.step_time_s, 1e-12);
+	ASSERT(strstr(p.energy_basis, "RAPL at 1 thread"));
+	hp_workload_release(&w);
+	hp_estimator_free(est);
+	hp_catalog_free(cat);
+}
+
+/* A CPU-only node is choosable once its host's power is known. */
+HP_TEST(host_cpu_only_node_choosable_with_power)
+{
+	static const char pool_json[] =
+	    "{\"nodes\":[{\"name\":\"cpu-01\",\"devices\":[{\"type\":\"cpu\","
+	    "\"count\":1,\"free\":1}],\"cpu_cores\":2,\"memory_gb\":16,"
+	    "\"intra_bw_gbps\":10,\"net_bw_gbps\":10,\"net_latency_us\":50,"
+	    "\"base_power_w\":0}]}";
+	char dir[] = "/tmp/hp_state_XXXXXX", path[4200];
+	struct hp_error err = {0};
+	struct hp_catalog *cat = shipped_catalog();
+	struct hp_estimator *est = shipped_estimator();
+	struct hp_device_type *t = cpu_type(cat);
+	struct hp_rec_job job = {0};
+	struct hp_rec_result r;
+	struct hp_workload w1;
+	struct hp_pool *pool;
+	struct hp_host h;
+	struct hp_host_file f;
+
+	ASSERT(mkdtemp(dir));
+	sample_host(&h);
+	hp_host_apply(&h, t);
+	ASSERT_EQ_INT(hp_host_file_apply_catalog(dir, &h, cat, &err), 0);
+	spec_workload(spec_k5, 1, &w1);
+	pool = hp_pool_parse(pool_json, strlen(pool_json), "p.json", cat, &err);
+	if (!pool)
+		HP_FAIL("pool: %s", err.msg);
+	job.samples = 6400;
+	job.epochs = 1;
+	job.batch = 32;
+	job.ref_batch = 32;
+	job.deadline_s = 3600 * 24;
+	ASSERT_EQ_INT(hp_recommend(est, cat, &w1, pool, &job, &r, &err), 0);
+	ASSERT(!r.found);
+	ASSERT(r.nnotes >= 1 && strstr(r.notes[0], "power not known"));
+	hp_rec_result_release(&r);
+	hp_pool_free(pool);
+	/* the host file's measured power: the same node is chosen */
+	hp_host_file_init(&f, &h);
+	f.peaks.threads = 1;
+	f.peaks.fp32_flops = 70e9;
+	f.peaks.triad_bw = 10e9;
+	f.peaks.power_load_w = 60;
+	f.peaks.power_idle_w = 20;
+	snprintf(f.peaks.when, sizeof(f.peaks.when), "2026-11-30T18:00:00Z");
+	ASSERT_EQ_INT(hp_host_file_path(dir, &h, path, sizeof(path), &err), 0);
+	ASSERT_EQ_INT(hp_host_file_save(path, &f, &err), 0);
+	ASSERT_EQ_INT(hp_host_file_apply_catalog(dir, &h, cat, &err), 1);
+	pool = hp_pool_parse(pool_json, strlen(pool_json), "p.json", cat, &err);
+	ASSERT(pool);
+	ASSERT_EQ_INT(hp_recommend(est, cat, &w1, pool, &job, &r, &err), 0);
+	if (!r.found)
+		HP_FAIL("not found: %s", r.nnotes ? r.notes[0] : "-");
+	ASSERT(r.choice.energy_j > 0);
+	hp_rec_result_release(&r);
+	hp_pool_free(pool);
+	hp_workload_release(&w1);
+	hp_estimator_free(est);
+	hp_catalog_free(cat);
 }
