@@ -72,7 +72,10 @@ def rows(pattern):
     for x in (x for f in sorted(glob.glob(pattern)) for x in csv.DictReader(open(f))):
         name = json.loads(x["spec_json"])["name"]
         r[(name, int(x["batch"]))] = float(x["step_time_s"])
+        pr = x.get("cpu_pressure") or "nan"
+        busy[(name, int(x["batch"]))] = max(busy.get((name, int(x["batch"])), 0), float(pr))
     return r
+busy = {}
 r1, r2 = rows(out + "/round1-*.csv"), rows(out + "/round2-*.csv")
 def preds(f):
     p = {}
@@ -82,8 +85,8 @@ def preds(f):
     return p
 pu, pc = preds(out + "/pred_uncal.txt"), preds(out + "/pred_cal.txt")
 keys = sorted(set(r1) & set(r2) & set(pu) & set(pc))
-print("%-14s %5s %10s %10s %10s %8s %10s %8s" % ("model", "batch", "meas1 s", "meas2 s",
-      "uncal s", "err %", "cal s", "err %"))
+print("%-14s %5s %10s %10s %10s %8s %10s %8s %5s" % ("model", "batch", "meas1 s", "meas2 s",
+      "uncal s", "err %", "cal s", "err %", "busy"))
 eu, ec, noise, eu1, ec1 = [], [], [], [], []
 for k in keys:
     m = (r1[k] + r2[k]) / 2
@@ -92,8 +95,8 @@ for k in keys:
     eu1 += [abs(u - r1[k]) / r1[k] * 100, abs(u - r2[k]) / r2[k] * 100]
     ec1 += [abs(c - r1[k]) / r1[k] * 100, abs(c - r2[k]) / r2[k] * 100]
     noise.append(abs(r1[k] - r2[k]) / m * 100)
-    print("%-14s %5d %10.5f %10.5f %10.5f %8.1f %10.5f %8.1f" % (k[0], k[1], r1[k], r2[k],
-          u, eu[-1], c, ec[-1]))
+    print("%-14s %5d %10.5f %10.5f %10.5f %8.1f %10.5f %8.1f %5.2f" % (k[0], k[1], r1[k], r2[k],
+          u, eu[-1], c, ec[-1], busy.get(k, float("nan"))))
 print()
 print("configurations: %d" % len(keys))
 print("noise floor (|round1 - round2| / mean): median %.1f%%, mean %.1f%%, max %.1f%%" %
@@ -102,6 +105,13 @@ print("MAPE without calibration: %.1f%% against the mean of the rounds (%.1f%% a
       (st.mean(eu), st.mean(eu1)))
 print("MAPE after calibrate:     %.1f%% against the mean of the rounds (%.1f%% against each round)" %
       (st.mean(ec), st.mean(ec1)))
+quiet = [i for i, k in enumerate(keys) if busy.get(k, 1) <= 0.10]
+if quiet:
+    print("on the %d configurations whose threads waited for a CPU at most 10%% of the time in both rounds:" % len(quiet))
+    print("  noise floor median %.1f%%; MAPE without calibration %.1f%%, after calibrate %.1f%%" %
+          (st.median([noise[i] for i in quiet]), st.mean([eu[i] for i in quiet]), st.mean([ec[i] for i in quiet])))
+else:
+    print("no configuration was measured on a quiet host (threads waited for a CPU over 10% of the time)")
 print("basis (uncalibrated): " + pu[keys[0]][1])
 print("basis (calibrated):   " + pc[keys[0]][1])
 PY

@@ -46,9 +46,12 @@ static const char help[] =
     "threads,\n"
     "and say so in the prediction's basis (\"calibrated on this host at "
     "DATE\n"
-    "from N configurations\").  Progress goes to stderr on a terminal; "
-    "Ctrl-C\n"
-    "stops and fits on what was measured.\n"
+    "from N configurations\").  A configuration measured while other "
+    "work kept\n"
+    "its thread waiting for a CPU over 25% of the time is left out.  "
+    "Progress\n"
+    "goes to stderr on a terminal; Ctrl-C stops and fits on what was "
+    "measured.\n"
     "\n"
     "  --threads N       threads to run and predict at (default: "
     "$HETPOOL_THREADS,\n"
@@ -119,7 +122,12 @@ struct cal_point {
 	char id[96];
 	struct hp_workload w;
 	double measured_s, before_s, after_s;
+	double pressure; /* the profiler's cpu_pressure */
 };
+
+/* Rows whose threads waited for a CPU more than this share of the time
+ * are left out of the fit (the profiler measured them again once). */
+#define MAX_PRESSURE 0.25
 
 /* The workload of a sweep configuration. */
 static int config_workload(const struct hp_sweep_config *c,
@@ -181,7 +189,7 @@ static int cmd_calibrate(int argc, char **argv)
 	double *ys = NULL, t0 = hp_now_s();
 	char path[4200], tbuf[16];
 	bool tty = isatty(STDERR_FILENO);
-	int first, status = EXIT_OK, rc, n = 0;
+	int first, status = EXIT_OK, rc, n = 0, nbusy = 0;
 
 	if ((status = cli_parse(&cli_cmd_calibrate, argc, argv, &a, &first)))
 		return status < 0 ? EXIT_OK : status;
@@ -323,7 +331,15 @@ static int cmd_calibrate(int argc, char **argv)
 			goto out;
 		}
 		p->measured_s = row->step_time_s;
+		p->pressure = row->cpu_pressure;
 		free(row);
+		/* a row whose thread waited for a CPU much of the time
+		 * measured the neighbours, not this host */
+		if (p->pressure > MAX_PRESSURE) {
+			nbusy++;
+			hp_workload_release(&p->w);
+			continue;
+		}
 		wl[n] = &p->w;
 		ys[n] = p->measured_s;
 		n++;
@@ -335,8 +351,9 @@ static int cmd_calibrate(int argc, char **argv)
 		status =
 		    cli_error(EXIT_FAIL,
 			      "calibrate: %d configuration%s measured in "
-			      "%.0f s: too few to fit (give more --seconds)",
-			      n, n == 1 ? "" : "s", a.seconds);
+			      "%.0f s (%d left out: the host was busy): too "
+			      "few to fit (give more --seconds)",
+			      n, n == 1 ? "" : "s", a.seconds, nbusy);
 		goto out;
 	}
 	if ((rc = hp_estimator_calibrate_host(est, cat, "cpu", wl, ys, n,
@@ -361,15 +378,19 @@ static int cmd_calibrate(int argc, char **argv)
 		free(s);
 		for (int i = 0; i < n; i++)
 			json_array_append_new(
-			    arr,
-			    json_pack("{s:s, s:f, s:f, s:f}", "id", pts[i].id,
-				      "measured_s", pts[i].measured_s,
-				      "predicted_s", pts[i].before_s,
-				      "calibrated_s", pts[i].after_s));
+			    arr, json_pack("{s:s, s:f, s:f, s:f, s:o}", "id",
+					   pts[i].id, "measured_s",
+					   pts[i].measured_s, "predicted_s",
+					   pts[i].before_s, "calibrated_s",
+					   pts[i].after_s, "cpu_pressure",
+					   isnan(pts[i].pressure)
+					       ? json_null()
+					       : json_real(pts[i].pressure)));
 		json_object_set_new(o, "host_file", json_string(path));
 		json_object_set_new(o, "host", cj ? cj : json_null());
 		json_object_set_new(o, "configurations", arr);
 		json_object_set_new(o, "seconds", json_real(hp_now_s() - t0));
+		json_object_set_new(o, "left_out_busy", json_integer(nbusy));
 		if (json_dumpf(o, stdout, JSON_INDENT(2)) != 0)
 			status = cli_error(EXIT_FAIL,
 					   "calibrate: cannot write JSON");
@@ -387,6 +408,11 @@ static int cmd_calibrate(int argc, char **argv)
 	printf("  MAPE on these configurations: %.1f%% before, %.1f%% after "
 	       "(in sample)\n",
 	       f.calib.mape_before, f.calib.mape_after);
+	if (nbusy)
+		printf("  left out: %d configuration%s measured while the "
+		       "host was busy (threads waited for a CPU over %.0f%% "
+		       "of the time)\n",
+		       nbusy, nbusy == 1 ? "" : "s", 100 * MAX_PRESSURE);
 	printf("  saved in %s\n", path);
 out:
 	if (pts)

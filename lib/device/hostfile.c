@@ -349,6 +349,11 @@ int hp_host_file_parse(const char *text, size_t len, const char *path,
 				  sizeof(f->peaks.when), err)))
 			goto out;
 		f->peaks.threads = (int)v;
+		if (v < 1) {
+			rc = hp_error_set(err, HP_EPARSE,
+					  "%s: peaks without 'threads'", path);
+			goto out;
+		}
 		if (!f->peaks.when[0]) {
 			rc = hp_error_set(err, HP_EPARSE,
 					  "%s: peaks without 'when'", path);
