@@ -24,13 +24,13 @@
 static const char help[] =
     "usage: hetpool calibrate [--threads N] [--seconds S] [--ridge R] "
     "[--json]\n"
-    "                         [--estimator FILE]\n"
+    "                         [--max-pressure F] [--estimator FILE]\n"
     "\n"
     "Calibrate the CPU predictions on this host.  Measures this host's "
     "peaks\n"
     "first when its host file has none at these threads (as 'hetpool "
-    "host\n"
-    "--measure', about 2 s), then profiles up to 24 customized CNNs of a "
+    "host'\n"
+    "does when asked, about 2 s), then profiles up to 24 customized CNNs of a "
     "fixed\n"
     "design spanning the sweep's variables (1-4 conv layers, 8-64 "
     "filters, 1-3\n"
@@ -48,7 +48,9 @@ static const char help[] =
     "DATE\n"
     "from N configurations\").  A configuration measured while other "
     "work kept\n"
-    "its thread waiting for a CPU over 25% of the time is left out.  "
+    "its thread waiting for a CPU over 25% of the time (--max-pressure) is "
+    "left\n"
+    "out.  "
     "Progress\n"
     "goes to stderr on a terminal; Ctrl-C stops and fits on what was "
     "measured.\n"
@@ -65,6 +67,11 @@ static const char help[] =
     "  --ridge R         pull of each factor to 1, as if R more rows said "
     "so\n"
     "                    (default 1)\n"
+    "  --max-pressure F  leave out a configuration whose thread waited for "
+    "a CPU\n"
+    "                    (other work on the host) over this share of the "
+    "time\n"
+    "                    (default 0.25; 1: keep every one)\n"
     "  --estimator FILE  the estimator to calibrate (default: the shipped "
     "one)\n"
     "  --json            print the calibration and every configuration's "
@@ -74,12 +81,11 @@ static const char help[] =
     "examples:\n"
     "  hetpool calibrate --threads 1\n"
     "  hetpool calibrate --seconds 60 --json | jq .calibration\n"
-    "  HETPOOL_THREADS=1 hetpool predict model.json --device cpu --batch "
-    "32\n";
+    "  hetpool host --threads 1   # shows the calibration\n";
 
 struct cal_args {
 	int threads;
-	double seconds, ridge;
+	double seconds, ridge, max_pressure;
 	bool json;
 	const char *estimator;
 };
@@ -88,6 +94,7 @@ static const struct cli_opt cal_opts[] = {
     CLI_OPT_INT("threads", struct cal_args, threads, 1, 4096),
     CLI_OPT_NUM("seconds", struct cal_args, seconds, 10, 86400),
     CLI_OPT_NUM("ridge", struct cal_args, ridge, 0, 1e6),
+    CLI_OPT_NUM("max-pressure", struct cal_args, max_pressure, 0, 1),
     CLI_OPT_FLAG("json", struct cal_args, json),
     CLI_OPT_STR("estimator", struct cal_args, estimator),
     CLI_OPT_END,
@@ -126,7 +133,8 @@ struct cal_point {
 };
 
 /* Rows whose threads waited for a CPU more than this share of the time
- * are left out of the fit (the profiler measured them again once). */
+ * are left out of the fit (the profiler measured them again once); the
+ * default of --max-pressure. */
 #define MAX_PRESSURE 0.25
 
 /* The workload of a sweep configuration. */
@@ -177,7 +185,8 @@ static void utc_now(char *buf, size_t n)
 
 static int cmd_calibrate(int argc, char **argv)
 {
-	struct cal_args a = {.seconds = 150, .ridge = 1};
+	struct cal_args a = {
+	    .seconds = 150, .ridge = 1, .max_pressure = MAX_PRESSURE};
 	struct hp_error err = {0};
 	struct hp_host h;
 	struct hp_host_file f;
@@ -335,7 +344,7 @@ static int cmd_calibrate(int argc, char **argv)
 		free(row);
 		/* a row whose thread waited for a CPU much of the time
 		 * measured the neighbours, not this host */
-		if (p->pressure > MAX_PRESSURE) {
+		if (p->pressure > a.max_pressure) {
 			nbusy++;
 			hp_workload_release(&p->w);
 			continue;
@@ -412,7 +421,7 @@ static int cmd_calibrate(int argc, char **argv)
 		printf("  left out: %d configuration%s measured while the "
 		       "host was busy (threads waited for a CPU over %.0f%% "
 		       "of the time)\n",
-		       nbusy, nbusy == 1 ? "" : "s", 100 * MAX_PRESSURE);
+		       nbusy, nbusy == 1 ? "" : "s", 100 * a.max_pressure);
 	printf("  saved in %s\n", path);
 out:
 	if (pts)

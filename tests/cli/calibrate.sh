@@ -22,12 +22,13 @@ assert h["threads"] == 1 and p["threads"] == 1
 assert h["physical_cores"] >= 1 and h["logical_cpus"] >= h["physical_cores"]
 # independent bounds: sgemm cannot beat the ISA's peak at one core (10%
 # for a clock above the one read); the triad (24 bytes an element) and a
-# memcpy of the same arrays move memory at comparable rates
+# memcpy of the same arrays move memory at comparable rates (the triad
+# slower in unoptimised sanitizer builds, where its loop is not vectorised)
 if h["fp32_gflops_est"]:
     est1 = h["fp32_gflops_est"] * 1e9 / h["physical_cores"]
     assert 0.05 * est1 < p["fp32_flops"] <= 1.1 * est1, (p["fp32_flops"], est1)
 r = p["triad_bytes_per_s"] / p["memcpy_bytes_per_s"]
-assert 0.3 < r < 3, r
+assert 0.05 < r < 3, r
 if h["l3_bytes"]:
     assert p["array_bytes"] >= 4 * h["l3_bytes"]
 PY
@@ -35,7 +36,8 @@ then ok host_measure_plausible; else fail host_measure_plausible "$(cat "$TMP/ou
 ls "$HETPOOL_STATE_DIR"/hosts/*-t1.json >/dev/null 2>&1 && ok host_file_saved ||
 	fail host_file_saved "no host file under $HETPOOL_STATE_DIR/hosts"
 
-expect_status calibrate_short 0 "$HP" calibrate --threads 1 --seconds 12 --json
+# every row kept (--max-pressure 1): the suite runs on a busy machine
+expect_status calibrate_short 0 "$HP" calibrate --threads 1 --seconds 12 --max-pressure 1 --json
 if python3 - "$TMP/out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
