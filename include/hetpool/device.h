@@ -80,7 +80,7 @@ struct hp_device_type {
 	 * peaks at these threads when peaks_measured. */
 	int threads;		/* threads used */
 	int physical_cores;	/* of the host */
-	double cache_bytes;	/* L2 + L3 (the L3 as one core's share) */
+	double cache_bytes;	/* L2 + L3 of cpu0, bytes */
 	double fp32_est_tflops; /* ISA estimate at the threads used */
 	bool peaks_measured;
 	char peaks_when[32];

@@ -501,8 +501,8 @@ int hp_host_file_apply_catalog(const char *state, const struct hp_host *h,
 	double cache;
 
 	hh.threads = hp_host_threads(h);
-	/* the L3 as one core's share when it is shared by more CPUs than
-	 * the threads used (a VM sees its slice), L2 per core */
+	/* the caches a layer's working set can stay in: cpu0's L2 and L3
+	 * (one figure of the same kind on every host, for ratios) */
 	cache = (double)hh.l2_bytes + (double)hh.l3_bytes;
 	if ((rc = hp_host_file_path(state, &hh, path, sizeof(path), err)))
 		return rc == HP_ENOENT ? 0 : rc;

@@ -64,10 +64,18 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 			    "on a profile of this host ('hetpool profile', "
 			    "'hetpool fit')",
 			    t->name);
-		/* this host from its figures (threads, peaks, caches) */
-		hp__cpu_transfer(df, t, &d, th_cpu, carried, sizeof(carried));
-		th = th_cpu;
-		calibrated = t->calib.has && t->calib.threads == t->threads;
+		/* this host from its figures (threads, peaks, caches); a
+		 * profile row (validate) was measured on the profiled host
+		 * itself: its own figures, as in the fit */
+		if (src != HP__SRC_PROFILE) {
+			hp__cpu_transfer(df, t, &d, th_cpu, carried,
+					 sizeof(carried));
+			th = th_cpu;
+			calibrated =
+			    t->calib.has && t->calib.threads == t->threads;
+		} else {
+			th = df->th;
+		}
 	} else {
 		if (!est->has_gpu)
 			return hp_error_set(err, HP_EUNSUPP,

@@ -667,3 +667,42 @@ HP_TEST(host_cpu_only_node_choosable_with_power)
 	hp_estimator_free(est);
 	hp_catalog_free(cat);
 }
+
+/* validate predicts the profiled host's own rows: this host's measured
+ * figures and calibration do not move them. */
+HP_TEST(host_profile_rows_not_carried)
+{
+	struct hp_error err = {0};
+	struct hp_catalog *cat = shipped_catalog();
+	struct hp_estimator *est = shipped_estimator();
+	struct hp_device_type *t = cpu_type(cat);
+	struct hp_prediction a, b, c;
+	struct hp_workload w;
+	struct hp_host h;
+
+	sample_host(&h);
+	hp_host_apply(&h, t);
+	t->threads = 1;
+	t->fp32_est_tflops = 0.078;
+	spec_workload(spec_k5, 32, &w);
+	ASSERT_EQ_INT(
+	    hp__predict(est, cat, &w, "cpu", 1, -1, HP__SRC_PROFILE, &a, &err),
+	    0);
+	t->peaks_measured = true;
+	t->fp32_tflops = 0.02;
+	t->mem_bw_gbs = 3;
+	t->calib.has = true;
+	t->calib.threads = 1;
+	t->calib.log_scale[0] = 1;
+	ASSERT_EQ_INT(
+	    hp__predict(est, cat, &w, "cpu", 1, -1, HP__SRC_PROFILE, &b, &err),
+	    0);
+	ASSERT_NEAR(b.step_time_s, a.step_time_s, 0);
+	/* a user's prediction is carried and calibrated */
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, &w, "cpu", 1, -1, &c, &err), 0);
+	ASSERT(c.step_time_s > 1.5 * a.step_time_s);
+	hp_workload_release(&w);
+	hp_estimator_free(est);
+	hp_catalog_free(cat);
+}
