@@ -48,9 +48,11 @@ static const char help[] =
     "DATE\n"
     "from N configurations\").  A configuration measured while other "
     "work kept\n"
-    "its thread waiting for a CPU over 25% of the time (--max-pressure) is "
-    "left\n"
-    "out.  "
+    "its threads waiting for a CPU over half of the time (--max-pressure) "
+    "is left\n"
+    "out; at one thread, a configuration's time is the time its thread ran "
+    "(the\n"
+    "wall time less the time it waited for a CPU).  "
     "Progress\n"
     "goes to stderr on a terminal; Ctrl-C stops and fits on what was "
     "measured.\n"
@@ -71,7 +73,7 @@ static const char help[] =
     "a CPU\n"
     "                    (other work on the host) over this share of the "
     "time\n"
-    "                    (default 0.25; 1: keep every one)\n"
+    "                    (default 0.5; 1: keep every one)\n"
     "  --estimator FILE  the estimator to calibrate (default: the shipped "
     "one)\n"
     "  --json            print the calibration and every configuration's "
@@ -135,7 +137,7 @@ struct cal_point {
 /* Rows whose threads waited for a CPU more than this share of the time
  * are left out of the fit (the profiler measured them again once); the
  * default of --max-pressure. */
-#define MAX_PRESSURE 0.25
+#define MAX_PRESSURE 0.5
 
 /* The workload of a sweep configuration. */
 static int config_workload(const struct hp_sweep_config *c,
@@ -340,6 +342,11 @@ static int cmd_calibrate(int argc, char **argv)
 			goto out;
 		}
 		p->measured_s = row->step_time_s;
+		/* one thread: the time it ran, not the time it waited for
+		 * a CPU taken by other work (wall = on-CPU + waiting) */
+		if (h.threads == 1 && row->cpu_pressure > 0 &&
+		    row->cpu_pressure < 1)
+			p->measured_s *= 1 - row->cpu_pressure;
 		p->pressure = row->cpu_pressure;
 		free(row);
 		/* a row whose thread waited for a CPU much of the time
