@@ -210,19 +210,16 @@ static const struct cli_cmd helper_cmds[] = {
 };
 
 /* Every command, in the order of the usage. */
+/* clang-format off */
 const struct cli_cmd *const cli_cmds[] = {
-    &cli_cmd_analyze,	&cli_cmd_profile,
-    &cli_cmd_devices,	&cli_cmd_fit,
-    &cli_cmd_predict,	&cli_cmd_validate,
-    &cli_cmd_recommend, &cli_cmd_run,
-    &cli_cmd_jobs,	&cli_cmd_status,
-    &cli_cmd_logs,	&cli_cmd_cancel,
-    &cli_cmd_lr_find,	&cli_cmd_host,
-    &cli_cmd_calibrate, &helper_cmds[0],
-    &helper_cmds[1],	&helper_cmds[2],
-    &helper_cmds[3],	&helper_cmds[4],
-    &helper_cmds[5],	NULL,
+    &cli_cmd_analyze, &cli_cmd_profile,	 &cli_cmd_devices,   &cli_cmd_fit,
+    &cli_cmd_predict, &cli_cmd_validate, &cli_cmd_recommend, &cli_cmd_run,
+    &cli_cmd_jobs,    &cli_cmd_status,	 &cli_cmd_logs,	     &cli_cmd_cancel,
+    &cli_cmd_lr_find, &helper_cmds[0],	 &helper_cmds[1],    &helper_cmds[2],
+    &helper_cmds[3],  &helper_cmds[4],	 &helper_cmds[5],
+    &cli_cmd_host,    &cli_cmd_calibrate, NULL,
 };
+/* clang-format on */
 
 /* `hetpool _check-help`: each command's help names its options, the
  * usage names each command (tests/cli/options.sh). */
