@@ -706,3 +706,31 @@ HP_TEST(host_profile_rows_not_carried)
 	hp_estimator_free(est);
 	hp_catalog_free(cat);
 }
+
+/* fit keeps the profiled host's figures only when the rows can be from
+ * this host (its ISA's channel block) and its peaks are measured. */
+HP_TEST(host_fit_records_profiled_host)
+{
+	struct hp_device_type t;
+	struct hp__dev_fit df;
+
+	memset(&t, 0, sizeof(t));
+	memset(&df, 0, sizeof(df));
+	t.kind = HP_DEVICE_CPU;
+	t.detected = true;
+	t.threads = 2;
+	t.fp32_tflops = 0.1;
+	t.mem_bw_gbs = 15;
+	t.cache_bytes = 33e6;
+	snprintf(t.key, sizeof(t.key), "amd-epyc-avx2-t2");
+	hp__cpu_ref_record(&df, &t, 8);
+	ASSERT_EQ_INT(df.ref_threads, 0); /* peaks not measured */
+	t.peaks_measured = true;
+	hp__cpu_ref_record(&df, &t, 16); /* AVX-512 rows: another host */
+	ASSERT_EQ_INT(df.ref_threads, 0);
+	hp__cpu_ref_record(&df, &t, 8);
+	ASSERT_EQ_INT(df.ref_threads, 2);
+	ASSERT_NEAR(df.ref_fp32_meas, 1e11, 1);
+	ASSERT_NEAR(df.ref_bw, 15e9, 1);
+	ASSERT_NEAR(df.ref_cache, 33e6, 0);
+}
