@@ -228,6 +228,7 @@ static int cmd_calibrate(int argc, char **argv)
 		struct hp_host_file fresh;
 		hp_host_file_init(&fresh, &h);
 		fresh.peaks = f.peaks;
+		fresh.calib = f.calib; /* kept until the new one is made */
 		f = fresh;
 	}
 	if (!f.peaks.when[0] || f.peaks.threads != h.threads) {
@@ -239,10 +240,10 @@ static int cmd_calibrate(int argc, char **argv)
 		if ((rc = hp_engine_cpu_peaks(h.threads, 1.0, h.l3_bytes,
 					      &f.peaks, &err)))
 			return cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
+		/* the catalog below carries this host by them */
+		if ((rc = hp_host_file_save(path, &f, &err)))
+			return cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
 	}
-	f.calib.has = false;
-	if ((rc = hp_host_file_save(path, &f, &err)))
-		return cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
 
 	if (!(cat = cli_load_catalog("calibrate", NULL, NULL, &status)))
 		return status;
