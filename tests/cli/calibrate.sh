@@ -37,6 +37,14 @@ ls "$HETPOOL_STATE_DIR"/hosts/*-t1.json >/dev/null 2>&1 && ok host_file_saved ||
 	fail host_file_saved "no host file under $HETPOOL_STATE_DIR/hosts"
 
 # every row kept (--max-pressure 1): the suite runs on a busy machine
+# the catalog's cpu type at 1 thread now carries the measured peaks
+HETPOOL_THREADS=1 "$HP" devices cpu --json >"$TMP/out" 2>&1
+python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["devices"][0]
+assert c["host"]["fp32_estimated"] is False and c["mem_bw_gbs"] > 0, c
+' "$TMP/out" && ok devices_measured_peaks || fail devices_measured_peaks "$(head -c 300 "$TMP/out")"
+
 expect_status calibrate_short 0 "$HP" calibrate --threads 1 --seconds 12 --max-pressure 1 --json
 if python3 - "$TMP/out" <<'PY'
 import json, sys
