@@ -30,31 +30,34 @@ static const char help[] =
     "peaks\n"
     "first when its host file has none at these threads (as 'hetpool "
     "host'\n"
-    "does when asked, about 2 s), then profiles up to 24 customized CNNs of a "
-    "fixed\n"
-    "design spanning the sweep's variables (1-4 conv layers, 8-64 "
-    "filters, 1-3\n"
-    "FC layers, FC width 64-1024, input 16-64, batch 8-64) in short runs "
-    "within\n"
-    "the time budget, and fits a factor on each layer class's predicted "
+    "does when asked, about 2 s), then profiles up to 24 customized CNNs "
+    "of a\n"
+    "fixed design spanning what users write (1-4 conv layers, 8-64 "
+    "filters,\n"
+    "kernels 1-7, stride 1-2, max or average pooling, 1-3 FC layers, FC "
+    "width\n"
+    "64-1024, 1 or 3 input channels, input 16-64, 10 or 100 classes, "
+    "batch\n"
+    "8-64) in short runs within the time budget, and fits a factor on "
+    "each\n"
+    "layer class's predicted time (conv, fc, other with the per-step "
+    "overhead),\n"
+    "pulled to 1 (no correction) by a ridge.  The factors go in this "
+    "host's file\n"
+    "(see 'hetpool host'); predict, recommend and hetpoold use them for "
+    "the cpu\n"
+    "type at these threads, and say so in the prediction's basis "
+    "(\"calibrated\n"
+    "on this host at DATE from N configurations\").  A configuration "
+    "measured\n"
+    "while other work kept its threads waiting for a CPU over half of the "
     "time\n"
-    "(conv, fc, other with the per-step overhead), pulled to 1 (no "
-    "correction)\n"
-    "by a ridge.  The factors go in this host's file (see 'hetpool "
-    "host');\n"
-    "predict, recommend and hetpoold use them for the cpu type at these "
-    "threads,\n"
-    "and say so in the prediction's basis (\"calibrated on this host at "
-    "DATE\n"
-    "from N configurations\").  A configuration measured while other "
-    "work kept\n"
-    "its threads waiting for a CPU over half of the time (--max-pressure) "
-    "is left\n"
-    "out; at one thread, a configuration's time is the time its thread ran "
-    "(the\n"
-    "wall time less the time it waited for a CPU).  "
-    "Progress\n"
-    "goes to stderr on a terminal; Ctrl-C stops and fits on what was "
+    "(--max-pressure) is left out; at one thread, a configuration's time "
+    "is the\n"
+    "time its thread ran (the wall time less the time it waited for a "
+    "CPU).\n"
+    "Progress goes to stderr on a terminal; Ctrl-C stops and fits on what "
+    "was\n"
     "measured.\n"
     "\n"
     "  --threads N       threads to run and predict at (default: "
@@ -104,9 +107,10 @@ static const struct cli_opt cal_opts[] = {
 
 /* The design: conv layers, filters, fc layers, fc width, input, batch.
  * Each level of each variable appears in several rows, paired with
- * different levels of the others (3x3 convolutions and max pooling: the
- * sweep's own family, so the correction learns the host, not the
- * model). */
+ * different levels of the others (with design_x(): kernels, strides,
+ * pooling, channels and classes), so that the correction learns the host,
+ * not one family of models.
+ */
 static const int design[][6] = {
     {1, 8, 1, 256, 32, 16},   {2, 16, 3, 256, 16, 8},  {3, 32, 2, 1024, 16, 32},
     {4, 64, 1, 1024, 16, 32}, {1, 16, 2, 128, 48, 32}, {2, 32, 1, 128, 32, 64},
@@ -118,6 +122,79 @@ static const int design[][6] = {
     {2, 32, 3, 64, 64, 8},    {3, 16, 2, 256, 16, 64}, {4, 8, 3, 1024, 32, 16},
 };
 #define NDESIGN ((int)(sizeof(design) / sizeof(design[0])))
+
+/*
+ * The rest of row i's design, in cycles of other lengths than the rows'
+ * so that they pair with different levels of the variables above: the
+ * convolutions' kernel (1, 3, 5, 7), the first one's stride (1, 2), max
+ * or average pooling, 1 or 3 input channels, 10 or 100 classes.
+ */
+struct design_x {
+	int kernel, stride, avg, channels, classes;
+};
+
+static struct design_x design_x(int i)
+{
+	static const int kernels[4] = {3, 5, 7, 1};
+	struct design_x x = {
+	    .kernel = kernels[i % 4],
+	    .stride = 1 + (i / 4) % 2,
+	    .avg = (i + i / 8) % 2,
+	    .channels = i % 3 == 0 ? 1 : 3,
+	    .classes = i % 5 == 0 || i % 5 == 3 ? 100 : 10,
+	};
+	return x;
+}
+
+/*
+ * The spec of design row i: conv_layers x [conv (the first at the row's
+ * stride) with `filters` filters, bn, relu, 2x2 pooling while the image is
+ * 8 or more], fc_layers - 1 hidden fc layers with relu, fc to the classes.
+ */
+static int design_spec(int i, const char *name, struct hp_spec *out,
+		       struct hp_error *err)
+{
+	const int *v = design[i];
+	struct design_x x = design_x(i);
+	struct hp_buf b;
+	int size = v[4], pad = x.kernel / 2, rc = 0;
+
+	hp_buf_init(&b, 1 << 16);
+	rc |= hp_buf_printf(&b,
+			    "{\"name\":\"%s\",\"input\":[%d,%d,%d],"
+			    "\"classes\":%d,\"layers\":[",
+			    name, x.channels, size, size, x.classes);
+	for (int l = 0; l < v[0]; l++) {
+		int st = l == 0 ? x.stride : 1;
+		rc |= hp_buf_printf(&b,
+				    "{\"type\":\"conv\",\"filters\":%d,"
+				    "\"kernel\":%d,\"stride\":%d,\"pad\":%d},"
+				    "{\"type\":\"bn\"},{\"type\":\"relu\"},",
+				    v[1], x.kernel, st, pad);
+		size = (size + 2 * pad - x.kernel) / st + 1;
+		if (size >= 8) {
+			rc |= hp_buf_printf(&b,
+					    "{\"type\":\"pool\",\"op\":\"%s\","
+					    "\"kernel\":2,\"stride\":2},",
+					    x.avg ? "avg" : "max");
+			size /= 2;
+		}
+	}
+	for (int l = 0; l + 1 < v[2]; l++)
+		rc |= hp_buf_printf(&b,
+				    "{\"type\":\"fc\",\"units\":%d},"
+				    "{\"type\":\"relu\"},",
+				    v[3]);
+	rc |= hp_buf_printf(&b, "{\"type\":\"fc\",\"units\":%d}]}", x.classes);
+	if (rc) {
+		hp_buf_release(&b);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	rc = hp_spec_parse_only(hp_buf_str(&b), strlen(hp_buf_str(&b)), out,
+				err);
+	hp_buf_release(&b);
+	return rc;
+}
 
 static volatile sig_atomic_t stop_flag;
 
@@ -269,6 +346,7 @@ static int cmd_calibrate(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	for (int i = 0; i < NDESIGN && !stop_flag; i++) {
 		const int *v = design[i];
+		struct design_x x;
 		struct hp_sweep_config c = {0};
 		struct hp_profile_opts po;
 		struct hp_profile_row *row = NULL;
@@ -284,13 +362,16 @@ static int cmd_calibrate(int argc, char **argv)
 		c.fc_width = v[3];
 		c.input_size = v[4];
 		c.batch = v[5];
-		if ((rc = hp_sweep_make_spec(v[0], v[1], v[2], v[3], v[4], 3,
-					     10, true, 0, &c.spec, &err))) {
-			status = cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
+		x = design_x(i);
+		snprintf(c.id, sizeof(c.id),
+			 "cal-c%d-f%d-l%d-w%d-s%d-b%d-k%d-st%d-%s-ch%d-n%d",
+			 v[0], v[1], v[2], v[3], v[4], v[5], x.kernel, x.stride,
+			 x.avg ? "avg" : "max", x.channels, x.classes);
+		if ((rc = design_spec(i, c.id, &c.spec, &err))) {
+			status = cli_error(EXIT_FAIL, "calibrate: %s: %s", c.id,
+					   err.msg);
 			goto out;
 		}
-		snprintf(c.id, sizeof(c.id), "cal-c%d-f%d-l%d-w%d-s%d-b%d",
-			 v[0], v[1], v[2], v[3], v[4], v[5]);
 		snprintf(p->id, sizeof(p->id), "%s", c.id);
 		if ((rc = config_workload(&c, &p->w, &err)) ||
 		    (rc = predict_cpu(est, cat, &p->w, &p->before_s, &err))) {
