@@ -42,6 +42,9 @@ struct hp_host_calib {
 	int threads;   /* threads they ran at */
 	double log_scale[HP_HOST_CALIB_NCLASS];
 	double mape_before, mape_after; /* % on those configurations */
+	/* log(measured / calibrated) on them, 10th and 90th percentiles:
+	 * the interval of a calibrated prediction (0 0: not known) */
+	double q_lo, q_hi;
 	/* Hook for the profiler's yardstick (a reference kernel's time,
 	 * profile column ref_time_s): its median over the calibration's
 	 * runs, s; NaN until the profiler measures it.  Predictions may scale

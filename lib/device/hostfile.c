@@ -166,6 +166,8 @@ char *hp_host_file_json(const struct hp_host_file *f)
 		json_object_set_new(cj, "mape_before_pct", num(c->mape_before));
 		json_object_set_new(cj, "mape_after_pct", num(c->mape_after));
 		json_object_set_new(cj, "ref_time_s", num(c->ref_time_s));
+		json_object_set_new(cj, "interval_log_lo", json_real(c->q_lo));
+		json_object_set_new(cj, "interval_log_hi", json_real(c->q_hi));
 		json_object_set_new(root, "calibration", cj);
 	}
 	out = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
@@ -397,8 +399,14 @@ int hp_host_file_parse(const char *text, size_t len, const char *path,
 		    (rc = get_num(cj, "mape_after_pct", path, 0, 1e6, false,
 				  &c->mape_after, err)) ||
 		    (rc = get_num(cj, "ref_time_s", path, 1e-12, 1e6, false,
-				  &c->ref_time_s, err)))
+				  &c->ref_time_s, err)) ||
+		    (rc = get_num(cj, "interval_log_lo", path, -5, 5, false,
+				  &c->q_lo, err)) ||
+		    (rc = get_num(cj, "interval_log_hi", path, -5, 5, false,
+				  &c->q_hi, err)))
 			goto out;
+		if (isnan(c->q_lo) || isnan(c->q_hi) || c->q_lo > c->q_hi)
+			c->q_lo = c->q_hi = 0;
 		c->threads = (int)v;
 		if (c->n < 1) {
 			rc = hp_error_set(err, HP_EPARSE,

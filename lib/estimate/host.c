@@ -230,7 +230,7 @@ int hp_estimator_calibrate_host(const struct hp_estimator *est,
 {
 	const struct hp_device_type *t;
 	const struct hp__dev_fit *df;
-	double *a = NULL, th[HP__NTH], c[3];
+	double *a = NULL, *res = NULL, th[HP__NTH], c[3];
 	double before = 0, after = 0;
 	struct hp__dev_spec d;
 	int rc = 0;
@@ -286,11 +286,16 @@ int hp_estimator_calibrate_host(const struct hp_estimator *est,
 		rc = hp_error_set(err, rc, "calibration fit failed");
 		goto out;
 	}
+	if (!(res = calloc((size_t)n, sizeof(*res)))) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
 	for (int i = 0; i < n; i++) {
 		double p = 0;
 		for (int k = 0; k < 3; k++)
 			p += exp(c[k]) * a[i * 3 + k];
 		after += fabs(p - step_s[i]) / step_s[i];
+		res[i] = log(step_s[i] / p);
 	}
 	memset(out, 0, sizeof(*out));
 	out->has = true;
@@ -301,7 +306,10 @@ int hp_estimator_calibrate_host(const struct hp_estimator *est,
 	out->mape_before = 100 * before / n;
 	out->mape_after = 100 * after / n;
 	out->ref_time_s = NAN;
+	out->q_lo = hp__quantile(res, n, 0.1);
+	out->q_hi = hp__quantile(res, n, 0.9);
 out:
+	free(res);
 	free(a);
 	return rc;
 }

@@ -101,6 +101,11 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 		if (d.cpu || out->measured) {
 			qlo = d.cpu ? df->q_lo : est->gpu_q_lo;
 			qhi = d.cpu ? df->q_hi : est->gpu_q_hi;
+			/* calibrated: the spread of the calibration's rows */
+			if (calibrated && t->calib.q_lo < t->calib.q_hi) {
+				qlo = t->calib.q_lo;
+				qhi = t->calib.q_hi;
+			}
 		} else {
 			qlo = est->gpu_lodo_lo;
 			qhi = est->gpu_lodo_hi;

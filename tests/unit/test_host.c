@@ -488,6 +488,22 @@ HP_TEST(host_calibrate_host_fits_measured_times)
 	ASSERT_EQ_INT(
 	    hp_estimator_predict(est, cat, &w[2], "cpu", 1, -1, &p, &err), 0);
 	ASSERT_NEAR(p.step_time_s, y[2], 1e-5 * y[2]);
+	/* exact data: no spread, the fit's own interval stays */
+	ASSERT(fabs(c.q_lo) < 1e-5 && fabs(c.q_hi) < 1e-5);
+	/* rows 10% either side: the calibrated interval is their spread */
+	for (int i = 0; i < 4; i++)
+		y[i] *= i % 2 ? 1.1 : 1 / 1.1;
+	ASSERT_EQ_INT(
+	    hp_estimator_calibrate_host(est, cat, "cpu", wp, y, 4, 0, &c, &err),
+	    0);
+	ASSERT(c.q_lo < -0.05 && c.q_hi > 0.05);
+	t->calib = c;
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, &w[2], "cpu", 1, -1, &p, &err), 0);
+	ASSERT_NEAR(p.step_time_lo_s, p.step_time_s * exp(c.q_lo),
+		    1e-9 * p.step_time_s);
+	ASSERT_NEAR(p.step_time_hi_s, p.step_time_s * exp(c.q_hi),
+		    1e-9 * p.step_time_s);
 	/* refusals */
 	ASSERT_EQ_INT(hp_estimator_calibrate_host(est, cat, "v100", wp, y, 4, 1,
 						  &c, &err),
