@@ -73,7 +73,8 @@ static bool is_estimate(const char *src)
 static void print_row(const struct hp_device_type *t)
 {
 	char a[7][32], n[128], pr[256], per[48] = "";
-	bool cpu = t->kind == HP_DEVICE_CPU;
+	/* a host's peak is an estimate unless its host file measured it */
+	bool est = t->kind == HP_DEVICE_CPU && !t->peaks_measured;
 
 	if (t->devices_per_board > 1)
 		snprintf(per, sizeof(per), " (per device; %d per board)",
@@ -81,7 +82,7 @@ static void print_row(const struct hp_device_type *t)
 
 	printf("%-13s %-4s %7s %7s %7s %6s %6s %5s %5s  %s%s\n",
 	       cli_esc(t->name, n, sizeof(n)), hp_device_kind_name(t->kind),
-	       fig(t->fp32_tflops, cpu, a[0], sizeof(a[0])),
+	       fig(t->fp32_tflops, est, a[0], sizeof(a[0])),
 	       fig(t->tf32_tflops, false, a[1], sizeof(a[1])),
 	       fig(t->fp16_tflops, false, a[2], sizeof(a[2])),
 	       fig(t->mem_gb, false, a[3], sizeof(a[3])),
@@ -173,7 +174,8 @@ static json_t *type_json(const struct hp_device_type *t,
 		json_object_set_new(h, "ghz", num(host->ghz));
 		json_object_set_new(h, "flops_per_cycle",
 				    json_integer(host->flops_per_cycle));
-		json_object_set_new(h, "fp32_estimated", json_true());
+		json_object_set_new(h, "fp32_estimated",
+				    json_boolean(!t->peaks_measured));
 		json_object_set_new(o, "host", h);
 	}
 	return o;

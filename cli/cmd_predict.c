@@ -17,7 +17,8 @@ static const char help[] =
     "[--link-latency-us L]]\n"
     "                       [--estimator FILE] [--family F] "
     "[--input-shape CxHxW]\n"
-    "                       [--precision P] [--catalog FILE] [--json]\n"
+    "                       [--precision P] [--catalog FILE] [--threads "
+    "N] [--json]\n"
     "\n"
     "Predict one training step (forward, backward, SGD update) of MODEL "
     "on\n"
@@ -65,6 +66,11 @@ static const char help[] =
     "                    mixed precision (FP16 tensor cores, FP16 "
     "activations)\n"
     "  --catalog FILE    device catalog (default: data/devices.csv)\n"
+    "  --threads N       cpu: the threads the step runs on (default: "
+    "$HETPOOL_THREADS,\n"
+    "                    else all CPUs); this host's measured peaks and "
+    "its\n"
+    "                    calibration at N threads apply ('hetpool host')\n"
     "  --json            print JSON for scripts\n"
     "\n"
     "examples:\n"
@@ -180,6 +186,7 @@ struct predict_args {
 	double link_gbps, link_latency_us;
 	int family; /* -1: the estimator's */
 	int precision;
+	int threads; /* cpu; 0: $HETPOOL_THREADS or all CPUs */
 	struct cli_dims shape;
 	bool json;
 };
@@ -212,6 +219,7 @@ static const struct cli_opt predict_opts[] = {
     CLI_OPT_WORD("precision", struct predict_args, precision, precision_words),
     CLI_OPT_STR("catalog", struct predict_args, catalog),
     CLI_OPT_FLAG("json", struct predict_args, json),
+    CLI_OPT_INT("threads", struct predict_args, threads, 1, 4096),
     CLI_OPT_END,
 };
 
@@ -253,6 +261,12 @@ static int cmd_predict(int argc, char **argv)
 				 "predict: --devices %lld cannot be spread "
 				 "evenly over --nodes %lld",
 				 (long long)a.ndevices, (long long)a.nodes);
+	if (a.threads) {
+		/* the catalog's cpu type is this host at these threads */
+		char tb[16];
+		snprintf(tb, sizeof(tb), "%d", a.threads);
+		setenv("HETPOOL_THREADS", tb, 1);
+	}
 	if (!(ctx = cli_load_ctx("predict", a.catalog, a.estimator, true,
 				 &status)))
 		goto out;

@@ -48,6 +48,12 @@ static const char usage[] =
     "  lr-find           learning-rate range test: train with a rising "
     "rate, report\n"
     "                    a good interval and a suggested rate, plot it\n"
+    "  host              this host as a device type: cores, ISA, caches, "
+    "measured\n"
+    "                    peaks (--measure) and calibration\n"
+    "  calibrate         profile a few configurations here and fit this "
+    "host's\n"
+    "                    corrections (at most 3 minutes)\n"
     "  help [COMMAND]    show help for a command\n"
     "\n"
     "  --server URL COMMAND ...\n"
@@ -204,13 +210,16 @@ static const struct cli_cmd helper_cmds[] = {
 };
 
 /* Every command, in the order of the usage. */
+/* clang-format off */
 const struct cli_cmd *const cli_cmds[] = {
     &cli_cmd_analyze, &cli_cmd_profile,	 &cli_cmd_devices,   &cli_cmd_fit,
     &cli_cmd_predict, &cli_cmd_validate, &cli_cmd_recommend, &cli_cmd_run,
     &cli_cmd_jobs,    &cli_cmd_status,	 &cli_cmd_logs,	     &cli_cmd_cancel,
     &cli_cmd_lr_find, &helper_cmds[0],	 &helper_cmds[1],    &helper_cmds[2],
-    &helper_cmds[3],  &helper_cmds[4],	 &helper_cmds[5],    NULL,
+    &helper_cmds[3],  &helper_cmds[4],	 &helper_cmds[5],
+    &cli_cmd_host,    &cli_cmd_calibrate, NULL,
 };
+/* clang-format on */
 
 /* `hetpool _check-help`: each command's help names its options, the
  * usage names each command (tests/cli/options.sh). */

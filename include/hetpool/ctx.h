@@ -53,6 +53,9 @@ int hp_data_path(const char *name, char *buf, size_t n);
 #define HP_DATA_CATALOG "devices.csv"
 #define HP_DATA_ESTIMATOR "estimators/default.json"
 
+/* The CPU threads predictions are for: $HETPOOL_THREADS (1..4096), else
+ * 0 (all of the host's CPUs, as the engine's default). */
+int hp_ctx_threads(void);
 /*
  * The catalog at path (NULL: the shipped one) with this host's figures in
  * its CPU types (hp_host_detect(); a host that cannot be read is logged as

@@ -266,6 +266,20 @@ int hp_engine_energy_mj(struct hp_engine *e, uint64_t *mj);
 int64_t hp_engine_estimate_bytes(const struct hp_spec *s, int64_t batch,
 				 enum hp_optimizer opt);
 
+/*
+ * Measure this host's CPU peaks at `threads` (0: all CPUs), each figure
+ * for about `seconds` (best of the runs in that time, at least 3):
+ * FP32 FLOP/s of a compute-bound oneDNN sgemm (1024^3), and memory
+ * bandwidth by a STREAM triad a[i] = b[i] + s c[i] on doubles over arrays
+ * of each max(4 x l3_bytes, 64 MiB) (l3_bytes <= 0: 64 MiB), beside a
+ * memcpy of the same arrays.  Fills out (when included); HP_ENOMEM,
+ * HP_EINVAL for threads or seconds out of range, HP_EDEVICE when oneDNN
+ * fails.
+ */
+struct hp_host_peaks;
+int hp_engine_cpu_peaks(int threads, double seconds, int64_t l3_bytes,
+			struct hp_host_peaks *out, struct hp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

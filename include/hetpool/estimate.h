@@ -287,11 +287,27 @@ struct hp_prediction {
 	bool memory_known;	    /* the device's memory is known */
 	bool fits_in_memory;	    /* known, and the peak is within it */
 	bool measured;	 /* the device type had measurements in the fit */
-	char basis[192]; /* what the step time rests on */
+	char basis[320]; /* what the step time rests on */
 	char energy_basis[160]; /* what the power rests on, or why none */
 	char memory_basis[128];
 };
 
+/*
+ * This host's calibration (hetpool calibrate): on n configurations w[i]
+ * measured here in step_s[i] seconds on the catalog's CPU type `device`
+ * (this host at its threads), fit a log factor per layer class on what
+ * the estimator predicts without calibration, pulled to 0 by ridge (as
+ * if each factor had `ridge` more rows saying 0; 1 is a fair default).
+ * Fills out (with its MAPE before and after, in %); the caller stamps
+ * `when` and stores it (hp_host_file_save()).
+ */
+int hp_estimator_calibrate_host(const struct hp_estimator *est,
+				const struct hp_catalog *cat,
+				const char *device,
+				const struct hp_workload *const *w,
+				const double *step_s, int n, double ridge,
+				struct hp_host_calib *out,
+				struct hp_error *err);
 /*
  * Predict a training step of w (analysed at the per-device batch) on
  * ndevices devices of type `device` (data parallel), with the given family

@@ -22,6 +22,16 @@ static int shipped(const char *name, char *buf, size_t n, struct hp_error *err)
 			    name);
 }
 
+int hp_ctx_threads(void)
+{
+	const char *v = getenv("HETPOOL_THREADS");
+	int64_t n;
+
+	if (v && *v && !hp_parse_i64(v, 1, 4096, &n))
+		return (int)n;
+	return 0;
+}
+
 struct hp_catalog *hp_ctx_load_catalog(const char *path, struct hp_host *host,
 				       struct hp_error *err)
 {
@@ -42,6 +52,12 @@ struct hp_catalog *hp_ctx_load_catalog(const char *path, struct hp_host *host,
 	for (int i = 0; i < cat->n; i++)
 		if (cat->types[i].kind == HP_DEVICE_CPU)
 			hp_host_apply(&h, &cat->types[i]);
+	/* this host's file at the threads used: measured peaks and its
+	 * calibration (none: the detected figures stay) */
+	h.threads = hp_ctx_threads();
+	e2.code = 0;
+	if (hp_host_file_apply_catalog(NULL, &h, cat, &e2) < 0)
+		hp_log(HP_LOG_WARN, "cpu host: %s", e2.msg);
 	if (host)
 		*host = h;
 	return cat;

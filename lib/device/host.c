@@ -91,8 +91,8 @@ void hp_host_parse(const char *cpuinfo, const char *meminfo, long ncpus,
 	char val[4096];
 	const char *pos = NULL;
 	double mhz = 0;
-	int64_t pairs[1024][2];
-	int npairs = 0, nproc = 0;
+	int64_t pairs[1024][2], sock[256];
+	int npairs = 0, nproc = 0, nsock = 0;
 	bool amd_256bit_fma = false;
 
 	memset(h, 0, sizeof(*h));
@@ -139,6 +139,11 @@ void hp_host_parse(const char *cpuinfo, const char *meminfo, long ncpus,
 				pairs[npairs][1] = b;
 				npairs++;
 			}
+			seen = false;
+			for (int i = 0; i < nsock && !seen; i++)
+				seen = sock[i] == a;
+			if (!seen && nsock < 256)
+				sock[nsock++] = a;
 		}
 		for (pos = NULL;
 		     next_value(cpuinfo, "cpu MHz", &pos, val, sizeof(val));) {
@@ -149,6 +154,13 @@ void hp_host_parse(const char *cpuinfo, const char *meminfo, long ncpus,
 	}
 	h->logical_cpus = ncpus > 0 ? (int)ncpus : nproc;
 	h->physical_cores = npairs > 0 ? npairs : h->logical_cpus;
+	h->sockets = nsock;
+	if (!strcmp(h->isa, "avx512"))
+		h->vector_bits = 512;
+	else if (!strcmp(h->isa, "avx2") || !strcmp(h->isa, "avx"))
+		h->vector_bits = 256;
+	else if (!strcmp(h->isa, "sse2"))
+		h->vector_bits = 128;
 	if (max_mhz > 0)
 		h->ghz = max_mhz / 1000;
 	else if (model_ghz(h->model) > 0)
@@ -229,12 +241,159 @@ int hp_host_detect(struct hp_host *h, struct hp_error *err)
 	}
 	hp_host_parse(cpuinfo, meminfo, sysconf(_SC_NPROCESSORS_ONLN),
 		      khz / 1000, h);
+	hp_host_read_caches("/sys", h);
 	free(maxf);
 	free(meminfo);
 	if (!cpuinfo)
 		return hp_error_set(err, HP_EIO,
 				    "unable to read '/proc/cpuinfo'");
 	free(cpuinfo);
+	return 0;
+}
+
+int hp_host_threads(const struct hp_host *h)
+{
+	if (h->threads > 0)
+		return h->threads;
+	return h->logical_cpus > 0 ? h->logical_cpus : 1;
+}
+
+double hp_host_fp32_est(const struct hp_host *h)
+{
+	int t = hp_host_threads(h), cores = h->physical_cores;
+
+	if (!(h->fp32_gflops > 0) || cores < 1)
+		return NAN;
+	return h->fp32_gflops * 1e9 * (t < cores ? t : cores) / cores;
+}
+
+int64_t hp_host_parse_cache_size(const char *s)
+{
+	char buf[32];
+	size_t len = strspn(s, "0123456789");
+	int64_t v, mult = 1;
+	const char *u = s + len;
+
+	if (!len || len >= sizeof(buf))
+		return -1;
+	if (*u == 'K')
+		mult = 1024, u++;
+	else if (*u == 'M')
+		mult = 1048576, u++;
+	else if (*u == 'G')
+		mult = 1073741824, u++;
+	if (*u == '\n')
+		u++;
+	if (*u)
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if (hp_parse_i64(buf, 0, INT64_MAX / mult, &v))
+		return -1;
+	return v * mult;
+}
+
+/* The CPUs in a cpu list "0-3,8,10-11"; 0 when it is not one. */
+static int count_cpu_list(const char *s)
+{
+	int n = 0;
+
+	while (*s && *s != '\n') {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+		if (end == s || a < 0)
+			return 0;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			if (end == s + 1 || b < a)
+				return 0;
+			s = end;
+		}
+		if (b - a > 65536)
+			return 0;
+		n += (int)(b - a + 1);
+		if (*s == ',')
+			s++;
+		else if (*s && *s != '\n')
+			return 0;
+	}
+	return n;
+}
+
+int hp_host_read_caches(const char *sys, struct hp_host *h)
+{
+	int found = 0;
+
+	for (int i = 0; i < 16; i++) {
+		char path[4096], *lv, *ty, *sz, *sh;
+		int64_t level, bytes;
+		bool present;
+		int n = snprintf(path, sizeof(path),
+				 "%s/devices/system/cpu/cpu0/cache/index%d/",
+				 sys, i);
+		size_t end = (size_t)n;
+		if (n < 0 || end + 32 >= sizeof(path))
+			break;
+		snprintf(path + end, sizeof(path) - end, "level");
+		lv = slurp(path);
+		snprintf(path + end, sizeof(path) - end, "type");
+		ty = slurp(path);
+		snprintf(path + end, sizeof(path) - end, "size");
+		sz = slurp(path);
+		snprintf(path + end, sizeof(path) - end, "shared_cpu_list");
+		sh = slurp(path);
+		present = lv != NULL;
+		if (lv && ty && sz) {
+			lv[strcspn(lv, "\n")] = '\0';
+			ty[strcspn(ty, "\n")] = '\0';
+			bytes = hp_host_parse_cache_size(sz);
+			if (!hp_parse_i64(lv, 1, 4, &level) && bytes > 0 &&
+			    strcmp(ty, "Instruction")) {
+				found++;
+				if (level == 1)
+					h->l1d_bytes = bytes;
+				else if (level == 2)
+					h->l2_bytes = bytes;
+				else if (level == 3) {
+					h->l3_bytes = bytes;
+					h->l3_cpus =
+					    sh ? count_cpu_list(sh) : 0;
+				}
+			}
+		}
+		free(lv);
+		free(ty);
+		free(sz);
+		free(sh);
+		if (!present)
+			break;
+	}
+	return found;
+}
+
+int hp_host_rapl_energy_j(const char *sys, double *joules)
+{
+	double sum = 0;
+	int found = 0;
+
+	for (int i = 0; i < 64; i++) {
+		char path[4096], *v;
+		double uj;
+		snprintf(path, sizeof(path),
+			 "%s/class/powercap/intel-rapl:%d/energy_uj", sys, i);
+		if (!(v = slurp(path)))
+			continue;
+		v[strcspn(v, "\n")] = '\0';
+		if (!hp_parse_double(v, &uj) && uj >= 0) {
+			sum += uj * 1e-6;
+			found++;
+		}
+		free(v);
+	}
+	if (!found)
+		return HP_ENOENT;
+	*joules = sum;
 	return 0;
 }
 

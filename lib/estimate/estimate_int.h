@@ -310,8 +310,14 @@ struct hp__dev_fit {
 	double fit_fp32;   /* the peak FP32 it was fitted against, FLOP/s */
 	double ref_time_s; /* CPU: the yardstick's time its rows were scaled
 			      to (hp_estimator_ref_time_s); 0: not known */
-	double log_scale;  /* GPU: correction of the shared model */
-	double q_lo, q_hi; /* log(measured / predicted), 10th and 90th pct */
+	/* CPU: the profiled host's own figures, for carrying the fit to
+	 * another host by ratios (0: not known; old estimator files). */
+	int ref_threads;
+	double ref_fp32_meas; /* measured sgemm FLOP/s at ref_threads */
+	double ref_bw;	      /* measured triad bytes/s at ref_threads */
+	double ref_cache;     /* L2 + L3 bytes the threads used hold */
+	double log_scale;     /* GPU: correction of the shared model */
+	double q_lo, q_hi;    /* log(measured / predicted), 10th and 90th pct */
 	/* Linear family. */
 	bool has_linear;
 	int lin_n;
@@ -438,6 +444,33 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 		const struct hp_workload *w, const char *device, int ndevices,
 		int family, int src, int prec, struct hp_prediction *out,
 		struct hp_error *err);
+
+/*
+ * CPU hosts (host.c): carry a CPU fit df to the catalog's type t (this
+ * host at its threads): d's peak by the ratio of t's FLOP/s at its threads
+ * to the profiled host's, its bandwidth by the triad ratio, th's cache
+ * size by the cache ratio (th: df->th copied and adjusted).  what (n
+ * bytes) gets the words for the basis: "carried to this host ...", or ""
+ * when t is not a detected host.
+ */
+void hp__cpu_transfer(const struct hp__dev_fit *df,
+		      const struct hp_device_type *t, struct hp__dev_spec *d,
+		      double *th, char *what, size_t n);
+/* A CPU fit: record the profiled host's figures from t (this host at its
+ * threads, when its peaks are measured and its ISA's channel block is the
+ * rows' chan_block: the rows were likely profiled here). */
+void hp__cpu_ref_record(struct hp__dev_fit *df, const struct hp_device_type *t,
+			int chan_block);
+/* A step time with t's calibration applied: cls (the layer classes'
+ * times, HP_EST_NCLASS) and the rest (overhead) of step t_raw. */
+double hp__cpu_calibrated(const struct hp_host_calib *c, double t_raw,
+			  const double *cls);
+
+/* The calibration's fit: log factors c[3] minimising the squared log
+ * error of sum_k exp(c_k) a[i][k] against y[i] (n rows; a: the classes'
+ * predicted times, the overhead in k = 2) plus ridge x |c|^2. */
+int hp__host_calib_fit(const double *a, const double *y, int n, double ridge,
+		       double *c);
 
 /* Quantile q (0..1) of v[0..n) (sorted in place). */
 double hp__quantile(double *v, int n, double q);

@@ -834,6 +834,8 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 		if (s->ref_fit_s > 0) /* the yardstick's speed (data.c) */
 			est->dev[d].ref_time_s = s->ref_fit_s;
 		est->dev[d].n++;
+		if (p.d.cpu)
+			hp__cpu_ref_record(&est->dev[d], t, p.d.chan_block);
 		p.w = &set->wl[s->wl];
 		p.src = s->src;
 		p.ndev = s->ndev;

@@ -106,6 +106,14 @@ static json_t *est_json(const struct hp_estimator *est)
 					    json_real(d->fit_fp32));
 			json_object_set_new(dj, "chan_block",
 					    json_integer(d->chan_block));
+			if (d->cpu && d->ref_threads > 0)
+				json_object_set_new(
+				    dj, "host",
+				    json_pack("{s:i, s:f, s:f, s:f}", "threads",
+					      d->ref_threads, "fp32_flops",
+					      d->ref_fp32_meas,
+					      "triad_bytes_per_s", d->ref_bw,
+					      "cache_bytes", d->ref_cache));
 		}
 		if (d->ref_time_s > 0)
 			json_object_set_new(dj, "ref_time_s",
@@ -405,6 +413,25 @@ static int load_device(json_t *dj, int i, struct hp__dev_fit *d,
 			if (d->chan_block < 1 || d->chan_block > 64)
 				return bad(err, ctx,
 					   "chan_block must be 1 to 64");
+		}
+		/* the profiled host's figures (optional: older files have
+		 * none) */
+		v = json_object_get(dj, "host");
+		if (d->cpu && v && !json_is_null(v)) {
+			if (!json_is_object(v))
+				return bad(err, ctx, "host is not an object");
+			if ((rc = get_int(v, "threads", ctx, &d->ref_threads,
+					  err)) ||
+			    (rc = get_num(v, "fp32_flops", ctx, 0, 1e19,
+					  &d->ref_fp32_meas, err)) ||
+			    (rc = get_num(v, "triad_bytes_per_s", ctx, 0, 1e16,
+					  &d->ref_bw, err)) ||
+			    (rc = get_num(v, "cache_bytes", ctx, 0, 1e13,
+					  &d->ref_cache, err)))
+				return rc;
+			if (d->ref_threads < 1 || d->ref_threads > 4096)
+				return bad(err, ctx,
+					   "host threads must be 1 to 4096");
 		}
 	}
 	/* the yardstick's speed; files written before it lack it */

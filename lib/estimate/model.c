@@ -52,6 +52,13 @@ bool hp__dev_spec(const struct hp_device_type *t, struct hp__dev_spec *d)
 	d->bw = t->mem_bw_gbs > 0 ? t->mem_bw_gbs * 1e9
 		: d->cpu	  ? HP__CPU_NOMINAL_BW
 				  : NAN;
+	/* A detected host: its ISA estimate at the threads used, and the
+	 * nominal bandwidth the CPU fits assume (its measured figures enter
+	 * by ratios: hp__cpu_transfer()). */
+	if (d->cpu && t->detected && t->fp32_est_tflops > 0)
+		d->fp32 = t->fp32_est_tflops * 1e12;
+	if (d->cpu && t->detected)
+		d->bw = HP__CPU_NOMINAL_BW;
 	d->link_bw = d->cpu ? 10e9 : link_bw(t);
 	d->fp16 = t->fp16_tflops > t->fp32_tflops ? t->fp16_tflops * 1e12 : 0;
 	d->chan_block = 1;

@@ -31,6 +31,9 @@ static int predict_net(const struct hp_estimator *est,
 	const double *th;
 	struct hp__dev_spec d;
 	double step, comm = 0, qlo, qhi, peak, util, mem;
+	double th_cpu[HP__NTH];
+	char carried[160] = "";
+	bool calibrated = false;
 	enum hp_est_family fam;
 
 	memset(out, 0, sizeof(*out));
@@ -99,7 +102,18 @@ static int predict_net(const struct hp_estimator *est,
 			    "on a profile of this host ('hetpool profile', "
 			    "'hetpool fit')",
 			    t->name);
-		th = df->th;
+		/* this host from its figures (threads, peaks, caches); a
+		 * profile row (validate) was measured on the profiled host
+		 * itself: its own figures, as in the fit */
+		if (src != HP__SRC_PROFILE) {
+			hp__cpu_transfer(df, t, &d, th_cpu, carried,
+					 sizeof(carried));
+			th = th_cpu;
+			calibrated =
+			    t->calib.has && t->calib.threads == t->threads;
+		} else {
+			th = df->th;
+		}
 	} else {
 		if (!est->has_gpu)
 			return hp_error_set(err, HP_EUNSUPP,
@@ -111,21 +125,43 @@ static int predict_net(const struct hp_estimator *est,
 
 	switch (fam) {
 	case HP_EST_PHYSICAL:
-		step = hp__phys_time(th, &d, w, src, ndevices, &comm);
+		if (calibrated) {
+			double cls[HP_EST_NCLASS];
+			step = hp__phys_time_cls(th, &d, w, src, ndevices,
+						 &comm, cls);
+			step = hp__cpu_calibrated(&t->calib, step - comm, cls) +
+			       comm;
+		} else {
+			step = hp__phys_time(th, &d, w, src, ndevices, &comm);
+		}
 		if (!d.cpu && df)
 			step *= exp(df->log_scale);
 		if (d.cpu || out->measured) {
 			qlo = d.cpu ? df->q_lo : est->gpu_q_lo;
 			qhi = d.cpu ? df->q_hi : est->gpu_q_hi;
+			/* calibrated: the spread of the calibration's rows */
+			if (calibrated && t->calib.q_lo < t->calib.q_hi) {
+				qlo = t->calib.q_lo;
+				qhi = t->calib.q_hi;
+			}
 		} else {
 			qlo = est->gpu_lodo_lo;
 			qhi = est->gpu_lodo_hi;
 		}
-		if (d.cpu)
-			snprintf(out->basis, sizeof(out->basis),
-				 "physical model fitted on %d rows of %s",
-				 df->n, t->name);
-		else if (out->measured)
+		if (d.cpu) {
+			int len = snprintf(out->basis, sizeof(out->basis),
+					   "physical model fitted on %d rows "
+					   "of %s%s%s",
+					   df->n, t->name,
+					   carried[0] ? ", " : "", carried);
+			if (calibrated && len > 0 &&
+			    (size_t)len < sizeof(out->basis))
+				snprintf(out->basis + len,
+					 sizeof(out->basis) - (size_t)len,
+					 "; calibrated on this host at %s "
+					 "from %d configurations",
+					 t->calib.when, t->calib.n);
+		} else if (out->measured)
 			snprintf(out->basis, sizeof(out->basis),
 				 "physical model fitted on %d GPU rows, %d of "
 				 "them of %s",
@@ -240,7 +276,12 @@ static int predict_net(const struct hp_estimator *est,
 			 d.cpu ? "this CPU's" : "the device's");
 	} else {
 		out->energy_per_step_j = out->power_w * ndevices * step;
-		if (d.cpu)
+		if (d.cpu && t->power_basis[0])
+			snprintf(out->energy_basis, sizeof(out->energy_basis),
+				 "this host's package power (%.64s): %.0f W "
+				 "loaded, %.0f W idle",
+				 t->power_basis, t->tdp_w, t->idle_w);
+		else if (d.cpu)
 			snprintf(out->energy_basis, sizeof(out->energy_basis),
 				 "not measured; modelled from TDP %.0f W and "
 				 "idle %.0f W",

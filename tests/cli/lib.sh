@@ -3,6 +3,8 @@
 HP=${HP_BIN:?}/hetpool
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# host files (measured peaks, calibration) of the user's state stay out
+export HETPOOL_STATE_DIR=$TMP/state
 
 ok() { echo "ok   $1"; }
 fail() { echo "FAIL $1: $2"; }

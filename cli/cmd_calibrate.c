@@ -1,0 +1,532 @@
+/*
+ * cmd_calibrate.c - `hetpool calibrate`: profile a small designed subset of
+ * the sweep on this host (short runs, a time budget), fit this host's
+ * corrections of the CPU predictions (a factor per layer class, pulled to
+ * no correction) and store them in its host file, where predict,
+ * recommend and hetpoold find them.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hetpool/device.h"
+#include "hetpool/engine.h"
+#include "hetpool/estimate.h"
+#include "hetpool/profile.h"
+#include "opt.h"
+
+static const char help[] =
+    "usage: hetpool calibrate [--threads N] [--seconds S] [--ridge R] "
+    "[--json]\n"
+    "                         [--max-pressure F] [--estimator FILE]\n"
+    "\n"
+    "Calibrate the CPU predictions on this host.  Measures this host's "
+    "peaks\n"
+    "first when its host file has none at these threads (as 'hetpool "
+    "host'\n"
+    "does when asked, about 2 s), then profiles up to 24 customized CNNs "
+    "of a\n"
+    "fixed design spanning what users write (1-4 conv layers, 8-64 "
+    "filters,\n"
+    "kernels 1-7, stride 1-2, max or average pooling, 1-3 FC layers, FC "
+    "width\n"
+    "64-1024, 1 or 3 input channels, input 16-64, 10 or 100 classes, "
+    "batch\n"
+    "8-64) in short runs within the time budget, and fits a factor on "
+    "each\n"
+    "layer class's predicted time (conv, fc, other with the per-step "
+    "overhead),\n"
+    "pulled to 1 (no correction) by a ridge.  The factors go in this "
+    "host's file\n"
+    "(see 'hetpool host'); predict, recommend and hetpoold use them for "
+    "the cpu\n"
+    "type at these threads, and say so in the prediction's basis "
+    "(\"calibrated\n"
+    "on this host at DATE from N configurations\").  A configuration "
+    "measured\n"
+    "while other work kept its threads waiting for a CPU over half of the "
+    "time\n"
+    "(--max-pressure) is left out; at one thread, a configuration's time "
+    "is the\n"
+    "time its thread ran (the wall time less the time it waited for a "
+    "CPU).\n"
+    "Progress goes to stderr on a terminal; Ctrl-C stops and fits on what "
+    "was\n"
+    "measured.\n"
+    "\n"
+    "  --threads N       threads to run and predict at (default: "
+    "$HETPOOL_THREADS,\n"
+    "                    else all CPUs); predictions use it with 'predict "
+    "--threads\n"
+    "                    N' or HETPOOL_THREADS=N\n"
+    "  --seconds S       time budget in seconds, all included (default "
+    "150; at\n"
+    "                    least 10): fewer configurations when it runs "
+    "out\n"
+    "  --ridge R         pull of each factor to 1, as if R more rows said "
+    "so\n"
+    "                    (default 1)\n"
+    "  --max-pressure F  leave out a configuration whose thread waited for "
+    "a CPU\n"
+    "                    (other work on the host) over this share of the "
+    "time\n"
+    "                    (default 0.5; 1: keep every one)\n"
+    "  --estimator FILE  the estimator to calibrate (default: the shipped "
+    "one)\n"
+    "  --json            print the calibration and every configuration's "
+    "measured\n"
+    "                    and predicted times as JSON\n"
+    "\n"
+    "examples:\n"
+    "  hetpool calibrate --threads 1\n"
+    "  hetpool calibrate --seconds 60 --json | jq .calibration\n"
+    "  hetpool host --threads 1   # shows the calibration\n";
+
+struct cal_args {
+	int threads;
+	double seconds, ridge, max_pressure;
+	bool json;
+	const char *estimator;
+};
+
+static const struct cli_opt cal_opts[] = {
+    CLI_OPT_INT("threads", struct cal_args, threads, 1, 4096),
+    CLI_OPT_NUM("seconds", struct cal_args, seconds, 10, 86400),
+    CLI_OPT_NUM("ridge", struct cal_args, ridge, 0, 1e6),
+    CLI_OPT_NUM("max-pressure", struct cal_args, max_pressure, 0, 1),
+    CLI_OPT_FLAG("json", struct cal_args, json),
+    CLI_OPT_STR("estimator", struct cal_args, estimator),
+    CLI_OPT_END,
+};
+
+/* The design: conv layers, filters, fc layers, fc width, input, batch.
+ * Each level of each variable appears in several rows, paired with
+ * different levels of the others (with design_x(): kernels, strides,
+ * pooling, channels and classes), so that the correction learns the host,
+ * not one family of models.
+ */
+static const int design[][6] = {
+    {1, 8, 1, 256, 32, 16},   {2, 16, 3, 256, 16, 8},  {3, 32, 2, 1024, 16, 32},
+    {4, 64, 1, 1024, 16, 32}, {1, 16, 2, 128, 48, 32}, {2, 32, 1, 128, 32, 64},
+    {3, 8, 3, 512, 48, 64},   {4, 16, 2, 512, 32, 64}, {1, 32, 1, 512, 64, 8},
+    {2, 64, 2, 512, 48, 16},  {3, 16, 1, 64, 64, 16},  {4, 8, 1, 128, 64, 8},
+    {1, 64, 3, 64, 16, 64},   {2, 8, 2, 1024, 64, 32}, {3, 64, 1, 256, 32, 8},
+    {4, 32, 3, 256, 48, 16},  {1, 32, 2, 256, 16, 32}, {2, 16, 1, 512, 32, 16},
+    {3, 8, 2, 128, 32, 32},   {4, 16, 1, 64, 48, 16},  {1, 64, 1, 128, 32, 16},
+    {2, 32, 3, 64, 64, 8},    {3, 16, 2, 256, 16, 64}, {4, 8, 3, 1024, 32, 16},
+};
+#define NDESIGN ((int)(sizeof(design) / sizeof(design[0])))
+
+/*
+ * The rest of row i's design, in cycles of other lengths than the rows'
+ * so that they pair with different levels of the variables above: the
+ * convolutions' kernel (1, 3, 5, 7), the first one's stride (1, 2), max
+ * or average pooling, 1 or 3 input channels, 10 or 100 classes.
+ */
+struct design_x {
+	int kernel, stride, avg, channels, classes;
+};
+
+static struct design_x design_x(int i)
+{
+	static const int kernels[4] = {3, 5, 7, 1};
+	struct design_x x = {
+	    .kernel = kernels[i % 4],
+	    .stride = 1 + (i / 4) % 2,
+	    .avg = (i + i / 8) % 2,
+	    .channels = i % 3 == 0 ? 1 : 3,
+	    .classes = i % 5 == 0 || i % 5 == 3 ? 100 : 10,
+	};
+	return x;
+}
+
+/*
+ * The spec of design row i: conv_layers x [conv (the first at the row's
+ * stride) with `filters` filters, bn, relu, 2x2 pooling while the image is
+ * 8 or more], fc_layers - 1 hidden fc layers with relu, fc to the classes.
+ */
+static int design_spec(int i, const char *name, struct hp_spec *out,
+		       struct hp_error *err)
+{
+	const int *v = design[i];
+	struct design_x x = design_x(i);
+	struct hp_buf b;
+	int size = v[4], pad = x.kernel / 2, rc = 0;
+
+	hp_buf_init(&b, 1 << 16);
+	rc |= hp_buf_printf(&b,
+			    "{\"name\":\"%s\",\"input\":[%d,%d,%d],"
+			    "\"classes\":%d,\"layers\":[",
+			    name, x.channels, size, size, x.classes);
+	for (int l = 0; l < v[0]; l++) {
+		int st = l == 0 ? x.stride : 1;
+		rc |= hp_buf_printf(&b,
+				    "{\"type\":\"conv\",\"filters\":%d,"
+				    "\"kernel\":%d,\"stride\":%d,\"pad\":%d},"
+				    "{\"type\":\"bn\"},{\"type\":\"relu\"},",
+				    v[1], x.kernel, st, pad);
+		size = (size + 2 * pad - x.kernel) / st + 1;
+		if (size >= 8) {
+			rc |= hp_buf_printf(&b,
+					    "{\"type\":\"pool\",\"op\":\"%s\","
+					    "\"kernel\":2,\"stride\":2},",
+					    x.avg ? "avg" : "max");
+			size /= 2;
+		}
+	}
+	for (int l = 0; l + 1 < v[2]; l++)
+		rc |= hp_buf_printf(&b,
+				    "{\"type\":\"fc\",\"units\":%d},"
+				    "{\"type\":\"relu\"},",
+				    v[3]);
+	rc |= hp_buf_printf(&b, "{\"type\":\"fc\",\"units\":%d}]}", x.classes);
+	if (rc) {
+		hp_buf_release(&b);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	rc = hp_spec_parse_only(hp_buf_str(&b), strlen(hp_buf_str(&b)), out,
+				err);
+	hp_buf_release(&b);
+	return rc;
+}
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+struct cal_point {
+	char id[96];
+	struct hp_workload w;
+	double measured_s, before_s, after_s;
+	double pressure; /* the profiler's cpu_pressure */
+};
+
+/* Rows whose threads waited for a CPU more than this share of the time
+ * are left out of the fit (the profiler measured them again once); the
+ * default of --max-pressure. */
+#define MAX_PRESSURE 0.5
+
+/* The workload of a sweep configuration. */
+static int config_workload(const struct hp_sweep_config *c,
+			   struct hp_workload *w, struct hp_error *err)
+{
+	struct hp_graph *g = hp_spec_to_graph(&c->spec, err);
+	int rc;
+
+	if (!g)
+		return err->code ? err->code : HP_EINVAL;
+	rc = hp_workload_from_graph(g, c->batch, NULL, 0, w, err);
+	hp_graph_free(g);
+	return rc;
+}
+
+static int predict_cpu(const struct hp_estimator *est,
+		       const struct hp_catalog *cat,
+		       const struct hp_workload *w, double *out,
+		       struct hp_error *err)
+{
+	struct hp_prediction p;
+	int rc = hp_estimator_predict(est, cat, w, "cpu", 1, HP_EST_PHYSICAL,
+				      &p, err);
+
+	*out = rc ? NAN : p.step_time_s;
+	return rc;
+}
+
+/* The catalog's detected CPU type (the host), or NULL. */
+static struct hp_device_type *host_type(struct hp_catalog *cat)
+{
+	for (int i = 0; i < cat->n; i++)
+		if (cat->types[i].kind == HP_DEVICE_CPU &&
+		    cat->types[i].detected)
+			return &cat->types[i];
+	return NULL;
+}
+
+static void utc_now(char *buf, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int cmd_calibrate(int argc, char **argv)
+{
+	struct cal_args a = {
+	    .seconds = 150, .ridge = 1, .max_pressure = MAX_PRESSURE};
+	struct hp_error err = {0};
+	struct hp_host h;
+	struct hp_host_file f;
+	struct hp_catalog *cat = NULL;
+	struct hp_estimator *est = NULL;
+	struct hp_device_type *t;
+	struct cal_point *pts = NULL;
+	const struct hp_workload **wl = NULL;
+	double *ys = NULL, t0 = hp_now_s();
+	char path[4200], tbuf[16];
+	bool tty = isatty(STDERR_FILENO);
+	int first, status = EXIT_OK, rc, n = 0, nbusy = 0;
+
+	if ((status = cli_parse(&cli_cmd_calibrate, argc, argv, &a, &first)))
+		return status < 0 ? EXIT_OK : status;
+	if (first < argc)
+		return cli_error(EXIT_USAGE,
+				 "calibrate: unexpected argument '%s'",
+				 argv[first]);
+	if (hp_host_detect(&h, &err))
+		return cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
+	h.threads = a.threads ? a.threads : hp_ctx_threads();
+	h.threads = hp_host_threads(&h);
+	/* the catalog and every prediction below are for these threads */
+	snprintf(tbuf, sizeof(tbuf), "%d", h.threads);
+	setenv("HETPOOL_THREADS", tbuf, 1);
+
+	/* the host file, with its peaks at these threads */
+	if ((rc = hp_host_file_path(NULL, &h, path, sizeof(path), &err)))
+		return cli_error(cli_status_for(rc), "calibrate: %s", err.msg);
+	rc = hp_host_file_load(path, &f, &err);
+	if (rc == HP_ENOENT) {
+		hp_host_file_init(&f, &h);
+	} else if (rc) {
+		return cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
+	} else {
+		struct hp_host_file fresh;
+		hp_host_file_init(&fresh, &h);
+		fresh.peaks = f.peaks;
+		fresh.calib = f.calib; /* kept until the new one is made */
+		f = fresh;
+	}
+	if (!f.peaks.when[0] || f.peaks.threads != h.threads) {
+		if (tty)
+			fprintf(stderr,
+				"calibrate: measuring this host's "
+				"peaks at %d thread%s...\n",
+				h.threads, h.threads == 1 ? "" : "s");
+		if ((rc = hp_engine_cpu_peaks(h.threads, 1.0, h.l3_bytes,
+					      &f.peaks, &err)))
+			return cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
+		/* the catalog below carries this host by them */
+		if ((rc = hp_host_file_save(path, &f, &err)))
+			return cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
+	}
+
+	if (!(cat = cli_load_catalog("calibrate", NULL, NULL, &status)))
+		return status;
+	if (!(est = hp_ctx_load_estimator(a.estimator, &err))) {
+		status = cli_error(cli_status_for(err.code), "calibrate: %s",
+				   err.msg);
+		goto out;
+	}
+	if (!(t = host_type(cat))) {
+		status = cli_error(EXIT_FAIL,
+				   "calibrate: the catalog has no cpu type");
+		goto out;
+	}
+	t->calib.has = false; /* predictions before: uncalibrated */
+	pts = calloc(NDESIGN, sizeof(*pts));
+	wl = calloc(NDESIGN, sizeof(*wl));
+	ys = calloc(NDESIGN, sizeof(*ys));
+	if (!pts || !wl || !ys) {
+		status = cli_error(EXIT_FAIL, "calibrate: out of memory");
+		goto out;
+	}
+
+	signal(SIGINT, on_signal);
+	for (int i = 0; i < NDESIGN && !stop_flag; i++) {
+		const int *v = design[i];
+		struct design_x x;
+		struct hp_sweep_config c = {0};
+		struct hp_profile_opts po;
+		struct hp_profile_row *row = NULL;
+		struct cal_point *p = &pts[n];
+		double left = a.seconds - (hp_now_s() - t0);
+		double per = left / (NDESIGN - i);
+
+		if (left < 2)
+			break;
+		c.conv_layers = v[0];
+		c.filters = v[1];
+		c.fc_layers = v[2];
+		c.fc_width = v[3];
+		c.input_size = v[4];
+		c.batch = v[5];
+		x = design_x(i);
+		snprintf(c.id, sizeof(c.id),
+			 "cal-c%d-f%d-l%d-w%d-s%d-b%d-k%d-st%d-%s-ch%d-n%d",
+			 v[0], v[1], v[2], v[3], v[4], v[5], x.kernel, x.stride,
+			 x.avg ? "avg" : "max", x.channels, x.classes);
+		if ((rc = design_spec(i, c.id, &c.spec, &err))) {
+			status = cli_error(EXIT_FAIL, "calibrate: %s: %s", c.id,
+					   err.msg);
+			goto out;
+		}
+		snprintf(p->id, sizeof(p->id), "%s", c.id);
+		if ((rc = config_workload(&c, &p->w, &err)) ||
+		    (rc = predict_cpu(est, cat, &p->w, &p->before_s, &err))) {
+			hp_spec_release(&c.spec);
+			status = cli_error(cli_status_for(rc),
+					   "calibrate: %s: %s", c.id, err.msg);
+			goto out;
+		}
+		/* a configuration whose steps would not fit in its share
+		 * of the budget is left out */
+		if (p->before_s * 8 > (per > 1 ? per : 1) * 2) {
+			hp_workload_release(&p->w);
+			hp_spec_release(&c.spec);
+			continue;
+		}
+		hp_profile_opts_init(&po);
+		po.threads = h.threads;
+		po.warmup_steps = 2;
+		po.warmup_s = 0.05;
+		po.min_steps = 5;
+		po.max_seconds = per * 0.6 < 3 ? per * 0.6 : 3;
+		po.stable_rel = 0.02;
+		po.retries = 1;
+		po.stop = &stop_flag;
+		if (!(row = calloc(1, sizeof(*row)))) {
+			hp_workload_release(&p->w);
+			hp_spec_release(&c.spec);
+			status =
+			    cli_error(EXIT_FAIL, "calibrate: out of memory");
+			goto out;
+		}
+		if (tty)
+			fprintf(stderr,
+				"\rcalibrate: [%2d/%d] %-34s %3.0f s left",
+				i + 1, NDESIGN, c.id, left);
+		rc = hp_profile_config(&c, &po, row, &err);
+		hp_spec_release(&c.spec);
+		if (rc == HP_ECANCELED || stop_flag) {
+			free(row);
+			hp_workload_release(&p->w);
+			break;
+		}
+		if (rc) {
+			free(row);
+			hp_workload_release(&p->w);
+			if (rc == HP_ETOOBIG)
+				continue;
+			status = cli_error(EXIT_FAIL, "calibrate: %s: %s",
+					   p->id, err.msg);
+			goto out;
+		}
+		p->measured_s = row->step_time_s;
+		/* one thread: the time it ran, not the time it waited for
+		 * a CPU taken by other work (wall = on-CPU + waiting) */
+		if (h.threads == 1 && row->cpu_pressure > 0 &&
+		    row->cpu_pressure < 1)
+			p->measured_s *= 1 - row->cpu_pressure;
+		p->pressure = row->cpu_pressure;
+		free(row);
+		/* a row whose thread waited for a CPU much of the time
+		 * measured the neighbours, not this host */
+		if (p->pressure > a.max_pressure) {
+			nbusy++;
+			hp_workload_release(&p->w);
+			continue;
+		}
+		wl[n] = &p->w;
+		ys[n] = p->measured_s;
+		n++;
+	}
+	signal(SIGINT, SIG_DFL);
+	if (tty)
+		fprintf(stderr, "\r%-72s\r", "");
+	if (n < 3) {
+		status =
+		    cli_error(EXIT_FAIL,
+			      "calibrate: %d configuration%s measured in "
+			      "%.0f s (%d left out: the host was busy): too "
+			      "few to fit (give more --seconds)",
+			      n, n == 1 ? "" : "s", a.seconds, nbusy);
+		goto out;
+	}
+	if ((rc = hp_estimator_calibrate_host(est, cat, "cpu", wl, ys, n,
+					      a.ridge, &f.calib, &err))) {
+		status =
+		    cli_error(cli_status_for(rc), "calibrate: %s", err.msg);
+		goto out;
+	}
+	utc_now(f.calib.when, sizeof(f.calib.when));
+	if ((rc = hp_host_file_save(path, &f, &err))) {
+		status = cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
+		goto out;
+	}
+	t->calib = f.calib;
+	for (int i = 0; i < n; i++)
+		predict_cpu(est, cat, &pts[i].w, &pts[i].after_s, &err);
+
+	if (a.json) {
+		json_t *o = json_object(), *arr = json_array(), *cj;
+		char *s = hp_host_file_json(&f);
+		cj = s ? json_loads(s, 0, NULL) : NULL;
+		free(s);
+		for (int i = 0; i < n; i++)
+			json_array_append_new(
+			    arr, json_pack("{s:s, s:f, s:f, s:f, s:o}", "id",
+					   pts[i].id, "measured_s",
+					   pts[i].measured_s, "predicted_s",
+					   pts[i].before_s, "calibrated_s",
+					   pts[i].after_s, "cpu_pressure",
+					   isnan(pts[i].pressure)
+					       ? json_null()
+					       : json_real(pts[i].pressure)));
+		json_object_set_new(o, "host_file", json_string(path));
+		json_object_set_new(o, "host", cj ? cj : json_null());
+		json_object_set_new(o, "configurations", arr);
+		json_object_set_new(o, "seconds", json_real(hp_now_s() - t0));
+		json_object_set_new(o, "left_out_busy", json_integer(nbusy));
+		if (json_dumpf(o, stdout, JSON_INDENT(2)) != 0)
+			status = cli_error(EXIT_FAIL,
+					   "calibrate: cannot write JSON");
+		else
+			fputc('\n', stdout);
+		json_decref(o);
+		goto out;
+	}
+	printf("calibrated %s at %d thread%s from %d configurations in %.0f "
+	       "s\n",
+	       f.key, h.threads, h.threads == 1 ? "" : "s", n, hp_now_s() - t0);
+	printf("  factors:  conv %.3f, fc %.3f, other %.3f (ridge %g)\n",
+	       exp(f.calib.log_scale[0]), exp(f.calib.log_scale[1]),
+	       exp(f.calib.log_scale[2]), a.ridge);
+	printf("  MAPE on these configurations: %.1f%% before, %.1f%% after "
+	       "(in sample)\n",
+	       f.calib.mape_before, f.calib.mape_after);
+	if (nbusy)
+		printf("  left out: %d configuration%s measured while the "
+		       "host was busy (threads waited for a CPU over %.0f%% "
+		       "of the time)\n",
+		       nbusy, nbusy == 1 ? "" : "s", 100 * a.max_pressure);
+	printf("  saved in %s\n", path);
+out:
+	if (pts)
+		for (int i = 0; i < n; i++)
+			hp_workload_release(&pts[i].w);
+	free(pts);
+	free(wl);
+	free(ys);
+	hp_estimator_free(est);
+	hp_catalog_free(cat);
+	return status;
+}
+
+const struct cli_cmd cli_cmd_calibrate = {
+    .name = "calibrate",
+    .run = cmd_calibrate,
+    .help = help,
+    .opts = cal_opts,
+};
