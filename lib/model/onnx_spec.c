@@ -255,7 +255,12 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		if (!(L.p >= 0 && L.p < 1))
 			L.p = 0.5;
 	} else {
+		/* go on as if it passed its input through, to name every op
+		 * that is not supported at once */
 		note_bad(c, op);
+		for (int k = 0; k < n->noutputs; k++)
+			if (n->outputs[k] >= 0)
+				c->val[n->outputs[k]] = ins[0];
 		return 0;
 	}
 	if (nin != 1 && L.type != HP_LAYER_ADD && L.type != HP_LAYER_CONCAT)
