@@ -274,7 +274,7 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 		       bool with_loss, struct hp_spec *s, struct hp_error *err)
 {
 	struct conv_ctx c = {0};
-	int *order = NULL, in, out, rc;
+	int *order = NULL, in, out, rc = 0;
 	const struct hp_tensor *x;
 	char *json = NULL;
 	struct hp_spec tmp;
@@ -283,11 +283,19 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	if (g->ninputs < 1 || g->noutputs < 1)
 		return hp_error_set(err, HP_EINVAL,
 				    "the graph has no input or no output");
-	rc = hp_shape_infer(g, 1, input_shape, input_shape ? 3 : 0, err);
-	if (rc)
-		return rc;
+	/* Sizes are the spec's own (a Gemm reads what comes): a model that
+	 * does not fit its stored weights at this input shape (an adaptive
+	 * pool exported as a fixed one) still converts. */
+	{
+		struct hp_error ignored = {0};
+		hp_shape_infer(g, 1, input_shape, input_shape ? 3 : 0,
+			       &ignored);
+	}
 	in = g->inputs[0];
 	x = &g->tensors[in];
+	if (input_shape && x->rank == 4)
+		for (int k = 0; k < 3; k++)
+			g->tensors[in].dims[k + 1] = input_shape[k];
 	if (x->rank != 4 || x->dims[1] < 1 || x->dims[2] < 1 || x->dims[3] < 1)
 		return hp_error_set(err, HP_EUNSUPP,
 				    "input %s is not an image batch N,C,H,W "
@@ -328,11 +336,19 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 		goto out;
 	}
 	if (with_loss) {
-		const struct hp_tensor *o = &g->tensors[out];
-		int64_t e = 1;
-		for (int k = 1; k < o->rank; k++)
-			e *= o->dims[k];
-		s->classes = e;
+		int64_t(*sh)[3] = calloc((size_t)s->nlayers, sizeof(*sh));
+		if (!sh) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		rc = hp_spec_shapes(s, sh, NULL, err);
+		if (!rc) {
+			const int64_t *o = sh[s->nlayers - 1];
+			s->classes = o[0] * o[1] * o[2];
+		}
+		free(sh);
+		if (rc)
+			goto out;
 	}
 	/* Check it as a spec from a file would be (round trip). */
 	json = hp_spec_to_json(s);
