@@ -372,6 +372,21 @@ static int load_model_spec(const char *path, const struct cli_dims *shape,
 	if (shape->rank && shape->rank != 3)
 		return hp_error_set(err, HP_EINVAL,
 				    "--input-shape must be CxHxW");
+	{
+		/* a spec is taken as it is */
+		char *text;
+		size_t len, i = 0;
+		if (hp_read_file(path, 16u << 20, &text, &len, err) == 0) {
+			while (i < len && strchr(" \t\r\n", text[i]))
+				i++;
+			if (i < len && text[i] == '{') {
+				rc = hp_spec_parse_only(text, len, s, err);
+				free(text);
+				return rc;
+			}
+			free(text);
+		}
+	}
 	g = hp_model_load(path, err);
 	if (!g)
 		return err->code ? err->code : HP_EINVAL;

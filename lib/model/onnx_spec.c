@@ -226,11 +226,14 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		int t = n->outputs[0];
 		L.type = HP_LAYER_FLATTEN;
 		if (!strcmp(op, "Flatten") ? hp_node_attr_i(n, "axis", 1) != 1
-					   : g->tensors[t].rank != 2)
-			return hp_error_set(err, HP_EUNSUPP,
-					    "node %s (%s): only to [batch, "
-					    "features]",
-					    n->name, op);
+					   : g->tensors[t].rank != 2) {
+			/* listed with the ops not run */
+			note_bad(c, !strcmp(op, "Flatten")
+					? "Flatten (not to 2-D)"
+					: "Reshape (not to 2-D)");
+			c->val[t] = ins[0];
+			return 0;
+		}
 	} else if (!strcmp(op, "Gemm")) {
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		bool tb = hp_node_attr_i(n, "transB", 0) != 0;
