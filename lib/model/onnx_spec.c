@@ -48,6 +48,16 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 	const struct hp_attr *ds = hp_node_attr(n, "dilations");
 	const char *ap = hp_node_attr_s(n, "auto_pad", "NOTSET");
 
+	if ((ks && (ks->type != HP_ATTR_INTS || !ks->ints)) ||
+	    (ss && (ss->type != HP_ATTR_INTS || !ss->ints)) ||
+	    (ps && (ps->type != HP_ATTR_INTS || !ps->ints)) ||
+	    (ds && (ds->type != HP_ATTR_INTS || (ds->n && !ds->ints))))
+		return hp_error_set(err, HP_EINVAL,
+				    "node %s (%s): kernel_shape, strides, "
+				    "pads and dilations must be lists of "
+				    "integers",
+				    n->name, n->op);
+
 	*k = 0;
 	*st = 1;
 	*pad = 0;
@@ -150,6 +160,11 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 				c->val[n->outputs[k]] = VAL_NONE;
 		return 0;
 	}
+	if (n->noutputs < 1 || n->outputs[0] < 0)
+		return hp_error_set(err, HP_EINVAL,
+				    "node %s (%s): computes on activations "
+				    "but has no output",
+				    n->name, op);
 	/* The activation inputs, in order. */
 	for (int k = 0; k < n->ninputs; k++) {
 		int t = n->inputs[k];
