@@ -4,9 +4,19 @@ network from a hetpool spec file, times training steps (zero_grad, forward,
 cross-entropy, backward, SGD-momentum or Adam step) on the CPU with the same
 thread count and batch, and prints the same line as bench_engine.
 
+A model may also be a torchvision ONNX export, NAME.train.onnx[:BATCH] at
+-s CxHxW: torchvision's NAME (weights=None) is built, with the changes that
+make it the network the engine runs from the file: an adaptive average pool
+whose output is larger than what reaches it (AlexNet's and VGG's 6x6 / 7x7,
+exported at 224 as a fixed pool) passes its input on, and the first Linear
+reads what comes.
+
 Run with Debian's python (torch 1.13):
   /usr/bin/python3 benchmarks/bench_engine_torch.py -t 2 specs/a.json:64 ...
+  /usr/bin/python3 benchmarks/bench_engine_torch.py -t 2 -s 3x64x64 \
+      data/models/resnet18.train.onnx:16
 """
+import os
 import argparse
 import json
 import statistics
@@ -60,11 +70,44 @@ def build(spec):
     return nn.Sequential(*mods), classes
 
 
+def build_torchvision(path, shape):
+    """torchvision's model named by the file, as the engine runs it."""
+    import torchvision
+    name = os.path.basename(path).split(".")[0]
+    model = getattr(torchvision.models, name)(weights=None)
+    c, h, w = shape
+    if hasattr(model, "avgpool") and hasattr(model, "features") and \
+            isinstance(model.avgpool, nn.AdaptiveAvgPool2d):
+        with torch.no_grad():
+            f = model.features(torch.zeros(1, c, h, w))
+        osz = model.avgpool.output_size
+        osz = (osz, osz) if isinstance(osz, int) else osz
+        if f.shape[2] <= osz[0] and f.shape[3] <= osz[1]:
+            model.avgpool = nn.Identity()
+            for i, m in enumerate(model.classifier):
+                if isinstance(m, nn.Linear):
+                    model.classifier[i] = nn.Linear(f[0].numel(),
+                                                    m.out_features)
+                    break
+    if c != 3:
+        # the stem reads c channels, as the engine's conversion
+        for mod in model.modules():
+            if isinstance(mod, nn.Conv2d) and mod.in_channels == 3:
+                mod.__init__(c, mod.out_channels, mod.kernel_size,
+                             mod.stride, mod.padding, bias=mod.bias is not None)
+                break
+    out = model(torch.zeros(2, c, h, w))
+    return model, out.shape[1], {"name": name, "input": [c, h, w]}
+
+
 def bench(path, batch, args):
-    with open(path) as f:
-        spec = json.load(f)
     torch.manual_seed(1)
-    model, classes = build(spec)
+    if path.endswith(".onnx"):
+        model, classes, spec = build_torchvision(path, args.s)
+    else:
+        with open(path) as f:
+            spec = json.load(f)
+        model, classes = build(spec)
     model.train()
     x = torch.randn(batch, *spec["input"])
     y = torch.randint(0, max(classes, 1), (batch,))
@@ -74,6 +117,7 @@ def bench(path, batch, args):
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     ce = nn.CrossEntropyLoss()
     times, loss = [], None
+    x = x.contiguous()
     for i in range(args.w + args.n):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
@@ -101,8 +145,11 @@ def main():
     ap.add_argument("-n", type=int, default=20, help="timed steps")
     ap.add_argument("-w", type=int, default=5, help="warm-up steps")
     ap.add_argument("--adam", action="store_true")
+    ap.add_argument("-s", default="3x224x224",
+                    help="input CxHxW of ONNX models (default 3x224x224)")
     ap.add_argument("specs", nargs="+", help="SPEC.json[:BATCH]")
     args = ap.parse_args()
+    args.s = [int(v) for v in args.s.split("x")]
     if args.t > 0:
         torch.set_num_threads(args.t)
     else:
@@ -110,7 +157,7 @@ def main():
         torch.set_num_threads(os.cpu_count())
     for s in args.specs:
         path, batch = s, args.b
-        if ":" in s and not s.rsplit(":", 1)[1].endswith(".json"):
+        if ":" in s and not s.rsplit(":", 1)[1].endswith((".json", ".onnx")):
             path, b = s.rsplit(":", 1)
             batch = int(b)
         bench(path, batch, args)

@@ -92,6 +92,46 @@ PY
 rm -f "$eng" "$tor"
 
 echo
+echo "== training step on real architectures at 3x64x64 (torchvision ONNX exports): engine FLOP/s as a share of the host's FP32 peak, and the step time against PyTorch's, $threads threads, side by side"
+echo "   (peak: struct hp_host's ISA estimate, cores x clock x FLOPs per cycle, until a measured peak is merged)"
+A=""
+for m in resnet18:16 resnet50:16 mobilenet_v2:32 vgg11:16 alexnet:64; do
+	f=""
+	for d in data/models ../shared/data/models; do
+		[ -f "$d/${m%%:*}.train.onnx" ] && { f="$d/${m%%:*}.train.onnx:${m##*:}"; break; }
+	done
+	if [ -n "$f" ]; then A="$A $f"; else echo "skip ${m%%:*}: no ${m%%:*}.train.onnx"; fi
+done
+eng=$(mktemp)
+tor=$(mktemp)
+for s in $A; do
+	"$build/bin/bench_engine" -t "$threads" -n 10 -w 3 -s 3x64x64 "$s" >>"$eng"
+	if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torchvision' 2>/dev/null; then
+		/usr/bin/python3 benchmarks/bench_engine_torch.py -t "$threads" -n 10 -w 3 -s 3x64x64 "$s" >>"$tor"
+	fi
+done
+python3 - "$eng" "$tor" <<'PY'
+import re, sys
+def load(p):
+    d = {}
+    for line in open(p):
+        kv = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', line))
+        if 'spec' in kv:
+            d[(kv['spec'], kv['batch'])] = kv
+    return d
+e, t = load(sys.argv[1]), load(sys.argv[2])
+print(f"{'model':<14} {'batch':>5} {'GFLOP/step':>10} {'GFLOP/s':>8} {'of peak':>8} {'hetpool ms':>11} {'torch ms':>9} {'ratio':>6}")
+for k, v in e.items():
+    em = float(v['median_ms'])
+    tm = float(t[k]['median_ms']) if k in t else float('nan')
+    print(f"{k[0]:<14} {k[1]:>5} {float(v['step_gflop']):>10.2f} {float(v['gflops']):>8.1f} "
+          f"{100 * float(v['peak_frac']):>7.1f}% {em:>11.1f} {tm:>9.1f} {em / tm:>6.2f}")
+if not t:
+    print("PyTorch/torchvision not available (Debian python3-torch): no ratios")
+PY
+rm -f "$eng" "$tor"
+
+echo
 echo "== lr-find: the suggested rate against a log-spaced grid of rates, Fashion-MNIST, fixed budget (goal: within 1 point of the best)"
 benchmarks/lr_find_check.sh "$build"
 

@@ -23,6 +23,8 @@
 
 static const char help[] =
     "usage: hetpool profile --spec SPEC.json --batch N [options]\n"
+    "       hetpool profile MODEL.onnx --batch N [--input-shape CxHxW] "
+    "[options]\n"
     "       hetpool profile --sweep SWEEP.json|default|wide|calibrate "
     "[options]\n"
     "\n"
@@ -37,6 +39,15 @@ static const char help[] =
     "GPUs); on a CPU without counters it is left empty: not measured.\n"
     "\n"
     "  --spec FILE         one model spec (JSON) ...\n"
+    "  MODEL               ... or an ONNX CNN (or a spec), run by the "
+    "engine as the\n"
+    "                      layers it names (its weights are not read)\n"
+    "  --input-shape DIMS  the model input without the batch, e.g. "
+    "3x64x64\n"
+    "                      (default: the model's own)\n"
+    "  --save-spec FILE    write the spec the engine runs (JSON; "
+    "'hetpool predict'\n"
+    "                      reads it)\n"
     "  --batch N           ... at this batch size\n"
     "  --sweep FILE        a sweep of ranges (see docs/profiler.md), or "
     "'default'\n"
@@ -69,6 +80,8 @@ static const char help[] =
     "\n"
     "examples:\n"
     "  hetpool profile --spec cnn.json --batch 32 --out cnn.csv\n"
+    "  hetpool profile resnet18.train.onnx --batch 16 --input-shape "
+    "3x64x64\n"
     "  hetpool profile --sweep default --out data/profiles/cpu.csv\n"
     "  hetpool profile --sweep default --out data/profiles/cpu.csv "
     "--resume\n"
@@ -319,6 +332,8 @@ static int open_dataset(const char *out, bool resume, struct done_set *done,
 
 struct profile_args {
 	const char *spec, *sweep, *out;
+	struct cli_dims shape; /* --input-shape, with a model */
+	const char *save_spec; /* --save-spec: the model's spec, as run */
 	int64_t batch, limit, repeat;
 	struct hp_profile_opts po;
 	int optimizer;
@@ -334,6 +349,8 @@ static const struct cli_word optimizer_words[] = {
 #define PA struct profile_args
 static const struct cli_opt profile_opts[] = {
     CLI_OPT_STR("spec", PA, spec),
+    CLI_OPT_DIMS("input-shape", PA, shape),
+    CLI_OPT_STR("save-spec", PA, save_spec),
     CLI_OPT_INT("batch", PA, batch, 1, 1 << 20),
     CLI_OPT_STR("sweep", PA, sweep),
     CLI_OPT_STR("device", PA, po.device),
@@ -352,11 +369,56 @@ static const struct cli_opt profile_opts[] = {
 };
 #undef PA
 
+/*
+ * The spec of a model file: a spec (JSON) as it is, an ONNX CNN converted
+ * at the input shape (NULL: its own), named after the file.
+ */
+static int load_model_spec(const char *path, const struct cli_dims *shape,
+			   struct hp_spec *s, struct hp_error *err)
+{
+	struct hp_graph *g;
+	const char *base = strrchr(path, '/');
+	char name[64];
+	int rc;
+
+	if (shape->rank && shape->rank != 3)
+		return hp_error_set(err, HP_EINVAL,
+				    "--input-shape must be CxHxW");
+	{
+		/* a spec is taken as it is */
+		char *text;
+		size_t len, i = 0;
+		if (hp_read_file(path, 16u << 20, &text, &len, err) == 0) {
+			while (i < len && strchr(" \t\r\n", text[i]))
+				i++;
+			if (i < len && text[i] == '{') {
+				rc = hp_spec_parse_only(text, len, s, err);
+				free(text);
+				return rc;
+			}
+			free(text);
+		}
+	}
+	g = hp_model_load(path, err);
+	if (!g)
+		return err->code ? err->code : HP_EINVAL;
+	rc = hp_spec_from_graph(g, shape->rank ? shape->d : NULL, true, s, err);
+	hp_graph_free(g);
+	if (rc)
+		return rc;
+	/* "resnet18.train.onnx" -> "resnet18" */
+	snprintf(name, sizeof(name), "%s", base ? base + 1 : path);
+	name[strcspn(name, ".")] = '\0';
+	free(s->name);
+	s->name = hp_strdup(name[0] ? name : "model");
+	return s->name ? 0 : hp_error_set(err, HP_ENOMEM, "out of memory");
+}
+
 static int cmd_profile(int argc, char **argv)
 {
 	struct profile_args a = {
 	    .out = "profile.csv", .optimizer = -1, .repeat = 1};
-	const char *spec_path, *sweep_arg, *out;
+	const char *spec_path, *sweep_arg, *out, *model_path = NULL;
 	int64_t batch, limit;
 	bool resume, list, json;
 	bool tty = isatty(STDERR_FILENO);
@@ -387,10 +449,47 @@ static int cmd_profile(int argc, char **argv)
 		return cli_error(EXIT_USAGE,
 				 "profile: --device '%s': give cpu or cuda:K",
 				 po.device);
+	if (c < argc && !spec_path && !sweep_arg)
+		model_path = argv[c++];
 	if (c != argc)
 		return cli_error(EXIT_USAGE,
 				 "profile: unexpected argument '%s'", argv[c]);
-	if (!!spec_path == !!sweep_arg)
+	if (a.shape.rank && !model_path)
+		return cli_error(EXIT_USAGE,
+				 "profile: --input-shape goes with a MODEL "
+				 "file");
+	if (model_path) {
+		if (!batch)
+			return cli_error(EXIT_USAGE,
+					 "profile: MODEL needs --batch N");
+		sw.configs = calloc(1, sizeof(*sw.configs));
+		if (!sw.configs)
+			return cli_error(EXIT_FAIL, "out of memory");
+		if (load_model_spec(model_path, &a.shape, &sw.configs[0].spec,
+				    &err)) {
+			free(sw.configs);
+			return cli_error(cli_status_for(err.code), "'%s': %s",
+					 model_path, err.msg);
+		}
+		sw.n = 1;
+		hp_sweep_spec_ids(&sw.configs[0].spec, batch, &sw.configs[0]);
+		sw.configs[0].batch = batch;
+		sw.configs[0].input_size = sw.configs[0].spec.input[1];
+		spec_path = model_path;
+		if (a.save_spec) {
+			char *js = hp_spec_to_json(&sw.configs[0].spec);
+			FILE *f = js ? fopen(a.save_spec, "w") : NULL;
+			bool ok = f && fputs(js, f) >= 0 && fputc('\n', f) >= 0;
+			if (f && fclose(f))
+				ok = false;
+			free(js);
+			if (!ok) {
+				hp_sweep_release(&sw);
+				return cli_error(EXIT_FAIL, "cannot write '%s'",
+						 a.save_spec);
+			}
+		}
+	} else if (!!spec_path == !!sweep_arg)
 		return cli_error(EXIT_USAGE,
 				 "profile: give --spec FILE --batch N, or "
 				 "--sweep FILE|default");
@@ -398,7 +497,9 @@ static int cmd_profile(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "profile: --spec needs --batch N");
 
 	/* The configurations to measure. */
-	if (spec_path) {
+	if (model_path) {
+		/* loaded above */
+	} else if (spec_path) {
 		char *text;
 		size_t len;
 		if (hp_read_file(spec_path, 16u << 20, &text, &len, &err) ||

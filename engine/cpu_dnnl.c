@@ -83,6 +83,7 @@ struct cpu {
 	dnnl_engine_t eng;
 	dnnl_stream_t strm;
 	dnnl_primitive_attr_t attr;
+	dnnl_primitive_attr_t attr_sum; /* reorders that add to their dst */
 	int threads;
 	struct mem **mems;
 	int nmems, amems;
@@ -303,6 +304,31 @@ static int as_md(struct cpu *b, struct oplist *l, struct mem *have,
 	return to_want ? reorder_op(b, l, have, *out, err) : 0;
 }
 
+/* to += from, whatever their layouts (a gradient's second reader). */
+static int reorder_acc_op(struct cpu *b, struct oplist *l, struct mem *from,
+			  struct mem *to, struct hp_error *err)
+{
+	dnnl_primitive_desc_t pd;
+
+	CK(dnnl_reorder_primitive_desc_create(&pd, &from->md, b->eng, &to->md,
+					      b->eng, b->attr_sum),
+	   "reorder (sum)");
+	if (pd_keep(b, pd)) {
+		dnnl_primitive_desc_destroy(pd);
+		return nomem(err);
+	}
+	return prim_op(b, l, pd, "reorder (sum)", err, 2, DNNL_ARG_FROM, from,
+		       DNNL_ARG_TO, to);
+}
+
+/* A gradient passed on: written over `to`, or added to it. */
+static int grad_out(struct cpu *b, struct oplist *l, struct mem *from,
+		    struct mem *to, bool acc, struct hp_error *err)
+{
+	return acc ? reorder_acc_op(b, l, from, to, err)
+		   : reorder_op(b, l, from, to, err);
+}
+
 static int reorder_back(struct cpu *b, struct oplist *l, struct mem *tmp,
 			struct mem *have, struct hp_error *err)
 {
@@ -321,8 +347,12 @@ static void md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
 
 static void md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
 {
-	static const dnnl_format_tag_t tags[5] = {dnnl_format_tag_undef, dnnl_a,
-						  dnnl_ab, dnnl_abc, dnnl_abcd};
+	static const dnnl_format_tag_t tags[6] = {dnnl_format_tag_undef,
+						  dnnl_a,
+						  dnnl_ab,
+						  dnnl_abc,
+						  dnnl_abcd,
+						  dnnl_abcde};
 	dnnl_dims_t d;
 
 	for (int i = 0; i < rank; i++)
@@ -397,7 +427,7 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	dnnl_primitive_desc_t fpd, wpd, dpd;
 	dnnl_dims_t st = {pl->L.stride, pl->L.stride};
 	dnnl_dims_t pad = {pl->L.pad, pl->L.pad};
-	int64_t wd[4], od;
+	int64_t wd[5], od;
 	int wr, rc;
 	union {
 		dnnl_convolution_desc_t c;
@@ -431,7 +461,16 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 				return nomem(err);
 		}
 	}
-	if (conv) {
+	if (conv && pl->L.groups > 1) {
+		/* grouped: G, O/G, I/G, KH, KW (plain: OIHW with I/G) */
+		wr = 5;
+		wd[0] = pl->L.groups;
+		wd[1] = od / pl->L.groups;
+		wd[2] = xa->dims[1] / pl->L.groups;
+		wd[3] = wd[4] = pl->L.kernel;
+		md_any(&src_any, 4, xa->dims);
+		md_any(&dst_any, 4, ya->dims);
+	} else if (conv) {
 		wr = 4;
 		wd[0] = od;
 		wd[1] = xa->dims[1];
@@ -656,6 +695,7 @@ static int build_bn(struct cpu *b, int i, struct hp_error *err)
 	return 0;
 }
 
+/* relu, and clip (ReLU6): both take their gradient from the output. */
 static int build_relu(struct cpu *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
@@ -663,11 +703,14 @@ static int build_relu(struct cpu *b, int i, struct hp_error *err)
 	struct lstate *ls = &b->ls[i];
 	dnnl_eltwise_desc_t d;
 	dnnl_primitive_desc_t fpd, bpd;
-	const dnnl_alg_kind_t alg = dnnl_eltwise_relu_use_dst_for_bwd;
+	bool clip = pl->L.type == HP_LAYER_CLIP;
+	const dnnl_alg_kind_t alg = clip ? dnnl_eltwise_clip_v2_use_dst_for_bwd
+					 : dnnl_eltwise_relu_use_dst_for_bwd;
+	float lo = clip ? (float)pl->L.lo : 0, hi = clip ? (float)pl->L.hi : 0;
 	int rc;
 
 	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training, alg,
-					  &X->d->md, 0, 0),
+					  &X->d->md, lo, hi),
 	   "relu forward");
 	if ((rc = pd_make(b, &fpd, &d, NULL, "relu forward", err)))
 		return rc;
@@ -678,7 +721,8 @@ static int build_relu(struct cpu *b, int i, struct hp_error *err)
 		return rc;
 	if (!pl->need_dsrc)
 		return 0;
-	CK(dnnl_eltwise_backward_desc_init(&d, alg, &X->d->md, &X->d->md, 0, 0),
+	CK(dnnl_eltwise_backward_desc_init(&d, alg, &X->d->md, &X->d->md, lo,
+					   hi),
 	   "relu backward");
 	if ((rc = pd_make(b, &bpd, &d, fpd, "relu backward", err)))
 		return rc;
@@ -694,11 +738,15 @@ static int build_pool(struct cpu *b, int i, struct hp_error *err)
 	dnnl_pooling_desc_t d;
 	dnnl_primitive_desc_t fpd, bpd;
 	dnnl_memory_desc_t dst_any;
-	dnnl_dims_t st = {pl->L.stride, pl->L.stride};
-	dnnl_dims_t k = {pl->L.kernel, pl->L.kernel};
-	dnnl_dims_t pad = {pl->L.pad, pl->L.pad};
-	dnnl_alg_kind_t alg = pl->L.pool_max ? dnnl_pooling_max
-					     : dnnl_pooling_avg_include_padding;
+	const int64_t *xd = b->p->acts[pl->x].dims;
+	bool gap = pl->L.type == HP_LAYER_GAP;
+	dnnl_dims_t st = {gap ? 1 : pl->L.stride, gap ? 1 : pl->L.stride};
+	dnnl_dims_t k = {gap ? xd[2] : pl->L.kernel,
+			 gap ? xd[3] : pl->L.kernel};
+	dnnl_dims_t pad = {gap ? 0 : pl->L.pad, gap ? 0 : pl->L.pad};
+	dnnl_alg_kind_t alg = !gap && pl->L.pool_max
+				  ? dnnl_pooling_max
+				  : dnnl_pooling_avg_include_padding;
 	const dnnl_memory_desc_t *q;
 	struct mem *ws = NULL, *ddst;
 	int rc;
@@ -732,6 +780,109 @@ static int build_pool(struct cpu *b, int i, struct hp_error *err)
 	return prim_op(b, &ls->bwd, bpd, "pool backward", err, 3,
 		       DNNL_ARG_DIFF_DST, ddst, DNNL_ARG_DIFF_SRC, X->g,
 		       DNNL_ARG_WORKSPACE, ws);
+}
+
+/* add: a sum of its inputs in the first one's layout; the gradient goes
+ * to each input unchanged. */
+static int build_add(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	const dnnl_memory_desc_t *md0 = &b->acts[pl->xs[0]].d->md;
+	dnnl_memory_desc_t mds[HP_SPEC_MAX_INPUTS];
+	float sc[HP_SPEC_MAX_INPUTS];
+	struct mem *src[HP_SPEC_MAX_INPUTS] = {NULL};
+	dnnl_primitive_desc_t pd;
+	int rc;
+
+	for (int k = 0; k < pl->nin; k++) {
+		if ((rc = as_md(b, &ls->fwd, b->acts[pl->xs[k]].d, md0, true,
+				&src[k], err)))
+			return rc;
+		mds[k] = *md0;
+		sc[k] = 1.0f;
+	}
+	CK(dnnl_sum_primitive_desc_create(&pd, md0, pl->nin, sc, mds, b->attr,
+					  b->eng),
+	   "add forward");
+	if (pd_keep(b, pd)) {
+		dnnl_primitive_desc_destroy(pd);
+		return nomem(err);
+	}
+	if ((rc = act_make(b, pl->y, md0, err)) ||
+	    (rc = prim_op(
+		 b, &ls->fwd, pd, "add forward", err, 9, DNNL_ARG_MULTIPLE_SRC,
+		 src[0], DNNL_ARG_MULTIPLE_SRC + 1, src[1],
+		 DNNL_ARG_MULTIPLE_SRC + 2, src[2], DNNL_ARG_MULTIPLE_SRC + 3,
+		 src[3], DNNL_ARG_MULTIPLE_SRC + 4, src[4],
+		 DNNL_ARG_MULTIPLE_SRC + 5, src[5], DNNL_ARG_MULTIPLE_SRC + 6,
+		 src[6], DNNL_ARG_MULTIPLE_SRC + 7, src[7], DNNL_ARG_DST,
+		 Y->d)))
+		return rc;
+	for (int k = pl->nin - 1; k >= 0; k--)
+		if (pl->need[k] &&
+		    (rc = grad_out(b, &ls->bwd, Y->g, b->acts[pl->xs[k]].g,
+				   pl->acc[k], err)))
+			return rc;
+	return 0;
+}
+
+/* concat: along the channels into a plain output; its gradient is split
+ * by views of the plain gradient. */
+static int build_concat(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct hp__plan_act *ya = &b->p->acts[pl->y];
+	struct act *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_memory_desc_t mds[HP_SPEC_MAX_INPUTS], dmd;
+	struct mem *src[HP_SPEC_MAX_INPUTS] = {NULL};
+	dnnl_primitive_desc_t pd;
+	int64_t c0 = 0;
+	int rc;
+
+	for (int k = 0; k < pl->nin; k++) {
+		src[k] = b->acts[pl->xs[k]].d;
+		mds[k] = src[k]->md;
+	}
+	md_plain(&dmd, ya->rank, ya->dims);
+	CK(dnnl_concat_primitive_desc_create(&pd, &dmd, pl->nin, 1, mds,
+					     b->attr, b->eng),
+	   "concat forward");
+	if (pd_keep(b, pd)) {
+		dnnl_primitive_desc_destroy(pd);
+		return nomem(err);
+	}
+	if ((rc = act_make(b, pl->y, &dmd, err)) ||
+	    (rc = prim_op(
+		 b, &ls->fwd, pd, "concat forward", err, 9,
+		 DNNL_ARG_MULTIPLE_SRC, src[0], DNNL_ARG_MULTIPLE_SRC + 1,
+		 src[1], DNNL_ARG_MULTIPLE_SRC + 2, src[2],
+		 DNNL_ARG_MULTIPLE_SRC + 3, src[3], DNNL_ARG_MULTIPLE_SRC + 4,
+		 src[4], DNNL_ARG_MULTIPLE_SRC + 5, src[5],
+		 DNNL_ARG_MULTIPLE_SRC + 6, src[6], DNNL_ARG_MULTIPLE_SRC + 7,
+		 src[7], DNNL_ARG_DST, Y->d)))
+		return rc;
+	for (int k = 0; k < pl->nin; k++) {
+		const struct hp__plan_act *xa = &b->p->acts[pl->xs[k]];
+		dnnl_dims_t dims, offs = {0, c0, 0, 0};
+		dnnl_memory_desc_t sub;
+		struct mem *view;
+		for (int r = 0; r < ya->rank; r++)
+			dims[r] = xa->dims[r];
+		c0 += xa->dims[1];
+		if (!pl->need[k] || !Y->g)
+			continue;
+		CK(dnnl_memory_desc_init_submemory(&sub, &Y->g->md, dims, offs),
+		   "concat backward");
+		if (!(view = mem_alias(b, Y->g, &sub)))
+			return nomem(err);
+		if ((rc = grad_out(b, &ls->bwd, view, b->acts[pl->xs[k]].g,
+				   pl->acc[k], err)))
+			return rc;
+	}
+	return 0;
 }
 
 static int build_softmax(struct cpu *b, int i, struct hp_error *err)
@@ -1117,6 +1268,8 @@ static void cpu_destroy(void *be)
 	free(b->params);
 	if (b->attr)
 		dnnl_primitive_attr_destroy(b->attr);
+	if (b->attr_sum)
+		dnnl_primitive_attr_destroy(b->attr_sum);
 	if (b->strm)
 		dnnl_stream_destroy(b->strm);
 	if (b->eng)
@@ -1139,6 +1292,18 @@ static int build(struct cpu *b, struct hp_error *err)
 	CK(dnnl_primitive_attr_set_scratchpad_mode(b->attr,
 						   dnnl_scratchpad_mode_user),
 	   "attributes");
+	{
+		dnnl_post_ops_t po;
+		dnnl_status_t st;
+		CK(dnnl_primitive_attr_clone(&b->attr_sum, b->attr),
+		   "attributes");
+		CK(dnnl_post_ops_create(&po), "post-ops");
+		st = dnnl_post_ops_append_sum(po, 1.0f);
+		if (st == dnnl_success)
+			st = dnnl_primitive_attr_set_post_ops(b->attr_sum, po);
+		dnnl_post_ops_destroy(po);
+		CK(st, "post-ops");
+	}
 	b->acts = calloc((size_t)p->nacts, sizeof(*b->acts));
 	b->ls = calloc((size_t)p->nlayers + 1, sizeof(*b->ls));
 	b->params = calloc((size_t)p->nparams + 1, sizeof(*b->params));
@@ -1149,8 +1314,15 @@ static int build(struct cpu *b, struct hp_error *err)
 		return rc;
 	for (int i = 0; i < p->nlayers && !rc; i++) {
 		const struct hp__plan_layer *pl = &p->layers[i];
+		struct act *X = &b->acts[pl->x];
+		struct mem *xg = X->g;
+		bool swap = pl->nin == 1 && pl->acc[0] && !pl->inplace;
 		if (pl->noop)
 			continue;
+		/* A one-input layer whose input gradient is added to another
+		 * reader's writes it to a buffer of its own first. */
+		if (swap && !(X->g = mem_md(b, &xg->md, false)))
+			return nomem(err);
 		switch (pl->L.type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_FC:
@@ -1160,10 +1332,20 @@ static int build(struct cpu *b, struct hp_error *err)
 			rc = build_bn(b, i, err);
 			break;
 		case HP_LAYER_RELU:
+		case HP_LAYER_CLIP:
 			rc = build_relu(b, i, err);
 			break;
 		case HP_LAYER_POOL:
+		case HP_LAYER_GAP:
 			rc = build_pool(b, i, err);
+			break;
+		case HP_LAYER_ADD:
+			rc = build_add(b, i, err);
+			break;
+		case HP_LAYER_CONCAT:
+			rc = build_concat(b, i, err);
+			break;
+		case HP_LAYER_FLATTEN:
 			break;
 		case HP_LAYER_DROPOUT:
 			rc = build_dropout(b, i, err);
@@ -1171,6 +1353,12 @@ static int build(struct cpu *b, struct hp_error *err)
 		case HP_LAYER_SOFTMAX:
 			rc = build_softmax(b, i, err);
 			break;
+		}
+		if (swap) {
+			if (!rc)
+				rc = reorder_acc_op(b, &b->ls[i].bwd, X->g, xg,
+						    err);
+			X->g = xg;
 		}
 		if (rc)
 			hp_error_prefix(err, "layer %d", i);

@@ -744,11 +744,47 @@ static int build(struct cuda *b, struct hp_error *err)
 	return 0;
 }
 
+/* What this backend runs: the chains of conv, bn, relu, pool, dropout,
+ * fc and softmax; the DAG layers (add, concat, named inputs), grouped
+ * convolutions, clip and global pooling are the CPU backend's so far. */
+static int check_supported(const struct hp__plan *p, struct hp_error *err)
+{
+	for (int i = 0; i < p->nlayers; i++) {
+		const struct hp__plan_layer *pl = &p->layers[i];
+		bool ok = pl->L.ninputs == 0 && pl->L.groups <= 1;
+		switch (pl->L.type) {
+		case HP_LAYER_CONV:
+		case HP_LAYER_BN:
+		case HP_LAYER_RELU:
+		case HP_LAYER_POOL:
+		case HP_LAYER_DROPOUT:
+		case HP_LAYER_FC:
+		case HP_LAYER_SOFTMAX:
+			break;
+		default:
+			ok = false;
+			break;
+		}
+		if (!ok)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "layer %d: the CUDA backend runs "
+					    "chains of conv, bn, relu, pool, "
+					    "dropout, fc and softmax (no "
+					    "groups, add, concat, clip, gap, "
+					    "flatten yet)",
+					    i);
+	}
+	return 0;
+}
+
 static int cuda_create(struct hp_engine *e, struct hp_error *err)
 {
-	struct cuda *b = calloc(1, sizeof(*b));
+	struct cuda *b;
 	int rc;
 
+	if ((rc = check_supported(&e->plan, err)))
+		return rc;
+	b = calloc(1, sizeof(*b));
 	if (!b)
 		return nomem(err);
 	b->e = e;
@@ -911,6 +947,8 @@ static int layer_fwd(struct cuda *b, int i, bool infer, struct hp_error *err)
 					x->d, &zero, y->t, y->d),
 		    "softmax forward");
 		return 0;
+	default:
+		break;
 	}
 	return hp_error_set(err, HP_EINTERNAL, "unknown layer type %d",
 			    (int)pl->L.type);
@@ -980,6 +1018,8 @@ static int layer_bwd(struct cuda *b, int i, struct hp_error *err)
 					 y->d, y->t, y->g, &zero, x->t, x->g),
 		    "softmax backward");
 		return 0;
+	default:
+		break;
 	}
 	return hp_error_set(err, HP_EINTERNAL, "unknown layer type %d",
 			    (int)pl->L.type);

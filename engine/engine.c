@@ -19,7 +19,9 @@ static const char *const layer_names[] = {
     [HP_LAYER_CONV] = "conv",	    [HP_LAYER_BN] = "bn",
     [HP_LAYER_RELU] = "relu",	    [HP_LAYER_POOL] = "pool",
     [HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
-    [HP_LAYER_SOFTMAX] = "softmax",
+    [HP_LAYER_SOFTMAX] = "softmax", [HP_LAYER_CLIP] = "clip",
+    [HP_LAYER_GAP] = "gap",	    [HP_LAYER_ADD] = "add",
+    [HP_LAYER_CONCAT] = "concat",   [HP_LAYER_FLATTEN] = "flatten",
 };
 
 void hp_engine_opts_init(struct hp_engine_opts *o)
@@ -50,12 +52,97 @@ static int64_t round_up(int64_t v, int64_t m)
 	return (v + m - 1) / m * m;
 }
 
+/* Layer i's input k (-1: the network input). */
+static int input_of(const struct hp_spec_layer *L, int i, int k)
+{
+	return L->ninputs ? L->inputs[k] : i - 1;
+}
+
+/* Scratch of hp__plan_build(), per value (v = layer + 1; 0: the input). */
+struct plan_tmp {
+	int64_t (*sh)[3];
+	int *uses;    /* spec layers reading layer i's output */
+	int *src;     /* the value a noop layer passes on (else itself) */
+	int *readers; /* running layers reading a value (+ the loss) */
+	int *act;     /* the activation holding a value */
+	int *ptype;   /* type of the layer that computed it (-1: input) */
+	bool *up;     /* a trainable layer (or the input's gradient) is
+			 upstream: its gradient is needed */
+};
+
+static void plan_tmp_free(struct plan_tmp *t)
+{
+	free(t->sh);
+	free(t->uses);
+	free(t->src);
+	free(t->readers);
+	free(t->act);
+	free(t->ptype);
+	free(t->up);
+}
+
+static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
+		       struct hp_error *err)
+{
+	switch (L->type) {
+	case HP_LAYER_CONV:
+	case HP_LAYER_POOL:
+		if (L->kernel < 1 || L->stride < 1 || L->pad < 0 ||
+		    L->groups < 0 ||
+		    (L->type == HP_LAYER_CONV && L->filters < 1))
+			return hp_error_set(err, HP_EINVAL,
+					    "layer %d (%s): sizes must be "
+					    "positive",
+					    i, tn);
+		if (L->type == HP_LAYER_POOL && 2 * L->pad > L->kernel)
+			return hp_error_set(err, HP_EINVAL,
+					    "layer %d (pool): pad %lld is more "
+					    "than half the kernel",
+					    i, (long long)L->pad);
+		break;
+	case HP_LAYER_DROPOUT:
+		if (!(L->p >= 0 && L->p < 1))
+			return hp_error_set(err, HP_ERANGE,
+					    "layer %d (dropout): p %g not in "
+					    "[0, 1)",
+					    i, L->p);
+		break;
+	case HP_LAYER_FC:
+		if (L->units < 1)
+			return hp_error_set(err, HP_EINVAL,
+					    "layer %d (fc): units must be "
+					    "positive",
+					    i);
+		break;
+	case HP_LAYER_CLIP:
+		if (!(L->lo < L->hi))
+			return hp_error_set(err, HP_ERANGE,
+					    "layer %d (clip): min must be less "
+					    "than max",
+					    i);
+		break;
+	case HP_LAYER_BN:
+	case HP_LAYER_RELU:
+	case HP_LAYER_SOFTMAX:
+	case HP_LAYER_GAP:
+	case HP_LAYER_ADD:
+	case HP_LAYER_CONCAT:
+	case HP_LAYER_FLATTEN:
+		break;
+	default:
+		return hp_error_set(err, HP_EINVAL, "layer %d: unknown type %d",
+				    i, (int)L->type);
+	}
+	return 0;
+}
+
 int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		   struct hp__plan *p, struct hp_error *err)
 {
-	int64_t c, h, w, n;
-	int cur = 0, rank = 4, prod_type = -1;
-	bool params_before = false;
+	struct plan_tmp t = {0};
+	int nl, rc = 0;
+	bool any_params = false;
+	int64_t n;
 
 	memset(p, 0, sizeof(*p));
 	if (!s || s->nlayers < 0 || (s->nlayers > 0 && !s->layers))
@@ -64,170 +151,225 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		return hp_error_set(
 		    err, HP_ERANGE, "batch %lld out of range 1..%lld",
 		    (long long)batch, (long long)ENGINE_MAX_BATCH);
-	c = s->input[0];
-	h = s->input[1];
-	w = s->input[2];
-	if (c < 1 || h < 1 || w < 1)
-		return hp_error_set(err, HP_EINVAL,
-				    "input %lldx%lldx%lld must be positive",
-				    (long long)c, (long long)h, (long long)w);
+	if (s->input[0] < 1 || s->input[1] < 1 || s->input[2] < 1)
+		return hp_error_set(
+		    err, HP_EINVAL, "input %lldx%lldx%lld must be positive",
+		    (long long)s->input[0], (long long)s->input[1],
+		    (long long)s->input[2]);
 	if (s->classes < 0)
 		return hp_error_set(err, HP_EINVAL, "classes is negative");
-	p->batch = batch;
-	p->classes = s->classes;
-	p->layers = calloc((size_t)s->nlayers + 1, sizeof(*p->layers));
-	p->acts = calloc((size_t)s->nlayers + 1, sizeof(*p->acts));
-	if (!p->layers || !p->acts) {
-		hp__plan_release(p);
-		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	}
-	p->nlayers = s->nlayers;
-	p->acts[0] = (struct hp__plan_act){{batch, c, h, w}, 4, input_grad};
-	p->nacts = 1;
-	for (int i = 0; i < s->nlayers; i++) {
-		struct hp__plan_layer *pl = &p->layers[i];
+	nl = s->nlayers;
+	for (int i = 0; i < nl; i++) {
 		const struct hp_spec_layer *L = &s->layers[i];
-		const char *tn = (unsigned)L->type <= HP_LAYER_SOFTMAX
+		const char *tn = (unsigned)L->type <= HP_LAYER_FLATTEN
 				     ? layer_names[L->type]
 				     : "?";
-		bool newact = true;
-
+		if ((rc = plan_checks(L, i, tn, err)))
+			return rc;
+	}
+	t.sh = calloc((size_t)nl + 1, sizeof(*t.sh));
+	t.uses = calloc((size_t)nl + 2, sizeof(int));
+	t.src = calloc((size_t)nl + 2, sizeof(int));
+	t.readers = calloc((size_t)nl + 2, sizeof(int));
+	t.act = calloc((size_t)nl + 2, sizeof(int));
+	t.ptype = calloc((size_t)nl + 2, sizeof(int));
+	t.up = calloc((size_t)nl + 2, sizeof(bool));
+	p->layers = calloc((size_t)nl + 1, sizeof(*p->layers));
+	p->acts = calloc((size_t)nl + 1, sizeof(*p->acts));
+	if (!t.sh || !t.uses || !t.src || !t.readers || !t.act || !t.ptype ||
+	    !t.up || !p->layers || !p->acts) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((rc = hp_spec_shapes(s, t.sh, NULL, err)))
+		goto fail;
+	p->batch = batch;
+	p->classes = s->classes;
+	p->nlayers = nl;
+	for (int i = 0; i < nl; i++)
+		for (int k = 0;
+		     k < (s->layers[i].ninputs ? s->layers[i].ninputs : 1); k++)
+			t.uses[input_of(&s->layers[i], i, k) + 1]++;
+	/* Which layers run; which value each passes on. */
+	for (int i = 0; i < nl; i++) {
+		struct hp__plan_layer *pl = &p->layers[i];
+		const struct hp_spec_layer *L = &s->layers[i];
+		int j = input_of(L, i, 0);
 		pl->L = *L;
-		pl->x = cur;
+		pl->nin = L->ninputs ? L->ninputs : 1;
 		switch (L->type) {
-		case HP_LAYER_CONV:
-		case HP_LAYER_POOL: {
-			int64_t ph, pw;
-			if (L->kernel < 1 || L->stride < 1 || L->pad < 0 ||
-			    (L->type == HP_LAYER_CONV && L->filters < 1))
-				return hp_error_set(
-				    err, HP_EINVAL,
-				    "layer %d (%s): sizes must be positive", i,
-				    tn);
-			if (rank != 4)
-				return hp_error_set(
-				    err, HP_EINVAL,
-				    "layer %d (%s): comes after "
-				    "an fc layer",
-				    i, tn);
-			ph = h + 2 * L->pad;
-			pw = w + 2 * L->pad;
-			if (L->kernel > ph || L->kernel > pw)
-				return hp_error_set(
-				    err, HP_ESHAPE,
-				    "layer %d (%s): kernel %lld larger "
-				    "than input %lldx%lld (padded)",
-				    i, tn, (long long)L->kernel, (long long)ph,
-				    (long long)pw);
-			if (L->type == HP_LAYER_POOL && 2 * L->pad > L->kernel)
-				return hp_error_set(err, HP_EINVAL,
-						    "layer %d (pool): pad %lld "
-						    "is more than half the "
-						    "kernel",
-						    i, (long long)L->pad);
-			h = (ph - L->kernel) / L->stride + 1;
-			w = (pw - L->kernel) / L->stride + 1;
-			if (L->type == HP_LAYER_CONV) {
-				c = L->filters;
-				pl->has_params = true;
-			}
-			break;
-		}
 		case HP_LAYER_BN:
-			pl->has_params = true;
-			pl->fuse_relu = i + 1 < s->nlayers &&
-					s->layers[i + 1].type == HP_LAYER_RELU;
+			pl->fuse_relu =
+			    i + 1 < nl &&
+			    s->layers[i + 1].type == HP_LAYER_RELU &&
+			    input_of(&s->layers[i + 1], i + 1, 0) == i &&
+			    t.uses[i + 1] == 1;
 			break;
 		case HP_LAYER_RELU:
-			if (i > 0 && p->layers[i - 1].fuse_relu)
-				pl->noop = true;
-			else if (cur != 0 && prod_type != HP_LAYER_SOFTMAX)
-				pl->inplace = true;
+			pl->noop = j >= 0 && p->layers[j].fuse_relu;
 			break;
 		case HP_LAYER_DROPOUT:
-			if (!(L->p >= 0 && L->p < 1))
-				return hp_error_set(err, HP_ERANGE,
-						    "layer %d (dropout): p %g "
-						    "not in [0, 1)",
-						    i, L->p);
-			if (L->p == 0)
-				pl->noop = true;
-			else if (cur != 0 && prod_type != HP_LAYER_SOFTMAX)
-				pl->inplace = true;
-			break;
-		case HP_LAYER_FC:
-			if (L->units < 1)
-				return hp_error_set(err, HP_EINVAL,
-						    "layer %d (fc): units must "
-						    "be positive",
-						    i);
-			c = L->units;
-			h = w = 1;
-			rank = 2;
-			pl->has_params = true;
+			pl->noop = L->p == 0;
 			break;
 		case HP_LAYER_SOFTMAX:
-			if (i == s->nlayers - 1 && s->classes > 0)
-				pl->noop = true;
+			pl->noop = i == nl - 1 && s->classes > 0;
+			break;
+		case HP_LAYER_FLATTEN:
+			pl->noop = true;
 			break;
 		default:
-			return hp_error_set(err, HP_EINVAL,
-					    "layer %d: unknown type %d", i,
-					    (int)L->type);
+			break;
 		}
-		if (h < 1 || w < 1)
-			return hp_error_set(
-			    err, HP_ESHAPE,
-			    "layer %d (%s) shrinks the image to "
-			    "nothing",
-			    i, tn);
-		if (!hp_mul_i64(batch, c, &n) || !hp_mul_i64(n, h, &n) ||
-		    !hp_mul_i64(n, w, &n) || n > HP_MODEL_MAX_ELEMS)
-			return hp_error_set(err, HP_ETOOBIG,
-					    "layer %d (%s): output too large",
-					    i, tn);
-		pl->need_dsrc = params_before || input_grad;
-		pl->bwd = pl->has_params || pl->need_dsrc;
-		params_before = params_before || pl->has_params;
-		if (pl->noop || pl->inplace)
-			newact = false;
-		if (newact) {
-			struct hp__plan_act *a = &p->acts[p->nacts];
-			a->dims[0] = batch;
-			a->dims[1] = c;
-			a->dims[2] = h;
-			a->dims[3] = w;
-			a->rank = rank;
-			cur = p->nacts++;
-		}
-		pl->y = cur;
-		if (!pl->noop) {
-			p->acts[cur].diff = p->acts[cur].diff || pl->bwd;
-			prod_type = (int)L->type;
-		}
-		if (L->type == HP_LAYER_CONV || L->type == HP_LAYER_FC ||
-		    L->type == HP_LAYER_BN)
-			p->nparams += 2;
+		t.src[i + 1] = pl->noop ? t.src[j + 1] : i + 1;
 	}
-	p->out = cur;
-	if (s->classes > 0 && c * h * w != s->classes)
-		return hp_error_set(err, HP_ESHAPE,
-				    "the last layer gives %lld outputs, but "
-				    "\"classes\" is %lld",
-				    (long long)(c * h * w),
-				    (long long)s->classes);
-	if (!params_before)
-		return hp_error_set(err, HP_EINVAL,
-				    "the spec has no trainable layer (conv, "
-				    "bn or fc)");
+	t.readers[t.src[nl]]++; /* the loss */
+	for (int i = 0; i < nl; i++)
+		if (!p->layers[i].noop)
+			for (int k = 0; k < p->layers[i].nin; k++)
+				t.readers[t.src[input_of(&s->layers[i], i, k) +
+						1]]++;
+	/* Activations, in place where nothing else reads the input. */
+	p->acts[0] = (struct hp__plan_act){
+	    {batch, s->input[0], s->input[1], s->input[2]}, 4, input_grad};
+	p->nacts = 1;
+	t.act[0] = 0;
+	t.ptype[0] = -1;
+	t.up[0] = input_grad;
+	for (int i = 0; i < nl; i++) {
+		struct hp__plan_layer *pl = &p->layers[i];
+		const struct hp_spec_layer *L = &s->layers[i];
+		const char *tn = layer_names[L->type];
+		int v0 = t.src[input_of(L, i, 0) + 1];
+		const struct hp__plan_act *xa;
+		bool up = false;
+
+		for (int k = 0; k < pl->nin; k++) {
+			int v = t.src[input_of(L, i, k) + 1];
+			pl->xs[k] = t.act[v];
+			pl->need[k] = t.up[v];
+			up = up || t.up[v];
+		}
+		pl->x = pl->xs[0];
+		xa = &p->acts[pl->x];
+		pl->has_params = L->type == HP_LAYER_CONV ||
+				 L->type == HP_LAYER_BN ||
+				 L->type == HP_LAYER_FC;
+		pl->need_dsrc = up;
+		pl->bwd = pl->has_params || pl->need_dsrc;
+		if (pl->noop) {
+			pl->y = pl->x;
+			continue;
+		}
+		if (pl->has_params) {
+			p->nparams += 2;
+			any_params = true;
+		}
+		if ((L->type == HP_LAYER_RELU || L->type == HP_LAYER_DROPOUT ||
+		     L->type == HP_LAYER_CLIP) &&
+		    pl->x != 0 && t.readers[v0] == 1 &&
+		    t.ptype[v0] != HP_LAYER_SOFTMAX &&
+		    t.ptype[v0] != HP_LAYER_CLIP &&
+		    (L->type != HP_LAYER_CLIP || t.ptype[v0] != HP_LAYER_RELU))
+			pl->inplace = true;
+		if (pl->inplace) {
+			pl->y = pl->x;
+		} else {
+			struct hp__plan_act *a = &p->acts[p->nacts];
+			if (L->type == HP_LAYER_FC) {
+				*a = (struct hp__plan_act){
+				    {batch, L->units, 1, 1}, 2, false};
+			} else if (L->type == HP_LAYER_CONV ||
+				   L->type == HP_LAYER_POOL ||
+				   L->type == HP_LAYER_GAP) {
+				*a = (struct hp__plan_act){
+				    {batch, t.sh[i][0], t.sh[i][1], t.sh[i][2]},
+				    4,
+				    false};
+			} else if (L->type == HP_LAYER_CONCAT) {
+				*a = *xa;
+				a->diff = false;
+				a->dims[1] = 0;
+				for (int k = 0; k < pl->nin; k++)
+					a->dims[1] +=
+					    p->acts[pl->xs[k]].dims[1];
+			} else {
+				/* elementwise: the input's own shape */
+				*a = *xa;
+				a->diff = false;
+			}
+			if (!hp_mul_i64(a->dims[0], a->dims[1], &n) ||
+			    !hp_mul_i64(n, a->dims[2], &n) ||
+			    !hp_mul_i64(n, a->dims[3], &n) ||
+			    n > HP_MODEL_MAX_ELEMS) {
+				rc = hp_error_set(err, HP_ETOOBIG,
+						  "layer %d (%s): output too "
+						  "large",
+						  i, tn);
+				goto fail;
+			}
+			pl->y = p->nacts++;
+		}
+		if (pl->bwd)
+			p->acts[pl->y].diff = true;
+		t.act[i + 1] = pl->y;
+		t.ptype[i + 1] = (int)L->type;
+		t.up[i + 1] = up || pl->has_params;
+	}
+	for (int i = 0; i < nl; i++)
+		if (p->layers[i].noop) {
+			int v = t.src[i + 1];
+			t.act[i + 1] = t.act[v];
+		}
+	/* Gradients of a value read by several layers are summed: the
+	 * reader whose backward runs first (the last one) writes, the
+	 * others add. */
+	{
+		bool *written = calloc((size_t)p->nacts + 1, sizeof(bool));
+		if (!written) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto fail;
+		}
+		for (int i = nl - 1; i >= 0; i--) {
+			struct hp__plan_layer *pl = &p->layers[i];
+			if (pl->noop)
+				continue;
+			for (int k = pl->nin - 1; k >= 0; k--) {
+				if (!pl->need[k])
+					continue;
+				pl->acc[k] = written[pl->xs[k]];
+				written[pl->xs[k]] = true;
+			}
+		}
+		free(written);
+	}
+	p->out = t.act[t.src[nl]];
+	{
+		const int64_t *o = nl ? t.sh[nl - 1] : s->input;
+		if (s->classes > 0 && o[0] * o[1] * o[2] != s->classes) {
+			rc = hp_error_set(err, HP_ESHAPE,
+					  "the last layer gives %lld outputs, "
+					  "but \"classes\" is %lld",
+					  (long long)(o[0] * o[1] * o[2]),
+					  (long long)s->classes);
+			goto fail;
+		}
+	}
+	if (!any_params) {
+		rc = hp_error_set(err, HP_EINVAL,
+				  "the spec has no trainable layer (conv, bn "
+				  "or fc)");
+		goto fail;
+	}
 	/* Parameter elements (overflow-checked: sizes come from input). */
 	for (int i = 0; i < p->nlayers; i++) {
 		const struct hp__plan_layer *pl = &p->layers[i];
 		const struct hp__plan_act *x = &p->acts[pl->x];
-		int64_t k = 0, t;
+		int64_t k = 0, tt, g = pl->L.groups > 1 ? pl->L.groups : 1;
+		if (pl->noop)
+			continue;
 		switch (pl->L.type) {
 		case HP_LAYER_CONV:
-			if (!hp_mul_i64(pl->L.filters, x->dims[1], &k) ||
+			if (!hp_mul_i64(pl->L.filters, x->dims[1] / g, &k) ||
 			    !hp_mul_i64(k, pl->L.kernel, &k) ||
 			    !hp_mul_i64(k, pl->L.kernel, &k))
 				k = -1;
@@ -237,8 +379,8 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 			k = 2 * x->dims[1];
 			break;
 		case HP_LAYER_FC:
-			t = x->dims[1] * x->dims[2] * x->dims[3];
-			if (!hp_mul_i64(pl->L.units, t, &k))
+			tt = x->dims[1] * x->dims[2] * x->dims[3];
+			if (!hp_mul_i64(pl->L.units, tt, &k))
 				k = -1;
 			k = k < 0 ? -1 : k + pl->L.units;
 			break;
@@ -246,11 +388,18 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 			break;
 		}
 		if (k < 0 || !hp_add_i64(p->param_elems, k, &p->param_elems) ||
-		    p->param_elems > HP_MODEL_MAX_ELEMS)
-			return hp_error_set(err, HP_ETOOBIG,
-					    "layer %d: too many parameters", i);
+		    p->param_elems > HP_MODEL_MAX_ELEMS) {
+			rc = hp_error_set(err, HP_ETOOBIG,
+					  "layer %d: too many parameters", i);
+			goto fail;
+		}
 	}
+	plan_tmp_free(&t);
 	return 0;
+fail:
+	plan_tmp_free(&t);
+	hp__plan_release(p);
+	return rc;
 }
 
 /* Elements of an activation as a backend stores it: channels padded to 16
@@ -279,13 +428,21 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 		int64_t c16 = round_up(x->dims[1], 16);
 		if (pl->noop)
 			continue;
+		/* a gradient added to another reader's goes through a
+		 * buffer of its own; an add's inputs may be reordered */
+		for (int k = 0; k < pl->nin; k++)
+			if (pl->acc[k] || (k > 0 && pl->L.type == HP_LAYER_ADD))
+				b += 4.0 * (double)act_elems(
+					       &p->acts[pl->xs[k]], true);
 		switch (pl->L.type) {
 		case HP_LAYER_CONV:
 			if (pl->x == 0)
 				b += 4 * ex; /* input reordered to blocked */
 			wb = 4.0 * (double)round_up(pl->L.filters, 16) *
-				 (double)c16 * (double)pl->L.kernel *
-				 (double)pl->L.kernel +
+				 (double)(pl->L.groups > 1
+					      ? x->dims[1] / pl->L.groups
+					      : c16) *
+				 (double)pl->L.kernel * (double)pl->L.kernel +
 			     4.0 * (double)round_up(pl->L.filters, 16);
 			break;
 		case HP_LAYER_BN:
@@ -430,7 +587,8 @@ static int list_params(struct hp_engine *e)
 		case HP_LAYER_CONV:
 			w->rank = 4;
 			w->dims[0] = pl->L.filters;
-			w->dims[1] = x->dims[1];
+			w->dims[1] =
+			    x->dims[1] / (pl->L.groups > 1 ? pl->L.groups : 1);
 			w->dims[2] = w->dims[3] = pl->L.kernel;
 			b->dims[0] = pl->L.filters;
 			break;

@@ -15,9 +15,18 @@
 /* One layer of the plan. */
 struct hp__plan_layer {
 	struct hp_spec_layer L;
-	int x, y;	 /* input and output activation (index into acts) */
-	bool noop;	 /* y == x: relu fused into bn, final softmax, p=0 */
-	bool inplace;	 /* y == x, but the layer runs (relu, dropout) */
+	int x, y; /* input and output activation (index into acts) */
+	/* all inputs (add, concat read several; xs[0] == x), whether each
+	 * needs its gradient, and whether that gradient is added to what
+	 * other readers of the same activation wrote before it in the
+	 * backward pass (acc) or written over it */
+	int nin;
+	int xs[HP_SPEC_MAX_INPUTS];
+	bool need[HP_SPEC_MAX_INPUTS];
+	bool acc[HP_SPEC_MAX_INPUTS];
+	bool noop;	 /* y == x: relu fused into bn, final softmax, p=0,
+			    flatten */
+	bool inplace;	 /* y == x, but the layer runs (relu, clip, dropout) */
 	bool fuse_relu;	 /* bn: fused with the relu that follows */
 	bool bwd;	 /* runs backward at all */
 	bool need_dsrc;	 /* computes the gradient of its input */

@@ -1318,7 +1318,8 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 {
 	char *buf = NULL, *js;
 	size_t len = 0;
-	int rc = hp_read_file(t->o->model, (size_t)16 << 20, &buf, &len, err);
+	int rc =
+	    hp_read_file(t->o->model, HP_MODEL_MAX_FILE_BYTES, &buf, &len, err);
 	size_t i = 0;
 
 	if (rc)
@@ -1327,14 +1328,19 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 			   buf[i] == '\r'))
 		i++;
 	if (i < len && buf[i] != '{' && (unsigned char)buf[i] != 0xef) {
+		/* an ONNX CNN: its layers, at --input-shape */
+		struct hp_graph *g = hp_onnx_parse(buf, len, err);
 		free(buf);
-		return hp_error_set(err, HP_EUNSUPP,
-				    "not a hetpool spec (JSON); ONNX models "
-				    "are analysed by hetpool but not trained "
-				    "by its engine");
+		if (!g)
+			return err->code ? err->code : HP_EINVAL;
+		rc = hp_spec_from_graph(
+		    g, t->o->input_shape[0] ? t->o->input_shape : NULL, true,
+		    &t->spec, err);
+		hp_graph_free(g);
+	} else {
+		rc = hp_spec_parse_only(buf, len, &t->spec, err);
+		free(buf);
 	}
-	rc = hp_spec_parse_only(buf, len, &t->spec, err);
-	free(buf);
 	if (rc)
 		return rc;
 	if (t->spec.classes < 2)

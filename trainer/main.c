@@ -28,7 +28,11 @@ static const char usage[] =
     "DIR/results.json.  See docs/trainer.md.\n"
     "\n"
     "the job:\n"
-    "  --model SPEC             a hetpool model spec (JSON) with \"classes\"\n"
+    "  --model SPEC             a hetpool model spec (JSON) with \"classes\",\n"
+    "                           or an ONNX CNN (its layers; the engine\n"
+    "                           makes its own weights; classes: its outputs)\n"
+    "  --input-shape CxHxW      the ONNX model's input (default: its own),\n"
+    "                           e.g. 1x28x28 for Fashion-MNIST\n"
     "  --data NAME              fashion-mnist (the Debian package\n"
     "                           dataset-fashion-mnist), synthetic (random\n"
     "                           samples of the model's input shape), or a\n"
@@ -167,6 +171,7 @@ static int on_off(const char *opt, const char *s, bool *out)
 
 enum {
 	O_MODEL = 256,
+	O_INSHAPE,
 	O_DATA,
 	O_BATCH,
 	O_LOCAL,
@@ -207,6 +212,7 @@ enum {
 
 static const struct option longopts[] = {
     {"model", required_argument, NULL, O_MODEL},
+    {"input-shape", required_argument, NULL, O_INSHAPE},
     {"data", required_argument, NULL, O_DATA},
     {"batch", required_argument, NULL, O_BATCH},
     {"local-batches", required_argument, NULL, O_LOCAL},
@@ -275,6 +281,21 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 		case O_MODEL:
 			o->model = optarg;
 			break;
+		case O_INSHAPE: {
+			const char *q = optarg;
+			char *end;
+			for (int k = 0; k < 3 && !rc; k++) {
+				long v = strtol(q, &end, 10);
+				if (end == q || v < 1 || v > 65536 ||
+				    (k < 2 ? *end != 'x' : *end != '\0'))
+					rc = usage_error(
+					    "--input-shape: give CxHxW, e.g. "
+					    "1x28x28");
+				o->input_shape[k] = v;
+				q = end + 1;
+			}
+			break;
+		}
 		case O_DATA:
 			o->data = optarg;
 			break;

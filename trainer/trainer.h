@@ -24,8 +24,9 @@
 #define TR_MAX_RANKS 4096
 
 struct tr_opts {
-	const char *model; /* path of a hetpool spec */
-	const char *data;  /* "fashion-mnist", "synthetic" or a folder */
+	const char *model;	/* path of a hetpool spec, or an ONNX CNN */
+	int64_t input_shape[3]; /* --input-shape C,H,W for ONNX; 0: its own */
+	const char *data;	/* "fashion-mnist", "synthetic" or a folder */
 	const char *out;
 	const char *devices;	   /* "cpu,cuda,..." or one for all; NULL */
 	const char *local_batches; /* NULL: even */

@@ -173,14 +173,29 @@ enum hp_spec_layer_type {
 	HP_LAYER_DROPOUT,
 	HP_LAYER_FC,
 	HP_LAYER_SOFTMAX,
+	HP_LAYER_CLIP,	  /* min(max(x, lo), hi); ReLU6 is 0..6 */
+	HP_LAYER_GAP,	  /* global average pooling: N,C,H,W -> N,C,1,1 */
+	HP_LAYER_ADD,	  /* elementwise sum of its inputs (residual) */
+	HP_LAYER_CONCAT,  /* its inputs stacked along the channels */
+	HP_LAYER_FLATTEN, /* N,C,H,W -> N,C*H*W (no work) */
 };
+/* Inputs one layer may name (add, concat). */
+#define HP_SPEC_MAX_INPUTS 8
 struct hp_spec_layer {
 	enum hp_spec_layer_type type;
 	int64_t filters, kernel, stride,
-	    pad;       /* conv; pool uses kernel/stride/pad */
-	bool pool_max; /* pool: max (true) or avg */
-	int64_t units; /* fc */
-	double p;      /* dropout */
+	    pad;	/* conv; pool uses kernel/stride/pad */
+	bool pool_max;	/* pool: max (true) or avg */
+	int64_t units;	/* fc */
+	double p;	/* dropout */
+	int64_t groups; /* conv: 0 or 1 dense; filters and input channels
+			   divide by it (depthwise: groups == channels) */
+	double lo, hi;	/* clip */
+	/* The layers whose outputs this one reads (indices of earlier
+	 * layers; -1: the network input).  ninputs 0: the previous layer's
+	 * output (the network input for layer 0), as in a plain chain. */
+	int ninputs;
+	int inputs[HP_SPEC_MAX_INPUTS];
 };
 struct hp_spec {
 	char *name;
@@ -196,6 +211,31 @@ void hp_spec_release(struct hp_spec *s);
 /* The spec as compact JSON that hp_spec_parse_only() reads back; caller
  * frees; NULL on ENOMEM. */
 char *hp_spec_to_json(const struct hp_spec *s);
+
+/*
+ * Shapes through a spec (a DAG: see hp_spec_layer.inputs): out[i] gets C,
+ * H, W of layer i's output (C*H*W, 1, 1 after fc and flatten), flat[i]
+ * (may be NULL) whether it is flat.  Refuses, naming the layer, what does
+ * not fit: inputs that are not earlier layers, add of unequal shapes,
+ * concat of unequal images, a conv after a flat layer, groups that do not
+ * divide the channels, a layer whose output nothing reads (but the last).
+ */
+int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
+		   struct hp_error *err);
+
+/*
+ * The engine's spec of an ONNX CNN (the graph of hp_onnx_parse()) at input
+ * C,H,W (input_shape NULL: the graph's own): Conv (groups), Batch-
+ * Normalization, Relu, Clip, MaxPool, AveragePool, GlobalAveragePool, Add,
+ * Concat (channels), Flatten, Reshape to 2-D, Gemm (transB), Dropout,
+ * Identity.  Other ops are refused with a message naming them.  The
+ * weights are not read (the engine initializes its own).  with_loss:
+ * "classes" is the last layer's output size (softmax cross-entropy), else
+ * 0.  Release with hp_spec_release().
+ */
+int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
+		       bool with_loss, struct hp_spec *out,
+		       struct hp_error *err);
 
 /* Build the graph of a parsed spec. */
 struct hp_graph *hp_spec_to_graph(const struct hp_spec *s,

@@ -14,6 +14,7 @@
  * then turned into the same struct hp_graph the ONNX importer makes.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,9 @@ static const char *const layer_names[] = {
     [HP_LAYER_CONV] = "conv",	    [HP_LAYER_BN] = "bn",
     [HP_LAYER_RELU] = "relu",	    [HP_LAYER_POOL] = "pool",
     [HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
-    [HP_LAYER_SOFTMAX] = "softmax",
+    [HP_LAYER_SOFTMAX] = "softmax", [HP_LAYER_CLIP] = "clip",
+    [HP_LAYER_GAP] = "gap",	    [HP_LAYER_ADD] = "add",
+    [HP_LAYER_CONCAT] = "concat",   [HP_LAYER_FLATTEN] = "flatten",
 };
 
 size_t hp__utf8_bom_len(const char *p, size_t n)
@@ -88,15 +91,18 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		       struct hp_error *err)
 {
 	static const char *const k_conv[] = {"type",   "filters", "kernel",
-					     "stride", "pad",	  NULL};
-	static const char *const k_pool[] = {"type",   "op",  "kernel",
-					     "stride", "pad", NULL};
-	static const char *const k_fc[] = {"type", "units", NULL};
-	static const char *const k_drop[] = {"type", "p", NULL};
-	static const char *const k_plain[] = {"type", NULL};
+					     "stride", "pad",	  "groups",
+					     "inputs", NULL};
+	static const char *const k_pool[] = {
+	    "type", "op", "kernel", "stride", "pad", "inputs", NULL};
+	static const char *const k_fc[] = {"type", "units", "inputs", NULL};
+	static const char *const k_drop[] = {"type", "p", "inputs", NULL};
+	static const char *const k_clip[] = {"type", "min", "max", "inputs",
+					     NULL};
+	static const char *const k_plain[] = {"type", "inputs", NULL};
 	char where[64];
 	const char *type;
-	json_t *t;
+	json_t *t, *ins;
 	int rc;
 
 	snprintf(where, sizeof(where), "layer %d", idx);
@@ -110,6 +116,30 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 	type = json_string_value(t);
 	memset(L, 0, sizeof(*L));
 	snprintf(where, sizeof(where), "layer %d (%.16s)", idx, type);
+	ins = json_object_get(lj, "inputs");
+	if (ins) {
+		size_t k;
+		json_t *v;
+		if (!json_is_array(ins) || json_array_size(ins) < 1 ||
+		    json_array_size(ins) > HP_SPEC_MAX_INPUTS)
+			return hp_error_set(err, HP_EINVAL,
+					    "%s: \"inputs\" must be an array "
+					    "of 1..%d layer indices",
+					    where, HP_SPEC_MAX_INPUTS);
+		json_array_foreach(ins, k, v)
+		{
+			if (!json_is_integer(v) || json_integer_value(v) < -1 ||
+			    json_integer_value(v) >= idx)
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "%s: \"inputs\"[%zu] must be an "
+				    "earlier layer's index (or -1, the "
+				    "network input)",
+				    where, k);
+			L->inputs[k] = (int)json_integer_value(v);
+		}
+		L->ninputs = (int)json_array_size(ins);
+	}
 	if (!strcmp(type, "conv")) {
 		L->type = HP_LAYER_CONV;
 		if ((rc = check_keys(lj, k_conv, where, err)) ||
@@ -119,8 +149,50 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 				  err)) ||
 		    (rc = get_int(lj, "stride", 1, 1, 4096, &L->stride, where,
 				  err)) ||
-		    (rc = get_int(lj, "pad", 0, 0, 4096, &L->pad, where, err)))
+		    (rc =
+			 get_int(lj, "pad", 0, 0, 4096, &L->pad, where, err)) ||
+		    (rc = get_int(lj, "groups", 1, 1, SPEC_MAX_SIZE, &L->groups,
+				  where, err)))
 			return rc;
+	} else if (!strcmp(type, "clip")) {
+		static const char *const mm[2] = {"min", "max"};
+		double *dst[2] = {&L->lo, &L->hi};
+		L->type = HP_LAYER_CLIP;
+		L->lo = 0;
+		L->hi = 6;
+		if ((rc = check_keys(lj, k_clip, where, err)))
+			return rc;
+		for (int k = 0; k < 2; k++) {
+			json_t *v = json_object_get(lj, mm[k]);
+			if (!v)
+				continue;
+			if (!json_is_number(v) ||
+			    !isfinite(json_number_value(v)))
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "%s: \"%s\" must be a finite number", where,
+				    mm[k]);
+			*dst[k] = json_number_value(v);
+		}
+		if (!(L->lo < L->hi))
+			return hp_error_set(err, HP_ERANGE,
+					    "%s: \"min\" must be less than "
+					    "\"max\"",
+					    where);
+	} else if (!strcmp(type, "gap") || !strcmp(type, "add") ||
+		   !strcmp(type, "concat") || !strcmp(type, "flatten")) {
+		L->type = !strcmp(type, "gap")	    ? HP_LAYER_GAP
+			  : !strcmp(type, "add")    ? HP_LAYER_ADD
+			  : !strcmp(type, "concat") ? HP_LAYER_CONCAT
+						    : HP_LAYER_FLATTEN;
+		if ((rc = check_keys(lj, k_plain, where, err)))
+			return rc;
+		if ((L->type == HP_LAYER_ADD || L->type == HP_LAYER_CONCAT) &&
+		    L->ninputs < 2)
+			return hp_error_set(err, HP_EINVAL,
+					    "%s: needs \"inputs\" with at "
+					    "least two layers",
+					    where);
 	} else if (!strcmp(type, "pool")) {
 		json_t *op = json_object_get(lj, "op");
 		L->type = HP_LAYER_POOL;
@@ -181,78 +253,218 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 			return rc;
 	} else {
 		return hp_error_set(err, HP_EINVAL,
-				    "%s: unknown type (conv, bn, relu, pool, "
-				    "dropout, fc, softmax)",
+				    "%s: unknown type (conv, bn, relu, clip, "
+				    "pool, gap, dropout, fc, softmax, add, "
+				    "concat, flatten)",
 				    where);
 	}
 	return 0;
 }
 
-/* Walk the spec's shapes; refuse layers that shrink the image to nothing. */
-static int check_shapes(const struct hp_spec *s, struct hp_error *err)
+/* Layer i's input k (-1: the network input). */
+static int input_of(const struct hp_spec_layer *L, int i, int k)
 {
-	int64_t c = s->input[0], h = s->input[1], w = s->input[2];
-	bool flat = false;
+	return L->ninputs ? L->inputs[k] : i - 1;
+}
 
+int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
+		   struct hp_error *err)
+{
+	int *uses = calloc((size_t)s->nlayers + 1, sizeof(*uses));
+	bool *fl = calloc((size_t)s->nlayers + 1, sizeof(*fl));
+	int rc = 0;
+
+	if (!uses || !fl) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
 	for (int i = 0; i < s->nlayers; i++) {
 		const struct hp_spec_layer *L = &s->layers[i];
-		const char *tn = layer_names[L->type];
+		const char *tn = (unsigned)L->type <= HP_LAYER_FLATTEN
+				     ? layer_names[L->type]
+				     : "?";
+		int nin = L->ninputs ? L->ninputs : 1;
+		int64_t c, h, w;
+		bool f;
+
+		if (L->ninputs < 0 || L->ninputs > HP_SPEC_MAX_INPUTS ||
+		    (nin > 1 && L->type != HP_LAYER_ADD &&
+		     L->type != HP_LAYER_CONCAT)) {
+			rc = hp_error_set(err, HP_EINVAL,
+					  "layer %d (%s): takes one input", i,
+					  tn);
+			goto out;
+		}
+		if ((L->type == HP_LAYER_ADD || L->type == HP_LAYER_CONCAT) &&
+		    nin < 2) {
+			rc = hp_error_set(err, HP_EINVAL,
+					  "layer %d (%s): needs two or more "
+					  "inputs",
+					  i, tn);
+			goto out;
+		}
+		for (int k = 0; k < nin; k++) {
+			int j = input_of(L, i, k);
+			int64_t ic, ih, iw;
+			bool ifl;
+			if (j < -1 || j >= i) {
+				rc = hp_error_set(err, HP_EINVAL,
+						  "layer %d (%s): input %d is "
+						  "not an earlier layer",
+						  i, tn, j);
+				goto out;
+			}
+			uses[j + 1]++;
+			ic = j < 0 ? s->input[0] : out[j][0];
+			ih = j < 0 ? s->input[1] : out[j][1];
+			iw = j < 0 ? s->input[2] : out[j][2];
+			ifl = j >= 0 && fl[j + 1];
+			if (k == 0) {
+				c = ic;
+				h = ih;
+				w = iw;
+				f = ifl;
+				continue;
+			}
+			if (ih != h || iw != w || ifl != f ||
+			    (L->type == HP_LAYER_ADD && ic != c)) {
+				rc = hp_error_set(
+				    err, HP_ESHAPE,
+				    "layer %d (%s): input %d is %lldx%lldx"
+				    "%lld, input %d %lldx%lldx%lld",
+				    i, tn, input_of(L, i, 0), (long long)c,
+				    (long long)h, (long long)w, j,
+				    (long long)ic, (long long)ih,
+				    (long long)iw);
+				goto out;
+			}
+			if (L->type == HP_LAYER_CONCAT)
+				c += ic;
+		}
 		switch (L->type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_POOL: {
 			int64_t ph = h + 2 * L->pad, pw = w + 2 * L->pad;
-			if (flat)
-				return hp_error_set(
+			int64_t g = L->groups > 1 ? L->groups : 1;
+			if (f) {
+				rc = hp_error_set(err, HP_EINVAL,
+						  "layer %d (%s): comes after "
+						  "an fc layer",
+						  i, tn);
+				goto out;
+			}
+			if (L->type == HP_LAYER_CONV &&
+			    (c % g || L->filters % g)) {
+				rc = hp_error_set(
 				    err, HP_EINVAL,
-				    "layer %d (%s): comes after "
-				    "an fc layer",
-				    i, tn);
-			if (L->kernel > ph || L->kernel > pw)
-				return hp_error_set(
+				    "layer %d (conv): groups %lld do not "
+				    "divide %lld input channels and %lld "
+				    "filters",
+				    i, (long long)g, (long long)c,
+				    (long long)L->filters);
+				goto out;
+			}
+			if (L->kernel > ph || L->kernel > pw) {
+				rc = hp_error_set(
 				    err, HP_ESHAPE,
 				    "layer %d (%s): kernel %lld larger "
 				    "than input %lldx%lld (padded)",
 				    i, tn, (long long)L->kernel, (long long)ph,
 				    (long long)pw);
+				goto out;
+			}
 			h = (ph - L->kernel) / L->stride + 1;
 			w = (pw - L->kernel) / L->stride + 1;
 			if (L->type == HP_LAYER_CONV)
 				c = L->filters;
 			break;
 		}
+		case HP_LAYER_GAP:
+			if (f) {
+				rc = hp_error_set(err, HP_EINVAL,
+						  "layer %d (gap): comes after "
+						  "an fc layer",
+						  i);
+				goto out;
+			}
+			h = w = 1;
+			break;
 		case HP_LAYER_FC:
-			flat = true;
+			f = true;
 			c = L->units;
+			h = w = 1;
+			break;
+		case HP_LAYER_FLATTEN:
+			f = true;
+			c = c * h * w;
 			h = w = 1;
 			break;
 		default:
 			break;
 		}
-		if (h < 1 || w < 1)
-			return hp_error_set(
-			    err, HP_ESHAPE,
-			    "layer %d (%s) shrinks the image to "
-			    "nothing",
-			    i, tn);
+		if (h < 1 || w < 1) {
+			rc = hp_error_set(err, HP_ESHAPE,
+					  "layer %d (%s) shrinks the image to "
+					  "nothing",
+					  i, tn);
+			goto out;
+		}
 		/* Padding grows the image: keep every layer's output, and so
 		 * the flatten before an fc, within the model limits. */
 		{
 			int64_t e;
 			if (!hp_mul_i64(c, h, &e) || !hp_mul_i64(e, w, &e) ||
-			    e > ((int64_t)1 << 40))
-				return hp_error_set(err, HP_ESHAPE,
-						    "layer %d (%s): output of "
-						    "more than 2^40 values",
-						    i, tn);
+			    e > ((int64_t)1 << 40)) {
+				rc = hp_error_set(err, HP_ESHAPE,
+						  "layer %d (%s): output of "
+						  "more than 2^40 values",
+						  i, tn);
+				goto out;
+			}
 		}
+		out[i][0] = c;
+		out[i][1] = h;
+		out[i][2] = w;
+		fl[i + 1] = f;
+		if (flat)
+			flat[i] = f;
 	}
-	if (s->classes > 0 && c * h * w != s->classes)
-		return hp_error_set(err, HP_ESHAPE,
-				    "the last layer gives %lld outputs, but "
-				    "\"classes\" is %lld",
-				    (long long)(c * h * w),
-				    (long long)s->classes);
-	return 0;
+	for (int i = 0; i + 1 < s->nlayers; i++)
+		if (!uses[i + 1]) {
+			rc = hp_error_set(err, HP_EINVAL,
+					  "layer %d: no layer reads its output "
+					  "(only the last layer may end the "
+					  "net)",
+					  i);
+			goto out;
+		}
+out:
+	free(uses);
+	free(fl);
+	return rc;
+}
+
+/* Walk the spec's shapes; refuse layers that shrink the image to nothing. */
+static int check_shapes(const struct hp_spec *s, struct hp_error *err)
+{
+	int64_t(*sh)[3] = calloc((size_t)s->nlayers + 1, sizeof(*sh));
+	int64_t c;
+	int rc;
+
+	if (!sh)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	rc = hp_spec_shapes(s, sh, NULL, err);
+	if (!rc && s->classes > 0 && s->nlayers > 0) {
+		const int64_t *o = sh[s->nlayers - 1];
+		c = o[0] * o[1] * o[2];
+		if (c != s->classes)
+			rc = hp_error_set(err, HP_ESHAPE,
+					  "the last layer gives %lld outputs, "
+					  "but \"classes\" is %lld",
+					  (long long)c, (long long)s->classes);
+	}
+	free(sh);
+	return rc;
 }
 
 void hp_spec_release(struct hp_spec *s)
@@ -391,19 +603,22 @@ static struct hp_attr *set_ints(struct hp_node *n, const char *name, int64_t a,
 struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 {
 	struct hp_graph *g = hp_graph_new(s->name);
-	int64_t c = s->input[0], h = s->input[1], w = s->input[2];
-	int cur, rc = HP_ENOMEM;
-	bool flat = false;
+	int64_t(*sh)[3] = calloc((size_t)s->nlayers + 1, sizeof(*sh));
+	bool *flat = calloc((size_t)s->nlayers + 1, sizeof(*flat));
+	int *outt = calloc((size_t)s->nlayers + 1, sizeof(*outt));
+	int cur, in0, rc = HP_ENOMEM;
 	char nm[96];
 
-	if (!g)
+	if (!g || !sh || !flat || !outt)
 		goto nomem;
+	if ((rc = hp_spec_shapes(s, sh, flat, err)))
+		goto fail;
 	g->opset = 13;
 	g->inputs = calloc(2, sizeof(int));
 	g->outputs = calloc(1, sizeof(int));
 	if (!g->inputs || !g->outputs)
 		goto nomem;
-	cur = hp_graph_tensor(g, "input");
+	cur = in0 = hp_graph_tensor(g, "input");
 	if (cur < 0)
 		goto nomem;
 	{
@@ -412,38 +627,45 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		t->dtype = HP_DT_FLOAT;
 		t->rank = 4;
 		t->dims[0] = -1;
-		t->dims[1] = c;
-		t->dims[2] = h;
-		t->dims[3] = w;
+		t->dims[1] = s->input[0];
+		t->dims[2] = s->input[1];
+		t->dims[3] = s->input[2];
 		t->batch_axis = 0;
 		g->inputs[g->ninputs++] = cur;
 	}
 	for (int i = 0; i < s->nlayers; i++) {
 		const struct hp_spec_layer *L = &s->layers[i];
-		int ins[5], outs[2], nin = 1, nout = 1, ni, y;
+		int ins[HP_SPEC_MAX_INPUTS + 4], outs[2], nin = 1, nout = 1;
+		int ni, y, j0 = L->ninputs ? L->inputs[0] : i - 1;
+		int64_t c = j0 < 0 ? s->input[0] : sh[j0][0];
+		bool in_flat = j0 >= 0 && flat[j0];
 		const char *op = NULL;
 		struct hp_node *n;
 
-		ins[0] = cur;
-		if (L->type == HP_LAYER_FC && !flat) {
+		for (int k = 0; k < (L->ninputs ? L->ninputs : 1); k++) {
+			int j = L->ninputs ? L->inputs[k] : i - 1;
+			ins[k] = j < 0 ? in0 : outt[j];
+			nin = k + 1;
+		}
+		if (L->type == HP_LAYER_FC && !in_flat) {
 			snprintf(nm, sizeof(nm), "flatten%d", i);
 			y = hp_graph_tensor(g, nm);
 			if (y < 0)
 				goto nomem;
-			ni =
-			    hp_graph_add_node(g, nm, "Flatten", &cur, 1, &y, 1);
+			ni = hp_graph_add_node(g, nm, "Flatten", ins, 1, &y, 1);
 			if (ni < 0)
 				goto nomem;
 			g->tensors[y].producer = ni;
-			cur = ins[0] = y;
-			c = c * h * w;
-			h = w = 1;
-			flat = true;
+			ins[0] = y;
+			c = j0 < 0 ? s->input[0] * s->input[1] * s->input[2]
+				   : sh[j0][0] * sh[j0][1] * sh[j0][2];
 		}
 		snprintf(nm, sizeof(nm), "%s%d", layer_names[L->type], i);
 		switch (L->type) {
 		case HP_LAYER_CONV: {
-			int64_t wd[4] = {L->filters, c, L->kernel, L->kernel};
+			int64_t gr = L->groups > 1 ? L->groups : 1;
+			int64_t wd[4] = {L->filters, c / gr, L->kernel,
+					 L->kernel};
 			char wn[112];
 			op = "Conv";
 			snprintf(wn, sizeof(wn), "%s.weight", nm);
@@ -453,9 +675,6 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			if ((ins[2] = add_init(g, wn, 1, wd, HP_DT_FLOAT)) < 0)
 				goto nomem;
 			nin = 3;
-			c = L->filters;
-			h = (h + 2 * L->pad - L->kernel) / L->stride + 1;
-			w = (w + 2 * L->pad - L->kernel) / L->stride + 1;
 			break;
 		}
 		case HP_LAYER_BN: {
@@ -475,6 +694,9 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		case HP_LAYER_RELU:
 			op = "Relu";
 			break;
+		case HP_LAYER_CLIP:
+			op = "Clip";
+			break;
 		case HP_LAYER_SOFTMAX:
 			op = "Softmax";
 			break;
@@ -483,8 +705,18 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			break;
 		case HP_LAYER_POOL:
 			op = L->pool_max ? "MaxPool" : "AveragePool";
-			h = (h + 2 * L->pad - L->kernel) / L->stride + 1;
-			w = (w + 2 * L->pad - L->kernel) / L->stride + 1;
+			break;
+		case HP_LAYER_GAP:
+			op = "GlobalAveragePool";
+			break;
+		case HP_LAYER_ADD:
+			op = nin > 2 ? "Sum" : "Add";
+			break;
+		case HP_LAYER_CONCAT:
+			op = "Concat";
+			break;
+		case HP_LAYER_FLATTEN:
+			op = "Flatten";
 			break;
 		case HP_LAYER_FC: {
 			int64_t wd[2] = {L->units, c};
@@ -497,7 +729,6 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			if ((ins[2] = add_init(g, wn, 1, wd, HP_DT_FLOAT)) < 0)
 				goto nomem;
 			nin = 3;
-			c = L->units;
 			break;
 		}
 		}
@@ -516,6 +747,13 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			    !set_ints(n, "strides", L->stride, L->stride, 2) ||
 			    !set_ints(n, "pads", L->pad, L->pad, 4))
 				goto nomem;
+			if (L->type == HP_LAYER_CONV && L->groups > 1) {
+				struct hp_attr *a =
+				    hp_node_add_attr(n, "group", HP_ATTR_INT);
+				if (!a)
+					goto nomem;
+				a->i = L->groups;
+			}
 		} else if (L->type == HP_LAYER_FC) {
 			struct hp_attr *a =
 			    hp_node_add_attr(n, "transB", HP_ATTR_INT);
@@ -528,8 +766,15 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			if (!a)
 				goto nomem;
 			a->f = L->p;
+		} else if (L->type == HP_LAYER_CONCAT ||
+			   L->type == HP_LAYER_FLATTEN) {
+			struct hp_attr *a =
+			    hp_node_add_attr(n, "axis", HP_ATTR_INT);
+			if (!a)
+				goto nomem;
+			a->i = 1;
 		}
-		cur = y;
+		cur = outt[i] = y;
 	}
 	if (s->classes > 0) {
 		int ins[2], y, ni;
@@ -556,10 +801,17 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		cur = y;
 	}
 	g->outputs[g->noutputs++] = cur;
+	free(sh);
+	free(flat);
+	free(outt);
 	return g;
 nomem:
+	hp_error_set(err, HP_ENOMEM, "out of memory building the spec's graph");
+fail:
 	hp_graph_free(g);
-	hp_error_set(err, rc, "out of memory building the spec's graph");
+	free(sh);
+	free(flat);
+	free(outt);
 	return NULL;
 }
 
@@ -599,6 +851,13 @@ char *hp_spec_to_json(const struct hp_spec *s)
 				      "kernel", (json_int_t)L->kernel, "stride",
 				      (json_int_t)L->stride, "pad",
 				      (json_int_t)L->pad);
+			if (o && L->groups > 1)
+				json_object_set_new(o, "groups",
+						    json_integer(L->groups));
+			break;
+		case HP_LAYER_CLIP:
+			o = json_pack("{s:s, s:f, s:f}", "type", "clip", "min",
+				      L->lo, "max", L->hi);
 			break;
 		case HP_LAYER_POOL:
 			o = json_pack("{s:s, s:s, s:I, s:I, s:I}", "type",
@@ -617,6 +876,13 @@ char *hp_spec_to_json(const struct hp_spec *s)
 			break;
 		default:
 			o = json_pack("{s:s}", "type", layer_names[L->type]);
+		}
+		if (o && L->ninputs > 0) {
+			json_t *a = json_array();
+			for (int k = 0; k < L->ninputs; k++)
+				json_array_append_new(
+				    a, json_integer(L->inputs[k]));
+			json_object_set_new(o, "inputs", a);
 		}
 		json_array_append_new(layers, o);
 	}

@@ -1,7 +1,8 @@
 /*
  * fuzz_onnx.c - libFuzzer target for the ONNX importer, shape propagation
  * and feature counting: any bytes must parse or fail cleanly, and a graph
- * that parses must analyse or fail cleanly, at two batch sizes.
+ * that parses must analyse or fail cleanly, at two batch sizes, and
+ * convert to the engine's spec or be refused cleanly.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -25,6 +26,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			json_decref(j);
 			hp_features_release(&f);
 		}
+	}
+	{
+		struct hp_spec s;
+		int64_t shape[3] = {3, 16, 16};
+		if (hp_spec_from_graph(g, NULL, true, &s, &err) == 0)
+			hp_spec_release(&s);
+		if (hp_spec_from_graph(g, shape, false, &s, &err) == 0)
+			hp_spec_release(&s);
 	}
 	hp_graph_free(g);
 	return 0;

@@ -27,54 +27,72 @@ static int64_t tap(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
 }
 
 /* Output element q = ((in * o + oc) * oh + i) * ow + j sums the taps
- * r = (ic * k + u) * k + v of filter oc. */
-void ref_conv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
-		  const double *wt, const double *b, int64_t o, int64_t k,
-		  int64_t s, int64_t p, double *y)
+ * r = (icg * k + u) * k + v of filter oc over the cg = c / g input
+ * channels of its group. */
+void ref_gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		   const double *wt, const double *b, int64_t o, int64_t k,
+		   int64_t s, int64_t p, int64_t g, double *y)
 {
 	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
-	int64_t kk = k * k;
+	int64_t kk = k * k, cg = c / g, og = o / g;
 
 	for (int64_t q = 0; q < n * o * oh * ow; q++) {
 		int64_t j = q % ow, i = q / ow % oh;
 		int64_t oc = q / (ow * oh) % o, in = q / (ow * oh * o);
+		int64_t c0 = oc / og * cg;
 		double acc = b[oc];
-		for (int64_t r = 0; r < c * kk; r++) {
-			int64_t ic = r / kk, u = r / k % k, v = r % k;
+		for (int64_t r = 0; r < cg * kk; r++) {
+			int64_t ic = c0 + r / kk, u = r / k % k, v = r % k;
 			int64_t t = tap(i, j, u, v, s, p, h, w);
 			if (t >= 0)
 				acc += x[(in * c + ic) * h * w + t] *
-				       wt[oc * c * kk + r];
+				       wt[oc * cg * kk + r];
 		}
 		y[q] = acc;
 	}
+}
+
+void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		   const double *wt, int64_t o, int64_t k, int64_t s, int64_t p,
+		   int64_t g, const double *dy, double *dx, double *dw,
+		   double *db)
+{
+	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
+	int64_t kk = k * k, cg = c / g, og = o / g;
+
+	memset(dx, 0, (size_t)(n * c * h * w) * sizeof(double));
+	memset(dw, 0, (size_t)(o * cg * kk) * sizeof(double));
+	memset(db, 0, (size_t)o * sizeof(double));
+	for (int64_t q = 0; q < n * o * oh * ow; q++) {
+		int64_t j = q % ow, i = q / ow % oh;
+		int64_t oc = q / (ow * oh) % o, in = q / (ow * oh * o);
+		int64_t c0 = oc / og * cg;
+		double gq = dy[q];
+		db[oc] += gq;
+		for (int64_t r = 0; r < cg * kk; r++) {
+			int64_t ic = c0 + r / kk, u = r / k % k, v = r % k;
+			int64_t t = tap(i, j, u, v, s, p, h, w);
+			int64_t xi = (in * c + ic) * h * w + t;
+			if (t < 0)
+				continue;
+			dw[oc * cg * kk + r] += gq * x[xi];
+			dx[xi] += gq * wt[oc * cg * kk + r];
+		}
+	}
+}
+
+void ref_conv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		  const double *wt, const double *b, int64_t o, int64_t k,
+		  int64_t s, int64_t p, double *y)
+{
+	ref_gconv_fwd(x, n, c, h, w, wt, b, o, k, s, p, 1, y);
 }
 
 void ref_conv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		  const double *wt, int64_t o, int64_t k, int64_t s, int64_t p,
 		  const double *dy, double *dx, double *dw, double *db)
 {
-	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
-	int64_t kk = k * k;
-
-	memset(dx, 0, (size_t)(n * c * h * w) * sizeof(double));
-	memset(dw, 0, (size_t)(o * c * kk) * sizeof(double));
-	memset(db, 0, (size_t)o * sizeof(double));
-	for (int64_t q = 0; q < n * o * oh * ow; q++) {
-		int64_t j = q % ow, i = q / ow % oh;
-		int64_t oc = q / (ow * oh) % o, in = q / (ow * oh * o);
-		double g = dy[q];
-		db[oc] += g;
-		for (int64_t r = 0; r < c * kk; r++) {
-			int64_t ic = r / kk, u = r / k % k, v = r % k;
-			int64_t t = tap(i, j, u, v, s, p, h, w);
-			int64_t xi = (in * c + ic) * h * w + t;
-			if (t < 0)
-				continue;
-			dw[oc * c * kk + r] += g * x[xi];
-			dx[xi] += g * wt[oc * c * kk + r];
-		}
-	}
+	ref_gconv_bwd(x, n, c, h, w, wt, o, k, s, p, 1, dy, dx, dw, db);
 }
 
 /* Max pool picks the first maximum in the window; padding never wins.
@@ -224,27 +242,56 @@ static void softmax_bwd(const double *y, const double *dy, int64_t n, int64_t c,
 	}
 }
 
-/* Shapes through the spec: sizes[i] = C, H, W after layer i. */
+/* Shapes through the spec: sh[i + 1] = C, H, W after layer i, sh[0] the
+ * input (C*H*W, 1, 1 once flat). */
 struct shape {
 	int64_t c, h, w;
 };
 
+static int in_of(const struct hp_spec_layer *L, int i, int k)
+{
+	return L->ninputs ? L->inputs[k] : i - 1;
+}
+
+static int nin_of(const struct hp_spec_layer *L)
+{
+	return L->ninputs ? L->ninputs : 1;
+}
+
 static int walk(const struct hp_spec *s, struct shape *sh)
 {
-	int64_t c = s->input[0], h = s->input[1], w = s->input[2];
-
+	sh[0] = (struct shape){s->input[0], s->input[1], s->input[2]};
 	for (int i = 0; i < s->nlayers; i++) {
 		const struct hp_spec_layer *L = &s->layers[i];
-		if (L->type == HP_LAYER_CONV || L->type == HP_LAYER_POOL) {
+		struct shape a = sh[in_of(L, i, 0) + 1];
+		int64_t c = a.c, h = a.h, w = a.w;
+		switch (L->type) {
+		case HP_LAYER_CONV:
+		case HP_LAYER_POOL:
 			h = out_size(h, L->kernel, L->stride, L->pad);
 			w = out_size(w, L->kernel, L->stride, L->pad);
 			if (L->type == HP_LAYER_CONV)
 				c = L->filters;
-		} else if (L->type == HP_LAYER_FC) {
+			break;
+		case HP_LAYER_FC:
 			c = L->units;
 			h = w = 1;
+			break;
+		case HP_LAYER_GAP:
+			h = w = 1;
+			break;
+		case HP_LAYER_FLATTEN:
+			c = c * h * w;
+			h = w = 1;
+			break;
+		case HP_LAYER_CONCAT:
+			for (int k = 1; k < nin_of(L); k++)
+				c += sh[in_of(L, i, k) + 1].c;
+			break;
+		default:
+			break;
 		}
-		sh[i] = (struct shape){c, h, w};
+		sh[i + 1] = (struct shape){c, h, w};
 	}
 	return 0;
 }
@@ -261,24 +308,33 @@ int ref_nparams(const struct hp_spec *s)
 	return k;
 }
 
+static int64_t groups_of(const struct hp_spec_layer *L)
+{
+	return L->groups > 1 ? L->groups : 1;
+}
+
 int64_t ref_param_numel(const struct hp_spec *s, int idx)
 {
-	int64_t c = s->input[0], h = s->input[1], w = s->input[2];
+	struct shape *sh = malloc((size_t)(s->nlayers + 1) * sizeof(*sh));
+	int64_t ret = -1;
 	int k = 0;
 
-	for (int i = 0; i < s->nlayers; i++) {
+	walk(s, sh);
+	for (int i = 0; i < s->nlayers && ret < 0; i++) {
 		const struct hp_spec_layer *L = &s->layers[i];
+		struct shape a = sh[in_of(L, i, 0) + 1];
 		int64_t nw = -1, nb = -1;
 		switch (L->type) {
 		case HP_LAYER_CONV:
-			nw = L->filters * c * L->kernel * L->kernel;
+			nw = L->filters * (a.c / groups_of(L)) * L->kernel *
+			     L->kernel;
 			nb = L->filters;
 			break;
 		case HP_LAYER_BN:
-			nw = nb = c;
+			nw = nb = a.c;
 			break;
 		case HP_LAYER_FC:
-			nw = L->units * c * h * w;
+			nw = L->units * a.c * a.h * a.w;
 			nb = L->units;
 			break;
 		default:
@@ -286,35 +342,31 @@ int64_t ref_param_numel(const struct hp_spec *s, int idx)
 		}
 		if (nw >= 0) {
 			if (k == idx)
-				return nw;
-			if (k + 1 == idx)
-				return nb;
+				ret = nw;
+			else if (k + 1 == idx)
+				ret = nb;
 			k += 2;
 		}
-		if (L->type == HP_LAYER_CONV || L->type == HP_LAYER_POOL) {
-			h = out_size(h, L->kernel, L->stride, L->pad);
-			w = out_size(w, L->kernel, L->stride, L->pad);
-			if (L->type == HP_LAYER_CONV)
-				c = L->filters;
-		} else if (L->type == HP_LAYER_FC) {
-			c = L->units;
-			h = w = 1;
-		}
 	}
-	return -1;
+	free(sh);
+	return ret;
 }
 
 int64_t ref_out_numel(const struct hp_spec *s)
 {
-	struct shape sh[256];
+	struct shape *sh = malloc((size_t)(s->nlayers + 1) * sizeof(*sh));
+	int64_t r;
 
-	if (s->nlayers == 0)
-		return s->input[0] * s->input[1] * s->input[2];
-	if (s->nlayers > 256)
-		return -1;
 	walk(s, sh);
-	return sh[s->nlayers - 1].c * sh[s->nlayers - 1].h *
-	       sh[s->nlayers - 1].w;
+	r = sh[s->nlayers].c * sh[s->nlayers].h * sh[s->nlayers].w;
+	free(sh);
+	return r;
+}
+
+static void add_into(double *dst, const double *src, int64_t n)
+{
+	for (int64_t k = 0; k < n; k++)
+		dst[k] += src[k];
 }
 
 double ref_net_run(const struct ref_net *r, const double *x, double *logits,
@@ -323,19 +375,17 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 	const struct hp_spec *s = r->spec;
 	int nl = s->nlayers, pk = 0;
 	int64_t n = r->batch;
-	struct shape sh[257];
-	double *acts[257], *grads[257];
-	int pidx[256];
+	struct shape *sh = malloc((size_t)(nl + 1) * sizeof(*sh));
+	double **acts = calloc((size_t)nl + 1, sizeof(double *));
+	double **grads = calloc((size_t)nl + 1, sizeof(double *));
+	int *pidx = calloc((size_t)nl + 1, sizeof(int));
 	bool fold_softmax = nl > 0 && s->classes > 0 &&
 			    s->layers[nl - 1].type == HP_LAYER_SOFTMAX;
 	bool back = dparams || dx;
 	double loss = 0;
 	int64_t out_n;
 
-	if (nl > 256)
-		return NAN;
-	sh[0] = (struct shape){s->input[0], s->input[1], s->input[2]};
-	walk(s, sh + 1);
+	walk(s, sh);
 	acts[0] =
 	    malloc((size_t)(n * sh[0].c * sh[0].h * sh[0].w) * sizeof(double));
 	memcpy(acts[0], x,
@@ -343,9 +393,10 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 	/* forward: acts[i + 1] is layer i's output */
 	for (int i = 0; i < nl; i++) {
 		const struct hp_spec_layer *L = &s->layers[i];
-		struct shape a = sh[i], b = sh[i + 1];
+		int j0 = in_of(L, i, 0) + 1;
+		struct shape a = sh[j0], b = sh[i + 1];
 		int64_t na = n * a.c * a.h * a.w, nb = n * b.c * b.h * b.w;
-		const double *in = acts[i];
+		const double *in = acts[j0];
 		double *y = calloc((size_t)nb, sizeof(double));
 
 		pidx[i] = -1;
@@ -353,9 +404,9 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		switch (L->type) {
 		case HP_LAYER_CONV:
 			pidx[i] = pk;
-			ref_conv_fwd(in, n, a.c, a.h, a.w, r->params[pk],
-				     r->params[pk + 1], L->filters, L->kernel,
-				     L->stride, L->pad, y);
+			ref_gconv_fwd(in, n, a.c, a.h, a.w, r->params[pk],
+				      r->params[pk + 1], L->filters, L->kernel,
+				      L->stride, L->pad, groups_of(L), y);
 			pk += 2;
 			break;
 		case HP_LAYER_BN:
@@ -368,10 +419,47 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			for (int64_t k = 0; k < na; k++)
 				y[k] = in[k] > 0 ? in[k] : 0;
 			break;
+		case HP_LAYER_CLIP:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = in[k] < L->lo   ? L->lo
+				       : in[k] > L->hi ? L->hi
+						       : in[k];
+			break;
 		case HP_LAYER_POOL:
 			ref_pool_fwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
 				     L->pad, L->pool_max, y);
 			break;
+		case HP_LAYER_GAP:
+			for (int64_t q = 0; q < n * a.c; q++) {
+				double acc = 0;
+				for (int64_t k = 0; k < a.h * a.w; k++)
+					acc += in[q * a.h * a.w + k];
+				y[q] = acc / (double)(a.h * a.w);
+			}
+			break;
+		case HP_LAYER_FLATTEN:
+			memcpy(y, in, (size_t)na * sizeof(double));
+			break;
+		case HP_LAYER_ADD:
+			memcpy(y, in, (size_t)na * sizeof(double));
+			for (int k = 1; k < nin_of(L); k++)
+				add_into(y, acts[in_of(L, i, k) + 1], na);
+			break;
+		case HP_LAYER_CONCAT: {
+			/* sample by sample, the inputs' C*H*W blocks in turn */
+			int64_t off = 0;
+			for (int k = 0; k < nin_of(L); k++) {
+				struct shape ak = sh[in_of(L, i, k) + 1];
+				int64_t blk = ak.c * ak.h * ak.w;
+				const double *src = acts[in_of(L, i, k) + 1];
+				for (int64_t in_ = 0; in_ < n; in_++)
+					memcpy(y + in_ * b.c * b.h * b.w + off,
+					       src + in_ * blk,
+					       (size_t)blk * sizeof(double));
+				off += blk;
+			}
+			break;
+		}
 		case HP_LAYER_DROPOUT:
 			for (int64_t k = 0; k < na; k++)
 				y[k] = in[k] * (r->masks && r->masks[i]
@@ -403,6 +491,9 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 	}
 	/* loss and its gradient */
 	out_n = sh[nl].c * sh[nl].h * sh[nl].w;
+	for (int i = 0; i < nl; i++)
+		grads[i] = calloc((size_t)(n * sh[i].c * sh[i].h * sh[i].w),
+				  sizeof(double));
 	grads[nl] = calloc((size_t)(n * out_n), sizeof(double));
 	for (int64_t in_ = 0; in_ < n; in_++) {
 		const double *z = acts[nl] + in_ * out_n;
@@ -429,33 +520,34 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 	loss /= (double)n;
 	if (logits)
 		memcpy(logits, acts[nl], (size_t)(n * out_n) * sizeof(double));
-	/* backward: grads[i] is d loss / d acts[i] */
+	/* backward: grads[v] is d loss / d acts[v], summed over its readers */
 	for (int i = nl - 1; back && i >= 0; i--) {
 		const struct hp_spec_layer *L = &s->layers[i];
-		struct shape a = sh[i];
+		int j0 = in_of(L, i, 0) + 1;
+		struct shape a = sh[j0], b = sh[i + 1];
 		int64_t na = n * a.c * a.h * a.w;
-		const double *in = acts[i], *y = acts[i + 1],
+		const double *in = acts[j0], *y = acts[i + 1],
 			     *dy = grads[i + 1];
 		double *g = calloc((size_t)na, sizeof(double));
 		double *dw = NULL, *db = NULL;
 		int q = pidx[i];
 
-		grads[i] = g;
 		if (q >= 0 && dparams) {
 			dw = dparams[q];
 			db = dparams[q + 1];
 		}
 		switch (L->type) {
 		case HP_LAYER_CONV: {
-			int64_t nw = L->filters * a.c * L->kernel * L->kernel;
+			int64_t nw = L->filters * (a.c / groups_of(L)) *
+				     L->kernel * L->kernel;
 			double *tw =
 			    dw ? dw : malloc((size_t)nw * sizeof(double));
 			double *tb =
 			    db ? db
 			       : malloc((size_t)L->filters * sizeof(double));
-			ref_conv_bwd(in, n, a.c, a.h, a.w, r->params[q],
-				     L->filters, L->kernel, L->stride, L->pad,
-				     dy, g, tw, tb);
+			ref_gconv_bwd(in, n, a.c, a.h, a.w, r->params[q],
+				      L->filters, L->kernel, L->stride, L->pad,
+				      groups_of(L), dy, g, tw, tb);
 			if (!dw)
 				free(tw);
 			if (!db)
@@ -479,10 +571,43 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			for (int64_t k = 0; k < na; k++)
 				g[k] = in[k] > 0 ? dy[k] : 0;
 			break;
+		case HP_LAYER_CLIP:
+			for (int64_t k = 0; k < na; k++)
+				g[k] =
+				    in[k] > L->lo && in[k] < L->hi ? dy[k] : 0;
+			break;
 		case HP_LAYER_POOL:
 			ref_pool_bwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
 				     L->pad, L->pool_max, dy, g);
 			break;
+		case HP_LAYER_GAP:
+			for (int64_t k = 0; k < na; k++)
+				g[k] =
+				    dy[k / (a.h * a.w)] / (double)(a.h * a.w);
+			break;
+		case HP_LAYER_FLATTEN:
+			memcpy(g, dy, (size_t)na * sizeof(double));
+			break;
+		case HP_LAYER_ADD:
+			memcpy(g, dy, (size_t)na * sizeof(double));
+			for (int k = 1; k < nin_of(L); k++)
+				add_into(grads[in_of(L, i, k) + 1], dy, na);
+			break;
+		case HP_LAYER_CONCAT: {
+			int64_t off = 0;
+			for (int k = 0; k < nin_of(L); k++) {
+				struct shape ak = sh[in_of(L, i, k) + 1];
+				int64_t blk = ak.c * ak.h * ak.w;
+				double *dst = k ? grads[in_of(L, i, k) + 1] : g;
+				for (int64_t in_ = 0; in_ < n; in_++)
+					add_into(dst + in_ * blk,
+						 dy + in_ * b.c * b.h * b.w +
+						     off,
+						 blk);
+				off += blk;
+			}
+			break;
+		}
 		case HP_LAYER_DROPOUT:
 			for (int64_t k = 0; k < na; k++)
 				g[k] = dy[k] * (r->masks && r->masks[i]
@@ -522,6 +647,8 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 				softmax_bwd(y, dy, n, a.c, a.h * a.w, g);
 			break;
 		}
+		add_into(grads[j0], g, na);
+		free(g);
 	}
 	if (dx && back)
 		memcpy(dx, grads[0],
@@ -529,8 +656,11 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			   sizeof(double));
 	for (int i = 0; i <= nl; i++) {
 		free(acts[i]);
-		if (back || i == nl)
-			free(grads[i]);
+		free(grads[i]);
 	}
+	free(acts);
+	free(grads);
+	free(pidx);
+	free(sh);
 	return loss;
 }

@@ -1,7 +1,9 @@
 /*
  * ref_nn.h - a naive reference for the training-step engine's tests: every
- * layer of a hetpool spec (conv, bn in training mode, relu, max/avg pool,
- * dropout with a given mask, fc, softmax, softmax cross-entropy) as plain
+ * layer of a hetpool spec (conv with groups, bn in training mode, relu,
+ * clip, max/avg pool, global average pool, add, concat, flatten, dropout
+ * with a given mask, fc, softmax, softmax cross-entropy), in the spec's
+ * DAG (a value read by several layers gets their gradients summed), as plain
  * loops in double precision, forward and backward, with no code shared
  * with the engine.
  *
@@ -51,6 +53,15 @@ void ref_conv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 void ref_conv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		  const double *wt, int64_t o, int64_t k, int64_t s, int64_t p,
 		  const double *dy, double *dx, double *dw, double *db);
+/* Grouped convolution: g groups of c/g input and o/g output channels;
+ * weights [o][c/g][k][k]. */
+void ref_gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		   const double *wt, const double *b, int64_t o, int64_t k,
+		   int64_t s, int64_t p, int64_t g, double *y);
+void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		   const double *wt, int64_t o, int64_t k, int64_t s, int64_t p,
+		   int64_t g, const double *dy, double *dx, double *dw,
+		   double *db);
 void ref_pool_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		  int64_t k, int64_t s, int64_t p, int is_max, double *y);
 void ref_pool_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,

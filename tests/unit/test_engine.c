@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "hetpool/engine.h"
+#include "onnx_build.h"
 #include "ref_nn.h"
 #include "test.h"
 
@@ -168,39 +169,31 @@ static void check_net_tol(const char *js, int64_t n, int threads, double tol)
 	masks = calloc((size_t)f.s.nlayers + 1, sizeof(double *));
 	{
 		/* the dropout masks the engine drew, per input element */
-		int64_t c = f.s.input[0], h = f.s.input[1], w = f.s.input[2];
+		int64_t(*sh)[3] = calloc((size_t)f.s.nlayers + 1, sizeof(*sh));
+		ASSERT(hp_spec_shapes(&f.s, sh, NULL, &err) == 0);
 		for (int i = 0; i < f.s.nlayers; i++) {
 			const struct hp_spec_layer *L = &f.s.layers[i];
+			int j = L->ninputs ? L->inputs[0] : i - 1;
+			const int64_t *in = j < 0 ? f.s.input : sh[j];
 			if (L->type == HP_LAYER_DROPOUT) {
-				int64_t m = n * c * h * w, kept = 0;
+				int64_t m = n * in[0] * in[1] * in[2], kept = 0;
 				float *t = malloc((size_t)m * sizeof(float));
 				ASSERT(hp_engine_dropout_mask_get(f.e, i, t,
 								  &err) == 0);
 				masks[i] = malloc((size_t)m * sizeof(double));
-				for (int64_t j = 0; j < m; j++) {
-					masks[i][j] = t[j];
-					ASSERT(t[j] == 0 ||
-					       fabs(t[j] * (1 - L->p) - 1) <
+				for (int64_t k = 0; k < m; k++) {
+					masks[i][k] = t[k];
+					ASSERT(t[k] == 0 ||
+					       fabs(t[k] * (1 - L->p) - 1) <
 						   1e-6);
-					kept += t[j] != 0;
+					kept += t[k] != 0;
 				}
 				if (L->p > 0 && m >= 64)
 					ASSERT(kept > 0 && kept < m);
 				free(t);
 			}
-			if (L->type == HP_LAYER_CONV ||
-			    L->type == HP_LAYER_POOL) {
-				h = (h + 2 * L->pad - L->kernel) / L->stride +
-				    1;
-				w = (w + 2 * L->pad - L->kernel) / L->stride +
-				    1;
-				if (L->type == HP_LAYER_CONV)
-					c = L->filters;
-			} else if (L->type == HP_LAYER_FC) {
-				c = L->units;
-				h = w = 1;
-			}
 		}
+		free(sh);
 	}
 	r = (struct ref_net){
 	    &f.s, n, o.bn_eps, f.p, (const double *const *)masks, f.lab};
@@ -920,4 +913,234 @@ HP_TEST(engine_layer_times)
 		HP_FAIL("layer times add up to %g s of %g s", sum, wall);
 	hp_engine_free(e);
 	hp_spec_release(&s);
+}
+
+/* DAG specs: layers that name their inputs ("in" is the JSON list). */
+#define IN(l) ",\"inputs\":[" l "]"
+#define CONVI(f, k, s, p, in)                                                  \
+	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
+	",\"stride\":" #s ",\"pad\":" #p IN(in) "}"
+#define GCONV(f, k, s, p, g)                                                   \
+	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
+	",\"stride\":" #s ",\"pad\":" #p ",\"groups\":" #g "}"
+#define ADD(in) "{\"type\":\"add\"" IN(in) "}"
+#define CONCAT(in) "{\"type\":\"concat\"" IN(in) "}"
+#define CLIP(lo, hi) "{\"type\":\"clip\",\"min\":" #lo ",\"max\":" #hi "}"
+#define GAP "{\"type\":\"gap\"}"
+#define FLATTEN "{\"type\":\"flatten\"}"
+
+HP_TEST(engine_residual_block)
+{
+	/* a stem, a block with a strided projection shortcut, an identity
+	 * block (the stem's relu output and the first add's relu output are
+	 * each read twice: their gradients are summed), gap, flatten, fc */
+	check_net(
+	    NET("[4,6,6]", 5,
+		CONV(8, 3, 1,
+		     1) "," BN "," RELU
+			"," CONVI(8, 3, 2, 1, "2") "," BN "," RELU "," CONV(
+			    8, 3, 1,
+			    1) "," BN
+			       "," CONVI(8, 1, 2, 0, "2") "," BN "," ADD(
+				   "7,9") "," RELU
+					  "," CONV(8, 3, 1, 1) "," BN "," ADD(
+					      "13,11") "," RELU "," GAP
+						       "," FLATTEN "," FC(5)),
+	    4, 2);
+}
+
+HP_TEST(engine_depthwise_relu6)
+{
+	/* MobileNet's pieces: ReLU6 (and a clip whose top is reached),
+	 * depthwise and grouped convolutions, a pointwise conv, gap, then
+	 * dropout and fc on the flat features */
+	check_net(
+	    NET("[3,8,8]", 4,
+		CONV(8, 3, 2, 1) "," BN "," CLIP(0, 6) "," GCONV(
+		    8, 3, 1, 1,
+		    8) "," BN
+		       "," CLIP(0, 0.5) "," CONV(16, 1, 1, 0) "," BN "," GCONV(
+			   16, 3, 1, 1, 4) "," GAP "," FLATTEN
+					   "," DROPOUT(0.2) "," FC(4)),
+	    4, 2);
+}
+
+HP_TEST(engine_concat)
+{
+	/* an inception-like fork: three branches and the network input
+	 * itself concatenated (channel counts off the 16-blocking), so the
+	 * input's gradient has two readers */
+	check_net(
+	    NET("[3,6,6]", 3,
+		CONV(6, 3, 1, 1) "," RELU "," CONVI(5, 1, 1, 0, "1") "," CONVI(
+		    7, 3, 1, 1,
+		    "1") ","
+			 "{\"type\":\"pool\",\"op\":\"max\",\"kernel\":3,"
+			 "\"stride\":1,\"pad\":1,\"inputs\":[1]}"
+			 "," CONCAT("2,3,4,-1") "," BN "," RELU "," POOL(
+			     "avg", 2, 2, 0) "," FC(3)),
+	    3, 2);
+}
+
+HP_TEST(engine_avg_pool_padded)
+{
+	/* average pooling with padding (PyTorch's count_include_pad) and an
+	 * add of three inputs */
+	check_net(
+	    NET("[2,7,7]", 3,
+		CONV(4, 3, 1, 1) "," POOL("avg", 3, 2, 1) "," RELU "," CONV(
+		    4, 1, 1, 0) "," ADD("1,2,3") "," POOL("avg", 2, 1,
+							  0) "," FC(3)),
+	    3, 2);
+}
+
+HP_TEST(engine_dag_refused)
+{
+	struct hp_spec s;
+	struct hp_error err = {0};
+	static const char *const bad[] = {
+	    /* add of unequal shapes */
+	    NET("[3,6,6]", 0,
+		CONV(4, 3, 1, 1) "," CONV(5, 3, 1, 1) "," ADD("0,1")),
+	    /* an output nobody reads */
+	    NET("[3,6,6]", 0, CONV(4, 3, 1, 1) "," CONVI(4, 3, 1, 1, "-1")),
+	    /* a later layer as input */
+	    NET("[3,6,6]", 0, CONVI(4, 3, 1, 1, "1") "," CONV(4, 3, 1, 1)),
+	    /* groups that do not divide the channels */
+	    NET("[3,6,6]", 0, GCONV(4, 3, 1, 1, 2)),
+	    /* add with one input */
+	    NET("[3,6,6]", 0, CONV(4, 3, 1, 1) "," ADD("0")),
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) == 0)
+			HP_FAIL("spec %zu accepted", i);
+		ASSERT(err.msg[0] != 0);
+	}
+}
+
+HP_TEST(engine_dag_json_round_trip)
+{
+	const char *js = NET(
+	    "[3,8,8]", 4,
+	    CONV(8, 3, 2, 1) "," CLIP(0, 6) "," GCONV(8, 3, 1, 1, 8) "," ADD(
+		"0,2") "," CONCAT("3,1") "," GAP "," FLATTEN "," FC(4));
+	struct hp_spec a, b;
+	struct hp_error err = {0};
+	char *out;
+
+	parse(js, &a);
+	out = hp_spec_to_json(&a);
+	ASSERT(out != NULL);
+	parse(out, &b);
+	ASSERT_EQ_INT(a.nlayers, b.nlayers);
+	for (int i = 0; i < a.nlayers; i++) {
+		ASSERT_EQ_INT(a.layers[i].type, b.layers[i].type);
+		ASSERT_EQ_INT(a.layers[i].ninputs, b.layers[i].ninputs);
+		ASSERT_EQ_INT(a.layers[i].groups, b.layers[i].groups);
+		for (int k = 0; k < a.layers[i].ninputs; k++)
+			ASSERT_EQ_INT(a.layers[i].inputs[k],
+				      b.layers[i].inputs[k]);
+	}
+	ASSERT(b.layers[1].hi == 6);
+	/* the graph of a DAG spec analyses */
+	{
+		struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+		struct hp_features f;
+		ASSERT(g != NULL);
+		ASSERT(hp_analyze(g, 2, NULL, 0, &f, &err) == 0);
+		/* conv 3->8 k3 on 4x4 out, depthwise 8 k3, fc 16->4 */
+		ASSERT_EQ_INT(f.macs_per_sample,
+			      8 * 3 * 9 * 16 + 8 * 9 * 16 + 16 * 4);
+		ASSERT_EQ_INT(f.nskipped, 0);
+		hp_features_release(&f);
+		hp_graph_free(g);
+	}
+	free(out);
+	hp_spec_release(&a);
+	hp_spec_release(&b);
+}
+
+/* A small ResNet-like CNN as an ONNX file, as torchvision exports one. */
+static uint8_t *small_onnx(size_t *len, bool bad_op)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 3, 16, 16}, w1[4] = {8, 3, 3, 3},
+		w2[4] = {8, 1, 3, 3}, c8[1] = {8}, fw[2] = {5, 8}, fb[1] = {5};
+	int64_t k3[2] = {3, 3}, s1[2] = {1, 1}, s2[2] = {2, 2},
+		p1[4] = {1, 1, 1, 1};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "w2", 4, w2);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_init(b, "g", 1, c8);
+	ob_init(b, "be", 1, c8);
+	ob_init(b, "m", 1, c8);
+	ob_init(b, "v", 1, c8);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "strides", 2, s2);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_node(b, "BatchNormalization", "c1,g,be,m,v", "b1");
+	ob_node(b, "Relu", "b1", "r1");
+	n = ob_node(b, "MaxPool", "r1", "p1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "strides", 2, s1);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	n = ob_node(b, "Conv", "p1,w2", "c2");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_attr_i(b, n, "group", 8);
+	ob_node(b, bad_op ? "Sigmoid" : "Clip", "c2", "a2");
+	ob_node(b, "Add", "a2,p1", "s");
+	ob_node(b, "GlobalAveragePool", "s", "gp");
+	n = ob_node(b, "Flatten", "gp", "fl");
+	ob_attr_i(b, n, "axis", 1);
+	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_net)
+{
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_graph *g;
+	size_t len;
+	uint8_t *buf = small_onnx(&len, false);
+	int64_t shape[3] = {3, 12, 12};
+	char *js;
+
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	if (hp_spec_from_graph(g, shape, true, &s, &err))
+		HP_FAIL("hp_spec_from_graph: %s", err.msg);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(s.input[1], 12);
+	ASSERT_EQ_INT(s.classes, 5);
+	ASSERT_EQ_INT(s.nlayers, 10);
+	ASSERT_EQ_INT(s.layers[4].groups, 8);
+	ASSERT_EQ_INT(s.layers[6].type, HP_LAYER_ADD);
+	ASSERT_EQ_INT(s.layers[6].inputs[1], 3);
+	js = hp_spec_to_json(&s);
+	ASSERT(js != NULL);
+	hp_spec_release(&s);
+	/* engine against reference against finite differences */
+	check_net(js, 3, 2);
+	free(js);
+
+	/* an op the engine does not run is named */
+	buf = small_onnx(&len, true);
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	ASSERT(hp_spec_from_graph(g, NULL, true, &s, &err) == HP_EUNSUPP);
+	if (!strstr(err.msg, "Sigmoid"))
+		HP_FAIL("message without the op: %s", err.msg);
+	hp_graph_free(g);
 }

@@ -1,0 +1,387 @@
+/*
+ * onnx_spec.c - the engine's spec (struct hp_spec, a DAG of layers) of an
+ * ONNX CNN: each node that computes on the activations becomes one layer,
+ * its inputs the layers that made them.  Only the architecture is taken;
+ * the weights are the engine's own.  Sizes come from shape propagation at
+ * the requested input, so a model exported at 224x224 runs at 64x64.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_int.h"
+#include "util/banned.h"
+
+#define VAL_NONE (-2) /* not an activation (a weight, a shape) */
+
+struct conv_ctx {
+	struct hp_graph *g;
+	struct hp_spec *s;
+	int *val; /* per tensor: the layer that made it, -1 input, VAL_NONE */
+	char bad[256];
+	size_t nbad;
+};
+
+static void note_bad(struct conv_ctx *c, const char *op)
+{
+	size_t len = strlen(op);
+
+	if (strstr(c->bad, op))
+		return;
+	if (c->nbad + len + 3 >= sizeof(c->bad))
+		return;
+	if (c->nbad) {
+		memcpy(c->bad + c->nbad, ", ", 2);
+		c->nbad += 2;
+	}
+	memcpy(c->bad + c->nbad, op, len + 1);
+	c->nbad += len;
+}
+
+/* A square kernel with equal strides and symmetric, equal pads. */
+static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
+		  int64_t *st, int64_t *pad, struct hp_error *err)
+{
+	const struct hp_attr *ks = hp_node_attr(n, "kernel_shape");
+	const struct hp_attr *ss = hp_node_attr(n, "strides");
+	const struct hp_attr *ps = hp_node_attr(n, "pads");
+	const struct hp_attr *ds = hp_node_attr(n, "dilations");
+	const char *ap = hp_node_attr_s(n, "auto_pad", "NOTSET");
+
+	if ((ks && (ks->type != HP_ATTR_INTS || !ks->ints)) ||
+	    (ss && (ss->type != HP_ATTR_INTS || !ss->ints)) ||
+	    (ps && (ps->type != HP_ATTR_INTS || !ps->ints)) ||
+	    (ds && (ds->type != HP_ATTR_INTS || (ds->n && !ds->ints))))
+		return hp_error_set(err, HP_EINVAL,
+				    "node %s (%s): kernel_shape, strides, "
+				    "pads and dilations must be lists of "
+				    "integers",
+				    n->name, n->op);
+
+	*k = 0;
+	*st = 1;
+	*pad = 0;
+	if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
+		return hp_error_set(
+		    err, HP_EUNSUPP,
+		    "node %s (%s): auto_pad %s is not supported", n->name,
+		    n->op, ap);
+	if (ks && ks->n == 2 && ks->ints[0] == ks->ints[1])
+		*k = ks->ints[0];
+	else if (need_kernel || ks)
+		return hp_error_set(err, HP_EUNSUPP,
+				    "node %s (%s): only square 2-D kernels",
+				    n->name, n->op);
+	if (ss) {
+		if (ss->n != 2 || ss->ints[0] != ss->ints[1])
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (%s): only equal strides",
+					    n->name, n->op);
+		*st = ss->ints[0];
+	}
+	if (ps) {
+		if (ps->n != 4 || ps->ints[0] != ps->ints[1] ||
+		    ps->ints[0] != ps->ints[2] || ps->ints[0] != ps->ints[3])
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (%s): only equal pads on "
+					    "all sides",
+					    n->name, n->op);
+		*pad = ps->ints[0];
+	}
+	if (ds)
+		for (size_t i = 0; i < ds->n; i++)
+			if (ds->ints[i] != 1)
+				return hp_error_set(
+				    err, HP_EUNSUPP,
+				    "node %s (%s): dilation is not supported",
+				    n->name, n->op);
+	if (hp_node_attr_i(n, "ceil_mode", 0))
+		return hp_error_set(err, HP_EUNSUPP,
+				    "node %s (%s): ceil_mode is not supported",
+				    n->name, n->op);
+	if (*k < 0 || *k > 4096 || *st < 1 || *st > 4096 || *pad < 0 ||
+	    *pad > 4096)
+		return hp_error_set(err, HP_ERANGE,
+				    "node %s (%s): window out of range",
+				    n->name, n->op);
+	return 0;
+}
+
+/* A float constant input's single value, or def. */
+static double const_f(const struct hp_graph *g, const struct hp_node *n, int k,
+		      double def)
+{
+	int t = k < n->ninputs ? n->inputs[k] : -1;
+
+	if (t < 0 || g->tensors[t].nfvals != 1)
+		return def;
+	return g->tensors[t].fvals[0];
+}
+
+static int add_layer(struct conv_ctx *c, const struct hp_node *n,
+		     const struct hp_spec_layer *L, const int *ins, int nin,
+		     struct hp_error *err)
+{
+	struct hp_spec *s = c->s;
+	struct hp_spec_layer *d;
+	int i = s->nlayers;
+
+	if (i >= 4096)
+		return hp_error_set(err, HP_ETOOBIG, "more than 4096 layers");
+	d = &s->layers[i];
+	*d = *L;
+	if (!(nin == 1 && ins[0] == i - 1)) {
+		d->ninputs = nin;
+		memcpy(d->inputs, ins, (size_t)nin * sizeof(int));
+	}
+	s->nlayers++;
+	if (n->noutputs > 0 && n->outputs[0] >= 0)
+		c->val[n->outputs[0]] = i;
+	return 0;
+}
+
+static int convert_node(struct conv_ctx *c, const struct hp_node *n,
+			struct hp_error *err)
+{
+	struct hp_graph *g = c->g;
+	struct hp_spec_layer L;
+	int ins[HP_SPEC_MAX_INPUTS], nin = 0, rc;
+	const char *op = n->op;
+	bool any = false;
+
+	memset(&L, 0, sizeof(L));
+	for (int k = 0; k < n->ninputs; k++)
+		if (n->inputs[k] >= 0 && c->val[n->inputs[k]] != VAL_NONE)
+			any = true;
+	/* Shape arithmetic and constants: not activations. */
+	if (!any || !strcmp(op, "Shape") || !strcmp(op, "Constant")) {
+		for (int k = 0; k < n->noutputs; k++)
+			if (n->outputs[k] >= 0)
+				c->val[n->outputs[k]] = VAL_NONE;
+		return 0;
+	}
+	if (n->noutputs < 1 || n->outputs[0] < 0)
+		return hp_error_set(err, HP_EINVAL,
+				    "node %s (%s): computes on activations "
+				    "but has no output",
+				    n->name, op);
+	/* The activation inputs, in order. */
+	for (int k = 0; k < n->ninputs; k++) {
+		int t = n->inputs[k];
+		if (t < 0 || c->val[t] == VAL_NONE)
+			continue;
+		if (nin == HP_SPEC_MAX_INPUTS)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (%s): more than %d inputs",
+					    n->name, op, HP_SPEC_MAX_INPUTS);
+		ins[nin++] = c->val[t];
+	}
+	if (!strcmp(op, "Identity")) {
+		c->val[n->outputs[0]] = ins[0];
+		return 0;
+	}
+	if (!strcmp(op, "Conv")) {
+		int w = n->ninputs > 1 ? n->inputs[1] : -1;
+		L.type = HP_LAYER_CONV;
+		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, err)))
+			return rc;
+		L.groups = hp_node_attr_i(n, "group", 1);
+		if (w < 0 || g->tensors[w].rank != 4 ||
+		    g->tensors[w].dims[0] < 1)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (Conv): weight of unknown "
+					    "shape",
+					    n->name);
+		L.filters = g->tensors[w].dims[0];
+	} else if (!strcmp(op, "BatchNormalization")) {
+		L.type = HP_LAYER_BN;
+	} else if (!strcmp(op, "Relu")) {
+		L.type = HP_LAYER_RELU;
+	} else if (!strcmp(op, "Clip")) {
+		L.type = HP_LAYER_CLIP;
+		/* opset 11+: min and max are inputs; the shared model files
+		 * have their data cleared, and ReLU6 is what CNNs use. */
+		L.lo = const_f(g, n, 1, hp_node_attr_f(n, "min", 0));
+		L.hi = const_f(g, n, 2, hp_node_attr_f(n, "max", 6));
+	} else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
+		L.type = HP_LAYER_POOL;
+		L.pool_max = !strcmp(op, "MaxPool");
+		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, err)))
+			return rc;
+		if (!L.pool_max && L.pad > 0 &&
+		    !hp_node_attr_i(n, "count_include_pad", 0))
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (AveragePool): padding "
+					    "left out of the average is not "
+					    "supported",
+					    n->name);
+		if (2 * L.pad > L.kernel)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (%s): pad more than half "
+					    "the kernel",
+					    n->name, op);
+	} else if (!strcmp(op, "GlobalAveragePool")) {
+		L.type = HP_LAYER_GAP;
+	} else if (!strcmp(op, "Add") || !strcmp(op, "Sum")) {
+		L.type = HP_LAYER_ADD;
+		if (nin != n->ninputs || nin < 2)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (%s): only sums of "
+					    "activations (no constants)",
+					    n->name, op);
+	} else if (!strcmp(op, "Concat")) {
+		L.type = HP_LAYER_CONCAT;
+		if (hp_node_attr_i(n, "axis", 0) != 1 || nin != n->ninputs)
+			return hp_error_set(
+			    err, HP_EUNSUPP,
+			    "node %s (Concat): only activations "
+			    "along the channels (axis 1)",
+			    n->name);
+	} else if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")) {
+		int t = n->outputs[0];
+		L.type = HP_LAYER_FLATTEN;
+		if (!strcmp(op, "Flatten") ? hp_node_attr_i(n, "axis", 1) != 1
+					   : g->tensors[t].rank != 2) {
+			/* listed with the ops not run */
+			note_bad(c, !strcmp(op, "Flatten")
+					? "Flatten (not to 2-D)"
+					: "Reshape (not to 2-D)");
+			c->val[t] = ins[0];
+			return 0;
+		}
+	} else if (!strcmp(op, "Gemm")) {
+		int w = n->ninputs > 1 ? n->inputs[1] : -1;
+		bool tb = hp_node_attr_i(n, "transB", 0) != 0;
+		L.type = HP_LAYER_FC;
+		if (hp_node_attr_i(n, "transA", 0) ||
+		    hp_node_attr_f(n, "alpha", 1) != 1 ||
+		    hp_node_attr_f(n, "beta", 1) != 1 || w < 0 ||
+		    g->tensors[w].rank != 2 || nin != 1)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (Gemm): only x * W^T + b "
+					    "with a stored W",
+					    n->name);
+		L.units = g->tensors[w].dims[tb ? 0 : 1];
+		if (L.units < 1)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (Gemm): weight of unknown "
+					    "shape",
+					    n->name);
+	} else if (!strcmp(op, "Dropout")) {
+		L.type = HP_LAYER_DROPOUT;
+		L.p = const_f(g, n, 1, hp_node_attr_f(n, "ratio", 0.5));
+		if (!(L.p >= 0 && L.p < 1))
+			L.p = 0.5;
+	} else {
+		/* go on as if it passed its input through, to name every op
+		 * that is not supported at once */
+		note_bad(c, op);
+		for (int k = 0; k < n->noutputs; k++)
+			if (n->outputs[k] >= 0)
+				c->val[n->outputs[k]] = ins[0];
+		return 0;
+	}
+	if (nin != 1 && L.type != HP_LAYER_ADD && L.type != HP_LAYER_CONCAT)
+		return hp_error_set(err, HP_EUNSUPP,
+				    "node %s (%s): reads %d activations",
+				    n->name, op, nin);
+	return add_layer(c, n, &L, ins, nin, err);
+}
+
+int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
+		       bool with_loss, struct hp_spec *s, struct hp_error *err)
+{
+	struct conv_ctx c = {0};
+	int *order = NULL, in, out, rc = 0;
+	const struct hp_tensor *x;
+	char *json = NULL;
+	struct hp_spec tmp;
+
+	memset(s, 0, sizeof(*s));
+	if (g->ninputs < 1 || g->noutputs < 1)
+		return hp_error_set(err, HP_EINVAL,
+				    "the graph has no input or no output");
+	/* Sizes are the spec's own (a Gemm reads what comes): a model that
+	 * does not fit its stored weights at this input shape (an adaptive
+	 * pool exported as a fixed one) still converts. */
+	{
+		struct hp_error ignored = {0};
+		hp_shape_infer(g, 1, input_shape, input_shape ? 3 : 0,
+			       &ignored);
+	}
+	in = g->inputs[0];
+	x = &g->tensors[in];
+	if (input_shape && x->rank == 4)
+		for (int k = 0; k < 3; k++)
+			g->tensors[in].dims[k + 1] = input_shape[k];
+	if (x->rank != 4 || x->dims[1] < 1 || x->dims[2] < 1 || x->dims[3] < 1)
+		return hp_error_set(err, HP_EUNSUPP,
+				    "input %s is not an image batch N,C,H,W "
+				    "of known size (give --input-shape)",
+				    x->name);
+	c.g = g;
+	c.s = s;
+	c.val = malloc((size_t)g->ntensors * sizeof(*c.val));
+	order = malloc((size_t)(g->nnodes + 1) * sizeof(*order));
+	s->layers = calloc((size_t)g->nnodes + 1, sizeof(*s->layers));
+	s->name = hp_strdup(g->name ? g->name : "onnx");
+	if (!c.val || !order || !s->layers || !s->name) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int t = 0; t < g->ntensors; t++)
+		c.val[t] = VAL_NONE;
+	c.val[in] = -1;
+	for (int k = 0; k < 3; k++)
+		s->input[k] = x->dims[k + 1];
+	if ((rc = hp__graph_topo(g, order, err)))
+		goto out;
+	for (int k = 0; k < g->nnodes; k++)
+		if ((rc = convert_node(&c, &g->nodes[order[k]], err)))
+			goto out;
+	if (c.nbad) {
+		rc = hp_error_set(err, HP_EUNSUPP,
+				  "the engine does not run these ops: %s",
+				  c.bad);
+		goto out;
+	}
+	out = g->outputs[0];
+	if (s->nlayers == 0 || c.val[out] != s->nlayers - 1) {
+		rc = hp_error_set(err, HP_EUNSUPP,
+				  "the graph's output %s is not made by its "
+				  "last layer",
+				  g->tensors[out].name);
+		goto out;
+	}
+	if (with_loss) {
+		int64_t(*sh)[3] = calloc((size_t)s->nlayers, sizeof(*sh));
+		if (!sh) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto out;
+		}
+		rc = hp_spec_shapes(s, sh, NULL, err);
+		if (!rc) {
+			const int64_t *o = sh[s->nlayers - 1];
+			s->classes = o[0] * o[1] * o[2];
+		}
+		free(sh);
+		if (rc)
+			goto out;
+	}
+	/* Check it as a spec from a file would be (round trip). */
+	json = hp_spec_to_json(s);
+	if (!json) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = hp_spec_parse_only(json, strlen(json), &tmp, err);
+	if (!rc)
+		hp_spec_release(&tmp);
+out:
+	free(json);
+	free(c.val);
+	free(order);
+	if (rc)
+		hp_spec_release(s);
+	return rc;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# onnx_engine.sh - ONNX CNNs in the engine: `hetpool profile MODEL.onnx`
+# measures ResNet-18's architecture at a small input (one dataset row) and
+# writes the spec it ran; an ONNX file with ops the engine does not run is
+# refused with exit 2 naming them; hetpool-train trains ResNet-18 on
+# Fashion-MNIST at 1x28x28 for a few steps.
+. "$(dirname "$0")/lib.sh"
+ROOT=${HP_ROOT:?}
+R18=$ROOT/data/models/resnet18.train.onnx
+SHUF=$ROOT/data/models/shufflenet_v2_x1_0.train.onnx
+TRAIN=$HP_BIN/hetpool-train
+PY=/usr/bin/python3
+
+if ! "$HP" profile --help 2>&1 | grep -q -- "--input-shape"; then
+	echo "skip onnx_engine: no engine in this build"
+	exit 0
+fi
+
+# ---- profile ----
+"$HP" profile "$R18" --batch 2 --input-shape 3x32x32 --threads 1 \
+	--max-seconds 0.5 --retries 0 --out "$TMP/r18.csv" \
+	--save-spec "$TMP/r18.json" --json >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ]; then ok profile_onnx; else fail profile_onnx "exit $rc: $(cat "$TMP/err")"; fi
+if [ "$(grep -c . "$TMP/r18.csv")" -eq 2 ] && grep -q 'spec:resnet18' "$TMP/r18.csv"; then
+	ok profile_onnx_row
+else
+	fail profile_onnx_row "$(cat "$TMP/r18.csv")"
+fi
+# the spec it ran: 8 residual adds, 20 convs (3 projections), 1000 classes
+if "$PY" - "$TMP/r18.json" <<'PY'; then ok profile_onnx_spec; else fail profile_onnx_spec "$(head -c 300 "$TMP/r18.json")"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = [l['type'] for l in d['layers']]
+sys.exit(0 if (t.count('add'), t.count('conv'), d['classes'], d['input']) == (8, 20, 1000, [3, 32, 32]) else 1)
+PY
+# the spec is a model that predict reads
+expect_status predict_saved_spec 0 "$HP" predict "$TMP/r18.json" --batch 2 --device cpu
+expect_status profile_onnx_unsupported 2 "$HP" profile "$SHUF" --batch 2 --out "$TMP/s.csv"
+expect_err profile_onnx_unsupported_says "does not run these ops: .*Transpose"
+expect_status profile_onnx_shape 2 "$HP" profile "$R18" --batch 2 --input-shape 3x32 --out "$TMP/s.csv"
+expect_status profile_shape_without_model 2 "$HP" profile --sweep default --input-shape 3x32x32 --list
+
+# ---- train ----
+if [ ! -x "$TRAIN" ]; then
+	echo "skip train_onnx: no $TRAIN"
+elif ! dpkg -L dataset-fashion-mnist 2>/dev/null | grep -q train-images-idx3-ubyte.gz; then
+	echo "skip train_onnx: the Debian package dataset-fashion-mnist is not installed"
+else
+	"$TRAIN" --model "$R18" --input-shape 1x28x28 --data fashion-mnist --batch 16 \
+		--steps 4 --lr 0.02 --threads 2 --eval-samples 64 --out "$TMP/tr" 2>"$TMP/err"
+	rc=$?
+	if [ $rc -eq 0 ]; then ok train_onnx; else fail train_onnx "exit $rc: $(cat "$TMP/err")"; fi
+	if "$PY" - "$TMP/tr/metrics.jsonl" "$TMP/tr/results.json" <<'PY'; then ok train_onnx_metrics; else fail train_onnx_metrics "$(cat "$TMP/tr/results.json")"; fi
+import json, math, sys
+s = [json.loads(l) for l in open(sys.argv[1])]
+s = [x for x in s if 'step' in x]
+j = json.load(open(sys.argv[2]))
+sys.exit(0 if len(s) == 4 and all(math.isfinite(x['loss']) for x in s)
+         and j['state'] == 'completed' and j['steps'] == 4 else 1)
+PY
+	expect_status train_onnx_shape 2 "$TRAIN" --model "$R18" --input-shape 1x28 \
+		--data fashion-mnist --batch 16 --steps 1 --out "$TMP/tr2"
+fi
