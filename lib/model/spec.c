@@ -284,8 +284,8 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 				     ? layer_names[L->type]
 				     : "?";
 		int nin = L->ninputs ? L->ninputs : 1;
-		int64_t c, h, w;
-		bool f;
+		int64_t c = 0, h = 0, w = 0;
+		bool f = false;
 
 		if (L->ninputs < 0 || L->ninputs > HP_SPEC_MAX_INPUTS ||
 		    (nin > 1 && L->type != HP_LAYER_ADD &&
