@@ -81,14 +81,6 @@ static double host_peak_gflops(int threads)
 /* Seconds per step by layer type: "layer_times spec=... conv=... ". */
 static void print_layer_times(struct hp_engine *e, const struct hp_spec *s)
 {
-	static const char *const names[] = {
-	    [HP_LAYER_CONV] = "conv",	    [HP_LAYER_BN] = "bn",
-	    [HP_LAYER_RELU] = "relu",	    [HP_LAYER_POOL] = "pool",
-	    [HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
-	    [HP_LAYER_SOFTMAX] = "softmax", [HP_LAYER_CLIP] = "clip",
-	    [HP_LAYER_GAP] = "gap",	    [HP_LAYER_ADD] = "add",
-	    [HP_LAYER_CONCAT] = "concat",   [HP_LAYER_FLATTEN] = "flatten",
-	};
 	double sum[HP_LAYER_FLATTEN + 2] = {0};
 	double *lt = calloc((size_t)s->nlayers + 1, sizeof(*lt));
 	struct hp_error err = {0};
@@ -105,7 +97,9 @@ static void print_layer_times(struct hp_engine *e, const struct hp_spec *s)
 	printf("layer_times spec=%s", s->name);
 	for (int k = 0; k <= HP_LAYER_FLATTEN; k++)
 		if (sum[k] > 0)
-			printf(" %s_ms=%.3f", names[k], sum[k] * 1e3 / steps);
+			printf(" %s_ms=%.3f",
+			       hp_spec_layer_name((enum hp_spec_layer_type)k),
+			       sum[k] * 1e3 / steps);
 	printf(" loss_ms=%.3f\n", sum[HP_LAYER_FLATTEN + 1] * 1e3 / steps);
 	free(lt);
 }

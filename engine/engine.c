@@ -15,15 +15,6 @@
 /* Above this a batch is refused outright (dims stay far from overflow). */
 #define ENGINE_MAX_BATCH ((int64_t)1 << 31)
 
-static const char *const layer_names[] = {
-    [HP_LAYER_CONV] = "conv",	    [HP_LAYER_BN] = "bn",
-    [HP_LAYER_RELU] = "relu",	    [HP_LAYER_POOL] = "pool",
-    [HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
-    [HP_LAYER_SOFTMAX] = "softmax", [HP_LAYER_CLIP] = "clip",
-    [HP_LAYER_GAP] = "gap",	    [HP_LAYER_ADD] = "add",
-    [HP_LAYER_CONCAT] = "concat",   [HP_LAYER_FLATTEN] = "flatten",
-};
-
 void hp_engine_opts_init(struct hp_engine_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -161,9 +152,7 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 	nl = s->nlayers;
 	for (int i = 0; i < nl; i++) {
 		const struct hp_spec_layer *L = &s->layers[i];
-		const char *tn = (unsigned)L->type <= HP_LAYER_FLATTEN
-				     ? layer_names[L->type]
-				     : "?";
+		const char *tn = hp_spec_layer_name(L->type);
 		if ((rc = plan_checks(L, i, tn, err)))
 			return rc;
 	}
@@ -238,7 +227,7 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 	for (int i = 0; i < nl; i++) {
 		struct hp__plan_layer *pl = &p->layers[i];
 		const struct hp_spec_layer *L = &s->layers[i];
-		const char *tn = layer_names[L->type];
+		const char *tn = hp_spec_layer_name(L->type);
 		int v0 = t.src[input_of(L, i, 0) + 1];
 		const struct hp__plan_act *xa;
 		bool up = false;
@@ -610,7 +599,7 @@ static int list_params(struct hp_engine *e)
 				q->numel *= q->dims[d];
 			snprintf(e->param_names[k + j],
 				 sizeof(e->param_names[0]), "%s%d.%s",
-				 layer_names[pl->L.type], i, sfx[j]);
+				 hp_spec_layer_name(pl->L.type), i, sfx[j]);
 			q->name = e->param_names[k + j];
 		}
 		k += 2;

@@ -179,6 +179,9 @@ enum hp_spec_layer_type {
 	HP_LAYER_CONCAT,  /* its inputs stacked along the channels */
 	HP_LAYER_FLATTEN, /* N,C,H,W -> N,C*H*W (no work) */
 };
+/* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
+ * range. */
+const char *hp_spec_layer_name(enum hp_spec_layer_type t);
 /* Inputs one layer may name (add, concat). */
 #define HP_SPEC_MAX_INPUTS 8
 struct hp_spec_layer {

@@ -42,8 +42,9 @@ struct hp_sweep_vars {
 	int kernel; /* odd, 1 to 15 */
 	int stride; /* 1 to 4 */
 	bool pool_avg;
-	/* TODO(engine): groups (grouped, depthwise) and residual blocks once
-	 * the engine runs them. */
+	/* Not sweep variables yet: grouped and depthwise convolutions and
+	 * residual blocks (the engine runs them; real models measure them
+	 * through 'hetpool profile MODEL.onnx'). */
 };
 void hp_sweep_vars_init(struct hp_sweep_vars *v);
 

@@ -35,6 +35,11 @@ static const char *const layer_names[] = {
     [HP_LAYER_CONCAT] = "concat",   [HP_LAYER_FLATTEN] = "flatten",
 };
 
+const char *hp_spec_layer_name(enum hp_spec_layer_type t)
+{
+	return (unsigned)t <= HP_LAYER_FLATTEN ? layer_names[t] : "?";
+}
+
 size_t hp__utf8_bom_len(const char *p, size_t n)
 {
 	return n >= 3 && !memcmp(p, "\xef\xbb\xbf", 3) ? 3 : 0;
