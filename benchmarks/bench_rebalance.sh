@@ -19,8 +19,16 @@
 # medians and the spread over rounds are reported.
 #
 # Usage: benchmarks/bench_rebalance.sh [BUILD_DIR]
-# Knobs: BENCH_ROUNDS (5), BENCH_BATCH (1024), BENCH_MEASURE (15 steps),
-#        BENCH_SETTLE (30 steps for the re-split to settle).
+# Knobs: BENCH_ROUNDS (5), BENCH_BATCH (1024), BENCH_MEASURE (30 steps),
+#        BENCH_SETTLE (60 steps for the re-split to settle), BENCH_WINDOW
+#        (the trainer's --rebalance-window, 20: its default), BENCH_MEMORY
+#        (the re-split's --rebalance-memory values, "4": its default; with
+#        more than one, e.g. "4 1", each round runs one re-split per value
+#        back to back and the summary compares them; the table and the
+#        "ideal" runs are the first value's).
+# The spread after the re-split is taken over the measured steps that
+# follow the last re-split (a median over steps of two different splits
+# says nothing of either); the steps it rests on are printed.
 # On a machine other people use at the same time, their processes land on
 # either core and come and go: the load average is printed before and
 # after, and only ratios taken within one round are compared.
@@ -30,8 +38,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 train=$build/bin/hetpool-train
 rounds=${BENCH_ROUNDS:-5}
 B=${BENCH_BATCH:-1024}
-measure=${BENCH_MEASURE:-15}
-settle=${BENCH_SETTLE:-30}
+measure=${BENCH_MEASURE:-30}
+settle=${BENCH_SETTLE:-60}
+window=${BENCH_WINDOW:-20}
+memories=${BENCH_MEMORY:-4}
 spec=$root/tests/data/train/cnn.json
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
@@ -61,8 +71,14 @@ two() { mpirun -np 2 --bind-to core --map-by core "$train" "${common[@]}" "$@"; 
 for r in $(seq 1 "$rounds"); do
 	d=$tmp/$r
 	mkdir -p "$d"
-	two --batch "$B" --steps $((settle + measure)) --rebalance on \
-		--rebalance-window 10 --out "$d/resplit" 2>>"$tmp/log" || exit 1
+	first=
+	for m in $memories; do
+		o=$d/resplit-m$m
+		[ -z "$first" ] && first=$m && o=$d/resplit
+		two --batch "$B" --steps $((settle + measure)) --rebalance on \
+			--rebalance-window "$window" --rebalance-memory "$m" \
+			--out "$o" 2>>"$tmp/log" || exit 1
+	done
 	split=$(/usr/bin/python3 -c "
 import json
 L = [json.loads(l) for l in open('$d/resplit/metrics.jsonl') if '\"step\"' in l]
@@ -80,9 +96,10 @@ print(' '.join(map(str, L[-1]['local_batches'])))")
 done
 
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-/usr/bin/python3 - "$tmp" "$rounds" "$B" "$measure" <<'PY'
+/usr/bin/python3 - "$tmp" "$rounds" "$B" "$measure" $memories <<'PY'
 import json, statistics, sys
 tmp, rounds, B, measure = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+memories = sys.argv[5:]
 
 def steps(p):
     return [json.loads(l) for l in open(p + '/metrics.jsonl') if '"step"' in l]
@@ -98,9 +115,11 @@ for r in range(1, rounds + 1):
     ev = steps(d + '/even')[5:]
     a0 = steps(d + '/alone0')[5:]
     a1 = steps(d + '/alone1')[5:]
-    med = [statistics.median(x['rank_step_s'][k] for x in rs) for k in (0, 1)]
-    evmed = [statistics.median(x['rank_step_s'][k] for x in ev) for k in (0, 1)]
     events = [json.loads(l) for l in open(d + '/resplit/metrics.jsonl') if '"event":"rebalance"' in l]
+    last = max([e['at_step'] for e in events], default=0)
+    same = [x for x in rs if x['step'] > last] or rs
+    med = [statistics.median(x['rank_step_s'][k] for x in same) for k in (0, 1)]
+    evmed = [statistics.median(x['rank_step_s'][k] for x in ev) for k in (0, 1)]
     inrun = sum(sum(b / t for b, t in zip(x['local_batches'], x['rank_step_s']))
                 * x['step_s'] for x in rs) / sum(x['step_s'] for x in rs)
     rows.append(dict(even=sps(ev), resplit=sps(rs), a0=sps(a0), a1=sps(a1),
@@ -108,19 +127,20 @@ for r in range(1, rounds + 1):
                      ideal=sps(a0) + sps(a1), split=rs[-1]['local_batches'],
                      spread=max(med) / min(med) - 1,
                      even_spread=max(evmed) / min(evmed) - 1,
-                     resplits=len(events)))
+                     spread_steps=len(same), resplits=len(events)))
 
 print('global batch %d, rank 0 on core 0, rank 1 on core 1 with a busy loop; '
       'samples/s over %d steps' % (B, measure))
-print('%5s %8s %8s %8s %8s %8s %8s %8s %8s %10s %9s %9s %9s' % (
+print('%5s %8s %8s %8s %8s %8s %8s %8s %8s %10s %9s %9s %6s %9s' % (
     'round', 'even', 'resplit', 'alone0', 'alone1', 'ideal', 'rs/ideal',
-    'ev/ideal', 'in-run', 'rs/in-run', 'split', 'spread', 're-splits'))
+    'ev/ideal', 'in-run', 'rs/in-run', 'split', 'spread', 'steps', 're-splits'))
 for i, x in enumerate(rows, 1):
-    print('%5d %8.0f %8.0f %8.0f %8.0f %8.0f %7.1f%% %7.1f%% %8.0f %9.1f%% %9s %8.1f%% %9d' % (
+    print('%5d %8.0f %8.0f %8.0f %8.0f %8.0f %7.1f%% %7.1f%% %8.0f %9.1f%% %9s %8.1f%% %6d %9d' % (
         i, x['even'], x['resplit'], x['a0'], x['a1'], x['ideal'],
         100 * x['resplit'] / x['ideal'], 100 * x['even'] / x['ideal'],
         x['inrun'], 100 * x['resplit'] / x['inrun'],
-        '%d:%d' % tuple(x['split']), 100 * x['spread'], x['resplits']))
+        '%d:%d' % tuple(x['split']), 100 * x['spread'], x['spread_steps'],
+        x['resplits']))
 def m(k):
     v = [x[k] for x in rows]
     return statistics.median(v), min(v), max(v)
@@ -136,4 +156,26 @@ print('re-split / in-run ideal: median %.1f%% (range %.1f-%.1f%%)' % (
 print('rank compute-time spread: even split %.1f%%, after the re-split %.1f%% '
       '(median over rounds; goal <= 5%%)' % (
           100 * m('even_spread')[0], 100 * m('spread')[0]))
+
+def resplit_stats(path, ideal):
+    L = steps(path)
+    rs = L[-measure:]
+    ev = [json.loads(l) for l in open(path + '/metrics.jsonl') if '"event":"rebalance"' in l]
+    last = max([e['at_step'] for e in ev], default=0)
+    same = [x for x in rs if x['step'] > last] or rs
+    med = [statistics.median(x['rank_step_s'][k] for x in same) for k in (0, 1)]
+    inrun = sum(sum(b / t for b, t in zip(x['local_batches'], x['rank_step_s']))
+                * x['step_s'] for x in rs) / sum(x['step_s'] for x in rs)
+    return sps(rs) / ideal, sps(rs) / inrun, max(med) / min(med) - 1, len(ev)
+if len(memories) > 1:
+    print('--rebalance-memory compared (rounds interleaved; the ideal is the round\'s):')
+    for i, m in enumerate(memories):
+        st = [resplit_stats('%s/%d/%s' % (tmp, r, 'resplit' if i == 0 else 'resplit-m' + m),
+                            rows[r - 1]['ideal']) for r in range(1, rounds + 1)]
+        col = lambda k: [x[k] for x in st]
+        print('  memory %-3s re-split / ideal %5.1f%% (%.1f-%.1f), / in-run %5.1f%%, '
+              'spread %5.1f%% (%.1f-%.1f), re-splits %s' % (
+                  m, 100 * statistics.median(col(0)), 100 * min(col(0)), 100 * max(col(0)),
+                  100 * statistics.median(col(1)), 100 * statistics.median(col(2)),
+                  100 * min(col(2)), 100 * max(col(2)), col(3)))
 PY

@@ -1552,6 +1552,8 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 	    (rc = setup_reduce(&t, &err)) == 0)
 		rc = hp_rebalance_init(&t.rb, t.R, o->rebal_window,
 				       o->rebal_threshold, 2);
+	if (!err.code && !rc && o->rebal_memory > 0)
+		t.rb.memory = o->rebal_memory;
 	if (!err.code && rc)
 		hp_error_set(&err, rc, "rebalancing: bad window or threshold");
 	status = err.code ? status_of(err.code) : 0;

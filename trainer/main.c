@@ -85,6 +85,8 @@ static const char usage[] =
     "  --rebalance-window N     steps per measurement (default 20)\n"
     "  --rebalance-threshold T  re-split when slowest / fastest - 1 > T\n"
     "                           (default 0.05)\n"
+    "  --rebalance-memory M     windows each rank's speed is averaged over\n"
+    "                           (default 4; 1: the last window alone)\n"
     "\n"
     "other:\n"
     "  --synthetic-samples N    training samples of --data synthetic\n"
@@ -201,6 +203,7 @@ enum {
 	O_REBAL,
 	O_REBAL_WIN,
 	O_REBAL_THR,
+	O_REBAL_MEM,
 	O_MAX_S,
 	O_FALLBACK,
 	O_SYNTH,
@@ -242,6 +245,7 @@ static const struct option longopts[] = {
     {"rebalance", required_argument, NULL, O_REBAL},
     {"rebalance-window", required_argument, NULL, O_REBAL_WIN},
     {"rebalance-threshold", required_argument, NULL, O_REBAL_THR},
+    {"rebalance-memory", required_argument, NULL, O_REBAL_MEM},
     {"max-seconds", required_argument, NULL, O_MAX_S},
     {"cpu-fallback", required_argument, NULL, O_FALLBACK},
     {"synthetic-samples", required_argument, NULL, O_SYNTH},
@@ -270,6 +274,7 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 	o->rebalance = true;
 	o->rebal_window = 20;
 	o->rebal_threshold = 0.05;
+	o->rebal_memory = HP_REBALANCE_MEMORY;
 	o->cpu_fallback = true;
 	o->synthetic_samples = 16384;
 	opterr = 0;
@@ -413,6 +418,10 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 		case O_REBAL_THR:
 			rc = num_f64("rebalance-threshold", optarg, 0, 100,
 				     &o->rebal_threshold);
+			break;
+		case O_REBAL_MEM:
+			rc = num_i64("rebalance-memory", optarg, 1, 1000, &v);
+			o->rebal_memory = (int)v;
 			break;
 		case O_MAX_S:
 			rc = num_f64("max-seconds", optarg, 1e-3, 1e9, &d);

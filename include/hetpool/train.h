@@ -151,21 +151,38 @@ int hp_split_parse(const char *s, int ranks, int64_t global, int64_t *local,
  * Run-time rebalancing.  Each step's per-rank compute times go in; over a
  * window of steps the median time of each rank is taken, and when the
  * slowest is more than `threshold` (0.05: 5%) above the fastest, a new
- * split in proportion to each rank's measured throughput (local batch /
- * median time) is advised; the global batch stays.  The first `settle`
- * steps after a change are not counted (a rebuilt engine's first steps
- * are slow).
+ * split in proportion to each rank's throughput is advised; the global
+ * batch stays.  The first `settle` steps after a change are not counted
+ * (a rebuilt engine's first steps are slow).
+ *
+ * The throughput is not one window's: each rank's time per sample (median
+ * time / local batch) is averaged over the windows since it last changed,
+ * the newest weighing at least 1/memory (HP_REBALANCE_MEMORY, a field
+ * that may be set after init; 1: the last window alone), so the noise of one
+ * window does not throw the split back and forth (on a shared core a
+ * 10-step median moves by 10-20%).  A window whose time per sample differs
+ * from a rank's average by more than HP_REBALANCE_JUMP (a third) starts
+ * that rank's average over: its conditions changed.  A re-split is
+ * advised only when, by those averages, it makes the slowest rank faster
+ * by more than half the threshold (smaller gains are noise, and each
+ * re-split costs `settle` steps).
  */
+#define HP_REBALANCE_MEMORY 4
+#define HP_REBALANCE_JUMP (1.0 / 3.0)
 struct hp_rebalance {
 	int ranks, window, settle;
 	double threshold;
-	double *times; /* window x ranks */
+	double *times;	   /* window x ranks */
+	double *per_sample; /* ranks: the averaged time per sample */
+	int *windows;	   /* ranks: windows in that average */
+	int memory;	   /* HP_REBALANCE_MEMORY; may be set after init */
 	int filled, skip;
 };
 int hp_rebalance_init(struct hp_rebalance *rb, int ranks, int window,
 		      double threshold, int settle);
 void hp_rebalance_release(struct hp_rebalance *rb);
-/* Forget the window and skip the next `settle` steps (after a change). */
+/* Forget the window and skip the next `settle` steps (after a change);
+ * the averaged times per sample are kept. */
 void hp_rebalance_reset(struct hp_rebalance *rb);
 enum hp_rebalance_verdict {
 	HP_REBALANCE_WAIT = 0,	   /* the window is not full yet */

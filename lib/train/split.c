@@ -141,20 +141,30 @@ int hp_rebalance_init(struct hp_rebalance *rb, int ranks, int window,
 	    !(threshold >= 0))
 		return HP_EINVAL;
 	rb->times = calloc((size_t)ranks * (size_t)window, sizeof(double));
-	if (!rb->times)
+	rb->per_sample = calloc((size_t)ranks, sizeof(double));
+	rb->windows = calloc((size_t)ranks, sizeof(int));
+	if (!rb->times || !rb->per_sample || !rb->windows) {
+		hp_rebalance_release(rb);
 		return HP_ENOMEM;
+	}
 	rb->ranks = ranks;
 	rb->window = window;
 	rb->threshold = threshold;
 	rb->settle = settle;
+	rb->memory = HP_REBALANCE_MEMORY;
 	rb->skip = settle;
 	return 0;
 }
 
 void hp_rebalance_release(struct hp_rebalance *rb)
 {
-	if (rb)
-		free(rb->times);
+	if (!rb)
+		return;
+	free(rb->times);
+	free(rb->per_sample);
+	free(rb->windows);
+	rb->times = rb->per_sample = NULL;
+	rb->windows = NULL;
 }
 
 void hp_rebalance_reset(struct hp_rebalance *rb)
@@ -176,7 +186,7 @@ enum hp_rebalance_verdict hp_rebalance_add(struct hp_rebalance *rb,
 					   int64_t min_local, double *med_s,
 					   int64_t *new_local)
 {
-	double *col, *thr;
+	double *col, *thr, t_now = 0, t_new = 0;
 	bool same = true;
 	int w = rb->window;
 
@@ -196,19 +206,36 @@ enum hp_rebalance_verdict hp_rebalance_add(struct hp_rebalance *rb,
 		med_s[r] =
 		    w % 2 ? col[w / 2] : 0.5 * (col[w / 2 - 1] + col[w / 2]);
 	}
+	/* each rank's time per sample, averaged over its windows */
+	for (int r = 0; r < rb->ranks; r++) {
+		double p = med_s[r] / (double)local[r], *avg = &rb->per_sample[r];
+		if (!(p > 0) || !isfinite(p))
+			return HP_REBALANCE_BALANCED;
+		if (rb->windows[r] == 0 || fabs(p / *avg - 1) > HP_REBALANCE_JUMP)
+			rb->windows[r] = 0;
+		rb->windows[r] += rb->windows[r] < (rb->memory > 0 ? rb->memory : 1);
+		*avg += (p - *avg) / rb->windows[r];
+	}
 	if (rb->ranks < 2 ||
 	    !(hp_time_spread(med_s, rb->ranks) > rb->threshold))
 		return HP_REBALANCE_BALANCED;
 	/* throughput per rank; the times' column is free to reuse */
 	thr = rb->times;
-	for (int r = 0; r < rb->ranks; r++) {
-		if (!(med_s[r] > 0))
-			return HP_REBALANCE_BALANCED;
-		thr[r] = (double)local[r] / med_s[r];
-	}
+	for (int r = 0; r < rb->ranks; r++)
+		thr[r] = 1.0 / rb->per_sample[r];
 	if (hp_split_proportional(global, rb->ranks, thr, min_local, new_local))
 		return HP_REBALANCE_BALANCED;
-	for (int r = 0; r < rb->ranks; r++)
+	/* Worth it only when, by the averaged speeds, the new split's slowest
+	 * rank is more than half the threshold faster than the current
+	 * one's: a smaller gain is within the noise, and a re-split costs
+	 * the settling steps. */
+	for (int r = 0; r < rb->ranks; r++) {
+		double p = rb->per_sample[r];
 		same = same && new_local[r] == local[r];
-	return same ? HP_REBALANCE_BALANCED : HP_REBALANCE_RESPLIT;
+		t_now = fmax(t_now, (double)local[r] * p);
+		t_new = fmax(t_new, (double)new_local[r] * p);
+	}
+	if (same || !(t_new < t_now * (1 - rb->threshold / 2)))
+		return HP_REBALANCE_BALANCED;
+	return HP_REBALANCE_RESPLIT;
 }

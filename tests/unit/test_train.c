@@ -397,6 +397,82 @@ HP_TEST(train_rebalance)
 	ASSERT_NEAR(hp_time_spread(t, 2), 0.5, 1e-12);
 }
 
+/* Noise does not throw the split back and forth: windows that alternate
+ * 20% around a rank's true speed move the split less and less, and a real
+ * change (a rank twice as slow) is followed at once. */
+HP_TEST(train_rebalance_averages_windows)
+{
+	struct hp_rebalance rb;
+	int64_t local[2] = {40, 24}, nl[2], first = 0, last = 0;
+	double med[2], t[2];
+	int resplits = 0;
+
+	ASSERT(hp_rebalance_init(&rb, 2, 1, 0.05, 0) == 0);
+	/* true times per sample: 1 ms and 2 ms (ideal split 43:21) */
+	for (int w = 0; w < 12; w++) {
+		double noise = w % 2 ? 0.8 : 1.2;
+		t[0] = 0.001 * (double)local[0];
+		t[1] = 0.002 * (double)local[1] * noise;
+		if (hp_rebalance_add(&rb, t, local, 64, 1, med, nl) ==
+		    HP_REBALANCE_RESPLIT) {
+			int64_t step = nl[0] - local[0];
+			step = step < 0 ? -step : step;
+			if (!resplits++)
+				first = step;
+			last = step;
+			local[0] = nl[0];
+			local[1] = nl[1];
+		}
+	}
+	/* a one-window rule would swing between 46:18 and 38:26 for ever */
+	ASSERT(resplits >= 1);
+	ASSERT(last <= first);
+	ASSERT(local[0] >= 41 && local[0] <= 45);
+	/* rank 1 becomes twice as slow: its average starts over */
+	for (int w = 0; w < 2; w++) {
+		t[0] = 0.001 * (double)local[0];
+		t[1] = 0.004 * (double)local[1];
+		if (hp_rebalance_add(&rb, t, local, 64, 1, med, nl) ==
+		    HP_REBALANCE_RESPLIT) {
+			local[0] = nl[0];
+			local[1] = nl[1];
+		}
+	}
+	/* 1 ms and 4 ms a sample: 51:13 */
+	ASSERT(local[0] >= 50 && local[0] <= 52);
+	hp_rebalance_release(&rb);
+}
+
+/* A window over the threshold whose better split gains less than half of
+ * it is left alone: 10% apart in one window, but the averaged speeds say
+ * the split is within 1 sample of the best. */
+HP_TEST(train_rebalance_small_gain_kept)
+{
+	struct hp_rebalance rb;
+	int64_t local[2] = {50, 50}, nl[2];
+	double med[2], t[2];
+	enum hp_rebalance_verdict v;
+
+	ASSERT(hp_rebalance_init(&rb, 2, 1, 0.05, 0) == 0);
+	for (int w = 0; w < 3; w++) {
+		t[0] = 0.050;
+		t[1] = 0.050;
+		ASSERT_EQ_INT(hp_rebalance_add(&rb, t, local, 100, 1, med, nl),
+			      HP_REBALANCE_BALANCED);
+	}
+	t[0] = 0.050;
+	t[1] = 0.055; /* 10% over: the average moves by a quarter of it */
+	v = hp_rebalance_add(&rb, t, local, 100, 1, med, nl);
+	ASSERT_NEAR(med[1] / med[0] - 1, 0.10, 1e-9);
+	ASSERT_EQ_INT(v, HP_REBALANCE_BALANCED);
+	/* a lasting 10%: followed once the average has it */
+	for (int w = 0; w < 4 && v != HP_REBALANCE_RESPLIT; w++)
+		v = hp_rebalance_add(&rb, t, local, 100, 1, med, nl);
+	ASSERT_EQ_INT(v, HP_REBALANCE_RESPLIT);
+	ASSERT(nl[0] == 52 && nl[1] == 48);
+	hp_rebalance_release(&rb);
+}
+
 /* ---- learning rate ---- */
 
 HP_TEST(train_lr)
