@@ -330,6 +330,43 @@ static int open_dataset(const char *out, bool resume, struct done_set *done,
 	return 0;
 }
 
+/* This host's figures at the threads the profile runs on, for the rows'
+ * host_* columns (a fit made elsewhere then knows the host the times
+ * belong to): the ISA peak estimate, and the measured peaks when its host
+ * file has them ('hetpool host --measure'); NaN what is not known. */
+struct host_figs {
+	double isa_gflops, sgemm_gflops, triad_gbs, cache_bytes;
+};
+
+static void host_figures(int threads, struct host_figs *f)
+{
+	struct hp_error err = {0};
+	struct hp_host h;
+	struct hp_host_file hf;
+	char path[4200];
+	double v;
+
+	f->isa_gflops = f->sgemm_gflops = f->triad_gbs = f->cache_bytes = NAN;
+	if (hp_host_detect(&h, &err))
+		return;
+	h.threads = threads > 0 ? threads : 0;
+	h.threads = hp_host_threads(&h);
+	v = hp_host_fp32_est(&h);
+	if (v > 0)
+		f->isa_gflops = v / 1e9;
+	v = (double)h.l2_bytes + (double)h.l3_bytes;
+	if (v > 0)
+		f->cache_bytes = v;
+	if (hp_host_file_path(NULL, &h, path, sizeof(path), &err) ||
+	    hp_host_file_load(path, &hf, &err))
+		return;
+	if (hf.peaks.when[0] && hf.peaks.threads == h.threads &&
+	    hf.peaks.fp32_flops > 0 && hf.peaks.triad_bw > 0) {
+		f->sgemm_gflops = hf.peaks.fp32_flops / 1e9;
+		f->triad_gbs = hf.peaks.triad_bw / 1e9;
+	}
+}
+
 struct profile_args {
 	const char *spec, *sweep, *out;
 	struct cli_dims shape; /* --input-shape, with a model */
@@ -428,6 +465,7 @@ static int cmd_profile(int argc, char **argv)
 	struct done_set done = {0};
 	struct hp_profile_row *row = NULL;
 	struct hp_buf line;
+	struct host_figs hfig = {NAN, NAN, NAN, NAN};
 	int c, rc = EXIT_OK, fd = -1, measured = 0, skipped = 0, failed = 0;
 	double t0;
 
@@ -559,6 +597,8 @@ static int cmd_profile(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	po.stop = &stop_flag;
+	if (!strcmp(done.device, "cpu"))
+		host_figures(po.threads, &hfig);
 	row = malloc(sizeof(*row));
 	if (!row) {
 		rc = cli_error(EXIT_FAIL, "out of memory");
@@ -626,6 +666,12 @@ static int cmd_profile(int argc, char **argv)
 					  "fit' leaves out",
 					  cfg->id, 100 * row->cpu_pressure,
 					  row->attempts, row->cpu_pressure);
+			}
+			if (!strcmp(row->device, "cpu")) {
+				row->host_isa_gflops = hfig.isa_gflops;
+				row->host_sgemm_gflops = hfig.sgemm_gflops;
+				row->host_triad_gbs = hfig.triad_gbs;
+				row->host_cache_bytes = hfig.cache_bytes;
 			}
 			hp_buf_reset(&line);
 			if ((prc = hp_dataset_format_row(row, &line))) {

@@ -303,6 +303,8 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	r->power_w = NAN;
 	r->cpu_pressure = NAN;
 	r->ref_time_s = r->ref_time_cv = NAN;
+	r->host_isa_gflops = r->host_sgemm_gflops = NAN;
+	r->host_triad_gbs = r->host_cache_bytes = NAN;
 	snprintf(r->energy_source, sizeof(r->energy_source), "not measured");
 	if ((rc = fill_features(c, r, err)))
 		return rc;

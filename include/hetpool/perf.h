@@ -164,6 +164,13 @@ struct hp_profile_row {
 	 * measured (older datasets, a backend that could not run it). */
 	double ref_time_s, ref_time_cv;
 	int ref_steps;
+	/* The CPU host's figures at the threads used, so a fit made on
+	 * another machine knows the host these times belong to: its ISA
+	 * FP32 peak estimate (GFLOP/s), and from its host file the measured
+	 * sgemm GFLOP/s, STREAM triad GB/s and cache bytes (L2 + L3).  NaN:
+	 * not known (GPU rows, older datasets, peaks not measured). */
+	double host_isa_gflops, host_sgemm_gflops, host_triad_gbs;
+	double host_cache_bytes;
 	int steps, warmup_steps;
 	int64_t peak_mem_bytes;	  /* allocated by the engine */
 	int64_t peak_rss_bytes;	  /* the process, from getrusage */

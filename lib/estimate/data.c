@@ -44,6 +44,7 @@ static struct hp__sample *add_sample(struct hp__set *set)
 	s->ndev = 1;
 	s->power_w = NAN;
 	s->ref_row_s = s->ref_fit_s = NAN;
+	s->host_isa = s->host_sgemm = s->host_triad = s->host_cache = NAN;
 	for (int k = 0; k < HP_EST_NCLASS; k++)
 		s->tcls[k] = NAN;
 	return s;
@@ -151,6 +152,7 @@ struct prof_ctx {
 	const char *path;
 	struct wl_index *wls;
 	int rows, unknown, busy;
+	int hostless; /* CPU rows without their host's peak */
 	int64_t record; /* data rows read so far */
 	int line;	/* the line of the row being read */
 	int64_t bad;	/* bad rows skipped */
@@ -380,6 +382,14 @@ static int prof_row(const struct hp_profile_row *r, int line, void *ud,
 	s->tcls[HP_EST_CONV] = r->time_conv_s;
 	s->tcls[HP_EST_FC] = r->time_fc_s;
 	s->tcls[HP_EST_OTHER] = r->time_other_s;
+	s->host_isa = r->host_isa_gflops > 0 ? r->host_isa_gflops * 1e9 : NAN;
+	s->host_sgemm =
+	    r->host_sgemm_gflops > 0 ? r->host_sgemm_gflops * 1e9 : NAN;
+	s->host_triad = r->host_triad_gbs > 0 ? r->host_triad_gbs * 1e9 : NAN;
+	s->host_cache = r->host_cache_bytes > 0 ? r->host_cache_bytes : NAN;
+	s->threads = r->threads;
+	if (t->kind == HP_DEVICE_CPU && !(s->host_isa > 0))
+		c->hostless++;
 	c->rows++;
 	return 0;
 }
@@ -413,6 +423,12 @@ static int read_profiles(struct hp__set *set, const struct hp_fit_options *o,
 		     "profiles: %d rows of %s on device types not in the "
 		     "catalog left out",
 		     c.unknown, path);
+	if (c.hostless)
+		note(set,
+		     "profiles: %d CPU rows of %s do not say which host "
+		     "measured them (no host_isa_gflops: an older hetpool): "
+		     "their times are taken as this host's",
+		     c.hostless, path);
 	if (c.busy)
 		note(set,
 		     "profiles: %d rows of %s measured on a busy host "

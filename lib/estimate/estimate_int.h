@@ -379,6 +379,10 @@ struct hp__sample {
 	int chan_block;		/* hp__chan_block() of its backend */
 	double tcls[HP_EST_NCLASS]; /* measured per class; NaN: not */
 	int prec;		    /* enum hp_precision it ran in */
+	/* CPU rows: the figures of the host that measured it (profile
+	 * columns host_*, in FLOP/s, bytes/s, bytes); NaN: not recorded. */
+	double host_isa, host_sgemm, host_triad, host_cache;
+	int threads; /* profile rows: the threads it ran on; 0 not known */
 };
 
 struct hp__set {
@@ -456,7 +460,12 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 void hp__cpu_transfer(const struct hp__dev_fit *df,
 		      const struct hp_device_type *t, struct hp__dev_spec *d,
 		      double *th, char *what, size_t n);
-/* A CPU fit: record the profiled host's figures from t (this host at its
+/* Record the profiled host's measured figures from a row that carries
+ * them (profile columns host_sgemm_gflops, host_triad_gbs,
+ * host_cache_bytes); a row without them records nothing. */
+void hp__cpu_ref_from_row(struct hp__dev_fit *df, const struct hp__sample *s);
+/* A CPU fit on rows that do not say which host measured them (older
+ * datasets): record the profiled host's figures from t (this host at its
  * threads, when its peaks are measured and its ISA's channel block is the
  * rows' chan_block: the rows were likely profiled here). */
 void hp__cpu_ref_record(struct hp__dev_fit *df, const struct hp_device_type *t,

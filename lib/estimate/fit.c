@@ -834,8 +834,15 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 		if (s->ref_fit_s > 0) /* the yardstick's speed (data.c) */
 			est->dev[d].ref_time_s = s->ref_fit_s;
 		est->dev[d].n++;
-		if (p.d.cpu)
+		if (p.d.cpu && s->host_isa > 0) {
+			/* the row says which host measured it: its peak is
+			 * what the fit's efficiencies are against, whatever
+			 * host the fit runs on */
+			p.d.fp32 = s->host_isa;
+			hp__cpu_ref_from_row(&est->dev[d], s);
+		} else if (p.d.cpu) {
 			hp__cpu_ref_record(&est->dev[d], t, p.d.chan_block);
+		}
 		p.w = &set->wl[s->wl];
 		p.src = s->src;
 		p.ndev = s->ndev;

@@ -92,6 +92,16 @@ void hp__cpu_ref_record(struct hp__dev_fit *df, const struct hp_device_type *t,
 	df->ref_cache = t->cache_bytes > 0 ? t->cache_bytes : 0;
 }
 
+void hp__cpu_ref_from_row(struct hp__dev_fit *df, const struct hp__sample *s)
+{
+	if (!(s->host_sgemm > 0) || !(s->host_triad > 0) || s->threads < 1)
+		return;
+	df->ref_threads = s->threads;
+	df->ref_fp32_meas = s->host_sgemm;
+	df->ref_bw = s->host_triad;
+	df->ref_cache = s->host_cache > 0 ? s->host_cache : 0;
+}
+
 double hp__cpu_calibrated(const struct hp_host_calib *c, double t_raw,
 			  const double *cls)
 {

@@ -104,7 +104,8 @@ static int predict_net(const struct hp_estimator *est,
 			    t->name);
 		/* this host from its figures (threads, peaks, caches); a
 		 * profile row (validate) was measured on the profiled host
-		 * itself: its own figures, as in the fit */
+		 * itself: its own figures and peak, as in the fit, whatever
+		 * host validate runs on */
 		if (src != HP__SRC_PROFILE) {
 			hp__cpu_transfer(df, t, &d, th_cpu, carried,
 					 sizeof(carried));
@@ -113,6 +114,7 @@ static int predict_net(const struct hp_estimator *est,
 			    t->calib.has && t->calib.threads == t->threads;
 		} else {
 			th = df->th;
+			d.fp32 = df->fit_fp32;
 		}
 	} else {
 		if (!est->has_gpu)

@@ -42,7 +42,8 @@ static const struct col cols[] = {
 	S(optimizer), F(step_time_s), F(step_time_cv), F(step_time_min_s),
 	F(step_time_p90_s), O(time_conv_s), O(time_fc_s), O(time_other_s),
 	O(time_loss_s), O(cpu_pressure), OI(attempts), O(ref_time_s), O(ref_time_cv),
-	OI(ref_steps), N(steps), N(warmup_steps), I(peak_mem_bytes),
+	OI(ref_steps), O(host_isa_gflops), O(host_sgemm_gflops),
+	O(host_triad_gbs), O(host_cache_bytes), N(steps), N(warmup_steps), I(peak_mem_bytes),
 	I(peak_rss_bytes), F(energy_per_step_j), F(power_w), S(energy_source),
 	S(timestamp), S(hetpool_version), S(spec_json),
 };

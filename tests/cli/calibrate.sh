@@ -45,6 +45,68 @@ c = json.load(open(sys.argv[1]))["devices"][0]
 assert c["host"]["fp32_estimated"] is False and c["mem_bw_gbs"] > 0, c
 ' "$TMP/out" && ok devices_measured_peaks || fail devices_measured_peaks "$(head -c 300 "$TMP/out")"
 
+# profile rows say which host measured them: the ISA estimate and the
+# peaks just measured, at the profile's threads
+expect_status profile_host_columns_run 0 "$HP" profile --spec "$SPEC" --batch 8 --threads 1 \
+	--out "$TMP/hostcols.csv"
+"$HP" host --threads 1 --json >"$TMP/host.json" 2>&1
+python3 - "$TMP/hostcols.csv" "$TMP/host.json" <<'PY' && ok profile_host_columns ||
+import csv, json, sys
+r = list(csv.DictReader(open(sys.argv[1])))[0]
+h = json.load(open(sys.argv[2]))
+hh, sg = h["host"], h["peaks"]["fp32_flops"] / 1e9
+# the ISA figure at the threads used: FLOPs per cycle x clock x the cores
+# those threads occupy (the host file's own figure is for all cores)
+est = hh["flops_per_cycle"] * hh["ghz"] * min(1, hh["physical_cores"])
+assert r["threads"] == "1"
+if est:
+    assert abs(float(r["host_isa_gflops"]) / est - 1) < 1e-6, (r["host_isa_gflops"], est)
+else:
+    assert r["host_isa_gflops"] == "", r["host_isa_gflops"]
+assert abs(float(r["host_sgemm_gflops"]) / sg - 1) < 1e-6, (r["host_sgemm_gflops"], sg)
+assert float(r["host_triad_gbs"]) > 0 and float(r["host_cache_bytes"]) >= 0
+PY
+	fail profile_host_columns "$(head -c 400 "$TMP/hostcols.csv")"
+# a fit takes the peak the rows name, not this host's: the same rows with
+# a host twice as fast fit efficiencies half as high, so the prediction
+# carried to this host takes twice as long; validating the rows (their own
+# host) is not moved
+python3 - "$HP_ROOT/data/profiles/cpu-default.csv" "$TMP/rows1.csv" "$TMP/rows2.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))[:48]
+for out, f in ((sys.argv[2], 1), (sys.argv[3], 2)):
+    w = csv.DictWriter(open(out, "w", newline=""), fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(dict(r, host_isa_gflops=repr(float(r["host_isa_gflops"]) * f)))
+PY
+"$HP" fit "$TMP/rows1.csv" --no-public --out "$TMP/est1.json" >/dev/null 2>&1 &&
+	"$HP" fit "$TMP/rows2.csv" --no-public --out "$TMP/est2.json" >/dev/null 2>&1 &&
+	"$HP" predict "$SPEC" --device cpu --batch 16 --threads 1 --estimator "$TMP/est1.json" --json >"$TMP/p1.json" 2>&1 &&
+	"$HP" predict "$SPEC" --device cpu --batch 16 --threads 1 --estimator "$TMP/est2.json" --json >"$TMP/p2.json" 2>&1
+python3 - "$TMP" <<'PY' && ok fit_takes_rows_host_peak || fail fit_takes_rows_host_peak "$(cat "$TMP/p2.json" | head -c 300)"
+import json, sys
+t = sys.argv[1]
+e1, e2 = (json.load(open(f"{t}/est{i}.json")) for i in (1, 2))
+c1, c2 = ([d for d in e["devices"] if d["kind"] == "cpu"][0] for e in (e1, e2))
+assert abs(c1["fit_fp32_flops"] / 268.293376e9 - 1) < 1e-6, c1["fit_fp32_flops"]
+assert abs(c2["fit_fp32_flops"] / c1["fit_fp32_flops"] - 2) < 1e-6
+p1, p2 = (json.load(open(f"{t}/p{i}.json"))["step_time_s"] for i in (1, 2))
+assert 1.3 < p2 / p1 <= 2.0 + 1e-9, (p1, p2)  # compute twice as long, memory time as before
+PY
+"$HP" validate --profiles "$TMP/rows1.csv" --no-public --json >"$TMP/v1.json" 2>/dev/null &&
+	"$HP" validate --profiles "$TMP/rows2.csv" --no-public --json >"$TMP/v2.json" 2>/dev/null
+python3 - "$TMP/v1.json" "$TMP/v2.json" <<'PY' && ok validate_rows_on_their_host || fail validate_rows_on_their_host "$(head -c 300 "$TMP/v2.json")"
+import json, sys
+def mape(p):
+    d = json.load(open(p))
+    rows = [r for r in d["rows"] if r["data"] == "cpu-profiles" and
+            r["family"] == "physical" and r["scheme"] == "k-fold"]
+    return rows[0]["mape_percent"]
+a, b = mape(sys.argv[1]), mape(sys.argv[2])
+assert a < 40 and abs(a - b) < 1.0, (a, b)
+PY
+
 expect_status calibrate_short 0 "$HP" calibrate --threads 1 --seconds 12 --max-pressure 1 --json
 if python3 - "$TMP/out" <<'PY'
 import json, sys

@@ -296,6 +296,42 @@ HP_TEST(dataset_last_row_without_newline)
 
 /* The yardstick's columns: written and read back when measured, empty when
  * not; a dataset written before they existed reads as not measured. */
+/* The host figures of a CPU row go out and come back; a field left empty
+ * (not measured) reads as NaN, and a file without the columns too. */
+HP_TEST(dataset_host_columns_round_trip)
+{
+	static struct hp_profile_row r;
+	struct collect col = {0};
+	struct hp_error err = {0};
+	struct hp_buf b;
+	const char *h = hp_dataset_header();
+
+	ASSERT(strstr(h, ",host_isa_gflops,host_sgemm_gflops,host_triad_gbs,"
+			 "host_cache_bytes,"));
+	memset(&r, 0, sizeof(r));
+	snprintf(r.config_id, sizeof(r.config_id), "cfg-h");
+	snprintf(r.spec_json, sizeof(r.spec_json), "{}");
+	r.batch = 4;
+	r.step_time_s = 0.01;
+	r.ref_time_s = r.ref_time_cv = NAN;
+	r.host_isa_gflops = 268.293376;
+	r.host_sgemm_gflops = NAN;
+	r.host_triad_gbs = 19.75;
+	r.host_cache_bytes = 34078720;
+	hp_buf_init(&b, 1 << 16);
+	ASSERT_EQ_INT(hp_buf_adds(&b, h), 0);
+	ASSERT_EQ_INT(hp_buf_add(&b, "\n", 1), 0);
+	ASSERT_EQ_INT(hp_dataset_format_row(&r, &b), 0);
+	ASSERT_EQ_INT(hp_dataset_parse(b.data, b.len, on_row, &col, NULL, &err),
+		      0);
+	ASSERT_EQ_INT(col.n, 1);
+	ASSERT_NEAR(col.first.host_isa_gflops, 268.293376, 1e-6);
+	ASSERT(isnan(col.first.host_sgemm_gflops));
+	ASSERT_NEAR(col.first.host_triad_gbs, 19.75, 1e-9);
+	ASSERT_NEAR(col.first.host_cache_bytes, 34078720, 0.5);
+	hp_buf_release(&b);
+}
+
 HP_TEST(dataset_ref_columns_round_trip_and_old_files)
 {
 	static struct hp_profile_row r;
