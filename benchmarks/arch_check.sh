@@ -10,6 +10,9 @@
 # one row per (model, batch), the engine's time per layer type, and the
 # step-time MAPE (docs/estimator.md, "Real architectures").
 #
+# ARCH_ESTIMATOR=FILE predicts with that estimator instead of the shipped
+# one (e.g. one fitted on a profile of this host: see docs/estimator.md).
+#
 # The models are looked for in data/models/, then $HP_MODELS_DIR, then
 # ../shared/data/models/; one that is missing is skipped and said so.
 set -u
@@ -46,7 +49,8 @@ for p in $models; do
 		--save-spec "$tmp/$m.json" --list >/dev/null || exit 1
 	for b in 16 32 64; do
 		printf '%s %s ' "$m" "$b" >>"$tmp/pred"
-		"$build/bin/hetpool" predict "$tmp/$m.json" --device cpu --batch "$b" --json |
+		"$build/bin/hetpool" predict "$tmp/$m.json" --device cpu --batch "$b" \
+			--threads "$threads" ${ARCH_ESTIMATOR:+--estimator "$ARCH_ESTIMATOR"} --json |
 			python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])' >>"$tmp/pred"
 	done
 done
