@@ -46,7 +46,7 @@ struct tr_opts {
 	bool rebalance;
 	int rebal_window;
 	double rebal_threshold;
-	int rebal_memory; /* windows a rank's speed is averaged over */
+	int rebal_memory;   /* windows a rank's speed is averaged over */
 	double max_seconds; /* 0: none */
 	bool cpu_fallback;
 	int64_t synthetic_samples; /* training samples of --data synthetic */

@@ -172,10 +172,10 @@ int hp_split_parse(const char *s, int ranks, int64_t global, int64_t *local,
 struct hp_rebalance {
 	int ranks, window, settle;
 	double threshold;
-	double *times;	   /* window x ranks */
+	double *times;	    /* window x ranks */
 	double *per_sample; /* ranks: the averaged time per sample */
-	int *windows;	   /* ranks: windows in that average */
-	int memory;	   /* HP_REBALANCE_MEMORY; may be set after init */
+	int *windows;	    /* ranks: windows in that average */
+	int memory;	    /* HP_REBALANCE_MEMORY; may be set after init */
 	int filled, skip;
 };
 int hp_rebalance_init(struct hp_rebalance *rb, int ranks, int window,

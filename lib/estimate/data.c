@@ -152,7 +152,7 @@ struct prof_ctx {
 	const char *path;
 	struct wl_index *wls;
 	int rows, unknown, busy;
-	int hostless; /* CPU rows without their host's peak */
+	int hostless;	/* CPU rows without their host's peak */
 	int64_t record; /* data rows read so far */
 	int line;	/* the line of the row being read */
 	int64_t bad;	/* bad rows skipped */

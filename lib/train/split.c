@@ -208,12 +208,15 @@ enum hp_rebalance_verdict hp_rebalance_add(struct hp_rebalance *rb,
 	}
 	/* each rank's time per sample, averaged over its windows */
 	for (int r = 0; r < rb->ranks; r++) {
-		double p = med_s[r] / (double)local[r], *avg = &rb->per_sample[r];
+		double p = med_s[r] / (double)local[r],
+		       *avg = &rb->per_sample[r];
 		if (!(p > 0) || !isfinite(p))
 			return HP_REBALANCE_BALANCED;
-		if (rb->windows[r] == 0 || fabs(p / *avg - 1) > HP_REBALANCE_JUMP)
+		if (rb->windows[r] == 0 ||
+		    fabs(p / *avg - 1) > HP_REBALANCE_JUMP)
 			rb->windows[r] = 0;
-		rb->windows[r] += rb->windows[r] < (rb->memory > 0 ? rb->memory : 1);
+		rb->windows[r] +=
+		    rb->windows[r] < (rb->memory > 0 ? rb->memory : 1);
 		*avg += (p - *avg) / rb->windows[r];
 	}
 	if (rb->ranks < 2 ||
