@@ -125,7 +125,10 @@ static void print_text(const struct hp_host_file *f, const char *path)
 		       f->calib.when, f->calib.n, exp(f->calib.log_scale[0]),
 		       exp(f->calib.log_scale[1]), exp(f->calib.log_scale[2]),
 		       f->calib.mape_before, f->calib.mape_after);
-	else
+	if (f->calib.has && f->calib.estimator[0])
+		printf("               for the estimator fitted at %s\n",
+		       cli_esc(f->calib.estimator, e, sizeof(e)));
+	else if (!f->calib.has)
 		printf("  calibration: none ('hetpool calibrate --threads "
 		       "%d')\n",
 		       h->threads);

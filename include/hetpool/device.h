@@ -50,6 +50,12 @@ struct hp_host_calib {
 	 * runs, s; NaN until the profiler measures it.  Predictions may scale
 	 * by the current reference time over this one. */
 	double ref_time_s;
+	/* What the factors correct: the CPU fit's identity (a hash of its
+	 * parameters, hp_estimator_cpu_fit_id()) and, for people, the fit
+	 * time of the estimator that held it.  Predictions from another CPU
+	 * fit leave the factors out.  "": older host files, applied to any. */
+	char cpu_fit[24];
+	char estimator[32];
 };
 
 /*

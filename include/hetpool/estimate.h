@@ -309,6 +309,13 @@ int hp_estimator_calibrate_host(const struct hp_estimator *est,
 				struct hp_host_calib *out,
 				struct hp_error *err);
 /*
+ * The identity of a CPU device type's fit in est (a hash of its fitted
+ * parameters and peak, 16 hex digits) into buf: what a host's calibration
+ * is bound to.  HP_ENOENT (buf "") when est has no own fit of device.
+ */
+int hp_estimator_cpu_fit_id(const struct hp_estimator *est, const char *device,
+			    char *buf, size_t n);
+/*
  * Predict a training step of w (analysed at the per-device batch) on
  * ndevices devices of type `device` (data parallel), with the given family
  * (or the estimator's own when family < 0).  HP_ENOENT: the device type is

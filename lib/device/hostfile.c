@@ -166,6 +166,12 @@ char *hp_host_file_json(const struct hp_host_file *f)
 		json_object_set_new(cj, "mape_before_pct", num(c->mape_before));
 		json_object_set_new(cj, "mape_after_pct", num(c->mape_after));
 		json_object_set_new(cj, "ref_time_s", num(c->ref_time_s));
+		if (c->estimator[0])
+			json_object_set_new(cj, "estimator",
+					    json_string(c->estimator));
+		if (c->cpu_fit[0])
+			json_object_set_new(cj, "cpu_fit",
+					    json_string(c->cpu_fit));
 		json_object_set_new(cj, "interval_log_lo", json_real(c->q_lo));
 		json_object_set_new(cj, "interval_log_hi", json_real(c->q_hi));
 		json_object_set_new(root, "calibration", cj);
@@ -407,6 +413,14 @@ int hp_host_file_parse(const char *text, size_t len, const char *path,
 			goto out;
 		if (isnan(c->q_lo) || isnan(c->q_hi) || c->q_lo > c->q_hi)
 			c->q_lo = c->q_hi = 0;
+		/* the estimator it corrects (optional: older files) */
+		if ((json_object_get(cj, "estimator") &&
+		     (rc = get_str(cj, "estimator", path, c->estimator,
+				   sizeof(c->estimator), err))) ||
+		    (json_object_get(cj, "cpu_fit") &&
+		     (rc = get_str(cj, "cpu_fit", path, c->cpu_fit,
+				   sizeof(c->cpu_fit), err))))
+			goto out;
 		c->threads = (int)v;
 		if (c->n < 1) {
 			rc = hp_error_set(err, HP_EPARSE,

@@ -92,6 +92,27 @@ void hp__cpu_ref_record(struct hp__dev_fit *df, const struct hp_device_type *t,
 	df->ref_cache = t->cache_bytes > 0 ? t->cache_bytes : 0;
 }
 
+int hp_estimator_cpu_fit_id(const struct hp_estimator *est, const char *device,
+			    char *buf, size_t n)
+{
+	const struct hp__dev_fit *df = hp__est_dev(est, device);
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	const unsigned char *p;
+
+	if (n)
+		buf[0] = '\0';
+	if (!df || !df->cpu || !df->own_theta)
+		return HP_ENOENT;
+	p = (const unsigned char *)df->th;
+	for (size_t i = 0; i < sizeof(df->th); i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	p = (const unsigned char *)&df->fit_fp32;
+	for (size_t i = 0; i < sizeof(df->fit_fp32); i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	snprintf(buf, n, "%016llx", (unsigned long long)h);
+	return 0;
+}
+
 void hp__cpu_ref_from_row(struct hp__dev_fit *df, const struct hp__sample *s)
 {
 	if (!(s->host_sgemm > 0) || !(s->host_triad > 0) || s->threads < 1)
@@ -310,6 +331,9 @@ int hp_estimator_calibrate_host(const struct hp_estimator *est,
 	memset(out, 0, sizeof(*out));
 	out->has = true;
 	out->n = n;
+	snprintf(out->estimator, sizeof(out->estimator), "%s", est->created);
+	hp_estimator_cpu_fit_id(est, device, out->cpu_fit,
+				sizeof(out->cpu_fit));
 	out->threads = t->threads;
 	for (int k = 0; k < 3; k++)
 		out->log_scale[k] = c[k];

@@ -33,7 +33,7 @@ static int predict_net(const struct hp_estimator *est,
 	double step, comm = 0, qlo, qhi, peak, util, mem;
 	double th_cpu[HP__NTH];
 	char carried[160] = "";
-	bool calibrated = false;
+	bool calibrated = false, other_est = false;
 	enum hp_est_family fam;
 
 	memset(out, 0, sizeof(*out));
@@ -112,6 +112,14 @@ static int predict_net(const struct hp_estimator *est,
 			th = th_cpu;
 			calibrated =
 			    t->calib.has && t->calib.threads == t->threads;
+			/* the factors correct one CPU fit's predictions */
+			if (calibrated && t->calib.cpu_fit[0]) {
+				char id[24];
+				hp_estimator_cpu_fit_id(est, t->name, id,
+							sizeof(id));
+				other_est = strcmp(t->calib.cpu_fit, id) != 0;
+			}
+			calibrated = calibrated && !other_est;
 		} else {
 			th = df->th;
 			d.fp32 = df->fit_fp32;
@@ -163,6 +171,16 @@ static int predict_net(const struct hp_estimator *est,
 					 "; calibrated on this host at %s "
 					 "from %d configurations",
 					 t->calib.when, t->calib.n);
+			else if (other_est && len > 0 &&
+				 (size_t)len < sizeof(out->basis))
+				snprintf(out->basis + len,
+					 sizeof(out->basis) - (size_t)len,
+					 "; not calibrated: this host's "
+					 "calibration is for another CPU fit "
+					 "(the estimator fitted at %s; "
+					 "'hetpool calibrate --estimator FILE' "
+					 "for this one)",
+					 t->calib.estimator);
 		} else if (out->measured)
 			snprintf(out->basis, sizeof(out->basis),
 				 "physical model fitted on %d GPU rows, %d of "

@@ -141,6 +141,12 @@ grep -q "calibrated on this host" "$TMP/out" && ok calibrate_predict_env ||
 grep -q "carried to this host (2 threads)" "$TMP/out" && ! grep -q "calibrated on this host" "$TMP/out" &&
 	ok calibrate_other_threads || fail calibrate_other_threads "$(grep basis "$TMP/out")"
 
+# the factors correct the estimator they were made against: with another
+# one (here the fit of rows1.csv above) they are left out, and said so
+"$HP" predict "$SPEC" --device cpu --batch 16 --threads 1 --estimator "$TMP/est1.json" >"$TMP/out" 2>&1
+grep -q "not calibrated: this host's calibration is for another CPU fit" "$TMP/out" &&
+	ok calibrate_other_estimator || fail calibrate_other_estimator "$(grep basis "$TMP/out")"
+
 expect_status calibrate_budget_too_small 2 "$HP" calibrate --seconds 5
 expect_status calibrate_extra_arg 2 "$HP" calibrate model.json
 expect_status host_bad_threads 2 "$HP" host --threads 0

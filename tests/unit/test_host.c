@@ -168,6 +168,9 @@ HP_TEST(host_file_key_and_round_trip)
 	f.calib.mape_before = 40;
 	f.calib.mape_after = 8;
 	snprintf(f.calib.when, sizeof(f.calib.when), "2026-11-30T18:01:00Z");
+	snprintf(f.calib.estimator, sizeof(f.calib.estimator),
+		 "2026-11-30T23:26:52Z");
+	snprintf(f.calib.cpu_fit, sizeof(f.calib.cpu_fit), "0123456789abcdef");
 	text = hp_host_file_json(&f);
 	ASSERT(text);
 	ASSERT_EQ_INT(
@@ -186,6 +189,8 @@ HP_TEST(host_file_key_and_round_trip)
 	ASSERT_EQ_INT(g.calib.n, 22);
 	ASSERT_NEAR(g.calib.log_scale[1], -0.5, 1e-9);
 	ASSERT(isnan(g.calib.ref_time_s)); /* the yardstick's hook: empty */
+	ASSERT_STR_EQ(g.calib.estimator, "2026-11-30T23:26:52Z");
+	ASSERT_STR_EQ(g.calib.cpu_fit, "0123456789abcdef");
 	/* nothing measured: no peaks, no calibration */
 	hp_host_file_init(&f, &h);
 	text = hp_host_file_json(&f);
@@ -445,6 +450,28 @@ HP_TEST(host_transfer_and_calibration_in_predict)
 	    hp_estimator_predict(est, cat, &w, "cpu", 1, -1, &cal, &err), 0);
 	ASSERT_NEAR(cal.step_time_s, fast.step_time_s, 0);
 	ASSERT(!strstr(cal.basis, "calibrated"));
+	/* made against this estimator: applies; against another: not, and
+	 * the basis says why */
+	t->calib.threads = 1;
+	snprintf(t->calib.estimator, sizeof(t->calib.estimator), "%s",
+		 est->created);
+	ASSERT_EQ_INT(hp_estimator_cpu_fit_id(est, "cpu", t->calib.cpu_fit,
+					      sizeof(t->calib.cpu_fit)),
+		      0);
+	ASSERT_EQ_INT((int)strlen(t->calib.cpu_fit), 16);
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, &w, "cpu", 1, -1, &cal, &err), 0);
+	ASSERT_NEAR(cal.step_time_s, 2 * fast.step_time_s,
+		    1e-9 * fast.step_time_s);
+	snprintf(t->calib.estimator, sizeof(t->calib.estimator),
+		 "1999-01-01T00:00:00Z");
+	t->calib.cpu_fit[0] ^= 1; /* another fit */
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, &w, "cpu", 1, -1, &cal, &err), 0);
+	ASSERT_NEAR(cal.step_time_s, fast.step_time_s, 0);
+	ASSERT(strstr(cal.basis, "not calibrated: this host's calibration is "
+				 "for another CPU fit (the estimator fitted at "
+				 "1999-01-01T00:00:00Z"));
 	hp_workload_release(&w);
 	hp_estimator_free(est);
 	hp_catalog_free(cat);
