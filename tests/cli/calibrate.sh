@@ -92,7 +92,11 @@ c1, c2 = ([d for d in e["devices"] if d["kind"] == "cpu"][0] for e in (e1, e2))
 assert abs(c1["fit_fp32_flops"] / 268.293376e9 - 1) < 1e-6, c1["fit_fp32_flops"]
 assert abs(c2["fit_fp32_flops"] / c1["fit_fp32_flops"] - 2) < 1e-6
 p1, p2 = (json.load(open(f"{t}/p{i}.json"))["step_time_s"] for i in (1, 2))
-assert 1.3 < p2 / p1 <= 2.0 + 1e-9, (p1, p2)  # compute twice as long, memory time as before
+# compute takes twice as long, memory time as before: how much of the step
+# is memory time depends on this host's measured bandwidth (an ASan build
+# measures a far slower triad), so only the direction and the bound are
+# fixed; a fit that took this host's peak instead would give exactly 1
+assert 1.05 < p2 / p1 <= 2.0 + 1e-9, (p1, p2)
 PY
 "$HP" validate --profiles "$TMP/rows1.csv" --no-public --json >"$TMP/v1.json" 2>/dev/null &&
 	"$HP" validate --profiles "$TMP/rows2.csv" --no-public --json >"$TMP/v2.json" 2>/dev/null
