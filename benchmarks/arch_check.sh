@@ -12,6 +12,9 @@
 #
 # ARCH_ESTIMATOR=FILE predicts with that estimator instead of the shipped
 # one (e.g. one fitted on a profile of this host: see docs/estimator.md).
+# ARCH_PEER="HETPOOL_BINARY [ESTIMATOR]" predicts with another build (an
+# older version of the model) too, against the same measurements: its
+# MAPE is printed beside.
 #
 # The models are looked for in data/models/, then $HP_MODELS_DIR, then
 # ../shared/data/models/; one that is missing is skipped and said so.
@@ -52,6 +55,13 @@ for p in $models; do
 		"$build/bin/hetpool" predict "$tmp/$m.json" --device cpu --batch "$b" \
 			--threads "$threads" ${ARCH_ESTIMATOR:+--estimator "$ARCH_ESTIMATOR"} --json |
 			python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])' >>"$tmp/pred"
+		if [ -n "${ARCH_PEER:-}" ]; then
+			set -- $ARCH_PEER
+			printf '%s %s ' "$m" "$b" >>"$tmp/peer"
+			"$1" predict "$tmp/$m.json" --device cpu --batch "$b" \
+				--threads "$threads" ${2:+--estimator "$2"} --json |
+				python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])' >>"$tmp/peer"
+		fi
 	done
 done
 
@@ -65,12 +75,16 @@ for r in $(seq "$rounds"); do
 	done
 done
 
-python3 - "$tmp/pred" "$tmp/eng" "$rounds" <<'PY'
-import re, sys, statistics as st
-pred = {}
-for line in open(sys.argv[1]):
-    m, b, t = line.split()
-    pred[(m, int(b))] = float(t) * 1e3
+python3 - "$tmp/pred" "$tmp/eng" "$rounds" "$tmp/peer" <<'PY'
+import os, re, sys, statistics as st
+def preds(f):
+    p = {}
+    for line in open(f):
+        m, b, t = line.split()
+        p[(m, int(b))] = float(t) * 1e3
+    return p
+pred = preds(sys.argv[1])
+peer = preds(sys.argv[4]) if os.path.exists(sys.argv[4]) else {}
 runs, lt = {}, {}
 last = None
 for line in open(sys.argv[2]):
@@ -109,4 +123,14 @@ if ok:
     for (m, b), e in errs.items():
         bym.setdefault(m, []).append(abs(e))
     print("per model MAPE: " + ", ".join(f"{m} {100 * sum(v) / len(v):.0f}%" for m, v in sorted(bym.items())))
+if peer:
+    pe = {k: (peer[k] - st.median(x[0] for x in runs[k])) / st.median(x[0] for x in runs[k])
+          for k in runs if k in peer}
+    v = [abs(e) for e in pe.values()]
+    bym = {}
+    for (m, b), e in pe.items():
+        bym.setdefault(m, []).append(abs(e))
+    print(f"peer ({os.environ.get('ARCH_PEER')}): step-time MAPE {100 * sum(v) / len(v):.1f}% over {len(v)} "
+          f"configurations, the same measurements; median signed error {100 * st.median(pe.values()):+.1f}%")
+    print("peer per model MAPE: " + ", ".join(f"{m} {100 * sum(v) / len(v):.0f}%" for m, v in sorted(bym.items())))
 PY

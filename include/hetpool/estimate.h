@@ -70,6 +70,13 @@ enum hp_est_class {
 	HP_EST_NCLASS
 };
 
+/* What a layer of a workload pools (hp_workload.pool). */
+enum hp_pool_kind {
+	HP_POOL_NONE = 0,
+	HP_POOL_MAX = 1, /* MaxPool, GlobalMaxPool */
+	HP_POOL_AVG = 2, /* AveragePool, GlobalAveragePool, LpPool */
+};
+
 /*
  * What a training step on one device does, per layer, at one batch size:
  * the layer's class, its FLOPs (forward and both backward passes) and its
@@ -79,20 +86,29 @@ enum hp_est_class {
 struct hp_workload {
 	int64_t batch; /* per device */
 	int nlayers;
-	unsigned char *cls; /* enum hp_est_class, one per layer */
-	double *flops;	    /* forward + backward FLOPs, whole batch */
-	double *bytes;	    /* activation bytes read and written, whole
-			       batch */
-	double *wbytes;	    /* weight, gradient and optimizer-state bytes
-			       read and written (batch-independent) */
-	double *width;	    /* output channels (conv) or units (fc) */
-	double *in_bytes;   /* activation input bytes, whole batch */
-	double *out_bytes;  /* output bytes, whole batch */
-	double *cin;	    /* channels of a 4-D input another layer wrote
-			       (through reshapes); 0: none (the model's
-			       input, or 2-D) */
-	double *cout;	    /* channels of a 4-D output; 0: not 4-D */
-	double *hw;	    /* pixels (H x W) of a 4-D output; 0: not 4-D */
+	unsigned char *cls;  /* enum hp_est_class, one per layer */
+	double *flops;	     /* forward + backward FLOPs, whole batch */
+	double *bytes;	     /* activation bytes read and written, whole
+				batch */
+	double *wbytes;	     /* weight, gradient and optimizer-state bytes
+				read and written (batch-independent) */
+	double *width;	     /* output channels (conv) or units (fc) */
+	double *in_bytes;    /* activation input bytes, whole batch */
+	double *out_bytes;   /* output bytes, whole batch */
+	double *cin;	     /* channels of a 4-D input another layer wrote
+				(through reshapes); 0: none (the model's
+				input, or 2-D) */
+	double *cout;	     /* channels of a 4-D output; 0: not 4-D */
+	double *hw;	     /* pixels (H x W) of a 4-D output; 0: not 4-D */
+	double *red;	     /* a conv's reduction length: input channels
+				per group x kernel area (its GEMM's K);
+				0: not a conv (or not known) */
+	double *karea;	     /* a conv's kernel area (3x3: 9); 0: not a
+				conv */
+	unsigned char *pool; /* enum hp_pool_kind: a max pooling's backward
+				scatters the gradient through the indices
+				its forward kept; an average pooling's
+				streams */
 	unsigned char *after_bn; /* 1: a Relu whose input is a
 				    BatchNormalization's output read by
 				    nothing else (engines fuse the two) */

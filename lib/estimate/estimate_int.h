@@ -36,7 +36,14 @@ enum {
 			       half its peak efficiency */
 	HP__TH_KAPPA_AMP = 21, /* logit: share (in log space) of the FP16
 				  tensor peak mixed precision reaches */
-	HP__NTH = 22
+	HP__TH_IDX = 22,       /* time of a max pooling's activation traffic
+				  over streaming traffic's (its backward
+				  zero-fills the input's gradient and scatters
+				  into it through the forward's indices) */
+	HP__TH_KHALF = 23,     /* reduction length (input channels x kernel
+				  area) at which a conv runs at half its
+				  efficiency */
+	HP__NTH = 24
 };
 
 /* Where a sample comes from. */
@@ -115,7 +122,7 @@ double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
 /* The parameters' exponentials (th holds logarithms). */
 struct hp__th_exp {
 	double emax[HP_EST_NCLASS], tau[HP_EST_NCLASS];
-	double em, emw, chalf, shalf, cache, cachex, t0, comm;
+	double em, emw, chalf, shalf, khalf, cache, cachex, t0, comm, idx;
 	double src[2], src_t0[2], src_ts[2]; /* Gavel, Zeus */
 };
 void hp__th_exp_init(struct hp__th_exp *e, const double *th);
@@ -124,7 +131,8 @@ struct hp__dev_rates {
 	double rate[HP_EST_NCLASS]; /* FLOP/s at full efficiency */
 	double lat[HP_EST_NCLASS];  /* latency of a layer, s */
 	double em_bw, emw_bw;	    /* bytes/s on activations, weights */
-	double chalf, shalf, cache, cachex;
+	double chalf, shalf, khalf, cache, cachex;
+	double idx; /* a max pooling's traffic time factor */
 };
 void hp__dev_rates_init(struct hp__dev_rates *r, const struct hp__th_exp *e,
 			const double *th, const struct hp__dev_spec *d);
@@ -136,7 +144,9 @@ struct hp__layer {
 	double wbytes; /* weight, gradient and optimizer bytes */
 	double width;  /* a conv's output channels; 0: no width term */
 	double hw;     /* a conv's output pixels; 0: no spatial term */
+	double red;    /* a conv's reduction length; 0: no such term */
 	int cls;       /* enum hp_est_class */
+	int idx;       /* 1: a max pooling (HP__TH_IDX) */
 };
 /* Layer i of w on d into L; false when it costs nothing there (a relu
  * fused into its bn). */
@@ -150,7 +160,7 @@ bool hp__layer_of(const struct hp_workload *w, int i,
  * them (ga, gw).
  */
 struct hp__layer_parts {
-	double tc0, f1, f2;
+	double tc0, f1, f2, f3;
 	double ta, ga;
 	double tw0, gw;
 };
@@ -161,7 +171,8 @@ enum {
 	HP__PART_TA = 8,
 	HP__PART_TW0 = 16,
 	HP__PART_CACHE = 32, /* ga and gw */
-	HP__PART_ALL = 63
+	HP__PART_F3 = 64,
+	HP__PART_ALL = 127
 };
 /* The parts of L in `which` at rates r into P (the others left). */
 static inline void hp__layer_parts(const struct hp__layer *L,
@@ -178,8 +189,12 @@ static inline void hp__layer_parts(const struct hp__layer *L,
 	/* ... and small feature maps fill fewer register blocks. */
 	if (which & HP__PART_F2)
 		P->f2 = L->hw > 0 ? 1 + r->shalf / L->hw : 1;
+	/* ... and short reductions (few input channels, small kernels)
+	 * reuse each loaded value less. */
+	if (which & HP__PART_F3)
+		P->f3 = L->red > 0 ? 1 + r->khalf / L->red : 1;
 	if (which & HP__PART_TA)
-		P->ta = L->act / r->em_bw;
+		P->ta = L->act / r->em_bw * (L->idx ? r->idx : 1);
 	if (which & HP__PART_TW0)
 		P->tw0 = L->wbytes / r->emw_bw;
 	/* Traffic of a small working set is served by the caches: the
@@ -194,7 +209,7 @@ static inline void hp__layer_parts(const struct hp__layer *L,
 /* The layer's time from its parts, s. */
 static inline double hp__layer_combine(const struct hp__layer_parts *P)
 {
-	double tc = P->tc0 * P->f1 * P->f2;
+	double tc = P->tc0 * P->f1 * P->f2 * P->f3;
 	double tw = P->tw0 * P->gw;
 	/* Weights move 8 times a step: 3 in the forward and backward passes
 	 * (overlapping their compute), 5 in the optimizer's update, a pass
@@ -241,6 +256,10 @@ struct hp__fitpt {
 	double tcls[HP_EST_NCLASS]; /* measured time of each layer class
 				       (the profiler's split); NaN: none */
 };
+/* Where a CPU fit whose rows vary the kernel size starts k_half, and the
+ * prior it pulls to: a reduction of 4 values halves a conv's
+ * efficiency. */
+#define HP__KHALF_START 4.0
 /* Default starting point and prior of the parameters for a CPU or a GPU
  * fit. */
 void hp__phys_prior(bool cpu, double *th);

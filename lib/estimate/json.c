@@ -39,7 +39,9 @@ static const char *const th_names[HP__NTH] = {"log_emax_conv",
 					      "log_cache_bytes",
 					      "log_cache_speedup",
 					      "log_conv_half_pixels",
-					      "kappa_amp_logit"};
+					      "kappa_amp_logit",
+					      "log_maxpool_traffic",
+					      "log_conv_half_reduction"};
 static const char *const lin_names[HP__LIN_P] = {
     "intercept",   "conv_layers",   "fc_layers", "ln_filters",
     "ln_fc_width", "ln_input_size", "ln_batch"};
@@ -360,8 +362,12 @@ static int get_params(json_t *o, const char *ctx, double *th,
 	for (int j = 0; j < HP__NTH; j++) {
 		int rc;
 		/* Files written before mixed precision was modelled have no
-		 * kappa_amp_logit: its default (hp__phys_prior()). */
-		if (j == HP__TH_KAPPA_AMP && !json_object_get(p, th_names[j])) {
+		 * kappa_amp_logit, before 2026-12-01 no log_maxpool_traffic
+		 * nor log_conv_half_reduction: their defaults
+		 * (hp__phys_prior(); the last two turn their terms off). */
+		if ((j == HP__TH_KAPPA_AMP || j == HP__TH_IDX ||
+		     j == HP__TH_KHALF) &&
+		    !json_object_get(p, th_names[j])) {
 			double prior[HP__NTH];
 			hp__phys_prior(false, prior);
 			th[j] = prior[j];

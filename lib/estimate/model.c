@@ -124,8 +124,10 @@ void hp__th_exp_init(struct hp__th_exp *e, const double *th)
 	e->emw = exp(th[HP__TH_EMW]);
 	e->chalf = exp(th[HP__TH_CHALF]);
 	e->shalf = exp(th[HP__TH_SHALF]);
+	e->khalf = exp(th[HP__TH_KHALF]);
 	e->cache = exp(th[HP__TH_CACHE]);
 	e->cachex = exp(th[HP__TH_CACHEX]);
+	e->idx = exp(th[HP__TH_IDX]);
 	e->t0 = exp(th[HP__TH_T0]);
 	e->comm = exp(th[HP__TH_COMM]);
 	for (int s = 0; s < 2; s++) {
@@ -148,8 +150,10 @@ void hp__dev_rates_init(struct hp__dev_rates *r, const struct hp__th_exp *e,
 	r->emw_bw = e->emw * d->bw;
 	r->chalf = e->chalf;
 	r->shalf = e->shalf;
+	r->khalf = e->khalf;
 	r->cache = e->cache;
 	r->cachex = e->cachex;
+	r->idx = e->idx;
 }
 
 bool hp__layer_of(const struct hp_workload *w, int i,
@@ -176,7 +180,9 @@ bool hp__layer_of(const struct hp_workload *w, int i,
 	L->wbytes = w->wbytes[i];
 	L->width = k == HP_EST_CONV && w->width[i] > 0 ? w->width[i] : 0;
 	L->hw = k == HP_EST_CONV && w->hw && w->hw[i] > 0 ? w->hw[i] : 0;
+	L->red = k == HP_EST_CONV && w->red && w->red[i] > 0 ? w->red[i] : 0;
 	L->cls = k;
+	L->idx = w->pool && w->pool[i] == HP_POOL_MAX;
 	return true;
 }
 
@@ -290,6 +296,12 @@ void hp__phys_prior(bool cpu, double *th)
 	 * FP32 and FP16 tensor peaks (a V100 runs ResNet-50 2.3x faster in
 	 * amp, against 8x the peak). */
 	th[HP__TH_KAPPA_AMP] = 0;
+	/* A max pooling's traffic as fast as streaming unless a CPU fit's
+	 * rows hold both max- and average-pooling nets (fit.c). */
+	th[HP__TH_IDX] = 0;
+	/* Off (negligible) unless a CPU fit's rows vary the kernel size:
+	 * then it starts from HP__KHALF_START (fit.c). */
+	th[HP__TH_KHALF] = log(1e-6);
 }
 
 void hp__linear_x(const struct hp_workload *w, double *x)

@@ -658,12 +658,18 @@ static unsigned param_classes(int j, unsigned *parts, bool *tf32_only,
 	case HP__TH_SHALF:
 		*parts = HP__PART_F2;
 		return 1u << HP_EST_CONV;
+	case HP__TH_KHALF:
+		*parts = HP__PART_F3;
+		return 1u << HP_EST_CONV;
 	case HP__TH_EM:
 		*parts = HP__PART_TA;
 		return ~0u;
 	case HP__TH_EMW:
 		*parts = HP__PART_TW0;
 		return ~0u;
+	case HP__TH_IDX: /* pooling is of class other */
+		*parts = HP__PART_TA;
+		return 1u << HP_EST_OTHER;
 	case HP__TH_CACHE:
 	case HP__TH_CACHEX:
 		*parts = HP__PART_CACHE;

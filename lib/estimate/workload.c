@@ -26,6 +26,9 @@ void hp_workload_release(struct hp_workload *w)
 	free(w->cout);
 	free(w->hw);
 	free(w->after_bn);
+	free(w->red);
+	free(w->karea);
+	free(w->pool);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -51,9 +54,10 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 				    (long long)batch);
 	*out = *w1;
 	/* Every array is the copy's own (none may alias w1's). */
-	out->cls = out->after_bn = NULL;
+	out->cls = out->after_bn = out->pool = NULL;
 	out->flops = out->bytes = out->wbytes = out->width = NULL;
 	out->in_bytes = out->out_bytes = out->cin = out->cout = out->hw = NULL;
+	out->red = out->karea = NULL;
 	n = (size_t)w1->nlayers + 1;
 	out->cls = malloc(n * sizeof(*out->cls));
 	out->flops = malloc(n * sizeof(*out->flops));
@@ -69,8 +73,11 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 	    (w1->cin && !(out->cin = calloc(n, sizeof(*out->cin)))) ||
 	    (w1->cout && !(out->cout = calloc(n, sizeof(*out->cout)))) ||
 	    (w1->hw && !(out->hw = calloc(n, sizeof(*out->hw)))) ||
+	    (w1->red && !(out->red = calloc(n, sizeof(*out->red)))) ||
+	    (w1->karea && !(out->karea = calloc(n, sizeof(*out->karea)))) ||
 	    (w1->after_bn &&
 	     !(out->after_bn = calloc(n, sizeof(*out->after_bn)))) ||
+	    (w1->pool && !(out->pool = calloc(n, sizeof(*out->pool)))) ||
 	    !out->cls || !out->flops || !out->bytes || !out->wbytes ||
 	    !out->width) {
 		hp_workload_release(out);
@@ -94,8 +101,14 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 			out->cout[i] = w1->cout[i];
 		if (w1->hw)
 			out->hw[i] = w1->hw[i];
+		if (w1->red)
+			out->red[i] = w1->red[i];
+		if (w1->karea)
+			out->karea[i] = w1->karea[i];
 		if (w1->after_bn)
 			out->after_bn[i] = w1->after_bn[i];
+		if (w1->pool)
+			out->pool[i] = w1->pool[i];
 		out->flops_total += out->flops[i];
 	}
 	out->batch = batch;
@@ -117,6 +130,49 @@ static double tensor_bytes(const struct hp_graph *g, int t)
 	if (n <= 0)
 		return 0;
 	return (double)n * (sz > 0 ? sz : 4);
+}
+
+/* What node k pools (a layer of kind pool). */
+static unsigned char pool_kind(const struct hp_graph *g, int k)
+{
+	const char *op;
+
+	if (k < 0 || k >= g->nnodes || !(op = g->nodes[k].op))
+		return HP_POOL_NONE;
+	if (!strcmp(op, "MaxPool") || !strcmp(op, "GlobalMaxPool"))
+		return HP_POOL_MAX;
+	return HP_POOL_AVG;
+}
+
+/*
+ * A Conv node's reduction length (input channels per group x kernel
+ * area) and kernel area, from its weight's shape [C_out, C_in / groups,
+ * k...]; 0 when the node is not a Conv or the shape is not known.
+ */
+static void conv_reduction(const struct hp_graph *g, int k, double *red,
+			   double *karea)
+{
+	const struct hp_node *nd;
+	const struct hp_tensor *W;
+	double a = 1;
+
+	*red = *karea = 0;
+	if (k < 0 || k >= g->nnodes)
+		return;
+	nd = &g->nodes[k];
+	if (!nd->op || strcmp(nd->op, "Conv") || nd->ninputs < 2 ||
+	    nd->inputs[1] < 0 || nd->inputs[1] >= g->ntensors)
+		return;
+	W = &g->tensors[nd->inputs[1]];
+	if (W->rank < 3 || W->rank > HP_MAX_RANK)
+		return;
+	for (int d = 1; d < W->rank; d++)
+		if (W->dims[d] <= 0)
+			return;
+	for (int d = 2; d < W->rank; d++)
+		a *= (double)W->dims[d];
+	*karea = a;
+	*red = a * (double)W->dims[1];
 }
 
 /* Whether node k is a Relu on a BatchNormalization's output that nothing
@@ -198,9 +254,12 @@ int hp_workload_from_features(const struct hp_graph *g,
 	w->cout = calloc((size_t)f->nlayers + 1, sizeof(*w->cout));
 	w->hw = calloc((size_t)f->nlayers + 1, sizeof(*w->hw));
 	w->after_bn = calloc((size_t)f->nlayers + 1, sizeof(*w->after_bn));
+	w->pool = calloc((size_t)f->nlayers + 1, sizeof(*w->pool));
+	w->red = calloc((size_t)f->nlayers + 1, sizeof(*w->red));
+	w->karea = calloc((size_t)f->nlayers + 1, sizeof(*w->karea));
 	if (!w->cls || !w->flops || !w->bytes || !w->wbytes || !w->width ||
 	    !w->in_bytes || !w->out_bytes || !w->cin || !w->cout || !w->hw ||
-	    !w->after_bn) {
+	    !w->after_bn || !w->pool || !w->red || !w->karea) {
 		hp_workload_release(w);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
@@ -263,6 +322,10 @@ int hp_workload_from_features(const struct hp_graph *g,
 		w->cin[n] = cin;
 		w->cout[n] = cout;
 		w->after_bn[n] = relu_after_bn(g, L->node);
+		w->pool[n] = L->kind == HP_KIND_POOL ? pool_kind(g, L->node)
+						     : HP_POOL_NONE;
+		if (cls == HP_EST_CONV)
+			conv_reduction(g, L->node, &w->red[n], &w->karea[n]);
 		w->hw[n] =
 		    L->out_rank == 4 && L->out_dims[2] > 0 && L->out_dims[3] > 0
 			? (double)(L->out_dims[2] * L->out_dims[3])

@@ -22,6 +22,37 @@ grep -q 'wrote .*est.json (physical family)' "$TMP/out" && ok fit_says_what || f
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['format']=='hetpool-estimator' and d['version']==2 and d['provenance']['profile_rows']==45, d['provenance']" "$TMP/est.json" \
 	&& ok fit_provenance || fail fit_provenance "$(head -c 400 "$TMP/est.json")"
 
+# The reduction (k_half) and max-pooling (x_max) terms are fitted only
+# where the rows vary what they describe: the small profile has 3x3
+# max-pooling nets only (both stay off); this host's wide profile has
+# kernels 1-7 and both poolings (both fitted); its max-pooling rows alone
+# vary the kernel but not the pooling (k_half only)
+WIDE=$HP_ROOT/data/profiles/hosts/amd-epyc-avx2-t1-wide.csv
+python3 - "$WIDE" "$TMP/wide-max.csv" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+w = csv.DictWriter(open(sys.argv[2], "w", newline=""), fieldnames=list(rows[0]), lineterminator="\n")
+w.writeheader()
+for r in rows:
+    if all(l.get("op", "max") == "max" for l in json.loads(r["spec_json"])["layers"] if l["type"] == "pool"):
+        w.writerow(r)
+PY
+"$HP" fit "$WIDE" --no-public --out "$TMP/wide.json" >/dev/null 2>&1 &&
+	"$HP" fit "$TMP/wide-max.csv" --no-public --out "$TMP/wide-max.json" >/dev/null 2>&1
+python3 - "$TMP/est.json" "$TMP/wide.json" "$TMP/wide-max.json" <<'PY' && ok fit_terms_the_rows_vary || fail fit_terms_the_rows_vary "$(head -c 300 "$TMP/wide.json")"
+import json, math, sys
+def terms(f):
+    p = [d for d in json.load(open(f))["devices"] if d["kind"] == "cpu"][0]["params"]
+    return p["log_conv_half_reduction"], p["log_maxpool_traffic"]
+off = math.log(1e-6)
+k, x = terms(sys.argv[1])
+assert k == off and x == 0, (k, x)
+k, x = terms(sys.argv[2])
+assert k != off and abs(k - math.log(4)) > 1e-3 and x != 0, (k, x)
+k, x = terms(sys.argv[3])
+assert k != off and x == 0, (k, x)
+PY
+
 expect_status predict_cpu_json 0 "$HP" predict "$TMP/cnn.json" --device cpu --batch 32 --estimator "$TMP/est.json" --json
 if python3 - "$TMP/out" <<'PY'
 import json, sys

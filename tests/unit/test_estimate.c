@@ -47,7 +47,11 @@ static void synth_wl(struct hp_workload *w, int n, int64_t b)
 	w->bytes = calloc((size_t)n, sizeof(double));
 	w->wbytes = calloc((size_t)n, sizeof(double));
 	w->width = calloc((size_t)n, sizeof(double));
-	ASSERT(w->cls && w->flops && w->bytes && w->wbytes && w->width);
+	w->red = calloc((size_t)n, sizeof(double));
+	w->karea = calloc((size_t)n, sizeof(double));
+	w->pool = calloc((size_t)n, 1);
+	ASSERT(w->cls && w->flops && w->bytes && w->wbytes && w->width &&
+	       w->red && w->karea && w->pool);
 	w->nlayers = n;
 	w->batch = b;
 	for (int i = 0; i < n; i++) {
@@ -60,6 +64,18 @@ static void synth_wl(struct hp_workload *w, int n, int64_t b)
 		w->bytes[i] = k == HP_EST_OTHER ? size / 5 : size / 40;
 		w->wbytes[i] = k == HP_EST_OTHER ? 0 : 8 * 4 * 1e4 * (1 + i);
 		w->width[i] = 8 << (i % 4);
+		/* convs: 1x1, 3x3 and 5x5 kernels over 1 to 128 channels;
+		 * "other" layers in turn a max pooling, an average one and
+		 * neither */
+		w->karea[i] = k == HP_EST_CONV ? (i % 9 < 3   ? 1
+						  : i % 9 < 6 ? 9
+							      : 25)
+					       : 0;
+		w->red[i] = w->karea[i] * (1 << (i % 8));
+		w->pool[i] = k != HP_EST_OTHER ? HP_POOL_NONE
+			     : i % 3 == 1      ? HP_POOL_MAX
+			     : i % 5 == 2      ? HP_POOL_AVG
+					       : HP_POOL_NONE;
 		w->flops_total += w->flops[i];
 	}
 	w->params = 100000;
@@ -702,6 +718,12 @@ HP_TEST(estimate_old_file_without_kappa_amp_loads)
 	/* rename the keys: as if they were not there */
 	while ((k = strstr(text, "\"kappa_amp_logit\"")))
 		memcpy(k + 1, "old_", 4);
+	/* ... nor the max-pooling and reduction terms (before 2026-12-01) */
+	est->gpu_th[HP__TH_IDX] = 0.7;
+	while ((k = strstr(text, "\"log_maxpool_traffic\"")))
+		memcpy(k + 1, "old_", 4);
+	while ((k = strstr(text, "\"log_conv_half_reduction\"")))
+		memcpy(k + 1, "old_", 4);
 	ASSERT((k = strstr(text, "\"amp_rows\"")));
 	memcpy(k + 1, "old_", 4);
 	back = hp_estimator_loads(text, strlen(text), &err);
@@ -709,6 +731,8 @@ HP_TEST(estimate_old_file_without_kappa_amp_loads)
 		HP_FAIL("old file: %s", err.msg);
 	hp__phys_prior(false, prior);
 	ASSERT(back->gpu_th[HP__TH_KAPPA_AMP] == prior[HP__TH_KAPPA_AMP]);
+	ASSERT(back->gpu_th[HP__TH_IDX] == prior[HP__TH_IDX]);
+	ASSERT(back->gpu_th[HP__TH_KHALF] == prior[HP__TH_KHALF]);
 	ASSERT_EQ_INT(back->gpu_amp_n, 0);
 	free(text);
 	hp_estimator_free(est);
@@ -836,6 +860,83 @@ HP_TEST(estimate_channel_padding)
 	hp_workload_release(&w16);
 }
 
+/* A conv's reduction length (input channels per group x kernel area,
+ * from the spec by hand) and which poolings are max poolings reach the
+ * workload, and the model's factors use them: a conv's compute time is
+ * multiplied by 1 + khalf / K, a max pooling's activation traffic by
+ * exp(log_maxpool_traffic). */
+HP_TEST(estimate_reduction_and_max_pooling)
+{
+	static const char *spec =
+	    "{\"input\":[1,16,16],\"classes\":10,\"layers\":["
+	    "{\"type\":\"conv\",\"filters\":8,\"kernel\":5,\"stride\":1,"
+	    "\"pad\":2},{\"type\":\"relu\"},"
+	    "{\"type\":\"pool\",\"op\":\"max\",\"kernel\":2,\"stride\":2},"
+	    "{\"type\":\"conv\",\"filters\":16,\"kernel\":3,\"stride\":1,"
+	    "\"pad\":1},{\"type\":\"relu\"},"
+	    "{\"type\":\"pool\",\"op\":\"avg\",\"kernel\":2,\"stride\":2},"
+	    "{\"type\":\"fc\",\"units\":10}]}";
+	struct hp_workload w1, w;
+	struct hp_error err = {0};
+	struct hp__dev_spec d = cpu_spec;
+	struct hp_graph *g = hp_spec_parse(spec, strlen(spec), &err);
+	double th[HP__NTH], red[2], t0, t1;
+	int nconv = 0, nmax = 0;
+
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_workload_from_graph(g, 1, NULL, 0, &w1, &err), 0);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_workload_at_batch(&w1, 6, &w, &err), 0);
+	for (int i = 0; i < w.nlayers; i++) {
+		if (w.cls[i] == HP_EST_CONV) {
+			ASSERT(nconv < 2);
+			red[nconv++] = w.red[i];
+		} else {
+			ASSERT(w.red[i] == 0);
+		}
+		if (w.pool[i] == HP_POOL_MAX)
+			nmax++;
+	}
+	ASSERT_EQ_INT(nconv, 2);
+	ASSERT(red[0] == 1 * 5 * 5 && red[1] == 8 * 3 * 3);
+	ASSERT_EQ_INT(nmax, 1);
+	for (int i = 0, c = 0, p = 0; i < w.nlayers; i++) {
+		if (w.cls[i] == HP_EST_CONV)
+			ASSERT(w.karea[i] == (c++ ? 9 : 25));
+		if (w.pool[i] != HP_POOL_NONE)
+			ASSERT(w.pool[i] == (p++ ? HP_POOL_AVG : HP_POOL_MAX));
+	}
+	/* the layer's parts: f3 = 1 + khalf / K exactly */
+	hp__phys_prior(true, th);
+	th[HP__TH_KHALF] = log(36);
+	for (int i = 0; i < w.nlayers; i++) {
+		struct hp__th_exp e;
+		struct hp__dev_rates r;
+		struct hp__layer L;
+		struct hp__layer_parts P, Q;
+		hp__th_exp_init(&e, th);
+		hp__dev_rates_init(&r, &e, th, &d);
+		if (!hp__layer_of(&w, i, &d, &L))
+			continue;
+		hp__layer_parts(&L, &r, HP__PART_ALL, &P);
+		ASSERT_NEAR(P.f3, w.red[i] > 0 ? 1 + 36 / w.red[i] : 1, 1e-12);
+		/* the max pooling's traffic, and no other layer's, moves */
+		th[HP__TH_IDX] = log(2.5);
+		hp__th_exp_init(&e, th);
+		hp__dev_rates_init(&r, &e, th, &d);
+		hp__layer_parts(&L, &r, HP__PART_ALL, &Q);
+		th[HP__TH_IDX] = 0;
+		ASSERT_NEAR(Q.ta / P.ta, w.pool[i] == HP_POOL_MAX ? 2.5 : 1,
+			    1e-12);
+	}
+	t0 = hp__phys_time(th, &d, &w, 0, 1, NULL);
+	th[HP__TH_IDX] = log(4);
+	t1 = hp__phys_time(th, &d, &w, 0, 1, NULL);
+	ASSERT(t1 > t0);
+	hp_workload_release(&w1);
+	hp_workload_release(&w);
+}
+
 /* With the profiler's per-class times the fit sees each layer class on its
  * own: the model's own class split comes back exactly, and the classes'
  * parameters with it. */
@@ -849,6 +950,10 @@ HP_TEST(estimate_phys_fit_uses_class_times)
 	    tc[HP_EST_NCLASS];
 
 	true_theta(truth);
+	/* the reduction and max-pooling terms on: their layers' class
+	 * times show them */
+	truth[HP__TH_IDX] = log(3);
+	truth[HP__TH_KHALF] = log(20);
 	for (int i = 0; i < N; i++) {
 		synth_wl(&w[i], 6 + i % 12, (int64_t)1 << (i % 7));
 		memset(&pts[i], 0, sizeof(pts[i]));
@@ -866,8 +971,12 @@ HP_TEST(estimate_phys_fit_uses_class_times)
 	}
 	for (int j = 0; j <= HP__TH_T0; j++)
 		fr[j] = true;
+	fr[HP__TH_IDX] = fr[HP__TH_KHALF] = true;
 	hp__phys_prior(true, th);
+	th[HP__TH_KHALF] = log(HP__KHALF_START); /* as fit.c starts it */
 	ASSERT_EQ_INT(hp__phys_fit(pts, N, th, NULL, fr, 0, NULL, 0, NULL), 0);
+	ASSERT_NEAR(exp(th[HP__TH_KHALF]) / 20, 1, 0.1);
+	ASSERT_NEAR(exp(th[HP__TH_IDX]) / 3, 1, 0.1);
 	/* conv is compute-bound here (the synthetic fc and other layers
 	 * are bound by their traffic: their efficiency is not seen) */
 	ASSERT_NEAR(exp(th[HP__TH_EMAX + HP_EST_CONV]) /
@@ -1064,6 +1173,8 @@ static void engine_points(struct hp__fitpt *pts, struct hp_workload *w, int n,
 	double truth[HP__NTH];
 
 	true_theta(truth);
+	truth[HP__TH_IDX] = log(3);
+	truth[HP__TH_KHALF] = log(20);
 	if (gpu) {
 		hp__phys_prior(false, truth);
 		truth[HP__TH_EMAX] = log(0.6);
@@ -1110,6 +1221,7 @@ static void cpu_free_params(bool *fr)
 		fr[j] = true;
 	fr[HP__TH_EMW] = fr[HP__TH_CHALF] = fr[HP__TH_SHALF] = true;
 	fr[HP__TH_CACHE] = fr[HP__TH_CACHEX] = true;
+	fr[HP__TH_IDX] = fr[HP__TH_KHALF] = true;
 }
 
 static void gpu_free_params(bool *fr)
