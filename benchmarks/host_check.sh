@@ -13,6 +13,9 @@
 #   HOST_BATCHES  batches (default "16 64")
 #   HOST_OUT      folder for the CSVs and state (default: a temporary one)
 #   HOST_CAL_S    calibrate's budget, seconds (default 150)
+#   HOST_PEER     another build's hetpool (an older version): it calibrates
+#                 too, in its own state, right after, and its calibrated
+#                 MAPE against the same rounds is printed beside
 set -u
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,11 +41,11 @@ measure() { # round
 	done
 }
 
-predict() { # state-dir out-file
+predict() { # state-dir out-file [binary]
 	: >"$2"
 	for m in "${models[@]}"; do
 		for b in $batches; do
-			HETPOOL_STATE_DIR=$1 "$bin" predict "$m" --device cpu \
+			HETPOOL_STATE_DIR=$1 "${3:-$bin}" predict "$m" --device cpu \
 				--batch "$b" --threads "$threads" --json |
 				python3 -c 'import json,sys; d=json.load(sys.stdin); print(sys.argv[1], sys.argv[2], d["step_time_s"], json.dumps(d["basis"]["step_time"]))' \
 					"$(basename "$m" .json)" "$b" >>"$2"
@@ -60,6 +63,12 @@ predict "$out/uncal" "$out/pred_uncal.txt"
 echo "-- calibrate (budget $cal_s s)"
 HETPOOL_STATE_DIR=$out/cal "$bin" calibrate --threads "$threads" --seconds "$cal_s" | sed 's/^/   /'
 predict "$out/cal" "$out/pred_cal.txt"
+if [ -n "${HOST_PEER:-}" ]; then
+	echo "-- calibrate with $HOST_PEER (budget $cal_s s)"
+	mkdir -p "$out/peer"
+	HETPOOL_STATE_DIR=$out/peer "$HOST_PEER" calibrate --threads "$threads" --seconds "$cal_s" | sed 's/^/   /'
+	predict "$out/peer" "$out/pred_peer.txt" "$HOST_PEER"
+fi
 echo "-- waiting $gap s"
 sleep "$gap"
 echo "-- round 2"
@@ -129,6 +138,12 @@ for k in keys:
 print("against the time the thread ran (wall x (1 - cpu_pressure)): noise floor median %.1f%% (mean %.1f%%);"
       " MAPE without calibration %.1f%%, after calibrate %.1f%%" %
       (st.median(rn), st.mean(rn), st.mean(ru), st.mean(rc)))
+import os
+if os.path.exists(out + "/pred_peer.txt"):
+    pp = preds(out + "/pred_peer.txt")
+    ep = [abs(pp[k][0] - (r1[k] + r2[k]) / 2) / ((r1[k] + r2[k]) / 2) * 100 for k in keys if k in pp]
+    print("peer (%s) after its calibrate: MAPE %.1f%% against the mean of the rounds, the same rounds" %
+          (os.environ.get("HOST_PEER"), st.mean(ep)))
 print("basis (uncalibrated): " + pu[keys[0]][1])
 print("basis (calibrated):   " + pc[keys[0]][1])
 PY

@@ -1,9 +1,9 @@
 /*
- * cmd_calibrate.c - `hetpool calibrate`: profile a small designed subset of
- * the sweep on this host (short runs, a time budget), fit this host's
- * corrections of the CPU predictions (a factor per layer class, pulled to
- * no correction) and store them in its host file, where predict,
- * recommend and hetpoold find them.
+ * cmd_calibrate.c - `hetpool calibrate`: profile the built-in "calibrate"
+ * sweep on this host (a time budget), fit this host's own physical model
+ * on it (a factor per layer class when too few configurations were
+ * measured) and store it in its host file, where predict, recommend and
+ * hetpoold find it.
  */
 #include <jansson.h>
 #include <math.h>
@@ -30,35 +30,37 @@ static const char help[] =
     "peaks\n"
     "first when its host file has none at these threads (as 'hetpool "
     "host'\n"
-    "does when asked, about 2 s), then profiles up to 24 customized CNNs "
-    "of a\n"
-    "fixed design spanning what users write (1-4 conv layers, 8-64 "
-    "filters,\n"
-    "kernels 1-7, stride 1-2, max or average pooling, 1-3 FC layers, FC "
-    "width\n"
-    "64-1024, 1 or 3 input channels, input 16-64, 10 or 100 classes, "
-    "batch\n"
-    "8-64) in short runs within the time budget, and fits a factor on "
-    "each\n"
-    "layer class's predicted time (conv, fc, other with the per-step "
-    "overhead),\n"
-    "pulled to 1 (no correction) by a ridge.  The factors go in this "
-    "host's file\n"
-    "(see 'hetpool host'); predict, recommend and hetpoold use them for "
-    "the cpu\n"
-    "type at these threads, and say so in the prediction's basis "
-    "(\"calibrated\n"
-    "on this host at DATE from N configurations\").  A configuration "
-    "measured\n"
-    "while other work kept its threads waiting for a CPU over half of the "
-    "time\n"
-    "(--max-pressure) is left out; at one thread, a configuration's time "
-    "is the\n"
-    "time its thread ran (the wall time less the time it waited for a "
-    "CPU).\n"
-    "Progress goes to stderr on a terminal; Ctrl-C stops and fits on what "
-    "was\n"
-    "measured.\n"
+    "does when asked, about 2 s), then profiles the built-in 'calibrate' "
+    "sweep\n"
+    "(24 customized CNNs spanning what users write: 1-3 conv layers, "
+    "16-64\n"
+    "filters, kernels 1-7, stride 1-2, max or average pooling, 1 or 3 "
+    "input\n"
+    "channels, batch norm on or off, dropout, 10 or 100 classes, batch "
+    "16-32)\n"
+    "within the time budget, and fits this host's own physical model on "
+    "them\n"
+    "(as 'hetpool fit' fits a profile; with fewer than 12 configurations "
+    "a\n"
+    "factor on each layer class's predicted time instead, pulled to 1 by "
+    "a\n"
+    "ridge).  The fit goes in this host's file (see 'hetpool host'); "
+    "predict,\n"
+    "recommend and hetpoold use it for the cpu type at these threads in "
+    "place\n"
+    "of the estimator's carried fit, and say so in the prediction's "
+    "basis\n"
+    "(\"calibrated on this host at DATE from N configurations (its own "
+    "fit)\").\n"
+    "A configuration measured while other work kept its threads waiting "
+    "for a\n"
+    "CPU over half of the time (--max-pressure) is left out; at one "
+    "thread, a\n"
+    "configuration's time is the time its thread ran (the wall time less "
+    "the\n"
+    "time it waited for a CPU).  Progress goes to stderr on a terminal; "
+    "Ctrl-C\n"
+    "stops and fits on what was measured.\n"
     "\n"
     "  --threads N       threads to run and predict at (default: "
     "$HETPOOL_THREADS,\n"
@@ -71,7 +73,8 @@ static const char help[] =
     "out\n"
     "  --ridge R         pull of each factor to 1, as if R more rows said "
     "so\n"
-    "                    (default 1)\n"
+    "                    (default 1; the factors are kept beside the "
+    "fit)\n"
     "  --max-pressure F  leave out a configuration whose thread waited for "
     "a CPU\n"
     "                    (other work on the host) over this share of the "
@@ -104,97 +107,6 @@ static const struct cli_opt cal_opts[] = {
     CLI_OPT_STR("estimator", struct cal_args, estimator),
     CLI_OPT_END,
 };
-
-/* The design: conv layers, filters, fc layers, fc width, input, batch.
- * Each level of each variable appears in several rows, paired with
- * different levels of the others (with design_x(): kernels, strides,
- * pooling, channels and classes), so that the correction learns the host,
- * not one family of models.
- */
-static const int design[][6] = {
-    {1, 8, 1, 256, 32, 16},   {2, 16, 3, 256, 16, 8},  {3, 32, 2, 1024, 16, 32},
-    {4, 64, 1, 1024, 16, 32}, {1, 16, 2, 128, 48, 32}, {2, 32, 1, 128, 32, 64},
-    {3, 8, 3, 512, 48, 64},   {4, 16, 2, 512, 32, 64}, {1, 32, 1, 512, 64, 8},
-    {2, 64, 2, 512, 48, 16},  {3, 16, 1, 64, 64, 16},  {4, 8, 1, 128, 64, 8},
-    {1, 64, 3, 64, 16, 64},   {2, 8, 2, 1024, 64, 32}, {3, 64, 1, 256, 32, 8},
-    {4, 32, 3, 256, 48, 16},  {1, 32, 2, 256, 16, 32}, {2, 16, 1, 512, 32, 16},
-    {3, 8, 2, 128, 32, 32},   {4, 16, 1, 64, 48, 16},  {1, 64, 1, 128, 32, 16},
-    {2, 32, 3, 64, 64, 8},    {3, 16, 2, 256, 16, 64}, {4, 8, 3, 1024, 32, 16},
-};
-#define NDESIGN ((int)(sizeof(design) / sizeof(design[0])))
-
-/*
- * The rest of row i's design, in cycles of other lengths than the rows'
- * so that they pair with different levels of the variables above: the
- * convolutions' kernel (1, 3, 5, 7), the first one's stride (1, 2), max
- * or average pooling, 1 or 3 input channels, 10 or 100 classes.
- */
-struct design_x {
-	int kernel, stride, avg, channels, classes;
-};
-
-static struct design_x design_x(int i)
-{
-	static const int kernels[4] = {3, 5, 7, 1};
-	struct design_x x = {
-	    .kernel = kernels[i % 4],
-	    .stride = 1 + (i / 4) % 2,
-	    .avg = (i + i / 8) % 2,
-	    .channels = i % 3 == 0 ? 1 : 3,
-	    .classes = i % 5 == 0 || i % 5 == 3 ? 100 : 10,
-	};
-	return x;
-}
-
-/*
- * The spec of design row i: conv_layers x [conv (the first at the row's
- * stride) with `filters` filters, bn, relu, 2x2 pooling while the image is
- * 8 or more], fc_layers - 1 hidden fc layers with relu, fc to the classes.
- */
-static int design_spec(int i, const char *name, struct hp_spec *out,
-		       struct hp_error *err)
-{
-	const int *v = design[i];
-	struct design_x x = design_x(i);
-	struct hp_buf b;
-	int size = v[4], pad = x.kernel / 2, rc = 0;
-
-	hp_buf_init(&b, 1 << 16);
-	rc |= hp_buf_printf(&b,
-			    "{\"name\":\"%s\",\"input\":[%d,%d,%d],"
-			    "\"classes\":%d,\"layers\":[",
-			    name, x.channels, size, size, x.classes);
-	for (int l = 0; l < v[0]; l++) {
-		int st = l == 0 ? x.stride : 1;
-		rc |= hp_buf_printf(&b,
-				    "{\"type\":\"conv\",\"filters\":%d,"
-				    "\"kernel\":%d,\"stride\":%d,\"pad\":%d},"
-				    "{\"type\":\"bn\"},{\"type\":\"relu\"},",
-				    v[1], x.kernel, st, pad);
-		size = (size + 2 * pad - x.kernel) / st + 1;
-		if (size >= 8) {
-			rc |= hp_buf_printf(&b,
-					    "{\"type\":\"pool\",\"op\":\"%s\","
-					    "\"kernel\":2,\"stride\":2},",
-					    x.avg ? "avg" : "max");
-			size /= 2;
-		}
-	}
-	for (int l = 0; l + 1 < v[2]; l++)
-		rc |= hp_buf_printf(&b,
-				    "{\"type\":\"fc\",\"units\":%d},"
-				    "{\"type\":\"relu\"},",
-				    v[3]);
-	rc |= hp_buf_printf(&b, "{\"type\":\"fc\",\"units\":%d}]}", x.classes);
-	if (rc) {
-		hp_buf_release(&b);
-		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	}
-	rc = hp_spec_parse_only(hp_buf_str(&b), strlen(hp_buf_str(&b)), out,
-				err);
-	hp_buf_release(&b);
-	return rc;
-}
 
 static volatile sig_atomic_t stop_flag;
 
@@ -274,7 +186,9 @@ static int cmd_calibrate(int argc, char **argv)
 	struct hp_device_type *t;
 	struct cal_point *pts = NULL;
 	const struct hp_workload **wl = NULL;
-	double *ys = NULL, t0 = hp_now_s();
+	double *ys = NULL, *cls = NULL, t0 = hp_now_s();
+	struct hp_sweep sw = {0};
+	int ndesign = 0;
 	char path[4200], tbuf[16];
 	bool tty = isatty(STDERR_FILENO);
 	int first, status = EXIT_OK, rc, n = 0, nbusy = 0;
@@ -335,70 +249,66 @@ static int cmd_calibrate(int argc, char **argv)
 		goto out;
 	}
 	t->calib.has = false; /* predictions before: uncalibrated */
-	pts = calloc(NDESIGN, sizeof(*pts));
-	wl = calloc(NDESIGN, sizeof(*wl));
-	ys = calloc(NDESIGN, sizeof(*ys));
-	if (!pts || !wl || !ys) {
+	/* the built-in "calibrate" sweep: 24 configurations that span
+	 * every variable (kernels 1-7, strides, both poolings, 1 and 3
+	 * input channels, batch norm, dropout, classes) */
+	if ((rc = hp_sweep_parse(hp_sweep_named_json("calibrate"),
+				 strlen(hp_sweep_named_json("calibrate")), NULL,
+				 &sw, &err))) {
+		status = cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
+		goto out;
+	}
+	ndesign = sw.n;
+	pts = calloc((size_t)ndesign, sizeof(*pts));
+	wl = calloc((size_t)ndesign, sizeof(*wl));
+	ys = calloc((size_t)ndesign, sizeof(*ys));
+	cls = calloc(3 * (size_t)ndesign, sizeof(*cls));
+	if (!pts || !wl || !ys || !cls) {
 		status = cli_error(EXIT_FAIL, "calibrate: out of memory");
 		goto out;
 	}
 
 	signal(SIGINT, on_signal);
-	for (int i = 0; i < NDESIGN && !stop_flag; i++) {
-		const int *v = design[i];
-		struct design_x x;
-		struct hp_sweep_config c = {0};
+	for (int i = 0; i < ndesign && !stop_flag; i++) {
+		const struct hp_sweep_config *c = &sw.configs[i];
 		struct hp_profile_opts po;
 		struct hp_profile_row *row = NULL;
 		struct cal_point *p = &pts[n];
 		double left = a.seconds - (hp_now_s() - t0);
-		double per = left / (NDESIGN - i);
+		double per = left / (ndesign - i);
 
 		if (left < 2)
 			break;
-		c.conv_layers = v[0];
-		c.filters = v[1];
-		c.fc_layers = v[2];
-		c.fc_width = v[3];
-		c.input_size = v[4];
-		c.batch = v[5];
-		x = design_x(i);
-		snprintf(c.id, sizeof(c.id),
-			 "cal-c%d-f%d-l%d-w%d-s%d-b%d-k%d-st%d-%s-ch%d-n%d",
-			 v[0], v[1], v[2], v[3], v[4], v[5], x.kernel, x.stride,
-			 x.avg ? "avg" : "max", x.channels, x.classes);
-		if ((rc = design_spec(i, c.id, &c.spec, &err))) {
-			status = cli_error(EXIT_FAIL, "calibrate: %s: %s", c.id,
-					   err.msg);
-			goto out;
-		}
-		snprintf(p->id, sizeof(p->id), "%s", c.id);
-		if ((rc = config_workload(&c, &p->w, &err)) ||
+		snprintf(p->id, sizeof(p->id), "%s", c->id);
+		if ((rc = config_workload(c, &p->w, &err)) ||
 		    (rc = predict_cpu(est, cat, &p->w, &p->before_s, &err))) {
-			hp_spec_release(&c.spec);
 			status = cli_error(cli_status_for(rc),
-					   "calibrate: %s: %s", c.id, err.msg);
+					   "calibrate: %s: %s", c->id, err.msg);
 			goto out;
 		}
 		/* a configuration whose steps would not fit in its share
 		 * of the budget is left out */
 		if (p->before_s * 8 > (per > 1 ? per : 1) * 2) {
 			hp_workload_release(&p->w);
-			hp_spec_release(&c.spec);
 			continue;
 		}
+		/* the profiler's own settings (as 'hetpool profile'), in
+		 * this configuration's share of the budget */
 		hp_profile_opts_init(&po);
 		po.threads = h.threads;
-		po.warmup_steps = 2;
-		po.warmup_s = 0.05;
-		po.min_steps = 5;
-		po.max_seconds = per * 0.6 < 3 ? per * 0.6 : 3;
-		po.stable_rel = 0.02;
+		po.max_seconds = per * 0.6 < 4 ? per * 0.6 : 4;
 		po.retries = 1;
+		/* a tight budget (--seconds well under the default): short
+		 * runs, as many configurations as it allows */
+		if (per < 3) {
+			po.warmup_steps = 2;
+			po.warmup_s = 0.05;
+			po.min_steps = 5;
+			po.stable_rel = 0.02;
+		}
 		po.stop = &stop_flag;
 		if (!(row = calloc(1, sizeof(*row)))) {
 			hp_workload_release(&p->w);
-			hp_spec_release(&c.spec);
 			status =
 			    cli_error(EXIT_FAIL, "calibrate: out of memory");
 			goto out;
@@ -406,9 +316,8 @@ static int cmd_calibrate(int argc, char **argv)
 		if (tty)
 			fprintf(stderr,
 				"\rcalibrate: [%2d/%d] %-34s %3.0f s left",
-				i + 1, NDESIGN, c.id, left);
-		rc = hp_profile_config(&c, &po, row, &err);
-		hp_spec_release(&c.spec);
+				i + 1, ndesign, c->id, left);
+		rc = hp_profile_config(c, &po, row, &err);
 		if (rc == HP_ECANCELED || stop_flag) {
 			free(row);
 			hp_workload_release(&p->w);
@@ -424,11 +333,17 @@ static int cmd_calibrate(int argc, char **argv)
 			goto out;
 		}
 		p->measured_s = row->step_time_s;
+		cls[3 * n] = row->time_conv_s;
+		cls[3 * n + 1] = row->time_fc_s;
+		cls[3 * n + 2] = row->time_other_s;
 		/* one thread: the time it ran, not the time it waited for
 		 * a CPU taken by other work (wall = on-CPU + waiting) */
 		if (h.threads == 1 && row->cpu_pressure > 0 &&
-		    row->cpu_pressure < 1)
+		    row->cpu_pressure < 1) {
 			p->measured_s *= 1 - row->cpu_pressure;
+			for (int k = 0; k < 3; k++)
+				cls[3 * n + k] *= 1 - row->cpu_pressure;
+		}
 		p->pressure = row->cpu_pressure;
 		free(row);
 		/* a row whose thread waited for a CPU much of the time
@@ -454,8 +369,8 @@ static int cmd_calibrate(int argc, char **argv)
 			      n, n == 1 ? "" : "s", a.seconds, nbusy);
 		goto out;
 	}
-	if ((rc = hp_estimator_calibrate_host(est, cat, "cpu", wl, ys, n,
-					      a.ridge, &f.calib, &err))) {
+	if ((rc = hp_estimator_calibrate_host_fit(
+		 est, cat, "cpu", wl, ys, cls, n, a.ridge, &f.calib, &err))) {
 		status =
 		    cli_error(cli_status_for(rc), "calibrate: %s", err.msg);
 		goto out;
@@ -500,9 +415,17 @@ static int cmd_calibrate(int argc, char **argv)
 	printf("calibrated %s at %d thread%s from %d configurations in %.0f "
 	       "s\n",
 	       f.key, h.threads, h.threads == 1 ? "" : "s", n, hp_now_s() - t0);
-	printf("  factors:  conv %.3f, fc %.3f, other %.3f (ridge %g)\n",
-	       exp(f.calib.log_scale[0]), exp(f.calib.log_scale[1]),
-	       exp(f.calib.log_scale[2]), a.ridge);
+	if (f.calib.nparams > 0)
+		printf("  fit:      this host's own physical model on these "
+		       "configurations, against its %.0f GFLOP/s ISA peak "
+		       "(predictions use it in place of the carried fit)\n",
+		       f.calib.fit_gflops);
+	else
+		printf("  factors:  conv %.3f, fc %.3f, other %.3f (ridge "
+		       "%g; fewer than %d configurations: no fit of this "
+		       "host's own)\n",
+		       exp(f.calib.log_scale[0]), exp(f.calib.log_scale[1]),
+		       exp(f.calib.log_scale[2]), a.ridge, HP_HOST_OWN_FIT_MIN);
 	printf("  MAPE on these configurations: %.1f%% before, %.1f%% after "
 	       "(in sample)\n",
 	       f.calib.mape_before, f.calib.mape_after);
@@ -519,6 +442,8 @@ out:
 	free(pts);
 	free(wl);
 	free(ys);
+	free(cls);
+	hp_sweep_release(&sw);
 	hp_estimator_free(est);
 	hp_catalog_free(cat);
 	return status;

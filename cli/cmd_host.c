@@ -119,7 +119,13 @@ static void print_text(const struct hp_host_file *f, const char *path)
 		printf("  measured: not measured ('hetpool host --measure "
 		       "--threads %d')\n",
 		       h->threads);
-	if (f->calib.has)
+	if (f->calib.has && f->calib.nparams > 0)
+		printf("  calibration: %s from %d configurations, this host's "
+		       "own fit (against its %.0f GFLOP/s ISA peak), MAPE "
+		       "%.1f%% -> %.1f%%\n",
+		       f->calib.when, f->calib.n, f->calib.fit_gflops,
+		       f->calib.mape_before, f->calib.mape_after);
+	else if (f->calib.has)
 		printf("  calibration: %s from %d configurations, factors "
 		       "conv %.3f fc %.3f other %.3f, MAPE %.1f%% -> %.1f%%\n",
 		       f->calib.when, f->calib.n, exp(f->calib.log_scale[0]),

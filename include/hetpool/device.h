@@ -35,6 +35,7 @@ const char *hp_device_kind_name(enum hp_device_kind k);
  * here, pulled to 0 (no correction) by a ridge.
  */
 #define HP_HOST_CALIB_NCLASS 3
+#define HP_HOST_CALIB_MAXPARAMS 32
 struct hp_host_calib {
 	bool has;
 	char when[32]; /* UTC, ISO 8601 */
@@ -56,6 +57,18 @@ struct hp_host_calib {
 	 * fit leave the factors out.  "": older host files, applied to any. */
 	char cpu_fit[24];
 	char estimator[32];
+	/* This host's own fit of the physical model on the calibration's
+	 * configurations (hetpool calibrate since 2026-12-01): parameters
+	 * by the estimator file's names, against fit_gflops (this host's
+	 * ISA peak at these threads, as a profile of it would record) with
+	 * channel blocks of chan_block.  Predictions use it in place of the
+	 * carried fit and the factors.  nparams 0: older files (the
+	 * factors alone). */
+	int nparams;
+	char param_names[HP_HOST_CALIB_MAXPARAMS][32];
+	double params[HP_HOST_CALIB_MAXPARAMS];
+	double fit_gflops;
+	int chan_block;
 };
 
 /*

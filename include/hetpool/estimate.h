@@ -325,6 +325,21 @@ int hp_estimator_calibrate_host(const struct hp_estimator *est,
 				struct hp_host_calib *out,
 				struct hp_error *err);
 /*
+ * The same, and this host's own fit of the physical model on those
+ * configurations when there are at least HP_HOST_OWN_FIT_MIN of them:
+ * the parameters a profile of this host would fit (as 'hetpool fit'), on
+ * the step times and the profiler's class times cls_s[3 i + k] (conv,
+ * fc, other; NaN where not measured; cls_s may be NULL).  Predictions
+ * then use it in place of the carried fit and the factors; the MAPE after
+ * and the interval are its.  Fewer configurations: the factors alone.
+ */
+#define HP_HOST_OWN_FIT_MIN 12
+int hp_estimator_calibrate_host_fit(
+    const struct hp_estimator *est, const struct hp_catalog *cat,
+    const char *device, const struct hp_workload *const *w,
+    const double *step_s, const double *cls_s, int n, double ridge,
+    struct hp_host_calib *out, struct hp_error *err);
+/*
  * The identity of a CPU device type's fit in est (a hash of its fitted
  * parameters and peak, 16 hex digits) into buf: what a host's calibration
  * is bound to.  HP_ENOENT (buf "") when est has no own fit of device.

@@ -174,6 +174,24 @@ char *hp_host_file_json(const struct hp_host_file *f)
 					    json_string(c->cpu_fit));
 		json_object_set_new(cj, "interval_log_lo", json_real(c->q_lo));
 		json_object_set_new(cj, "interval_log_hi", json_real(c->q_hi));
+		if (c->nparams > 0) {
+			json_t *oj = json_object(), *pj2 = json_object();
+			if (!oj || !pj2) {
+				json_decref(oj);
+				json_decref(pj2);
+				json_decref(cj);
+				goto fail;
+			}
+			for (int k = 0; k < c->nparams; k++)
+				json_object_set_new(pj2, c->param_names[k],
+						    json_real(c->params[k]));
+			json_object_set_new(oj, "fit_gflops",
+					    json_real(c->fit_gflops));
+			json_object_set_new(oj, "chan_block",
+					    json_integer(c->chan_block));
+			json_object_set_new(oj, "params", pj2);
+			json_object_set_new(cj, "own_fit", oj);
+		}
 		json_object_set_new(root, "calibration", cj);
 	}
 	out = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
@@ -223,6 +241,52 @@ static int get_int(json_t *o, const char *key, const char *path, int64_t lo,
 				    "%s: '%s' is not an integer in %lld..%lld",
 				    path, key, (long long)lo, (long long)hi);
 	*out = json_integer_value(v);
+	return 0;
+}
+
+static int get_str(json_t *o, const char *key, const char *path, char *buf,
+		   size_t n, struct hp_error *err);
+
+/* calibration.own_fit (optional): this host's own fit's parameters by
+ * name, its peak and channel block. */
+static int get_own_fit(json_t *oj, const char *path, struct hp_host_calib *c,
+		       struct hp_error *err)
+{
+	json_t *pj, *v;
+	const char *name;
+	int64_t cb;
+	int rc;
+
+	c->nparams = 0;
+	if (!oj || json_is_null(oj))
+		return 0;
+	pj = json_object_get(oj, "params");
+	if (!json_is_object(oj) || !json_is_object(pj) ||
+	    json_object_size(pj) < 1 ||
+	    json_object_size(pj) > HP_HOST_CALIB_MAXPARAMS)
+		return hp_error_set(err, HP_EPARSE,
+				    "%s: calibration 'own_fit' needs 'params': "
+				    "an object of 1 to %d numbers",
+				    path, HP_HOST_CALIB_MAXPARAMS);
+	if ((rc = get_num(oj, "fit_gflops", path, 1e-3, 1e7, true,
+			  &c->fit_gflops, err)) ||
+	    (rc = get_int(oj, "chan_block", path, 1, 64, &cb, err)))
+		return rc;
+	c->chan_block = cb > 0 ? (int)cb : 1;
+	json_object_foreach(pj, name, v)
+	{
+		double x = json_number_value(v);
+		if (strlen(name) >= sizeof(c->param_names[0]) ||
+		    !json_is_number(v) || !(x >= -80 && x <= 40))
+			return hp_error_set(
+			    err, HP_EPARSE,
+			    "%s: calibration parameter %d is not a name of "
+			    "under %zu characters with a number in -80..40",
+			    path, c->nparams + 1, sizeof(c->param_names[0]));
+		snprintf(c->param_names[c->nparams], sizeof(c->param_names[0]),
+			 "%s", name);
+		c->params[c->nparams++] = x;
+	}
 	return 0;
 }
 
@@ -422,6 +486,9 @@ int hp_host_file_parse(const char *text, size_t len, const char *path,
 				   sizeof(c->cpu_fit), err))))
 			goto out;
 		c->threads = (int)v;
+		if ((rc = get_own_fit(json_object_get(cj, "own_fit"), path, c,
+				      err)))
+			goto out;
 		if (c->n < 1) {
 			rc = hp_error_set(err, HP_EPARSE,
 					  "%s: calibration without "

@@ -260,6 +260,14 @@ struct hp__fitpt {
  * prior it pulls to: a reduction of 4 values halves a conv's
  * efficiency. */
 #define HP__KHALF_START 4.0
+/* A CPU type's own fit on pts (one host), as 'hetpool fit' fits it: the
+ * parameters its rows can see, from two starts, into th. */
+int hp__cpu_fit_points(const struct hp__fitpt *pts, int n, double *th,
+		       struct hp_error *err);
+/* Index of the physical parameter named name (the estimator file's
+ * names), -1 when none. */
+int hp__th_index(const char *name);
+const char *hp__th_name(int j);
 /* Default starting point and prior of the parameters for a CPU or a GPU
  * fit. */
 void hp__phys_prior(bool cpu, double *th);

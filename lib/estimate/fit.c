@@ -511,6 +511,27 @@ static void cpu_free_terms(const struct hp__fitpt *pts, int n, bool *fr)
 	fr[HP__TH_KHALF] = sizes >= 2;
 }
 
+/* The parameters a CPU fit on pts frees. */
+static void cpu_free_params(const struct hp__fitpt *pts, int n, bool *fr)
+{
+	memset(fr, 0, HP__NTH * sizeof(*fr));
+	for (int j = 0; j <= HP__TH_T0; j++)
+		fr[j] = true;
+	fr[HP__TH_EMW] = fr[HP__TH_CHALF] = true;
+	fr[HP__TH_CACHE] = fr[HP__TH_CACHEX] = true;
+	fr[HP__TH_SHALF] = true;
+	cpu_free_terms(pts, n, fr);
+}
+
+int hp__cpu_fit_points(const struct hp__fitpt *pts, int n, double *th,
+		       struct hp_error *err)
+{
+	bool fr[HP__NTH];
+
+	cpu_free_params(pts, n, fr);
+	return cpu_fit(pts, n, th, fr, NULL, NULL, err);
+}
+
 /* The inner cross-validation of a CPU type's fit: each fold a task. */
 struct cpu_cv {
 	const struct hp__fitpt *sub; /* the type's points */
@@ -569,15 +590,10 @@ static int fit_cpu(struct hp__dev_fit *df, const struct hp__fitpt *all, int n,
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (int j = 0; j <= HP__TH_T0; j++)
-		fr[j] = true;
-	fr[HP__TH_EMW] = fr[HP__TH_CHALF] = true;
-	fr[HP__TH_CACHE] = fr[HP__TH_CACHEX] = true;
-	fr[HP__TH_SHALF] = true;
 	for (int i = 0; i < n; i++)
 		if (all[i].dev == d)
 			sub[k++] = all[i];
-	cpu_free_terms(sub, k, fr);
+	cpu_free_params(sub, k, fr);
 	if ((rc = cpu_fit(sub, k, df->th, fr, NULL, prog, err)))
 		goto out;
 	df->own_theta = true;

@@ -75,16 +75,22 @@ void hp__cpu_transfer(const struct hp__dev_fit *df,
 			 t->threads, t->threads == 1 ? "" : "s", d->fp32 / 1e9);
 }
 
-void hp__cpu_ref_record(struct hp__dev_fit *df, const struct hp_device_type *t,
-			int chan_block)
+/* The channel block of this host's oneDNN layouts, from its ISA (in its
+ * host file's key). */
+static int host_chan_block(const struct hp_device_type *t)
 {
 	const char *isa = strstr(t->key, "-avx512-") ? "avx512"
 			  : strstr(t->key, "-avx")   ? "avx"
 			  : strstr(t->key, "-sse")   ? "sse"
 						     : "";
+	return hp__chan_block(isa);
+}
 
+void hp__cpu_ref_record(struct hp__dev_fit *df, const struct hp_device_type *t,
+			int chan_block)
+{
 	if (!t->detected || !t->peaks_measured || t->threads < 1 ||
-	    hp__chan_block(isa) != chan_block)
+	    host_chan_block(t) != chan_block)
 		return;
 	df->ref_threads = t->threads;
 	df->ref_fp32_meas = t->fp32_tflops * 1e12;
@@ -103,9 +109,19 @@ int hp_estimator_cpu_fit_id(const struct hp_estimator *est, const char *device,
 		buf[0] = '\0';
 	if (!df || !df->cpu || !df->own_theta)
 		return HP_ENOENT;
-	p = (const unsigned char *)df->th;
-	for (size_t i = 0; i < sizeof(df->th); i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
+	double off[HP__NTH];
+	hp__phys_prior(false, off);
+	/* the parameters in order; those added since 2026-12-01
+	 * (HP__TH_IDX on) only when their term is on, so that a fit
+	 * without them keeps the identity it had before (and the
+	 * calibrations made against it) */
+	for (int j = 0; j < HP__NTH; j++) {
+		if (j >= HP__TH_IDX && df->th[j] == off[j])
+			continue;
+		p = (const unsigned char *)&df->th[j];
+		for (size_t i = 0; i < sizeof(df->th[j]); i++)
+			h = (h ^ p[i]) * 0x100000001b3ull;
+	}
 	p = (const unsigned char *)&df->fit_fp32;
 	for (size_t i = 0; i < sizeof(df->fit_fp32); i++)
 		h = (h ^ p[i]) * 0x100000001b3ull;
@@ -252,12 +268,84 @@ int hp__host_calib_fit(const double *a, const double *y, int n, double ridge,
 	return 0;
 }
 
+/* This host's own fit on the calibration's configurations into c (its
+ * in-sample MAPE after and interval too). */
+static int own_fit(const struct hp_device_type *t,
+		   const struct hp_workload *const *w, const double *step_s,
+		   const double *cls_s, int n, struct hp_host_calib *c,
+		   struct hp_error *err)
+{
+	struct hp__fitpt *pts = calloc((size_t)n, sizeof(*pts));
+	double *p = calloc((size_t)n, sizeof(*p));
+	double *res = calloc((size_t)n, sizeof(*res));
+	double th[HP__NTH], after = 0;
+	struct hp__dev_spec d;
+	int rc = 0;
+
+	if (!pts || !p || !res) {
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* as a profile of this host records it: its ISA peak at these
+	 * threads (else its measured one), the nominal bandwidth */
+	if (!hp__dev_spec(t, &d)) {
+		rc = hp_error_set(err, HP_EUNSUPP,
+				  "this host has no peak to fit against");
+		goto out;
+	}
+	d.chan_block = host_chan_block(t);
+	for (int i = 0; i < n; i++) {
+		pts[i].w = w[i];
+		pts[i].d = d;
+		pts[i].src = HP__SRC_PROFILE;
+		pts[i].ndev = 1;
+		pts[i].t = step_s[i];
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			pts[i].tcls[k] = cls_s && cls_s[3 * i + k] > 0
+					     ? cls_s[3 * i + k]
+					     : NAN;
+	}
+	if ((rc = hp__cpu_fit_points(pts, n, th, err)) ||
+	    (rc = hp__phys_times(pts, n, th, 0, NULL, p, err)))
+		goto out;
+	for (int i = 0; i < n; i++) {
+		after += fabs(p[i] - step_s[i]) / step_s[i];
+		res[i] = log(step_s[i] / p[i]);
+	}
+	c->nparams = 0;
+	for (int j = 0; j < HP__NTH && j < HP_HOST_CALIB_MAXPARAMS; j++) {
+		snprintf(c->param_names[c->nparams], sizeof(c->param_names[0]),
+			 "%s", hp__th_name(j));
+		c->params[c->nparams++] = th[j];
+	}
+	c->fit_gflops = d.fp32 / 1e9;
+	c->chan_block = d.chan_block;
+	c->mape_after = 100 * after / n;
+	c->q_lo = hp__quantile(res, n, 0.1);
+	c->q_hi = hp__quantile(res, n, 0.9);
+out:
+	free(pts);
+	free(p);
+	free(res);
+	return rc;
+}
+
 int hp_estimator_calibrate_host(const struct hp_estimator *est,
 				const struct hp_catalog *cat,
 				const char *device,
 				const struct hp_workload *const *w,
 				const double *step_s, int n, double ridge,
 				struct hp_host_calib *out, struct hp_error *err)
+{
+	return hp_estimator_calibrate_host_fit(est, cat, device, w, step_s,
+					       NULL, n, ridge, out, err);
+}
+
+int hp_estimator_calibrate_host_fit(
+    const struct hp_estimator *est, const struct hp_catalog *cat,
+    const char *device, const struct hp_workload *const *w,
+    const double *step_s, const double *cls_s, int n, double ridge,
+    struct hp_host_calib *out, struct hp_error *err)
 {
 	const struct hp_device_type *t;
 	const struct hp__dev_fit *df;
@@ -342,6 +430,11 @@ int hp_estimator_calibrate_host(const struct hp_estimator *est,
 	out->ref_time_s = NAN;
 	out->q_lo = hp__quantile(res, n, 0.1);
 	out->q_hi = hp__quantile(res, n, 0.9);
+	/* with enough configurations (and class times, from the CLI), this
+	 * host's own fit; hp_estimator_calibrate_host() keeps the factors
+	 * alone */
+	if (cls_s && n >= HP_HOST_OWN_FIT_MIN)
+		rc = own_fit(t, w, step_s, cls_s, n, out, err);
 out:
 	free(res);
 	free(a);

@@ -48,6 +48,19 @@ static const char *const lin_names[HP__LIN_P] = {
 static const char *const range_names[5] = {"conv_layers", "fc_layers",
 					   "filters", "fc_width", "input_size"};
 
+int hp__th_index(const char *name)
+{
+	for (int j = 0; name && j < HP__NTH; j++)
+		if (!strcmp(th_names[j], name))
+			return j;
+	return -1;
+}
+
+const char *hp__th_name(int j)
+{
+	return j >= 0 && j < HP__NTH ? th_names[j] : NULL;
+}
+
 static json_t *params_json(const double *th)
 {
 	json_t *o = json_object();

@@ -33,7 +33,7 @@ static int predict_net(const struct hp_estimator *est,
 	double step, comm = 0, qlo, qhi, peak, util, mem;
 	double th_cpu[HP__NTH];
 	char carried[160] = "";
-	bool calibrated = false, other_est = false;
+	bool calibrated = false, other_est = false, own = false;
 	enum hp_est_family fam;
 
 	memset(out, 0, sizeof(*out));
@@ -120,6 +120,22 @@ static int predict_net(const struct hp_estimator *est,
 				other_est = strcmp(t->calib.cpu_fit, id) != 0;
 			}
 			calibrated = calibrated && !other_est;
+			/* this host's own fit on its calibration: its
+			 * parameters at its own peak, nothing carried */
+			if (calibrated && t->calib.nparams > 0 &&
+			    t->calib.fit_gflops > 0) {
+				own = true;
+				for (int k = 0; k < t->calib.nparams; k++) {
+					int j = hp__th_index(
+					    t->calib.param_names[k]);
+					if (j >= 0)
+						th_cpu[j] = t->calib.params[k];
+				}
+				d.fp32 = t->calib.fit_gflops * 1e9;
+				d.bw = HP__CPU_NOMINAL_BW;
+				if (t->calib.chan_block > 0)
+					d.chan_block = t->calib.chan_block;
+			}
 		} else {
 			th = df->th;
 			d.fp32 = df->fit_fp32;
@@ -135,7 +151,7 @@ static int predict_net(const struct hp_estimator *est,
 
 	switch (fam) {
 	case HP_EST_PHYSICAL:
-		if (calibrated) {
+		if (calibrated && !own) {
 			double cls[HP_EST_NCLASS];
 			step = hp__phys_time_cls(th, &d, w, src, ndevices,
 						 &comm, cls);
@@ -158,7 +174,16 @@ static int predict_net(const struct hp_estimator *est,
 			qlo = est->gpu_lodo_lo;
 			qhi = est->gpu_lodo_hi;
 		}
-		if (d.cpu) {
+		if (d.cpu && own) {
+			snprintf(out->basis, sizeof(out->basis),
+				 "physical model fitted on this host (%d "
+				 "thread%s, against its %.0f GFLOP/s ISA "
+				 "peak); calibrated on this host at %s from %d "
+				 "configurations (its own fit)",
+				 t->threads, t->threads == 1 ? "" : "s",
+				 t->calib.fit_gflops, t->calib.when,
+				 t->calib.n);
+		} else if (d.cpu) {
 			int len = snprintf(out->basis, sizeof(out->basis),
 					   "physical model fitted on %d rows "
 					   "of %s%s%s",

@@ -136,6 +136,23 @@ expect_status calibrate_predict 0 "$HP" predict "$SPEC" --device cpu --batch 16 
 python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["basis"]["step_time"])' "$TMP/out" >"$TMP/basis"
 grep -qF "calibrated on this host at $when from $n configurations" "$TMP/basis" &&
 	ok calibrate_predict_basis || fail calibrate_predict_basis "$(cat "$TMP/basis") (want $when, $n)"
+# with 12 or more configurations, this host's own fit: stored by name
+# in the host file, said in the basis and by `hetpool host`
+python3 - "$f" "$TMP/basis" "$n" <<'PY' && ok calibrate_own_fit || fail calibrate_own_fit "$(head -c 300 "$TMP/basis")"
+import json, sys
+c = json.load(open(sys.argv[1]))["calibration"]
+if int(sys.argv[3]) >= 12:
+    o = c["own_fit"]
+    assert o["fit_gflops"] > 0 and 1 <= o["chan_block"] <= 64, o
+    assert "log_emax_conv" in o["params"] and "log_conv_half_reduction" in o["params"], o
+    assert "(its own fit)" in open(sys.argv[2]).read()
+else:
+    assert "own_fit" not in c, c
+    assert "(its own fit)" not in open(sys.argv[2]).read()
+PY
+"$HP" host --threads 1 >"$TMP/out" 2>&1
+if [ "${n:-0}" -ge 12 ]; then grep -q "this host's own fit" "$TMP/out"; else grep -q "factors" "$TMP/out"; fi &&
+	ok calibrate_host_shows_fit || fail calibrate_host_shows_fit "$(cat "$TMP/out")"
 # the same through the environment, as recommend and hetpoold see it
 HETPOOL_THREADS=1 "$HP" predict "$SPEC" --device cpu --batch 16 >"$TMP/out" 2>&1
 grep -q "calibrated on this host" "$TMP/out" && ok calibrate_predict_env ||

@@ -171,6 +171,15 @@ HP_TEST(host_file_key_and_round_trip)
 	snprintf(f.calib.estimator, sizeof(f.calib.estimator),
 		 "2026-11-30T23:26:52Z");
 	snprintf(f.calib.cpu_fit, sizeof(f.calib.cpu_fit), "0123456789abcdef");
+	f.calib.nparams = 2;
+	snprintf(f.calib.param_names[0], sizeof(f.calib.param_names[0]),
+		 "log_emax_conv");
+	f.calib.params[0] = -0.5;
+	snprintf(f.calib.param_names[1], sizeof(f.calib.param_names[1]),
+		 "log_conv_half_reduction");
+	f.calib.params[1] = 3.0;
+	f.calib.fit_gflops = 78.25;
+	f.calib.chan_block = 8;
 	text = hp_host_file_json(&f);
 	ASSERT(text);
 	ASSERT_EQ_INT(
@@ -191,6 +200,16 @@ HP_TEST(host_file_key_and_round_trip)
 	ASSERT(isnan(g.calib.ref_time_s)); /* the yardstick's hook: empty */
 	ASSERT_STR_EQ(g.calib.estimator, "2026-11-30T23:26:52Z");
 	ASSERT_STR_EQ(g.calib.cpu_fit, "0123456789abcdef");
+	/* this host's own fit, by name (the file's order need not be ours) */
+	ASSERT_EQ_INT(g.calib.nparams, 2);
+	for (int k = 0; k < 2; k++) {
+		bool first = !strcmp(g.calib.param_names[k], "log_emax_conv");
+		ASSERT(first || !strcmp(g.calib.param_names[k],
+					"log_conv_half_reduction"));
+		ASSERT_NEAR(g.calib.params[k], first ? -0.5 : 3.0, 1e-9);
+	}
+	ASSERT_NEAR(g.calib.fit_gflops, 78.25, 1e-9);
+	ASSERT_EQ_INT(g.calib.chan_block, 8);
 	/* nothing measured: no peaks, no calibration */
 	hp_host_file_init(&f, &h);
 	text = hp_host_file_json(&f);
@@ -235,6 +254,25 @@ HP_TEST(host_file_refusals)
 	     "of 3 numbers"},
 	    {"{\"format\":\"hetpool-host\",\"format\":\"hetpool-host\"}",
 	     "h.json:"},
+#define CAL_OWN(own)                                                           \
+	"{\"format\":\"hetpool-host\",\"key\":\"k\",\"host\":{\"model\":"      \
+	"\"m\",\"isa\":\"avx2\",\"threads\":1},\"calibration\":{"              \
+	"\"log_scale_conv_fc_other\":[0,0,0],\"when\":\"x\","                  \
+	"\"configurations\":3,\"own_fit\":" own "}}"
+	    {CAL_OWN("{\"params\":{},\"fit_gflops\":78}"), "1 to 32 numbers"},
+	    {CAL_OWN("{\"params\":{\"a\":1}}"), "'fit_gflops' missing"},
+	    {CAL_OWN("{\"params\":{\"a\":99},\"fit_gflops\":78}"),
+	     "number in -80..40"},
+	    {CAL_OWN("{\"params\":{\"a\":\"x\"},\"fit_gflops\":78}"),
+	     "number in -80..40"},
+	    {CAL_OWN("{\"params\":{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":1},"
+		     "\"fit_gflops\":78}"),
+	     "under 32 characters"},
+	    {CAL_OWN("{\"params\":{\"a\":1},\"fit_gflops\":78,"
+		     "\"chan_block\":0}"),
+	     "'chan_block' is not an integer"},
+	    {CAL_OWN("[]"), "'own_fit' needs 'params'"},
+#undef CAL_OWN
 	};
 	struct hp_host_file f;
 
@@ -546,6 +584,94 @@ HP_TEST(host_calibrate_host_fits_measured_times)
 	    hp_estimator_calibrate_host(est, cat, "cpu", wp, y, 4, 1, &c, &err),
 	    HP_EINVAL);
 	for (int i = 0; i < 4; i++)
+		hp_workload_release(&w[i]);
+	hp_estimator_free(est);
+	hp_catalog_free(cat);
+}
+
+/*
+ * With enough configurations and their class times, calibrate fits this
+ * host's own physical model: on times made by a known parameter vector
+ * on this host (conv half as efficient as the shipped fit, a max
+ * pooling's traffic twice as slow, a reduction term) it finds
+ * parameters that predict another configuration as that vector does,
+ * and predict uses them, saying so; with fewer than HP_HOST_OWN_FIT_MIN,
+ * the factors alone.
+ */
+HP_TEST(host_calibrate_own_fit)
+{
+	enum { N = 16 };
+	static const char spec_max[] =
+	    "{\"name\":\"m\",\"input\":[3,32,32],\"classes\":10,\"layers\":["
+	    "{\"type\":\"conv\",\"filters\":32,\"kernel\":3,\"stride\":1,"
+	    "\"pad\":1},{\"type\":\"relu\"},"
+	    "{\"type\":\"pool\",\"op\":\"max\",\"kernel\":2,\"stride\":2},"
+	    "{\"type\":\"conv\",\"filters\":64,\"kernel\":1,\"stride\":1,"
+	    "\"pad\":0},{\"type\":\"relu\"},"
+	    "{\"type\":\"fc\",\"units\":10}]}";
+	struct hp_error err = {0};
+	struct hp_catalog *cat = shipped_catalog();
+	struct hp_estimator *est = shipped_estimator();
+	const struct hp__dev_fit *df = hp__est_dev(est, "cpu");
+	struct hp_device_type *t = cpu_type(cat);
+	struct hp_workload w[N + 1];
+	const struct hp_workload *wp[N];
+	struct hp__dev_spec d;
+	struct hp_prediction p;
+	struct hp_host_calib c;
+	double y[N], cls[3 * N], truth[HP__NTH], want;
+	struct hp_host h;
+
+	sample_host(&h);
+	hp_host_apply(&h, t);
+	t->threads = 1;
+	t->fp32_est_tflops = 0.078;
+	snprintf(t->key, sizeof(t->key), "amd-epyc-avx2-t1");
+	memcpy(truth, df->th, sizeof(truth));
+	truth[HP__TH_EMAX + HP_EST_CONV] += log(0.5);
+	truth[HP__TH_IDX] = log(2);
+	truth[HP__TH_KHALF] = log(10);
+	ASSERT(hp__dev_spec(t, &d));
+	d.chan_block = 8;
+	ASSERT_NEAR(d.fp32, 0.078e12, 1);
+	for (int i = 0; i <= N; i++) {
+		spec_workload(i % 2 ? spec_k5 : spec_max, 4 << (i % 5), &w[i]);
+		if (i == N)
+			break;
+		wp[i] = &w[i];
+		y[i] = hp__phys_time_cls(truth, &d, &w[i], HP__SRC_PROFILE, 1,
+					 NULL, &cls[3 * i]);
+	}
+	ASSERT_EQ_INT(hp_estimator_calibrate_host_fit(est, cat, "cpu", wp, y,
+						      cls, N, 1, &c, &err),
+		      0);
+	ASSERT(c.has && c.nparams > 0);
+	ASSERT_NEAR(c.fit_gflops, 78, 1e-9);
+	ASSERT_EQ_INT(c.chan_block, 8);
+	ASSERT(c.mape_after < 2);
+	snprintf(c.when, sizeof(c.when), "now");
+	t->calib = c;
+	/* a batch none of the 16 had */
+	hp_workload_release(&w[N]);
+	spec_workload(spec_max, 48, &w[N]);
+	want = hp__phys_time(truth, &d, &w[N], HP__SRC_PROFILE, 1, NULL);
+	ASSERT_EQ_INT(
+	    hp_estimator_predict(est, cat, &w[N], "cpu", 1, -1, &p, &err), 0);
+	ASSERT_NEAR(p.step_time_s / want, 1, 0.03);
+	ASSERT(strstr(p.basis, "fitted on this host (1 thread, against its 78 "
+			       "GFLOP/s ISA peak); calibrated on this host at "
+			       "now from 16 configurations (its own fit)"));
+	/* too few configurations, or no class times: the factors alone */
+	ASSERT_EQ_INT(hp_estimator_calibrate_host_fit(
+			  est, cat, "cpu", wp, y, cls, HP_HOST_OWN_FIT_MIN - 1,
+			  1, &c, &err),
+		      0);
+	ASSERT(c.has && c.nparams == 0);
+	ASSERT_EQ_INT(
+	    hp_estimator_calibrate_host(est, cat, "cpu", wp, y, N, 1, &c, &err),
+	    0);
+	ASSERT(c.has && c.nparams == 0);
+	for (int i = 0; i <= N; i++)
 		hp_workload_release(&w[i]);
 	hp_estimator_free(est);
 	hp_catalog_free(cat);
