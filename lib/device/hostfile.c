@@ -244,9 +244,6 @@ static int get_int(json_t *o, const char *key, const char *path, int64_t lo,
 	return 0;
 }
 
-static int get_str(json_t *o, const char *key, const char *path, char *buf,
-		   size_t n, struct hp_error *err);
-
 /* calibration.own_fit (optional): this host's own fit's parameters by
  * name, its peak and channel block. */
 static int get_own_fit(json_t *oj, const char *path, struct hp_host_calib *c,

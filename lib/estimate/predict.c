@@ -126,8 +126,15 @@ static int predict_net(const struct hp_estimator *est,
 			    t->calib.fit_gflops > 0) {
 				own = true;
 				for (int k = 0; k < t->calib.nparams; k++) {
-					int j = hp__th_index(
-					    t->calib.param_names[k]);
+					/* calibrate writes them in the
+					 * parameters' order: a search only
+					 * for a file written otherwise */
+					const char *nm =
+					    t->calib.param_names[k];
+					const char *own = hp__th_name(k);
+					int j = own && !strcmp(nm, own)
+						    ? k
+						    : hp__th_index(nm);
 					if (j >= 0)
 						th_cpu[j] = t->calib.params[k];
 				}
