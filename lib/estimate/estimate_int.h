@@ -253,6 +253,8 @@ struct hp__fitpt {
 	int src, ndev;
 	double t; /* measured step time, s */
 	int dev;  /* index of the device type (per-device scales) */
+	int grp;  /* its configuration (the set's workload index): repeats
+		     share it, and cross-validation keeps them in one fold */
 	double tcls[HP_EST_NCLASS]; /* measured time of each layer class
 				       (the profiler's split); NaN: none */
 };
@@ -424,6 +426,12 @@ struct hp__set {
 int hp__set_load(struct hp__set *set, const struct hp_fit_options *o,
 		 const struct hp_catalog *cat, struct hp_error *err);
 void hp__set_release(struct hp__set *set);
+/* The k-fold scheme's fold of row i of set (of folds): by configuration
+ * (its workload: model and batch) and device, so that repeats of one
+ * measurement are held out together; a row's twin in the training folds
+ * would predict it as well as the noise lets it, which flatters every
+ * family. */
+int hp__kfold_of(const struct hp__set *set, int i, int folds);
 /* The median absolute percentage difference between a measurement of a
  * configuration and its next repeat (200 |a - b| / (a + b), in the order
  * measured) among the samples in[] (NULL: all): of the absolute

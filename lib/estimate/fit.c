@@ -121,7 +121,11 @@ void hp__gsl_quiet(void)
 	pthread_once(&once, gsl_quiet_once);
 }
 
-/* A stable pseudo-random fold for item i. */
+/* A stable pseudo-random fold for item i: a configuration's index
+ * (fitpt.grp), so that its repeats, and the same model at the same batch
+ * in another setup, are held out together (a repeat in the training folds
+ * predicts its twin as well as the noise lets it: intervals from such
+ * folds come out too narrow). */
 static int fold_of(int i, int k)
 {
 	uint32_t h = (uint32_t)i * 2654435761u;
@@ -290,7 +294,8 @@ static int gpu_cv_task(int task, void *ud)
 	}
 	if (task < INNER_FOLDS) { /* k-fold: residuals of measured types */
 		for (int i = 0; i < n; i++)
-			use[i] = in_cv(i, n) && fold_of(i, INNER_FOLDS) != task;
+			use[i] = in_cv(i, n) &&
+				 fold_of(cv->pts[i].grp, INNER_FOLDS) != task;
 	} else { /* one type left out: residuals of unmeasured types */
 		d = cv->lodo_dev[task - INNER_FOLDS];
 		for (int i = 0; i < n; i++)
@@ -557,7 +562,8 @@ static int cpu_cv_fold(int f, void *ud)
 		goto out;
 	}
 	for (int i = 0; i < k; i++) {
-		use[i] = !in_cv(i, k) || fold_of(i, INNER_FOLDS) != f;
+		use[i] = !in_cv(i, k) ||
+			 fold_of(cv->sub[i].grp, INNER_FOLDS) != f;
 		if (in_cv(i, k) && use[i])
 			tr[m++] = cv->sub[i];
 	}
@@ -633,12 +639,14 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 		      const bool *use, bool inner, struct hp_error *err)
 {
 	double *X, *y, *res;
+	int *grp; /* each row's configuration (fold_of) */
 	int n = 0, nres = 0, rc = 0;
 
 	X = malloc((size_t)set->n * HP__LIN_P * sizeof(*X) + 1);
 	y = malloc((size_t)set->n * sizeof(*y) + 1);
 	res = malloc((size_t)set->n * sizeof(*res) + 1);
-	if (!X || !y || !res) {
+	grp = malloc((size_t)set->n * sizeof(*grp) + 1);
+	if (!X || !y || !res || !grp) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -659,6 +667,7 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 		if (!in_cv(k++, df->n))
 			continue;
 		hp__linear_x(w, &X[(size_t)n * HP__LIN_P]);
+		grp[n] = s->wl;
 		y[n++] = log(s->t);
 		for (int j = 0; j < 5; j++) {
 			if (v[j] < df->range_lo[j])
@@ -689,7 +698,7 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 			goto out;
 		}
 		for (int i = 0; i < n; i++)
-			if (in_cv(i, n) && fold_of(i, INNER_FOLDS) != f) {
+			if (in_cv(i, n) && fold_of(grp[i], INNER_FOLDS) != f) {
 				memcpy(&Xt[(size_t)m * HP__LIN_P],
 				       &X[(size_t)i * HP__LIN_P],
 				       HP__LIN_P * sizeof(*X));
@@ -701,7 +710,7 @@ static int fit_linear(struct hp__dev_fit *df, const struct hp__set *set,
 		if (rc)
 			goto out;
 		for (int i = 0; i < n; i++)
-			if (in_cv(i, n) && fold_of(i, INNER_FOLDS) == f) {
+			if (in_cv(i, n) && fold_of(grp[i], INNER_FOLDS) == f) {
 				double p = 0;
 				for (int j = 0; j < HP__LIN_P; j++)
 					p +=
@@ -714,6 +723,7 @@ out:
 	free(X);
 	free(y);
 	free(res);
+	free(grp);
 	return rc;
 }
 
@@ -917,6 +927,7 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 		p.ndev = s->ndev;
 		p.t = s->t;
 		p.dev = d;
+		p.grp = s->wl;
 		memcpy(p.tcls, s->tcls, sizeof(p.tcls));
 		if (p.d.cpu) {
 			cpu[ncpu++] = p;

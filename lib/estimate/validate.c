@@ -281,6 +281,16 @@ static bool scheme_applies(int data, int scheme)
 	return true;
 }
 
+int hp__kfold_of(const struct hp__set *set, int i, int folds)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)set->s[i].wl;
+
+	for (const char *p = set->s[i].device; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h *= 2654435761u;
+	return (int)((h >> 7) % (uint32_t)folds);
+}
+
 /* Group the rows in[] for scheme (0: k-fold, 1: by architecture family,
  * 2: by device type) into grp[] (-1: not in it); the number of groups. */
 static int assign_groups(const struct hp__set *set, const bool *in, int scheme,
@@ -295,8 +305,7 @@ static int assign_groups(const struct hp__set *set, const bool *in, int scheme,
 		if (!in[i])
 			continue;
 		if (scheme == 0) {
-			grp[i] = (int)(((uint32_t)i * 2654435761u >> 7) %
-				       (uint32_t)folds);
+			grp[i] = hp__kfold_of(set, i, folds);
 			if (grp[i] + 1 > ngrp)
 				ngrp = grp[i] + 1;
 			continue;

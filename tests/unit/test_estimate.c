@@ -486,6 +486,44 @@ HP_TEST(estimate_gpu_power_between_idle_and_board)
 	hp_catalog_free(cat);
 }
 
+HP_TEST(estimate_kfold_keeps_repeats_together)
+{
+	/* validate's k-fold holds out every repeat of a configuration with
+	 * it: Zeus measured each (model, batch) with two optimizers, rows
+	 * a few percent apart, and a twin in the training folds would
+	 * predict its row as well as the noise lets it. */
+	struct hp_catalog *cat = test_catalog();
+	struct hp_fit_options o = {0};
+	struct hp_error err = {0};
+	struct hp__set set;
+	char pub[1024], models[1024];
+	int pairs = 0, per_fold[5] = {0};
+
+	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
+	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
+	o.public_dir = pub;
+	o.models_dir = models;
+	if (hp__set_load(&set, &o, cat, &err))
+		HP_FAIL("public set: %s", err.msg);
+	for (int i = 0; i < set.n; i++) {
+		int f = hp__kfold_of(&set, i, 5);
+		ASSERT(f >= 0 && f < 5);
+		per_fold[f]++;
+		for (int j = i + 1; j < set.n; j++) {
+			if (set.s[j].wl != set.s[i].wl ||
+			    strcmp(set.s[j].device, set.s[i].device))
+				continue;
+			pairs++;
+			ASSERT_EQ_INT(hp__kfold_of(&set, j, 5), f);
+		}
+	}
+	ASSERT(pairs >= 10); /* Zeus's V100 ShuffleNetV2 rows, at least */
+	for (int f = 0; f < 5; f++)
+		ASSERT(per_fold[f] >= set.n / 20);
+	hp__set_release(&set);
+	hp_catalog_free(cat);
+}
+
 HP_TEST(estimate_public_runs_fit_in_memory)
 {
 	/* Every configuration the public sources ran must be predicted to
