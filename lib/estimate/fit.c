@@ -562,8 +562,8 @@ static int cpu_cv_fold(int f, void *ud)
 		goto out;
 	}
 	for (int i = 0; i < k; i++) {
-		use[i] = !in_cv(i, k) ||
-			 fold_of(cv->sub[i].grp, INNER_FOLDS) != f;
+		use[i] =
+		    !in_cv(i, k) || fold_of(cv->sub[i].grp, INNER_FOLDS) != f;
 		if (in_cv(i, k) && use[i])
 			tr[m++] = cv->sub[i];
 	}
