@@ -554,6 +554,10 @@ static enum MHD_Result first_call(struct hd *d, struct MHD_Connection *mc,
 	if (atomic_load(&d->stopping))
 		return answer_problem(d, r, 503, "shutting-down",
 				      "the server is shutting down");
+	if (strstr(url, "%00"))
+		return answer_problem(d, r, 400, "bad-path",
+				      "the path holds an encoded NUL (%%00): "
+				      "no resource is named so");
 	if (hd_web_path(url)) {
 		struct hd_resp out = {0};
 		if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
@@ -671,6 +675,41 @@ static void completed_cb(void *cls, struct MHD_Connection *mc, void **con_cls,
 	atomic_fetch_sub(&d->inflight, 1);
 }
 
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/*
+ * libmicrohttpd's unescaping of the path and the query's values, in place,
+ * as its own (%HH to the byte, anything else as it is) except for %00:
+ * decoded, a NUL would end the string there and /v1/jobs/12%00x would
+ * reach job 12.  It stays the three characters "%00", which first_call()
+ * refuses in a path and which no query value accepts.
+ */
+static size_t unescape_cb(void *cls, struct MHD_Connection *mc, char *s)
+{
+	char *w = s;
+
+	(void)cls;
+	(void)mc;
+	for (const char *p = s; *p; p++) {
+		int hi, lo;
+		if (*p == '%' && (hi = hexval((unsigned char)p[1])) >= 0 &&
+		    (lo = hexval((unsigned char)p[2])) >= 0 && (hi | lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			p += 2;
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
@@ -764,6 +803,7 @@ int hd_server_start(struct hd *d, struct hp_error *err)
 		struct MHD_OptionItem o[] = {
 		    /* first, so that MHD's own messages come here too */
 		    {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, d},
+		    {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape_cb, NULL},
 		    {MHD_OPTION_SOCK_ADDR, 0, &ss},
 		    {MHD_OPTION_THREAD_POOL_SIZE, c->threads, NULL},
 		    {MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL},

@@ -267,6 +267,9 @@ problem("a job on an unknown dataset: 422", d.post("/v1/jobs", dict(jobbody, dat
 problem("a job without data: 400", d.post("/v1/jobs", {k: v for k, v in jobbody.items() if k != "data"}, U), 400, "missing-field", "data")
 problem("an unknown job: 404", d.get("/v1/jobs/999999", R), 404)
 problem("a job id that is not a number: 404", d.get("/v1/jobs/x1", R), 404)
+problem("an encoded NUL in a path: 400, not job 1", d.get("/v1/jobs/1%00x", R), 400, "bad-path")
+r = d.get("/v1/jobs/%2531", R)  # "%31" once decoded: no such job, and no second decoding
+check("a path is decoded once", r.status == 404, r)
 problem("jobs: a bad state filter: 400", d.get("/v1/jobs?state=done", R), 400, "invalid-field", "state")
 
 if not os.access(TRAINER, os.X_OK):
