@@ -675,39 +675,14 @@ static void completed_cb(void *cls, struct MHD_Connection *mc, void **con_cls,
 	atomic_fetch_sub(&d->inflight, 1);
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/*
- * libmicrohttpd's unescaping of the path and the query's values, in place,
- * as its own (%HH to the byte, anything else as it is) except for %00:
- * decoded, a NUL would end the string there and /v1/jobs/12%00x would
- * reach job 12.  It stays the three characters "%00", which first_call()
- * refuses in a path and which no query value accepts.
- */
+/* libmicrohttpd's unescaping of the path and the query's values: its own
+ * but for %00, kept encoded (hp_api_unescape()), which first_call()
+ * refuses in a path and no query value accepts. */
 static size_t unescape_cb(void *cls, struct MHD_Connection *mc, char *s)
 {
-	char *w = s;
-
 	(void)cls;
 	(void)mc;
-	for (const char *p = s; *p; p++) {
-		int hi, lo;
-		if (*p == '%' && (hi = hexval((unsigned char)p[1])) >= 0 &&
-		    (lo = hexval((unsigned char)p[2])) >= 0 && (hi | lo)) {
-			*w++ = (char)(hi * 16 + lo);
-			p += 2;
-		} else {
-			*w++ = *p;
-		}
-	}
-	*w = '\0';
-	return (size_t)(w - s);
+	return hp_api_unescape(s);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)

@@ -221,6 +221,14 @@ int hp_api_parse_id(const char *s, int64_t *out);
 /* A name in a path or query (a node, a dataset, a label): 1-63 bytes of
  * [A-Za-z0-9._-]. */
 bool hp_api_name_valid(const char *s);
+/*
+ * Decode a path or query value in place (libmicrohttpd's unescape
+ * callback): each %HH to its byte, anything else (a lone %, %G1) as it is,
+ * except %00, which stays the three characters "%00": decoded, a NUL would
+ * end the string there (/v1/jobs/1%00x would name job 1).  Returns the new
+ * length, strlen(s) afterwards; the result is never longer.
+ */
+size_t hp_api_unescape(char *s);
 
 /*
  * The dashboard's file for a request path (hetpoold serves them at "/"):

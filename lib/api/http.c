@@ -133,6 +133,32 @@ bool hp_api_name_valid(const char *s)
 	return n >= 1 && n <= 63;
 }
 
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+size_t hp_api_unescape(char *s)
+{
+	char *w = s;
+
+	for (const char *p = s; *p; p++) {
+		int hi, lo;
+		if (*p == '%' && (hi = hexval((unsigned char)p[1])) >= 0 &&
+		    (lo = hexval((unsigned char)p[2])) >= 0 && (hi | lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			p += 2;
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
 static const struct {
 	const char *ext;
 	const char *type;

@@ -5,7 +5,8 @@
  * dashboard's file names.  A token found lies inside the header and holds
  * only token68 characters; an id is 1..2^53 and prints back as the same
  * text; a valid name is 1-63 bytes of [A-Za-z0-9._-]; a dashboard file is
- * index.html or assets/ and one segment of those bytes, never "..".
+ * index.html or assets/ and one segment of those bytes, never ".."; a
+ * path decoded (hp_api_unescape) is never longer and holds no NUL.
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -72,6 +73,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else if (rel[0]) {
 			abort();
 		}
+	}
+	{
+		/* decoded in place: never longer, its length returned, and
+		 * a NUL only where the input had one */
+		size_t in = strlen(s), out = hp_api_unescape(s);
+		if (out > in || strlen(s) != out)
+			abort();
 	}
 	free(s);
 	return 0;

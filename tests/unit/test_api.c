@@ -347,6 +347,33 @@ HP_TEST(api_http_pieces)
 	ASSERT(!hp_api_name_valid("a b"));
 }
 
+HP_TEST(api_unescape_keeps_nul_encoded)
+{
+	/* each case: in, out (against Python's urllib.parse.unquote, with
+	 * %00 kept as it is) */
+	static const char *const cases[][2] = {
+	    {"/v1/jobs/12", "/v1/jobs/12"},
+	    {"/a%20b", "/a b"},
+	    {"%2F%2f", "//"},
+	    {"/v1/jobs/1%00x", "/v1/jobs/1%00x"},
+	    {"%2500", "%00"}, /* decoded once */
+	    {"%", "%"},
+	    {"%4", "%4"},
+	    {"%G1%1", "%G1%1"},
+	    {"%e2%82%ac", "\xe2\x82\xac"},
+	    {"%7e%7E%", "~~%"},
+	    {"", ""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[64];
+		size_t n;
+		snprintf(buf, sizeof(buf), "%s", cases[i][0]);
+		n = hp_api_unescape(buf);
+		ASSERT_STR_EQ(buf, cases[i][1]);
+		ASSERT_EQ_INT((int)n, (int)strlen(cases[i][1]));
+	}
+}
+
 HP_TEST(api_web_file_names_only_its_files)
 {
 	static const char *const bad[] = {"",
