@@ -68,8 +68,9 @@ struct hp_engine;
  * Build an engine for spec at o->batch (o NULL: defaults).  The memory the
  * net needs is counted first (on the CPU exactly, from the primitives'
  * layouts and scratchpads; see hp_engine_estimate_bytes()) and a net over
- * the limit is refused with HP_ETOOBIG before anything large is allocated; an unknown device gives
- * HP_EINVAL, a device without a backend HP_EDEVICE.  Returns NULL with err
+ * the limit is refused with HP_ETOOBIG before anything large is
+ * allocated; an unknown device gives HP_EINVAL, a device without a backend
+ * HP_EDEVICE.  Returns NULL with err
  * set on failure.  Parameters are initialized as PyTorch does (uniform
  * +-1/sqrt(fan_in) for conv and fc, 1 and 0 for bn) from o->seed.
  */

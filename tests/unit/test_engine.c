@@ -1166,9 +1166,9 @@ HP_TEST(engine_estimate_matches_allocated)
 	 * scratchpad included), for nets that exercise each kind of
 	 * buffer: residual adds (gradients summed through buffers of their
 	 * own), depthwise and grouped convs, concat, max pooling's
-	 * workspace, batch norm's statistics, dropout's masks, gemm-based
-	 * convs with per-thread scratchpads, fc layers whose weights are
-	 * reordered for the backward pass, Adam's second moments */
+	 * workspace, batch norm's statistics, dropout's masks, the convs'
+	 * scratchpads (sized for the threads), weights reordered for the
+	 * backward pass, Adam's second moments */
 	static const struct {
 		const char *onnx; /* or NULL: spec is the JSON */
 		const char *spec;
