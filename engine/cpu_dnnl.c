@@ -92,6 +92,7 @@ struct cpu {
 	size_t scratch_bytes;
 	void *scratch;
 	size_t total_bytes;
+	bool dry; /* count the buffers only (cpu_estimate()) */
 	struct act *acts;
 	struct lstate *ls;
 	struct param *params;
@@ -246,7 +247,8 @@ static int prim_op(struct cpu *b, struct oplist *l, dnnl_primitive_desc_t pd,
 	if (!op)
 		return nomem(err);
 	op->kind = OP_DNNL;
-	CK(dnnl_primitive_create(&op->prim, pd), what);
+	if (!b->dry)
+		CK(dnnl_primitive_create(&op->prim, pd), what);
 	va_start(ap, n);
 	for (int i = 0; i < n; i++) {
 		int id = va_arg(ap, int);
@@ -995,14 +997,23 @@ static void fill_args(struct oplist *l)
 	}
 }
 
-/* Check the exact total against the limit, then allocate everything. */
-static int materialize(struct cpu *b, struct hp_error *err)
+/* The bytes materialize() allocates: every buffer but views, and the
+ * scratchpad once, each rounded up to the 64 bytes of alloc_zeroed(). */
+static size_t buffer_bytes(const struct cpu *b)
 {
 	size_t total = (b->scratch_bytes + 63) / 64 * 64;
 
 	for (int i = 0; i < b->nmems; i++)
 		if (!b->mems[i]->scratch && !b->mems[i]->alias)
 			total += (b->mems[i]->bytes + 63) / 64 * 64;
+	return total;
+}
+
+/* Check the exact total against the limit, then allocate everything. */
+static int materialize(struct cpu *b, struct hp_error *err)
+{
+	size_t total = buffer_bytes(b);
+
 	if (total > b->o->max_bytes)
 		return hp_error_set(err, HP_ETOOBIG,
 				    "batch %lld needs %.1f MiB, over the limit "
@@ -1363,8 +1374,13 @@ static int build(struct cpu *b, struct hp_error *err)
 		if (rc)
 			hp_error_prefix(err, "layer %d", i);
 	}
-	if (rc || (rc = build_output(b, err)) || (rc = materialize(b, err)) ||
-	    (rc = init_params(b, err)))
+	if (rc || (rc = build_output(b, err)))
+		return rc;
+	if (b->dry) {
+		b->total_bytes = buffer_bytes(b);
+		return 0;
+	}
+	if ((rc = materialize(b, err)) || (rc = init_params(b, err)))
 		return rc;
 	snprintf(b->desc, sizeof(b->desc),
 		 "cpu: oneDNN %d.%d.%d %s, %d thread%s", v->major, v->minor,
@@ -1400,6 +1416,34 @@ static int cpu_create(struct hp_engine *e, struct hp_error *err)
 	}
 	e->be = b;
 	return 0;
+}
+
+/*
+ * The bytes cpu_create() would allocate for plan p with options o: the same
+ * build, primitive descriptors and all (so the layouts, reorders and
+ * scratchpad sizes are oneDNN's own), without creating the primitives or
+ * allocating the buffers.  The calling thread's OpenMP thread count is
+ * left as it was.
+ */
+static int cpu_estimate(const struct hp__plan *p,
+			const struct hp_engine_opts *o, size_t *bytes,
+			struct hp_error *err)
+{
+	struct cpu *b = calloc(1, sizeof(*b));
+	int omp0 = omp_get_max_threads(), rc;
+
+	if (!b)
+		return nomem(err);
+	b->p = p;
+	b->o = o;
+	b->dry = true;
+	b->threads = o->threads > 0 ? o->threads : omp_get_num_procs();
+	omp_set_num_threads(b->threads);
+	rc = build(b, err);
+	*bytes = b->total_bytes;
+	cpu_destroy(b);
+	omp_set_num_threads(omp0);
+	return rc;
 }
 
 static int cpu_set_input(void *be, const float *x, const int32_t *labels,
@@ -1737,6 +1781,7 @@ const struct hp__engine_ops hp__engine_cpu_ops = {
     .input_grad_get = cpu_input_grad_get,
     .mask_get = cpu_mask_get,
     .peak_bytes = cpu_peak_bytes,
+    .estimate = cpu_estimate,
     .desc = cpu_desc,
     .layer_times = cpu_layer_times,
     .layer_times_reset = cpu_layer_times_reset,

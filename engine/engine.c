@@ -475,7 +475,9 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 int64_t hp_engine_estimate_bytes(const struct hp_spec *s, int64_t batch,
 				 enum hp_optimizer opt)
 {
+	struct hp_engine_opts o;
 	struct hp__plan p;
+	size_t exact;
 	int64_t b;
 	int rc = hp__plan_build(s, batch, false, &p, NULL);
 
@@ -484,6 +486,15 @@ int64_t hp_engine_estimate_bytes(const struct hp_spec *s, int64_t batch,
 		return rc;
 	}
 	b = hp__plan_bytes(&p, opt);
+	/* The CPU backend's own count, layouts and scratchpads included;
+	 * where it cannot build the net, the plan's figure. */
+	hp_engine_opts_init(&o);
+	o.batch = batch;
+	o.opt = opt;
+	if (b >= 0 && hp__engine_cpu_ops.estimate &&
+	    !hp__engine_cpu_ops.estimate(&p, &o, &exact, NULL) &&
+	    exact <= (size_t)INT64_MAX)
+		b = (int64_t)exact;
 	hp__plan_release(&p);
 	return b;
 }
@@ -664,7 +675,7 @@ struct hp_engine *hp_engine_new(const struct hp_spec *spec,
 	struct hp_engine *e;
 	struct hp_engine_opts def;
 	int64_t need;
-	size_t limit;
+	size_t limit, exact;
 	int kind, rc;
 
 	if (!o) {
@@ -708,6 +719,11 @@ struct hp_engine *hp_engine_new(const struct hp_spec *spec,
 	limit = o->max_bytes ? o->max_bytes : default_max_bytes();
 	e->o.max_bytes = limit;
 	need = hp__plan_bytes(&e->plan, o->opt);
+	/* The plan's figure is rough: a net it puts over the limit is
+	 * refused on the backend's own count where the backend has one. */
+	if (need >= 0 && (uint64_t)need > (uint64_t)limit && e->ops->estimate &&
+	    !e->ops->estimate(&e->plan, &e->o, &exact, NULL))
+		need = exact > (size_t)INT64_MAX ? -1 : (int64_t)exact;
 	if (need < 0 || (uint64_t)need > (uint64_t)limit) {
 		hp_error_set(err, HP_ETOOBIG,
 			     "batch %lld needs about %.1f MiB, over the limit "

@@ -56,7 +56,9 @@ struct hp__plan {
 int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		   struct hp__plan *p, struct hp_error *err);
 void hp__plan_release(struct hp__plan *p);
-/* Bytes a plan needs with optimizer opt (all backends allocate alike). */
+/* A rough figure of the bytes a plan needs with optimizer opt, from its
+ * shapes alone: the first check of hp_engine_new() and the estimate of
+ * backends without an estimate op. */
 int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt);
 
 /*
@@ -100,6 +102,12 @@ struct hp__engine_ops {
 	int (*input_grad_get)(void *be, float *out, struct hp_error *err);
 	int (*mask_get)(void *be, int layer, float *out, struct hp_error *err);
 	size_t (*peak_bytes)(const void *be);
+	/* optional: the bytes create() would allocate for plan p with
+	 * options o, found without allocating them (NULL: the plan's
+	 * hp__plan_bytes() is the estimate) */
+	int (*estimate)(const struct hp__plan *p,
+			const struct hp_engine_opts *o, size_t *bytes,
+			struct hp_error *err);
 	const char *(*desc)(const void *be);
 	/* optional (NULL: unsupported, as on the CPU) */
 	int (*energy_mj)(void *be, uint64_t *mj);

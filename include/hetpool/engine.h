@@ -66,9 +66,11 @@ struct hp_engine;
 
 /*
  * Build an engine for spec at o->batch (o NULL: defaults).  The memory the
- * net needs is estimated first and a net over the limit is refused with
- * HP_ETOOBIG before anything large is allocated; an unknown device gives
- * HP_EINVAL, a device without a backend HP_EDEVICE.  Returns NULL with err
+ * net needs is counted first (on the CPU exactly, from the primitives'
+ * layouts and scratchpads; see hp_engine_estimate_bytes()) and a net over
+ * the limit is refused with HP_ETOOBIG before anything large is
+ * allocated; an unknown device gives HP_EINVAL, a device without a backend
+ * HP_EDEVICE.  Returns NULL with err
  * set on failure.  Parameters are initialized as PyTorch does (uniform
  * +-1/sqrt(fan_in) for conv and fc, 1 and 0 for bn) from o->seed.
  */
@@ -237,7 +239,8 @@ int hp_engine_layer_times(const struct hp_engine *e, double *out, int n,
 void hp_engine_layer_times_reset(struct hp_engine *e);
 
 /* Bytes the engine allocated: all tensors, workspaces, the scratchpad and
- * the optimizer state (a step allocates nothing more). */
+ * the optimizer state (a step allocates nothing more; oneDNN's, cuDNN's
+ * and cuBLAS's own objects, such as JIT code and handles, are not in it). */
 size_t hp_engine_peak_bytes(const struct hp_engine *e);
 /* e.g. "cpu: oneDNN 2.6.3 avx512_core, 2 threads" */
 const char *hp_engine_device_desc(const struct hp_engine *e);
@@ -259,9 +262,19 @@ int hp_engine_device_info(const struct hp_engine *e,
 int hp_engine_energy_mj(struct hp_engine *e, uint64_t *mj);
 
 /*
- * Estimate of the bytes hp_engine_new() would allocate for spec at batch
- * with optimizer opt, without allocating; negative code on an invalid spec
- * or batch, or on overflow (HP_ETOOBIG).
+ * The bytes hp_engine_new() would allocate on the CPU for spec at batch
+ * with optimizer opt and the default options (all cores), found without
+ * allocating them: the CPU backend builds the net's oneDNN primitive
+ * descriptors, as hp_engine_new() does, and adds up the buffers they call
+ * for (activations and their gradients in oneDNN's padded layouts,
+ * parameters, gradients and optimizer state, copies in the layouts the
+ * backward primitives want, workspaces, batch norm statistics, dropout
+ * masks, the largest scratchpad), so on the same host and thread count it
+ * is what hp_engine_peak_bytes() then reports.  It takes about as long as
+ * building the descriptors (tens of milliseconds for ResNet-50).  Where
+ * oneDNN cannot build the net, a rougher figure from the shapes alone.
+ * Negative code on an invalid spec or batch, or on overflow (HP_ETOOBIG).
+ * Sets nothing in the calling thread (its OpenMP thread count is kept).
  */
 int64_t hp_engine_estimate_bytes(const struct hp_spec *s, int64_t batch,
 				 enum hp_optimizer opt);

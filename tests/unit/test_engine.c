@@ -1144,3 +1144,124 @@ HP_TEST(engine_onnx_net)
 		HP_FAIL("message without the op: %s", err.msg);
 	hp_graph_free(g);
 }
+
+/* A spec from an ONNX file of the repository at input shape chw. */
+static void onnx_spec(const char *rel, int64_t c, int64_t hw, struct hp_spec *s)
+{
+	struct hp_error err = {0};
+	int64_t shape[3] = {c, hw, hw};
+	struct hp_graph *g = hp_model_load(hp_test_path(rel), &err);
+
+	if (!g)
+		HP_FAIL("%s: %s", rel, err.msg);
+	if (hp_spec_from_graph(g, shape, true, s, &err))
+		HP_FAIL("%s: %s", rel, err.msg);
+	hp_graph_free(g);
+}
+
+HP_TEST(engine_estimate_matches_allocated)
+{
+	/* hp_engine_estimate_bytes() against the bytes the engine then
+	 * allocated (hp_engine_peak_bytes(): every buffer it allocates,
+	 * scratchpad included), for nets that exercise each kind of
+	 * buffer: residual adds (gradients summed through buffers of their
+	 * own), depthwise and grouped convs, concat, max pooling's
+	 * workspace, batch norm's statistics, dropout's masks, the convs'
+	 * scratchpads (sized for the threads), weights reordered for the
+	 * backward pass, Adam's second moments */
+	static const struct {
+		const char *onnx; /* or NULL: spec is the JSON */
+		const char *spec;
+		int64_t hw, batch;
+		enum hp_optimizer opt;
+	} nets[] = {
+	    {"data/models/resnet18.train.onnx", NULL, 32, 4, HP_OPT_SGD},
+	    {"data/models/resnet50.train.onnx", NULL, 32, 2, HP_OPT_ADAM},
+	    {"data/models/vgg11.train.onnx", NULL, 32, 2, HP_OPT_SGD},
+	    {"tests/data/models/resnext50_32x4d.train.onnx", NULL, 32, 2,
+	     HP_OPT_SGD},
+	    /* a MobileNetV2 block: depthwise conv, ReLU6, a residual add */
+	    {NULL,
+	     NET("[3,32,32]", 10,
+		 CONV(16, 3, 2, 1) "," BN "," CLIP(0, 6) "," GCONV(
+		     16, 3, 1, 1,
+		     16) "," BN
+			 "," CLIP(0, 6) "," CONV(16, 1, 1, 0) "," BN "," ADD(
+			     "2,7") "," CONV(24, 1, 1,
+					     0) "," BN "," GAP "," FLATTEN
+						"," DROPOUT(0.2) "," FC(10)),
+	     0, 8, HP_OPT_ADAM},
+	    {NULL,
+	     NET("[3,24,24]", 3,
+		 CONV(6, 3, 1, 1) "," RELU "," CONVI(5, 1, 1, 0, "1") "," CONVI(
+		     7, 3, 1, 1,
+		     "1") "," CONCAT("2,3,1") "," BN "," RELU
+					      "," POOL("max", 2, 2,
+						       0) "," FC(3)),
+	     0, 8, HP_OPT_SGD},
+	};
+	static const char *files[] = {"tests/data/train/cnn.json",
+				      "tests/data/train/cnn_bn.json",
+				      "data/models/fmnist-cnn.json"};
+	enum {
+		NNETS = sizeof(nets) / sizeof(nets[0]),
+		NFILES = sizeof(files) / sizeof(files[0])
+	};
+	struct hp_spec s[NNETS + NFILES];
+	int64_t est[NNETS + NFILES], batch[NNETS + NFILES];
+	enum hp_optimizer opt[NNETS + NFILES];
+	double sum = 0;
+	long rss0;
+
+	for (int i = 0; i < NNETS + NFILES; i++) {
+		struct hp_error err = {0};
+		char *text;
+		size_t len;
+		if (i < NNETS && nets[i].onnx) {
+			onnx_spec(nets[i].onnx, 3, nets[i].hw, &s[i]);
+		} else if (i < NNETS) {
+			parse(nets[i].spec, &s[i]);
+		} else {
+			if (hp_read_file(hp_test_path(files[i - NNETS]),
+					 1 << 20, &text, &len, &err))
+				HP_FAIL("%s", err.msg);
+			if (hp_spec_parse_only(text, len, &s[i], &err))
+				HP_FAIL("%s: %s", files[i - NNETS], err.msg);
+			free(text);
+		}
+		batch[i] = i < NNETS ? nets[i].batch : 16;
+		opt[i] = i < NNETS ? nets[i].opt : HP_OPT_SGD;
+	}
+	/* every estimate first: none allocates what it counts */
+	rss0 = maxrss_kb();
+	for (int i = 0; i < NNETS + NFILES; i++) {
+		est[i] = hp_engine_estimate_bytes(&s[i], batch[i], opt[i]);
+		ASSERT(est[i] > 0);
+		sum += (double)est[i];
+	}
+	ASSERT(sum > 1e9);
+	if ((double)(maxrss_kb() - rss0) * 1024 > 0.1 * sum)
+		HP_FAIL("estimating %.0f MiB grew the process by %ld KiB",
+			sum / 1048576, maxrss_kb() - rss0);
+	for (int i = 0; i < NNETS + NFILES; i++) {
+		struct hp_engine_opts o;
+		struct hp_error err = {0};
+		struct hp_engine *e;
+		double peak;
+		hp_engine_opts_init(&o);
+		o.batch = batch[i];
+		o.opt = opt[i];
+		e = hp_engine_new(&s[i], &o, &err);
+		if (!e)
+			HP_FAIL("net %d: %s", i, err.msg);
+		peak = (double)hp_engine_peak_bytes(e);
+		/* never below what is allocated; at most 10% above */
+		if (!((double)est[i] >= peak && (double)est[i] <= 1.1 * peak))
+			HP_FAIL("net %d (%s): estimate %.2f MiB, allocated "
+				"%.2f MiB",
+				i, s[i].name ? s[i].name : "",
+				est[i] / 1048576.0, peak / 1048576.0);
+		hp_engine_free(e);
+		hp_spec_release(&s[i]);
+	}
+}
