@@ -139,7 +139,7 @@ static int cmd_fit(int argc, char **argv)
 	if (hp_estimator_save_open(&file, out, &err))
 		return cli_error(EXIT_USAGE, "fit: %s", err.msg);
 	open = true;
-	tmp_path = file.tmp;
+	tmp_path = file.af.tmp;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (first < argc) {

@@ -313,47 +313,6 @@ static int make_dir(const char *path)
 	return 0;
 }
 
-/* Write data to path through a temporary file, fsync and rename, so that
- * a reader never sees half a file. */
-static int write_atomic(const char *path, const char *data, size_t len)
-{
-	char tmp[4200];
-	int fd, e;
-	size_t done = 0;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path,
-			     (long)getpid()) >= sizeof(tmp))
-		return ENAMETOOLONG;
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
-		return errno;
-	while (done < len) {
-		ssize_t w = write(fd, data + done, len - done);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
-		done += (size_t)w;
-	}
-	if (fsync(fd))
-		goto fail;
-	if (close(fd)) {
-		fd = -1;
-		goto fail;
-	}
-	if (rename(tmp, path)) {
-		fd = -1;
-		goto fail;
-	}
-	return 0;
-fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return e;
-}
-
 /* Following metrics.jsonl while the trainer writes it. */
 struct tail {
 	off_t off;
@@ -691,10 +650,14 @@ static int analyse(const struct lr_find *a, const char *dir,
 		memset(&r, 0, sizeof(r));
 		r.diverged_at = -1;
 	}
-	if ((rc = hp_lrfind_svg(&s, &r, &run, &b, &err)) ||
-	    (rc = write_atomic(svg, hp_buf_str(&b), b.len))) {
+	if (hp_lrfind_svg(&s, &r, &run, &b, &err)) {
 		status = cli_error(EXIT_FAIL, "lr-find: cannot write '%s': %s",
-				   svg, err.code ? err.msg : strerror(rc));
+				   svg, err.msg);
+		goto out;
+	}
+	/* replaced whole: a reader never sees half a file */
+	if (hp_write_file_atomic(svg, hp_buf_str(&b), b.len, 0644, &err)) {
+		status = cli_error(EXIT_FAIL, "lr-find: %s", err.msg);
 		goto out;
 	}
 	if (arc) {
@@ -712,9 +675,8 @@ static int analyse(const struct lr_find *a, const char *dir,
 		status = cli_error(EXIT_FAIL, "lr-find: out of memory");
 		goto out;
 	}
-	if ((rc = write_atomic(jpath, hp_buf_str(&b), b.len))) {
-		status = cli_error(EXIT_FAIL, "lr-find: cannot write '%s': %s",
-				   jpath, strerror(rc));
+	if (hp_write_file_atomic(jpath, hp_buf_str(&b), b.len, 0644, &err)) {
+		status = cli_error(EXIT_FAIL, "lr-find: %s", err.msg);
 		goto out;
 	}
 	if (a->json) {

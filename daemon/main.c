@@ -708,15 +708,15 @@ int main(int argc, char **argv)
 		       "i:", (long long)d.cfg.threads, "web_dir",
 		       "s:", d.cfg.web_dir ? d.cfg.web_dir : "", NULL);
 		if (port_file) {
-			char tmp[PATH_MAX + 8], text[16];
-			FILE *f;
-			snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
-			snprintf(text, sizeof(text), "%d\n", port);
-			if ((f = fopen(tmp, "w"))) {
-				fputs(text, f);
-				if (fclose(f) == 0)
-					rename(tmp, port_file);
-			}
+			/* whole, so a script polling it never reads half */
+			struct hp_error perr = {0};
+			char text[16];
+			int n = snprintf(text, sizeof(text), "%d\n", port);
+			if (hp_write_file_atomic(port_file, text, (size_t)n,
+						 0666, &perr))
+				hd_log(HP_LOG_WARN,
+				       "cannot write the port file", "error",
+				       "s:", perr.msg, NULL);
 		}
 	}
 	for (;;) {

@@ -599,28 +599,6 @@ out:
 
 /* ---- launching */
 
-/* Write bytes to path atomically (temporary, fsync, rename). */
-static int write_file(const char *path, const void *data, size_t len,
-		      struct hp_error *err)
-{
-	char tmp[HP_DEPLOY_PATH_MAX + 16];
-	FILE *f;
-	int ok;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
-	if (!(f = fopen(tmp, "wb")))
-		return hp_error_set(err, HP_EIO, "cannot write '%s': %s", tmp,
-				    strerror(errno));
-	ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 &&
-	     fsync(fileno(f)) == 0;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path)) {
-		unlink(tmp);
-		return hp_error_set(err, HP_EIO, "cannot write '%s'", path);
-	}
-	return 0;
-}
-
 /* The model file the trainer reads: the stored model's bytes, or the
  * inline spec, under the data folder. */
 static int model_file(struct hd *d, const struct hp_store_job *sj,
@@ -643,13 +621,14 @@ static int model_file(struct hd *d, const struct hp_store_job *sj,
 		if ((rc = hp_store_model_get(d->store, j->model_id, true, &sm,
 					     err)))
 			return rc;
-		rc = write_file(path, sm.data, (size_t)sm.size, err);
+		rc = hp_write_file_atomic(path, sm.data, (size_t)sm.size, 0666,
+					  err);
 		hp_store_model_release(&sm);
 		return rc;
 	}
 	snprintf(path, n, "%s/models/job-%lld.json", d->cfg.data_dir,
 		 (long long)sj->id);
-	return write_file(path, j->spec, strlen(j->spec), err);
+	return hp_write_file_atomic(path, j->spec, strlen(j->spec), 0666, err);
 }
 
 /* The deployment of job id made before a crash, by its label: 0 with

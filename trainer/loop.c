@@ -1193,7 +1193,7 @@ static int write_results(struct tr_run *t, const char *state,
 			 struct hp_error *err)
 {
 	struct devrec me, *drec = NULL;
-	char basis[200] = "", hx[32], sx[32], *path, *tmp;
+	char basis[200] = "", hx[32], sx[32], *path, *text;
 	double ej = NAN, mine[3], *all = NULL;
 	int kind; /* 0 measured, 1 predicted, 2 not measured */
 	uint64_t wh = 0, sh = 0;
@@ -1295,16 +1295,14 @@ static int write_results(struct tr_run *t, const char *state,
 	if (basis[0] && worst != 0)
 		json_object_set_new(o, "energy_note", json_string(basis));
 	path = path_in(t, "results.json");
-	tmp = path_in(t, "results.json.tmp");
-	if (!path || !tmp ||
-	    json_dump_file(o, tmp,
-			   JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-			       JSON_REAL_PRECISION(9)) ||
-	    rename(tmp, path))
-		rc = hp_error_set(err, HP_EIO, "cannot write '%s/results.json'",
-				  t->o->out);
+	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+				 JSON_REAL_PRECISION(9));
+	if (!path || !text)
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory (results)");
+	else
+		rc = hp_write_file_atomic(path, text, strlen(text), 0666, err);
 	free(path);
-	free(tmp);
+	free(text);
 done:
 	json_decref(o);
 	free(all);
@@ -1465,7 +1463,7 @@ static void remove_stale(const char *dir)
 	while (d && (de = readdir(d))) {
 		if (strncmp(de->d_name, "checkpoint.tmp.", 15) &&
 		    strncmp(de->d_name, "metrics.jsonl.tmp.", 18) &&
-		    strcmp(de->d_name, "results.json.tmp"))
+		    strncmp(de->d_name, "results.json.tmp", 16))
 			continue;
 		if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) <
 		    sizeof(p))

@@ -259,12 +259,11 @@ int hp_estimator_save(const struct hp_estimator *est, const char *path,
  * '/nonexistent/x.json': No such file or directory"; HP_EINVAL when path
  * is a directory); hp_estimator_save_commit() writes est into it, flushes
  * it and renames it over path; hp_estimator_save_abort() removes it.
- * Either ends the struct's use.
+ * Either ends the struct's use.  The temporary is an hp_atomic_file
+ * (hetpool/util.h); its name is in af.tmp while it exists.
  */
 struct hp_estimator_file {
-	char path[4096];
-	char tmp[4096 + 32];
-	int fd;
+	struct hp_atomic_file af;
 };
 int hp_estimator_save_open(struct hp_estimator_file *f, const char *path,
 			   struct hp_error *err);

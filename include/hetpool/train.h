@@ -276,8 +276,9 @@ int hp_ckpt_add(struct hp_ckpt *c, const char *name, int64_t numel,
 const struct hp_ckpt_tensor *hp_ckpt_find(const struct hp_ckpt *c,
 					  const char *name);
 /*
- * Write atomically: to PATH.tmp.PID, fsync, rename over path, fsync the
- * folder.  A crash leaves the old file or the new one, never a mix.
+ * Write atomically (hp_atomic_file): to PATH.tmp.PID.N, fsync, rename over
+ * path, fsync the folder.  A crash leaves the old file or the new one,
+ * never a mix.
  */
 int hp_ckpt_write(const char *path, const struct hp_ckpt *c,
 		  struct hp_error *err);

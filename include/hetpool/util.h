@@ -1,7 +1,7 @@
 /*
  * util.h - basics shared by every hetpool module: error codes and the
- * error context, a growable string buffer with a size cap, logging, and
- * checked number parsing.
+ * error context, a growable string buffer with a size cap, files read
+ * whole and replaced atomically, logging, and checked number parsing.
  *
  * Ownership: a function that returns heap memory says so; the caller frees
  * it with the matching *_free / *_release.  Nothing here prints to stdout.
@@ -101,6 +101,35 @@ char *hp_buf_detach(struct hp_buf *b);
  */
 int hp_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
 		 struct hp_error *err);
+
+/*
+ * Replace a file whole.  hp_atomic_open() creates a temporary file beside
+ * path ("PATH.tmp.PID.N", new, close-on-exec, created with mode as open(2)
+ * takes it, so the umask applies); the caller writes into fd, directly or
+ * through hp_atomic_write(); hp_atomic_commit() flushes it to disk, renames
+ * it over path and flushes the directory, so a reader or a crash sees the
+ * old file or the new one, never part of one.  hp_atomic_abort() removes
+ * the temporary.  A failing open, write or commit removes the temporary
+ * itself and leaves path as it was; the error names path and the system's
+ * reason ("cannot write 'PATH': No such file or directory", HP_EIO; a name
+ * too long is HP_EINVAL).  Commit and abort end the struct's use; abort
+ * may be called again, or after a failure, and does nothing.  No state is
+ * shared between calls: safe from many threads, also on one path.
+ */
+struct hp_atomic_file {
+	int fd;		     /* write here; -1 once closed */
+	char path[4096];     /* the target */
+	char tmp[4096 + 48]; /* the temporary; "" once renamed or removed */
+};
+int hp_atomic_open(struct hp_atomic_file *af, const char *path, int mode,
+		   struct hp_error *err);
+int hp_atomic_write(struct hp_atomic_file *af, const void *data, size_t len,
+		    struct hp_error *err);
+int hp_atomic_commit(struct hp_atomic_file *af, struct hp_error *err);
+void hp_atomic_abort(struct hp_atomic_file *af);
+/* All of it in one call: path holds the len bytes of data, or is as it was. */
+int hp_write_file_atomic(const char *path, const void *data, size_t len,
+			 int mode, struct hp_error *err);
 
 /* Logging: the library never prints; the program installs a sink. */
 enum hp_log_level {

@@ -145,7 +145,7 @@ static int copy_into(const char *src, const char *dst, struct hp_error *err)
 
 	if ((rc = hp_read_file(src, 1u << 30, &text, &len, err)))
 		return rc;
-	rc = hp__write_atomic(dst, text, len, 0644, err);
+	rc = hp_write_file_atomic(dst, text, len, 0644, err);
 	free(text);
 	return rc;
 }
@@ -491,16 +491,16 @@ static int fill_new(struct hp__submit *s, const char *tmp, const char *id,
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	if (!(rc = hp__path(path, sizeof(path), err, "%s/%s", tmp,
 			    HP_PLAN_FILE)))
-		rc = hp__write_atomic(path, plan, strlen(plan), 0644, err);
+		rc = hp_write_file_atomic(path, plan, strlen(plan), 0644, err);
 	free(plan);
 	if (rc)
 		return rc;
 	if (s->opts->recommendation &&
 	    ((rc = hp__path(path, sizeof(path), err, "%s/recommendation.json",
 			    tmp)) ||
-	     (rc = hp__write_atomic(path, s->opts->recommendation,
-				    strlen(s->opts->recommendation), 0644,
-				    err))))
+	     (rc = hp_write_file_atomic(path, s->opts->recommendation,
+					strlen(s->opts->recommendation), 0644,
+					err))))
 		return rc;
 	for (int i = 0; i < 2; i++) {
 		if ((rc = hp__path(path, sizeof(path), err, "%s/%s", tmp,

@@ -202,11 +202,8 @@ char **hp__argv_dup(char *const v[]);
 
 /* ---- files */
 
-/* Write a file atomically: a temporary beside it, fsync, rename, fsync of
- * the folder.  mode as for open(). */
-int hp__write_atomic(const char *path, const void *data, size_t len, int mode,
-		     struct hp_error *err);
-/* json_dumps(o) written atomically (o is not consumed). */
+/* json_dumps(o) written atomically with hp_write_file_atomic() (o is not
+ * consumed). */
 int hp__write_json(const char *path, const json_t *o, struct hp_error *err);
 /* mkdir -p (mode 0755). */
 int hp__mkdirs(const char *path, struct hp_error *err);

@@ -1,12 +1,11 @@
 /*
- * files.c - the job directory's plumbing: files replaced atomically
- * (temporary, fsync, rename, fsync of the folder), folders made, the
- * job's lock, JSON files read with a size cap, file checksums, and the
- * checks on names and paths that come from users and plans.
+ * files.c - the job directory's plumbing: JSON files replaced atomically
+ * (hp_write_file_atomic), folders made, the job's lock, JSON files read
+ * with a size cap, file checksums, and the checks on names and paths
+ * that come from users and plans.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,65 +31,6 @@ int hp__path(char *buf, size_t n, struct hp_error *err, const char *fmt, ...)
 	return 0;
 }
 
-static int fsync_dir_of(const char *path)
-{
-	char copy[HP_DEPLOY_PATH_MAX + 64];
-	int fd, rc;
-
-	snprintf(copy, sizeof(copy), "%s", path);
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
-int hp__write_atomic(const char *path, const void *data, size_t len, int mode,
-		     struct hp_error *err)
-{
-	static unsigned long counter;
-	char tmp[HP_DEPLOY_PATH_MAX + 64];
-	const char *p = data;
-	int fd, e;
-
-	if (hp__path(tmp, sizeof(tmp), err, "%s.tmp.%ld.%lu", path,
-		     (long)getpid(),
-		     __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED)))
-		return HP_ERANGE;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-	if (fd < 0)
-		return hp_error_set(err, HP_EIO, "cannot write '%s': %s", tmp,
-				    strerror(errno));
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			goto fail;
-		p += w;
-		len -= (size_t)w;
-	}
-	if (fsync(fd))
-		goto fail;
-	if (close(fd)) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path))
-		goto fail;
-	fsync_dir_of(path);
-	return 0;
-fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return hp_error_set(err, HP_EIO, "cannot write '%s': %s", path,
-			    strerror(e ? e : EIO));
-}
-
 int hp__write_json(const char *path, const json_t *o, struct hp_error *err)
 {
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -98,7 +38,7 @@ int hp__write_json(const char *path, const json_t *o, struct hp_error *err)
 
 	if (!s)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	rc = hp__write_atomic(path, s, strlen(s), 0644, err);
+	rc = hp_write_file_atomic(path, s, strlen(s), 0644, err);
 	free(s);
 	return rc;
 }

@@ -168,7 +168,8 @@ static int slurm_prepare(struct hp__submit *s, struct hp_error *err)
 		return err->code;
 	if (!(rc = hp__path(path, sizeof(path), err, "%s/job.sbatch",
 			    s->job->dir)))
-		rc = hp__write_atomic(path, script, strlen(script), 0755, err);
+		rc = hp_write_file_atomic(path, script, strlen(script), 0755,
+					  err);
 	free(script);
 	return rc;
 }

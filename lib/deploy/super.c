@@ -170,7 +170,7 @@ static int write_text(const char *dir, const char *name, const char *text,
 
 	if ((rc = hp__path(path, sizeof(path), err, "%s/%s", dir, name)))
 		return rc;
-	return hp__write_atomic(path, text, strlen(text), 0644, err);
+	return hp_write_file_atomic(path, text, strlen(text), 0644, err);
 }
 
 static int trainer_argv(struct hp__submit *s, struct hp_error *err)

@@ -541,37 +541,17 @@ static int make_parents(const char *path, struct hp_error *err)
 int hp_host_file_save(const char *path, const struct hp_host_file *f,
 		      struct hp_error *err)
 {
-	char tmp[4200];
+	struct hp_atomic_file out;
 	char *text = hp_host_file_json(f);
-	FILE *out;
-	int rc = 0;
+	int rc;
 
 	if (!text)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	if ((rc = make_parents(path, err)))
-		goto done;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >=
-	    (int)sizeof(tmp)) {
-		rc = hp_error_set(err, HP_ETOOBIG, "path too long");
-		goto done;
-	}
-	if (!(out = fopen(tmp, "w"))) {
-		rc = hp_error_set(err, HP_EIO, "unable to write '%s': %s", tmp,
-				  strerror(errno));
-		goto done;
-	}
-	if (fputs(text, out) < 0 || fputc('\n', out) < 0) {
-		fclose(out);
-		unlink(tmp);
-		rc = hp_error_set(err, HP_EIO, "unable to write '%s'", tmp);
-		goto done;
-	}
-	if (fclose(out) || rename(tmp, path)) {
-		unlink(tmp);
-		rc = hp_error_set(err, HP_EIO, "unable to write '%s': %s", path,
-				  strerror(errno));
-	}
-done:
+	if (!(rc = make_parents(path, err)) &&
+	    !(rc = hp_atomic_open(&out, path, 0666, err)) &&
+	    !(rc = hp_atomic_write(&out, text, strlen(text), err)) &&
+	    !(rc = hp_atomic_write(&out, "\n", 1, err)))
+		rc = hp_atomic_commit(&out, err);
 	free(text);
 	return rc;
 }

@@ -189,70 +189,26 @@ static int cannot_write(struct hp_error *err, int code, const char *path, int e)
 int hp_estimator_save_open(struct hp_estimator_file *f, const char *path,
 			   struct hp_error *err)
 {
-	static unsigned seq;
 	struct stat st;
-	bool exists;
+	bool exists = path && *path && stat(path, &st) == 0;
+	int rc;
 
 	memset(f, 0, sizeof(*f));
-	f->fd = -1;
-	if (!path || !*path)
-		return hp_error_set(err, HP_EINVAL, "no file name to write");
-	if (strlen(path) >= sizeof(f->path))
-		return cannot_write(err, HP_EINVAL, path, ENAMETOOLONG);
-	exists = stat(path, &st) == 0;
+	f->af.fd = -1;
 	if (exists && S_ISDIR(st.st_mode))
 		return cannot_write(err, HP_EINVAL, path, EISDIR);
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	/* Beside the target (the rename must not cross file systems), a
-	 * name no other writer uses; created with the umask's mode, or the
-	 * mode of the file it will replace. */
-	for (int tries = 0; tries < 100; tries++) {
-		snprintf(f->tmp, sizeof(f->tmp), "%s.tmp.%ld.%u", path,
-			 (long)getpid(),
-			 __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED));
-		f->fd =
-		    open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (f->fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (f->fd < 0) {
-		int e = errno;
-		f->tmp[0] = '\0';
-		return cannot_write(err, HP_EIO, path, e);
-	}
+	/* created with the umask's mode, or the mode of the file it will
+	 * replace */
+	if ((rc = hp_atomic_open(&f->af, path, 0666, err)))
+		return rc;
 	if (exists && S_ISREG(st.st_mode))
-		(void)fchmod(f->fd, st.st_mode & 07777);
+		(void)fchmod(f->af.fd, st.st_mode & 07777);
 	return 0;
 }
 
 void hp_estimator_save_abort(struct hp_estimator_file *f)
 {
-	if (f->fd >= 0)
-		close(f->fd);
-	if (f->tmp[0])
-		unlink(f->tmp);
-	f->fd = -1;
-	f->tmp[0] = '\0';
-}
-
-/* Make the rename itself durable: flush the directory holding path. */
-static void sync_dir(const char *path)
-{
-	char dir[4096];
-	const char *slash = strrchr(path, '/');
-	int fd;
-
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)fsync(fd);
-		close(fd);
-	}
+	hp_atomic_abort(&f->af);
 }
 
 int hp_estimator_save_commit(struct hp_estimator_file *f,
@@ -260,8 +216,8 @@ int hp_estimator_save_commit(struct hp_estimator_file *f,
 			     struct hp_error *err)
 {
 	char *s = hp_estimator_dumps(est);
-	size_t len, off = 0;
-	int rc = 0;
+	size_t len;
+	int rc;
 
 	if (!s) {
 		hp_estimator_save_abort(f);
@@ -269,36 +225,9 @@ int hp_estimator_save_commit(struct hp_estimator_file *f,
 	}
 	len = strlen(s);
 	s[len++] = '\n'; /* in place of the NUL: written by length */
-	while (off < len) {
-		ssize_t n = write(f->fd, s + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = cannot_write(err, HP_EIO, f->path,
-					  n < 0 ? errno : EIO);
-			break;
-		}
-		off += (size_t)n;
-	}
+	rc = hp_atomic_write(&f->af, s, len, err);
 	free(s);
-	if (!rc && fsync(f->fd))
-		rc = cannot_write(err, HP_EIO, f->path, errno);
-	if (!rc && close(f->fd)) {
-		f->fd = -1;
-		rc = cannot_write(err, HP_EIO, f->path, errno);
-	}
-	if (!rc) {
-		f->fd = -1;
-		if (rename(f->tmp, f->path))
-			rc = cannot_write(err, HP_EIO, f->path, errno);
-	}
-	if (rc) {
-		hp_estimator_save_abort(f);
-		return rc;
-	}
-	f->tmp[0] = '\0';
-	sync_dir(f->path);
-	return 0;
+	return rc ? rc : hp_atomic_commit(&f->af, err);
 }
 
 int hp_estimator_save(const struct hp_estimator *est, const char *path,

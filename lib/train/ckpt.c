@@ -118,85 +118,46 @@ static char *header_json(const struct hp_ckpt *c)
 	return s;
 }
 
-/* Write n bytes, updating the CRC; false with errno on failure. */
-static bool put(int fd, const void *p, size_t n, uLong *crc)
+/* Write n bytes into the temporary, updating the CRC. */
+static int put(struct hp_atomic_file *af, const void *p, size_t n, uLong *crc,
+	       struct hp_error *err)
 {
-	const char *b = p;
-
 	*crc = crc32_z(*crc, p, n);
-	while (n > 0) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		b += w;
-		n -= (size_t)w;
-	}
-	return true;
+	return hp_atomic_write(af, p, n, err);
 }
 
 int hp_ckpt_write(const char *path, const struct hp_ckpt *c,
 		  struct hp_error *err)
 {
-	char tmp[4200], dir[4096];
+	struct hp_atomic_file af;
 	char *hdr = header_json(c);
 	uint64_t hlen;
 	uint32_t crc32le;
 	uLong crc = crc32(0, NULL, 0);
-	int fd, dfd, e;
-	bool ok;
-	const char *slash;
+	int rc;
 
 	if (!hdr)
 		return hp_error_set(err, HP_ENOMEM,
 				    "out of memory (checkpoint header)");
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path,
-			     (long)getpid()) >= sizeof(tmp)) {
+	if ((rc = hp_atomic_open(&af, path, 0644, err))) {
 		free(hdr);
-		return hp_error_set(err, HP_EINVAL, "checkpoint path too long");
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		e = errno;
-		free(hdr);
-		return hp_error_set(err, HP_EIO, "cannot create '%s': %s", tmp,
-				    strerror(e));
+		return rc;
 	}
 	hlen = strlen(hdr);
-	ok = put(fd, MAGIC, MAGIC_LEN, &crc) && put(fd, &hlen, 8, &crc) &&
-	     put(fd, hdr, hlen, &crc);
-	for (int i = 0; ok && i < c->n; i++)
-		ok = put(fd, c->t[i].data,
-			 (size_t)c->t[i].numel * sizeof(float), &crc);
+	rc = put(&af, MAGIC, MAGIC_LEN, &crc, err);
+	if (!rc)
+		rc = put(&af, &hlen, 8, &crc, err);
+	if (!rc)
+		rc = put(&af, hdr, hlen, &crc, err);
+	for (int i = 0; !rc && i < c->n; i++)
+		rc = put(&af, c->t[i].data,
+			 (size_t)c->t[i].numel * sizeof(float), &crc, err);
 	crc32le = (uint32_t)crc;
-	ok = ok && put(fd, &crc32le, 4, &crc) && fsync(fd) == 0;
-	e = errno;
+	if (!rc)
+		rc = put(&af, &crc32le, 4, &crc, err);
 	free(hdr);
-	if (close(fd) != 0 && ok) {
-		ok = false;
-		e = errno;
-	}
-	if (!ok || rename(tmp, path) != 0) {
-		if (ok)
-			e = errno;
-		unlink(tmp);
-		return hp_error_set(err, HP_EIO, "cannot write '%s': %s", path,
-				    strerror(e));
-	}
-	/* the rename itself must reach the disk */
-	slash = strrchr(path, '/');
-	if (slash)
-		snprintf(dir, sizeof(dir), "%.*s",
-			 slash == path ? 1 : (int)(slash - path), path);
-	else
-		snprintf(dir, sizeof(dir), ".");
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	/* a failed put has removed the temporary already */
+	return rc ? rc : hp_atomic_commit(&af, err);
 }
 
 static int bad(struct hp_error *err, const char *what)

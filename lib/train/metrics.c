@@ -78,10 +78,9 @@ static int64_t line_step(const char *line, size_t n)
 
 int hp_metrics_truncate(const char *path, int64_t step, struct hp_error *err)
 {
-	char *buf = NULL, tmp[4200];
+	char *buf = NULL;
 	size_t len = 0, keep = 0;
-	FILE *f;
-	int rc, e;
+	int rc;
 
 	rc = hp_read_file(path, (size_t)1 << 32, &buf, &len, err);
 	if (rc == HP_ENOENT) {
@@ -104,34 +103,7 @@ int hp_metrics_truncate(const char *path, int64_t step, struct hp_error *err)
 		keep = i + n + 1;
 		i = keep;
 	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path,
-			     (long)getpid()) >= sizeof(tmp)) {
-		free(buf);
-		return hp_error_set(err, HP_EINVAL, "metrics path too long");
-	}
-	f = fopen(tmp, "wb");
-	if (!f) {
-		e = errno;
-		free(buf);
-		return hp_error_set(err, HP_EIO, "cannot create '%s': %s", tmp,
-				    strerror(e));
-	}
-	if (fwrite(buf, 1, keep, f) != keep || fflush(f) != 0 ||
-	    fsync(fileno(f)) != 0) {
-		e = errno;
-		fclose(f);
-		unlink(tmp);
-		free(buf);
-		return hp_error_set(err, HP_EIO, "cannot write '%s': %s", tmp,
-				    strerror(e));
-	}
-	fclose(f);
+	rc = hp_write_file_atomic(path, buf, keep, 0666, err);
 	free(buf);
-	if (rename(tmp, path) != 0) {
-		e = errno;
-		unlink(tmp);
-		return hp_error_set(err, HP_EIO, "cannot replace '%s': %s",
-				    path, strerror(e));
-	}
-	return 0;
+	return rc;
 }

@@ -1625,7 +1625,8 @@ HP_TEST(estimate_save_checked_first_and_atomic)
 {
 	struct hp_catalog *cat = test_catalog();
 	struct hp_estimator_file f;
-	char dir[] = "/tmp/hp-test-save-XXXXXX", path[128], tmp[sizeof(f.tmp)];
+	char dir[] = "/tmp/hp-test-save-XXXXXX", path[128],
+	     tmp[sizeof(f.af.tmp)];
 	struct hp_error err = {0};
 	struct hp_estimator *est, *back;
 	struct hp__set set;
@@ -1642,8 +1643,8 @@ HP_TEST(estimate_save_checked_first_and_atomic)
 	ASSERT(strstr(err.msg, "Is a directory"));
 	snprintf(path, sizeof(path), "%s/est.json", dir);
 	ASSERT_EQ_INT(hp_estimator_save_open(&f, path, &err), 0);
-	ASSERT(access(f.tmp, F_OK) == 0 && access(path, F_OK) != 0);
-	snprintf(tmp, sizeof(tmp), "%s", f.tmp);
+	ASSERT(access(f.af.tmp, F_OK) == 0 && access(path, F_OK) != 0);
+	snprintf(tmp, sizeof(tmp), "%s", f.af.tmp);
 	hp_estimator_save_abort(&f);
 	ASSERT(access(tmp, F_OK) != 0);
 	synth_set(&set, cat, 40, NULL, 0, 0);
