@@ -1,12 +1,20 @@
 /*
- * cuda.c - the GPU backend of the training-step engine: cuDNN for conv,
- * batch norm, relu, pooling and softmax, cuBLAS for fc layers, and a few
- * kernels of our own (cuda_kernels.cu) for dropout, the loss and the
+ * cuda.c - the GPU backend of the training-step engine: cuDNN for conv
+ * (grouped and depthwise included), batch norm, relu, pooling and softmax,
+ * cuBLAS for fc layers, and a few kernels of our own (cuda_kernels.cu) for
+ * dropout, clip, global average pooling, add, concat, the loss and the
  * optimizer.  Same semantics as the CPU backend (engine/cpu_dnnl.c): plain
  * NCHW everywhere (so parameter and activation copies are plain memcpys),
  * batch norm in training mode with PyTorch's running statistics, dropout
  * masks from the same splitmix stream indexed by plain NCHW offset, SGD
  * with momentum and Adam as PyTorch writes them.
+ *
+ * An activation read by several layers (a residual block's input, a
+ * concat's branch) gets the sum of their input gradients: the plan says
+ * per input whether a layer adds its gradient to what the readers whose
+ * backward ran before wrote (acc) or writes over it; cuDNN and cuBLAS take
+ * that as beta = 1 or 0, our kernels as their acc argument, so no
+ * gradient needs a buffer of its own (see acc_of() for in-place layers).
  *
  * Everything lives in one device allocation (the arena) sized at create,
  * conv workspaces included, so peak_bytes is exact for what we allocate
@@ -273,19 +281,25 @@ static int build_conv(struct cuda *b, int i, struct hp_error *err)
 	const int64_t *xd = b->p->acts[pl->x].dims,
 		      *yd = b->p->acts[pl->y].dims;
 	int k = (int)pl->L.kernel, s = (int)pl->L.stride, pad = (int)pl->L.pad;
+	int g = pl->L.groups > 1 ? (int)pl->L.groups : 1;
 	int on, oc, oh, ow, rc;
 	size_t ws = 0;
 
+	/* grouped (depthwise: g == C): K filters of C/g channels each, plain
+	 * KCRS with C/g, the layout of the CPU backend's and ONNX's weights;
+	 * the spec checked that g divides C and K */
 	DNN(cudnnCreateFilterDescriptor(&l->f), "filter descriptor");
 	DNN(cudnnSetFilter4dDescriptor(l->f, CUDNN_DATA_FLOAT,
 				       CUDNN_TENSOR_NCHW, (int)pl->L.filters,
-				       (int)xd[1], k, k),
+				       (int)(xd[1] / g), k, k),
 	    "filter descriptor");
 	DNN(cudnnCreateConvolutionDescriptor(&l->conv), "conv descriptor");
 	DNN(cudnnSetConvolution2dDescriptor(l->conv, pad, pad, s, s, 1, 1,
 					    CUDNN_CROSS_CORRELATION,
 					    CUDNN_DATA_FLOAT),
 	    "conv descriptor");
+	if (g > 1)
+		DNN(cudnnSetConvolutionGroupCount(l->conv, g), "conv groups");
 	DNN(cudnnSetConvolutionMathType(l->conv, CUDNN_FMA_MATH),
 	    "conv math type");
 	DNN(cudnnGetConvolution2dForwardOutputDim(l->conv, x->t, l->f, &on, &oc,
@@ -309,6 +323,55 @@ static int build_conv(struct cuda *b, int i, struct hp_error *err)
 			return rc;
 		b->ws_bytes = ws > b->ws_bytes ? ws : b->ws_bytes;
 	}
+	return 0;
+}
+
+/*
+ * The kernels of add, concat and gap index flat NCHW buffers: check that
+ * the plan's shapes are what they assume (add: inputs of the output's
+ * size; concat: inputs of the output's H and W whose channels sum to its
+ * channels; gap: one output per input plane).
+ */
+static int check_shapes(const struct cuda *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct hp__plan_act *ya = &b->p->acts[pl->y];
+	const struct hp__plan_act *xa = &b->p->acts[pl->x];
+	int64_t c = 0;
+
+	if (pl->L.type == HP_LAYER_GAP) {
+		if (elems(ya) != xa->dims[0] * xa->dims[1])
+			return hp_error_set(
+			    err, HP_EINTERNAL,
+			    "gap output of %lld elements for "
+			    "%lld planes",
+			    (long long)elems(ya),
+			    (long long)(xa->dims[0] * xa->dims[1]));
+		return 0;
+	}
+	for (int k = 0; k < pl->nin; k++) {
+		const struct hp__plan_act *a = &b->p->acts[pl->xs[k]];
+		bool ok = pl->L.type == HP_LAYER_ADD
+			      ? elems(a) == elems(ya)
+			      : a->dims[0] == ya->dims[0] &&
+				    a->dims[2] == ya->dims[2] &&
+				    a->dims[3] == ya->dims[3];
+		if (!ok)
+			return hp_error_set(
+			    err, HP_EUNSUPP,
+			    "%s input %d is %lldx%lldx%lldx%lld, the output "
+			    "%lldx%lldx%lldx%lld",
+			    pl->L.type == HP_LAYER_ADD ? "add" : "concat", k,
+			    (long long)a->dims[0], (long long)a->dims[1],
+			    (long long)a->dims[2], (long long)a->dims[3],
+			    (long long)ya->dims[0], (long long)ya->dims[1],
+			    (long long)ya->dims[2], (long long)ya->dims[3]);
+		c += a->dims[1];
+	}
+	if (pl->L.type == HP_LAYER_CONCAT && c != ya->dims[1])
+		return hp_error_set(err, HP_EINTERNAL,
+				    "concat of %lld channels into %lld",
+				    (long long)c, (long long)ya->dims[1]);
 	return 0;
 }
 
@@ -374,7 +437,11 @@ static int build_layer(struct cuda *b, int i, int *pidx, struct hp_error *err)
 	}
 	case HP_LAYER_DROPOUT:
 		return want(b, &l->mask, (size_t)elems(xa) * 4, err);
-	default: /* fc (cuBLAS), relu, softmax: nothing more */
+	case HP_LAYER_ADD:
+	case HP_LAYER_CONCAT:
+	case HP_LAYER_GAP:
+		return check_shapes(b, i, err);
+	default: /* fc (cuBLAS), relu, clip, softmax: nothing more */
 		return 0;
 	}
 }
@@ -744,15 +811,12 @@ static int build(struct cuda *b, struct hp_error *err)
 	return 0;
 }
 
-/* What this backend runs: the chains of conv, bn, relu, pool, dropout,
- * fc and softmax; the DAG layers (add, concat, named inputs), grouped
- * convolutions, clip and global pooling are the CPU backend's so far. */
+/* What this backend runs: every layer type of the spec, in chains and
+ * DAGs, as the CPU backend does. */
 static int check_supported(const struct hp__plan *p, struct hp_error *err)
 {
 	for (int i = 0; i < p->nlayers; i++) {
-		const struct hp__plan_layer *pl = &p->layers[i];
-		bool ok = pl->L.ninputs == 0 && pl->L.groups <= 1;
-		switch (pl->L.type) {
+		switch (p->layers[i].L.type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_BN:
 		case HP_LAYER_RELU:
@@ -760,19 +824,18 @@ static int check_supported(const struct hp__plan *p, struct hp_error *err)
 		case HP_LAYER_DROPOUT:
 		case HP_LAYER_FC:
 		case HP_LAYER_SOFTMAX:
+		case HP_LAYER_CLIP:
+		case HP_LAYER_GAP:
+		case HP_LAYER_ADD:
+		case HP_LAYER_CONCAT:
+		case HP_LAYER_FLATTEN:
 			break;
 		default:
-			ok = false;
-			break;
-		}
-		if (!ok)
 			return hp_error_set(err, HP_EUNSUPP,
-					    "layer %d: the CUDA backend runs "
-					    "chains of conv, bn, relu, pool, "
-					    "dropout, fc and softmax (no "
-					    "groups, add, concat, clip, gap, "
-					    "flatten yet)",
-					    i);
+					    "layer %d: type %d is not one the "
+					    "CUDA backend runs",
+					    i, (int)p->layers[i].L.type);
+		}
 	}
 	return 0;
 }
@@ -821,6 +884,19 @@ static int cuda_set_input(void *be, const float *x, const int32_t *labels,
 }
 
 /*
+ * Whether layer pl adds its input k's gradient to what is there.  An
+ * in-place layer (relu, clip, dropout: y == x) is its input's only reader
+ * and turns the one gradient buffer into its input's gradient in place;
+ * the plan's acc[] is set there only because the readers of its output
+ * wrote that same buffer first, so it is read as "write", as the CPU
+ * backend reads it (its swap test in build()).
+ */
+static bool acc_of(const struct hp__plan_layer *pl, int k)
+{
+	return pl->acc[k] && !pl->inplace;
+}
+
+/*
  * fc, row-major: y[N][u] = x[N][in] W^T + b with W [u][in].  cuBLAS is
  * column-major, where these arrays read as their transposes.
  */
@@ -856,11 +932,56 @@ static int fc_bwd(struct cuda *b, int i, struct hp_error *err)
 	DNN(cudnnConvolutionBackwardBias(b->dnn, &one, y->t, y->g, &zero, l->c,
 					 b->g + b->poff[l->pw + 1]),
 	    "fc bias gradient");
+	/* dX^T[in][N] (column-major) = W^T dY^T, added where acc */
 	if (pl->need_dsrc)
 		BLAS(cublasSgemm(b->blas, CUBLAS_OP_N, CUBLAS_OP_N, in, n, u,
 				 &one, b->w + b->poff[l->pw], in, y->g, u,
-				 &zero, x->g, in),
+				 acc_of(pl, 0) ? &one : &zero, x->g, in),
 		     "fc input gradient");
+	return 0;
+}
+
+/* add: y = x0 + x1 + ..., in that order (add never runs in place). */
+static int add_fwd(struct cuda *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct cact *y = &b->acts[pl->y];
+
+	for (int k = 0; k < pl->nin; k++)
+		KERN(hp__cu_copy2d(b->acts[pl->xs[k]].d, y->n, y->d, y->n, y->n,
+				   1, k > 0, b->strm),
+		     "add forward");
+	return 0;
+}
+
+/*
+ * concat along the channels: per sample, input k's C_k*H*W elements go
+ * at channel offset sum_{j<k} C_j of the output's C*H*W; backward, the
+ * same slices of dy go back.  Inputs in descending order backward: the
+ * plan set acc[] in that order (an activation given twice is written by
+ * its last slot, added to by the earlier ones).
+ */
+static int concat_run(struct cuda *b, int i, bool bwd, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct cact *y = &b->acts[pl->y];
+	int64_t n = b->p->batch, yrow = y->n / n, off[HP_SPEC_MAX_INPUTS];
+
+	off[0] = 0;
+	for (int k = 1; k < pl->nin; k++)
+		off[k] = off[k - 1] + b->acts[pl->xs[k - 1]].n / n;
+	for (int k = pl->nin - 1; k >= 0; k--) {
+		const struct cact *x = &b->acts[pl->xs[k]];
+		int64_t xrow = x->n / n;
+		if (!bwd)
+			KERN(hp__cu_copy2d(x->d, xrow, y->d + off[k], yrow,
+					   xrow, n, 0, b->strm),
+			     "concat forward");
+		else if (pl->need[k])
+			KERN(hp__cu_copy2d(y->g + off[k], yrow, x->g, xrow,
+					   xrow, n, acc_of(pl, k), b->strm),
+			     "concat backward");
+	}
 	return 0;
 }
 
@@ -947,6 +1068,24 @@ static int layer_fwd(struct cuda *b, int i, bool infer, struct hp_error *err)
 					x->d, &zero, y->t, y->d),
 		    "softmax forward");
 		return 0;
+	case HP_LAYER_CLIP: /* in place (y == x) when the plan says so */
+		KERN(hp__cu_clip_fwd(x->d, y->d, x->n, (float)pl->L.lo,
+				     (float)pl->L.hi, b->strm),
+		     "clip forward");
+		return 0;
+	case HP_LAYER_GAP: {
+		const int64_t *xd = b->p->acts[pl->x].dims;
+		KERN(hp__cu_gap_fwd(x->d, y->d, xd[0] * xd[1], xd[2] * xd[3],
+				    b->strm),
+		     "gap forward");
+		return 0;
+	}
+	case HP_LAYER_ADD:
+		return add_fwd(b, i, err);
+	case HP_LAYER_CONCAT:
+		return concat_run(b, i, false, err);
+	case HP_LAYER_FLATTEN: /* a noop in every plan: nothing to move */
+		return 0;
 	default:
 		break;
 	}
@@ -954,11 +1093,14 @@ static int layer_fwd(struct cuda *b, int i, bool infer, struct hp_error *err)
 			    (int)pl->L.type);
 }
 
+/* A layer's backward: parameter gradients written over, its inputs'
+ * gradients written or added to (beta) as the plan's acc[] says. */
 static int layer_bwd(struct cuda *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
 	struct clayer *l = &b->ls[i];
 	const struct cact *x = &b->acts[pl->x], *y = &b->acts[pl->y];
+	const float *beta = acc_of(pl, 0) ? &one : &zero;
 
 	switch (pl->L.type) {
 	case HP_LAYER_CONV:
@@ -973,7 +1115,7 @@ static int layer_bwd(struct cuda *b, int i, struct hp_error *err)
 		if (pl->need_dsrc)
 			DNN(cudnnConvolutionBackwardData(
 				b->dnn, &one, l->f, b->w + b->poff[l->pw], y->t,
-				y->g, l->conv, l->da, b->ws, b->ws_bytes, &zero,
+				y->g, l->conv, l->da, b->ws, b->ws_bytes, beta,
 				x->t, x->g),
 			    "conv input gradient");
 		return 0;
@@ -987,10 +1129,10 @@ static int layer_bwd(struct cuda *b, int i, struct hp_error *err)
 						    y->d, &zero, y->t, y->g),
 			    "relu backward");
 		DNN(cudnnBatchNormalizationBackward(
-			b->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one,
-			&zero, x->t, x->d, y->t, y->g, x->t,
-			pl->need_dsrc ? x->g : b->scratch, l->c,
-			b->w + b->poff[l->pw], b->g + b->poff[l->pw],
+			b->dnn, CUDNN_BATCHNORM_SPATIAL, &one,
+			pl->need_dsrc ? beta : &zero, &one, &zero, x->t, x->d,
+			y->t, y->g, x->t, pl->need_dsrc ? x->g : b->scratch,
+			l->c, b->w + b->poff[l->pw], b->g + b->poff[l->pw],
 			b->g + b->poff[l->pw + 1], b->o->bn_eps, l->mean,
 			l->ivar),
 		    "batch norm backward");
@@ -998,26 +1140,53 @@ static int layer_bwd(struct cuda *b, int i, struct hp_error *err)
 	case HP_LAYER_RELU:
 		/* relu's output stands in for its input (same sign) */
 		DNN(cudnnActivationBackward(b->dnn, b->relu, &one, y->t, y->d,
-					    y->t, y->g, y->t, y->d, &zero, x->t,
+					    y->t, y->g, y->t, y->d, beta, x->t,
 					    x->g),
 		    "relu backward");
 		return 0;
 	case HP_LAYER_POOL:
 		DNN(cudnnPoolingBackward(b->dnn, l->pool, &one, y->t,
 					 l->ykeep ? l->ykeep : y->d, y->t, y->g,
-					 x->t, x->d, &zero, x->t, x->g),
+					 x->t, x->d, beta, x->t, x->g),
 		    "pool backward");
 		return 0;
 	case HP_LAYER_DROPOUT:
-		KERN(hp__cu_mul(y->g, l->mask, x->g, x->n, b->strm),
+		KERN(hp__cu_mul(y->g, l->mask, x->g, x->n, acc_of(pl, 0),
+				b->strm),
 		     "dropout backward");
 		return 0;
 	case HP_LAYER_SOFTMAX:
 		DNN(cudnnSoftmaxBackward(b->dnn, CUDNN_SOFTMAX_ACCURATE,
 					 CUDNN_SOFTMAX_MODE_CHANNEL, &one, y->t,
-					 y->d, y->t, y->g, &zero, x->t, x->g),
+					 y->d, y->t, y->g, beta, x->t, x->g),
 		    "softmax backward");
 		return 0;
+	case HP_LAYER_CLIP:
+		/* clip's output stands in for its input: inside the bounds
+		 * exactly where the input was (and x is y in place) */
+		KERN(hp__cu_clip_bwd(y->d, y->g, x->g, x->n, (float)pl->L.lo,
+				     (float)pl->L.hi, acc_of(pl, 0), b->strm),
+		     "clip backward");
+		return 0;
+	case HP_LAYER_GAP: {
+		const int64_t *xd = b->p->acts[pl->x].dims;
+		KERN(hp__cu_gap_bwd(y->g, x->g, xd[0] * xd[1], xd[2] * xd[3],
+				    acc_of(pl, 0), b->strm),
+		     "gap backward");
+		return 0;
+	}
+	case HP_LAYER_ADD:
+		/* the gradient goes to each input unchanged; descending, the
+		 * order the plan set acc[] in */
+		for (int k = pl->nin - 1; k >= 0; k--)
+			if (pl->need[k])
+				KERN(hp__cu_copy2d(
+					 y->g, y->n, b->acts[pl->xs[k]].g, y->n,
+					 y->n, 1, acc_of(pl, k), b->strm),
+				     "add backward");
+		return 0;
+	case HP_LAYER_CONCAT:
+		return concat_run(b, i, true, err);
 	default:
 		break;
 	}

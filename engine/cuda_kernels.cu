@@ -1,8 +1,9 @@
 /*
  * cuda_kernels.cu - element-wise kernels of the CUDA backend (see
- * cuda_kernels.h): dropout drawing the same masks as the CPU backend, the
- * loss and its gradient on the device, and the optimizer updates, all in
- * the formulas engine/cpu_dnnl.c uses.
+ * cuda_kernels.h): dropout drawing the same masks as the CPU backend, clip
+ * and global average pooling, the copies of add and concat, the loss and
+ * its gradient on the device, and the optimizer updates, all in the
+ * formulas engine/cpu_dnnl.c uses (oneDNN's for clip and pooling).
  */
 #include <math.h>
 
@@ -49,10 +50,80 @@ __global__ static void k_dropout_fwd(const float *x, float *y, float *m,
 }
 
 __global__ static void k_mul(const float *a, const float *b, float *out,
-			     int64_t n)
+			     int64_t n, int acc)
 {
 	FOR_EACH(i, n)
-	out[i] = a[i] * b[i];
+	{
+		float v = a[i] * b[i];
+		out[i] = acc ? out[i] + v : v;
+	}
+}
+
+/* oneDNN's clip_v2: max first, then min */
+__global__ static void k_clip_fwd(const float *x, float *y, int64_t n,
+				  float lo, float hi)
+{
+	FOR_EACH(i, n)
+	{
+		float v = x[i] > lo ? x[i] : lo;
+		y[i] = v < hi ? v : hi;
+	}
+}
+
+/* oneDNN's clip_v2_use_dst_for_bwd: the gradient passes strictly inside */
+__global__ static void k_clip_bwd(const float *y, const float *dy, float *dx,
+				  int64_t n, float lo, float hi, int acc)
+{
+	FOR_EACH(i, n)
+	{
+		float v = lo < y[i] && y[i] < hi ? dy[i] : 0.0f;
+		dx[i] = acc ? dx[i] + v : v;
+	}
+}
+
+/* One warp per plane: its lanes sum strided elements (coalesced), then
+ * reduce by shuffles.  Every lane of a warp runs the same rows (blockDim
+ * is a multiple of 32), so the full mask is right. */
+__global__ static void k_gap_fwd(const float *x, float *y, int64_t rows,
+				 int64_t hw)
+{
+	int lane = threadIdx.x & 31;
+	int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+	int64_t nwarps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+
+	for (int64_t r = warp; r < rows; r += nwarps) {
+		const float *xr = x + r * hw;
+		float acc = 0.0f;
+		for (int64_t j = lane; j < hw; j += 32)
+			acc += xr[j];
+		for (int o = 16; o > 0; o /= 2)
+			acc += __shfl_down_sync(0xffffffffu, acc, o);
+		if (lane == 0)
+			y[r] = acc / (float)hw;
+	}
+}
+
+__global__ static void k_gap_bwd(const float *dy, float *dx, int64_t n,
+				 int64_t hw, int acc)
+{
+	FOR_EACH(i, n)
+	{
+		float v = dy[i / hw] / (float)hw;
+		dx[i] = acc ? dx[i] + v : v;
+	}
+}
+
+__global__ static void k_copy2d(const float *src, int64_t spitch, float *dst,
+				int64_t dpitch, int64_t width, int64_t n,
+				int acc)
+{
+	FOR_EACH(i, n)
+	{
+		int64_t r = i / width, c = i - r * width;
+		float v = src[r * spitch + c];
+		float *d = dst + r * dpitch + c;
+		*d = acc ? *d + v : v;
+	}
 }
 
 __global__ static void k_fill(float *out, float v, int64_t n)
@@ -154,9 +225,54 @@ extern "C" int hp__cu_dropout_fwd(const float *x, float *y, float *m, int64_t n,
 }
 
 extern "C" int hp__cu_mul(const float *a, const float *b, float *out, int64_t n,
-			  cudaStream_t s)
+			  int acc, cudaStream_t s)
 {
-	k_mul<<<blocks_for(n), THREADS, 0, s>>>(a, b, out, n);
+	k_mul<<<blocks_for(n), THREADS, 0, s>>>(a, b, out, n, acc);
+	return launched();
+}
+
+extern "C" int hp__cu_clip_fwd(const float *x, float *y, int64_t n, float lo,
+			       float hi, cudaStream_t s)
+{
+	k_clip_fwd<<<blocks_for(n), THREADS, 0, s>>>(x, y, n, lo, hi);
+	return launched();
+}
+
+extern "C" int hp__cu_clip_bwd(const float *y, const float *dy, float *dx,
+			       int64_t n, float lo, float hi, int acc,
+			       cudaStream_t s)
+{
+	k_clip_bwd<<<blocks_for(n), THREADS, 0, s>>>(y, dy, dx, n, lo, hi, acc);
+	return launched();
+}
+
+extern "C" int hp__cu_gap_fwd(const float *x, float *y, int64_t rows,
+			      int64_t hw, cudaStream_t s)
+{
+	if (rows < 1 || hw < 1)
+		return (int)cudaErrorInvalidValue;
+	k_gap_fwd<<<blocks_for(rows * 32), THREADS, 0, s>>>(x, y, rows, hw);
+	return launched();
+}
+
+extern "C" int hp__cu_gap_bwd(const float *dy, float *dx, int64_t rows,
+			      int64_t hw, int acc, cudaStream_t s)
+{
+	if (rows < 1 || hw < 1)
+		return (int)cudaErrorInvalidValue;
+	k_gap_bwd<<<blocks_for(rows * hw), THREADS, 0, s>>>(dy, dx, rows * hw,
+							    hw, acc);
+	return launched();
+}
+
+extern "C" int hp__cu_copy2d(const float *src, int64_t spitch, float *dst,
+			     int64_t dpitch, int64_t width, int64_t rows,
+			     int acc, cudaStream_t s)
+{
+	if (rows < 1 || width < 1)
+		return (int)cudaErrorInvalidValue;
+	k_copy2d<<<blocks_for(rows * width), THREADS, 0, s>>>(
+	    src, spitch, dst, dpitch, width, rows * width, acc);
 	return launched();
 }
 
