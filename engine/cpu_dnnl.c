@@ -866,14 +866,19 @@ static int build_concat(struct cpu *b, int i, struct hp_error *err)
 		 DNNL_ARG_MULTIPLE_SRC + 6, src[6], DNNL_ARG_MULTIPLE_SRC + 7,
 		 src[7], DNNL_ARG_DST, Y->d)))
 		return rc;
-	for (int k = 0; k < pl->nin; k++) {
+	/* descending, the order the plan set acc[] in: an activation given
+	 * twice is written by its last slot and added to by the earlier */
+	for (int k = 0; k < pl->nin; k++)
+		c0 += b->p->acts[pl->xs[k]].dims[1];
+	for (int k = pl->nin - 1; k >= 0; k--) {
 		const struct hp__plan_act *xa = &b->p->acts[pl->xs[k]];
-		dnnl_dims_t dims, offs = {0, c0, 0, 0};
+		dnnl_dims_t dims, offs = {0, 0, 0, 0};
 		dnnl_memory_desc_t sub;
 		struct mem *view;
 		for (int r = 0; r < ya->rank; r++)
 			dims[r] = xa->dims[r];
-		c0 += xa->dims[1];
+		c0 -= xa->dims[1];
+		offs[1] = c0;
 		if (!pl->need[k] || !Y->g)
 			continue;
 		CK(dnnl_memory_desc_init_submemory(&sub, &Y->g->md, dims, offs),

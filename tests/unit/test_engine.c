@@ -982,6 +982,19 @@ HP_TEST(engine_concat)
 	    3, 2);
 }
 
+HP_TEST(engine_same_input_twice)
+{
+	/* one activation given twice to an add and to a concat (the input
+	 * twice around a conv's output): both slots' gradients are summed;
+	 * the concat's backward must take its slots in the plan's acc[]
+	 * order (descending), or the last slot's write loses the others */
+	check_net(NET("[2,4,4]", 3, CONV(3, 3, 1, 1) "," ADD("0,0") "," FC(3)),
+		  3, 2);
+	check_net(
+	    NET("[2,4,4]", 3, CONV(3, 3, 1, 1) "," CONCAT("-1,0,-1") "," FC(3)),
+	    3, 2);
+}
+
 HP_TEST(engine_avg_pool_padded)
 {
 	/* average pooling with padding (PyTorch's count_include_pad) and an
