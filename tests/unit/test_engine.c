@@ -13,6 +13,7 @@
 #include "hetpool/engine.h"
 #include "onnx_build.h"
 #include "ref_nn.h"
+#include "spec_nets.h"
 #include "test.h"
 
 static void parse(const char *js, struct hp_spec *s)
@@ -256,21 +257,6 @@ static void check_net(const char *js, int64_t n, int threads)
 {
 	check_net_tol(js, n, threads, 2e-3);
 }
-
-#define NET(input, classes, layers)                                            \
-	"{\"name\":\"t\",\"input\":" input ",\"classes\":" #classes            \
-	",\"layers\":[" layers "]}"
-#define CONV(f, k, s, p)                                                       \
-	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
-	",\"stride\":" #s ",\"pad\":" #p "}"
-#define POOL(op, k, s, p)                                                      \
-	"{\"type\":\"pool\",\"op\":\"" op "\",\"kernel\":" #k                  \
-	",\"stride\":" #s ",\"pad\":" #p "}"
-#define FC(u) "{\"type\":\"fc\",\"units\":" #u "}"
-#define BN "{\"type\":\"bn\"}"
-#define RELU "{\"type\":\"relu\"}"
-#define SOFTMAX "{\"type\":\"softmax\"}"
-#define DROPOUT(p) "{\"type\":\"dropout\",\"p\":" #p "}"
 
 HP_TEST(engine_conv)
 {
@@ -915,38 +901,12 @@ HP_TEST(engine_layer_times)
 	hp_spec_release(&s);
 }
 
-/* DAG specs: layers that name their inputs ("in" is the JSON list). */
-#define IN(l) ",\"inputs\":[" l "]"
-#define CONVI(f, k, s, p, in)                                                  \
-	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
-	",\"stride\":" #s ",\"pad\":" #p IN(in) "}"
-#define GCONV(f, k, s, p, g)                                                   \
-	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
-	",\"stride\":" #s ",\"pad\":" #p ",\"groups\":" #g "}"
-#define ADD(in) "{\"type\":\"add\"" IN(in) "}"
-#define CONCAT(in) "{\"type\":\"concat\"" IN(in) "}"
-#define CLIP(lo, hi) "{\"type\":\"clip\",\"min\":" #lo ",\"max\":" #hi "}"
-#define GAP "{\"type\":\"gap\"}"
-#define FLATTEN "{\"type\":\"flatten\"}"
-
 HP_TEST(engine_residual_block)
 {
 	/* a stem, a block with a strided projection shortcut, an identity
 	 * block (the stem's relu output and the first add's relu output are
 	 * each read twice: their gradients are summed), gap, flatten, fc */
-	check_net(
-	    NET("[4,6,6]", 5,
-		CONV(8, 3, 1,
-		     1) "," BN "," RELU
-			"," CONVI(8, 3, 2, 1, "2") "," BN "," RELU "," CONV(
-			    8, 3, 1,
-			    1) "," BN
-			       "," CONVI(8, 1, 2, 0, "2") "," BN "," ADD(
-				   "7,9") "," RELU
-					  "," CONV(8, 3, 1, 1) "," BN "," ADD(
-					      "13,11") "," RELU "," GAP
-						       "," FLATTEN "," FC(5)),
-	    4, 2);
+	check_net(RESIDUAL_NET, 4, 2);
 }
 
 HP_TEST(engine_depthwise_relu6)
@@ -970,16 +930,7 @@ HP_TEST(engine_concat)
 	/* an inception-like fork: three branches and the network input
 	 * itself concatenated (channel counts off the 16-blocking), so the
 	 * input's gradient has two readers */
-	check_net(
-	    NET("[3,6,6]", 3,
-		CONV(6, 3, 1, 1) "," RELU "," CONVI(5, 1, 1, 0, "1") "," CONVI(
-		    7, 3, 1, 1,
-		    "1") ","
-			 "{\"type\":\"pool\",\"op\":\"max\",\"kernel\":3,"
-			 "\"stride\":1,\"pad\":1,\"inputs\":[1]}"
-			 "," CONCAT("2,3,4,-1") "," BN "," RELU "," POOL(
-			     "avg", 2, 2, 0) "," FC(3)),
-	    3, 2);
+	check_net(CONCAT_NET, 3, 2);
 }
 
 HP_TEST(engine_same_input_twice)
@@ -1194,16 +1145,7 @@ HP_TEST(engine_estimate_matches_allocated)
 	    {"tests/data/models/resnext50_32x4d.train.onnx", NULL, 32, 2,
 	     HP_OPT_SGD},
 	    /* a MobileNetV2 block: depthwise conv, ReLU6, a residual add */
-	    {NULL,
-	     NET("[3,32,32]", 10,
-		 CONV(16, 3, 2, 1) "," BN "," CLIP(0, 6) "," GCONV(
-		     16, 3, 1, 1,
-		     16) "," BN
-			 "," CLIP(0, 6) "," CONV(16, 1, 1, 0) "," BN "," ADD(
-			     "2,7") "," CONV(24, 1, 1,
-					     0) "," BN "," GAP "," FLATTEN
-						"," DROPOUT(0.2) "," FC(10)),
-	     0, 8, HP_OPT_ADAM},
+	    {NULL, MOBILENET_BLOCK("[3,32,32]"), 0, 8, HP_OPT_ADAM},
 	    {NULL,
 	     NET("[3,24,24]", 3,
 		 CONV(6, 3, 1, 1) "," RELU "," CONVI(5, 1, 1, 0, "1") "," CONVI(

@@ -20,35 +20,8 @@
 #include "../../engine/nvml.h"
 #include "hetpool/engine.h"
 #include "ref_nn.h"
+#include "spec_nets.h"
 #include "test.h"
-
-#define NET(input, classes, layers)                                            \
-	"{\"name\":\"t\",\"input\":" input ",\"classes\":" #classes            \
-	",\"layers\":[" layers "]}"
-#define CONV(f, k, s, p)                                                       \
-	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
-	",\"stride\":" #s ",\"pad\":" #p "}"
-#define POOL(op, k, s, p)                                                      \
-	"{\"type\":\"pool\",\"op\":\"" op "\",\"kernel\":" #k                  \
-	",\"stride\":" #s ",\"pad\":" #p "}"
-#define FC(u) "{\"type\":\"fc\",\"units\":" #u "}"
-#define BN "{\"type\":\"bn\"}"
-#define RELU "{\"type\":\"relu\"}"
-#define SOFTMAX "{\"type\":\"softmax\"}"
-#define DROPOUT(p) "{\"type\":\"dropout\",\"p\":" #p "}"
-/* DAG specs: layers that name their inputs ("in" is the JSON list). */
-#define IN(l) ",\"inputs\":[" l "]"
-#define CONVI(f, k, s, p, in)                                                  \
-	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
-	",\"stride\":" #s ",\"pad\":" #p IN(in) "}"
-#define GCONV(f, k, s, p, g)                                                   \
-	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
-	",\"stride\":" #s ",\"pad\":" #p ",\"groups\":" #g "}"
-#define ADD(in) "{\"type\":\"add\"" IN(in) "}"
-#define CONCAT(in) "{\"type\":\"concat\"" IN(in) "}"
-#define CLIP(lo, hi) "{\"type\":\"clip\",\"min\":" #lo ",\"max\":" #hi "}"
-#define GAP "{\"type\":\"gap\"}"
-#define FLATTEN "{\"type\":\"flatten\"}"
 
 static void parse(const char *js, struct hp_spec *s)
 {
@@ -408,19 +381,6 @@ HP_TEST(engine_gpu_gap)
 		      2e-3);
 }
 
-#define RESIDUAL_NET                                                           \
-	NET("[4,6,6]", 5,                                                      \
-	    CONV(8, 3, 1,                                                      \
-		 1) "," BN "," RELU                                            \
-		    "," CONVI(8, 3, 2, 1, "2") "," BN "," RELU "," CONV(       \
-			8, 3, 1,                                               \
-			1) "," BN                                              \
-			   "," CONVI(8, 1, 2, 0, "2") "," BN "," ADD(          \
-			       "7,9") "," RELU                                 \
-				      "," CONV(8, 3, 1, 1) "," BN "," ADD(     \
-					  "13,11") "," RELU "," GAP            \
-						   "," FLATTEN "," FC(5))
-
 HP_TEST(engine_gpu_residual_block)
 {
 	/* as test_engine.c's: a stem, a block with a strided projection
@@ -435,16 +395,7 @@ HP_TEST(engine_gpu_concat)
 {
 	/* as test_engine.c's: three branches and the network input itself
 	 * concatenated, so the input's gradient has two readers */
-	check_gpu_net(
-	    NET("[3,6,6]", 3,
-		CONV(6, 3, 1, 1) "," RELU "," CONVI(5, 1, 1, 0, "1") "," CONVI(
-		    7, 3, 1, 1,
-		    "1") ","
-			 "{\"type\":\"pool\",\"op\":\"max\",\"kernel\":3,"
-			 "\"stride\":1,\"pad\":1,\"inputs\":[1]}"
-			 "," CONCAT("2,3,4,-1") "," BN "," RELU "," POOL(
-			     "avg", 2, 2, 0) "," FC(3)),
-	    3, 2e-3);
+	check_gpu_net(CONCAT_NET, 3, 2e-3);
 }
 
 HP_TEST(engine_gpu_gradient_sums)
@@ -516,16 +467,6 @@ HP_TEST(engine_gpu_same_input_twice)
 	    NET("[2,4,4]", 3, CONV(3, 3, 1, 1) "," CONCAT("-1,0,-1") "," FC(3)),
 	    3, 2e-3);
 }
-
-#define MOBILENET_BLOCK(input)                                                 \
-	NET(input, 10,                                                         \
-	    CONV(16, 3, 2, 1) "," BN "," CLIP(0, 6) "," GCONV(                 \
-		16, 3, 1, 1,                                                   \
-		16) "," BN                                                     \
-		    "," CLIP(0, 6) "," CONV(16, 1, 1, 0) "," BN "," ADD(       \
-			"2,7") "," CONV(24, 1, 1,                              \
-					0) "," BN "," GAP "," FLATTEN          \
-					   "," DROPOUT(0.2) "," FC(10))
 
 HP_TEST(engine_gpu_mobilenet_block)
 {
@@ -638,6 +579,19 @@ HP_TEST(engine_gpu_adam_vs_cpu)
 	hp_spec_release(&s);
 }
 
+/* The largest |a - b| over the largest |a| (at least floor). */
+static double max_rel_diff(const float *a, const float *b, int64_t n,
+			   double floor)
+{
+	double d = 0, sc = floor;
+
+	for (int64_t j = 0; j < n; j++) {
+		d = fmax(d, fabs((double)a[j] - b[j]));
+		sc = fmax(sc, fabs((double)a[j]));
+	}
+	return d / sc;
+}
+
 /*
  * One forward and backward of spec s at batch n on both backends from the
  * same parameters and input: the loss, every parameter gradient and the
@@ -686,20 +640,17 @@ static void check_grads_vs_cpu(const struct hp_spec *s, int64_t n, double tol)
 	ASSERT(gmax > 0);
 	for (int i = 0; i < np; i++) {
 		struct hp_engine_param pi;
-		double dm = 0, sc = 1e-2 * gmax;
+		double dm;
 		hp_engine_param_info(e[0], i, &pi);
 		a = malloc((size_t)pi.numel * sizeof(*a));
 		b = malloc((size_t)pi.numel * sizeof(*b));
 		ASSERT(hp_engine_grad_get(e[0], i, a, &err) == 0);
 		ASSERT(hp_engine_grad_get(e[1], i, b, &err) == 0);
-		for (int64_t j = 0; j < pi.numel; j++) {
-			dm = fmax(dm, fabs((double)a[j] - b[j]));
-			sc = fmax(sc, fabs((double)a[j]));
-		}
-		if (dm / sc > tol)
+		dm = max_rel_diff(a, b, pi.numel, 1e-2 * gmax);
+		if (dm > tol)
 			HP_FAIL("gradient of %s: cpu and gpu differ by %g "
 				"(rel)",
-				pi.name, dm / sc);
+				pi.name, dm);
 		free(a);
 		free(b);
 	}
@@ -707,15 +658,7 @@ static void check_grads_vs_cpu(const struct hp_spec *s, int64_t n, double tol)
 	b = malloc((size_t)nx * sizeof(*b));
 	ASSERT(hp_engine_input_grad_get(e[0], a, &err) == 0);
 	ASSERT(hp_engine_input_grad_get(e[1], b, &err) == 0);
-	d = 0;
-	{
-		double sc = 1e-6;
-		for (int64_t j = 0; j < nx; j++) {
-			d = fmax(d, fabs((double)a[j] - b[j]));
-			sc = fmax(sc, fabs((double)a[j]));
-		}
-		d /= sc;
-	}
+	d = max_rel_diff(a, b, nx, 1e-6);
 	if (d > tol)
 		HP_FAIL("input gradient: cpu and gpu differ by %g (rel)", d);
 	printf("net '%s' at batch %lld: loss %.6f, gpu within %g of cpu\n",

@@ -206,6 +206,22 @@ static struct hp_catalog *test_catalog(void)
 	return cat;
 }
 
+/* The shipped public measurements (data/measurements, their models in
+ * data/models) as a sample set. */
+static void load_public_set(struct hp__set *set, const struct hp_catalog *cat)
+{
+	struct hp_fit_options o = {0};
+	struct hp_error err = {0};
+	char pub[1024], models[1024];
+
+	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
+	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
+	o.public_dir = pub;
+	o.models_dir = models;
+	if (hp__set_load(set, &o, cat, &err))
+		HP_FAIL("public set: %s", err.msg);
+}
+
 HP_TEST(estimate_roofline_is_flops_over_peak)
 {
 	struct hp_catalog *cat = test_catalog();
@@ -493,18 +509,10 @@ HP_TEST(estimate_kfold_keeps_repeats_together)
 	 * a few percent apart, and a twin in the training folds would
 	 * predict its row as well as the noise lets it. */
 	struct hp_catalog *cat = test_catalog();
-	struct hp_fit_options o = {0};
-	struct hp_error err = {0};
 	struct hp__set set;
-	char pub[1024], models[1024];
 	int pairs = 0, per_fold[5] = {0};
 
-	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
-	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
-	o.public_dir = pub;
-	o.models_dir = models;
-	if (hp__set_load(&set, &o, cat, &err))
-		HP_FAIL("public set: %s", err.msg);
+	load_public_set(&set, cat);
 	for (int i = 0; i < set.n; i++) {
 		int f = hp__kfold_of(&set, i, 5);
 		ASSERT(f >= 0 && f < 5);
@@ -530,19 +538,12 @@ HP_TEST(estimate_public_runs_fit_in_memory)
 	 * fit on its GPU: the memory model's GPU side is checked against
 	 * what really ran. */
 	struct hp_catalog *cat = test_catalog();
-	struct hp_fit_options o = {0};
 	struct hp_error err = {0};
 	struct hp__set set;
 	struct hp_estimator *est;
-	char pub[1024], models[1024];
 	int checked = 0;
 
-	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
-	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
-	o.public_dir = pub;
-	o.models_dir = models;
-	if (hp__set_load(&set, &o, cat, &err))
-		HP_FAIL("public set: %s", err.msg);
+	load_public_set(&set, cat);
 	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, &err);
 	ASSERT(est);
 	for (int i = 0; i < set.n; i++) {
@@ -618,20 +619,13 @@ HP_TEST(estimate_precision_predictions)
 	 * be 1.7-3x, with half the activation memory.  tf32 on a V100 (no
 	 * TF32) and amp on a CPU are refused. */
 	struct hp_catalog *cat = test_catalog();
-	struct hp_fit_options o = {0};
 	struct hp_error err = {0};
 	struct hp__set set;
 	struct hp_estimator *est;
 	struct hp_prediction f, a, t;
 	struct hp_workload *w = NULL;
-	char pub[1024], models[1024];
 
-	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
-	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
-	o.public_dir = pub;
-	o.models_dir = models;
-	if (hp__set_load(&set, &o, cat, &err))
-		HP_FAIL("public set: %s", err.msg);
+	load_public_set(&set, cat);
 	for (int i = 0; i < set.n; i++)
 		if (set.s[i].prec == HP_PREC_AMP && set.s[i].ndev == 1 &&
 		    !strcmp(set.s[i].device, "v100"))
@@ -685,18 +679,12 @@ HP_TEST(estimate_gpu_power_follows_busy_share)
 	 * without power.utilisation (fitted on FLOP utilisation) keeps that
 	 * meaning. */
 	struct hp_catalog *cat = test_catalog();
-	struct hp_fit_options o = {0};
 	struct hp_error err = {0};
 	struct hp__set set;
 	struct hp_estimator *est, *back;
-	char pub[1024], models[1024], *text, *k;
+	char *text, *k;
 
-	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
-	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
-	o.public_dir = pub;
-	o.models_dir = models;
-	if (hp__set_load(&set, &o, cat, &err))
-		HP_FAIL("public set: %s", err.msg);
+	load_public_set(&set, cat);
 	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, &err);
 	ASSERT(est);
 	ASSERT(est->power_busy);
@@ -788,18 +776,10 @@ HP_TEST(estimate_public_cifar_models_are_cifar_variants)
 	 * ResNet-18 at 32x32 would be 11,689,512 parameters and 37.5 M MACs
 	 * (0.23 GFLOPs a step per sample). */
 	struct hp_catalog *cat = test_catalog();
-	struct hp_fit_options o = {0};
-	struct hp_error err = {0};
 	struct hp__set set;
-	char pub[1024], models[1024];
 	int rows = 0;
 
-	snprintf(pub, sizeof(pub), "%s", hp_test_path("data/measurements"));
-	snprintf(models, sizeof(models), "%s", hp_test_path("data/models"));
-	o.public_dir = pub;
-	o.models_dir = models;
-	if (hp__set_load(&set, &o, cat, &err))
-		HP_FAIL("public set: %s", err.msg);
+	load_public_set(&set, cat);
 	for (int i = 0; i < set.n; i++) {
 		const struct hp_workload *w = &set.wl[set.s[i].wl];
 		double per;

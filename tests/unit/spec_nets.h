@@ -1,0 +1,81 @@
+/*
+ * spec_nets.h - hetpool JSON specs written inline in the engine's tests:
+ * one macro per layer (string literals, concatenated by the compiler) and
+ * the nets that test_engine.c (the CPU backend) and test_engine_gpu.c (the
+ * CUDA backend) both check, so both backends are held to the same nets.
+ */
+#ifndef HP_TEST_SPEC_NETS_H
+#define HP_TEST_SPEC_NETS_H
+
+#define NET(input, classes, layers)                                            \
+	"{\"name\":\"t\",\"input\":" input ",\"classes\":" #classes            \
+	",\"layers\":[" layers "]}"
+#define CONV(f, k, s, p)                                                       \
+	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
+	",\"stride\":" #s ",\"pad\":" #p "}"
+#define POOL(op, k, s, p)                                                      \
+	"{\"type\":\"pool\",\"op\":\"" op "\",\"kernel\":" #k                  \
+	",\"stride\":" #s ",\"pad\":" #p "}"
+#define FC(u) "{\"type\":\"fc\",\"units\":" #u "}"
+#define BN "{\"type\":\"bn\"}"
+#define RELU "{\"type\":\"relu\"}"
+#define SOFTMAX "{\"type\":\"softmax\"}"
+#define DROPOUT(p) "{\"type\":\"dropout\",\"p\":" #p "}"
+/* DAG specs: layers that name their inputs ("in" is the JSON list). */
+#define IN(l) ",\"inputs\":[" l "]"
+#define CONVI(f, k, s, p, in)                                                  \
+	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
+	",\"stride\":" #s ",\"pad\":" #p IN(in) "}"
+#define GCONV(f, k, s, p, g)                                                   \
+	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
+	",\"stride\":" #s ",\"pad\":" #p ",\"groups\":" #g "}"
+#define ADD(in) "{\"type\":\"add\"" IN(in) "}"
+#define CONCAT(in) "{\"type\":\"concat\"" IN(in) "}"
+#define CLIP(lo, hi) "{\"type\":\"clip\",\"min\":" #lo ",\"max\":" #hi "}"
+#define GAP "{\"type\":\"gap\"}"
+#define FLATTEN "{\"type\":\"flatten\"}"
+
+/* A stem, a block with a strided projection shortcut, an identity block
+ * (conv -> bn -> relu -> conv -> bn -> add with the block input: the
+ * stem's relu output and the first add's relu output are each read twice,
+ * so their gradients are summed), gap, flatten, fc. */
+#define RESIDUAL_NET                                                           \
+	NET("[4,6,6]", 5,                                                      \
+	    CONV(8, 3, 1,                                                      \
+		 1) "," BN "," RELU                                            \
+		    "," CONVI(8, 3, 2, 1, "2") "," BN "," RELU "," CONV(       \
+			8, 3, 1,                                               \
+			1) "," BN                                              \
+			   "," CONVI(8, 1, 2, 0, "2") "," BN "," ADD(          \
+			       "7,9") "," RELU                                 \
+				      "," CONV(8, 3, 1, 1) "," BN "," ADD(     \
+					  "13,11") "," RELU "," GAP            \
+						   "," FLATTEN "," FC(5))
+
+/* An inception-like fork: three branches and the network input itself
+ * concatenated (channel counts off the 16-blocking), so the input's
+ * gradient has two readers. */
+#define CONCAT_NET                                                             \
+	NET("[3,6,6]", 3,                                                      \
+	    CONV(6, 3, 1, 1) "," RELU "," CONVI(5, 1, 1, 0, "1") "," CONVI(    \
+		7, 3, 1, 1,                                                    \
+		"1") ","                                                       \
+		     "{\"type\":\"pool\",\"op\":\"max\",\"kernel\":3,"         \
+		     "\"stride\":1,\"pad\":1,\"inputs\":[1]}"                  \
+		     "," CONCAT("2,3,4,-1") "," BN "," RELU "," POOL(          \
+			 "avg", 2, 2, 0) "," FC(3))
+
+/* MobileNetV2's pieces: ReLU6 in place, a depthwise conv, a pointwise
+ * one, a residual add reading the first ReLU6's output (its gradient a
+ * sum, then clipped in place), gap, flatten, dropout and fc. */
+#define MOBILENET_BLOCK(input)                                                 \
+	NET(input, 10,                                                         \
+	    CONV(16, 3, 2, 1) "," BN "," CLIP(0, 6) "," GCONV(                 \
+		16, 3, 1, 1,                                                   \
+		16) "," BN                                                     \
+		    "," CLIP(0, 6) "," CONV(16, 1, 1, 0) "," BN "," ADD(       \
+			"2,7") "," CONV(24, 1, 1,                              \
+					0) "," BN "," GAP "," FLATTEN          \
+					   "," DROPOUT(0.2) "," FC(10))
+
+#endif
