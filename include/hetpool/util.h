@@ -176,6 +176,13 @@ static inline bool hp_add_i64(int64_t a, int64_t b, int64_t *out)
 const char *hp_str_escape(const char *src, char *dst, size_t n);
 /* True when s holds bytes hp_str_escape() would escape. */
 bool hp_str_has_control(const char *s);
+/*
+ * Drop the bytes of a UTF-8 sequence that s ends in the middle of, as
+ * snprintf() leaves one when it cuts a message short: a message cut to
+ * fit its buffer stays UTF-8 (JSON writers refuse it otherwise, and a
+ * terminal shows garbage).  Returns s.
+ */
+char *hp_str_cut_utf8(char *s);
 
 /* Duplicate n bytes of s into a NUL-terminated string; NULL on ENOMEM. */
 char *hp_strndup(const char *s, size_t n);

@@ -24,6 +24,9 @@ int hp_api_fail(struct hp_api_problem *p, int status, const char *type,
 	va_start(ap, fmt);
 	vsnprintf(p->detail, sizeof(p->detail), fmt, ap);
 	va_end(ap);
+	/* a detail cut short mid-character would not be UTF-8 */
+	hp_str_cut_utf8(p->detail);
+	hp_str_cut_utf8(p->field);
 	return HP_EINVAL;
 }
 

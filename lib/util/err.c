@@ -43,6 +43,7 @@ int hp_error_set(struct hp_error *err, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
+	hp_str_cut_utf8(err->msg);
 	return code;
 }
 
@@ -64,6 +65,7 @@ void hp_error_prefix(struct hp_error *err, const char *fmt, ...)
 	err->msg[n + 1] = ' ';
 	memcpy(err->msg + n + 2, old, sizeof(err->msg) - (size_t)n - 2);
 	err->msg[sizeof(err->msg) - 1] = '\0';
+	hp_str_cut_utf8(err->msg);
 }
 
 void hp_error_clear(struct hp_error *err)

@@ -183,6 +183,26 @@ bool hp_str_has_control(const char *s)
 	return false;
 }
 
+char *hp_str_cut_utf8(char *s)
+{
+	size_t n = s ? strlen(s) : 0, i = n;
+	unsigned char c;
+	size_t want;
+
+	/* back over at most 3 continuation bytes to the sequence's lead */
+	while (i > 0 && n - i < 3 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0)
+		return s;
+	c = (unsigned char)s[i - 1];
+	if (c < 0xc0)
+		return s; /* ASCII, or stray continuation bytes: not cut */
+	want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+	if (n - (i - 1) < want)
+		s[i - 1] = '\0';
+	return s;
+}
+
 char *hp_strndup(const char *s, size_t n)
 {
 	char *p = malloc(n + 1);

@@ -303,6 +303,33 @@ HP_TEST(api_problem_json)
 	free(s);
 }
 
+/* A spec key of C1 controls (escaped 4 bytes each) then "é"s: the detail
+ * "spec: unknown key ..." runs past its 320 bytes and used to be cut in the
+ * middle of an "é", which is not UTF-8 (found by fuzz_api_body). */
+HP_TEST(api_long_detail_is_cut_between_characters)
+{
+	struct hp_api_model_req m;
+	struct hp_api_problem pb;
+	char body[1024];
+
+	for (int k = 8; k < 16; k++) {
+		size_t o = (size_t)snprintf(body, sizeof(body),
+					    "{\"name\":\"m\",\"spec\":{\"a");
+		for (int i = 0; i < k; i++)
+			o += (size_t)snprintf(body + o, sizeof(body) - o,
+					      "\\u0080");
+		for (int i = 0; i < 150; i++)
+			o += (size_t)snprintf(body + o, sizeof(body) - o,
+					      "\xc3\xa9");
+		snprintf(body + o, sizeof(body) - o, "\":1}}");
+		memset(&pb, 0, sizeof(pb));
+		ASSERT(hp_api_model_parse(body, strlen(body), &m, &pb) != 0);
+		ASSERT_EQ_INT(pb.status, 400);
+		ASSERT(strlen(pb.detail) > 300);
+		ASSERT(!hp_str_has_control(pb.detail));
+	}
+}
+
 HP_TEST(api_http_pieces)
 {
 	const char *tok;

@@ -1,10 +1,13 @@
 /*
  * test_util.c - lib/util: escaping names for a terminal (hp_str_escape),
- * against escapes written out by hand; growing arrays (hp_grow).
+ * against escapes written out by hand; cutting a message short without
+ * leaving half a character (hp_str_cut_utf8); growing arrays (hp_grow).
  */
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hetpool/util.h"
 #include "test.h"
@@ -42,6 +45,45 @@ HP_TEST(util_escape_controls_and_c1)
 	ASSERT_STR_EQ(hp_str_escape("ab\ncd", small, sizeof(small)), "ab\\nc");
 	ASSERT_STR_EQ(hp_str_escape("abcd\033", small, sizeof(small)), "abcd");
 	ASSERT_STR_EQ(hp_str_escape(NULL, small, sizeof(small)), "");
+}
+
+/* s cut by hp_str_cut_utf8, in a copy */
+static const char *cut(const char *s)
+{
+	static char buf[64];
+	snprintf(buf, sizeof(buf), "%s", s);
+	return hp_str_cut_utf8(buf);
+}
+
+HP_TEST(util_cut_utf8_drops_half_characters)
+{
+	/* whole sequences of 1 to 4 bytes stay */
+	ASSERT_STR_EQ(cut("abc"), "abc");
+	ASSERT_STR_EQ(cut("caf\xc3\xa9"), "caf\xc3\xa9");
+	ASSERT_STR_EQ(cut("\xe2\x82\xac"), "\xe2\x82\xac");
+	ASSERT_STR_EQ(cut("x\xf0\x9f\x98\x80"), "x\xf0\x9f\x98\x80");
+	/* a sequence cut after its 1st, 2nd or 3rd byte goes */
+	ASSERT_STR_EQ(cut("caf\xc3"), "caf");
+	ASSERT_STR_EQ(cut("e\xe2"), "e");
+	ASSERT_STR_EQ(cut("e\xe2\x82"), "e");
+	ASSERT_STR_EQ(cut("x\xf0\x9f\x98"), "x");
+	ASSERT_STR_EQ(cut("\xf0\x9f"), "");
+	/* bytes that are no cut sequence are left to hp_str_escape */
+	ASSERT_STR_EQ(cut("a\x80\x80\x80\x80"), "a\x80\x80\x80\x80");
+	ASSERT_STR_EQ(cut(""), "");
+	ASSERT(hp_str_cut_utf8(NULL) == NULL);
+	/* snprintf cutting "\xc3\xa9" x 10 at every length: the result is
+	 * always the longest run of whole characters */
+	for (size_t n = 1; n <= 21; n++) {
+		char buf[32];
+		snprintf(
+		    buf, n, "%s",
+		    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+		    "\xc3\xa9\xc3\xa9\xc3\xa9");
+		hp_str_cut_utf8(buf);
+		ASSERT_EQ_INT(strlen(buf), (n - 1) / 2 * 2);
+		ASSERT(!hp_str_has_control(buf));
+	}
 }
 
 HP_TEST(util_grow_doubles_and_keeps_elements)
