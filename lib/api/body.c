@@ -107,9 +107,12 @@ static const char *path(char *buf, size_t n, const char *prefix,
 	int k = prefix && *prefix ? snprintf(buf, n, "%s.%s", prefix, key)
 				  : snprintf(buf, n, "%s", key);
 
-	/* a path cut short still names the field's start */
-	if (k < 0 || (size_t)k >= n)
+	/* a path cut short still names the field's start, in whole
+	 * characters: it goes into the detail, which must stay UTF-8 */
+	if (k < 0 || (size_t)k >= n) {
 		buf[n - 1] = '\0';
+		hp_str_cut_utf8(buf);
+	}
 	return buf;
 }
 

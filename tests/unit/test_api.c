@@ -328,6 +328,21 @@ HP_TEST(api_long_detail_is_cut_between_characters)
 		ASSERT(strlen(pb.detail) > 300);
 		ASSERT(!hp_str_has_control(pb.detail));
 	}
+	/* a field path cut to its 96 bytes inside the detail, not at its end
+	 * (found by fuzz_api_body too) */
+	for (int k = 0; k < 4; k++) {
+		size_t o = (size_t)snprintf(body, sizeof(body),
+					    "{\"nodes\":[{\"%.*s", k, "xyz");
+		for (int i = 0; i < 60; i++)
+			o += (size_t)snprintf(body + o, sizeof(body) - o,
+					      "\xc3\xa9");
+		snprintf(body + o, sizeof(body) - o, "\":1}]}");
+		memset(&pb, 0, sizeof(pb));
+		ASSERT(hp_api_pool_check(body, strlen(body), false, &pb) != 0);
+		ASSERT_STR_EQ(pb.type, "unknown-field");
+		ASSERT(!hp_str_has_control(pb.detail));
+		ASSERT(!hp_str_has_control(pb.field));
+	}
 }
 
 HP_TEST(api_http_pieces)
