@@ -142,6 +142,10 @@ if [ -x "$build/bin/hetpool-train" ]; then
 fi
 
 echo
+echo "== one core's input pipeline: hetpool host --measure (libjpeg-turbo, C crop) vs torchvision's (PIL), the same JPEG, alternating"
+/usr/bin/python3 benchmarks/bench_loader.py "$build" 5
+
+echo
 echo "== hetpoold under load: GET /v1/jobs/ID vs a bare libmicrohttpd endpoint, POST /v1/recommendations vs in-process (goal: >= 80% of each, no errors, flat memory)"
 benchmarks/bench_daemon.sh "$build"
 

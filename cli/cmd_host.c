@@ -1,8 +1,9 @@
 /*
  * cmd_host.c - `hetpool host`: this host as a device type (model, cores
  * and threads used, clock, vector ISA and width, caches, memory), its
- * measured peaks (oneDNN sgemm FLOP/s, STREAM triad bandwidth) and its
- * calibration, kept in its host file in the state folder.
+ * measured peaks (oneDNN sgemm FLOP/s, STREAM triad bandwidth, one
+ * core's JPEG input pipeline) and its calibration, kept in its host file
+ * in the state folder.
  */
 #include <jansson.h>
 #include <math.h>
@@ -39,6 +40,11 @@ static const char help[] =
     "estimator's\n"
     "CPU fit is carried from the profiled host to this one by these "
     "figures.\n"
+    "It also times one core's JPEG input pipeline (decode a 500x375 "
+    "image,\n"
+    "crop it to 224x224, flip, normalize): 'predict --input-cores' caps "
+    "a GPU's\n"
+    "step at what the host's cores can feed it.\n"
     "\n"
     "  --measure     measure the peaks and save them in the host file\n"
     "  --threads N   the threads used (default: $HETPOOL_THREADS, else "
@@ -115,7 +121,20 @@ static void print_text(const struct hp_host_file *f, const char *path)
 		    f->peaks.fp32_flops / 1e9, f->peaks.triad_bw / 1e9,
 		    f->peaks.copy_bw / 1e9, f->peaks.threads,
 		    f->peaks.threads == 1 ? "" : "s", f->peaks.when);
-	else
+	if (f->peaks.when[0] && f->peaks.loader.decode_s_per_px > 0)
+		printf("  input:    one core decodes a %dx%d JPEG in %.3f ms "
+		       "and crops it to %dx%d in %.3f ms: %.0f samples/s\n",
+		       HP_LOADER_SRC_W, HP_LOADER_SRC_H,
+		       1e3 * f->peaks.loader.decode_s_per_px * HP_LOADER_SRC_W *
+			   HP_LOADER_SRC_H,
+		       HP_LOADER_OUT_HW, HP_LOADER_OUT_HW,
+		       1e3 * f->peaks.loader.augment_s_per_px *
+			   HP_LOADER_OUT_HW * HP_LOADER_OUT_HW,
+		       1 / hp_loader_sample_s(
+			       &f->peaks.loader,
+			       (double)HP_LOADER_SRC_W * HP_LOADER_SRC_H,
+			       (double)HP_LOADER_OUT_HW * HP_LOADER_OUT_HW));
+	if (!f->peaks.when[0])
 		printf("  measured: not measured ('hetpool host --measure "
 		       "--threads %d')\n",
 		       h->threads);
@@ -172,10 +191,11 @@ static int cmd_host(int argc, char **argv)
 	if (a.measure) {
 		if (isatty(STDERR_FILENO))
 			fprintf(stderr,
-				"measuring FP32 FLOP/s and triad bandwidth "
-				"at %d thread%s (about %.0f s)...\n",
+				"measuring FP32 FLOP/s, triad bandwidth and "
+				"the JPEG pipeline at %d thread%s (about %.0f "
+				"s)...\n",
 				h.threads, h.threads == 1 ? "" : "s",
-				2 * a.seconds + 1);
+				2.5 * a.seconds + 1);
 		if ((rc = hp_engine_cpu_peaks(h.threads, a.seconds, h.l3_bytes,
 					      &f.peaks, &err)))
 			return cli_error(EXIT_FAIL, "host: %s", err.msg);

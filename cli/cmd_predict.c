@@ -19,6 +19,8 @@ static const char help[] =
     "[--input-shape CxHxW]\n"
     "                       [--precision P] [--catalog FILE] [--threads "
     "N] [--json]\n"
+    "                       [--input-cores C [--input-rate R | "
+    "--input-source-px P]]\n"
     "\n"
     "Predict one training step (forward, backward, SGD update) of MODEL "
     "on\n"
@@ -49,6 +51,21 @@ static const char help[] =
     "                    give what the link truly carries (over TCP, "
     "often far less)\n"
     "  --link-latency-us L  one network hop, microseconds (default 5)\n"
+    "  --input-cores C   the host CPU cores that prepare each GPU's "
+    "samples (its\n"
+    "                    data-loader workers): the step cannot be shorter "
+    "than\n"
+    "                    what they feed (decode, augmentation); default: "
+    "not\n"
+    "                    modelled\n"
+    "  --input-rate R    samples/s one core prepares (default: this host's "
+    "JPEG\n"
+    "                    pipeline as 'hetpool host --measure' measured it, "
+    "at the\n"
+    "                    model's input size)\n"
+    "  --input-source-px P  pixels of a stored image decoded for a sample "
+    "(default\n"
+    "                    187500, 500x375: about ImageNet's average)\n"
     "  --estimator FILE  a fitted estimator ('hetpool fit'; default: the "
     "shipped\n"
     "                    data/estimators/default.json)\n"
@@ -85,15 +102,26 @@ static const char help[] =
     "      --precision amp\n"
     "  hetpool predict resnet18.onnx --device t4 --batch 1024 --devices 16 "
     "--nodes 4 \\\n"
-    "      --link-gbps 6\n";
+    "      --link-gbps 6\n"
+    "  hetpool predict data/models/resnet50.train.onnx --device a40 "
+    "--batch 256 \\\n"
+    "      --input-cores 4          # 4 loader cores per GPU: input-bound?\n";
 
 static json_t *num(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* The input pipeline's figures (--input-cores): the cores a device has,
+ * one core's seconds a sample, and what that rests on. */
+struct input_pipe {
+	double cores;
+	double sample_s;
+	char basis[160];
+};
+
 static void print_json(const char *model, const struct hp_prediction *p,
-		       int nodes, double link_gbps)
+		       int nodes, double link_gbps, const struct input_pipe *ip)
 {
 	json_t *o = json_object();
 
@@ -115,6 +143,17 @@ static void print_json(const char *model, const struct hp_prediction *p,
 	json_object_set_new(o, "samples_per_s", num(p->samples_per_s));
 	json_object_set_new(o, "utilisation", num(p->utilisation));
 	json_object_set_new(o, "comm_time_s", num(p->comm_time_s));
+	/* null: not modelled (no --input-cores) */
+	json_object_set_new(
+	    o, "input_pipeline",
+	    ip->cores > 0
+		? json_pack("{s:f, s:f, s:f, s:o, s:o, s:s}", "cores",
+			    ip->cores, "samples_per_s_per_core",
+			    1 / ip->sample_s, "ceiling_samples_per_s",
+			    ip->cores / ip->sample_s * p->ndevices, "time_s",
+			    num(p->input_time_s), "bound",
+			    json_boolean(p->input_bound), "basis", ip->basis)
+		: json_null());
 	json_object_set_new(o, "power_w", num(p->power_w));
 	json_object_set_new(o, "energy_per_step_j", num(p->energy_per_step_j));
 	json_object_set_new(o, "peak_memory_bytes",
@@ -138,7 +177,7 @@ static void print_json(const char *model, const struct hp_prediction *p,
 /* The model's path and the catalog's names come from outside: escaped
  * before they reach the terminal. */
 static void print_text(const char *model, const struct hp_prediction *p,
-		       int nodes, double link_gbps)
+		       int nodes, double link_gbps, const struct input_pipe *ip)
 {
 	char a[32], b[32], e[1024];
 
@@ -156,6 +195,14 @@ static void print_text(const char *model, const struct hp_prediction *p,
 		printf("             of which %.3g s gradient all-reduce (the "
 		       "part backward does not hide)\n",
 		       p->comm_time_s);
+	if (ip->cores > 0 && isfinite(p->input_time_s))
+		printf(
+		    "input        %.4g samples/s a device from %g cores (%s): "
+		    "%s\n",
+		    ip->cores / ip->sample_s, ip->cores, ip->basis,
+		    p->input_bound ? "caps the step" : "keeps up");
+	else if (ip->cores > 0)
+		printf("input        not modelled on a CPU device\n");
 	printf("throughput   %.4g samples/s, utilisation %.1f%% of peak\n",
 	       p->samples_per_s, 100 * p->utilisation);
 	if (isfinite(p->power_w))
@@ -184,6 +231,7 @@ struct predict_args {
 	int64_t batch, ndevices;
 	int64_t nodes;
 	double link_gbps, link_latency_us;
+	double input_cores, input_rate, input_source_px;
 	int family; /* -1: the estimator's */
 	int precision;
 	int threads; /* cpu; 0: $HETPOOL_THREADS or all CPUs */
@@ -213,6 +261,10 @@ static const struct cli_opt predict_opts[] = {
     CLI_OPT_NUM_ABOVE("link-gbps", struct predict_args, link_gbps, 0, 1e5),
     CLI_OPT_NUM("link-latency-us", struct predict_args, link_latency_us, 0,
 		1e6),
+    CLI_OPT_NUM_ABOVE("input-cores", struct predict_args, input_cores, 0, 4096),
+    CLI_OPT_NUM_ABOVE("input-rate", struct predict_args, input_rate, 0, 1e9),
+    CLI_OPT_NUM_ABOVE("input-source-px", struct predict_args, input_source_px,
+		      0, 1e9),
     CLI_OPT_STR("estimator", struct predict_args, estimator),
     CLI_OPT_WORD("family", struct predict_args, family, family_words),
     CLI_OPT_DIMS("input-shape", struct predict_args, shape),
@@ -222,6 +274,54 @@ static const struct cli_opt predict_opts[] = {
     CLI_OPT_INT("threads", struct predict_args, threads, 1, 4096),
     CLI_OPT_END,
 };
+
+static int input_pipeline(const struct predict_args *a, int64_t input_hw,
+			  struct input_pipe *ip)
+{
+	struct hp_error err = {0};
+	struct hp_host h;
+	struct hp_host_file f;
+	char path[4200];
+	double src_px = a->input_source_px > 0
+			    ? a->input_source_px
+			    : (double)HP_LOADER_SRC_W * HP_LOADER_SRC_H,
+	       out_px = (double)input_hw * (double)input_hw;
+
+	if (a->input_rate > 0) {
+		ip->sample_s = 1 / a->input_rate;
+		snprintf(ip->basis, sizeof(ip->basis),
+			 "%.4g samples/s a core (--input-rate)", a->input_rate);
+		return 0;
+	}
+	/* one core's figure: in the host file of the threads used, else in
+	 * the one-thread file ('hetpool host --measure --threads 1') */
+	bool have = false;
+	if (!hp_host_detect(&h, &err))
+		for (int k = 0; k < 2 && !have; k++) {
+			h.threads = k == 0 ? hp_ctx_threads() : 1;
+			have = !hp_host_file_path(NULL, &h, path, sizeof(path),
+						  &err) &&
+			       !hp_host_file_load(path, &f, &err) &&
+			       f.peaks.loader.decode_s_per_px > 0;
+		}
+	if (!have)
+		return cli_error(EXIT_USAGE,
+				 "predict: --input-cores needs one core's "
+				 "rate: give --input-rate R (samples/s a "
+				 "core), or measure this host's JPEG pipeline "
+				 "with 'hetpool host --measure'");
+	if (!(input_hw > 0))
+		return cli_error(EXIT_USAGE,
+				 "predict: the model's input has no image "
+				 "size: give --input-rate R");
+	ip->sample_s = hp_loader_sample_s(&f.peaks.loader, src_px, out_px);
+	snprintf(ip->basis, sizeof(ip->basis),
+		 "this host's JPEG pipeline, measured %s: decode %.0f px, "
+		 "crop to %lldx%lld, flip, normalize",
+		 f.peaks.when, src_px, (long long)input_hw,
+		 (long long)input_hw);
+	return 0;
+}
 
 static int cmd_predict(int argc, char **argv)
 {
@@ -236,6 +336,7 @@ static int cmd_predict(int argc, char **argv)
 	const struct hp_catalog *cat;
 	struct hp_model_input mi = {0};
 	struct hp_prediction p;
+	struct input_pipe ip = {0};
 	const char *model;
 	int first, rc, status = EXIT_OK;
 
@@ -261,6 +362,16 @@ static int cmd_predict(int argc, char **argv)
 				 "predict: --devices %lld cannot be spread "
 				 "evenly over --nodes %lld",
 				 (long long)a.ndevices, (long long)a.nodes);
+	if ((a.input_rate > 0 || a.input_source_px > 0) && !a.input_cores)
+		return cli_error(EXIT_USAGE,
+				 "predict: --input-rate and --input-source-px "
+				 "describe the input pipeline: give "
+				 "--input-cores C too");
+	if (a.input_rate > 0 && a.input_source_px > 0)
+		return cli_error(EXIT_USAGE,
+				 "predict: --input-source-px costs this host's "
+				 "measured pipeline; --input-rate replaces it: "
+				 "give one");
 	if (a.threads) {
 		/* the catalog's cpu type is this host at these threads */
 		char tb[16];
@@ -277,9 +388,15 @@ static int cmd_predict(int argc, char **argv)
 	if ((status = cli_load_model("predict", model, a.batch / a.ndevices,
 				     a.shape.d, a.shape.rank, &mi)))
 		goto out;
+	if (a.input_cores > 0 &&
+	    (status = input_pipeline(&a, mi.workload.input_size, &ip)))
+		goto out;
+	ip.cores = a.input_cores;
 	{
 		struct hp_predict_opts po;
 		hp_predict_opts_init(&po);
+		po.input_cores = a.input_cores;
+		po.input_sample_s = a.input_cores > 0 ? ip.sample_s : 0;
 		po.family = a.family;
 		po.precision = (enum hp_precision)a.precision;
 		po.nodes = (int)a.nodes;
@@ -294,9 +411,9 @@ static int cmd_predict(int argc, char **argv)
 		goto out;
 	}
 	if (a.json)
-		print_json(model, &p, (int)a.nodes, a.link_gbps);
+		print_json(model, &p, (int)a.nodes, a.link_gbps, &ip);
 	else
-		print_text(model, &p, (int)a.nodes, a.link_gbps);
+		print_text(model, &p, (int)a.nodes, a.link_gbps, &ip);
 	if (p.memory_known && !p.fits_in_memory) {
 		char b1[32], b2[32];
 		status = cli_error(

@@ -3,7 +3,7 @@
  * estimator from the host that was profiled to this one: FP32 FLOP/s of
  * a compute-bound oneDNN sgemm and the memory bandwidth of a STREAM triad
  * (with a memcpy beside it as an independent check), at the threads the
- * engine uses.
+ * engine uses; and one core's input pipeline (loader.c).
  */
 #include <dnnl.h>
 #include <math.h>
@@ -211,11 +211,19 @@ int hp_engine_cpu_peaks(int threads, double seconds, int64_t l3_bytes,
 	p.threads = threads;
 	p.fp32_flops = p.triad_bw = p.copy_bw = p.array_bytes = NAN;
 	p.power_load_w = p.power_idle_w = NAN;
+	p.loader.decode_s_per_px = p.loader.augment_s_per_px =
+	    p.loader.jpeg_bits_per_px = NAN;
 	idle_power(&p.power_idle_w);
 	if ((rc = gemm_peak(threads, seconds, &p.fp32_flops, &p.power_load_w,
 			    err)) ||
 	    (rc = stream_peak(threads, seconds, l3_bytes, &p, err)))
 		return rc;
+	/* one core's input pipeline: the figures stay NaN (not measured)
+	 * where libjpeg fails, the peaks are still good */
+	if (hp_engine_loader_cost(seconds / 2, &p.loader, NULL)) {
+		p.loader.decode_s_per_px = p.loader.augment_s_per_px = NAN;
+		p.loader.jpeg_bits_per_px = NAN;
+	}
 	gmtime_r(&t, &tm);
 	strftime(p.when, sizeof(p.when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	*out = p;

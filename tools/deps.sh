@@ -19,7 +19,7 @@ set -eu
 pkgs_build="build-essential cmake ninja-build pkg-config libjansson-dev \
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libdnnl-dev libgsl-dev \
 libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libopenmpi-dev openmpi-bin \
-zlib1g-dev"
+zlib1g-dev libjpeg62-turbo-dev"
 # node and npm build the web dashboard: Debian's, only when the commands
 # are missing (a node from elsewhere, such as nodesource's, carries its
 # own npm, which Debian's npm package would conflict with).

@@ -176,6 +176,30 @@ struct hp_host {
 };
 
 /*
+ * What one core spends preparing a sample as an ImageNet-style input
+ * pipeline does (the engine measures it: hp_engine_loader_cost()): decode
+ * a JPEG, then a random-resized crop to the model's input, a flip and the
+ * conversion to normalized floats.  Measured on a HP_LOADER_SRC_W x
+ * HP_LOADER_SRC_H image of camera-like entropy at quality
+ * HP_LOADER_QUALITY, cropped to HP_LOADER_OUT_HW square; NaN: not
+ * measured.
+ */
+#define HP_LOADER_SRC_W 500
+#define HP_LOADER_SRC_H 375
+#define HP_LOADER_QUALITY 90
+#define HP_LOADER_OUT_HW 224
+struct hp_loader_cost {
+	double decode_s_per_px;	 /* CPU s per source pixel decoded */
+	double augment_s_per_px; /* CPU s per input pixel (3 channels) */
+	double jpeg_bits_per_px; /* the test image's compressed size */
+	int samples;		 /* samples timed */
+};
+/* One core's CPU seconds for a sample: decode src_px source pixels, then
+ * crop and convert to out_px input pixels.  NaN when c is not measured. */
+double hp_loader_sample_s(const struct hp_loader_cost *c, double src_px,
+			  double out_px);
+
+/*
  * A host's measured peaks at one thread count (the engine measures them:
  * hp_engine_cpu_peaks()); NaN: not measured.
  */
@@ -188,6 +212,9 @@ struct hp_host_peaks {
 	/* CPU package power from RAPL (all packages), W; NaN: not readable.
 	 * Under the sgemm at these threads, and idle (the process asleep). */
 	double power_load_w, power_idle_w;
+	/* one core's input pipeline (NaN figures: not measured; files
+	 * written before it lack it) */
+	struct hp_loader_cost loader;
 	char when[32]; /* UTC, ISO 8601; "" not measured */
 };
 

@@ -293,6 +293,16 @@ struct hp_host_peaks;
 int hp_engine_cpu_peaks(int threads, double seconds, int64_t l3_bytes,
 			struct hp_host_peaks *out, struct hp_error *err);
 
+/*
+ * Measure one core's input pipeline (struct hp_loader_cost) for about
+ * `seconds` of the calling thread's CPU time (at least 3 batches of 8
+ * samples; the best batch).  HP_EINVAL for seconds out of (0, 600],
+ * HP_ENOMEM, HP_EDEVICE when libjpeg fails.
+ */
+struct hp_loader_cost;
+int hp_engine_loader_cost(double seconds, struct hp_loader_cost *out,
+			  struct hp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

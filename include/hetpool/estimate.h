@@ -293,10 +293,15 @@ struct hp_prediction {
 	double step_time_s;
 	double step_time_lo_s, step_time_hi_s; /* interval (10th-90th pct) */
 	double samples_per_s;
-	double utilisation;	    /* achieved FLOP/s / effective peak */
-	double power_w;		    /* per device; NaN: not known */
-	double energy_per_step_j;   /* all devices; NaN: not known */
-	double comm_time_s;	    /* gradient all-reduce part of the step */
+	double utilisation;	  /* achieved FLOP/s / effective peak */
+	double power_w;		  /* per device; NaN: not known */
+	double energy_per_step_j; /* all devices; NaN: not known */
+	double comm_time_s;	  /* gradient all-reduce part of the step */
+	/* The input pipeline (struct hp_predict_opts): its time for one
+	 * device's share of the batch (NaN: not modelled), and whether the
+	 * step waits for it (step_time_s is then that time). */
+	double input_time_s;
+	bool input_bound;
 	int64_t peak_memory_bytes;  /* per device */
 	double device_memory_bytes; /* NaN: not known */
 	bool memory_known;	    /* the device's memory is known */
@@ -448,6 +453,14 @@ struct hp_predict_opts {
 					nodes (a divisor of ndevices); 1 */
 	double net_gbps;	     /* nodes > 1: each node's link */
 	double net_latency_us;	     /* ... and its latency per hop */
+	/* The input pipeline on the host (0, the default: not modelled):
+	 * the CPU cores that prepare each GPU's samples (its data-loader
+	 * workers), and one core's CPU seconds a sample
+	 * (hp_loader_sample_s() of the host's measured figures, or the
+	 * user's own).  A GPU's step is then at least
+	 * per-device batch x input_sample_s / input_cores. */
+	double input_cores;
+	double input_sample_s;
 };
 void hp_predict_opts_init(struct hp_predict_opts *o);
 /* hp_estimator_predict() with o (NULL: the defaults); the functions

@@ -267,6 +267,15 @@ double hp_host_fp32_est(const struct hp_host *h)
 	return h->fp32_gflops * 1e9 * (t < cores ? t : cores) / cores;
 }
 
+double hp_loader_sample_s(const struct hp_loader_cost *c, double src_px,
+			  double out_px)
+{
+	if (!c || !(c->decode_s_per_px > 0) || !(c->augment_s_per_px > 0) ||
+	    !(src_px >= 0) || !(out_px >= 0))
+		return NAN;
+	return c->decode_s_per_px * src_px + c->augment_s_per_px * out_px;
+}
+
 int64_t hp_host_parse_cache_size(const char *s)
 {
 	char buf[32];

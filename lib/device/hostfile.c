@@ -93,6 +93,8 @@ void hp_host_file_init(struct hp_host_file *f, const struct hp_host *h)
 	f->peaks.fp32_flops = f->peaks.triad_bw = f->peaks.copy_bw = NAN;
 	f->peaks.array_bytes = NAN;
 	f->peaks.power_load_w = f->peaks.power_idle_w = NAN;
+	f->peaks.loader.decode_s_per_px = f->peaks.loader.augment_s_per_px =
+	    f->peaks.loader.jpeg_bits_per_px = NAN;
 	f->calib.ref_time_s = NAN;
 }
 
@@ -148,6 +150,21 @@ char *hp_host_file_json(const struct hp_host_file *f)
 				    num(f->peaks.power_load_w));
 		json_object_set_new(pj, "power_idle_w",
 				    num(f->peaks.power_idle_w));
+		if (f->peaks.loader.decode_s_per_px > 0) {
+			const struct hp_loader_cost *l = &f->peaks.loader;
+			json_t *lj = json_pack(
+			    "{s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:I}",
+			    "decode_s_per_px", l->decode_s_per_px,
+			    "augment_s_per_px", l->augment_s_per_px,
+			    "jpeg_bits_per_px", l->jpeg_bits_per_px, "src_w",
+			    HP_LOADER_SRC_W, "src_h", HP_LOADER_SRC_H,
+			    "quality", HP_LOADER_QUALITY, "out_hw",
+			    HP_LOADER_OUT_HW, "samples",
+			    (json_int_t)l->samples);
+			if (!lj)
+				goto fail;
+			json_object_set_new(pj, "loader", lj);
+		}
 		json_object_set_new(pj, "when", json_string(f->peaks.when));
 		json_object_set_new(root, "peaks", pj);
 	}
@@ -312,6 +329,31 @@ static int get_str(json_t *o, const char *key, const char *path, char *buf,
 	return 0;
 }
 
+/* peaks.loader: absent or null, not measured (files before it). */
+static int parse_loader(json_t *lj, const char *path, struct hp_loader_cost *l,
+			struct hp_error *err)
+{
+	int64_t n;
+	int rc;
+
+	if (!lj || json_is_null(lj))
+		return 0;
+	if (!json_is_object(lj))
+		return hp_error_set(err, HP_EPARSE,
+				    "%s: 'peaks.loader' is not an object",
+				    path);
+	if ((rc = get_num(lj, "decode_s_per_px", path, 1e-13, 1e-3, true,
+			  &l->decode_s_per_px, err)) ||
+	    (rc = get_num(lj, "augment_s_per_px", path, 1e-13, 1e-3, true,
+			  &l->augment_s_per_px, err)) ||
+	    (rc = get_num(lj, "jpeg_bits_per_px", path, 0, 64, false,
+			  &l->jpeg_bits_per_px, err)) ||
+	    (rc = get_int(lj, "samples", path, 0, INT32_MAX, &n, err)))
+		return rc;
+	l->samples = (int)n;
+	return 0;
+}
+
 static int parse_host(json_t *hj, const char *path, struct hp_host *h,
 		      struct hp_error *err)
 {
@@ -369,6 +411,8 @@ int hp_host_file_parse(const char *text, size_t len, const char *path,
 	f->peaks.fp32_flops = f->peaks.triad_bw = f->peaks.copy_bw = NAN;
 	f->peaks.array_bytes = NAN;
 	f->peaks.power_load_w = f->peaks.power_idle_w = NAN;
+	f->peaks.loader.decode_s_per_px = f->peaks.loader.augment_s_per_px =
+	    f->peaks.loader.jpeg_bits_per_px = NAN;
 	f->calib.ref_time_s = NAN;
 	if (len > HOST_FILE_MAX_BYTES)
 		return hp_error_set(err, HP_ETOOBIG, "%s: larger than %u bytes",
@@ -418,6 +462,9 @@ int hp_host_file_parse(const char *text, size_t len, const char *path,
 				  sizeof(f->peaks.when), err)))
 			goto out;
 		f->peaks.threads = (int)v;
+		if ((rc = parse_loader(json_object_get(pj, "loader"), path,
+				       &f->peaks.loader, err)))
+			goto out;
 		if (v < 1) {
 			rc = hp_error_set(err, HP_EPARSE,
 					  "%s: peaks without 'threads'", path);

@@ -17,7 +17,46 @@ static const char *const lin_names[5] = {"conv_layers", "fc_layers", "filters",
 struct net {
 	int nodes;
 	double gbps, latency_us;
+	/* the input pipeline: cores per device, one core's s a sample
+	 * (either 0: not modelled) */
+	double input_cores, input_sample_s;
 };
+
+/*
+ * The input pipeline's ceiling (docs/estimator.md, "The input pipeline"):
+ * a GPU's step cannot be shorter than the time its host cores take to
+ * prepare its share of the batch; the loader's workers prefetch, so the
+ * two overlap and the step is the longer.  On a CPU device the loader
+ * shares the cores that compute: not modelled.
+ */
+static void input_ceiling(const struct net *net, int64_t per_device, bool cpu,
+			  double *step, struct hp_prediction *out)
+{
+	double in_s =
+		   (double)per_device * net->input_sample_s / net->input_cores,
+	       rate = net->input_cores / net->input_sample_s;
+	size_t l = strlen(out->basis);
+
+	if (cpu) {
+		snprintf(out->basis + l, sizeof(out->basis) - l,
+			 "; input pipeline not modelled on a CPU device (its "
+			 "cores compute too)");
+		return;
+	}
+	out->input_time_s = in_s;
+	out->input_bound = in_s > *step;
+	snprintf(out->basis + l, sizeof(out->basis) - l,
+		 "; input pipeline: %.0f samples/s a device (%g cores), %s",
+		 rate, net->input_cores,
+		 out->input_bound ? "which caps the step" : "enough");
+	if (!out->input_bound)
+		return;
+	*step = in_s;
+	if (out->step_time_lo_s < in_s)
+		out->step_time_lo_s = in_s;
+	if (out->step_time_hi_s < in_s)
+		out->step_time_hi_s = in_s;
+}
 
 static int predict_net(const struct hp_estimator *est,
 		       const struct hp_catalog *cat,
@@ -300,10 +339,13 @@ static int predict_net(const struct hp_estimator *est,
 	if (!(step > 0) || !isfinite(step))
 		return hp_error_set(err, HP_EINTERNAL,
 				    "the model gave no step time");
-	out->step_time_s = step;
-	out->comm_time_s = comm;
 	out->step_time_lo_s = step * exp(qlo < 0 ? qlo : 0);
 	out->step_time_hi_s = step * exp(qhi > 0 ? qhi : 0);
+	out->input_time_s = NAN;
+	if (net->input_cores > 0 && net->input_sample_s > 0)
+		input_ceiling(net, w->batch, d.cpu, &step, out);
+	out->step_time_s = step;
+	out->comm_time_s = comm;
 	out->samples_per_s = (double)out->batch / step;
 	peak = hp__peak(th, &d);
 	util = w->flops_total / (step * peak);
@@ -417,8 +459,14 @@ int hp_estimator_predict_opts(const struct hp_estimator *est,
 	if (o->family > HP_EST_ROOFLINE)
 		return hp_error_set(err, HP_EINVAL, "unknown family %d",
 				    o->family);
+	if (o->input_cores < 0 || o->input_sample_s < 0 ||
+	    !isfinite(o->input_cores) || !isfinite(o->input_sample_s))
+		return hp_error_set(err, HP_EINVAL,
+				    "input pipeline: cores %g, %g s a sample: "
+				    "give figures from 0 up",
+				    o->input_cores, o->input_sample_s);
 	n = (struct net){o->nodes > 0 ? o->nodes : 1, o->net_gbps,
-			 o->net_latency_us};
+			 o->net_latency_us, o->input_cores, o->input_sample_s};
 	return predict_net(est, cat, w, device, ndevices, &n, o->family,
 			   HP__SRC_LAMBDA, (int)o->precision, out, err);
 }

@@ -11,6 +11,10 @@ grep -q 'not measured' "$TMP/out" && grep -q 'calibration: none' "$TMP/out" &&
 	ok host_show_nothing_measured || fail host_show_nothing_measured "$(cat "$TMP/out")"
 [ ! -d "$HETPOOL_STATE_DIR/hosts" ] && ok host_show_writes_nothing ||
 	fail host_show_writes_nothing "$(ls -R "$HETPOOL_STATE_DIR")"
+# nothing measured yet: the input pipeline needs a rate
+expect_status predict_input_unmeasured 2 "$HP" predict "$HP_ROOT/data/models/resnet50.train.onnx" \
+	--device a40 --batch 64 --input-cores 4
+expect_err predict_input_unmeasured_says_how "host --measure"
 
 expect_status host_measure 0 "$HP" host --measure --threads 1 --seconds 0.5 --json
 if python3 - "$TMP/out" <<'PY'
@@ -38,8 +42,62 @@ r = p["triad_bytes_per_s"] / p["memcpy_bytes_per_s"]
 assert 0.05 < r < 3, r
 if h["l3_bytes"]:
     assert p["array_bytes"] >= 4 * h["l3_bytes"]
+# one core's JPEG pipeline: the test image is fixed, so its compressed
+# size is libjpeg's (about 4.8 bits a pixel, as ImageNet's JPEGs); a core
+# decodes 1-1000 megapixels a second and crops 0.1-1000 (any CPU of the
+# last two decades, sanitizer builds included)
+l = p["loader"]
+assert 3 < l["jpeg_bits_per_px"] < 7, l
+assert 1e-9 < l["decode_s_per_px"] < 1e-6, l
+assert 1e-9 < l["augment_s_per_px"] < 1e-5, l
+assert l["samples"] >= 24 and (l["src_w"], l["src_h"], l["out_hw"]) == (500, 375, 224), l
 PY
 then ok host_measure_plausible; else fail host_measure_plausible "$(cat "$TMP/out")"; fi
+cp "$TMP/out" "$TMP/host1.json"
+
+# predict's input pipeline from the measured figures (the 1-thread file
+# serves any thread count): one core's rate is 1 / (decode x 500 x 375 +
+# crop x 224 x 224), the ceiling cores x that; at 0.05 cores ResNet-50 on
+# an A40 waits for it, at 4096 it does not
+R50=$HP_ROOT/data/models/resnet50.train.onnx
+for cores in 0.05 4096; do
+	expect_status predict_input_cores_$cores 0 "$HP" predict "$R50" --device a40 --batch 64 \
+		--input-cores $cores --json
+	cp "$TMP/out" "$TMP/pin_$cores.json"
+done
+expect_status predict_no_input 0 "$HP" predict "$R50" --device a40 --batch 64 --json
+if python3 - "$TMP/host1.json" "$TMP/pin_0.05.json" "$TMP/pin_4096.json" "$TMP/out" <<'PY'
+import json, sys
+l = json.load(open(sys.argv[1]))["peaks"]["loader"]
+slow, fast, none = (json.load(open(f)) for f in sys.argv[2:5])
+rate = 1 / (l["decode_s_per_px"] * 500 * 375 + l["augment_s_per_px"] * 224 * 224)
+for d, cores in ((slow, 0.05), (fast, 4096)):
+    ip = d["input_pipeline"]
+    assert abs(ip["samples_per_s_per_core"] / rate - 1) < 1e-9, (ip, rate)
+    assert abs(ip["ceiling_samples_per_s"] / (cores * rate) - 1) < 1e-9, ip
+    assert abs(ip["time_s"] / (64 / (cores * rate)) - 1) < 1e-9, ip
+    assert "JPEG pipeline" in ip["basis"], ip
+assert none["input_pipeline"] is None
+assert slow["input_pipeline"]["bound"] and not fast["input_pipeline"]["bound"]
+assert abs(slow["samples_per_s"] / (0.05 * rate) - 1) < 1e-9, slow["samples_per_s"]
+assert fast["step_time_s"] == none["step_time_s"], (fast["step_time_s"], none["step_time_s"])
+assert slow["energy_per_step_j"] > none["energy_per_step_j"]
+assert slow["power_w"] < none["power_w"]
+PY
+then ok predict_input_ceiling; else fail predict_input_ceiling "$(cat "$TMP/pin_0.05.json")"; fi
+# a rate the user gives: 10 a core x 2 cores caps the step at 20 samples/s
+expect_status predict_input_rate 0 "$HP" predict "$R50" --device a40 --batch 64 \
+	--input-cores 2 --input-rate 10 --json
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert abs(d["samples_per_s"] - 20) < 1e-9 and d["input_pipeline"]["bound"], d
+assert "--input-rate" in d["input_pipeline"]["basis"]
+' "$TMP/out" && ok predict_input_rate_caps || fail predict_input_rate_caps "$(cat "$TMP/out")"
+expect_status predict_input_rate_alone 2 "$HP" predict "$R50" --device a40 --batch 64 --input-rate 10
+expect_status predict_input_rate_and_px 2 "$HP" predict "$R50" --device a40 --batch 64 \
+	--input-cores 2 --input-rate 10 --input-source-px 1000
+expect_status predict_input_cores_zero 2 "$HP" predict "$R50" --device a40 --batch 64 --input-cores 0
 ls "$HETPOOL_STATE_DIR"/hosts/*-t1.json >/dev/null 2>&1 && ok host_file_saved ||
 	fail host_file_saved "no host file under $HETPOOL_STATE_DIR/hosts"
 

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <sys/resource.h>
 
+#include "hetpool/device.h"
 #include "hetpool/engine.h"
 #include "onnx_build.h"
 #include "ref_nn.h"
@@ -1219,4 +1220,25 @@ HP_TEST(engine_estimate_matches_allocated)
 		hp_engine_free(e);
 		hp_spec_release(&s[i]);
 	}
+}
+
+HP_TEST(engine_loader_cost_measures)
+{
+	/* One core's JPEG input pipeline: the fixed test image compresses
+	 * to about ImageNet's 4.8 bits a pixel; every figure finite and in
+	 * what any CPU of the last two decades does; bad budgets refused. */
+	struct hp_loader_cost c;
+	struct hp_error err = {0};
+	double s;
+
+	ASSERT_EQ_INT(hp_engine_loader_cost(0.2, &c, &err), 0);
+	ASSERT(c.jpeg_bits_per_px > 3 && c.jpeg_bits_per_px < 7);
+	ASSERT(c.decode_s_per_px > 1e-10 && c.decode_s_per_px < 1e-6);
+	ASSERT(c.augment_s_per_px > 1e-10 && c.augment_s_per_px < 1e-5);
+	ASSERT(c.samples >= 24);
+	s = hp_loader_sample_s(&c, HP_LOADER_SRC_W * HP_LOADER_SRC_H,
+			       HP_LOADER_OUT_HW * HP_LOADER_OUT_HW);
+	ASSERT(s > 1e-5 && s < 1);
+	ASSERT_EQ_INT(hp_engine_loader_cost(0, &c, &err), HP_EINVAL);
+	ASSERT_EQ_INT(hp_engine_loader_cost(NAN, &c, &err), HP_EINVAL);
 }

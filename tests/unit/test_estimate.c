@@ -669,6 +669,89 @@ HP_TEST(estimate_precision_predictions)
 	hp_catalog_free(cat);
 }
 
+HP_TEST(estimate_input_pipeline_caps_gpu_step)
+{
+	/* ResNet-50 at b a V100 (fitted on the public data), with a host
+	 * input pipeline of `cores` cores at sample_s each: the step is
+	 * max(compute, b x sample_s / cores), the busy share and so the
+	 * power fall when the pipeline caps it, the energy per step rises.
+	 * A pipeline that keeps up changes nothing; on a CPU device it is not
+	 * modelled; negative figures are refused. */
+	struct hp_catalog *cat = test_catalog();
+	struct hp_error err = {0};
+	struct hp__set set;
+	struct hp_estimator *est;
+	struct hp_prediction f, c, k, q;
+	struct hp_predict_opts o;
+	struct hp_workload *w = NULL;
+	const double cores = 6;
+	double b;
+
+	load_public_set(&set, cat);
+	for (int i = 0; i < set.n; i++)
+		if (set.s[i].prec == HP_PREC_FP32 && set.s[i].ndev == 1 &&
+		    !strcmp(set.s[i].device, "v100") &&
+		    !strcmp(set.s[i].family, "resnet50"))
+			w = &set.wl[set.s[i].wl];
+	ASSERT(w);
+	b = (double)w->batch;
+	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, &err);
+	ASSERT(est);
+	ASSERT_EQ_INT(
+	    hp_estimator_predict_opts(est, cat, w, "v100", 1, NULL, &f, &err),
+	    0);
+	ASSERT(isnan(f.input_time_s) && !f.input_bound);
+	/* a pipeline at half the GPU's pace: it sets the step */
+	hp_predict_opts_init(&o);
+	o.input_cores = cores;
+	o.input_sample_s = 2 * f.step_time_s * cores / b;
+	ASSERT_EQ_INT(
+	    hp_estimator_predict_opts(est, cat, w, "v100", 1, &o, &c, &err), 0);
+	ASSERT(c.input_bound);
+	ASSERT_NEAR(c.step_time_s, b * o.input_sample_s / cores,
+		    1e-12 * c.step_time_s);
+	ASSERT_NEAR(c.input_time_s, c.step_time_s, 1e-12 * c.step_time_s);
+	ASSERT_NEAR(c.samples_per_s, f.samples_per_s / 2,
+		    1e-9 * f.samples_per_s);
+	ASSERT(c.step_time_lo_s >= c.step_time_s &&
+	       c.step_time_hi_s >= c.step_time_s);
+	ASSERT(c.power_w < f.power_w);
+	ASSERT(c.energy_per_step_j > f.energy_per_step_j);
+	ASSERT(strstr(c.basis, "caps the step"));
+	/* on 4 devices each device's share is its own batch of b */
+	ASSERT_EQ_INT(
+	    hp_estimator_predict_opts(est, cat, w, "v100", 4, &o, &q, &err), 0);
+	ASSERT_NEAR(q.input_time_s, c.input_time_s, 1e-12);
+	/* a pipeline at twice the GPU's pace: nothing changes */
+	o.input_sample_s = 0.5 * f.step_time_s * cores / b;
+	ASSERT_EQ_INT(
+	    hp_estimator_predict_opts(est, cat, w, "v100", 1, &o, &k, &err), 0);
+	ASSERT(!k.input_bound);
+	ASSERT(k.step_time_s == f.step_time_s && k.power_w == f.power_w);
+	ASSERT_NEAR(k.input_time_s, f.step_time_s / 2, 1e-12);
+	/* a CPU device (the shipped estimator has its fit): not modelled,
+	 * said so */
+	hp_estimator_free(est);
+	est = hp_estimator_load(hp_test_path("data/estimators/default.json"),
+				&err);
+	ASSERT(est);
+	ASSERT_EQ_INT(
+	    hp_estimator_predict_opts(est, cat, w, "cpu", 1, NULL, &f, &err),
+	    0);
+	o.input_sample_s = 100;
+	ASSERT_EQ_INT(
+	    hp_estimator_predict_opts(est, cat, w, "cpu", 1, &o, &k, &err), 0);
+	ASSERT(k.step_time_s == f.step_time_s && isnan(k.input_time_s));
+	ASSERT(strstr(k.basis, "not modelled on a CPU"));
+	o.input_cores = -1;
+	ASSERT_EQ_INT(
+	    hp_estimator_predict_opts(est, cat, w, "v100", 1, &o, &k, &err),
+	    HP_EINVAL);
+	hp_estimator_free(est);
+	hp__set_release(&set);
+	hp_catalog_free(cat);
+}
+
 HP_TEST(estimate_gpu_power_follows_busy_share)
 {
 	/* Fitted on Zeus's measured power (59 rows at default power), a

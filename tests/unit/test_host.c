@@ -180,6 +180,10 @@ HP_TEST(host_file_key_and_round_trip)
 	f.calib.params[1] = 3.0;
 	f.calib.fit_gflops = 78.25;
 	f.calib.chan_block = 8;
+	f.peaks.loader.decode_s_per_px = 5.75e-9;
+	f.peaks.loader.augment_s_per_px = 2e-8;
+	f.peaks.loader.jpeg_bits_per_px = 4.75;
+	f.peaks.loader.samples = 312;
 	text = hp_host_file_json(&f);
 	ASSERT(text);
 	ASSERT_EQ_INT(
@@ -194,6 +198,13 @@ HP_TEST(host_file_key_and_round_trip)
 	ASSERT_NEAR(g.peaks.fp32_flops, 81.5e9, 1);
 	ASSERT_NEAR(g.peaks.triad_bw, 9.3e9, 1);
 	ASSERT_STR_EQ(g.peaks.when, "2026-11-30T18:00:00Z");
+	ASSERT_NEAR(g.peaks.loader.decode_s_per_px, 5.75e-9, 1e-20);
+	ASSERT_NEAR(g.peaks.loader.augment_s_per_px, 2e-8, 1e-20);
+	ASSERT_NEAR(g.peaks.loader.jpeg_bits_per_px, 4.75, 1e-12);
+	ASSERT_EQ_INT(g.peaks.loader.samples, 312);
+	/* a sample: 500x375 decoded, 224x224 out */
+	ASSERT_NEAR(hp_loader_sample_s(&g.peaks.loader, 187500, 50176),
+		    5.75e-9 * 187500 + 2e-8 * 50176, 1e-15);
 	ASSERT(g.calib.has);
 	ASSERT_EQ_INT(g.calib.n, 22);
 	ASSERT_NEAR(g.calib.log_scale[1], -0.5, 1e-9);
@@ -218,6 +229,19 @@ HP_TEST(host_file_key_and_round_trip)
 	    hp_host_file_parse(text, strlen(text), "h.json", &g, &err), 0);
 	free(text);
 	ASSERT(!g.peaks.when[0] && !g.calib.has);
+	ASSERT(isnan(g.peaks.loader.decode_s_per_px));
+	ASSERT(isnan(hp_loader_sample_s(&g.peaks.loader, 1, 1)));
+	/* peaks measured before the loader was: read, loader not measured */
+	f.peaks.threads = 1;
+	f.peaks.fp32_flops = 81.5e9;
+	f.peaks.triad_bw = 9.3e9;
+	snprintf(f.peaks.when, sizeof(f.peaks.when), "2026-11-30T18:00:00Z");
+	text = hp_host_file_json(&f);
+	ASSERT(text && strstr(text, "peaks") && !strstr(text, "loader"));
+	ASSERT_EQ_INT(
+	    hp_host_file_parse(text, strlen(text), "h.json", &g, &err), 0);
+	free(text);
+	ASSERT(g.peaks.when[0] && isnan(g.peaks.loader.augment_s_per_px));
 }
 
 HP_TEST(host_file_refusals)
@@ -273,6 +297,19 @@ HP_TEST(host_file_refusals)
 	     "'chan_block' is not an integer"},
 	    {CAL_OWN("[]"), "'own_fit' needs 'params'"},
 #undef CAL_OWN
+#define LOADER(l)                                                              \
+	"{\"format\":\"hetpool-host\",\"key\":\"k\",\"host\":{\"model\":"      \
+	"\"m\",\"isa\":\"avx2\",\"threads\":1},\"peaks\":{\"threads\":1,"      \
+	"\"fp32_flops\":1e10,\"triad_bytes_per_s\":1e10,\"when\":\"x\","       \
+	"\"loader\":" l "}}"
+	    {LOADER("[]"), "'peaks.loader' is not an object"},
+	    {LOADER("{\"augment_s_per_px\":1e-8}"),
+	     "'decode_s_per_px' missing"},
+	    {LOADER("{\"decode_s_per_px\":0,\"augment_s_per_px\":1e-8}"),
+	     "'decode_s_per_px' 0 out of range"},
+	    {LOADER("{\"decode_s_per_px\":1e-9,\"augment_s_per_px\":1}"),
+	     "'augment_s_per_px' 1 out of range"},
+#undef LOADER
 	};
 	struct hp_host_file f;
 
