@@ -55,6 +55,18 @@ struct hp_pool *cli_load_pool(const char *cmd, const char *path,
 const struct hp_device_type *cli_find_type(const char *cmd,
 					   const struct hp_catalog *cat,
 					   const char *name, int *status);
+/*
+ * One core's input pipeline for a model of input_hw x input_hw pixels:
+ * CPU seconds a sample (*sample_s) from a rate the user gives
+ * (rate > 0: 1 / rate), else from this host's measured JPEG pipeline
+ * (the host file of the threads used, else the one-thread file:
+ * 'hetpool host --measure') decoding src_px source pixels (<= 0: 500 x
+ * 375); basis says which.  0, or the exit status after one error line
+ * (nothing measured, no image input).
+ */
+int cli_input_sample_s(const char *cmd, double rate, double src_px,
+		       int64_t input_hw, double *sample_s, char *basis,
+		       size_t n);
 
 /* The commands, each with its options (opt.h). */
 struct cli_cmd;

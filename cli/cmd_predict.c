@@ -275,54 +275,6 @@ static const struct cli_opt predict_opts[] = {
     CLI_OPT_END,
 };
 
-static int input_pipeline(const struct predict_args *a, int64_t input_hw,
-			  struct input_pipe *ip)
-{
-	struct hp_error err = {0};
-	struct hp_host h;
-	struct hp_host_file f;
-	char path[4200];
-	double src_px = a->input_source_px > 0
-			    ? a->input_source_px
-			    : (double)HP_LOADER_SRC_W * HP_LOADER_SRC_H,
-	       out_px = (double)input_hw * (double)input_hw;
-
-	if (a->input_rate > 0) {
-		ip->sample_s = 1 / a->input_rate;
-		snprintf(ip->basis, sizeof(ip->basis),
-			 "%.4g samples/s a core (--input-rate)", a->input_rate);
-		return 0;
-	}
-	/* one core's figure: in the host file of the threads used, else in
-	 * the one-thread file ('hetpool host --measure --threads 1') */
-	bool have = false;
-	if (!hp_host_detect(&h, &err))
-		for (int k = 0; k < 2 && !have; k++) {
-			h.threads = k == 0 ? hp_ctx_threads() : 1;
-			have = !hp_host_file_path(NULL, &h, path, sizeof(path),
-						  &err) &&
-			       !hp_host_file_load(path, &f, &err) &&
-			       f.peaks.loader.decode_s_per_px > 0;
-		}
-	if (!have)
-		return cli_error(EXIT_USAGE,
-				 "predict: --input-cores needs one core's "
-				 "rate: give --input-rate R (samples/s a "
-				 "core), or measure this host's JPEG pipeline "
-				 "with 'hetpool host --measure'");
-	if (!(input_hw > 0))
-		return cli_error(EXIT_USAGE,
-				 "predict: the model's input has no image "
-				 "size: give --input-rate R");
-	ip->sample_s = hp_loader_sample_s(&f.peaks.loader, src_px, out_px);
-	snprintf(ip->basis, sizeof(ip->basis),
-		 "this host's JPEG pipeline, measured %s: decode %.0f px, "
-		 "crop to %lldx%lld, flip, normalize",
-		 f.peaks.when, src_px, (long long)input_hw,
-		 (long long)input_hw);
-	return 0;
-}
-
 static int cmd_predict(int argc, char **argv)
 {
 	struct predict_args a = {.ndevices = 1,
@@ -389,7 +341,10 @@ static int cmd_predict(int argc, char **argv)
 				     a.shape.d, a.shape.rank, &mi)))
 		goto out;
 	if (a.input_cores > 0 &&
-	    (status = input_pipeline(&a, mi.workload.input_size, &ip)))
+	    (status =
+		 cli_input_sample_s("predict", a.input_rate, a.input_source_px,
+				    mi.workload.input_size, &ip.sample_s,
+				    ip.basis, sizeof(ip.basis))))
 		goto out;
 	ip.cores = a.input_cores;
 	{

@@ -19,7 +19,8 @@ static const char help[] =
     "                         [--nodes M] [--lr-rule linear|sqrt|none]\n"
     "                         [--ref-batch R] [--max-mix 1|2] [--front K]\n"
     "                         [--estimator FILE] [--catalog FILE]\n"
-    "                         [--input-shape CxHxW] [--json] [--explain]\n"
+    "                         [--input-shape CxHxW] [--input-rate R|measured\n"
+    "                         [--input-source-px P]] [--json] [--explain]\n"
     "\n"
     "Recommend the configuration of least energy over the pool's free "
     "devices\n"
@@ -62,6 +63,19 @@ static const char help[] =
     "                    fastest to the least energy (default 5; 2-16; 0: "
     "only\n"
     "                    the configurations the search costed, fastest)\n"
+    "  --input-rate R    the input pipeline: samples/s one host core "
+    "prepares\n"
+    "                    (decode, augmentation), or 'measured': this "
+    "host's JPEG\n"
+    "                    pipeline ('hetpool host --measure'); a GPU's step "
+    "is then\n"
+    "                    at least its local batch / (R x the cores a "
+    "device has\n"
+    "                    on its node: the pool's cpu_cores over its "
+    "devices)\n"
+    "  --input-source-px P  with 'measured': pixels of a stored image "
+    "(default\n"
+    "                    187500, 500x375)\n"
     "  --estimator FILE  default data/estimators/default.json\n"
     "  --catalog FILE    device catalog (default: data/devices.csv)\n"
     "  --json            print JSON for scripts\n"
@@ -271,6 +285,8 @@ struct recommend_args {
 	const char *pool, *estimator, *catalog;
 	int lr_rule;
 	struct cli_dims shape;
+	const char *input_rate; /* R, or "measured" */
+	double input_source_px;
 	bool json, explain;
 };
 
@@ -302,6 +318,8 @@ static const struct cli_opt recommend_opts[] = {
     CLI_OPT_STR("estimator", RA, estimator),
     CLI_OPT_STR("catalog", RA, catalog),
     CLI_OPT_DIMS("input-shape", RA, shape),
+    CLI_OPT_STR("input-rate", RA, input_rate),
+    CLI_OPT_NUM_ABOVE("input-source-px", RA, input_source_px, 0, 1e9),
     CLI_OPT_FLAG("json", RA, json),
     CLI_OPT_FLAG("explain", RA, explain),
     CLI_OPT_END,
@@ -410,6 +428,45 @@ static int cmd_recommend(int argc, char **argv)
 	if ((status = cli_load_model("recommend", model, 1, a.shape.d,
 				     a.shape.rank, &mi)))
 		goto out;
+	if (a.input_rate) {
+		/* a rate, or "measured": this host's JPEG pipeline at the
+		 * model's input size */
+		double rate = 0;
+		char *end, basis[160];
+		if (strcmp(a.input_rate, "measured")) {
+			rate = strtod(a.input_rate, &end);
+			if (end == a.input_rate || *end || !(rate > 0) ||
+			    !isfinite(rate)) {
+				char e[64];
+				status = cli_error(
+				    EXIT_USAGE,
+				    "recommend: --input-rate '%s': give "
+				    "samples/s a core (a number above 0) or "
+				    "'measured'",
+				    cli_esc(a.input_rate, e, sizeof(e)));
+				goto out;
+			}
+			if (a.input_source_px > 0) {
+				status = cli_error(
+				    EXIT_USAGE,
+				    "recommend: --input-source-px costs this "
+				    "host's measured pipeline; give "
+				    "--input-rate measured with it");
+				goto out;
+			}
+		}
+		if ((status = cli_input_sample_s(
+			 "recommend", rate, a.input_source_px,
+			 mi.workload.input_size, &a.job.input_sample_s, basis,
+			 sizeof(basis))))
+			goto out;
+	} else if (a.input_source_px > 0) {
+		status = cli_error(EXIT_USAGE,
+				   "recommend: --input-source-px describes the "
+				   "input pipeline: give --input-rate measured "
+				   "too");
+		goto out;
+	}
 	rc = hp_recommend(hp_snap_estimator(snap), hp_snap_catalog(snap),
 			  &mi.workload, pool, &a.job, &res, &err);
 	if (rc) {

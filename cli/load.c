@@ -96,3 +96,53 @@ const struct hp_device_type *cli_find_type(const char *cmd,
 				    cmd, err.msg);
 	return t;
 }
+
+int cli_input_sample_s(const char *cmd, double rate, double src_px,
+		       int64_t input_hw, double *sample_s, char *basis,
+		       size_t n)
+{
+	struct hp_error err = {0};
+	struct hp_host h;
+	struct hp_host_file f;
+	char path[4200];
+	bool have = false;
+
+	if (rate > 0) {
+		*sample_s = 1 / rate;
+		snprintf(basis, n, "%.4g samples/s a core (--input-rate)",
+			 rate);
+		return 0;
+	}
+	if (!(src_px > 0))
+		src_px = (double)HP_LOADER_SRC_W * HP_LOADER_SRC_H;
+	/* one core's figure: in the host file of the threads used, else in
+	 * the one-thread file ('hetpool host --measure --threads 1') */
+	if (!hp_host_detect(&h, &err))
+		for (int k = 0; k < 2 && !have; k++) {
+			h.threads = k == 0 ? hp_ctx_threads() : 1;
+			have = !hp_host_file_path(NULL, &h, path, sizeof(path),
+						  &err) &&
+			       !hp_host_file_load(path, &f, &err) &&
+			       f.peaks.loader.decode_s_per_px > 0;
+		}
+	if (!have)
+		return cli_error(EXIT_USAGE,
+				 "%s: the input pipeline needs one core's "
+				 "rate: give --input-rate R (samples/s a "
+				 "core), or measure this host's JPEG pipeline "
+				 "with 'hetpool host --measure'",
+				 cmd);
+	if (!(input_hw > 0))
+		return cli_error(EXIT_USAGE,
+				 "%s: the model's input has no image size: "
+				 "give --input-rate R",
+				 cmd);
+	*sample_s = hp_loader_sample_s(&f.peaks.loader, src_px,
+				       (double)input_hw * (double)input_hw);
+	snprintf(basis, n,
+		 "this host's JPEG pipeline, measured %s: decode %.0f px, "
+		 "crop to %lldx%lld, flip, normalize",
+		 f.peaks.when, src_px, (long long)input_hw,
+		 (long long)input_hw);
+	return 0;
+}

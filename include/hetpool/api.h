@@ -113,6 +113,8 @@ struct hp_api_job {
 	int front;		 /* 0, 2..HP_REC_FRONT_MAX; default 5 */
 	double confidence;	 /* the quantile the deadline is judged on; 0:
 				    the recommender's default */
+	double input_rate;	 /* samples/s one host core prepares (the input
+				    pipeline's ceiling); 0: not modelled */
 	/* "constraints" */
 	char device_type[32]; /* "" any */
 	int devices;	      /* 0 any */
@@ -127,7 +129,8 @@ struct hp_api_job {
  * Read a job description: {"model_id": ID} or {"spec": {...}} (one of
  * them), "samples", "epochs" or "steps" (one of them), "batch",
  * "deadline_s", and optionally "lr_rule", "ref_batch", "front",
- * "confidence" (0 < c < 1),
+ * "confidence" (0 < c < 1), "input_rate" (samples/s one host core
+ * prepares: the input pipeline's ceiling, 0 < r <= 1e9),
  * "constraints": {"device_type", "devices", "nodes"}; for jobs also
  * "data" (required; [A-Za-z0-9._-], 1-63 characters), "name" and
  * "training": {"lr", "optimizer", "seed", "warmup_steps",

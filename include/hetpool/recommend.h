@@ -59,6 +59,12 @@ struct hp_rec_job {
 	double confidence; /* the deadline is judged on this quantile of
 			      the predicted time (0 < c < 1); 0:
 			      HP_REC_CONFIDENCE */
+	/* The input pipeline (docs/estimator.md): one host core's CPU
+	 * seconds a sample (decode, augmentation); 0: not modelled.  Each
+	 * GPU type's step is then at least local batch x this / the cores
+	 * per device of the pool's nodes that hold it (a node's cpu_cores
+	 * over all its devices; the fewest over those nodes). */
+	double input_sample_s;
 };
 
 /* Most deadlines of an exact time-energy front. */

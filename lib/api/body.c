@@ -418,14 +418,14 @@ int hp_api_job_parse(const char *body, size_t len, enum hp_api_body kind,
 		     struct hp_api_job *out, struct hp_api_problem *pb)
 {
 	static const char *const k_rec[] = {
+	    "model_id",	   "spec",	 "samples",    "epochs",    "steps",
+	    "batch",	   "deadline_s", "lr_rule",    "ref_batch", "front",
+	    "constraints", "confidence", "input_rate", NULL};
+	static const char *const k_job[] = {
 	    "model_id",	   "spec",	 "samples", "epochs",	 "steps",
 	    "batch",	   "deadline_s", "lr_rule", "ref_batch", "front",
-	    "constraints", "confidence", NULL};
-	static const char *const k_job[] = {
-	    "model_id",	 "spec",     "samples",	    "epochs",
-	    "steps",	 "batch",    "deadline_s",  "lr_rule",
-	    "ref_batch", "front",    "constraints", "data",
-	    "name",	 "training", "confidence",  NULL};
+	    "constraints", "data",	 "name",    "training",	 "confidence",
+	    "input_rate",  NULL};
 	struct hp_api_job *j = out;
 	json_t *o, *c, *t, *spec;
 	char rule[8] = "";
@@ -476,7 +476,9 @@ int hp_api_job_parse(const char *body, size_t len, enum hp_api_body kind,
 	    (rc = get_int(o, "front", NULL, 0, HP_REC_FRONT_MAX, &front, NULL,
 			  pb)) ||
 	    (rc = get_num(o, "confidence", NULL, 0, true, 0.999999,
-			  &j->confidence, pb)))
+			  &j->confidence, pb)) ||
+	    (rc = get_num(o, "input_rate", NULL, 0, true, 1e9, &j->input_rate,
+			  pb)))
 		goto out;
 	j->front = (int)front;
 	if (rule[0])
@@ -592,6 +594,9 @@ char *hp_api_job_json(const struct hp_api_job *j, enum hp_api_body kind)
 	if (j->confidence > 0)
 		bad |= json_object_set_new(o, "confidence",
 					   json_real(j->confidence));
+	if (j->input_rate > 0)
+		bad |= json_object_set_new(o, "input_rate",
+					   json_real(j->input_rate));
 	if (j->device_type[0] || j->devices || j->nodes) {
 		if (!(c = json_object()))
 			goto out;
@@ -663,6 +668,7 @@ void hp_api_job_rec(const struct hp_api_job *j, struct hp_rec_job *out)
 	out->nnodes = j->nodes;
 	out->front = j->front;
 	out->confidence = j->confidence;
+	out->input_sample_s = j->input_rate > 0 ? 1 / j->input_rate : 0;
 }
 
 /* ---- the other bodies */

@@ -118,6 +118,11 @@ char *hp_rec_result_json_ex(const struct hp_rec_result *r,
 			    r->found ? num(r->choice.deadline_probability)
 				     : json_null());
 	json_object_set_new(o, "samples", json_integer(job->samples));
+	/* null: the input pipeline was not modelled */
+	json_object_set_new(o, "input_samples_per_s_per_core",
+			    job->input_sample_s > 0
+				? json_real(1 / job->input_sample_s)
+				: json_null());
 	{
 		int64_t bs[HP_REC_MAX_BATCHES];
 		int nb = hp_rec_batches(job, bs);

@@ -69,10 +69,14 @@ static int predict_at(const struct hp_estimator *est,
 		      struct hp_error *err)
 {
 	struct hp_prediction p;
+	struct hp_predict_opts o;
 	int rc;
 
 	scale_into(w1, b, w);
-	rc = hp_estimator_predict(est, cat, w, tt->name, 1, -1, &p, err);
+	hp_predict_opts_init(&o);
+	o.input_cores = tt->input_cores;
+	o.input_sample_s = tt->input_sample_s;
+	rc = hp_estimator_predict_opts(est, cat, w, tt->name, 1, &o, &p, err);
 	tt->npred++;
 	if (rc)
 		return rc;
@@ -266,6 +270,17 @@ int hp__rec_model_build(const struct hp_estimator *est,
 			int ntypes, int64_t cap, struct hp__rec_model *m,
 			struct hp_error *err)
 {
+	return hp__rec_model_build_in(est, cat, w1, types, ntypes, cap, NULL, 0,
+				      m, err);
+}
+
+int hp__rec_model_build_in(const struct hp_estimator *est,
+			   const struct hp_catalog *cat,
+			   const struct hp_workload *w1,
+			   const char *const *types, int ntypes, int64_t cap,
+			   const double *input_cores, double input_sample_s,
+			   struct hp__rec_model *m, struct hp_error *err)
+{
 	struct hp_workload w = {0};
 	struct hp_error e2 = {0};
 	int rc = 0;
@@ -282,8 +297,13 @@ int hp__rec_model_build(const struct hp_estimator *est,
 	m->grad_bytes = 4.0 * (double)w1->params;
 	m->comm_scale = 1;
 	m->confidence = 0.5;
-	for (int i = 0; i < ntypes; i++)
+	for (int i = 0; i < ntypes; i++) {
 		snprintf(m->tt[i].name, sizeof(m->tt[i].name), "%s", types[i]);
+		if (input_cores && input_cores[i] > 0 && input_sample_s > 0) {
+			m->tt[i].input_cores = input_cores[i];
+			m->tt[i].input_sample_s = input_sample_s;
+		}
+	}
 	/* One scratch workload, rescaled in place for every prediction. */
 	if ((rc = hp_workload_at_batch(w1, 1, &w, &e2))) {
 		hp__rec_model_release(m);

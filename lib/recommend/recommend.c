@@ -142,6 +142,10 @@ static int check_job(const struct hp_rec_job *j, struct hp_error *err)
 	if (j->max_mix < 0 || j->max_mix > HP_REC_MAX_MIX)
 		return hp_error_set(err, HP_EINVAL, "max_mix: give 0 to %d",
 				    HP_REC_MAX_MIX);
+	if (!(j->input_sample_s >= 0) || !isfinite(j->input_sample_s))
+		return hp_error_set(err, HP_EINVAL,
+				    "input_sample_s: give 0 (no input "
+				    "pipeline) or a core's seconds a sample");
 	if (j->confidence != 0 && !(j->confidence > 0 && j->confidence < 1))
 		return hp_error_set(err, HP_EINVAL,
 				    "confidence: give a probability between 0 "
@@ -198,6 +202,32 @@ static int pool_types(const struct hp_pool *pool, const char ***out)
 	return n;
 }
 
+/* The host cores feeding each device of types[i]: the fewest over the
+ * nodes holding it (a node's cpu_cores over all its devices); 0 where no
+ * node holding it gives cpu_cores. */
+static void pool_input_cores(const struct hp_pool *pool,
+			     const char *const *types, int ntypes, double *out)
+{
+	for (int k = 0; k < ntypes; k++) {
+		out[k] = 0;
+		for (int i = 0; i < pool->n; i++) {
+			const struct hp_pool_node *nd = &pool->nodes[i];
+			int total = 0;
+			bool holds = false;
+			for (int d = 0; d < nd->ndevs; d++) {
+				total += nd->devs[d].count;
+				holds = holds ||
+					!strcmp(nd->devs[d].type, types[k]);
+			}
+			if (!holds || nd->cpu_cores < 1 || total < 1)
+				continue;
+			double c = (double)nd->cpu_cores / total;
+			if (out[k] == 0 || c < out[k])
+				out[k] = c;
+		}
+	}
+}
+
 int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 		 const struct hp_workload *w1, const struct hp_pool *pool,
 		 const struct hp_rec_job *job, struct hp_rec_result *out,
@@ -230,8 +260,22 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 	ntypes = pool_types(pool, &types);
 	if (ntypes < 0)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	rc = hp__rec_model_build(est, cat, w1, types, ntypes, bs[nb - 1], &m,
-				 err);
+	if (job->input_sample_s > 0) {
+		double *cores =
+		    calloc((size_t)(ntypes ? ntypes : 1), sizeof(*cores));
+		if (!cores) {
+			free(types);
+			return hp_error_set(err, HP_ENOMEM, "out of memory");
+		}
+		pool_input_cores(pool, types, ntypes, cores);
+		rc = hp__rec_model_build_in(est, cat, w1, types, ntypes,
+					    bs[nb - 1], cores,
+					    job->input_sample_s, &m, err);
+		free(cores);
+	} else {
+		rc = hp__rec_model_build(est, cat, w1, types, ntypes,
+					 bs[nb - 1], &m, err);
+	}
 	free(types);
 	if (!rc)
 		rc = hp__rec_model_judge(

@@ -26,6 +26,9 @@ struct hp__rec_tt {
 			       quantile (hp__rec_model_judge()); NULL: none */
 	double power_min_w; /* smallest power_w over b */
 	int npred;	    /* estimator calls made */
+	/* the input pipeline: host cores a device, one core's s a sample
+	 * (either 0: not modelled) */
+	double input_cores, input_sample_s;
 };
 
 struct hp__rec_model {
@@ -73,6 +76,15 @@ int hp__rec_model_build(const struct hp_estimator *est,
 			const struct hp_workload *w1, const char *const *types,
 			int ntypes, int64_t cap, struct hp__rec_model *m,
 			struct hp_error *err);
+/* The same with an input pipeline: input_cores[i] host cores feed each
+ * device of types[i] (0: not modelled for it; NULL: for none), at
+ * input_sample_s CPU seconds a sample. */
+int hp__rec_model_build_in(const struct hp_estimator *est,
+			   const struct hp_catalog *cat,
+			   const struct hp_workload *w1,
+			   const char *const *types, int ntypes, int64_t cap,
+			   const double *input_cores, double input_sample_s,
+			   struct hp__rec_model *m, struct hp_error *err);
 void hp__rec_model_release(struct hp__rec_model *m);
 
 /* The compute part of a configuration: how the batch is split. */

@@ -193,3 +193,27 @@ expect_status rec_both_epochs_steps 2 "$HP" recommend "$R50" --pool "$POOL" --sa
 expect_status rec_no_deadline 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}"
 expect_status rec_bad_lr_rule 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --lr-rule cosine
 expect_status rec_bad_bounds 2 "$HP" recommend "$R50" --pool "$POOL" --samples 10 --epochs 1 --batch-min 64 --batch-max 32 --deadline 1h
+
+# The input pipeline: a rate a core caps each GPU's step at its local
+# batch / (rate x the node's cores a device); 'measured' needs this host's
+# figure (none in the test's fresh state folder); bad rates are refused.
+expect_status rec_input_rate 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1d \
+	--input-rate 5 --json
+python3 - "$TMP/out" "$POOL" <<'PY' && ok rec_input_rate_caps || fail rec_input_rate_caps "$(head -c 600 "$TMP/out")"
+import json, sys
+d, pool = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d["input_samples_per_s_per_core"] == 5, d["input_samples_per_s_per_core"]
+c = d["choice"]
+for t in c["types"]:
+    # the fewest cores a device over the nodes holding the type
+    cores = min(n["cpu_cores"] / sum(x["count"] for x in n["devices"])
+                for n in pool["nodes"] if any(x["type"] == t["type"] for x in n["devices"]))
+    floor = t["local_batch_max"] / (5 * cores)
+    assert t["step_time_s"] >= floor * (1 - 1e-9), (t, floor)
+PY
+expect_status rec_input_measured_unmeasured 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" \
+	--deadline 1d --input-rate measured
+expect_err rec_input_measured_says_how "host --measure"
+expect_status rec_input_rate_bad 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1d --input-rate fast
+expect_status rec_input_rate_zero 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1d --input-rate 0
+expect_status rec_input_px_alone 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1d --input-source-px 100

@@ -41,7 +41,8 @@ static void check_job(const struct hp_api_job *j, enum hp_api_body kind)
 	if (!j->model_id == !j->spec || j->samples < 1 || j->batch < 1 ||
 	    j->batch > j->samples || !j->epochs == !j->steps ||
 	    !(j->deadline_s > 0) || j->front == 1 || j->front < 0 ||
-	    j->front > HP_REC_FRONT_MAX || j->devices < 0 || j->nodes < 0)
+	    j->front > HP_REC_FRONT_MAX || j->devices < 0 || j->nodes < 0 ||
+	    !(j->input_rate >= 0 && j->input_rate <= 1e9))
 		abort();
 	if (kind == HP_API_JOB && !hp_api_name_valid(j->data))
 		abort();

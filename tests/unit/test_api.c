@@ -518,3 +518,49 @@ HP_TEST(api_job_confidence)
 		"\"batch\": 64, \"deadline_s\": 3600, \"confidence\": \"x\"}",
 		HP_API_RECOMMENDATION, 400, "invalid-field", "confidence");
 }
+
+HP_TEST(api_job_input_rate)
+{
+	struct hp_api_job j, b;
+	struct hp_api_problem pb;
+	struct hp_rec_job rj;
+	char *s;
+
+	/* samples/s one host core prepares: the recommender takes a core's
+	 * seconds a sample; it reads back through the job's JSON (jobs too) */
+	ASSERT_EQ_INT(parse("{\"model_id\": 3, \"samples\": 1000, \"epochs\": "
+			    "2, \"batch\": 64, \"deadline_s\": 3600, "
+			    "\"input_rate\": 250, \"data\": \"synthetic\"}",
+			    HP_API_JOB, &j, &pb),
+		      0);
+	ASSERT_NEAR(j.input_rate, 250, 0);
+	hp_api_job_rec(&j, &rj);
+	ASSERT_NEAR(rj.input_sample_s, 1.0 / 250, 1e-18);
+	s = hp_api_job_json(&j, HP_API_JOB);
+	ASSERT(s && strstr(s, "\"input_rate\""));
+	ASSERT_EQ_INT(parse(s, HP_API_JOB, &b, &pb), 0);
+	ASSERT_NEAR(b.input_rate, 250, 0);
+	free(s);
+	hp_api_job_release(&j);
+	hp_api_job_release(&b);
+	/* not given: not modelled */
+	ASSERT_EQ_INT(parse("{\"model_id\": 3, \"samples\": 1000, \"epochs\": "
+			    "2, \"batch\": 64, \"deadline_s\": 3600}",
+			    HP_API_RECOMMENDATION, &j, &pb),
+		      0);
+	hp_api_job_rec(&j, &rj);
+	ASSERT(j.input_rate == 0 && rj.input_sample_s == 0);
+	s = hp_api_job_json(&j, HP_API_RECOMMENDATION);
+	ASSERT(s && !strstr(s, "input_rate"));
+	free(s);
+	hp_api_job_release(&j);
+	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
+		"\"batch\": 64, \"deadline_s\": 3600, \"input_rate\": 0}",
+		HP_API_RECOMMENDATION, 400, "invalid-field", "input_rate");
+	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
+		"\"batch\": 64, \"deadline_s\": 3600, \"input_rate\": -5}",
+		HP_API_RECOMMENDATION, 400, "invalid-field", "input_rate");
+	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
+		"\"batch\": 64, \"deadline_s\": 3600, \"input_rate\": \"x\"}",
+		HP_API_RECOMMENDATION, 400, "invalid-field", "input_rate");
+}

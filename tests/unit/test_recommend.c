@@ -1145,6 +1145,70 @@ HP_TEST(recommend_refuses_batches_it_cannot_search)
 
 /* A type whose memory is not known is left out with the reason, not
  * taken to hold any batch (the estimator calls unknown memory "fits"). */
+/* The input pipeline caps a GPU's step at local batch x one core's
+ * seconds a sample / the cores each device has (a node's cpu_cores over
+ * all its devices): 4 A100s on a node of 8 cores at 0.2 s a sample a core
+ * take 64 x 0.2 / 2 = 6.4 s a step at local batch 64; with 4000 cores the
+ * pipeline keeps up and nothing changes. */
+HP_TEST(recommend_input_pipeline_caps_steps)
+{
+	struct hp_error err = {0};
+	struct hp_rec_job job = {0};
+	struct hp_rec_result r, free_r;
+	struct hp_pool *pool;
+	struct env e;
+	char text[512];
+
+	env_load(&e, "data/models/resnet50.train.onnx");
+	job.samples = 1281167;
+	job.steps = 100;
+	job.batch = 256;
+	job.deadline_s = 86400;
+	job.device_type = "a100-80";
+	job.ndevices = 4;
+	for (int k = 0; k < 2; k++) {
+		int cores = k ? 4000 : 8;
+		snprintf(text, sizeof(text),
+			 "{\"nodes\": [{\"name\": \"n\", \"devices\": "
+			 "[{\"type\": \"a100-80\", \"count\": 4}], "
+			 "\"cpu_cores\": %d, \"memory_gb\": 512, "
+			 "\"intra_bw_gbps\": 600, \"net_bw_gbps\": 25, "
+			 "\"net_latency_us\": 5, \"base_power_w\": 300}]}",
+			 cores);
+		pool = pool_text(text, &e, &err);
+		ASSERT(pool);
+		job.input_sample_s = 0;
+		ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job,
+					   &free_r, &err),
+			      0);
+		job.input_sample_s = 0.2;
+		ASSERT_EQ_INT(
+		    hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err), 0);
+		ASSERT(r.found && free_r.found);
+		ASSERT_EQ_INT(r.choice.ntypes, 1);
+		ASSERT_EQ_INT(r.choice.types[0].local_max, 64);
+		if (k == 0) {
+			ASSERT(free_r.choice.types[0].step_time_s < 6.4);
+			ASSERT_NEAR(r.choice.types[0].step_time_s, 6.4, 1e-9);
+			ASSERT(r.choice.power_w < free_r.choice.power_w);
+		} else {
+			ASSERT(r.choice.types[0].step_time_s ==
+			       free_r.choice.types[0].step_time_s);
+		}
+		hp_rec_result_release(&r);
+		hp_rec_result_release(&free_r);
+		hp_pool_free(pool);
+	}
+	job.input_sample_s = -1;
+	pool = pool_text(text, &e, &err);
+	ASSERT(pool);
+	ASSERT_EQ_INT(hp_recommend(e.est, e.cat, &e.w1, pool, &job, &r, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "input_sample_s"));
+	hp_pool_free(pool);
+	env_free(&e);
+}
+
 HP_TEST(recommend_leaves_out_a_type_of_unknown_memory)
 {
 	static const char csv[] =
