@@ -255,60 +255,39 @@ out:
 	return rc;
 }
 
-static int copy_file(const char *src, const char *dst, struct hp_error *err)
+/* src's bytes into the temporary of af (hp_atomic_write() removes it
+ * when a write fails). */
+static int copy_into(const char *src, struct hp_atomic_file *af,
+		     struct hp_error *err)
 {
 	char buf[1 << 16];
-	int in, out, e = 0;
+	int in, rc = 0;
 
 	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0)
 		return hp_error_set(err, HP_EIO, "cannot read '%s': %s", src,
 				    strerror(errno));
-	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		e = errno;
-		close(in);
-		return hp_error_set(err, HP_EIO, "cannot write '%s': %s", dst,
-				    strerror(e));
-	}
 	for (;;) {
-		ssize_t r = read(in, buf, sizeof(buf)), off = 0;
+		ssize_t r = read(in, buf, sizeof(buf));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			e = errno;
+			rc = hp_error_set(err, HP_EIO, "cannot read '%s': %s",
+					  src, strerror(errno));
 			break;
 		}
-		if (r == 0)
-			break;
-		while (off < r) {
-			ssize_t w = write(out, buf + off, (size_t)(r - off));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				e = w < 0 ? errno : EIO;
-				break;
-			}
-			off += w;
-		}
-		if (e)
+		if (r == 0 || (rc = hp_atomic_write(af, buf, (size_t)r, err)))
 			break;
 	}
-	if (!e && fsync(out))
-		e = errno;
-	if (close(out) && !e)
-		e = errno;
 	close(in);
-	if (e)
-		return hp_error_set(err, HP_EIO, "cannot copy '%s' to '%s': %s",
-				    src, dst, strerror(e));
-	return 0;
+	return rc;
 }
 
 int hp_deploy_stage(const char *manifest, const char *dest,
 		    struct hp_error *err)
 {
 	struct mfile files[STAGE_MAX_FILES];
-	char path[HP_DEPLOY_PATH_MAX + 80], tmp[HP_DEPLOY_PATH_MAX + 100];
+	char path[HP_DEPLOY_PATH_MAX + 80];
+	struct hp_atomic_file af;
 	char hex[65];
 	int n = 0, rc, fd;
 
@@ -336,16 +315,17 @@ int hp_deploy_stage(const char *manifest, const char *dest,
 		if (is_file(path) && !hp__sha256_file(path, hex, &size, NULL) &&
 		    !strcmp(hex, files[i].sha256))
 			continue; /* a verified copy is there */
-		snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.%ld", dest,
-			 files[i].name, (long)getpid());
-		if ((rc = copy_file(files[i].source, tmp, err)))
+		/* copied beside, verified, then renamed over: a reader
+		 * (or a crash) never sees part of a file */
+		if ((rc = hp_atomic_open(&af, path, 0644, err)))
 			break;
-		if ((rc = hp__sha256_file(tmp, hex, &size, err))) {
-			unlink(tmp);
+		if ((rc = copy_into(files[i].source, &af, err)) ||
+		    (rc = hp__sha256_file(af.tmp, hex, &size, err))) {
+			hp_atomic_abort(&af);
 			break;
 		}
 		if (strcmp(hex, files[i].sha256)) {
-			unlink(tmp);
+			hp_atomic_abort(&af);
 			rc =
 			    hp_error_set(err, HP_EIO,
 					 "staging '%s': the copy's SHA-256 "
@@ -356,11 +336,8 @@ int hp_deploy_stage(const char *manifest, const char *dest,
 					 files[i].source, hex, files[i].sha256);
 			break;
 		}
-		if (rename(tmp, path)) {
-			rc = hp_error_set(err, HP_EIO, "cannot rename '%s': %s",
-					  tmp, strerror(errno));
-			unlink(tmp);
-		}
+		if ((rc = hp_atomic_commit(&af, err)))
+			break;
 	}
 	close(fd);
 	return rc;

@@ -12,6 +12,7 @@
  * launcher (mpirun, srun) that does not exit after its ranks is stopped
  * and the job finished from the trainer's results.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -754,6 +755,16 @@ HP_TEST(deploy_stage_copies_and_verifies)
 	ASSERT(strstr(err.msg, "SHA-256") && strstr(err.msg, "changed"));
 	snprintf(path, sizeof(path), "%s/%s", dest, hp__idx_names[2]);
 	ASSERT(access(path, F_OK) != 0);
+	{
+		/* ... and no temporary copy left behind */
+		DIR *dp = opendir(dest);
+		struct dirent *de;
+		ASSERT(dp);
+		while ((de = readdir(dp)))
+			if (strstr(de->d_name, ".tmp"))
+				HP_FAIL("left behind: %s", de->d_name);
+		closedir(dp);
+	}
 	/* a folder without the files is refused by name */
 	ASSERT_EQ_INT(hp__stage_manifest(d, dir, jobs, "/r", &staged, dest,
 					 sizeof(dest), &err),
