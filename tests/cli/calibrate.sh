@@ -100,6 +100,9 @@ expect_status predict_input_rate_and_px 2 "$HP" predict "$R50" --device a40 --ba
 expect_status predict_input_cores_zero 2 "$HP" predict "$R50" --device a40 --batch 64 --input-cores 0
 ls "$HETPOOL_STATE_DIR"/hosts/*-t1.json >/dev/null 2>&1 && ok host_file_saved ||
 	fail host_file_saved "no host file under $HETPOOL_STATE_DIR/hosts"
+expect_status host_show_measured 0 "$HP" host --threads 1
+grep -qE '^  input: +one core decodes a 500x375 JPEG in [0-9.]+ ms and crops it to 224x224 in [0-9.]+ ms: [0-9]+ samples/s$' "$TMP/out" &&
+	ok host_show_input || fail host_show_input "$(cat "$TMP/out")"
 
 # every row kept (--max-pressure 1): the suite runs on a busy machine
 # the catalog's cpu type at 1 thread now carries the measured peaks
