@@ -784,6 +784,20 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 	if (s->classes > 0) {
 		int ins[2], y, ni;
 		struct hp_tensor *lab;
+		/* a net that ends in 4-D (a 1x1 conv to the classes and a
+		 * global pooling, say) gives its C x H x W outputs as the
+		 * logits, as the engine takes them: flattened */
+		if (s->nlayers == 0 || !flat[s->nlayers - 1]) {
+			y = hp_graph_tensor(g, "flatten_logits");
+			if (y < 0)
+				goto nomem;
+			ni = hp_graph_add_node(g, "flatten_logits", "Flatten",
+					       &cur, 1, &y, 1);
+			if (ni < 0)
+				goto nomem;
+			g->tensors[y].producer = ni;
+			cur = y;
+		}
 		ins[0] = cur;
 		ins[1] = hp_graph_tensor(g, "labels");
 		if (ins[1] < 0)

@@ -248,9 +248,11 @@ nomem:
 	return hp_error_set(err, HP_ENOMEM, "out of memory");
 }
 
-/* A list of integers (or a single integer) from key, with defaults. */
-static int int_list(json_t *root, const char *key, int64_t def, int64_t min,
-		    int64_t max, int64_t *v, int *n, struct hp_error *err)
+/* A list of at most cap integers (or a single integer) from key into v
+ * (room for cap), with defaults. */
+static int int_list_n(json_t *root, const char *key, int64_t def, int64_t min,
+		      int64_t max, int64_t *v, int cap, int *n,
+		      struct hp_error *err)
 {
 	json_t *a = json_object_get(root, key);
 
@@ -263,7 +265,7 @@ static int int_list(json_t *root, const char *key, int64_t def, int64_t min,
 		v[0] = json_integer_value(a);
 		*n = 1;
 	} else if (json_is_array(a) && json_array_size(a) > 0 &&
-		   json_array_size(a) <= SWEEP_MAX_VALUES) {
+		   json_array_size(a) <= (size_t)cap) {
 		*n = (int)json_array_size(a);
 		for (int i = 0; i < *n; i++) {
 			json_t *x = json_array_get(a, (size_t)i);
@@ -275,10 +277,12 @@ static int int_list(json_t *root, const char *key, int64_t def, int64_t min,
 			v[i] = json_integer_value(x);
 		}
 	} else {
-		return hp_error_set(err, HP_EINVAL,
-				    "\"%s\" must be an integer or a list of 1 "
-				    "to %d integers",
-				    key, SWEEP_MAX_VALUES);
+		return cap == 1 ? hp_error_set(err, HP_EINVAL,
+					       "\"%s\" takes one integer", key)
+				: hp_error_set(err, HP_EINVAL,
+					       "\"%s\" must be an integer or a "
+					       "list of 1 to %d integers",
+					       key, cap);
 	}
 	for (int i = 0; i < *n; i++)
 		if (v[i] < min || v[i] > max)
@@ -288,6 +292,13 @@ static int int_list(json_t *root, const char *key, int64_t def, int64_t min,
 					    key, (long long)v[i],
 					    (long long)min, (long long)max);
 	return 0;
+}
+
+static int int_list(json_t *root, const char *key, int64_t def, int64_t min,
+		    int64_t max, int64_t *v, int *n, struct hp_error *err)
+{
+	return int_list_n(root, key, def, min, max, v, SWEEP_MAX_VALUES, n,
+			  err);
 }
 
 static uint64_t splitmix(uint64_t *s)
@@ -607,9 +618,10 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 			   &nv[V_KERNEL], err)) ||
 	    (rc = int_list(root, "stride", 1, 1, 4, iv[V_STRIDE], &nv[V_STRIDE],
 			   err)) ||
-	    (rc = int_list(root, "sample", 0, 0, SWEEP_MAX_CONFIGS, &sample,
-			   &nsa, err)) ||
-	    (rc = int_list(root, "seed", 1, 0, INT64_MAX, &seed, &nse, err)) ||
+	    (rc = int_list_n(root, "sample", 0, 0, SWEEP_MAX_CONFIGS, &sample,
+			     1, &nsa, err)) ||
+	    (rc = int_list_n(root, "seed", 1, 0, INT64_MAX, &seed, 1, &nse,
+			     err)) ||
 	    (rc = bool_list(root, "bn", true, bnv, &nv[V_BN], err)) ||
 	    (rc = dropout_list(root, dr, &nv[V_DROPOUT], err)) ||
 	    (rc = pool_list(root, poolv, &nv[V_POOL], err)))

@@ -177,6 +177,46 @@ HP_TEST(model_spec_example_counts)
 	hp_graph_free(g);
 }
 
+/* A net that ends in 4-D (a 1x1 conv to the classes, a global average
+ * pooling: no fc) has its C x 1 x 1 outputs as the logits: analysed as
+ * the engine trains it, its MACs by hand.  A global pooling alone on a
+ * 1-channel input (found by fuzz_spec) too. */
+HP_TEST(model_spec_ending_in_4d_analyses)
+{
+	static const char allconv[] =
+	    "{\"name\":\"allconv\",\"input\":[3,32,32],\"classes\":10,"
+	    "\"layers\":[{\"type\":\"conv\",\"filters\":16,\"kernel\":3,"
+	    "\"stride\":1,\"pad\":1},{\"type\":\"relu\"},{\"type\":\"conv\","
+	    "\"filters\":10,\"kernel\":1,\"stride\":1,\"pad\":0},"
+	    "{\"type\":\"gap\"}]}";
+	static const char gap[] = "{\"name\":\"dag\",\"input\":[1,8,8],"
+				  "\"classes\":1,\"layers\":[{\"type\":"
+				  "\"gap\"}]}";
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g = hp_spec_parse(allconv, strlen(allconv), &err);
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	if (hp_analyze(g, 4, NULL, 0, &f, &err))
+		HP_FAIL("%s", err.msg);
+	/* conv 16*3*3*3+16, conv 10*16+10 */
+	ASSERT_EQ_INT(f.params, 448 + 170);
+	/* MACs: 32*32 pixels x (16*27 + 10*16) */
+	ASSERT_EQ_INT(f.macs_per_sample, 1024 * (16 * 27 + 10 * 16));
+	ASSERT_EQ_INT(f.kind_count[HP_KIND_LOSS], 1);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	g = hp_spec_parse(gap, strlen(gap), &err);
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	if (hp_analyze(g, 2, NULL, 0, &f, &err))
+		HP_FAIL("%s", err.msg);
+	ASSERT_EQ_INT(f.params, 0);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
 HP_TEST(model_flops_scale_with_batch)
 {
 	struct hp_graph *g =

@@ -83,6 +83,16 @@ HP_TEST(sweep_grid_sample_and_errors)
 	ASSERT(hp_sweep_parse("{\"specs\":[\"/nonexistent.json\"]}", 31, NULL,
 			      &s, &err) < 0);
 	ASSERT(strstr(err.msg, "nonexistent"));
+	/* "sample" and "seed" hold one value: a list is refused by name, not
+	 * written past the one (found by fuzz_sweep, an overflow under
+	 * ASan) */
+	static const char seeds[] = "{\"seed\":[1,2,3,4,5,6,7,8]}";
+	ASSERT(hp_sweep_parse(seeds, strlen(seeds), NULL, &s, &err) < 0);
+	ASSERT(strstr(err.msg, "\"seed\" takes one integer"));
+	ASSERT(hp_sweep_parse("{\"sample\":[5,6]}", 16, NULL, &s, &err) < 0);
+	ASSERT(strstr(err.msg, "\"sample\" takes one integer"));
+	ASSERT_EQ_INT(hp_sweep_parse("{\"seed\":[7]}", 12, NULL, &s, &err), 0);
+	hp_sweep_release(&s);
 }
 
 HP_TEST(csv_reader_quotes_and_lines)
