@@ -87,6 +87,9 @@ struct hp__dev_spec {
 	double fp16;	   /* FLOP/s, dense FP16 (tensor cores where any);
 			      0: none */
 	int prec;	   /* enum hp_precision of the step */
+	double cap;	   /* FLOP/s no layer runs faster than: this host's
+			      measured sgemm (a CPU whose peaks were
+			      measured); 0: none */
 	/* Across nodes (predict --nodes): 0 nodes means one node. */
 	int nodes;
 	double net_gbps;       /* each node's network link, 10^9 bits/s */

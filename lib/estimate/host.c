@@ -294,6 +294,8 @@ static int own_fit(const struct hp_device_type *t,
 		goto out;
 	}
 	d.chan_block = host_chan_block(t);
+	d.cap =
+	    t->peaks_measured && t->fp32_tflops > 0 ? t->fp32_tflops * 1e12 : 0;
 	for (int i = 0; i < n; i++) {
 		pts[i].w = w[i];
 		pts[i].d = d;
@@ -373,6 +375,9 @@ int hp_estimator_calibrate_host_fit(
 	if (df->chan_block > 1)
 		d.chan_block = df->chan_block;
 	hp__cpu_transfer(df, t, &d, th, NULL, 0);
+	/* as predict carries it: no layer outruns the measured sgemm */
+	d.cap =
+	    t->peaks_measured && t->fp32_tflops > 0 ? t->fp32_tflops * 1e12 : 0;
 	if (t->fp32_est_tflops > 0 && !t->peaks_measured && !(d.fp32 > 0))
 		d.fp32 = t->fp32_est_tflops * 1e12;
 	if (!(d.fp32 > 0) && df->fit_fp32 > 0)

@@ -145,6 +145,11 @@ void hp__dev_rates_init(struct hp__dev_rates *r, const struct hp__th_exp *e,
 	for (int k = 0; k < HP_EST_NCLASS; k++) {
 		r->rate[k] = peak * e->emax[k];
 		r->lat[k] = e->tau[k] / e->emax[k];
+		/* no layer outruns the host's measured sgemm: efficiencies
+		 * fitted against an ISA estimate below it may exceed 1,
+		 * but not the hardware */
+		if (d->cap > 0 && r->rate[k] > d->cap)
+			r->rate[k] = d->cap;
 	}
 	r->em_bw = e->em * d->bw;
 	r->emw_bw = e->emw * d->bw;

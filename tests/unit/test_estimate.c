@@ -669,6 +669,37 @@ HP_TEST(estimate_precision_predictions)
 	hp_catalog_free(cat);
 }
 
+/* No layer runs faster than the host's measured peak (d.cap): each
+ * class's rate is min(peak x e_max, cap), by the formula; without a cap
+ * (0) it is peak x e_max. */
+HP_TEST(estimate_rates_capped_at_measured_peak)
+{
+	double th[HP__NTH];
+	struct hp__th_exp e;
+	struct hp__dev_rates r;
+	struct hp__dev_spec d;
+
+	hp__phys_prior(true, th);
+	th[HP__TH_EMAX + HP_EST_CONV] = log(1.5);
+	th[HP__TH_EMAX + HP_EST_FC] = log(0.5);
+	memset(&d, 0, sizeof(d));
+	d.cpu = true;
+	d.fp32 = 80e9;
+	d.bw = 20e9;
+	d.chan_block = 16;
+	hp__th_exp_init(&e, th);
+	hp__dev_rates_init(&r, &e, th, &d);
+	ASSERT_NEAR(r.rate[HP_EST_CONV], 120e9, 1e-3);
+	ASSERT_NEAR(r.rate[HP_EST_FC], 40e9, 1e-3);
+	d.cap = 100e9;
+	hp__dev_rates_init(&r, &e, th, &d);
+	ASSERT_NEAR(r.rate[HP_EST_CONV], 100e9, 1e-3);
+	ASSERT_NEAR(r.rate[HP_EST_FC], 40e9, 1e-3);
+	/* the latency term keeps e_max's share */
+	ASSERT_NEAR(r.lat[HP_EST_CONV], exp(th[HP__TH_TAU + HP_EST_CONV]) / 1.5,
+		    1e-18);
+}
+
 HP_TEST(estimate_input_pipeline_caps_gpu_step)
 {
 	/* ResNet-50 at b a V100 (fitted on the public data), with a host
