@@ -219,4 +219,5 @@ const struct cli_cmd cli_cmd_host = {
     .run = cmd_host,
     .help = help,
     .opts = host_opts,
+    .foreign = "input-cores", /* 'predict --input-cores' */
 };

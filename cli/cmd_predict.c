@@ -390,4 +390,5 @@ const struct cli_cmd cli_cmd_predict = {
     .run = cmd_predict,
     .help = help,
     .opts = predict_opts,
+    .foreign = "measure", /* 'hetpool host --measure' */
 };

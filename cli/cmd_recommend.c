@@ -502,4 +502,5 @@ const struct cli_cmd cli_cmd_recommend = {
     .run = cmd_recommend,
     .help = help,
     .opts = recommend_opts,
+    .foreign = "measure", /* 'hetpool host --measure' */
 };
