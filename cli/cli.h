@@ -61,7 +61,8 @@ const struct hp_device_type *cli_find_type(const char *cmd,
  * (rate > 0: 1 / rate), else from this host's measured JPEG pipeline
  * (the host file of the threads used, else the one-thread file:
  * 'hetpool host --measure') decoding src_px source pixels (<= 0: 500 x
- * 375); basis says which.  0, or the exit status after one error line
+ * 375); basis (n bytes; NULL with n 0) says which.  0, or the exit
+ * status after one error line
  * (nothing measured, no image input).
  */
 int cli_input_sample_s(const char *cmd, double rate, double src_px,

@@ -432,7 +432,7 @@ static int cmd_recommend(int argc, char **argv)
 		/* a rate, or "measured": this host's JPEG pipeline at the
 		 * model's input size */
 		double rate = 0;
-		char *end, basis[160];
+		char *end;
 		if (strcmp(a.input_rate, "measured")) {
 			rate = strtod(a.input_rate, &end);
 			if (end == a.input_rate || *end || !(rate > 0) ||
@@ -457,8 +457,8 @@ static int cmd_recommend(int argc, char **argv)
 		}
 		if ((status = cli_input_sample_s(
 			 "recommend", rate, a.input_source_px,
-			 mi.workload.input_size, &a.job.input_sample_s, basis,
-			 sizeof(basis))))
+			 mi.workload.input_size, &a.job.input_sample_s, NULL,
+			 0)))
 			goto out;
 	} else if (a.input_source_px > 0) {
 		status = cli_error(EXIT_USAGE,

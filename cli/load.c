@@ -109,8 +109,9 @@ int cli_input_sample_s(const char *cmd, double rate, double src_px,
 
 	if (rate > 0) {
 		*sample_s = 1 / rate;
-		snprintf(basis, n, "%.4g samples/s a core (--input-rate)",
-			 rate);
+		if (n)
+			snprintf(basis, n,
+				 "%.4g samples/s a core (--input-rate)", rate);
 		return 0;
 	}
 	if (!(src_px > 0))
@@ -139,10 +140,12 @@ int cli_input_sample_s(const char *cmd, double rate, double src_px,
 				 cmd);
 	*sample_s = hp_loader_sample_s(&f.peaks.loader, src_px,
 				       (double)input_hw * (double)input_hw);
-	snprintf(basis, n,
-		 "this host's JPEG pipeline, measured %s: decode %.0f px, "
-		 "crop to %lldx%lld, flip, normalize",
-		 f.peaks.when, src_px, (long long)input_hw,
-		 (long long)input_hw);
+	if (n)
+		snprintf(
+		    basis, n,
+		    "this host's JPEG pipeline, measured %s: decode %.0f px, "
+		    "crop to %lldx%lld, flip, normalize",
+		    f.peaks.when, src_px, (long long)input_hw,
+		    (long long)input_hw);
 	return 0;
 }

@@ -98,6 +98,15 @@ static void no_message(j_common_ptr cinfo)
 	(void)cinfo;
 }
 
+/* libjpeg's errors as a jump back to the caller's setjmp, silent. */
+static struct jpeg_error_mgr *quiet_errors(struct jerr *e)
+{
+	jpeg_std_error(&e->pub);
+	e->pub.error_exit = on_error;
+	e->pub.output_message = no_message;
+	return &e->pub;
+}
+
 /* Encode rgb (w x h) at quality q into *out (malloc'd by libjpeg). */
 static int encode(const unsigned char *rgb, int w, int h, int q,
 		  unsigned char **out, unsigned long *size)
@@ -105,9 +114,7 @@ static int encode(const unsigned char *rgb, int w, int h, int q,
 	struct jpeg_compress_struct c;
 	struct jerr e;
 
-	c.err = jpeg_std_error(&e.pub);
-	e.pub.error_exit = on_error;
-	e.pub.output_message = no_message;
+	c.err = quiet_errors(&e);
 	if (setjmp(e.jb)) {
 		jpeg_destroy_compress(&c);
 		return -1;
@@ -138,9 +145,7 @@ static int decode(const unsigned char *jpg, unsigned long size,
 	struct jpeg_decompress_struct d;
 	struct jerr e;
 
-	d.err = jpeg_std_error(&e.pub);
-	e.pub.error_exit = on_error;
-	e.pub.output_message = no_message;
+	d.err = quiet_errors(&e);
 	if (setjmp(e.jb)) {
 		jpeg_destroy_decompress(&d);
 		return -1;

@@ -498,6 +498,10 @@ int hp__predict(const struct hp_estimator *est, const struct hp_catalog *cat,
 void hp__cpu_transfer(const struct hp__dev_fit *df,
 		      const struct hp_device_type *t, struct hp__dev_spec *d,
 		      double *th, char *what, size_t n);
+/* The rate no layer outruns on CPU type t (struct hp__dev_spec's cap):
+ * its measured sgemm FLOP/s, 0 when its peaks were not measured.
+ * hp__cpu_transfer() sets it. */
+double hp__cpu_cap(const struct hp_device_type *t);
 /* Record the profiled host's measured figures from a row that carries
  * them (profile columns host_sgemm_gflops, host_triad_gbs,
  * host_cache_bytes); a row without them records nothing. */

@@ -13,6 +13,12 @@
 #include "estimate/estimate_int.h"
 #include "util/banned.h"
 
+double hp__cpu_cap(const struct hp_device_type *t)
+{
+	return t->peaks_measured && t->fp32_tflops > 0 ? t->fp32_tflops * 1e12
+						       : 0;
+}
+
 void hp__cpu_transfer(const struct hp__dev_fit *df,
 		      const struct hp_device_type *t, struct hp__dev_spec *d,
 		      double *th, char *what, size_t n)
@@ -22,6 +28,8 @@ void hp__cpu_transfer(const struct hp__dev_fit *df,
 	double est = t->fp32_est_tflops * 1e12, ref_bw;
 
 	memcpy(th, df->th, sizeof(df->th));
+	/* no layer outruns this host's measured sgemm (model.c) */
+	d->cap = hp__cpu_cap(t);
 	if (n)
 		what[0] = '\0';
 	if (!t->detected || t->threads < 1)
@@ -294,8 +302,7 @@ static int own_fit(const struct hp_device_type *t,
 		goto out;
 	}
 	d.chan_block = host_chan_block(t);
-	d.cap =
-	    t->peaks_measured && t->fp32_tflops > 0 ? t->fp32_tflops * 1e12 : 0;
+	d.cap = hp__cpu_cap(t); /* as predictions will see it */
 	for (int i = 0; i < n; i++) {
 		pts[i].w = w[i];
 		pts[i].d = d;
@@ -375,9 +382,6 @@ int hp_estimator_calibrate_host_fit(
 	if (df->chan_block > 1)
 		d.chan_block = df->chan_block;
 	hp__cpu_transfer(df, t, &d, th, NULL, 0);
-	/* as predict carries it: no layer outruns the measured sgemm */
-	d.cap =
-	    t->peaks_measured && t->fp32_tflops > 0 ? t->fp32_tflops * 1e12 : 0;
 	if (t->fp32_est_tflops > 0 && !t->peaks_measured && !(d.fp32 > 0))
 		d.fp32 = t->fp32_est_tflops * 1e12;
 	if (!(d.fp32 > 0) && df->fit_fp32 > 0)

@@ -148,10 +148,6 @@ static int predict_net(const struct hp_estimator *est,
 		if (src != HP__SRC_PROFILE) {
 			hp__cpu_transfer(df, t, &d, th_cpu, carried,
 					 sizeof(carried));
-			/* no layer outruns this host's measured sgemm */
-			d.cap = t->peaks_measured && t->fp32_tflops > 0
-				    ? t->fp32_tflops * 1e12
-				    : 0;
 			th = th_cpu;
 			calibrated =
 			    t->calib.has && t->calib.threads == t->threads;
@@ -183,11 +179,8 @@ static int predict_net(const struct hp_estimator *est,
 				}
 				d.fp32 = t->calib.fit_gflops * 1e9;
 				d.bw = HP__CPU_NOMINAL_BW;
-				/* as the fit saw it: no layer outruns the
-				 * measured sgemm */
-				d.cap = t->peaks_measured && t->fp32_tflops > 0
-					    ? t->fp32_tflops * 1e12
-					    : 0;
+				/* d.cap, from the transfer above: the
+				 * measured sgemm, as the fit saw it */
 				if (t->calib.chan_block > 0)
 					d.chan_block = t->calib.chan_block;
 			}

@@ -236,6 +236,7 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 	struct hp__rec_model m = {0};
 	const char **types = NULL;
 	const char *only = NULL;
+	double *cores = NULL; /* the input pipeline's; NULL: not modelled */
 	int ntypes, rc;
 	struct hp__rec_session *S = NULL, *Sbest = NULL;
 	int64_t bs[HP_REC_MAX_BATCHES];
@@ -260,22 +261,18 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 	ntypes = pool_types(pool, &types);
 	if (ntypes < 0)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	/* the input pipeline's cores per device, each type's */
 	if (job->input_sample_s > 0) {
-		double *cores =
-		    calloc((size_t)(ntypes ? ntypes : 1), sizeof(*cores));
-		if (!cores) {
+		if (!(cores = calloc((size_t)(ntypes ? ntypes : 1),
+				     sizeof(*cores)))) {
 			free(types);
 			return hp_error_set(err, HP_ENOMEM, "out of memory");
 		}
 		pool_input_cores(pool, types, ntypes, cores);
-		rc = hp__rec_model_build_in(est, cat, w1, types, ntypes,
-					    bs[nb - 1], cores,
-					    job->input_sample_s, &m, err);
-		free(cores);
-	} else {
-		rc = hp__rec_model_build(est, cat, w1, types, ntypes,
-					 bs[nb - 1], &m, err);
 	}
+	rc = hp__rec_model_build_in(est, cat, w1, types, ntypes, bs[nb - 1],
+				    cores, job->input_sample_s, &m, err);
+	free(cores);
 	free(types);
 	if (!rc)
 		rc = hp__rec_model_judge(

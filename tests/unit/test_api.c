@@ -479,6 +479,11 @@ HP_TEST(api_token_digest_and_compare)
 	ASSERT(hp_api_ct_equal("", "x", 0));
 }
 
+/* A job description's required part; a test adds its field and "}". */
+#define JOB3                                                                   \
+	"{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, \"batch\": 64, "  \
+	"\"deadline_s\": 3600"
+
 HP_TEST(api_job_confidence)
 {
 	struct hp_api_job j, b;
@@ -486,9 +491,7 @@ HP_TEST(api_job_confidence)
 	struct hp_rec_job rj;
 	char *s;
 
-	ASSERT_EQ_INT(parse("{\"model_id\": 3, \"samples\": 1000, \"epochs\": "
-			    "2, \"batch\": 64, \"deadline_s\": 3600, "
-			    "\"confidence\": 0.75}",
+	ASSERT_EQ_INT(parse(JOB3 ", \"confidence\": 0.75}",
 			    HP_API_RECOMMENDATION, &j, &pb),
 		      0);
 	ASSERT_NEAR(j.confidence, 0.75, 0);
@@ -502,21 +505,15 @@ HP_TEST(api_job_confidence)
 	hp_api_job_release(&j);
 	hp_api_job_release(&b);
 	/* Not given: 0, the recommender's default. */
-	ASSERT_EQ_INT(parse("{\"model_id\": 3, \"samples\": 1000, \"epochs\": "
-			    "2, \"batch\": 64, \"deadline_s\": 3600}",
-			    HP_API_RECOMMENDATION, &j, &pb),
-		      0);
+	ASSERT_EQ_INT(parse(JOB3 "}", HP_API_RECOMMENDATION, &j, &pb), 0);
 	ASSERT(j.confidence == 0);
 	hp_api_job_release(&j);
-	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
-		"\"batch\": 64, \"deadline_s\": 3600, \"confidence\": 1}",
-		HP_API_RECOMMENDATION, 400, "invalid-field", "confidence");
-	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
-		"\"batch\": 64, \"deadline_s\": 3600, \"confidence\": 0}",
-		HP_API_RECOMMENDATION, 400, "invalid-field", "confidence");
-	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
-		"\"batch\": 64, \"deadline_s\": 3600, \"confidence\": \"x\"}",
-		HP_API_RECOMMENDATION, 400, "invalid-field", "confidence");
+	refused(JOB3 ", \"confidence\": 1}", HP_API_RECOMMENDATION, 400,
+		"invalid-field", "confidence");
+	refused(JOB3 ", \"confidence\": 0}", HP_API_RECOMMENDATION, 400,
+		"invalid-field", "confidence");
+	refused(JOB3 ", \"confidence\": \"x\"}", HP_API_RECOMMENDATION, 400,
+		"invalid-field", "confidence");
 }
 
 HP_TEST(api_job_input_rate)
@@ -528,9 +525,8 @@ HP_TEST(api_job_input_rate)
 
 	/* samples/s one host core prepares: the recommender takes a core's
 	 * seconds a sample; it reads back through the job's JSON (jobs too) */
-	ASSERT_EQ_INT(parse("{\"model_id\": 3, \"samples\": 1000, \"epochs\": "
-			    "2, \"batch\": 64, \"deadline_s\": 3600, "
-			    "\"input_rate\": 250, \"data\": \"synthetic\"}",
+	ASSERT_EQ_INT(parse(JOB3 ", \"input_rate\": 250, \"data\": "
+				 "\"synthetic\"}",
 			    HP_API_JOB, &j, &pb),
 		      0);
 	ASSERT_NEAR(j.input_rate, 250, 0);
@@ -544,23 +540,17 @@ HP_TEST(api_job_input_rate)
 	hp_api_job_release(&j);
 	hp_api_job_release(&b);
 	/* not given: not modelled */
-	ASSERT_EQ_INT(parse("{\"model_id\": 3, \"samples\": 1000, \"epochs\": "
-			    "2, \"batch\": 64, \"deadline_s\": 3600}",
-			    HP_API_RECOMMENDATION, &j, &pb),
-		      0);
+	ASSERT_EQ_INT(parse(JOB3 "}", HP_API_RECOMMENDATION, &j, &pb), 0);
 	hp_api_job_rec(&j, &rj);
 	ASSERT(j.input_rate == 0 && rj.input_sample_s == 0);
 	s = hp_api_job_json(&j, HP_API_RECOMMENDATION);
 	ASSERT(s && !strstr(s, "input_rate"));
 	free(s);
 	hp_api_job_release(&j);
-	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
-		"\"batch\": 64, \"deadline_s\": 3600, \"input_rate\": 0}",
-		HP_API_RECOMMENDATION, 400, "invalid-field", "input_rate");
-	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
-		"\"batch\": 64, \"deadline_s\": 3600, \"input_rate\": -5}",
-		HP_API_RECOMMENDATION, 400, "invalid-field", "input_rate");
-	refused("{\"model_id\": 3, \"samples\": 1000, \"epochs\": 2, "
-		"\"batch\": 64, \"deadline_s\": 3600, \"input_rate\": \"x\"}",
-		HP_API_RECOMMENDATION, 400, "invalid-field", "input_rate");
+	refused(JOB3 ", \"input_rate\": 0}", HP_API_RECOMMENDATION, 400,
+		"invalid-field", "input_rate");
+	refused(JOB3 ", \"input_rate\": -5}", HP_API_RECOMMENDATION, 400,
+		"invalid-field", "input_rate");
+	refused(JOB3 ", \"input_rate\": \"x\"}", HP_API_RECOMMENDATION, 400,
+		"invalid-field", "input_rate");
 }
