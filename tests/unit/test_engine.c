@@ -926,6 +926,46 @@ HP_TEST(engine_depthwise_relu6)
 	    4, 2);
 }
 
+HP_TEST(engine_depthwise_own_weight_gradient)
+{
+	/* depthwise convs whose weight gradient oneDNN 2.6 would do as a
+	 * GEMM per channel, done by the engine's own loop (cpu_dnnl.c,
+	 * dw_wgrad): 5x5 at stride 1 and 2 (pad 2, and pad 1 with columns
+	 * the kernel never reaches), 3x3 on a 2x2 map, and 7x7 over a map
+	 * smaller than the kernel; 1 and 2 threads */
+	for (int t = 1; t <= 2; t++) {
+		check_net(
+		    NET("[3,9,9]", 4,
+			CONV(20, 1, 1, 0) "," GCONV(
+			    20, 5, 1, 2,
+			    20) "," BN "," RELU
+				"," GCONV(20, 5, 2, 1, 20) "," GCONV(
+				    20, 3, 2, 1, 20) "," GCONV(20, 3, 1, 1,
+							       20) "," FC(4)),
+		    3, t);
+		check_net(
+		    NET("[16,3,3]", 3,
+			CONV(16, 1, 1, 0) "," GCONV(16, 7, 1, 3, 16) "," FC(3)),
+		    2, t);
+	}
+}
+
+HP_TEST(engine_grouped_conv_channels_last)
+{
+	/* a grouped conv of several channels a group runs channels-last
+	 * (cpu_dnnl.c): its bn, relu and max pool take that layout, a
+	 * dense conv after it another, the residual add a third; the
+	 * gradients still match the reference */
+	check_net(
+	    NET("[3,8,8]", 4,
+		CONV(8, 3, 1, 1) "," BN "," RELU "," GCONV(
+		    8, 3, 1, 1,
+		    2) "," BN "," RELU
+		       "," POOL("max", 2, 2, 0) "," CONV(8, 3, 1, 1) "," ADD(
+			   "6,7") "," GCONV(12, 1, 1, 0, 4) "," BN "," FC(4)),
+	    4, 2);
+}
+
 HP_TEST(engine_concat)
 {
 	/* an inception-like fork: three branches and the network input
