@@ -28,7 +28,13 @@ extern "C" {
  * while the image is 8 or more], then fc_layers [1] - 1 hidden fully
  * connected layers of fc_width [128] units with relu (and dropout [0] if
  * above 0), then one to `classes` [10]; input channels [3] x input_size
- * [32] squared.
+ * [32] squared.  The conv layers after the first (they read `filters`
+ * channels) take groups [1] groups, or, if separable [false], the
+ * depthwise-separable form (MobileNet's): a depthwise conv (groups ==
+ * filters) with its bn and relu, then a 1x1 pointwise conv in `groups`
+ * groups.  residual [false] makes each conv layer a basic block: a second
+ * conv of the same kind at stride 1 and its bn, summed with the first's
+ * output (identity shortcut), then relu.
  */
 struct hp_sweep_vars {
 	int conv_layers;
@@ -42,9 +48,8 @@ struct hp_sweep_vars {
 	int kernel; /* odd, 1 to 15 */
 	int stride; /* 1 to 4 */
 	bool pool_avg;
-	/* Not sweep variables yet: grouped and depthwise convolutions and
-	 * residual blocks (the engine runs them; real models measure them
-	 * through 'hetpool profile MODEL.onnx'). */
+	int64_t groups; /* divides filters */
+	bool separable, residual;
 };
 void hp_sweep_vars_init(struct hp_sweep_vars *v);
 
@@ -74,14 +79,17 @@ struct hp_sweep {
  *   {"conv_layers": [1,2,3], "filters": [16,32], "fc_layers": [1,2],
  *    "fc_width": [128], "input_size": [32], "batch": [16,64],
  *    "channels": [3], "classes": [10], "bn": true, "dropout": 0,
- *    "kernel": [3], "stride": [1], "pool": "max",
+ *    "kernel": [3], "stride": [1], "pool": "max", "groups": [1],
+ *    "separable": false, "residual": false,
  *    "sample": 0, "seed": 1, "specs": ["extra.json"]}
  * Every variable takes one value or a list ("bn": [true, false], "pool":
  * ["max", "avg"], "dropout": [0, 0.5]); every combination of the lists is
  * a configuration ("sample": N keeps N of them, drawn with the seed; the
  * same draw as before for a sweep that leaves kernel, stride, pool,
- * channels, classes, bn and dropout at one value); "specs" adds explicit
- * spec files (paths relative to base_dir) at each batch size.  The text
+ * channels, classes, bn, dropout, groups, separable and residual at one
+ * value); "specs" adds explicit spec files (paths relative to base_dir)
+ * at each batch size.  A list of such objects (at most 16) is their
+ * union, in order, a configuration drawn twice kept once.  The text
  * of a built-in sweep's name ("default", "wide", "calibrate":
  * hp_sweep_named_json), or NULL for "default", gives that sweep.
  */
@@ -115,7 +123,9 @@ int hp_sweep_make_spec(int conv_layers, int64_t filters, int fc_layers,
 		       struct hp_spec *out, struct hp_error *err);
 /* The same for all the variables (struct hp_sweep_vars); its name is
  * "cnn-cL-kF-fN-wW-sS" with "-ksK", "-stT", "-avg" added for a kernel,
- * stride or pooling off the defaults.  HP_EINVAL out of range. */
+ * stride or pooling off the defaults, and "-gG", "-sep", "-res" for
+ * groups, separable and residual.  HP_EINVAL out of range (groups that
+ * do not divide filters among it). */
 int hp_sweep_make_spec_vars(const struct hp_sweep_vars *v, struct hp_spec *out,
 			    struct hp_error *err);
 

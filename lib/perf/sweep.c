@@ -36,10 +36,12 @@ static const char default_sweep[] =
  * 2, max and average pooling, 1 and 3 input channels, batch norm on and
  * off, dropout, 10 and 100 classes) over the default sweep's structural
  * variables: 589,824 combinations, 400 drawn, to profile and validate
- * outside the default sweep's grid.
+ * outside the default sweep's grid; then 60 with grouped convs (2 or
+ * more channels a group) and residual blocks over the same variables,
+ * and 40 depthwise-separable ones (kernels 3, 5 and 7).
  */
 static const char wide_sweep[] =
-    "{\"conv_layers\": [1, 2, 3, 4],"
+    "[{\"conv_layers\": [1, 2, 3, 4],"
     " \"filters\": [8, 16, 32, 64],"
     " \"fc_layers\": [1, 2, 3],"
     " \"fc_width\": [64, 256, 1024],"
@@ -49,15 +51,40 @@ static const char wide_sweep[] =
     " \"pool\": [\"max\", \"avg\"], \"channels\": [1, 3],"
     " \"bn\": [true, false], \"dropout\": [0, 0.5],"
     " \"classes\": [10, 100],"
-    " \"sample\": 400, \"seed\": 20261214}";
+    " \"sample\": 400, \"seed\": 20261214},"
+    " {\"conv_layers\": [1, 2, 3, 4],"
+    " \"filters\": [16, 32, 64],"
+    " \"fc_layers\": [1, 2, 3],"
+    " \"fc_width\": [256],"
+    " \"input_size\": [16, 32, 48, 64],"
+    " \"batch\": [8, 16, 32, 64],"
+    " \"kernel\": [1, 3, 5, 7], \"stride\": [1, 2],"
+    " \"pool\": [\"max\", \"avg\"], \"channels\": [1, 3],"
+    " \"bn\": [true, false],"
+    " \"groups\": [1, 2, 4, 8], \"residual\": [false, true],"
+    " \"sample\": 60, \"seed\": 20261201},"
+    " {\"conv_layers\": [2, 3, 4],"
+    " \"filters\": [16, 32, 64],"
+    " \"fc_layers\": [1, 2],"
+    " \"fc_width\": [64, 256, 1024],"
+    " \"input_size\": [16, 32, 48, 64],"
+    " \"batch\": [8, 16, 32, 64],"
+    " \"kernel\": [3, 5, 7], \"stride\": [1, 2],"
+    " \"pool\": [\"max\", \"avg\"],"
+    " \"channels\": [1, 3], \"bn\": [true, false],"
+    " \"groups\": [1, 2, 4], \"separable\": true,"
+    " \"residual\": [false, true],"
+    " \"sample\": 40, \"seed\": 20261202}]";
 
 /*
  * "calibrate": 24 configurations drawn from a small grid that spans every
- * variable at sizes that take a few seconds each on 2 cores: a quick
- * profile of a new host (hetpool calibrate).
+ * variable at sizes that take a few seconds each on 2 cores, then 4
+ * depthwise-separable nets (3x3; MobileNet's block) and 4 with grouped
+ * convs, with and without residual blocks: a quick profile of a new host
+ * (hetpool calibrate).
  */
 static const char calibrate_sweep[] =
-    "{\"conv_layers\": [1, 2, 3],"
+    "[{\"conv_layers\": [1, 2, 3],"
     " \"filters\": [16, 32, 64],"
     " \"fc_layers\": [1, 2],"
     " \"fc_width\": [256],"
@@ -67,7 +94,15 @@ static const char calibrate_sweep[] =
     " \"pool\": [\"max\", \"avg\"], \"channels\": [1, 3],"
     " \"bn\": [true, false], \"dropout\": [0, 0.5],"
     " \"classes\": [10, 100],"
-    " \"sample\": 24, \"seed\": 20261215}";
+    " \"sample\": 24, \"seed\": 20261215},"
+    " {\"conv_layers\": [3], \"filters\": [32, 64],"
+    " \"fc_layers\": [1], \"fc_width\": [256],"
+    " \"input_size\": [32], \"batch\": [32],"
+    " \"separable\": true, \"residual\": [false, true]},"
+    " {\"conv_layers\": [2], \"filters\": [32, 64],"
+    " \"fc_layers\": [1], \"fc_width\": [256],"
+    " \"input_size\": [48], \"batch\": [16],"
+    " \"groups\": [4], \"residual\": [false, true]}]";
 
 const char *hp_sweep_default_json(void)
 {
@@ -102,6 +137,9 @@ void hp_sweep_vars_init(struct hp_sweep_vars *v)
 	v->kernel = 3;
 	v->stride = 1;
 	v->pool_avg = false;
+	v->groups = 1;
+	v->separable = false;
+	v->residual = false;
 }
 
 void hp_sweep_release(struct hp_sweep *s)
@@ -123,6 +161,57 @@ static int add_layer(struct hp_spec *s, struct hp_spec_layer L)
 		return HP_ENOMEM;
 	s->layers = p;
 	s->layers[s->nlayers++] = L;
+	return 0;
+}
+
+/*
+ * One conv unit of a generated CNN into s: conv (kernel, stride), batch
+ * norm if v->bn, relu unless last_relu is false (a residual block's second
+ * half: its relu comes after the sum).  on_filters: the unit reads
+ * `filters` channels (not the image), so it takes the grouped or the
+ * depthwise-separable form: a depthwise conv (one group per channel)
+ * with its bn and relu, then a 1x1 pointwise conv in v->groups groups;
+ * else v->groups groups on the conv itself.  The first layer of a net
+ * reads the image and is always dense.
+ */
+static int conv_unit(struct hp_spec *s, const struct hp_sweep_vars *v,
+		     bool on_filters, int stride, bool last_relu)
+{
+	struct hp_spec_layer L = {0};
+	int rc;
+
+	L.type = HP_LAYER_CONV;
+	L.filters = v->filters;
+	L.kernel = v->kernel;
+	L.stride = stride;
+	L.pad = v->kernel / 2; /* "same" at stride 1 */
+	L.groups = on_filters ? (v->separable ? v->filters : v->groups) : 1;
+	if (L.groups == 1)
+		L.groups = 0;
+	if ((rc = add_layer(s, L)))
+		return rc;
+	if (on_filters && v->separable) {
+		if (v->bn && (rc = add_layer(s, (struct hp_spec_layer){
+						    .type = HP_LAYER_BN})))
+			return rc;
+		if ((rc = add_layer(
+			 s, (struct hp_spec_layer){.type = HP_LAYER_RELU})))
+			return rc;
+		L = (struct hp_spec_layer){.type = HP_LAYER_CONV,
+					   .filters = v->filters,
+					   .kernel = 1,
+					   .stride = 1,
+					   .groups =
+					       v->groups > 1 ? v->groups : 0};
+		if ((rc = add_layer(s, L)))
+			return rc;
+	}
+	if (v->bn &&
+	    (rc = add_layer(s, (struct hp_spec_layer){.type = HP_LAYER_BN})))
+		return rc;
+	if (last_relu &&
+	    (rc = add_layer(s, (struct hp_spec_layer){.type = HP_LAYER_RELU})))
+		return rc;
 	return 0;
 }
 
@@ -153,7 +242,6 @@ int hp_sweep_make_spec_vars(const struct hp_sweep_vars *v, struct hp_spec *out,
 	const int64_t filters = v->filters, fc_width = v->fc_width,
 		      input_size = v->input_size, channels = v->channels,
 		      classes = v->classes;
-	const bool bn = v->bn;
 	const double dropout = v->dropout;
 	int64_t size = input_size;
 	char name[128];
@@ -165,12 +253,18 @@ int hp_sweep_make_spec_vars(const struct hp_sweep_vars *v, struct hp_spec *out,
 	    fc_layers > 64 || filters < 1 || fc_width < 1 || input_size < 1 ||
 	    channels < 1 || classes < 1 || v->kernel < 1 || v->kernel > 15 ||
 	    v->kernel % 2 == 0 || v->stride < 1 || v->stride > 4 ||
-	    !(dropout >= 0 && dropout < 1))
+	    !(dropout >= 0 && dropout < 1) || v->groups < 1)
 		return hp_error_set(err, HP_EINVAL,
 				    "sweep variables out of range: conv_layers "
 				    "0..64, fc_layers 1..64, sizes 1 or more, "
 				    "kernel odd 1..15, stride 1..4, dropout "
-				    "in [0, 1)");
+				    "in [0, 1), groups 1 or more");
+	if (filters % v->groups)
+		return hp_error_set(err, HP_EINVAL,
+				    "groups %lld do not divide filters %lld: "
+				    "give groups that divide every filter "
+				    "count of the sweep",
+				    (long long)v->groups, (long long)filters);
 	/* The default sweep's names stay as they were: the new variables
 	 * appear only off their defaults. */
 	snprintf(name, sizeof(name), "cnn-c%d-k%lld-f%d-w%lld-s%lld",
@@ -184,7 +278,14 @@ int hp_sweep_make_spec_vars(const struct hp_sweep_vars *v, struct hp_spec *out,
 		nl += (size_t)snprintf(name + nl, sizeof(name) - nl, "-st%d",
 				       v->stride);
 	if (v->pool_avg)
-		snprintf(name + nl, sizeof(name) - nl, "-avg");
+		nl += (size_t)snprintf(name + nl, sizeof(name) - nl, "-avg");
+	if (v->groups > 1)
+		nl += (size_t)snprintf(name + nl, sizeof(name) - nl, "-g%lld",
+				       (long long)v->groups);
+	if (v->separable)
+		nl += (size_t)snprintf(name + nl, sizeof(name) - nl, "-sep");
+	if (v->residual)
+		snprintf(name + nl, sizeof(name) - nl, "-res");
 	out->name = hp_strdup(name);
 	if (!out->name)
 		goto nomem;
@@ -192,25 +293,30 @@ int hp_sweep_make_spec_vars(const struct hp_sweep_vars *v, struct hp_spec *out,
 	out->input[1] = out->input[2] = input_size;
 	out->classes = classes;
 	for (int i = 0; i < conv_layers; i++) {
-		struct hp_spec_layer L = {0};
-		/* Plain convolutions only: grouped and depthwise ones and
-		 * residual blocks are not sweep variables yet (perf.h). */
-		L.type = HP_LAYER_CONV;
-		L.filters = filters;
-		L.kernel = v->kernel;
-		L.stride = v->stride;
-		L.pad = v->kernel / 2; /* "same" at stride 1 */
-		if ((rc = add_layer(out, L)))
+		struct hp_spec_layer L;
+		int unit_out;
+		/* The first layer reads the image (1 or 3 channels): a dense
+		 * conv; the layers after it read `filters` channels. */
+		if ((rc = conv_unit(out, v, i > 0, v->stride, true)))
 			goto nomem;
 		size = (size - 1) / v->stride + 1;
-		if (bn) {
-			L = (struct hp_spec_layer){.type = HP_LAYER_BN};
+		if (v->residual) {
+			/* A basic block's second half on the same kind of
+			 * conv at stride 1, summed with the first half's
+			 * output (the identity shortcut), then relu. */
+			unit_out = out->nlayers - 1;
+			if ((rc = conv_unit(out, v, true, 1, false)))
+				goto nomem;
+			L = (struct hp_spec_layer){.type = HP_LAYER_ADD,
+						   .ninputs = 2};
+			L.inputs[0] = unit_out;
+			L.inputs[1] = out->nlayers - 1;
+			if ((rc = add_layer(out, L)))
+				goto nomem;
+			L = (struct hp_spec_layer){.type = HP_LAYER_RELU};
 			if ((rc = add_layer(out, L)))
 				goto nomem;
 		}
-		L = (struct hp_spec_layer){.type = HP_LAYER_RELU};
-		if ((rc = add_layer(out, L)))
-			goto nomem;
 		if (size >= 8) {
 			L = (struct hp_spec_layer){.type = HP_LAYER_POOL,
 						   .kernel = 2,
@@ -524,6 +630,9 @@ static int pool_list(json_t *root, bool *v, int *n, struct hp_error *err)
  * that leaves the new ones at one value draws and orders exactly the
  * configurations it drew before. */
 enum {
+	V_RESIDUAL,
+	V_SEPARABLE,
+	V_GROUPS,
 	V_CLASSES,
 	V_DROPOUT,
 	V_BN,
@@ -540,60 +649,37 @@ enum {
 	NV
 };
 
-int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
-		   struct hp_sweep *s, struct hp_error *err)
+/* One sweep object's configurations, appended to s. */
+static int sweep_object(json_t *root, const char *base_dir, struct hp_sweep *s,
+			int *cap, struct hp_error *err)
 {
 	static const char *const keys[] = {
 	    "conv_layers", "filters",  "fc_layers", "fc_width", "input_size",
 	    "batch",	   "channels", "classes",   "bn",	"dropout",
 	    "sample",	   "seed",     "specs",	    "kernel",	"stride",
-	    "pool",	   NULL};
+	    "pool",	   "groups",   "separable", "residual", NULL};
 	int64_t iv[NV][SWEEP_MAX_VALUES];
 	double dr[SWEEP_MAX_VALUES];
-	bool bnv[2], poolv[2];
-	int nv[NV], cap = 0, rc;
+	bool bnv[2], poolv[2], sepv[2], resv[2];
+	int nv[NV], rc;
 	int64_t sample, seed;
 	int nsa, nse;
 	bool grid;
-	json_error_t jerr;
-	json_t *root, *v;
+	json_t *v;
 	const char *key;
 
-	memset(s, 0, sizeof(*s));
-	if (!text) {
-		text = default_sweep;
-		len = strlen(default_sweep);
-	} else {
-		/* a built-in sweep by its name */
-		char name[16];
-		if (len < sizeof(name)) {
-			memcpy(name, text, len);
-			name[len] = '\0';
-			if (hp_sweep_named_json(name)) {
-				text = hp_sweep_named_json(name);
-				len = strlen(text);
-			}
-		}
-	}
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		return hp_error_set(err, HP_EPARSE,
-				    "invalid JSON at line %d column %d: %s",
-				    jerr.line, jerr.column, jerr.text);
-	if (!json_is_object(root)) {
-		rc = hp_error_set(err, HP_EINVAL, "a sweep is a JSON object");
-		goto out;
-	}
+	if (!json_is_object(root))
+		return hp_error_set(err, HP_EINVAL,
+				    "a sweep is a JSON object (or a list of "
+				    "them)");
 	json_object_foreach(root, key, v)
 	{
 		bool ok = false;
 		for (int i = 0; keys[i]; i++)
 			ok |= !strcmp(key, keys[i]);
-		if (!ok) {
-			rc = hp_error_set(err, HP_EINVAL,
-					  "unknown key \"%s\" in sweep", key);
-			goto out;
-		}
+		if (!ok)
+			return hp_error_set(err, HP_EINVAL,
+					    "unknown key \"%s\" in sweep", key);
 	}
 	grid = json_object_get(root, "conv_layers") ||
 	       json_object_get(root, "filters") ||
@@ -618,6 +704,12 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 			   &nv[V_KERNEL], err)) ||
 	    (rc = int_list(root, "stride", 1, 1, 4, iv[V_STRIDE], &nv[V_STRIDE],
 			   err)) ||
+	    (rc = int_list(root, "groups", 1, 1, 4096, iv[V_GROUPS],
+			   &nv[V_GROUPS], err)) ||
+	    (rc = bool_list(root, "separable", false, sepv, &nv[V_SEPARABLE],
+			    err)) ||
+	    (rc = bool_list(root, "residual", false, resv, &nv[V_RESIDUAL],
+			    err)) ||
 	    (rc = int_list_n(root, "sample", 0, 0, SWEEP_MAX_CONFIGS, &sample,
 			     1, &nsa, err)) ||
 	    (rc = int_list_n(root, "seed", 1, 0, INT64_MAX, &seed, 1, &nse,
@@ -703,6 +795,9 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 			sv.bn = bnv[at[V_BN]];
 			sv.dropout = dr[at[V_DROPOUT]];
 			sv.pool_avg = poolv[at[V_POOL]];
+			sv.groups = iv[V_GROUPS][at[V_GROUPS]];
+			sv.separable = sepv[at[V_SEPARABLE]];
+			sv.residual = resv[at[V_RESIDUAL]];
 			c.conv_layers = sv.conv_layers;
 			c.filters = sv.filters;
 			c.fc_layers = sv.fc_layers;
@@ -736,16 +831,113 @@ int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
 			}
 			snprintf(c.family, sizeof(c.family), "c%d-f%d",
 				 c.conv_layers, c.fc_layers);
-			if ((rc = push(s, &cap, &c, err))) {
+			if ((rc = push(s, cap, &c, err))) {
 				free(pick);
 				goto out;
 			}
 		}
 		free(pick);
 	}
-	rc = add_spec_files(root, base_dir, iv[V_BATCH], nv[V_BATCH], s, &cap,
+	rc = add_spec_files(root, base_dir, iv[V_BATCH], nv[V_BATCH], s, cap,
 			    err);
 out:
+	return rc;
+}
+
+/* Sort key of the union's duplicate check. */
+struct id_at {
+	const char *id;
+	int at;
+};
+
+static int cmp_id_at(const void *a, const void *b)
+{
+	const struct id_at *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+	return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* Keep the first of configurations with the same id, in order. */
+static int drop_duplicates(struct hp_sweep *s, struct hp_error *err)
+{
+	struct id_at *k;
+	bool *dup;
+	int n = 0;
+
+	if (s->n < 2)
+		return 0;
+	k = malloc((size_t)s->n * sizeof(*k));
+	dup = calloc((size_t)s->n, sizeof(*dup));
+	if (!k || !dup) {
+		free(k);
+		free(dup);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < s->n; i++)
+		k[i] = (struct id_at){s->configs[i].id, i};
+	qsort(k, (size_t)s->n, sizeof(*k), cmp_id_at);
+	for (int i = 1; i < s->n; i++)
+		if (!strcmp(k[i].id, k[i - 1].id))
+			dup[k[i].at] = true;
+	for (int i = 0; i < s->n; i++) {
+		if (dup[i])
+			hp_spec_release(&s->configs[i].spec);
+		else
+			s->configs[n++] = s->configs[i];
+	}
+	s->n = n;
+	free(k);
+	free(dup);
+	return 0;
+}
+
+/* Most sweeps in a list (a union). */
+#define SWEEP_MAX_PARTS 16
+
+int hp_sweep_parse(const char *text, size_t len, const char *base_dir,
+		   struct hp_sweep *s, struct hp_error *err)
+{
+	json_error_t jerr;
+	json_t *root;
+	int cap = 0, rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (!text) {
+		text = default_sweep;
+		len = strlen(default_sweep);
+	} else {
+		/* a built-in sweep by its name */
+		char name[16];
+		if (len < sizeof(name)) {
+			memcpy(name, text, len);
+			name[len] = '\0';
+			if (hp_sweep_named_json(name)) {
+				text = hp_sweep_named_json(name);
+				len = strlen(text);
+			}
+		}
+	}
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return hp_error_set(err, HP_EPARSE,
+				    "invalid JSON at line %d column %d: %s",
+				    jerr.line, jerr.column, jerr.text);
+	if (json_is_array(root)) {
+		size_t n = json_array_size(root);
+		if (n < 1 || n > SWEEP_MAX_PARTS)
+			rc = hp_error_set(err, HP_EINVAL,
+					  "a list of sweeps holds 1 to %d "
+					  "sweep objects, not %zu",
+					  SWEEP_MAX_PARTS, n);
+		for (size_t i = 0; !rc && i < n; i++)
+			if ((rc = sweep_object(json_array_get(root, i),
+					       base_dir, s, &cap, err)))
+				hp_error_prefix(err, "sweep [%zu]", i);
+		if (!rc)
+			rc = drop_duplicates(s, err);
+	} else {
+		rc = sweep_object(root, base_dir, s, &cap, err);
+	}
 	json_decref(root);
 	if (rc)
 		hp_sweep_release(s);

@@ -2,7 +2,8 @@
  * fuzz_sweep.c - libFuzzer target for the sweep file (hetpool profile
  * --sweep): any bytes must parse or fail cleanly, and every configuration
  * a sweep generates must be a CNN that analyses (the generator checks its
- * variables up front).  Inputs naming spec files ("specs") are skipped:
+ * variables up front), lists of sweeps (unions) included.  Inputs naming
+ * spec files ("specs", in any part of a list) are skipped:
  * they would read files of this machine.
  */
 #include <jansson.h>
@@ -20,8 +21,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct hp_error err = {0};
 	struct hp_sweep s;
 
-	json_t *j = json_loadb((const char *)data, size, 0, NULL);
+	json_t *j = json_loadb((const char *)data, size, 0, NULL), *v;
 	bool files = json_is_object(j) && json_object_get(j, "specs");
+	size_t i;
+
+	/* a list of sweeps: any part naming spec files */
+	for (i = 0; json_is_array(j) && i < json_array_size(j); i++) {
+		v = json_array_get(j, i);
+		files |= json_is_object(v) && json_object_get(v, "specs");
+	}
 
 	json_decref(j);
 	if (files)

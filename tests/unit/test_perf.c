@@ -533,6 +533,127 @@ HP_TEST(sweep_wider_design_space)
 	}
 }
 
+/* Grouped, depthwise-separable and residual convs: the layers each
+ * combination makes (counted by hand), their groups, the id's suffixes,
+ * every spec analysing; bad values refused. */
+HP_TEST(sweep_groups_separable_residual)
+{
+	struct hp_sweep s;
+	struct hp_error err = {0};
+	const char *g =
+	    "{\"conv_layers\":[2],\"filters\":[16],\"fc_layers\":[1],"
+	    "\"input_size\":[16],\"batch\":[4],\"groups\":[1,4],"
+	    "\"separable\":[false,true],\"residual\":[false,true]}";
+	static const char *const bad[] = {
+	    "{\"filters\":[32],\"groups\":[3]}",
+	    "{\"groups\":[0]}",
+	    "{\"separable\":\"yes\"}",
+	    "{\"residual\":[true,1]}",
+	};
+
+	ASSERT_EQ_INT(hp_sweep_parse(g, strlen(g), NULL, &s, &err), 0);
+	ASSERT_EQ_INT(s.n, 8);
+	for (int i = 0; i < s.n; i++) {
+		const struct hp_sweep_config *c = &s.configs[i];
+		const struct hp_spec *sp = &c->spec;
+		const bool sep = c->vars.separable, res = c->vars.residual;
+		const int64_t G = c->vars.groups;
+		int conv = 0, dw = 0, grouped = 0, add = 0;
+		struct hp_graph *gr;
+		struct hp_features f;
+		for (int k = 0; k < sp->nlayers; k++) {
+			const struct hp_spec_layer *L = &sp->layers[k];
+			if (L->type == HP_LAYER_CONV) {
+				conv++;
+				dw += L->groups == 16;
+				grouped += L->groups == 4;
+				if (k == 0)
+					ASSERT(L->groups <= 1);
+				if (L->groups == 16)
+					ASSERT_EQ_INT(L->kernel, 3);
+			}
+			if (L->type == HP_LAYER_ADD) {
+				add++;
+				ASSERT_EQ_INT(L->ninputs, 2);
+				ASSERT(L->inputs[0] < L->inputs[1] &&
+				       L->inputs[1] == k - 1);
+			}
+		}
+		/* per conv layer i: a unit of 2 convs (depthwise and
+		 * pointwise) when separable and past the image, else 1;
+		 * residual adds a second unit past the image */
+		{
+			int unit = sep ? 2 : 1;
+			int want = 1 + unit + (res ? 2 * unit : 0);
+			ASSERT_EQ_INT(conv, want);
+			ASSERT_EQ_INT(dw, sep ? (res ? 3 : 1) : 0);
+			ASSERT_EQ_INT(grouped, G == 4 ? (res ? 3 : 1) : 0);
+		}
+		ASSERT_EQ_INT(add, res ? 2 : 0);
+		ASSERT(!!strstr(c->id, "-g4") == (G == 4));
+		ASSERT(!!strstr(c->id, "-sep") == sep);
+		ASSERT(!!strstr(c->id, "-res") == res);
+		gr = hp_spec_to_graph(sp, &err);
+		if (!gr)
+			HP_FAIL("%s: %s", c->id, err.msg);
+		ASSERT_EQ_INT(hp_analyze(gr, c->batch, NULL, 0, &f, &err), 0);
+		ASSERT(f.macs_per_sample > 0);
+		hp_features_release(&f);
+		hp_graph_free(gr);
+		for (int j = 0; j < i; j++)
+			ASSERT(strcmp(c->id, s.configs[j].id));
+	}
+	hp_sweep_release(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (hp_sweep_parse(bad[i], strlen(bad[i]), NULL, &s, &err) == 0)
+			HP_FAIL("accepted %s", bad[i]);
+	ASSERT_EQ_INT(hp_sweep_parse(bad[0], strlen(bad[0]), NULL, &s, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "groups 3 do not divide filters 32"));
+}
+
+/* A list of sweeps is their union in order, a configuration drawn twice
+ * kept once; an empty list, a list of 17 and a list of non-objects are
+ * refused, the error naming the part. */
+HP_TEST(sweep_list_is_a_union)
+{
+	struct hp_sweep a, u;
+	struct hp_error err = {0};
+	const char *one = "{\"conv_layers\":[1,2],\"filters\":[8],"
+			  "\"batch\":[4]}";
+	const char *two = "{\"conv_layers\":[2,3],\"filters\":[8],"
+			  "\"batch\":[4]}";
+	char list[512], many[2048];
+	size_t o = 0;
+
+	ASSERT_EQ_INT(hp_sweep_parse(one, strlen(one), NULL, &a, &err), 0);
+	ASSERT_EQ_INT(a.n, 2);
+	snprintf(list, sizeof(list), "[%s, %s, %s]", one, two, one);
+	ASSERT_EQ_INT(hp_sweep_parse(list, strlen(list), NULL, &u, &err), 0);
+	ASSERT_EQ_INT(u.n, 3); /* c1, c2, c3: c2 and the repeat dropped */
+	ASSERT_STR_EQ(u.configs[0].id, a.configs[0].id);
+	ASSERT_STR_EQ(u.configs[1].id, a.configs[1].id);
+	ASSERT(strstr(u.configs[2].id, "cnn-c3-"));
+	hp_sweep_release(&a);
+	hp_sweep_release(&u);
+	ASSERT_EQ_INT(hp_sweep_parse("[]", 2, NULL, &u, &err), HP_EINVAL);
+	ASSERT_EQ_INT(hp_sweep_parse("[1]", 3, NULL, &u, &err), HP_EINVAL);
+	ASSERT(strstr(err.msg, "sweep [0]"));
+	snprintf(list, sizeof(list), "[%s, {\"kernel\":[2]}]", one);
+	ASSERT_EQ_INT(hp_sweep_parse(list, strlen(list), NULL, &u, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "sweep [1]") && strstr(err.msg, "even"));
+	ASSERT_EQ_INT(u.n, 0);
+	o += (size_t)snprintf(many + o, sizeof(many) - o, "[");
+	for (int i = 0; i < 17; i++)
+		o += (size_t)snprintf(many + o, sizeof(many) - o, "%s%s",
+				      i ? "," : "", one);
+	snprintf(many + o, sizeof(many) - o, "]");
+	ASSERT_EQ_INT(hp_sweep_parse(many, strlen(many), NULL, &u, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "1 to 16"));
+}
+
 /* The named sweeps: sizes, every variable's values present, unique ids,
  * every spec analyses. */
 HP_TEST(sweep_named_wide_and_calibrate)
@@ -540,14 +661,14 @@ HP_TEST(sweep_named_wide_and_calibrate)
 	static const struct {
 		const char *name;
 		int n;
-	} cases[] = {{"wide", 400}, {"calibrate", 24}, {"default", 360}};
+	} cases[] = {{"wide", 500}, {"calibrate", 32}, {"default", 360}};
 
 	ASSERT(!hp_sweep_named_json("nope"));
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		struct hp_sweep s;
 		struct hp_error err = {0};
 		int ks[16] = {0}, st[5] = {0}, avg = 0, nobn = 0, ch1 = 0,
-		    n100 = 0;
+		    n100 = 0, grp = 0, sep = 0, res = 0;
 		const char *name = cases[k].name;
 		ASSERT(hp_sweep_named_json(name));
 		ASSERT_EQ_INT(
@@ -569,6 +690,11 @@ HP_TEST(sweep_named_wide_and_calibrate)
 			nobn += !c->vars.bn;
 			ch1 += c->vars.channels == 1;
 			n100 += c->vars.classes == 100;
+			grp += c->vars.groups > 1;
+			sep += c->vars.separable;
+			res += c->vars.residual;
+			for (int j = 0; j < i; j++)
+				ASSERT(strcmp(c->id, s.configs[j].id));
 		}
 		if (strcmp(name, "default")) {
 			/* every value of every new variable is there */
@@ -576,9 +702,19 @@ HP_TEST(sweep_named_wide_and_calibrate)
 			ASSERT(st[1] && st[2]);
 			ASSERT(avg && avg < s.n && nobn && nobn < s.n);
 			ASSERT(ch1 && ch1 < s.n && n100 && n100 < s.n);
+			ASSERT(grp >= 4 && sep >= 4 && res >= 4);
+			/* the first part's draw is the one it always was:
+			 * the first 24 (400) are plain convs */
+			for (int i = 0; i < cases[k].n - (k ? 8 : 100); i++) {
+				const struct hp_sweep_vars *v =
+				    &s.configs[i].vars;
+				ASSERT(v->groups == 1 && !v->separable &&
+				       !v->residual);
+			}
 		} else {
 			ASSERT_EQ_INT(ks[3], 360);
 			ASSERT(!avg && !nobn && !ch1 && !n100);
+			ASSERT(!grp && !sep && !res);
 		}
 		hp_sweep_release(&s);
 	}
