@@ -381,6 +381,17 @@ static void md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
 	dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, tags[rank]);
 }
 
+/* Whether md keeps channels in vector-wide blocks (nChw8c or nChw16c),
+ * the layouts oneDNN's batch norm and pooling have JIT kernels for
+ * (nhwc too, but not nchw or blocks of 4). */
+static bool md_channel_blocked(const dnnl_memory_desc_t *md)
+{
+	const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+
+	return md->format_kind == dnnl_blocked && bd->inner_nblks == 1 &&
+	       bd->inner_idxs[0] == 1 && bd->inner_blks[0] >= 8;
+}
+
 /* Create the buffers of activation y in layout md. */
 static int act_make(struct cpu *b, int y, const dnnl_memory_desc_t *md,
 		    struct hp_error *err)
@@ -499,18 +510,8 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 		wd[1] = od / pl->L.groups;
 		wd[2] = xa->dims[1] / pl->L.groups;
 		wd[3] = wd[4] = pl->L.kernel;
-		if (wd[1] > 1 || wd[2] > 1) {
-			/* Not depthwise: oneDNN runs a few channels per
-			 * group as GEMMs in plain NCHW, where the batch
-			 * norm and pooling after it have only reference
-			 * code (10x slower than the conv itself, measured);
-			 * channels-last has jit kernels for all three. */
-			md_tag(&src_any, 4, xa->dims, dnnl_acdb);
-			md_tag(&dst_any, 4, ya->dims, dnnl_acdb);
-		} else {
-			md_any(&src_any, 4, xa->dims);
-			md_any(&dst_any, 4, ya->dims);
-		}
+		md_any(&src_any, 4, xa->dims);
+		md_any(&dst_any, 4, ya->dims);
 	} else if (conv) {
 		wr = 4;
 		wd[0] = od;
@@ -538,6 +539,23 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 		       &src_any, &w_any, &bias_md, &dst_any, st, pad, pad),
 		   "conv forward");
 		rc = pd_make(b, &fpd, &d, NULL, "conv forward", err);
+		if (!rc && pl->L.groups > 1 && (wd[1] > 1 || wd[2] > 1) &&
+		    !md_channel_blocked(qmd(fpd, DNNL_ARG_DST))) {
+			/* A grouped conv of a few channels a group (not a
+			 * multiple of the vector) that oneDNN runs as GEMMs
+			 * in plain NCHW or blocks of 4, where the batch norm
+			 * and pooling after it have only reference kernels
+			 * (10x the conv's own time, measured): channels-last
+			 * has JIT kernels for all three. */
+			md_tag(&src_any, 4, xa->dims, dnnl_acdb);
+			md_tag(&dst_any, 4, ya->dims, dnnl_acdb);
+			CK(dnnl_convolution_forward_desc_init(
+			       &d.c, dnnl_forward_training,
+			       dnnl_convolution_direct, &src_any, &w_any,
+			       &bias_md, &dst_any, st, pad, pad),
+			   "conv forward");
+			rc = pd_make(b, &fpd, &d, NULL, "conv forward", err);
+		}
 	} else {
 		CK(dnnl_inner_product_forward_desc_init(
 		       &d.ip, dnnl_forward_training, &src_any, &w_any, &bias_md,
