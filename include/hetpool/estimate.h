@@ -105,8 +105,6 @@ struct hp_workload {
 				0: not a conv (or not known) */
 	double *karea;	     /* a conv's kernel area (3x3: 9); 0: not a
 				conv */
-	double *gout;	     /* a grouped conv's output channels per group
-				(1: depthwise); 0: dense, or not a conv */
 	unsigned char *pool; /* enum hp_pool_kind: a max pooling's backward
 				scatters the gradient through the indices
 				its forward kept; an average pooling's

@@ -174,13 +174,6 @@ bool hp__layer_of(const struct hp_workload *w, int i,
 	 * AVX-512): padded lanes are computed and moved. */
 	pin = pad_factor(w->cin ? w->cin[i] : 0, d->chan_block);
 	pout = pad_factor(w->cout ? w->cout[i] : 0, d->chan_block);
-	/* A grouped conv of several channels a group fills its vectors
-	 * with one group's output channels: a group of 8 on 16 lanes
-	 * computes as many as a group of 16 (measured on oneDNN: 32
-	 * filters in 2, 4 or 8 groups take the same time).  A depthwise
-	 * conv (one channel a group) vectorizes across the groups. */
-	if (k == HP_EST_CONV && w->gout && w->gout[i] > 1)
-		pout = pad_factor(w->gout[i], d->chan_block);
 	L->flops = w->flops[i] * (k == HP_EST_CONV ? pin * pout : 1);
 	L->act = d->chan_block > 1 && w->in_bytes
 		     ? 3 * w->in_bytes[i] * pin + 2 * w->out_bytes[i] * pout

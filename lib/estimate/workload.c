@@ -28,7 +28,6 @@ void hp_workload_release(struct hp_workload *w)
 	free(w->after_bn);
 	free(w->red);
 	free(w->karea);
-	free(w->gout);
 	free(w->pool);
 	memset(w, 0, sizeof(*w));
 }
@@ -58,7 +57,7 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 	out->cls = out->after_bn = out->pool = NULL;
 	out->flops = out->bytes = out->wbytes = out->width = NULL;
 	out->in_bytes = out->out_bytes = out->cin = out->cout = out->hw = NULL;
-	out->red = out->karea = out->gout = NULL;
+	out->red = out->karea = NULL;
 	n = (size_t)w1->nlayers + 1;
 	out->cls = malloc(n * sizeof(*out->cls));
 	out->flops = malloc(n * sizeof(*out->flops));
@@ -76,7 +75,6 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 	    (w1->hw && !(out->hw = calloc(n, sizeof(*out->hw)))) ||
 	    (w1->red && !(out->red = calloc(n, sizeof(*out->red)))) ||
 	    (w1->karea && !(out->karea = calloc(n, sizeof(*out->karea)))) ||
-	    (w1->gout && !(out->gout = calloc(n, sizeof(*out->gout)))) ||
 	    (w1->after_bn &&
 	     !(out->after_bn = calloc(n, sizeof(*out->after_bn)))) ||
 	    (w1->pool && !(out->pool = calloc(n, sizeof(*out->pool)))) ||
@@ -107,8 +105,6 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 			out->red[i] = w1->red[i];
 		if (w1->karea)
 			out->karea[i] = w1->karea[i];
-		if (w1->gout)
-			out->gout[i] = w1->gout[i];
 		if (w1->after_bn)
 			out->after_bn[i] = w1->after_bn[i];
 		if (w1->pool)
@@ -150,19 +146,17 @@ static unsigned char pool_kind(const struct hp_graph *g, int k)
 
 /*
  * A Conv node's reduction length (input channels per group x kernel
- * area), kernel area and output channels per group when it has groups
- * (0: dense), from its weight's shape [C_out, C_in / groups, k...] and
- * its "group"; 0 when the node is not a Conv or the shape is not known.
+ * area) and kernel area, from its weight's shape [C_out, C_in / groups,
+ * k...]; 0 when the node is not a Conv or the shape is not known.
  */
 static void conv_reduction(const struct hp_graph *g, int k, double *red,
-			   double *karea, double *gout)
+			   double *karea)
 {
-	int64_t groups;
 	const struct hp_node *nd;
 	const struct hp_tensor *W;
 	double a = 1;
 
-	*red = *karea = *gout = 0;
+	*red = *karea = 0;
 	if (k < 0 || k >= g->nnodes)
 		return;
 	nd = &g->nodes[k];
@@ -179,9 +173,6 @@ static void conv_reduction(const struct hp_graph *g, int k, double *red,
 		a *= (double)W->dims[d];
 	*karea = a;
 	*red = a * (double)W->dims[1];
-	groups = hp_node_attr_i(nd, "group", 1);
-	if (groups > 1 && W->dims[0] % groups == 0)
-		*gout = (double)(W->dims[0] / groups);
 }
 
 /* Whether node k is a Relu on a BatchNormalization's output that nothing
@@ -266,10 +257,9 @@ int hp_workload_from_features(const struct hp_graph *g,
 	w->pool = calloc((size_t)f->nlayers + 1, sizeof(*w->pool));
 	w->red = calloc((size_t)f->nlayers + 1, sizeof(*w->red));
 	w->karea = calloc((size_t)f->nlayers + 1, sizeof(*w->karea));
-	w->gout = calloc((size_t)f->nlayers + 1, sizeof(*w->gout));
 	if (!w->cls || !w->flops || !w->bytes || !w->wbytes || !w->width ||
 	    !w->in_bytes || !w->out_bytes || !w->cin || !w->cout || !w->hw ||
-	    !w->after_bn || !w->pool || !w->red || !w->karea || !w->gout) {
+	    !w->after_bn || !w->pool || !w->red || !w->karea) {
 		hp_workload_release(w);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
@@ -335,8 +325,7 @@ int hp_workload_from_features(const struct hp_graph *g,
 		w->pool[n] = L->kind == HP_KIND_POOL ? pool_kind(g, L->node)
 						     : HP_POOL_NONE;
 		if (cls == HP_EST_CONV)
-			conv_reduction(g, L->node, &w->red[n], &w->karea[n],
-				       &w->gout[n]);
+			conv_reduction(g, L->node, &w->red[n], &w->karea[n]);
 		w->hw[n] =
 		    L->out_rank == 4 && L->out_dims[2] > 0 && L->out_dims[3] > 0
 			? (double)(L->out_dims[2] * L->out_dims[3])

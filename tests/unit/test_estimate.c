@@ -992,56 +992,6 @@ HP_TEST(estimate_channel_padding)
 	hp_workload_release(&w16);
 }
 
-/* A grouped conv's output channels per group reach the workload (0 for
- * dense convs, 1 for depthwise), and on a 16-channel block a group of 8
- * computes as many lanes as a group of 16: 32 filters in 4 groups cost
- * their FLOPs x 2 (each group's 8 outputs padded to 16), in 2 groups
- * their FLOPs; a depthwise conv is not padded per group. */
-HP_TEST(estimate_grouped_conv_pads_each_group)
-{
-	static const char *fmt =
-	    "{\"input\":[32,8,8],\"classes\":10,\"layers\":["
-	    "{\"type\":\"conv\",\"filters\":32,\"kernel\":3,\"stride\":1,"
-	    "\"pad\":1,\"groups\":%d},{\"type\":\"fc\",\"units\":10}]}";
-	static const int groups[] = {1, 2, 4, 32};
-	static const double gout[] = {0, 16, 8, 1};
-	struct hp__dev_spec d = cpu_spec;
-	struct hp_error err = {0};
-	double th[HP__NTH];
-
-	hp__phys_prior(true, th);
-	for (int k = 0; k < 4; k++) {
-		char spec[512];
-		struct hp_workload w;
-		struct hp_graph *g;
-		struct hp__layer L;
-		snprintf(spec, sizeof(spec), fmt, groups[k]);
-		g = hp_spec_parse(spec, strlen(spec), &err);
-		if (!g)
-			HP_FAIL("groups %d: %s", groups[k], err.msg);
-		ASSERT_EQ_INT(hp_workload_from_graph(g, 4, NULL, 0, &w, &err),
-			      0);
-		hp_graph_free(g);
-		ASSERT(w.cls[0] == HP_EST_CONV);
-		ASSERT_NEAR(w.gout[0], gout[k], 0);
-		/* 32 x 8 x 8 outputs x 32/G x 9 MACs, x2 FLOPs, forward
-		 * and weight gradient (the input's gradient is not needed),
-		 * x batch 4, and the bias (forward and gradient) */
-		ASSERT_NEAR(w.flops[0],
-			    4.0 * 4 * 32 * 64 * (32 / groups[k]) * 9 +
-				2.0 * 4 * 32 * 64,
-			    1e-6);
-		d.chan_block = 16;
-		ASSERT(hp__layer_of(&w, 0, &d, &L));
-		ASSERT_NEAR(L.flops, w.flops[0] * (groups[k] == 4 ? 2 : 1),
-			    1e-6);
-		d.chan_block = 1;
-		ASSERT(hp__layer_of(&w, 0, &d, &L));
-		ASSERT_NEAR(L.flops, w.flops[0], 1e-6);
-		hp_workload_release(&w);
-	}
-}
-
 /* A conv's reduction length (input channels per group x kernel area,
  * from the spec by hand) and which poolings are max poolings reach the
  * workload, and the model's factors use them: a conv's compute time is
