@@ -32,13 +32,12 @@ static const char help[] =
     "host'\n"
     "does when asked, about 2 s), then profiles the built-in 'calibrate' "
     "sweep\n"
-    "(32 customized CNNs spanning what users write: 1-3 conv layers, "
+    "(24 customized CNNs spanning what users write: 1-3 conv layers, "
     "16-64\n"
     "filters, kernels 1-7, stride 1-2, max or average pooling, 1 or 3 "
     "input\n"
     "channels, batch norm on or off, dropout, 10 or 100 classes, batch "
-    "16-32;\n"
-    "grouped, depthwise-separable and residual convs)\n"
+    "16-32)\n"
     "within the time budget, and fits this host's own physical model on "
     "them\n"
     "(as 'hetpool fit' fits a profile; with fewer than 12 configurations "
@@ -250,10 +249,9 @@ static int cmd_calibrate(int argc, char **argv)
 		goto out;
 	}
 	t->calib.has = false; /* predictions before: uncalibrated */
-	/* the built-in "calibrate" sweep: 32 configurations that span
-	 * every variable (kernels 1-7, strides, both poolings, 1 and 3
-	 * input channels, batch norm, dropout, classes, groups, separable
-	 * and residual convs) */
+	/* the built-in "calibrate" sweep: 24 configurations that span
+	 * every variable of plain convs (kernels 1-7, strides, both
+	 * poolings, 1 and 3 input channels, batch norm, dropout, classes) */
 	if ((rc = hp_sweep_parse(hp_sweep_named_json("calibrate"),
 				 strlen(hp_sweep_named_json("calibrate")), NULL,
 				 &sw, &err))) {

@@ -78,13 +78,11 @@ static const char wide_sweep[] =
 
 /*
  * "calibrate": 24 configurations drawn from a small grid that spans every
- * variable at sizes that take a few seconds each on 2 cores, then 4
- * depthwise-separable nets (3x3; MobileNet's block) and 4 with grouped
- * convs, with and without residual blocks: a quick profile of a new host
- * (hetpool calibrate).
+ * variable at sizes that take a few seconds each on 2 cores: a quick
+ * profile of a new host (hetpool calibrate).
  */
 static const char calibrate_sweep[] =
-    "[{\"conv_layers\": [1, 2, 3],"
+    "{\"conv_layers\": [1, 2, 3],"
     " \"filters\": [16, 32, 64],"
     " \"fc_layers\": [1, 2],"
     " \"fc_width\": [256],"
@@ -94,15 +92,7 @@ static const char calibrate_sweep[] =
     " \"pool\": [\"max\", \"avg\"], \"channels\": [1, 3],"
     " \"bn\": [true, false], \"dropout\": [0, 0.5],"
     " \"classes\": [10, 100],"
-    " \"sample\": 24, \"seed\": 20261215},"
-    " {\"conv_layers\": [3], \"filters\": [32, 64],"
-    " \"fc_layers\": [1], \"fc_width\": [256],"
-    " \"input_size\": [32], \"batch\": [32],"
-    " \"separable\": true, \"residual\": [false, true]},"
-    " {\"conv_layers\": [2], \"filters\": [32, 64],"
-    " \"fc_layers\": [1], \"fc_width\": [256],"
-    " \"input_size\": [48], \"batch\": [16],"
-    " \"groups\": [4], \"residual\": [false, true]}]";
+    " \"sample\": 24, \"seed\": 20261215}";
 
 const char *hp_sweep_default_json(void)
 {
