@@ -123,5 +123,37 @@ echo '{"name":"big","input":[3,4096,4096],"layers":[{"type":"conv","filters":409
 expect_status bad_profile_too_big 2 "$HP" profile --spec "$TMP/big.json" --batch 4096 --out "$TMP/big.csv"
 echo '{"filterz":[1]}' >"$TMP/badsweep.json"
 expect_status bad_sweep_key 2 "$HP" profile --sweep "$TMP/badsweep.json" --out "$TMP/y.csv"
+# Grouped, separable and residual nets in a list of sweeps (a union):
+# the nets the list names, each once, measured; a bad part named.
+cat >"$TMP/union.json" <<'J'
+[{"conv_layers": [2], "filters": [8], "fc_layers": [1], "input_size": [8],
+  "batch": [2], "groups": [1, 2], "separable": [false, true]},
+ {"conv_layers": [2], "filters": [8], "fc_layers": [1], "input_size": [8],
+  "batch": [2], "groups": [2], "residual": [false, true]}]
+J
+expect_status profile_union 0 "$HP" profile --sweep "$TMP/union.json" --out "$TMP/union.csv" --max-seconds 0.05 --threads 1
+python3 - "$TMP/union.csv" <<'PY' && ok profile_union_rows || fail profile_union_rows "$(cut -d, -f1 "$TMP/union.csv" | tr '\n' ' ')"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+ids = sorted(r["config_id"] for r in rows)
+want = sorted("cnn-c2-k8-f1-w128-s8%s-b2" % x
+              for x in ("", "-g2", "-sep", "-g2-sep", "-g2-res"))
+assert ids == want, ids
+for r in rows:
+    layers = json.loads(r["spec_json"])["layers"]
+    groups = [L.get("groups", 1) for L in layers if L["type"] == "conv"]
+    cid = r["config_id"]
+    # the first conv reads the image: dense; a separable one's depthwise
+    # conv has a group a channel, its pointwise one the sweep's groups
+    assert groups[0] == 1, (cid, groups)
+    if "-sep" in cid:
+        assert 8 in groups and groups[-1] == (2 if "-g2" in cid else 1), (cid, groups)
+    if "-res" in cid:
+        assert sum(L["type"] == "add" for L in layers) == 2, cid
+    assert float(r["step_time_s"]) > 0, cid
+PY
+echo '[{"conv_layers": [1]}, {"groups": [3], "filters": [8]}]' >"$TMP/badunion.json"
+expect_status bad_sweep_union_part 2 "$HP" profile --sweep "$TMP/badunion.json" --out "$TMP/y.csv"
+expect_err bad_sweep_union_part_named "sweep \[1\].*groups 3 do not divide filters 8"
 echo 'config_id,x' >"$TMP/notds.csv"
 expect_status bad_resume_not_dataset 2 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --out "$TMP/notds.csv" --resume
