@@ -1584,22 +1584,10 @@ static void dropout_bwd(const struct op *op)
 		dx[i] = dy[i] * m[i];
 }
 
-/*
- * A depthwise conv's weight and bias gradients: op->a the source and op->b
- * the output's gradient, in blocks of 16 channels (nChw16c, the channels
- * padded with zeros); op->c the weight gradient, plain [C, 1, 1, K, K];
- * op->d the bias gradient [C].  oneDNN 2.6's depthwise kernel (jit_dw)
- * computes this only for 3x3 kernels on inputs of at least stride + 2
- * pixels a side; elsewhere it runs one GEMM per channel after an im2col,
- * which took 11-13 ms a layer for MobileNetV2's last 960-channel convs at
- * 2x2 (batch 32-64), a tenth of its step, and 440 ms a step for a net of
- * 7x7 depthwise convs on 64 channels at 48x48.  Here each block of 16
- * channels is one thread's, the 16 lanes summed independently (they
- * vectorize without reassociating a sum) in a fixed order: the result
- * does not depend on the threads.
- */
 /* One block's 16 lanes (GCC's vector extension: one AVX-512 register,
- * two AVX2 ones, four SSE ones). */
+ * two AVX2 ones, four SSE ones).  The sums (op->e) are read and written
+ * as such vectors: each buffer is 64-byte aligned (alloc_zeroed()) and
+ * each block's sums are a whole number of vectors. */
 typedef float dw_vec __attribute__((vector_size(DW_BLOCK * sizeof(float))));
 
 /* The shapes dw_wgrad works on. */
@@ -1669,6 +1657,20 @@ dw_block(const struct dw_shape *sh, int64_t cb, const float *x, const float *dy,
 	acc[K * K] = bias;
 }
 
+/*
+ * A depthwise conv's weight and bias gradients: op->a the source and op->b
+ * the output's gradient, in blocks of 16 channels (nChw16c, the channels
+ * padded with zeros); op->c the weight gradient, plain [C, 1, 1, K, K];
+ * op->d the bias gradient [C].  oneDNN 2.6's depthwise kernel (jit_dw)
+ * computes this only for 3x3 kernels on inputs of at least stride + 2
+ * pixels a side; elsewhere it runs one GEMM per channel after an im2col,
+ * which took 11-13 ms a layer for MobileNetV2's last 960-channel convs at
+ * 2x2 (batch 32-64), a tenth of its step, and 440 ms a step for a net of
+ * 7x7 depthwise convs on 64 channels at 48x48.  Here each block of 16
+ * channels is one thread's, the 16 lanes summed independently (they
+ * vectorize without reassociating a sum) in a fixed order: the result
+ * does not depend on the threads.
+ */
 static void dw_wgrad(struct cpu *b, const struct op *op)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[op->layer];
