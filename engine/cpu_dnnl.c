@@ -1596,11 +1596,11 @@ struct dw_shape {
 };
 
 /*
- * Block cb's sums into acc (K x K vectors, then the bias's): built for
- * AVX-512, AVX2 and plain x86-64, the best the CPU runs chosen when the
- * program loads (GCC's target_clones).
+ * Block cb's sums into acc (K x K vectors, then the bias's).  Inlined into
+ * one function per vector ISA below, each compiled for its ISA: the vector
+ * type becomes one AVX-512 register, two AVX2 ones or four SSE ones.
  */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+static inline __attribute__((always_inline)) void
 dw_block(const struct dw_shape *sh, int64_t cb, const float *x, const float *dy,
 	 dw_vec *acc)
 {
@@ -1657,6 +1657,29 @@ dw_block(const struct dw_shape *sh, int64_t cb, const float *x, const float *dy,
 	acc[K * K] = bias;
 }
 
+/* dw_block for each vector ISA, chosen by dw_wgrad at run time (not GCC's
+ * target_clones: its load-time resolver runs before a sanitizer's runtime
+ * is up, and crashed the ThreadSanitizer build). */
+__attribute__((target("avx512f"))) static void
+dw_block_avx512(const struct dw_shape *sh, int64_t cb, const float *x,
+		const float *dy, dw_vec *acc)
+{
+	dw_block(sh, cb, x, dy, acc);
+}
+
+__attribute__((target("avx2"))) static void
+dw_block_avx2(const struct dw_shape *sh, int64_t cb, const float *x,
+	      const float *dy, dw_vec *acc)
+{
+	dw_block(sh, cb, x, dy, acc);
+}
+
+static void dw_block_plain(const struct dw_shape *sh, int64_t cb,
+			   const float *x, const float *dy, dw_vec *acc)
+{
+	dw_block(sh, cb, x, dy, acc);
+}
+
 /*
  * A depthwise conv's weight and bias gradients: op->a the source and op->b
  * the output's gradient, in blocks of 16 channels (nChw16c, the channels
@@ -1690,11 +1713,19 @@ static void dw_wgrad(struct cpu *b, const struct op *op)
 	};
 	float *dw = op->c->p, *db = op->d->p;
 	dw_vec *accs = op->e->p;
+	void (*block)(const struct dw_shape *, int64_t, const float *,
+		      const float *, dw_vec *) = dw_block_plain;
+
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		block = dw_block_avx512;
+	else if (__builtin_cpu_supports("avx2"))
+		block = dw_block_avx2;
 
 #pragma omp parallel for schedule(dynamic)
 	for (int64_t cb = 0; cb < sh.CB; cb++) {
 		dw_vec *acc = accs + cb * (K * K + 1);
-		dw_block(&sh, cb, op->a->p, op->b->p, acc);
+		block(&sh, cb, op->a->p, op->b->p, acc);
 		for (int l = 0; l < DW_BLOCK && cb * DW_BLOCK + l < C; l++) {
 			int64_t c = cb * DW_BLOCK + l;
 			db[c] = acc[K * K][l];
