@@ -143,6 +143,15 @@ static void print_json(const char *model, const struct hp_prediction *p,
 	json_object_set_new(o, "samples_per_s", num(p->samples_per_s));
 	json_object_set_new(o, "utilisation", num(p->utilisation));
 	json_object_set_new(o, "comm_time_s", num(p->comm_time_s));
+	/* null: the family has no layers (linear, roofline) */
+	json_object_set_new(
+	    o, "class_time_s",
+	    isfinite(p->class_time_s[HP_EST_CONV])
+		? json_pack("{s:o, s:o, s:o}", "conv",
+			    num(p->class_time_s[HP_EST_CONV]), "fc",
+			    num(p->class_time_s[HP_EST_FC]), "other",
+			    num(p->class_time_s[HP_EST_OTHER]))
+		: json_null());
 	/* null: not modelled (no --input-cores) */
 	json_object_set_new(
 	    o, "input_pipeline",
@@ -195,6 +204,12 @@ static void print_text(const char *model, const struct hp_prediction *p,
 		printf("             of which %.3g s gradient all-reduce (the "
 		       "part backward does not hide)\n",
 		       p->comm_time_s);
+	if (isfinite(p->class_time_s[HP_EST_CONV]))
+		printf(
+		    "layers       conv %.3g s, fully connected %.3g s, other "
+		    "%.3g s (per device; the rest is overhead)\n",
+		    p->class_time_s[HP_EST_CONV], p->class_time_s[HP_EST_FC],
+		    p->class_time_s[HP_EST_OTHER]);
 	if (ip->cores > 0 && isfinite(p->input_time_s))
 		printf(
 		    "input        %.4g samples/s a device from %g cores (%s): "

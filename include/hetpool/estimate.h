@@ -297,6 +297,11 @@ struct hp_prediction {
 	double power_w;		  /* per device; NaN: not known */
 	double energy_per_step_j; /* all devices; NaN: not known */
 	double comm_time_s;	  /* gradient all-reduce part of the step */
+	/* The physical family's step by layer class (enum hp_est_class:
+	 * conv, fc, other), scaled as the step is; the rest of the step is
+	 * the per-step overhead and the all-reduce.  NaN for the linear and
+	 * roofline families (no layers). */
+	double class_time_s[HP_EST_NCLASS];
 	/* The input pipeline (struct hp_predict_opts): its time for one
 	 * device's share of the batch (NaN: not modelled), and whether the
 	 * step waits for it (step_time_s is then that time). */

@@ -512,6 +512,9 @@ void hp__cpu_ref_from_row(struct hp__dev_fit *df, const struct hp__sample *s);
  * rows' chan_block: the rows were likely profiled here). */
 void hp__cpu_ref_record(struct hp__dev_fit *df, const struct hp_device_type *t,
 			int chan_block);
+/* The calibration's factor on layer class k's time (the last class's for
+ * classes beyond the calibration's). */
+double hp__cpu_calib_factor(const struct hp_host_calib *c, int k);
 /* A step time with t's calibration applied: cls (the layer classes'
  * times, HP_EST_NCLASS) and the rest (overhead) of step t_raw. */
 double hp__cpu_calibrated(const struct hp_host_calib *c, double t_raw,

@@ -147,6 +147,13 @@ void hp__cpu_ref_from_row(struct hp__dev_fit *df, const struct hp__sample *s)
 	df->ref_cache = s->host_cache > 0 ? s->host_cache : 0;
 }
 
+double hp__cpu_calib_factor(const struct hp_host_calib *c, int k)
+{
+	return exp(
+	    c->log_scale[k < HP_HOST_CALIB_NCLASS ? k
+						  : HP_HOST_CALIB_NCLASS - 1]);
+}
+
 double hp__cpu_calibrated(const struct hp_host_calib *c, double t_raw,
 			  const double *cls)
 {
@@ -157,10 +164,7 @@ double hp__cpu_calibrated(const struct hp_host_calib *c, double t_raw,
 	/* the overhead goes with the last class ("other") */
 	for (int k = 0; k < HP_EST_NCLASS; k++) {
 		double a = cls[k] + (k == HP_EST_NCLASS - 1 ? t_raw - sum : 0);
-		t += exp(c->log_scale[k < HP_HOST_CALIB_NCLASS
-					  ? k
-					  : HP_HOST_CALIB_NCLASS - 1]) *
-		     a;
+		t += hp__cpu_calib_factor(c, k) * a;
 	}
 	return t;
 }

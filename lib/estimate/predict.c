@@ -197,19 +197,25 @@ static int predict_net(const struct hp_estimator *est,
 		th = est->gpu_th;
 	}
 
+	for (int k = 0; k < HP_EST_NCLASS; k++)
+		out->class_time_s[k] = NAN;
 	switch (fam) {
-	case HP_EST_PHYSICAL:
+	case HP_EST_PHYSICAL: {
+		double cls[HP_EST_NCLASS];
+		step = hp__phys_time_cls(th, &d, w, src, ndevices, &comm, cls);
 		if (calibrated && !own) {
-			double cls[HP_EST_NCLASS];
-			step = hp__phys_time_cls(th, &d, w, src, ndevices,
-						 &comm, cls);
 			step = hp__cpu_calibrated(&t->calib, step - comm, cls) +
 			       comm;
-		} else {
-			step = hp__phys_time(th, &d, w, src, ndevices, &comm);
+			for (int k = 0; k < HP_EST_NCLASS; k++)
+				cls[k] *= hp__cpu_calib_factor(&t->calib, k);
 		}
-		if (!d.cpu && df)
+		if (!d.cpu && df) {
 			step *= exp(df->log_scale);
+			for (int k = 0; k < HP_EST_NCLASS; k++)
+				cls[k] *= exp(df->log_scale);
+		}
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			out->class_time_s[k] = cls[k];
 		if (d.cpu || out->measured) {
 			qlo = d.cpu ? df->q_lo : est->gpu_q_lo;
 			qhi = d.cpu ? df->q_hi : est->gpu_q_hi;
@@ -284,6 +290,7 @@ static int predict_net(const struct hp_estimator *est,
 				 "measured)");
 		}
 		break;
+	}
 	case HP_EST_LINEAR: {
 		double x[HP__LIN_P], v[5], y = 0;
 		if (!df || !df->has_linear)

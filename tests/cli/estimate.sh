@@ -96,6 +96,22 @@ then ok predict_cross_device; else fail predict_cross_device "$(cat "$TMP/out")"
 expect_status predict_multi_gpu 0 "$HP" predict "$R50" --device a100 --batch 512 --devices 8 --json
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['devices']==8 and d['comm_time_s']>0" "$TMP/out" \
 	&& ok predict_multi_gpu_comm || fail predict_multi_gpu_comm "$(cat "$TMP/out")"
+# The step by layer class: conv, fully connected and other, under the step
+# with the all-reduce (the rest is the per-step overhead); none for the
+# roofline, which has no layers; a line of text.
+python3 - "$TMP/out" <<'PY' && ok predict_class_times || fail predict_class_times "$(cat "$TMP/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["class_time_s"]
+assert sorted(c) == ["conv", "fc", "other"] and min(c.values()) >= 0, c
+assert c["conv"] > c["fc"] and sum(c.values()) + d["comm_time_s"] < d["step_time_s"], (c, d["step_time_s"])
+PY
+expect_status predict_roofline_classes 0 "$HP" predict "$R50" --device a100 --batch 512 --family roofline --json
+python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['class_time_s'] is None" "$TMP/out" \
+	&& ok predict_roofline_no_classes || fail predict_roofline_no_classes "$(cat "$TMP/out")"
+expect_status predict_class_text 0 "$HP" predict "$R50" --device a100 --batch 512
+grep -qE '^layers +conv [0-9.e+-]+ s, fully connected [0-9.e+-]+ s, other [0-9.e+-]+ s' "$TMP/out" \
+	&& ok predict_class_line || fail predict_class_line "$(cat "$TMP/out")"
 # Precision: amp (FP16 tensor cores) is faster than fp32 on an A100, tf32
 # (the TF32 peak everywhere) in between or equal; a V100 has no TF32.
 for p in fp32 tf32 amp; do

@@ -783,6 +783,95 @@ HP_TEST(estimate_input_pipeline_caps_gpu_step)
 	hp_catalog_free(cat);
 }
 
+/* The step by layer class (hp_prediction.class_time_s): finite and at
+ * least 0 for the physical family, under the step, the rest (the per-step
+ * overhead) the same at twice the batch; ResNet-50's convs the largest
+ * class on a V100 and on the CPU; NaN for the roofline family. */
+HP_TEST(estimate_class_times_add_up)
+{
+	struct hp_catalog *cat = test_catalog();
+	struct hp_error err = {0};
+	struct hp__set set;
+	struct hp_estimator *est;
+	struct hp_workload *w = NULL, w2;
+	const char *dev[2] = {"v100", "cpu"};
+
+	load_public_set(&set, cat);
+	for (int i = 0; i < set.n; i++)
+		if (set.s[i].prec == HP_PREC_FP32 && set.s[i].ndev == 1 &&
+		    !strcmp(set.s[i].device, "v100") &&
+		    !strcmp(set.s[i].family, "resnet50"))
+			w = &set.wl[set.s[i].wl];
+	ASSERT(w);
+	for (int e = 0; e < 2; e++) {
+		struct hp_prediction a, b, l;
+		double sa = 0, sb = 0;
+		est =
+		    e ? hp_estimator_load(
+			    hp_test_path("data/estimators/default.json"), &err)
+		      : hp__fit_set(&set, NULL, cat, false, 1, NULL, &err);
+		ASSERT(est);
+		ASSERT_EQ_INT(
+		    hp_estimator_predict(est, cat, w, dev[e], 1, -1, &a, &err),
+		    0);
+		for (int k = 0; k < HP_EST_NCLASS; k++) {
+			ASSERT(isfinite(a.class_time_s[k]) &&
+			       a.class_time_s[k] >= 0);
+			sa += a.class_time_s[k];
+		}
+		ASSERT(sa < a.step_time_s);
+		ASSERT(a.class_time_s[HP_EST_CONV] >
+			   a.class_time_s[HP_EST_OTHER] &&
+		       a.class_time_s[HP_EST_CONV] > a.class_time_s[HP_EST_FC]);
+		/* the same layers at twice the batch (the public rows'
+		 * workloads are per batch: scale a copy by hand) */
+		w2 = *w;
+		w2.batch = 2 * w->batch;
+		w2.flops = malloc((size_t)w->nlayers * sizeof(double));
+		w2.bytes = malloc((size_t)w->nlayers * sizeof(double));
+		w2.in_bytes = malloc((size_t)w->nlayers * sizeof(double));
+		w2.out_bytes = malloc((size_t)w->nlayers * sizeof(double));
+		ASSERT(w2.flops && w2.bytes && w2.in_bytes && w2.out_bytes);
+		w2.flops_total = 0;
+		for (int i = 0; i < w->nlayers; i++) {
+			w2.flops[i] = 2 * w->flops[i];
+			w2.bytes[i] = 2 * w->bytes[i];
+			w2.in_bytes[i] = w->in_bytes ? 2 * w->in_bytes[i] : 0;
+			w2.out_bytes[i] =
+			    w->out_bytes ? 2 * w->out_bytes[i] : 0;
+			w2.flops_total += w2.flops[i];
+		}
+		if (!w->in_bytes) {
+			free(w2.in_bytes);
+			free(w2.out_bytes);
+			w2.in_bytes = w2.out_bytes = NULL;
+		}
+		ASSERT_EQ_INT(hp_estimator_predict(est, cat, &w2, dev[e], 1, -1,
+						   &b, &err),
+			      0);
+		for (int k = 0; k < HP_EST_NCLASS; k++)
+			sb += b.class_time_s[k];
+		ASSERT(sb > sa);
+		ASSERT_NEAR(b.step_time_s - sb, a.step_time_s - sa,
+			    1e-9 * a.step_time_s);
+		free(w2.flops);
+		free(w2.bytes);
+		free(w2.in_bytes);
+		free(w2.out_bytes);
+		if (e) {
+			ASSERT_EQ_INT(hp_estimator_predict(est, cat, w, dev[e],
+							   1, HP_EST_ROOFLINE,
+							   &l, &err),
+				      0);
+			for (int k = 0; k < HP_EST_NCLASS; k++)
+				ASSERT(isnan(l.class_time_s[k]));
+		}
+		hp_estimator_free(est);
+	}
+	hp__set_release(&set);
+	hp_catalog_free(cat);
+}
+
 HP_TEST(estimate_gpu_power_follows_busy_share)
 {
 	/* Fitted on Zeus's measured power (59 rows at default power), a
