@@ -815,9 +815,22 @@ static int sweep_object(json_t *root, const char *base_dir, struct hp_sweep *s,
 				if (sv.dropout > 0)
 					snprintf(extra + o, sizeof(extra) - o,
 						 "-d%g", sv.dropout);
-				snprintf(c.id, sizeof(c.id), "%s-b%lld%s%s",
-					 c.spec.name, (long long)c.batch,
-					 sv.bn ? "" : "-nobn", extra);
+				if (snprintf(c.id, sizeof(c.id), "%s-b%lld%s%s",
+					     c.spec.name, (long long)c.batch,
+					     sv.bn ? "" : "-nobn",
+					     extra) >= (int)sizeof(c.id)) {
+					/* a cut id could name two nets */
+					rc = hp_error_set(
+					    err, HP_EINVAL,
+					    "configuration %s-b%lld...: its "
+					    "id would be longer than %zu "
+					    "characters; give smaller values",
+					    c.spec.name, (long long)c.batch,
+					    sizeof(c.id) - 1);
+					hp_spec_release(&c.spec);
+					free(pick);
+					goto out;
+				}
 			}
 			snprintf(c.family, sizeof(c.family), "c%d-f%d",
 				 c.conv_layers, c.fc_layers);

@@ -610,6 +610,23 @@ HP_TEST(sweep_groups_separable_residual)
 	ASSERT_EQ_INT(hp_sweep_parse(bad[0], strlen(bad[0]), NULL, &s, &err),
 		      HP_EINVAL);
 	ASSERT(strstr(err.msg, "groups 3 do not divide filters 32"));
+	{
+		/* every variable at a long value: an id past its 95
+		 * characters is refused, not cut (two nets could share a
+		 * cut one) */
+		const char *big =
+		    "{\"conv_layers\":[64],\"filters\":[4096],"
+		    "\"fc_layers\":[64],\"fc_width\":[1048576],"
+		    "\"input_size\":[4096],\"batch\":[1048576],"
+		    "\"kernel\":[15],\"stride\":[4],\"pool\":\"avg\","
+		    "\"channels\":[4096],\"classes\":[1048576],"
+		    "\"bn\":false,\"dropout\":[0.123456],"
+		    "\"groups\":[4096],\"separable\":true,"
+		    "\"residual\":true}";
+		ASSERT_EQ_INT(hp_sweep_parse(big, strlen(big), NULL, &s, &err),
+			      HP_EINVAL);
+		ASSERT(strstr(err.msg, "longer than 95 characters"));
+	}
 }
 
 /* A list of sweeps is their union in order, a configuration drawn twice
