@@ -107,7 +107,8 @@ const char *hp_sweep_default_json(void);
 /* The JSON text (static) of a built-in sweep by name, NULL for another:
  * "default" (360 configurations of the classic grid), "wide" (400 drawn
  * from every variable: kernels 1-7, strides, pooling, channels, batch
- * norm, dropout, classes) and "calibrate" (24 that span them, a few
+ * norm, dropout, classes; then 100 with grouped, depthwise-separable and
+ * residual convs) and "calibrate" (24 plain ones that span them, a few
  * seconds each: a quick profile of a new host). */
 const char *hp_sweep_named_json(const char *name);
 
