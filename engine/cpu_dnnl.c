@@ -346,16 +346,7 @@ static int reorder_back(struct cpu *b, struct oplist *l, struct mem *tmp,
 	return tmp == have ? 0 : reorder_op(b, l, tmp, have, err);
 }
 
-static void md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
-{
-	dnnl_dims_t d;
-
-	for (int i = 0; i < rank; i++)
-		d[i] = dims[i];
-	dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32,
-				     dnnl_format_tag_any);
-}
-
+/* An f32 memory descriptor of dims in layout tag (any: oneDNN's pick). */
 static void md_tag(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
 		   dnnl_format_tag_t tag)
 {
@@ -366,6 +357,11 @@ static void md_tag(dnnl_memory_desc_t *md, int rank, const int64_t *dims,
 	dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, tag);
 }
 
+static void md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
+{
+	md_tag(md, rank, dims, dnnl_format_tag_any);
+}
+
 static void md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
 {
 	static const dnnl_format_tag_t tags[6] = {dnnl_format_tag_undef,
@@ -374,11 +370,8 @@ static void md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
 						  dnnl_abc,
 						  dnnl_abcd,
 						  dnnl_abcde};
-	dnnl_dims_t d;
 
-	for (int i = 0; i < rank; i++)
-		d[i] = dims[i];
-	dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, tags[rank]);
+	md_tag(md, rank, dims, tags[rank]);
 }
 
 /* Whether md keeps channels in vector-wide blocks (nChw8c or nChw16c),
@@ -433,26 +426,32 @@ static int add_param(struct cpu *b, const dnnl_memory_desc_t *md,
 	return 0;
 }
 
-static void note_impl(struct cpu *b, const_dnnl_primitive_desc_t pd)
+/* The name of oneDNN's implementation of pd, e.g. "jit:avx512_core";
+ * NULL when it does not say. */
+static const char *pd_impl(const_dnnl_primitive_desc_t pd)
 {
 	const char *s = NULL;
 
-	if (b->impl[0])
-		return;
-	if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s) ==
-		dnnl_success &&
-	    s)
+	return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s) ==
+		       dnnl_success
+		   ? s
+		   : NULL;
+}
+
+static void note_impl(struct cpu *b, const_dnnl_primitive_desc_t pd)
+{
+	const char *s = pd_impl(pd);
+
+	if (!b->impl[0] && s)
 		snprintf(b->impl, sizeof(b->impl), "%s", s);
 }
 
 /* Whether oneDNN implements pd with a GEMM (im2col). */
 static bool pd_is_gemm(const_dnnl_primitive_desc_t pd)
 {
-	const char *s = NULL;
+	const char *s = pd_impl(pd);
 
-	return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s) ==
-		   dnnl_success &&
-	       s && strstr(s, "gemm");
+	return s && strstr(s, "gemm");
 }
 
 /* conv and fc: forward, weight gradients, input gradient. */

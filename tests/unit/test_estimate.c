@@ -700,6 +700,20 @@ HP_TEST(estimate_rates_capped_at_measured_peak)
 		    1e-18);
 }
 
+/* The public set's ResNet-50 at FP32 on one V100 (its last such row), or
+ * NULL. */
+static struct hp_workload *v100_resnet50(struct hp__set *set)
+{
+	struct hp_workload *w = NULL;
+
+	for (int i = 0; i < set->n; i++)
+		if (set->s[i].prec == HP_PREC_FP32 && set->s[i].ndev == 1 &&
+		    !strcmp(set->s[i].device, "v100") &&
+		    !strcmp(set->s[i].family, "resnet50"))
+			w = &set->wl[set->s[i].wl];
+	return w;
+}
+
 HP_TEST(estimate_input_pipeline_caps_gpu_step)
 {
 	/* ResNet-50 at b a V100 (fitted on the public data), with a host
@@ -719,11 +733,7 @@ HP_TEST(estimate_input_pipeline_caps_gpu_step)
 	double b;
 
 	load_public_set(&set, cat);
-	for (int i = 0; i < set.n; i++)
-		if (set.s[i].prec == HP_PREC_FP32 && set.s[i].ndev == 1 &&
-		    !strcmp(set.s[i].device, "v100") &&
-		    !strcmp(set.s[i].family, "resnet50"))
-			w = &set.wl[set.s[i].wl];
+	w = v100_resnet50(&set);
 	ASSERT(w);
 	b = (double)w->batch;
 	est = hp__fit_set(&set, NULL, cat, false, 1, NULL, &err);
@@ -797,11 +807,7 @@ HP_TEST(estimate_class_times_add_up)
 	const char *dev[2] = {"v100", "cpu"};
 
 	load_public_set(&set, cat);
-	for (int i = 0; i < set.n; i++)
-		if (set.s[i].prec == HP_PREC_FP32 && set.s[i].ndev == 1 &&
-		    !strcmp(set.s[i].device, "v100") &&
-		    !strcmp(set.s[i].family, "resnet50"))
-			w = &set.wl[set.s[i].wl];
+	w = v100_resnet50(&set);
 	ASSERT(w);
 	for (int e = 0; e < 2; e++) {
 		struct hp_prediction a, b, l;

@@ -436,6 +436,25 @@ HP_TEST(sweep_default_unchanged_against_shipped_profile)
 	ASSERT_EQ_INT(found, 360);
 }
 
+/* Configuration i of s is a CNN that analyses (some MACs), and its id is
+ * none of the earlier configurations'. */
+static void config_analyses(const struct hp_sweep *s, int i)
+{
+	const struct hp_sweep_config *c = &s->configs[i];
+	struct hp_error err = {0};
+	struct hp_graph *gr = hp_spec_to_graph(&c->spec, &err);
+	struct hp_features f;
+
+	if (!gr)
+		HP_FAIL("%s: %s", c->id, err.msg);
+	ASSERT_EQ_INT(hp_analyze(gr, c->batch, NULL, 0, &f, &err), 0);
+	ASSERT(f.macs_per_sample > 0);
+	hp_features_release(&f);
+	hp_graph_free(gr);
+	for (int j = 0; j < i; j++)
+		ASSERT(strcmp(c->id, s->configs[j].id));
+}
+
 /* The new variables: kernel, stride, pooling, channels, classes, batch
  * norm and dropout reach the spec and the id; bad values are refused. */
 HP_TEST(sweep_wider_design_space)
@@ -461,8 +480,6 @@ HP_TEST(sweep_wider_design_space)
 		const struct hp_sweep_config *c = &s.configs[i];
 		const struct hp_spec *sp = &c->spec;
 		int conv = 0, pool = 0, bn = 0, drop = 0;
-		struct hp_graph *gr;
-		struct hp_features f;
 		ASSERT_EQ_INT(sp->input[0], 1);
 		ASSERT_EQ_INT(sp->classes, 100);
 		for (int k = 0; k < sp->nlayers; k++) {
@@ -490,15 +507,7 @@ HP_TEST(sweep_wider_design_space)
 		ASSERT(!!strstr(c->id, "-avg") == c->vars.pool_avg);
 		ASSERT(!!strstr(c->id, "-ks1") == (c->vars.kernel == 1));
 		ASSERT(!!strstr(c->id, "-ks5") == (c->vars.kernel == 5));
-		gr = hp_spec_to_graph(sp, &err);
-		if (!gr)
-			HP_FAIL("%s: %s", c->id, err.msg);
-		ASSERT_EQ_INT(hp_analyze(gr, c->batch, NULL, 0, &f, &err), 0);
-		ASSERT(f.macs_per_sample > 0);
-		hp_features_release(&f);
-		hp_graph_free(gr);
-		for (int j = 0; j < i; j++)
-			ASSERT(strcmp(c->id, s.configs[j].id));
+		config_analyses(&s, i);
 	}
 	hp_sweep_release(&s);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -559,8 +568,6 @@ HP_TEST(sweep_groups_separable_residual)
 		const bool sep = c->vars.separable, res = c->vars.residual;
 		const int64_t G = c->vars.groups;
 		int conv = 0, dw = 0, grouped = 0, add = 0;
-		struct hp_graph *gr;
-		struct hp_features f;
 		for (int k = 0; k < sp->nlayers; k++) {
 			const struct hp_spec_layer *L = &sp->layers[k];
 			if (L->type == HP_LAYER_CONV) {
@@ -593,15 +600,7 @@ HP_TEST(sweep_groups_separable_residual)
 		ASSERT(!!strstr(c->id, "-g4") == (G == 4));
 		ASSERT(!!strstr(c->id, "-sep") == sep);
 		ASSERT(!!strstr(c->id, "-res") == res);
-		gr = hp_spec_to_graph(sp, &err);
-		if (!gr)
-			HP_FAIL("%s: %s", c->id, err.msg);
-		ASSERT_EQ_INT(hp_analyze(gr, c->batch, NULL, 0, &f, &err), 0);
-		ASSERT(f.macs_per_sample > 0);
-		hp_features_release(&f);
-		hp_graph_free(gr);
-		for (int j = 0; j < i; j++)
-			ASSERT(strcmp(c->id, s.configs[j].id));
+		config_analyses(&s, i);
 	}
 	hp_sweep_release(&s);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -693,14 +692,7 @@ HP_TEST(sweep_named_wide_and_calibrate)
 		ASSERT_EQ_INT(s.n, cases[k].n);
 		for (int i = 0; i < s.n; i++) {
 			const struct hp_sweep_config *c = &s.configs[i];
-			struct hp_graph *gr = hp_spec_to_graph(&c->spec, &err);
-			struct hp_features f;
-			if (!gr)
-				HP_FAIL("%s: %s", c->id, err.msg);
-			ASSERT_EQ_INT(
-			    hp_analyze(gr, c->batch, NULL, 0, &f, &err), 0);
-			hp_features_release(&f);
-			hp_graph_free(gr);
+			config_analyses(&s, i);
 			ks[c->vars.kernel]++;
 			st[c->vars.stride]++;
 			avg += c->vars.pool_avg;
@@ -710,8 +702,6 @@ HP_TEST(sweep_named_wide_and_calibrate)
 			grp += c->vars.groups > 1;
 			sep += c->vars.separable;
 			res += c->vars.residual;
-			for (int j = 0; j < i; j++)
-				ASSERT(strcmp(c->id, s.configs[j].id));
 		}
 		if (strcmp(name, "default")) {
 			/* every value of every new variable is there */
