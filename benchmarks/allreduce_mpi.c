@@ -37,6 +37,10 @@ int main(int argc, char **argv)
 	float *in, *out;
 	double *t;
 
+	/* Open MPI's TCP links per peer as hetpool-train sets them
+	 * (trainer/comm.c); OMPI_MCA_btl_tcp_links in the environment or
+	 * mpirun --mca overrides it. */
+	setenv("OMPI_MCA_btl_tcp_links", "2", 0);
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
