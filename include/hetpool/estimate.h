@@ -395,9 +395,10 @@ int hp_estimator_predict_prec(const struct hp_estimator *est,
 #define HP_COMM_BUCKET_BYTES (25.0 * 1048576) /* DDP's bucket_cap_mb */
 #define HP_COMM_INTRA_MSG_S 5e-6	      /* per message inside a node */
 /* Across nodes, fitted on 3-namespace rings (1-64 MB, 200 and 1000
- * Mbit/s) and tested on 4 (MAPE 7.9%, worst 16.7%): */
-#define HP_COMM_NET_MSG_S 3.55e-3   /* per message: TCP and MPI per step */
-#define HP_COMM_NET_EFFICIENCY 0.74 /* payload / line rate achieved */
+ * Mbit/s, two TCP connections a peer as hetpool-train opens them) and
+ * tested on 4 (MAPE 7.9%, worst 22.3%) and 2 (MAPE 4.6%, worst 13.0%): */
+#define HP_COMM_NET_MSG_S 0.40e-3   /* per message: TCP and MPI per step */
+#define HP_COMM_NET_EFFICIENCY 0.90 /* payload / line rate achieved */
 
 struct hp_comm_net {
 	int per_node;		 /* devices per node, k */
