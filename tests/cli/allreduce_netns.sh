@@ -66,8 +66,9 @@ fi
 # is the exchange.  With Open MPI's one TCP connection a peer the two
 # directions took turns: 1.42-1.45 s (1.53x); with the trainer's two
 # (trainer/comm.c), 1.02-1.03 s (1.10x; 2-7 MB: 1.41-1.58x against
-# 1.08-1.11x).  Asserted: at least 0.9x the line-rate time (the shaping
-# holds) and under 1.3x it.
+# 1.08-1.11x; the sanitizer build, whose sums are slower, 1.20x).
+# Asserted: at least 0.9x the line-rate time (the shaping holds) and
+# under 1.4x it.
 (
 	NETNS_WHAT=allreduce_netns_trainer
 	. "${HP_ROOT:-.}/benchmarks/allreduce_netns.inc"
@@ -79,7 +80,10 @@ fi
   {"type": "fc", "units": 2048}, {"type": "relu"},
   {"type": "fc", "units": 10}]}
 EOF2
-	if ! netns_mpirun 2 "$HP_BIN/hetpool-train --model $tmp/model.json \
+	# Open MPI leaks at exit (its plugins); the sanitizer build's ranks
+	# keep every other check (as tests/cli/train.sh runs them)
+	if ! ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		netns_mpirun 2 "$HP_BIN/hetpool-train --model $tmp/model.json \
 		--data synthetic --batch 8 --steps 5 --threads 1 \
 		--eval-samples 8 --out $tmp/run" >"$tmp/train.out" 2>&1; then
 		fail allreduce_netns_trainer "training failed: $(tail -c 300 "$tmp/train.out")"
@@ -95,8 +99,8 @@ line = 5824522 * 4 * 8 / 200e6  # the buffer once each way at 200 Mbit/s
 print("allreduce_netns: hetpool-train, 2 nodes at 200 Mbit/s, 23.3 MB: "
       "exchange %.3f s (median of %d steps), line rate both ways %.3f s"
       % (med, len(v), line))
-if not 0.9 * line <= med < 1.3 * line:
-    print("FAIL allreduce_netns_trainer: %.3f s, not within 0.9-1.3x the "
+if not 0.9 * line <= med < 1.4 * line:
+    print("FAIL allreduce_netns_trainer: %.3f s, not within 0.9-1.4x the "
           "%.3f s the line rate needs both ways" % (med, line))
 else:
     print("ok   allreduce_netns_trainer")
