@@ -44,10 +44,10 @@ int tr_comm_init(struct tr_comm *c, int *argc, char ***argv, char *msg,
 		return 0;
 	/* Two TCP connections a peer in place of Open MPI's one: with one,
 	 * two ranks that send to each other at once (every step of a ring
-	 * or recursive-doubling all-reduce of 2 ranks) took twice the
-	 * one-way time, as if the link were half duplex; with two, the
-	 * line rate both ways (docs/estimator.md, "Validation against real
-	 * all-reduces").  3 and 4 ranks, whose connections each carry one
+	 * or recursive-doubling all-reduce of 2 ranks) took 1.4-2.1x the
+	 * time the line rate needs both ways, as if the link were half
+	 * duplex; with two, 1.1x (docs/estimator.md, "Validation against
+	 * real all-reduces").  3 and 4 ranks, whose connections each carry one
 	 * direction, and ranks on one host (shared memory) are unchanged.
 	 * A value the user set (mpirun --mca, the environment) stays. */
 	setenv("OMPI_MCA_btl_tcp_links", "2", 0);
