@@ -105,6 +105,9 @@ struct hp_workload {
 				0: not a conv (or not known) */
 	double *karea;	     /* a conv's kernel area (3x3: 9); 0: not a
 				conv */
+	double *valid;	     /* a conv's share of kernel taps inside the
+				input (the rest fall on padding); 0: not
+				known */
 	unsigned char *pool; /* enum hp_pool_kind: a max pooling's backward
 				scatters the gradient through the indices
 				its forward kept; an average pooling's

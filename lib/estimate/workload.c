@@ -28,6 +28,7 @@ void hp_workload_release(struct hp_workload *w)
 	free(w->after_bn);
 	free(w->red);
 	free(w->karea);
+	free(w->valid);
 	free(w->pool);
 	memset(w, 0, sizeof(*w));
 }
@@ -57,7 +58,7 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 	out->cls = out->after_bn = out->pool = NULL;
 	out->flops = out->bytes = out->wbytes = out->width = NULL;
 	out->in_bytes = out->out_bytes = out->cin = out->cout = out->hw = NULL;
-	out->red = out->karea = NULL;
+	out->red = out->karea = out->valid = NULL;
 	n = (size_t)w1->nlayers + 1;
 	out->cls = malloc(n * sizeof(*out->cls));
 	out->flops = malloc(n * sizeof(*out->flops));
@@ -75,6 +76,7 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 	    (w1->hw && !(out->hw = calloc(n, sizeof(*out->hw)))) ||
 	    (w1->red && !(out->red = calloc(n, sizeof(*out->red)))) ||
 	    (w1->karea && !(out->karea = calloc(n, sizeof(*out->karea)))) ||
+	    (w1->valid && !(out->valid = calloc(n, sizeof(*out->valid)))) ||
 	    (w1->after_bn &&
 	     !(out->after_bn = calloc(n, sizeof(*out->after_bn)))) ||
 	    (w1->pool && !(out->pool = calloc(n, sizeof(*out->pool)))) ||
@@ -105,6 +107,8 @@ int hp_workload_at_batch(const struct hp_workload *w1, int64_t batch,
 			out->red[i] = w1->red[i];
 		if (w1->karea)
 			out->karea[i] = w1->karea[i];
+		if (w1->valid)
+			out->valid[i] = w1->valid[i];
 		if (w1->after_bn)
 			out->after_bn[i] = w1->after_bn[i];
 		if (w1->pool)
@@ -173,6 +177,69 @@ static void conv_reduction(const struct hp_graph *g, int k, double *red,
 		a *= (double)W->dims[d];
 	*karea = a;
 	*red = a * (double)W->dims[1];
+}
+
+/* One dimension's share of kernel taps that land inside the input:
+ * out outputs at stride s from pad p before, kernel k dilated by dl, over
+ * an input of n. */
+static double taps_inside(int64_t n, int64_t out, int64_t k, int64_t s,
+			  int64_t p, int64_t dl)
+{
+	int64_t in = 0;
+
+	for (int64_t o = 0; o < out; o++)
+		for (int64_t j = 0; j < k; j++) {
+			int64_t x = o * s - p + j * dl;
+			in += x >= 0 && x < n;
+		}
+	return out > 0 && k > 0 ? (double)in / (double)(out * k) : 0;
+}
+
+/*
+ * A 2-D Conv's share of kernel taps inside its input (direct convolutions
+ * skip those on the padding; the analysis counts every tap); 0 when not a
+ * 2-D Conv with known shapes and explicit pads.
+ */
+static double conv_valid(const struct hp_graph *g, int k)
+{
+	const struct hp_node *nd;
+	const struct hp_tensor *X, *W, *Y;
+	const struct hp_attr *a;
+	int64_t st[2] = {1, 1}, pb[2] = {0, 0}, dl[2] = {1, 1};
+	double v = 1;
+
+	if (k < 0 || k >= g->nnodes)
+		return 0;
+	nd = &g->nodes[k];
+	if (!nd->op || strcmp(nd->op, "Conv") || nd->ninputs < 2 ||
+	    nd->noutputs < 1 || nd->inputs[0] < 0 ||
+	    nd->inputs[0] >= g->ntensors || nd->inputs[1] < 0 ||
+	    nd->inputs[1] >= g->ntensors || nd->outputs[0] < 0 ||
+	    nd->outputs[0] >= g->ntensors)
+		return 0;
+	X = &g->tensors[nd->inputs[0]];
+	W = &g->tensors[nd->inputs[1]];
+	Y = &g->tensors[nd->outputs[0]];
+	if (X->rank != 4 || W->rank != 4 || Y->rank != 4)
+		return 0;
+	if ((a = hp_node_attr(nd, "auto_pad")) && a->s &&
+	    strcmp(a->s, "NOTSET") && strcmp(a->s, "VALID"))
+		return 0;
+	if ((a = hp_node_attr(nd, "strides")) && a->n == 2)
+		st[0] = a->ints[0], st[1] = a->ints[1];
+	if ((a = hp_node_attr(nd, "pads")) && a->n == 4)
+		pb[0] = a->ints[0], pb[1] = a->ints[1];
+	if ((a = hp_node_attr(nd, "dilations")) && a->n == 2)
+		dl[0] = a->ints[0], dl[1] = a->ints[1];
+	for (int d = 0; d < 2; d++) {
+		int64_t n = X->dims[2 + d], o = Y->dims[2 + d],
+			kk = W->dims[2 + d];
+		if (n <= 0 || o <= 0 || kk <= 0 || st[d] <= 0 || dl[d] <= 0 ||
+		    o > 1 << 16 || kk > 1 << 10)
+			return 0;
+		v *= taps_inside(n, o, kk, st[d], pb[d], dl[d]);
+	}
+	return v;
 }
 
 /* Whether node k is a Relu on a BatchNormalization's output that nothing
@@ -257,9 +324,10 @@ int hp_workload_from_features(const struct hp_graph *g,
 	w->pool = calloc((size_t)f->nlayers + 1, sizeof(*w->pool));
 	w->red = calloc((size_t)f->nlayers + 1, sizeof(*w->red));
 	w->karea = calloc((size_t)f->nlayers + 1, sizeof(*w->karea));
+	w->valid = calloc((size_t)f->nlayers + 1, sizeof(*w->valid));
 	if (!w->cls || !w->flops || !w->bytes || !w->wbytes || !w->width ||
 	    !w->in_bytes || !w->out_bytes || !w->cin || !w->cout || !w->hw ||
-	    !w->after_bn || !w->pool || !w->red || !w->karea) {
+	    !w->after_bn || !w->pool || !w->red || !w->karea || !w->valid) {
 		hp_workload_release(w);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
@@ -324,8 +392,10 @@ int hp_workload_from_features(const struct hp_graph *g,
 		w->after_bn[n] = relu_after_bn(g, L->node);
 		w->pool[n] = L->kind == HP_KIND_POOL ? pool_kind(g, L->node)
 						     : HP_POOL_NONE;
-		if (cls == HP_EST_CONV)
+		if (cls == HP_EST_CONV) {
 			conv_reduction(g, L->node, &w->red[n], &w->karea[n]);
+			w->valid[n] = conv_valid(g, L->node);
+		}
 		w->hw[n] =
 		    L->out_rank == 4 && L->out_dims[2] > 0 && L->out_dims[3] > 0
 			? (double)(L->out_dims[2] * L->out_dims[3])

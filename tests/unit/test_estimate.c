@@ -1087,6 +1087,82 @@ HP_TEST(estimate_channel_padding)
 	hp_workload_release(&w16);
 }
 
+/* One dimension's kernel taps inside the input, counted as the overlap of
+ * each output's window with [0, n) (dilation 1): not the tap-by-tap count
+ * of workload.c. */
+static double taps_overlap(int n, int out, int k, int s, int p)
+{
+	double in = 0;
+
+	for (int o = 0; o < out; o++) {
+		int lo = o * s - p, hi = lo + k;
+		lo = lo < 0 ? 0 : lo;
+		hi = hi > n ? n : hi;
+		in += hi > lo ? hi - lo : 0;
+	}
+	return in / ((double)out * k);
+}
+
+/* A conv's share of kernel taps inside its input reaches the workload
+ * (5x5 pad 2 on 16x16, 3x3 pad 1 on 8x8, 3x3 stride 2 pad 1 on 4x4, 1x1
+ * on 2x2), and it scales a conv's FLOPs on the CPU, whose direct
+ * convolutions skip the taps on padding, not on a GPU. */
+HP_TEST(estimate_conv_padding_taps)
+{
+	static const char *spec =
+	    "{\"input\":[3,16,16],\"classes\":10,\"layers\":["
+	    "{\"type\":\"conv\",\"filters\":8,\"kernel\":5,\"stride\":1,"
+	    "\"pad\":2},{\"type\":\"pool\",\"op\":\"max\",\"kernel\":2,"
+	    "\"stride\":2},"
+	    "{\"type\":\"conv\",\"filters\":16,\"kernel\":3,\"stride\":1,"
+	    "\"pad\":1},{\"type\":\"pool\",\"op\":\"max\",\"kernel\":2,"
+	    "\"stride\":2},"
+	    "{\"type\":\"conv\",\"filters\":16,\"kernel\":3,\"stride\":2,"
+	    "\"pad\":1},"
+	    "{\"type\":\"conv\",\"filters\":16,\"kernel\":1,\"stride\":1,"
+	    "\"pad\":0},"
+	    "{\"type\":\"fc\",\"units\":10}]}";
+	/* input size, output size, kernel, stride, pad of each conv */
+	static const int geo[4][5] = {{16, 16, 5, 1, 2},
+				      {8, 8, 3, 1, 1},
+				      {4, 2, 3, 2, 1},
+				      {2, 2, 1, 1, 0}};
+	struct hp_workload w;
+	struct hp_error err = {0};
+	struct hp_graph *g = hp_spec_parse(spec, strlen(spec), &err);
+	struct hp__dev_spec cpu = cpu_spec, gpu = cpu_spec;
+	int c = 0, first = -1;
+
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_workload_from_graph(g, 4, NULL, 0, &w, &err), 0);
+	hp_graph_free(g);
+	ASSERT(w.valid);
+	gpu.cpu = false;
+	for (int i = 0; i < w.nlayers; i++) {
+		struct hp__layer Lc, Lg;
+		double v;
+		if (w.cls[i] != HP_EST_CONV) {
+			ASSERT(w.valid[i] == 0);
+			continue;
+		}
+		ASSERT(c < 4);
+		v = taps_overlap(geo[c][0], geo[c][1], geo[c][2], geo[c][3],
+				 geo[c][4]);
+		v *= v;
+		ASSERT_NEAR(w.valid[i], v, 1e-12);
+		ASSERT(hp__layer_of(&w, i, &cpu, &Lc));
+		ASSERT(hp__layer_of(&w, i, &gpu, &Lg));
+		ASSERT_NEAR(Lc.flops, Lg.flops * v, 1e-9 * Lg.flops);
+		if (first < 0)
+			first = i;
+		c++;
+	}
+	ASSERT_EQ_INT(c, 4);
+	/* by hand: 5x5 pad 2 on 16: (3+4+5x12+4+3)/80 per side */
+	ASSERT_NEAR(w.valid[first], (74.0 / 80) * (74.0 / 80), 1e-12);
+	hp_workload_release(&w);
+}
+
 /* A conv's reduction length (input channels per group x kernel area,
  * from the spec by hand) and which poolings are max poolings reach the
  * workload, and the model's factors use them: a conv's compute time is
