@@ -251,7 +251,8 @@ static int cmd_calibrate(int argc, char **argv)
 	t->calib.has = false; /* predictions before: uncalibrated */
 	/* the built-in "calibrate" sweep: 24 configurations that span
 	 * every variable of plain convs (kernels 1-7, strides, both
-	 * poolings, 1 and 3 input channels, batch norm, dropout, classes) */
+	 * poolings, 1 and 3 input channels, batch norm, dropout, classes)
+	 * and 6 whose 3x3 convs reach 2x2-4x4 maps */
 	if ((rc = hp_sweep_parse(hp_sweep_named_json("calibrate"),
 				 strlen(hp_sweep_named_json("calibrate")), NULL,
 				 &sw, &err))) {

@@ -56,7 +56,7 @@ static const char help[] =
     "                      'wide' (500 drawn from every variable: kernels,\n"
     "                      strides, pooling, channels, batch norm, dropout,\n"
     "                      classes, groups, separable and residual convs)\n"
-    "                      or 'calibrate' (24 quick ones)\n"
+    "                      or 'calibrate' (30 quick ones)\n"
     "  --device DEV        cpu (default) or cuda:K\n"
     "  --out FILE          the dataset CSV (default: profile.csv)\n"
     "  --resume            continue a dataset: skip configurations it "

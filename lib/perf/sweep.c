@@ -78,11 +78,14 @@ static const char wide_sweep[] =
 
 /*
  * "calibrate": 24 configurations drawn from a small grid that spans every
- * variable at sizes that take a few seconds each on 2 cores: a quick
- * profile of a new host (hetpool calibrate).
+ * variable at sizes that take a few seconds each on 2 cores, and 6 deeper
+ * nets of 3x3 convs whose maps come down to 2x2-4x4 (where a conv's
+ * padding is most of its taps, and the spatial efficiency lowest, as in
+ * real networks at small inputs): a quick profile of a new host (hetpool
+ * calibrate).
  */
 static const char calibrate_sweep[] =
-    "{\"conv_layers\": [1, 2, 3],"
+    "[{\"conv_layers\": [1, 2, 3],"
     " \"filters\": [16, 32, 64],"
     " \"fc_layers\": [1, 2],"
     " \"fc_width\": [256],"
@@ -92,7 +95,17 @@ static const char calibrate_sweep[] =
     " \"pool\": [\"max\", \"avg\"], \"channels\": [1, 3],"
     " \"bn\": [true, false], \"dropout\": [0, 0.5],"
     " \"classes\": [10, 100],"
-    " \"sample\": 24, \"seed\": 20261215}";
+    " \"sample\": 24, \"seed\": 20261215},"
+    " {\"conv_layers\": [3, 4],"
+    " \"filters\": [32, 64, 128],"
+    " \"fc_layers\": [1],"
+    " \"fc_width\": [256],"
+    " \"input_size\": [16, 32],"
+    " \"batch\": [16, 32],"
+    " \"kernel\": [3], \"stride\": [1],"
+    " \"pool\": [\"max\"], \"channels\": [3],"
+    " \"bn\": [true],"
+    " \"sample\": 6, \"seed\": 20261216}]";
 
 const char *hp_sweep_default_json(void)
 {

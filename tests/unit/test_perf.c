@@ -677,7 +677,7 @@ HP_TEST(sweep_named_wide_and_calibrate)
 	static const struct {
 		const char *name;
 		int n;
-	} cases[] = {{"wide", 500}, {"calibrate", 24}, {"default", 360}};
+	} cases[] = {{"wide", 500}, {"calibrate", 30}, {"default", 360}};
 
 	ASSERT(!hp_sweep_named_json("nope"));
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
