@@ -58,12 +58,8 @@ n0=0
 for m in $nodes; do [ "$m" -gt $n0 ] && n0=$m; done
 netns_up $n0
 
-cat >"$tmp/model.json" <<'EOF'
-{"name": "wide-mlp", "input": [1, 28, 28], "classes": 10, "layers": [
-  {"type": "fc", "units": 2048}, {"type": "relu"},
-  {"type": "fc", "units": 2048}, {"type": "relu"},
-  {"type": "fc", "units": 10}]}
-EOF
+# 5.8 M parameters: 23.3 MB of gradients (tests/cli/allreduce_netns.sh's too)
+model=$root/tests/data/train/wide-mlp.json
 python3 - "$root/data/devices.csv" "$tmp/devices.csv" <<'EOF'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -90,7 +86,7 @@ json.dump({"nodes": [{"name": f"n{i}", "devices": [{"type": "cpu", "count": 1}],
 EOF
 		for b in $batches; do
 			rec() { # deadline confidence
-				"$bin/hetpool" recommend "$tmp/model.json" \
+				"$bin/hetpool" recommend "$model" \
 					--pool "$tmp/pool.json" --catalog "$tmp/devices.csv" \
 					--samples $((b * steps)) --steps "$steps" --batch "$b" \
 					--nodes "$m" --devices "$m" --front 0 \
@@ -108,7 +104,7 @@ print(','.join(lb))" "$tmp/ref.json")
 			rm -rf "$tmp/run"
 			echo "allreduce_recommend: $m nodes at $rate Mbit/s, batch $b ($locals), $steps steps" >&2
 			NETNS_MCA="$ring" netns_mpirun "$m" "$bin/hetpool-train \
-				--model $tmp/model.json --data synthetic --batch $b \
+				--model $model --data synthetic --batch $b \
 				--local-batches $locals --steps $steps --threads 1 \
 				--eval-samples 64 --out $tmp/run" >"$tmp/train.out" 2>&1 ||
 				{ echo "allreduce_recommend: training failed" >&2

@@ -108,8 +108,9 @@ const char *hp_sweep_default_json(void);
  * "default" (360 configurations of the classic grid), "wide" (400 drawn
  * from every variable: kernels 1-7, strides, pooling, channels, batch
  * norm, dropout, classes; then 100 with grouped, depthwise-separable and
- * residual convs) and "calibrate" (24 plain ones that span them, a few
- * seconds each: a quick profile of a new host). */
+ * residual convs) and "calibrate" (24 plain ones that span them and 6
+ * whose 3x3 convs reach 2x2-4x4 maps, a few seconds each: a quick
+ * profile of a new host). */
 const char *hp_sweep_named_json(const char *name);
 
 /*

@@ -74,16 +74,11 @@ fi
 	. "${HP_ROOT:-.}/benchmarks/allreduce_netns.inc"
 	netns_up 2
 	netns_shape 200 || skip "tc tbf refused rate 200mbit"
-	cat >"$tmp/model.json" <<'EOF2'
-{"name": "wide-mlp", "input": [1, 28, 28], "classes": 10, "layers": [
-  {"type": "fc", "units": 2048}, {"type": "relu"},
-  {"type": "fc", "units": 2048}, {"type": "relu"},
-  {"type": "fc", "units": 10}]}
-EOF2
+	model=$(cd "${HP_ROOT:-.}" && pwd)/tests/data/train/wide-mlp.json
 	# Open MPI leaks at exit (its plugins); the sanitizer build's ranks
 	# keep every other check (as tests/cli/train.sh runs them)
 	if ! ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-		netns_mpirun 2 "$HP_BIN/hetpool-train --model $tmp/model.json \
+		netns_mpirun 2 "$HP_BIN/hetpool-train --model $model \
 		--data synthetic --batch 8 --steps 5 --threads 1 \
 		--eval-samples 8 --out $tmp/run" >"$tmp/train.out" 2>&1; then
 		fail allreduce_netns_trainer "training failed: $(tail -c 300 "$tmp/train.out")"
