@@ -51,6 +51,16 @@ static const char help[] =
     "                    give what the link truly carries (over TCP, "
     "often far less)\n"
     "  --link-latency-us L  one network hop, microseconds (default 5)\n"
+    "  --link-transport T  how the all-reduce crosses the network: tcp "
+    "(MPI, as\n"
+    "                    hetpool-train's CPU ranks), socket (NCCL over "
+    "Ethernet),\n"
+    "                    rdma (NCCL over InfiniBand or RoCE); default "
+    "auto:\n"
+    "                    socket for a GPU, tcp for a CPU. Each gets its "
+    "share of\n"
+    "                    the line rate from measured figures "
+    "(docs/estimator.md)\n"
     "  --input-cores C   the host CPU cores that prepare each GPU's "
     "samples (its\n"
     "                    data-loader workers): the step cannot be shorter "
@@ -131,6 +141,10 @@ static void print_json(const char *model, const struct hp_prediction *p,
 	json_object_set_new(o, "nodes", json_integer(nodes));
 	json_object_set_new(o, "link_gbps",
 			    nodes > 1 ? json_real(link_gbps) : json_null());
+	json_object_set_new(
+	    o, "link_transport",
+	    nodes > 1 ? json_string(hp_net_transport_name(p->net_transport))
+		      : json_null());
 	json_object_set_new(o, "batch", json_integer(p->batch));
 	json_object_set_new(o, "family",
 			    json_string(hp_est_family_name(p->family)));
@@ -198,8 +212,11 @@ static void print_text(const char *model, const struct hp_prediction *p,
 	printf("step time    %.4g s  [%.4g, %.4g] (10th-90th percentile)\n",
 	       p->step_time_s, p->step_time_lo_s, p->step_time_hi_s);
 	if (nodes > 1)
-		printf("nodes        %d, %d devices each, %.4g Gbit/s links\n",
-		       nodes, p->ndevices / nodes, link_gbps);
+		printf("nodes        %d, %d devices each, %.4g Gbit/s links "
+		       "(%s: %.0f%% of the line rate)\n",
+		       nodes, p->ndevices / nodes, link_gbps,
+		       hp_net_transport_name(p->net_transport),
+		       100 * hp_comm_transport_efficiency(p->net_transport));
 	if (p->ndevices > 1)
 		printf("             of which %.3g s gradient all-reduce (the "
 		       "part backward does not hide)\n",
@@ -246,6 +263,7 @@ struct predict_args {
 	int64_t batch, ndevices;
 	int64_t nodes;
 	double link_gbps, link_latency_us;
+	int link_transport;
 	double input_cores, input_rate, input_source_px;
 	int family; /* -1: the estimator's */
 	int precision;
@@ -268,6 +286,11 @@ static const struct cli_word precision_words[] = {
     {NULL, 0},
 };
 
+static const struct cli_word transport_words[] = {
+    {"auto", HP_NET_AUTO}, {"tcp", HP_NET_TCP}, {"socket", HP_NET_SOCKET},
+    {"rdma", HP_NET_RDMA}, {NULL, 0},
+};
+
 static const struct cli_opt predict_opts[] = {
     CLI_OPT_STR("device", struct predict_args, device),
     CLI_OPT_INT("batch", struct predict_args, batch, 1, 1 << 24),
@@ -276,6 +299,8 @@ static const struct cli_opt predict_opts[] = {
     CLI_OPT_NUM_ABOVE("link-gbps", struct predict_args, link_gbps, 0, 1e5),
     CLI_OPT_NUM("link-latency-us", struct predict_args, link_latency_us, 0,
 		1e6),
+    CLI_OPT_WORD("link-transport", struct predict_args, link_transport,
+		 transport_words),
     CLI_OPT_NUM_ABOVE("input-cores", struct predict_args, input_cores, 0, 4096),
     CLI_OPT_NUM_ABOVE("input-rate", struct predict_args, input_rate, 0, 1e9),
     CLI_OPT_NUM_ABOVE("input-source-px", struct predict_args, input_source_px,
@@ -372,6 +397,7 @@ static int cmd_predict(int argc, char **argv)
 		po.nodes = (int)a.nodes;
 		po.net_gbps = a.link_gbps;
 		po.net_latency_us = a.link_latency_us;
+		po.net_transport = (enum hp_net_transport)a.link_transport;
 		rc = hp_estimator_predict_opts(hp_snap_estimator(snap), cat,
 					       &mi.workload, a.device,
 					       (int)a.ndevices, &po, &p, &err);

@@ -30,6 +30,7 @@
 
 #include "hetpool/device.h"
 #include "hetpool/model.h"
+#include "hetpool/pool.h"
 #include "hetpool/util.h"
 
 #ifdef __cplusplus
@@ -300,6 +301,8 @@ struct hp_prediction {
 	double power_w;		  /* per device; NaN: not known */
 	double energy_per_step_j; /* all devices; NaN: not known */
 	double comm_time_s;	  /* gradient all-reduce part of the step */
+	enum hp_net_transport net_transport; /* across nodes (resolved);
+						HP_NET_AUTO on one node */
 	/* The physical family's step by layer class (enum hp_est_class:
 	 * conv, fc, other), scaled as the step is; the rest of the step is
 	 * the per-step overhead and the all-reduce.  NaN for the linear and
@@ -402,6 +405,21 @@ int hp_estimator_predict_prec(const struct hp_estimator *est,
  * tested on 4 (MAPE 7.9%, worst 22.3%) and 2 (MAPE 4.6%, worst 13.0%): */
 #define HP_COMM_NET_MSG_S 0.40e-3   /* per message: TCP and MPI per step */
 #define HP_COMM_NET_EFFICIENCY 0.90 /* payload / line rate achieved */
+/*
+ * Those are MPI over TCP (HP_NET_TCP).  NCCL's transports get other
+ * shares of the line rate, from public nccl-tests figures (bus bandwidth
+ * over the line rate at large buffers; docs/estimator.md, "Transports"):
+ * the geometric mean of each transport's figures, one per source, and
+ * the 90th percentile of the log error a prediction with it carries (the
+ * sources' spread and HP_REC_COMM_LOG_Q90's, the host's, together).
+ */
+#define HP_COMM_SOCKET_EFFICIENCY 0.50 /* 4 sources, 0.40-0.60 */
+#define HP_COMM_SOCKET_MSG_S 0.40e-3   /* not measured: TCP's */
+#define HP_COMM_SOCKET_LOG_Q90 0.46
+#define HP_COMM_RDMA_EFFICIENCY 0.84 /* 3 figures, 0.64-0.98 */
+#define HP_COMM_RDMA_MSG_S 15e-6     /* a 2-node 8 KB all-reduce, 35 us */
+#define HP_COMM_RDMA_LOG_Q90 0.50
+#define HP_COMM_TCP_LOG_Q90 0.40 /* = HP_REC_COMM_LOG_Q90 */
 
 struct hp_comm_net {
 	int per_node;		 /* devices per node, k */
@@ -415,10 +433,17 @@ struct hp_comm_net {
 	double net_efficiency;	 /* payload / line rate */
 	double bucket_bytes;	 /* 0: HP_COMM_BUCKET_BYTES */
 };
-/* The defaults above for k devices per node on m nodes. */
+/* The defaults above for k devices per node on m nodes (HP_NET_TCP). */
 void hp_comm_net_default(struct hp_comm_net *n, int per_node, int nodes,
 			 double intra_bw_bytes_s, double net_bw_gbps,
 			 double net_latency_us);
+/* Set n's per-message overhead and efficiency to transport t's
+ * (HP_NET_AUTO is HP_NET_TCP's: resolve it first). */
+void hp_comm_net_transport(struct hp_comm_net *n, enum hp_net_transport t);
+/* Transport t's efficiency, and the 90th percentile of its all-reduce
+ * times' log error (as above; HP_NET_AUTO: HP_NET_TCP's). */
+double hp_comm_transport_efficiency(enum hp_net_transport t);
+double hp_comm_transport_log_q90(enum hp_net_transport t);
 /* One all-reduce of `bytes` inside a node (0 for one device), and across
  * the nodes (0 for one node; *tree, may be NULL: the tree won). */
 double hp_comm_intra_s(const struct hp_comm_net *n, double bytes);
@@ -462,6 +487,10 @@ struct hp_predict_opts {
 					nodes (a divisor of ndevices); 1 */
 	double net_gbps;	     /* nodes > 1: each node's link */
 	double net_latency_us;	     /* ... and its latency per hop */
+	enum hp_net_transport net_transport; /* ... and how the all-reduce
+						crosses it; HP_NET_AUTO:
+						socket for a GPU, tcp for a
+						CPU */
 	/* The input pipeline on the host (0, the default: not modelled):
 	 * the CPU cores that prepare each GPU's samples (its data-loader
 	 * workers), and one core's CPU seconds a sample

@@ -28,6 +28,28 @@ extern "C" {
 #define HP_POOL_MAX_DEVICES 4096
 #define HP_POOL_MAX_KINDS 64
 
+/*
+ * How a node's all-reduce traffic crosses the network, which decides how
+ * much of the line rate it gets (docs/estimator.md, "Transports"):
+ * - HP_NET_TCP: MPI over TCP, as hetpool-train's CPU ranks run (measured
+ *   here);
+ * - HP_NET_SOCKET: NCCL's socket transport (Ethernet without RDMA);
+ * - HP_NET_RDMA: InfiniBand or RoCE with NCCL's IB transport;
+ * - HP_NET_AUTO: not said: HP_NET_SOCKET for a node with a GPU,
+ *   HP_NET_TCP for a CPU-only node (hp_pool_node_transport()).
+ */
+enum hp_net_transport {
+	HP_NET_AUTO = 0,
+	HP_NET_TCP,
+	HP_NET_SOCKET,
+	HP_NET_RDMA,
+};
+
+/* "auto", "tcp", "socket", "rdma". */
+const char *hp_net_transport_name(enum hp_net_transport t);
+/* Parse one of the names above; 0, or HP_EINVAL for anything else. */
+int hp_net_transport_parse(const char *s, enum hp_net_transport *out);
+
 /* One kind of device on a node. */
 struct hp_pool_dev {
 	char type[32]; /* the catalog's id (aliases are resolved) */
@@ -47,6 +69,7 @@ struct hp_pool_node {
 	double net_latency_us; /* node to network, one hop */
 	double base_power_w;   /* the node's own draw (CPUs, memory, fans,
 				  NICs) while a job uses it */
+	enum hp_net_transport net_transport; /* "net_transport", optional */
 };
 
 struct hp_pool {
@@ -58,8 +81,10 @@ struct hp_pool {
 /*
  * Parse a pool from JSON text: {"nodes": [{"name", "devices": [{"type",
  * "count", "free"}], "cpu_cores", "memory_gb", "intra_bw_gbps",
- * "net_bw_gbps", "net_latency_us", "base_power_w"}, ...]}.  "free"
- * defaults to "count"; every other field is required; unknown keys are
+ * "net_bw_gbps", "net_latency_us", "base_power_w", "net_transport"},
+ * ...]}.  "free" defaults to "count", "net_transport" (one of
+ * hp_net_transport_name()'s names) to "auto"; every other field is
+ * required; unknown keys are
  * ignored.  Each number must lie in its range (docs/recommender.md); a
  * node name or device type holding a control character is refused (names
  * are identifiers).  With cat, device types must be catalog ids or
@@ -78,6 +103,12 @@ struct hp_pool *hp_pool_load(const char *path, const struct hp_catalog *cat,
 			     struct hp_error *err);
 /* Free a pool; NULL is a no-op. */
 void hp_pool_free(struct hp_pool *p);
+
+/* The node's transport with HP_NET_AUTO resolved: HP_NET_SOCKET when a
+ * device of the node is not a CPU (cat: the catalog, to tell; without
+ * it, a type named "cpu" or starting "cpu-" is a CPU), else HP_NET_TCP. */
+enum hp_net_transport hp_pool_node_transport(const struct hp_pool_node *nd,
+					     const struct hp_catalog *cat);
 
 /* Free devices of a type over the whole pool. */
 long hp_pool_free_of(const struct hp_pool *p, const char *type);

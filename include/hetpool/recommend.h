@@ -131,9 +131,11 @@ struct hp_rec_result {
 	struct hp_rec_reject *rejected;
 	int nrejected;
 	double deadline_s;
-	double confidence;  /* the quantile the deadline was judged on */
-	int64_t evaluated;  /* configurations costed in full */
-	char notes[4][160]; /* types left out and why */
+	double confidence;   /* the quantile the deadline was judged on */
+	double comm_log_q90; /* the all-reduce's log error at its 90th
+				percentile: the pool's transports' largest */
+	int64_t evaluated;   /* configurations costed in full */
+	char notes[4][160];  /* types left out and why */
 	int nnotes;
 };
 

@@ -129,3 +129,43 @@ void hp_comm_net_default(struct hp_comm_net *n, int per_node, int nodes,
 	n->net_efficiency = HP_COMM_NET_EFFICIENCY;
 	n->bucket_bytes = HP_COMM_BUCKET_BYTES;
 }
+
+void hp_comm_net_transport(struct hp_comm_net *n, enum hp_net_transport t)
+{
+	n->net_efficiency = hp_comm_transport_efficiency(t);
+	switch (t) {
+	case HP_NET_SOCKET:
+		n->net_msg_s = HP_COMM_SOCKET_MSG_S;
+		break;
+	case HP_NET_RDMA:
+		n->net_msg_s = HP_COMM_RDMA_MSG_S;
+		break;
+	default:
+		n->net_msg_s = HP_COMM_NET_MSG_S;
+		break;
+	}
+}
+
+double hp_comm_transport_efficiency(enum hp_net_transport t)
+{
+	switch (t) {
+	case HP_NET_SOCKET:
+		return HP_COMM_SOCKET_EFFICIENCY;
+	case HP_NET_RDMA:
+		return HP_COMM_RDMA_EFFICIENCY;
+	default:
+		return HP_COMM_NET_EFFICIENCY;
+	}
+}
+
+double hp_comm_transport_log_q90(enum hp_net_transport t)
+{
+	switch (t) {
+	case HP_NET_SOCKET:
+		return HP_COMM_SOCKET_LOG_Q90;
+	case HP_NET_RDMA:
+		return HP_COMM_RDMA_LOG_Q90;
+	default:
+		return HP_COMM_TCP_LOG_Q90;
+	}
+}

@@ -94,6 +94,7 @@ struct hp__dev_spec {
 	int nodes;
 	double net_gbps;       /* each node's network link, 10^9 bits/s */
 	double net_latency_us; /* one hop */
+	enum hp_net_transport net_transport; /* resolved: never AUTO */
 };
 /* The channel block of a profile row's backend ("... jit:avx512_core"):
  * 16 for AVX-512, 8 for AVX/AVX2, 4 for SSE, 1 otherwise (GPUs). */

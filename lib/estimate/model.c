@@ -218,6 +218,8 @@ double hp__step_post_net(const struct hp__th_exp *e, double t, int src,
 		hp_comm_net_default(&n, (ndev + nodes - 1) / nodes, nodes,
 				    d->link_bw / e->comm, d->net_gbps,
 				    d->net_latency_us);
+		if (nodes > 1)
+			hp_comm_net_transport(&n, d->net_transport);
 		hp_comm_ddp(&n, 4.0 * (double)params, HP__BACKWARD_SHARE * t,
 			    &ct);
 		c = ct.exposed_s;

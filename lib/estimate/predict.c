@@ -17,6 +17,7 @@ static const char *const lin_names[5] = {"conv_layers", "fc_layers", "filters",
 struct net {
 	int nodes;
 	double gbps, latency_us;
+	enum hp_net_transport transport; /* HP_NET_AUTO: by the device */
 	/* the input pipeline: cores per device, one core's s a sample
 	 * (either 0: not modelled) */
 	double input_cores, input_sample_s;
@@ -102,6 +103,9 @@ static int predict_net(const struct hp_estimator *est,
 	d.nodes = net->nodes;
 	d.net_gbps = net->gbps;
 	d.net_latency_us = net->latency_us;
+	d.net_transport = net->transport != HP_NET_AUTO ? net->transport
+			  : d.cpu			? HP_NET_TCP
+							: HP_NET_SOCKET;
 	if (d.cpu && !(d.fp32 > 0) && df && df->own_theta)
 		d.fp32 = df->fit_fp32;
 	if (d.cpu && df && df->own_theta && df->chan_block > 1)
@@ -350,11 +354,20 @@ static int predict_net(const struct hp_estimator *est,
 				    "the model gave no step time");
 	out->step_time_lo_s = step * exp(qlo < 0 ? qlo : 0);
 	out->step_time_hi_s = step * exp(qhi > 0 ? qhi : 0);
+	if (d.nodes > 1 && comm > 0 && comm < step) {
+		/* The all-reduce across nodes has its transport's spread. */
+		double cq = hp_comm_transport_log_q90(d.net_transport);
+		out->step_time_lo_s =
+		    (step - comm) * exp(qlo < 0 ? qlo : 0) + comm * exp(-cq);
+		out->step_time_hi_s =
+		    (step - comm) * exp(qhi > 0 ? qhi : 0) + comm * exp(cq);
+	}
 	out->input_time_s = NAN;
 	if (net->input_cores > 0 && net->input_sample_s > 0)
 		input_ceiling(net, w->batch, d.cpu, &step, out);
 	out->step_time_s = step;
 	out->comm_time_s = comm;
+	out->net_transport = d.nodes > 1 ? d.net_transport : HP_NET_AUTO;
 	out->samples_per_s = (double)out->batch / step;
 	peak = hp__peak(th, &d);
 	util = w->flops_total / (step * peak);
@@ -474,8 +487,16 @@ int hp_estimator_predict_opts(const struct hp_estimator *est,
 				    "input pipeline: cores %g, %g s a sample: "
 				    "give figures from 0 up",
 				    o->input_cores, o->input_sample_s);
-	n = (struct net){o->nodes > 0 ? o->nodes : 1, o->net_gbps,
-			 o->net_latency_us, o->input_cores, o->input_sample_s};
+	if ((int)o->net_transport < HP_NET_AUTO ||
+	    o->net_transport > HP_NET_RDMA)
+		return hp_error_set(err, HP_EINVAL, "unknown transport %d",
+				    (int)o->net_transport);
+	n = (struct net){o->nodes > 0 ? o->nodes : 1,
+			 o->net_gbps,
+			 o->net_latency_us,
+			 o->net_transport,
+			 o->input_cores,
+			 o->input_sample_s};
 	return predict_net(est, cat, w, device, ndevices, &n, o->family,
 			   HP__SRC_LAMBDA, (int)o->precision, out, err);
 }

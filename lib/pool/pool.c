@@ -39,6 +39,48 @@ long hp_pool_free_of(const struct hp_pool *p, const char *type)
 	return n;
 }
 
+static const char *const transport_names[] = {"auto", "tcp", "socket", "rdma"};
+
+const char *hp_net_transport_name(enum hp_net_transport t)
+{
+	if ((int)t < 0 ||
+	    (size_t)t >= sizeof(transport_names) / sizeof(transport_names[0]))
+		return "?";
+	return transport_names[t];
+}
+
+int hp_net_transport_parse(const char *s, enum hp_net_transport *out)
+{
+	for (size_t i = 0;
+	     i < sizeof(transport_names) / sizeof(transport_names[0]); i++)
+		if (!strcmp(s, transport_names[i])) {
+			*out = (enum hp_net_transport)i;
+			return 0;
+		}
+	return HP_EINVAL;
+}
+
+static bool dev_is_cpu(const char *type, const struct hp_catalog *cat)
+{
+	const struct hp_device_type *t =
+	    cat ? hp_catalog_find(cat, type) : NULL;
+
+	if (t)
+		return t->kind == HP_DEVICE_CPU;
+	return !strcmp(type, "cpu") || !strncmp(type, "cpu-", 4);
+}
+
+enum hp_net_transport hp_pool_node_transport(const struct hp_pool_node *nd,
+					     const struct hp_catalog *cat)
+{
+	if (nd->net_transport != HP_NET_AUTO)
+		return nd->net_transport;
+	for (int d = 0; d < nd->ndevs; d++)
+		if (!dev_is_cpu(nd->devs[d].type, cat))
+			return HP_NET_SOCKET;
+	return HP_NET_TCP;
+}
+
 /* Where a parse is, for messages: the file, the node being read. */
 struct ctx {
 	char file[112];	  /* "pool 'PATH'", or "pool" for text */
@@ -216,6 +258,23 @@ static int parse_devices(const struct ctx *c, json_t *jn,
 	return 0;
 }
 
+/* "net_transport": optional, one of the names; "auto" when absent. */
+static int get_transport(const struct ctx *c, json_t *jn,
+			 struct hp_pool_node *nd)
+{
+	json_t *v = json_object_get(jn, "net_transport");
+
+	nd->net_transport = HP_NET_AUTO;
+	if (!v)
+		return 0;
+	if (!json_is_string(v) ||
+	    hp_net_transport_parse(json_string_value(v), &nd->net_transport))
+		return bad(c, false,
+			   "'net_transport' must be \"auto\", \"tcp\", "
+			   "\"socket\" or \"rdma\"");
+	return 0;
+}
+
 static int parse_node(struct ctx *c, json_t *jn, struct hp_pool_node *nd,
 		      const struct hp_catalog *cat)
 {
@@ -250,7 +309,7 @@ static int parse_node(struct ctx *c, json_t *jn, struct hp_pool_node *nd,
 	for (size_t k = 0; k < sizeof(num_keys) / sizeof(num_keys[0]); k++)
 		if ((rc = get_num(c, jn, &num_keys[k], nd)))
 			return rc;
-	return 0;
+	return get_transport(c, jn, nd);
 }
 
 static int cmp_name(const void *a, const void *b)

@@ -83,6 +83,8 @@ void hp__rec_classes_release(struct hp__rec_classes *cl)
 	free(cl->base_min_w);
 	free(cl->net_gbps_max);
 	free(cl->net_latency_min_us);
+	free(cl->net_bw);
+	free(cl->net_lat);
 	memset(cl, 0, sizeof(*cl));
 }
 
@@ -164,8 +166,8 @@ static int sort_nodes(const struct hp__rec_classes *cl, const struct hp_pool *p,
 		const struct hp_pool_node *x = &p->nodes[i];
 		keys[i] = (struct node_key){x->base_power_w,
 					    x->intra_bw_gbps,
-					    x->net_bw_gbps,
-					    x->net_latency_us,
+					    cl->net_bw[i],
+					    cl->net_lat[i],
 					    &cl->node_free[(size_t)i * nt],
 					    nt,
 					    i};
@@ -196,8 +198,8 @@ static int group_classes(struct hp__rec_classes *cl, const struct hp_pool *p,
 			const struct hp_pool_node *y = &p->nodes[order[b]];
 			if (x->base_power_w != y->base_power_w ||
 			    x->intra_bw_gbps != y->intra_bw_gbps ||
-			    x->net_bw_gbps != y->net_bw_gbps ||
-			    x->net_latency_us != y->net_latency_us ||
+			    cl->net_bw[order[a]] != cl->net_bw[order[b]] ||
+			    cl->net_lat[order[a]] != cl->net_lat[order[b]] ||
 			    memcmp(&cl->node_free[order[a] * nt],
 				   &cl->node_free[order[b] * nt],
 				   (size_t)nt * sizeof(int)))
@@ -210,8 +212,8 @@ static int group_classes(struct hp__rec_classes *cl, const struct hp_pool *p,
 			k = &cl->cls[cl->ncls];
 			k->base_w = x->base_power_w;
 			k->intra_gbps = x->intra_bw_gbps;
-			k->net_gbps = x->net_bw_gbps;
-			k->net_latency_us = x->net_latency_us;
+			k->net_gbps = cl->net_bw[order[a]];
+			k->net_latency_us = cl->net_lat[order[a]];
 			k->nnodes = b - a;
 			k->free = malloc((size_t)(nt ? nt : 1) * sizeof(int));
 			k->nodes = malloc((size_t)(b - a) * sizeof(int));
@@ -249,10 +251,10 @@ static int type_tables(struct hp__rec_classes *cl, const struct hp_pool *p,
 		if (cl->node_free[i * nt + t] <= 0)
 			continue;
 		tmp[r++] = cl->node_free[i * nt + t];
-		if (nd->net_bw_gbps > cl->net_gbps_max[t])
-			cl->net_gbps_max[t] = nd->net_bw_gbps;
-		if (nd->net_latency_us < cl->net_latency_min_us[t])
-			cl->net_latency_min_us[t] = nd->net_latency_us;
+		if (cl->net_bw[i] > cl->net_gbps_max[t])
+			cl->net_gbps_max[t] = cl->net_bw[i];
+		if (cl->net_lat[i] < cl->net_latency_min_us[t])
+			cl->net_latency_min_us[t] = cl->net_lat[i];
 		if (nd->base_power_w < cl->base_min_w[t])
 			cl->base_min_w[t] = nd->base_power_w;
 	}
@@ -300,13 +302,19 @@ int hp__rec_classes_init(struct hp__rec_classes *cl,
 	cl->base_min_w = calloc(nt1, sizeof(double));
 	cl->net_gbps_max = calloc(nt1, sizeof(double));
 	cl->net_latency_min_us = calloc(nt1, sizeof(double));
+	cl->net_bw = calloc(npool + 1, sizeof(double));
+	cl->net_lat = calloc(npool + 1, sizeof(double));
 	order = malloc((npool + 1) * sizeof(int));
 	tmp = malloc((npool + 1) * sizeof(int));
 	rc = HP_ENOMEM;
 	if (!cl->node_free || !cl->free_top || !cl->nodes_with ||
 	    !cl->fewest_nodes || !cl->fewest_nodes_max || !cl->base_min_w ||
-	    !cl->net_gbps_max || !cl->net_latency_min_us || !order || !tmp)
+	    !cl->net_gbps_max || !cl->net_latency_min_us || !cl->net_bw ||
+	    !cl->net_lat || !order || !tmp)
 		goto fail;
+	for (int i = 0; i < p->n; i++)
+		hp__rec_node_net(m, &p->nodes[i], &cl->net_bw[i],
+				 &cl->net_lat[i]);
 	fill_node_free(cl, m, p);
 	if ((rc = sort_nodes(cl, p, order)) ||
 	    (rc = group_classes(cl, p, order)))

@@ -179,7 +179,9 @@ char *hp_rec_result_json_ex(const struct hp_rec_result *r,
 					"the interval its 10th-90th "
 					"percentiles)"));
 	json_object_set_new(json_object_get(o, "model"), "comm_log_q90",
-			    json_real(HP_REC_COMM_LOG_Q90));
+			    json_real(r->comm_log_q90 > 0
+					  ? r->comm_log_q90
+					  : HP_REC_COMM_LOG_Q90));
 	json_object_set_new(o, "evaluated", json_integer(r->evaluated));
 	s = json_dumps(o, flags & HP_REC_JSON_COMPACT ? JSON_COMPACT
 						      : JSON_INDENT(2));

@@ -297,6 +297,7 @@ int hp__rec_model_build_in(const struct hp_estimator *est,
 	m->grad_bytes = 4.0 * (double)w1->params;
 	m->comm_scale = 1;
 	m->confidence = 0.5;
+	m->cat = cat;
 	for (int i = 0; i < ntypes; i++) {
 		snprintf(m->tt[i].name, sizeof(m->tt[i].name), "%s", types[i]);
 		if (input_cores && input_cores[i] > 0 && input_sample_s > 0) {
@@ -340,6 +341,38 @@ double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g)
 	hp_comm_net_default(&n, 1, m, 0, bw_gbps, lat_us);
 	hp_comm_ddp(&n, g, 0, &t);
 	return t.inter_s;
+}
+
+void hp__rec_node_net(const struct hp__rec_model *m,
+		      const struct hp_pool_node *nd, double *bw_gbps,
+		      double *lat_us)
+{
+	enum hp_net_transport t = hp_pool_node_transport(nd, m->cat);
+	struct hp_comm_net n;
+
+	hp_comm_net_default(&n, 1, 2, 0, nd->net_bw_gbps, nd->net_latency_us);
+	hp_comm_net_transport(&n, t);
+	*bw_gbps = nd->net_bw_gbps * n.net_efficiency / HP_COMM_NET_EFFICIENCY;
+	*lat_us =
+	    nd->net_latency_us + (n.net_msg_s - HP_COMM_NET_MSG_S) / 2 * 1e6;
+}
+
+void hp__rec_model_pool(struct hp__rec_model *m, const struct hp_pool *pool)
+{
+	double q = 0;
+
+	for (int i = 0; pool && i < pool->n; i++) {
+		double x = hp_comm_transport_log_q90(
+		    hp_pool_node_transport(&pool->nodes[i], m->cat));
+		if (x > q)
+			q = x;
+	}
+	m->comm_log_q90 = q;
+}
+
+static double comm_log_q90(const struct hp__rec_model *m)
+{
+	return m->comm_log_q90 > 0 ? m->comm_log_q90 : HP_REC_COMM_LOG_Q90;
 }
 
 /* Type j's step time when it takes s samples over n devices. */
@@ -484,7 +517,7 @@ int hp__rec_model_judge(struct hp__rec_model *m, double confidence,
 		for (int64_t b = 2; b <= tt->local_max; b++)
 			tt->step_s[b] = fmax(tt->step_s[b], tt->step_s[b - 1]);
 	}
-	m->comm_scale = exp(HP_REC_COMM_LOG_Q90 / Z90 * z);
+	m->comm_scale = exp(comm_log_q90(m) / Z90 * z);
 	m->confidence = confidence;
 	return 0;
 }
@@ -494,6 +527,7 @@ struct jparts {
 	double pt[HP_REC_MAX_MIX], lo[HP_REC_MAX_MIX], hi[HP_REC_MAX_MIX];
 	int n;
 	double comm_s, steps, startup_s;
+	double comm_q90; /* the all-reduce's log error, 90th percentile */
 };
 
 static double time_at(const struct jparts *J, double z)
@@ -506,7 +540,7 @@ static double time_at(const struct jparts *J, double z)
 		if (t > c)
 			c = t;
 	}
-	c += J->comm_s * exp(HP_REC_COMM_LOG_Q90 / Z90 * z);
+	c += J->comm_s * exp(J->comm_q90 / Z90 * z);
 	return J->steps * c + J->startup_s;
 }
 
@@ -556,6 +590,7 @@ void hp__rec_config_judge(const struct hp__rec_model *m,
 	J.comm_s = c->comm_time_s;
 	J.steps = (double)c->steps;
 	J.startup_s = c->startup_s;
+	J.comm_q90 = comm_log_q90(m);
 	if (time_at(&J, zl) > deadline_s) {
 		c->deadline_probability = 0;
 		return;

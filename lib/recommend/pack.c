@@ -328,10 +328,10 @@ static void cost_actual(const struct hp__rec_session *S,
 		}
 	}
 	for (int i = 0; i < cfg->ngroups; i++) {
-		const struct hp_pool_node *nd = &p->nodes[cfg->groups[i].node];
-		double x =
-		    S->m->comm_scale *
-		    hp__rec_inter_s(nd->net_bw_gbps, nd->net_latency_us, m, g);
+		int node = cfg->groups[i].node;
+		double x = S->m->comm_scale *
+			   hp__rec_inter_s(S->cl.net_bw[node],
+					   S->cl.net_lat[node], m, g);
 		if (x > inter)
 			inter = x;
 	}

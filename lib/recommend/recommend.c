@@ -162,6 +162,8 @@ static int check_job(const struct hp_rec_job *j, struct hp_error *err)
 static void judge_all(struct hp_rec_result *out, const struct hp__rec_model *m)
 {
 	out->confidence = m->confidence;
+	out->comm_log_q90 =
+	    m->comm_log_q90 > 0 ? m->comm_log_q90 : HP_REC_COMM_LOG_Q90;
 	if (out->found)
 		hp__rec_config_judge(m, &out->choice, out->deadline_s);
 	for (int i = 0; i < out->npareto; i++)
@@ -274,6 +276,8 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 				    cores, job->input_sample_s, &m, err);
 	free(cores);
 	free(types);
+	if (!rc)
+		hp__rec_model_pool(&m, pool);
 	if (!rc)
 		rc = hp__rec_model_judge(
 		    &m,

@@ -39,6 +39,11 @@ struct hp__rec_model {
 	 * once hp__rec_model_judge() has made the tables a quantile). */
 	double comm_scale;
 	double confidence; /* the quantile the tables hold (0.5: point) */
+	/* The 90th percentile of the all-reduce's log error: the largest of
+	 * the pool's transports' (hp_comm_transport_log_q90()); 0 before
+	 * hp__rec_model_pool(): HP_REC_COMM_LOG_Q90. */
+	double comm_log_q90;
+	const struct hp_catalog *cat; /* to tell a node's CPUs */
 };
 
 /*
@@ -116,6 +121,20 @@ int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
  * network link (lat_us per hop, the better of ring and tree). */
 double hp__rec_intra_s(double bw_gbps, int k, double g);
 double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g);
+/*
+ * Node nd's network link as hp__rec_inter_s() takes it: its transport's
+ * share of the line rate and its cost of a message (hp_comm_net_transport())
+ * restated as the bandwidth and latency that give the same times under
+ * the TCP constants hp__rec_inter_s() uses (the latency may come out
+ * negative: only 2 x latency + the message overhead is a time).  Better
+ * links still have more bandwidth and less latency, so the search's
+ * bounds hold.
+ */
+void hp__rec_node_net(const struct hp__rec_model *m,
+		      const struct hp_pool_node *nd, double *bw_gbps,
+		      double *lat_us);
+/* Set m->comm_log_q90 from the pool's transports. */
+void hp__rec_model_pool(struct hp__rec_model *m, const struct hp_pool *pool);
 
 /*
  * How the search goes about its work; either setting leaves the answer

@@ -30,3 +30,33 @@ expect_status predict_nodes_uneven 2 "$HP" predict "$R18" --device t4 --batch 10
 expect_err predict_nodes_uneven_names "--nodes 3"
 expect_status predict_nodes_link0 2 "$HP" predict "$R18" --device t4 --batch 1024 --devices 16 --nodes 4 --link-gbps 0
 expect_err predict_nodes_link0_names "link-gbps"
+
+# The transport: the default on a GPU is NCCL's sockets; each transport's
+# all-reduce is its share of the line rate (docs/estimator.md,
+# "Transports"); a CPU defaults to MPI over TCP.
+for t in tcp socket rdma; do
+	"${P[@]}" --nodes 4 --link-gbps 50 --link-transport "$t" >"$TMP/t.$t" 2>"$TMP/err" ||
+		fail predict_nodes_transport_run "--link-transport $t: $(cat "$TMP/err")"
+done
+"$HP" predict "$R18" --device cpu --batch 64 --devices 4 --nodes 4 --link-gbps 1 --json \
+	>"$TMP/t.cpu" 2>"$TMP/err" || fail predict_nodes_transport_run "cpu: $(cat "$TMP/err")"
+python3 - "$TMP" <<'PY' && ok predict_nodes_transport || fail predict_nodes_transport "see above"
+import json, sys
+d = sys.argv[1]
+p = {k: json.load(open(f"{d}/{k}")) for k in ("p.4.50", "t.tcp", "t.socket", "t.rdma", "t.cpu")}
+assert p["p.4.50"]["link_transport"] == "socket", p["p.4.50"]
+assert p["t.cpu"]["link_transport"] == "tcp", p["t.cpu"]
+assert p["p.4.50"]["comm_time_s"] == p["t.socket"]["comm_time_s"]
+c = {k: p["t." + k]["comm_time_s"] for k in ("tcp", "socket", "rdma")}
+assert c["rdma"] < c["tcp"] < c["socket"], c
+# Wider spread for the all-reduce than for compute alone: the interval
+# grows with the transport's error.
+for k in ("tcp", "socket"):
+    q = p["t." + k]
+    lo, hi = q["step_time_interval_s"]
+    assert lo < q["step_time_s"] < hi, q
+print("predict_nodes: 4 x 50 Gbit/s, exposed all-reduce %.4f s (tcp), %.4f (socket), %.4f (rdma)"
+      % (c["tcp"], c["socket"], c["rdma"]))
+PY
+expect_status predict_nodes_transport_bad 2 "$HP" predict "$R18" --device t4 --batch 1024 --devices 16 --nodes 4 --link-transport infiniband
+expect_err predict_nodes_transport_bad_names "link-transport"

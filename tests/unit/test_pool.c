@@ -4,7 +4,8 @@
  * its range (both edges accepted, just past them refused); node names and
  * device types with control characters refused without echoing them;
  * aliases resolved, "free" defaulting to "count", unknown keys ignored;
- * the shipped sample pool loads.
+ * "net_transport" absent (auto), each name, a bad one refused, and auto
+ * resolved by the node's devices; the shipped sample pool loads.
  */
 #include <stdio.h>
 #include <string.h>
@@ -325,5 +326,141 @@ HP_TEST(pool_parse_reads_the_format)
 	ASSERT_EQ_INT(p->n, 34);
 	hp_pool_free(p);
 	hp_pool_free(NULL);
+	hp_catalog_free(cat);
+}
+
+/* "net_transport": absent is auto; each name is read and named back; an
+ * unknown name or a value that is not a string is refused by the key. */
+HP_TEST(pool_parse_reads_net_transport)
+{
+	static const char *const names[] = {"auto", "tcp", "socket", "rdma"};
+	static const char *const bad[] = {"\"ib\"",   "\"\"",	   "\"TCP\"",
+					  "\"tcp \"", "1",	   "null",
+					  "true",     "[\"tcp\"]", "{}"};
+	struct hp_catalog *cat = shipped();
+	struct hp_error err = {0};
+	struct hp_pool *p;
+	char text[512], extra[64];
+
+	p = parse("{\"nodes\": [" NODE(
+		      "a", "{\"type\": \"v100\", \"count\": 2}", "") "]}",
+		  cat, &err);
+	if (!p)
+		HP_FAIL("%s", err.msg);
+	ASSERT_EQ_INT(p->nodes[0].net_transport, HP_NET_AUTO);
+	hp_pool_free(p);
+	for (int t = HP_NET_AUTO; t <= HP_NET_RDMA; t++) {
+		enum hp_net_transport back = HP_NET_AUTO;
+
+		ASSERT_STR_EQ(hp_net_transport_name((enum hp_net_transport)t),
+			      names[t]);
+		ASSERT_EQ_INT(hp_net_transport_parse(names[t], &back), 0);
+		ASSERT_EQ_INT(back, t);
+		snprintf(extra, sizeof(extra), ", \"net_transport\": \"%s\"",
+			 names[t]);
+		snprintf(text, sizeof(text),
+			 "{\"nodes\": [" NODE("a",
+					      "{\"type\": \"v100\", "
+					      "\"count\": 2}",
+					      "%s") "]}",
+			 extra);
+		p = parse(text, cat, &err);
+		if (!p)
+			HP_FAIL("%s: %s", names[t], err.msg);
+		ASSERT_EQ_INT(p->nodes[0].net_transport, t);
+		hp_pool_free(p);
+	}
+	ASSERT_STR_EQ(hp_net_transport_name((enum hp_net_transport)99), "?");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(extra, sizeof(extra), ", \"net_transport\": %s",
+			 bad[i]);
+		snprintf(text, sizeof(text),
+			 "{\"nodes\": [" NODE("n3",
+					      "{\"type\": \"v100\", "
+					      "\"count\": 2}",
+					      "%s") "]}",
+			 extra);
+		p = parse(text, cat, &err);
+		if (p)
+			HP_FAIL("net_transport %s: parsed", bad[i]);
+		ASSERT_EQ_INT(err.code, HP_EPARSE);
+		ASSERT_STR_EQ(err.msg,
+			      "pool 't.json': node 'n3': 'net_transport' must "
+			      "be \"auto\", \"tcp\", \"socket\" or \"rdma\"");
+	}
+	{
+		enum hp_net_transport back = HP_NET_RDMA;
+		ASSERT_EQ_INT(hp_net_transport_parse("ib", &back), HP_EINVAL);
+		ASSERT_EQ_INT(back, HP_NET_RDMA); /* left alone */
+	}
+	hp_catalog_free(cat);
+}
+
+/* hp_pool_node_transport(): auto is socket when a device is not a CPU,
+ * tcp for a CPU-only node; a value the node gives is kept. */
+HP_TEST(pool_node_transport_resolves_auto)
+{
+	static const struct {
+		const char *devs, *transport; /* transport NULL: absent */
+		enum hp_net_transport want;
+	} cases[] = {
+	    {"{\"type\": \"v100\", \"count\": 2}", NULL, HP_NET_SOCKET},
+	    {"{\"type\": \"cpu\", \"count\": 1}", NULL, HP_NET_TCP},
+	    {"{\"type\": \"cpu\", \"count\": 1}, {\"type\": \"t4\", "
+	     "\"count\": 4}",
+	     NULL, HP_NET_SOCKET},
+	    {"{\"type\": \"cpu\", \"count\": 1}", "auto", HP_NET_TCP},
+	    {"{\"type\": \"v100\", \"count\": 2}", "auto", HP_NET_SOCKET},
+	    {"{\"type\": \"v100\", \"count\": 2}", "tcp", HP_NET_TCP},
+	    {"{\"type\": \"v100\", \"count\": 2}", "rdma", HP_NET_RDMA},
+	    {"{\"type\": \"cpu\", \"count\": 1}", "socket", HP_NET_SOCKET},
+	    {"{\"type\": \"cpu\", \"count\": 1}", "rdma", HP_NET_RDMA},
+	};
+	struct hp_catalog *cat = shipped();
+	struct hp_error err = {0};
+	char text[512], extra[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hp_pool *p;
+
+		extra[0] = 0;
+		if (cases[i].transport)
+			snprintf(extra, sizeof(extra),
+				 ", \"net_transport\": \"%s\"",
+				 cases[i].transport);
+		snprintf(text, sizeof(text),
+			 "{\"nodes\": [{\"name\": \"a\", \"devices\": [%s], "
+			 "\"cpu_cores\": 8, \"memory_gb\": 64, "
+			 "\"intra_bw_gbps\": 100, \"net_bw_gbps\": 25, "
+			 "\"net_latency_us\": 5, \"base_power_w\": 200%s}]}",
+			 cases[i].devs, extra);
+		p = parse(text, cat, &err);
+		if (!p)
+			HP_FAIL("case %zu: %s", i, err.msg);
+		if (hp_pool_node_transport(&p->nodes[0], cat) != cases[i].want)
+			HP_FAIL("case %zu: %s, expected %s", i,
+				hp_net_transport_name(
+				    hp_pool_node_transport(&p->nodes[0], cat)),
+				hp_net_transport_name(cases[i].want));
+		/* The node's own field is what it said. */
+		ASSERT_EQ_INT(p->nodes[0].net_transport,
+			      cases[i].transport &&
+				      strcmp(cases[i].transport, "auto")
+				  ? cases[i].want
+				  : HP_NET_AUTO);
+		hp_pool_free(p);
+	}
+	/* Without a catalog a type named "cpu" or "cpu-..." is a CPU. */
+	{
+		struct hp_pool_dev cpu[2] = {{"cpu", 1, 1}, {"cpu-xeon", 2, 2}};
+		struct hp_pool_dev gpu[2] = {{"cpu", 1, 1}, {"v100", 2, 2}};
+		struct hp_pool_node nd = {.name = "x", .devs = cpu, .ndevs = 2};
+
+		ASSERT_EQ_INT(hp_pool_node_transport(&nd, NULL), HP_NET_TCP);
+		nd.devs = gpu;
+		ASSERT_EQ_INT(hp_pool_node_transport(&nd, NULL), HP_NET_SOCKET);
+		nd.net_transport = HP_NET_TCP;
+		ASSERT_EQ_INT(hp_pool_node_transport(&nd, NULL), HP_NET_TCP);
+	}
 	hp_catalog_free(cat);
 }
