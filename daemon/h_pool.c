@@ -43,6 +43,9 @@ static json_t *node_json(const struct hp_store_node *n)
 	json_object_set_new(o, "net_bw_gbps", json_real(p->net_bw_gbps));
 	json_object_set_new(o, "net_latency_us", json_real(p->net_latency_us));
 	json_object_set_new(o, "base_power_w", json_real(p->base_power_w));
+	json_object_set_new(
+	    o, "net_transport",
+	    json_string(hp_net_transport_name(p->net_transport)));
 	json_object_set_new(o, "info", hd_jtext(n->info));
 	json_object_set_new(o, "created_s", json_real(n->created_s));
 	json_object_set_new(o, "updated_s", json_real(n->updated_s));
@@ -212,13 +215,14 @@ void hd_h_pool_get(struct hd *d, struct hd_req *r, struct hd_resp *out)
 					    n->devs[k].free));
 		json_array_append_new(
 		    nodes,
-		    json_pack("{s:o, s:o, s:i, s:f, s:f, s:f, s:f, s:f}",
+		    json_pack("{s:o, s:o, s:i, s:f, s:f, s:f, s:f, s:f, s:s}",
 			      "name", hd_jstr(n->name), "devices", devs,
 			      "cpu_cores", n->cpu_cores, "memory_gb",
 			      n->memory_gb, "intra_bw_gbps", n->intra_bw_gbps,
 			      "net_bw_gbps", n->net_bw_gbps, "net_latency_us",
 			      n->net_latency_us, "base_power_w",
-			      n->base_power_w));
+			      n->base_power_w, "net_transport",
+			      hp_net_transport_name(n->net_transport)));
 	}
 	hd_pool_put(hp);
 	hd_json(out, 200, json_pack("{s:o}", "nodes", nodes));

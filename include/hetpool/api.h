@@ -170,8 +170,9 @@ int hp_api_node_patch_parse(const char *body, size_t len, bool *drained,
  * POST /v1/nodes (one node) and POST /v1/pool (a pool file): the keys the
  * pool file knows, and no others, at every level ({"nodes": [...]}, each
  * node's, each device's); one_node: the body is a single node object.
- * The values are left to hp_pool_parse() (ranges, catalog types).  0 or
- * HP_EINVAL with pb.
+ * "net_transport" must be one of hp_net_transport_name()'s names (the
+ * problem names the field and the names); the other values are left to
+ * hp_pool_parse() (ranges, catalog types).  0 or HP_EINVAL with pb.
  */
 int hp_api_pool_check(const char *body, size_t len, bool one_node,
 		      struct hp_api_problem *pb);

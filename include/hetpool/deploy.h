@@ -146,7 +146,9 @@ char *hp_plan_json(const struct hp_plan *p);
  * CPU as one "cpu" device, its NVIDIA GPUs (from the driver's /proc
  * files) as the catalog's types (a GPU the catalog does not know is left
  * out), its cores and memory.  The links and the node's base power are not
- * known: PCIe 3 x16 inside, 10 Gbit/s out, 0 W (not counted).
+ * known: PCIe 3 x16 inside, 10 Gbit/s out, 0 W (not counted); the
+ * transport is "auto" (hp_pool_node_transport(): socket with a GPU, tcp
+ * without).
  */
 char *hp_deploy_host_pool(const struct hp_catalog *cat, struct hp_error *err);
 

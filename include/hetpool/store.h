@@ -65,7 +65,7 @@ extern "C" {
 #endif
 
 /* The schema this code reads and writes (PRAGMA user_version). */
-#define HP_STORE_SCHEMA_VERSION 4
+#define HP_STORE_SCHEMA_VERSION 5
 
 /* ---- opening */
 
@@ -133,7 +133,8 @@ struct hp_store_node {
 	int64_t id;
 	struct hp_pool_node pool; /* name, devices by type (count; free as
 				     hp_store_pool() counts it), links,
-				     power: as the pool file has them */
+				     transport, power: as the pool file
+				     has them */
 	bool drained;
 	bool self;  /* this host's own registration */
 	char *info; /* JSON text given at registration (this host's
@@ -155,11 +156,12 @@ void hp_store_node_list_free(struct hp_store_node *nodes, int n);
  * bytes without control characters, 1-HP_POOL_MAX_KINDS distinct types of
  * 1-HP_POOL_MAX_DEVICES devices, free within 0..count, cpu_cores 1 or
  * more, memory and bandwidths finite and above 0, latency and power
- * finite and not negative (parse the node with hp_pool_parse() and the
- * catalog first for the pool file's ranges and type names).  info: JSON text or
- * NULL. self: this is the host hetpoold runs on (at most one node is; making
- * another one self clears the flag on the old one).  Drained flags are
- * kept across an update.  *id (may be NULL) gets the node's id.
+ * finite and not negative, net_transport one of enum hp_net_transport
+ * (parse the node with hp_pool_parse() and the catalog first for the pool
+ * file's ranges and type names).  info: JSON text or NULL.  self: this is
+ * the host hetpoold runs on (at most one node is; making another one self
+ * clears the flag on the old one).  Drained flags are kept across an
+ * update.  *id (may be NULL) gets the node's id.
  */
 int hp_store_node_put(struct hp_store *s, const struct hp_pool_node *n,
 		      const char *info, bool self, int64_t *id,

@@ -727,12 +727,14 @@ int hp_api_node_patch_parse(const char *body, size_t len, bool *drained,
 static int check_node(json_t *n, const char *prefix, struct hp_api_problem *pb)
 {
 	static const char *const k_node[] = {
-	    "name",	      "devices",       "cpu_cores",
-	    "memory_gb",      "intra_bw_gbps", "net_bw_gbps",
-	    "net_latency_us", "base_power_w",  NULL};
+	    "name",	     "devices",	    "cpu_cores",      "memory_gb",
+	    "intra_bw_gbps", "net_bw_gbps", "net_latency_us", "base_power_w",
+	    "net_transport", NULL};
 	static const char *const k_dev[] = {"type", "count", "free", NULL};
+	/* The names the pool file takes (HP_NET_RDMA is the last). */
+	const char *transports[HP_NET_RDMA + 2];
 	json_t *devs, *d;
-	char f[96];
+	char f[96], transport[8];
 	size_t i;
 	int rc;
 
@@ -740,7 +742,12 @@ static int check_node(json_t *n, const char *prefix, struct hp_api_problem *pb)
 		return hp_api_fail(pb, 400, "invalid-field", prefix,
 				   "'%s' must be a node object {...}",
 				   prefix[0] ? prefix : "the body");
-	if ((rc = known_keys(n, k_node, prefix, pb)))
+	for (int t = 0; t <= HP_NET_RDMA; t++)
+		transports[t] = hp_net_transport_name((enum hp_net_transport)t);
+	transports[HP_NET_RDMA + 1] = NULL;
+	if ((rc = known_keys(n, k_node, prefix, pb)) ||
+	    (rc = get_str(n, "net_transport", prefix, transport,
+			  sizeof(transport), transports, false, pb)))
 		return rc;
 	devs = json_object_get(n, "devices");
 	if (!json_is_array(devs))

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "deploy/deploy_int.h"
+#include "hetpool/pool.h"
 #include "util/banned.h"
 
 /* The value after "Key:" on a line of text, trimmed. */
@@ -162,14 +163,16 @@ char *hp_deploy_host_pool(const struct hp_catalog *cat, struct hp_error *err)
 					      json_pack("{s:s, s:i}", "type",
 							t->name, "count", 1));
 	}
-	node = json_pack("{s:s, s:o, s:i, s:f, s:f, s:f, s:f, s:f}", "name",
-			 name, "devices", devs, "cpu_cores",
-			 h.physical_cores > 0
-			     ? h.physical_cores
-			     : (h.logical_cpus > 0 ? h.logical_cpus : 1),
-			 "memory_gb", h.mem_gb > 0.001 ? h.mem_gb : 1.0,
-			 "intra_bw_gbps", 128.0, "net_bw_gbps", 10.0,
-			 "net_latency_us", 10.0, "base_power_w", 0.0);
+	/* The transport is not detected: "auto" (socket with a GPU, tcp
+	 * without). */
+	node = json_pack(
+	    "{s:s, s:o, s:i, s:f, s:f, s:f, s:f, s:f, s:s}", "name", name,
+	    "devices", devs, "cpu_cores",
+	    h.physical_cores > 0 ? h.physical_cores
+				 : (h.logical_cpus > 0 ? h.logical_cpus : 1),
+	    "memory_gb", h.mem_gb > 0.001 ? h.mem_gb : 1.0, "intra_bw_gbps",
+	    128.0, "net_bw_gbps", 10.0, "net_latency_us", 10.0, "base_power_w",
+	    0.0, "net_transport", hp_net_transport_name(HP_NET_AUTO));
 	root = json_pack("{s:[o]}", "nodes", node);
 	s = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
 	json_decref(root);

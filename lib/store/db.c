@@ -221,6 +221,13 @@ static const struct migration {
      "BEGIN UPDATE pool_version SET v = v + 1; END;"
      "CREATE TRIGGER allocations_delete_v AFTER DELETE ON allocations "
      "BEGIN UPDATE pool_version SET v = v + 1; END;"},
+
+    /* The pool file's "net_transport" (hp_net_transport_name()); rows of
+     * older versions get 'auto'.  No CHECK: a name added later needs no
+     * rebuild of the table; the code checks what it writes and reads. */
+    {"a node's network transport (auto, tcp, socket or rdma)",
+     "ALTER TABLE nodes ADD COLUMN"
+     " net_transport TEXT NOT NULL DEFAULT 'auto';"},
 };
 
 double hp__store_now(void)

@@ -39,6 +39,12 @@ static int node_check(const struct hp_pool_node *n, struct hp_error *err)
 				    "node '%s': memory and bandwidths must be "
 				    "above 0, latency and power 0 or more",
 				    name);
+	if ((int)n->net_transport < HP_NET_AUTO ||
+	    (int)n->net_transport > HP_NET_RDMA)
+		return hp_error_set(err, HP_EINVAL,
+				    "node '%s': net_transport %d is not auto, "
+				    "tcp, socket or rdma",
+				    name, (int)n->net_transport);
 	for (int k = 0; k < n->ndevs; k++) {
 		const struct hp_pool_dev *d = &n->devs[k];
 		size_t tl = strnlen(d->type, sizeof(d->type));
@@ -186,13 +192,15 @@ static int node_put_tx(struct hp__conn *c, const struct hp_pool_node *n,
 	static const char sql_upsert[] =
 	    "INSERT INTO nodes (name, cpu_cores, memory_gb, intra_bw_gbps, "
 	    "net_bw_gbps, net_latency_us, base_power_w, self, info, created_s, "
-	    "updated_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) "
+	    "updated_s, net_transport) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+	    "?9, ?10, ?10, ?12) "
 	    "ON CONFLICT (name) DO UPDATE SET cpu_cores = excluded.cpu_cores, "
 	    "memory_gb = excluded.memory_gb, "
 	    "intra_bw_gbps = excluded.intra_bw_gbps, "
 	    "net_bw_gbps = excluded.net_bw_gbps, "
 	    "net_latency_us = excluded.net_latency_us, "
 	    "base_power_w = excluded.base_power_w, "
+	    "net_transport = excluded.net_transport, "
 	    "self = CASE WHEN ?11 THEN self ELSE excluded.self END, "
 	    "info = CASE WHEN ?11 THEN info ELSE excluded.info END, "
 	    "updated_s = excluded.updated_s RETURNING id";
@@ -222,6 +230,7 @@ static int node_put_tx(struct hp__conn *c, const struct hp_pool_node *n,
 	hp__bind_text(st, 9, info);
 	sqlite3_bind_double(st, 10, hp__store_now());
 	sqlite3_bind_int(st, 11, keep_meta);
+	hp__bind_text(st, 12, hp_net_transport_name(n->net_transport));
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		node_id = sqlite3_column_int64(st, 0);
@@ -363,10 +372,27 @@ out:
 #define NODE_COLS                                                              \
 	"id, name, cpu_cores, memory_gb, intra_bw_gbps, net_bw_gbps, "         \
 	"net_latency_us, base_power_w, drained, self, info, created_s, "       \
-	"updated_s"
+	"updated_s, net_transport"
 
-/* The node at the statement's row (NODE_COLS), without devices. */
-static int node_row(sqlite3_stmt *st, struct hp_store_node *n)
+/* The transport stored in column i of node name, or HP_EIO for a name
+ * this code does not know (written by hand, or by a newer hetpool). */
+static int col_transport(sqlite3_stmt *st, int i, const char *name,
+			 enum hp_net_transport *out, struct hp_error *err)
+{
+	const char *t = hp__col_text(st, i);
+	char esc[40];
+
+	if (!hp_net_transport_parse(t, out))
+		return 0;
+	hp_str_escape(t, esc, sizeof(esc));
+	return hp_error_set(err, HP_EIO,
+			    "node '%s': net_transport '%s' unknown", name, esc);
+}
+
+/* The node at the statement's row (NODE_COLS), without devices: HP_ENOMEM
+ * (err not set), or HP_EIO (err set) for a row this code cannot read. */
+static int node_row(sqlite3_stmt *st, struct hp_store_node *n,
+		    struct hp_error *err)
 {
 	memset(n, 0, sizeof(*n));
 	n->id = sqlite3_column_int64(st, 0);
@@ -382,7 +408,8 @@ static int node_row(sqlite3_stmt *st, struct hp_store_node *n)
 	n->updated_s = hp__col_time(st, 12);
 	if (hp__col_dup(st, 1, &n->pool.name) || hp__col_dup(st, 10, &n->info))
 		return HP_ENOMEM;
-	return 0;
+	return col_transport(st, 13, n->pool.name ? n->pool.name : "",
+			     &n->pool.net_transport, err);
 }
 
 /* Read the devices of node n (its id set) inside the open transaction:
@@ -474,17 +501,17 @@ static int read_nodes(struct hp_store *s, const char *sql, const char *arg,
 			rc = HP_ENOMEM;
 			break;
 		}
-		rc = node_row(st, &a[na]);
+		rc = node_row(st, &a[na], err);
 		na++;
 		if (rc)
 			break;
 	}
 	if (rc == HP_ENOMEM)
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
-	else if (rc != SQLITE_DONE)
-		rc = hp__dberr(c, rc, "nodes", err);
-	else
+	else if (rc == SQLITE_DONE)
 		rc = 0;
+	else if (rc != HP_EIO) /* HP_EIO: node_row() said why */
+		rc = hp__dberr(c, rc, "nodes", err);
 	hp__stmt_done(st);
 	for (int i = 0; !rc && i < na; i++)
 		rc = node_devices(c, &a[i], err);
@@ -630,8 +657,8 @@ static struct hp_pool *pool_build(struct hp__conn *c, struct hp_error *err)
 {
 	static const char sql_nodes[] =
 	    "SELECT id, name, cpu_cores, memory_gb, intra_bw_gbps, "
-	    "net_bw_gbps, net_latency_us, base_power_w, drained FROM nodes "
-	    "ORDER BY id";
+	    "net_bw_gbps, net_latency_us, base_power_w, drained, "
+	    "net_transport FROM nodes ORDER BY id";
 	static const char sql_devs[] =
 	    "SELECT d.node_id, d.type, count(*), sum(NOT d.drained AND NOT "
 	    "d.reserved AND a.id IS NULL) FROM devices d LEFT JOIN "
@@ -685,12 +712,17 @@ static struct hp_pool *pool_build(struct hp__conn *c, struct hp_error *err)
 		nd->net_latency_us = sqlite3_column_double(st, 6);
 		nd->base_power_w = sqlite3_column_double(st, 7);
 		drained[p->n - 1] = sqlite3_column_int(st, 8) != 0;
+		if ((rc = col_transport(st, 9, nd->name, &nd->net_transport,
+					err)))
+			break;
 	}
 	hp__stmt_done(st);
 	if (rc == HP_ENOMEM) {
 		hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto fail;
 	}
+	if (rc == HP_EIO)
+		goto fail; /* col_transport() said why */
 	if (rc != SQLITE_DONE) {
 		hp__dberr(c, rc, "nodes", err);
 		goto fail;

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # CLI checks that hostile input is refused or escaped: a catalog whose
 # memory is 0 or empty or whose idle power is above board power, a pool
-# with a bandwidth out of range, node names holding a line break or an
-# escape sequence, a spec and an ONNX file whose names hold escape bytes,
-# a file name with both, and batch bounds that hold no power of two. Each
-# refusal is exit status 2 with one line on stderr naming the problem, and
-# no raw escape byte or stray line break reaches stdout or stderr.
+# with a bandwidth out of range or an unknown transport, node names
+# holding a line break or an escape sequence, a spec and an ONNX file
+# whose names hold escape bytes, a file name with both, and batch bounds
+# that hold no power of two. Each refusal is exit status 2 with one line
+# on stderr naming the problem, and no raw escape byte or stray line break
+# reaches stdout or stderr.
 . "$(dirname "$0")/lib.sh"
 CAT=$HP_ROOT/data/devices.csv
 R18=$HP_ROOT/data/models/resnet18.train.onnx
@@ -63,6 +64,12 @@ expect_status trust_pool_bw_negative 2 "$HP" recommend "$R18" --pool "$TMP/bwneg
 expect_err trust_pool_bw_negative_says "pool '[^']*bwneg.json': node 'n3': 'net_bw_gbps' = -1 is out of range \[0.001, 10000\]"
 expect_status trust_pool_bw_high 2 "$HP" recommend "$R18" --pool "$TMP/bwhigh.json" "${JOB[@]}" --batch 256
 expect_err trust_pool_bw_high_says "node 'n3': 'net_bw_gbps' = 1e\+07 is out of range \[0.001, 10000\]"
+# A transport outside the four names is refused by the key, without
+# echoing the value.
+pool n3 '100, "net_transport": "\u001b[31mib"' >"$TMP/transport.json"
+expect_status trust_pool_transport 2 "$HP" recommend "$R18" --pool "$TMP/transport.json" "${JOB[@]}" --batch 256
+expect_err trust_pool_transport_says "pool '[^']*transport.json': node 'n3': 'net_transport' must be \"auto\", \"tcp\", \"socket\" or \"rdma\""
+no_raw trust_pool_transport_no_raw
 
 # Node names are identifiers: a line break or an escape sequence is refused,
 # and the message does not echo it.

@@ -138,6 +138,12 @@ nodes = r.json()["nodes"]
 selfs = [n for n in nodes if n["self"]]
 check("the sample pool and this host are registered", r.status == 200 and len(nodes) == 35 and len(selfs) == 1, r)
 host = selfs[0]["name"] if selfs else "?"
+with open(SAMPLE) as f:
+    want = {n["name"]: n.get("net_transport", "auto") for n in json.load(f)["nodes"]}
+got = {n["name"]: n.get("net_transport") for n in nodes if not n["self"]}
+check("the sample pool's net_transport is kept, 'auto' where it says none",
+      got == want and len(set(want.values())) > 1 and selfs and selfs[0].get("net_transport") == "auto",
+      sorted(set(got.items()) ^ set(want.items()))[:5])
 node = {"name": "extra-1", "devices": [{"type": "t4", "count": 2}], "cpu_cores": 16, "memory_gb": 64,
         "intra_bw_gbps": 128, "net_bw_gbps": 10, "net_latency_us": 5, "base_power_w": 100}
 r = d.post("/v1/nodes", node, A)
@@ -145,11 +151,21 @@ check("a node is registered (201, Location)", r.status == 201 and r.json()["name
       and r.header("Location") == "/v1/nodes/extra-1" and len(r.json()["device_list"]) == 2, r)
 problem("a node with an unknown key: 400", d.post("/v1/nodes", dict(node, owner="x"), A), 400, "unknown-field", "owner")
 problem("a node with a bad figure: 400", d.post("/v1/nodes", dict(node, net_bw_gbps=-1), A), 400, "invalid-field")
+problem("a node with a bad net_transport: 400", d.post("/v1/nodes", dict(node, net_transport="ib"), A), 400,
+        "invalid-field", "net_transport")
+problem("a pool with a net_transport not a string: 400", d.post("/v1/pool", {"nodes": [dict(node, net_transport=3)]}, A),
+        400, "invalid-field", "nodes[0].net_transport")
+check("a node that says no net_transport has 'auto'", d.get("/v1/nodes/extra-1", R).json().get("net_transport") == "auto")
+r = d.post("/v1/nodes", dict(node, net_transport="rdma"), A)
+check("a node's net_transport is kept (POST, then GET)", r.status == 201 and r.json().get("net_transport") == "rdma"
+      and d.get("/v1/nodes/extra-1", R).json().get("net_transport") == "rdma", r)
 r = d.request("PATCH", "/v1/nodes/extra-1", {"state": "drained"}, A)
 check("a node is drained", r.status == 200 and r.json()["state"] == "drained", r)
 p = d.get("/v1/pool", R).json()
 ex = [n for n in p["nodes"] if n["name"] == "extra-1"]
 check("a drained node's devices are not free", ex and ex[0]["devices"][0]["free"] == 0, ex)
+check("the pool names each node's net_transport", ex and ex[0].get("net_transport") == "rdma"
+      and all(n.get("net_transport") in ("auto", "tcp", "socket", "rdma") for n in p["nodes"]), ex)
 r = d.request("PATCH", "/v1/nodes/extra-1", {"state": "active"}, A)
 check("a node is resumed", r.status == 200 and r.json()["state"] == "active", r)
 problem("a node patch with a bad state: 400", d.request("PATCH", "/v1/nodes/extra-1", {"state": "off"}, A), 400, "invalid-field", "state")

@@ -1,6 +1,7 @@
 /* test_api.c - the API's request readers (lib/api): strict bodies, the
  * problem details, the bearer token, media types, ids. */
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hetpool/api.h"
@@ -267,6 +268,51 @@ HP_TEST(api_other_bodies)
 	b = "{\"name\": \"n1\", \"devices\": [], \"owner\": \"x\"}";
 	ASSERT(hp_api_pool_check(b, strlen(b), true, &pb) != 0);
 	ASSERT_STR_EQ(pb.field, "owner");
+}
+
+/* "net_transport" on a node: optional, each of its names taken, anything
+ * else a 400 naming the field and the names. */
+HP_TEST(api_pool_check_net_transport)
+{
+	static const char *const good[] = {"auto", "tcp", "socket", "rdma"};
+	static const char *const bad[] = {"\"ib\"", "\"\"", "\"RDMA\"",
+					  "7",	    "null", "[]"};
+	struct hp_api_problem pb = {0};
+	char b[256];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(b, sizeof(b),
+			 "{\"name\": \"n1\", \"devices\": [], "
+			 "\"net_transport\": \"%s\"}",
+			 good[i]);
+		ASSERT_EQ_INT(hp_api_pool_check(b, strlen(b), true, &pb), 0);
+		snprintf(b, sizeof(b),
+			 "{\"nodes\": [{\"name\": \"n1\", \"devices\": [], "
+			 "\"net_transport\": \"%s\"}]}",
+			 good[i]);
+		ASSERT_EQ_INT(hp_api_pool_check(b, strlen(b), false, &pb), 0);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&pb, 0, sizeof(pb));
+		snprintf(b, sizeof(b),
+			 "{\"name\": \"n1\", \"devices\": [], "
+			 "\"net_transport\": %s}",
+			 bad[i]);
+		ASSERT_EQ_INT(hp_api_pool_check(b, strlen(b), true, &pb),
+			      HP_EINVAL);
+		ASSERT_EQ_INT(pb.status, 400);
+		ASSERT_STR_EQ(pb.type, "invalid-field");
+		ASSERT_STR_EQ(pb.field, "net_transport");
+	}
+	memset(&pb, 0, sizeof(pb));
+	snprintf(b, sizeof(b),
+		 "{\"nodes\": [{\"name\": \"n1\", \"devices\": []}, "
+		 "{\"name\": \"n2\", \"devices\": [], "
+		 "\"net_transport\": \"ib\"}]}");
+	ASSERT_EQ_INT(hp_api_pool_check(b, strlen(b), false, &pb), HP_EINVAL);
+	ASSERT_STR_EQ(pb.field, "nodes[1].net_transport");
+	ASSERT_STR_EQ(pb.detail, "'nodes[1].net_transport' is 'ib'; give "
+				 "'auto', 'tcp', 'socket' or 'rdma'");
 }
 
 HP_TEST(api_problem_json)

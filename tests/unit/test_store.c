@@ -3,12 +3,14 @@
  * /tmp: migrations from an empty file and from every older version (the
  * data kept, the schema the same as a fresh one), a newer or foreign
  * database refused; the pool built from the store against the pool
- * file's own parse; nodes updated and removed only where no device held
- * would go; allocation all or none, and the database's own refusals
- * (raw SQL: a second live allocation of a device, a job leaving a
- * terminal state); the state machine, every pair of states; 8 threads
- * racing for the same devices (a device is never held twice, every
- * success recorded); a child SIGKILLed mid-transaction and mid-burst
+ * file's own parse; each node's network transport kept (and 'auto' for
+ * rows written before it was stored, a name it does not know refused on
+ * read); nodes updated and removed only where no device held would go;
+ * allocation all or none, and the database's own refusals (raw SQL: a
+ * second live allocation of a device, a job leaving a terminal state);
+ * the state machine, every pair of states; 8 threads racing for the
+ * same devices (a device is never held twice, every success recorded); a
+ * child SIGKILLed mid-transaction and mid-burst
  * (every committed job there after, the invariants hold after recovery);
  * tokens (never stored as text, hashes checked against the FIPS vectors,
  * revoked at once); models, measurements (a profiler CSV in and back out
@@ -391,7 +393,12 @@ HP_TEST(store_migrates_from_empty_and_from_each_older_version)
 			ASSERT_EQ_INT(node.ndevices, 2);
 			ASSERT_EQ_INT(node.devices[0].state, HP_DEV_ALLOCATED);
 			ASSERT_EQ_INT(node.devices[1].state, HP_DEV_FREE);
+			/* Version 5 gave the rows there 'auto'. */
+			ASSERT_EQ_INT(node.pool.net_transport, HP_NET_AUTO);
 			hp_store_node_release(&node);
+			ASSERT_EQ_INT(q1(path, "SELECT count(*) FROM nodes "
+					       "WHERE net_transport = 'auto'"),
+				      1);
 			if (hp_store_token_verify(s, "old-token-0123456789",
 						  &tok, &err))
 				HP_FAIL("v%d token: %s", v, err.msg);
@@ -527,6 +534,7 @@ static void pools_equal(const struct hp_pool *a, const struct hp_pool *b)
 		ASSERT(x->net_bw_gbps == y->net_bw_gbps);
 		ASSERT(x->net_latency_us == y->net_latency_us);
 		ASSERT(x->base_power_w == y->base_power_w);
+		ASSERT_EQ_INT(x->net_transport, y->net_transport);
 	}
 }
 
@@ -614,6 +622,128 @@ HP_TEST(store_pool_equals_the_pool_file_and_follows_allocations)
 	hp_store_close(s);
 	hp_pool_free(file);
 	hp_catalog_free(cat);
+	rm_db();
+}
+
+/* Each transport goes in and comes back out of every read (one node, the
+ * list, the pool); an update changes it; a pool file's is kept; a value
+ * outside the enum is refused on write, and a name the code does not know,
+ * written past it, is an error on read (HP_EIO naming the node), not a
+ * guess. */
+HP_TEST(store_node_net_transport_round_trips)
+{
+	static const char *const names[] = {"auto", "tcp", "socket", "rdma"};
+	const char *path = tmp_db();
+	struct hp_store *s = open_ok(path);
+	struct hp_error err = {0};
+	struct hp_pool *p = pool_of(two_nodes), *mem;
+	struct hp_pool_node n1 = p->nodes[0];
+	struct hp_store_node got, *list;
+	int n;
+
+	for (int t = HP_NET_AUTO; t <= HP_NET_RDMA; t++) {
+		char sql[128];
+
+		n1.net_transport = (enum hp_net_transport)t;
+		ASSERT_EQ_INT(
+		    hp_store_node_put(s, &n1, NULL, false, NULL, &err), 0);
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM nodes WHERE name = 'n1' AND "
+			 "net_transport = '%s'",
+			 names[t]);
+		ASSERT_EQ_INT(q1(path, sql), 1);
+		ASSERT_EQ_INT(hp_store_node_get(s, "n1", &got, &err), 0);
+		ASSERT_EQ_INT(got.pool.net_transport, t);
+		hp_store_node_release(&got);
+		ASSERT_EQ_INT(hp_store_node_list(s, &list, &n, &err), 0);
+		ASSERT_EQ_INT(n, 1);
+		ASSERT_EQ_INT(list[0].pool.net_transport, t);
+		hp_store_node_list_free(list, n);
+		mem = hp_store_pool(s, &err);
+		if (!mem)
+			HP_FAIL("pool: %s", err.msg);
+		ASSERT_EQ_INT(mem->n, 1);
+		ASSERT_EQ_INT(mem->nodes[0].net_transport, t);
+		hp_pool_free(mem);
+	}
+	/* The self node too (its own query). */
+	ASSERT_EQ_INT(hp_store_node_put(s, &n1, "{}", true, NULL, &err), 0);
+	ASSERT_EQ_INT(hp_store_node_self(s, &got, &err), 0);
+	ASSERT_EQ_INT(got.pool.net_transport, HP_NET_RDMA);
+	hp_store_node_release(&got);
+	/* A pool file's transports are kept, and loading it again over the
+	 * registered nodes updates them. */
+	{
+		static const char text[] =
+		    "{\"nodes\": [{\"name\": \"n1\", \"devices\": [{\"type\": "
+		    "\"v100\", \"count\": 4}], \"cpu_cores\": 16, "
+		    "\"memory_gb\": 64, \"intra_bw_gbps\": 300, "
+		    "\"net_bw_gbps\": 100, \"net_latency_us\": 5, "
+		    "\"base_power_w\": 300}, "
+		    "{\"name\": \"n3\", \"devices\": [{\"type\": \"cpu\", "
+		    "\"count\": 1}], \"cpu_cores\": 4, \"memory_gb\": 8, "
+		    "\"intra_bw_gbps\": 10, \"net_bw_gbps\": 10, "
+		    "\"net_latency_us\": 50, \"base_power_w\": 0, "
+		    "\"net_transport\": \"tcp\"}]}";
+		struct hp_pool *f = pool_of(text);
+
+		ASSERT_EQ_INT(f->nodes[0].net_transport, HP_NET_AUTO);
+		ASSERT_EQ_INT(hp_store_pool_load(s, f, true, &err), 0);
+		mem = hp_store_pool(s, &err);
+		if (!mem)
+			HP_FAIL("pool: %s", err.msg);
+		pools_equal(mem, f);
+		hp_pool_free(mem);
+		hp_pool_free(f);
+	}
+	/* Outside the enum: refused, nothing written. */
+	n1.net_transport = (enum hp_net_transport)(HP_NET_RDMA + 1);
+	ASSERT_EQ_INT(hp_store_node_put(s, &n1, NULL, false, NULL, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "node 'n1': net_transport 4"));
+	n1.net_transport = (enum hp_net_transport) - 1;
+	ASSERT_EQ_INT(hp_store_node_put(s, &n1, NULL, false, NULL, &err),
+		      HP_EINVAL);
+	{
+		struct hp_pool one = {.nodes = &n1, .n = 1, .path = ""};
+		ASSERT_EQ_INT(hp_store_pool_load(s, &one, false, &err),
+			      HP_EINVAL);
+	}
+	ASSERT_EQ_INT(q1(path, "SELECT count(*) FROM nodes WHERE name = 'n1' "
+			       "AND net_transport = 'auto'"),
+		      1);
+	/* A name this code does not know (a newer hetpool's, or plain
+	 * SQL's) fails each read by name. */
+	ASSERT_EQ_INT(raw_exec(path,
+			       "UPDATE nodes SET net_transport = 'ib\n' "
+			       "WHERE name = 'n3'",
+			       true),
+		      SQLITE_OK);
+	memset(&err, 0, sizeof(err));
+	ASSERT_EQ_INT(hp_store_node_get(s, "n3", &got, &err), HP_EIO);
+	ASSERT_STR_EQ(err.msg, "node 'n3': net_transport 'ib\\n' unknown");
+	ASSERT(got.pool.name == NULL);
+	ASSERT_EQ_INT(hp_store_node_list(s, &list, &n, &err), HP_EIO);
+	ASSERT(list == NULL && n == 0);
+	ASSERT(strstr(err.msg, "node 'n3'"));
+	memset(&err, 0, sizeof(err));
+	ASSERT(hp_store_pool(s, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_EIO);
+	ASSERT_STR_EQ(err.msg, "node 'n3': net_transport 'ib\\n' unknown");
+	/* The other node still reads; a known name makes n3 read again. */
+	ASSERT_EQ_INT(hp_store_node_get(s, "n1", &got, &err), 0);
+	hp_store_node_release(&got);
+	ASSERT_EQ_INT(raw_exec(path,
+			       "UPDATE nodes SET net_transport = 'rdma' "
+			       "WHERE name = 'n3'",
+			       true),
+		      SQLITE_OK);
+	ASSERT_EQ_INT(hp_store_node_get(s, "n3", &got, &err), 0);
+	ASSERT_EQ_INT(got.pool.net_transport, HP_NET_RDMA);
+	hp_store_node_release(&got);
+	check_invariants(path);
+	hp_store_close(s);
+	hp_pool_free(p);
 	rm_db();
 }
 
