@@ -12,7 +12,7 @@
 #
 # Usage: benchmarks/lr_find_check.sh [BUILD_DIR [OUT_DIR]]   (or make bench)
 # Run it under `nice -n 5` on a shared machine.  With the defaults it
-# runs 2 range tests and 16 training runs of 1000 steps: 9 minutes on the
+# runs 2 range tests and 16 training runs of 1000 steps: 2 minutes on the
 # project's shared 2-core VM (docs/lr-find.md).
 # Environment (defaults in brackets):
 #   TRAINER     the trainer [BUILD_DIR/bin/hetpool-train]; for a dry run
@@ -25,7 +25,7 @@
 #   SEEDS       seeds; each gets its own range test and runs ["1 2"]
 #   GRID        the rates ["1e-3 3.16e-3 1e-2 3.16e-2 0.1 0.316 1": 7
 #               rates, half a decade apart]
-#   LRF_STEPS   steps of the range test [200]
+#   LRF_STEPS   steps of the range test [800, lr-find's default]
 #   THREADS     --threads for every run [1: runs go one at a time, and on a
 #               shared 2-core machine a 2-thread step waits for whichever
 #               thread is descheduled (3.5x slower, measured); empty: the
@@ -51,7 +51,7 @@ BUDGET=${BUDGET:-1000}
 BATCH=${BATCH:-64}
 SEEDS=${SEEDS:-"1 2"}
 GRID=${GRID:-"1e-3 3.16e-3 1e-2 3.16e-2 0.1 0.316 1"}
-LRF_STEPS=${LRF_STEPS:-200}
+LRF_STEPS=${LRF_STEPS:-800}
 THREADS=${THREADS-1}
 OUT=${OUT:-${2:-$(mktemp -d /tmp/lr_find_check.XXXXXX)}}
 # shellcheck disable=SC2206

@@ -70,7 +70,10 @@ static const char help[] =
     "  --data D          fashion-mnist (default), synthetic, or a "
     "folder; passed\n"
     "                    to the trainer\n"
-    "  --steps N         steps of the test (default 200)\n"
+    "  --steps N         steps of the test (default 800: 133 a decade, "
+    "slow enough\n"
+    "                    for the network to settle at each rate; "
+    "docs/lr-find.md)\n"
     "  --lr-min X        rate of the first step (default 1e-5)\n"
     "  --lr-max Y        rate of the last step (default 10)\n"
     "  --batch B         global batch (default 64)\n"
@@ -179,7 +182,7 @@ static int parse_args(int argc, char **argv, struct lr_find *a)
 	int first, rc;
 
 	a->data = "fashion-mnist";
-	a->steps = 200;
+	a->steps = HP_LRFIND_DEFAULT_STEPS;
 	a->batch = 64;
 	a->seed = 1;
 	a->lr_min = 1e-5;

@@ -30,6 +30,9 @@ extern "C" {
 
 /* Most steps one series may hold (a range test has hundreds). */
 #define HP_LRFIND_MAX_POINTS 1000000
+/* Steps of a range test unless told (six decades: 133 steps a decade;
+ * docs/lr-find.md, "How long a test"). */
+#define HP_LRFIND_DEFAULT_STEPS 800
 /* Highest polynomial degree the cross-validation may choose. */
 #define HP_LRFIND_MAX_DEGREE 10
 
