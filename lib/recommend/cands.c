@@ -85,7 +85,7 @@ static bool bounds(const struct hp__rec_session *S, const int *ty, const int *n,
 			if (S->cl.net_latency_min_us[ty[j]] < lat)
 				lat = S->cl.net_latency_min_us[ty[j]];
 		}
-		x = S->m->comm_scale *
+		x = S->m->net_scale *
 		    hp__rec_inter_s(bw, lat, mlb, S->m->grad_bytes);
 	} else {
 		x = 0;
@@ -301,7 +301,7 @@ static bool pair_init(struct pair *pr, const struct hp__rec_session *S, int t0,
 static double nodes_time_s(const struct pair *pr, int m)
 {
 	return HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * m +
-	       pr->steps * pr->S->m->comm_scale *
+	       pr->steps * pr->S->m->net_scale *
 		   hp__rec_inter_s(pr->net_gbps, pr->net_latency_us, m,
 				   pr->S->m->grad_bytes);
 }

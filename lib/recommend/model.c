@@ -295,7 +295,7 @@ int hp__rec_model_build_in(const struct hp_estimator *est,
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	m->ntypes = ntypes;
 	m->grad_bytes = 4.0 * (double)w1->params;
-	m->comm_scale = 1;
+	m->comm_scale = m->net_scale = 1;
 	m->confidence = 0.5;
 	m->cat = cat;
 	for (int i = 0; i < ntypes; i++) {
@@ -517,7 +517,8 @@ int hp__rec_model_judge(struct hp__rec_model *m, double confidence,
 		for (int64_t b = 2; b <= tt->local_max; b++)
 			tt->step_s[b] = fmax(tt->step_s[b], tt->step_s[b - 1]);
 	}
-	m->comm_scale = exp(comm_log_q90(m) / Z90 * z);
+	m->comm_scale = exp(HP_REC_COMM_LOG_Q90 / Z90 * z);
+	m->net_scale = exp(comm_log_q90(m) / Z90 * z);
 	m->confidence = confidence;
 	return 0;
 }
@@ -526,8 +527,10 @@ int hp__rec_model_judge(struct hp__rec_model *m, double confidence,
 struct jparts {
 	double pt[HP_REC_MAX_MIX], lo[HP_REC_MAX_MIX], hi[HP_REC_MAX_MIX];
 	int n;
-	double comm_s, steps, startup_s;
-	double comm_q90; /* the all-reduce's log error, 90th percentile */
+	double intra_s, inter_s, steps, startup_s; /* intra and inter: the
+						      parts of a step */
+	double net_q90; /* the across-node all-reduce's log error, 90th
+			   percentile (inside a node: HP_REC_COMM_LOG_Q90) */
 };
 
 static double time_at(const struct jparts *J, double z)
@@ -540,7 +543,8 @@ static double time_at(const struct jparts *J, double z)
 		if (t > c)
 			c = t;
 	}
-	c += J->comm_s * exp(J->comm_q90 / Z90 * z);
+	c += J->intra_s * exp(HP_REC_COMM_LOG_Q90 / Z90 * z) +
+	     J->inter_s * exp(J->net_q90 / Z90 * z);
 	return J->steps * c + J->startup_s;
 }
 
@@ -549,6 +553,7 @@ void hp__rec_config_judge(const struct hp__rec_model *m,
 {
 	struct jparts J = {0};
 	double cs = m->comm_scale > 0 ? m->comm_scale : 1;
+	double ns = m->net_scale > 0 ? m->net_scale : 1;
 	double comp = 0, clo = 0, chi = 0, zl = -8, zh = 8;
 
 	c->time_judged_s = c->time_s;
@@ -574,8 +579,9 @@ void hp__rec_config_judge(const struct hp__rec_model *m,
 	}
 	/* Back to the point predictions. */
 	c->intra_time_s /= cs;
-	c->inter_time_s /= cs;
-	c->comm_time_s /= cs;
+	c->inter_time_s /= ns;
+	c->comm_time_s =
+	    (c->intra_time_s + c->inter_time_s) * (1 - HP_REC_OVERLAP);
 	c->compute_time_s = comp;
 	c->step_time_s = comp + c->comm_time_s;
 	c->step_time_lo_s = clo + c->comm_time_s;
@@ -587,10 +593,11 @@ void hp__rec_config_judge(const struct hp__rec_model *m,
 	c->energy_lo_j = c->time_lo_s * c->power_w;
 	c->energy_hi_j = c->time_hi_s * c->power_w;
 	/* P(time <= deadline): the z where the time reaches it. */
-	J.comm_s = c->comm_time_s;
+	J.intra_s = c->intra_time_s * (1 - HP_REC_OVERLAP);
+	J.inter_s = c->inter_time_s * (1 - HP_REC_OVERLAP);
 	J.steps = (double)c->steps;
 	J.startup_s = c->startup_s;
-	J.comm_q90 = comm_log_q90(m);
+	J.net_q90 = comm_log_q90(m);
 	if (time_at(&J, zl) > deadline_s) {
 		c->deadline_probability = 0;
 		return;

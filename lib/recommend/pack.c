@@ -27,9 +27,8 @@ static double intra_of(const struct hp__rec_session *S,
 static double inter_of(const struct hp__rec_session *S,
 		       const struct hp__rec_class *k, int m)
 {
-	return S->m->comm_scale * hp__rec_inter_s(k->net_gbps,
-						  k->net_latency_us, m,
-						  S->m->grad_bytes);
+	return S->m->net_scale * hp__rec_inter_s(k->net_gbps, k->net_latency_us,
+						 m, S->m->grad_bytes);
 }
 
 /* Base of the y cheapest nodes of group g. */
@@ -329,7 +328,7 @@ static void cost_actual(const struct hp__rec_session *S,
 	}
 	for (int i = 0; i < cfg->ngroups; i++) {
 		int node = cfg->groups[i].node;
-		double x = S->m->comm_scale *
+		double x = S->m->net_scale *
 			   hp__rec_inter_s(S->cl.net_bw[node],
 					   S->cl.net_lat[node], m, g);
 		if (x > inter)

@@ -35,13 +35,15 @@ struct hp__rec_model {
 	struct hp__rec_tt *tt;
 	int ntypes;
 	double grad_bytes; /* gradient bytes all-reduced per step */
-	/* The all-reduce terms are multiplied by this (1: the point; more
-	 * once hp__rec_model_judge() has made the tables a quantile). */
-	double comm_scale;
+	/* The all-reduce terms are multiplied by these (1: the point; more
+	 * once hp__rec_model_judge() has made the tables a quantile): inside
+	 * a node (HP_REC_COMM_LOG_Q90's spread), and across nodes (the
+	 * pool's transports', comm_log_q90). */
+	double comm_scale, net_scale;
 	double confidence; /* the quantile the tables hold (0.5: point) */
-	/* The 90th percentile of the all-reduce's log error: the largest of
-	 * the pool's transports' (hp_comm_transport_log_q90()); 0 before
-	 * hp__rec_model_pool(): HP_REC_COMM_LOG_Q90. */
+	/* The 90th percentile of the across-node all-reduce's log error: the
+	 * largest of the pool's transports' (hp_comm_transport_log_q90());
+	 * 0 before hp__rec_model_pool(): HP_REC_COMM_LOG_Q90. */
 	double comm_log_q90;
 	const struct hp_catalog *cat; /* to tell a node's CPUs */
 };

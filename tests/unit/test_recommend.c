@@ -590,7 +590,11 @@ HP_TEST(recommend_search_matches_exhaustive_on_synthetic_tables)
 	enum { POOLS = 1000 };
 
 	for (int seed = 1; seed <= POOLS; seed++) {
-		struct hp__rec_model m = {tt, 4, 0, 1, 0.5};
+		struct hp__rec_model m = {.tt = tt,
+					  .ntypes = 4,
+					  .comm_scale = 1,
+					  .net_scale = 1,
+					  .confidence = 0.5};
 		struct hp_pool pool;
 		struct hp__rec_params q = {0};
 
