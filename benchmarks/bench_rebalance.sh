@@ -97,7 +97,7 @@ done
 
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 - "$tmp" "$rounds" "$B" "$measure" $memories <<'PY'
-import json, statistics, sys
+import json, math, statistics, sys
 tmp, rounds, B, measure = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 memories = sys.argv[5:]
 
@@ -122,8 +122,19 @@ for r in range(1, rounds + 1):
     evmed = [statistics.median(x['rank_step_s'][k] for x in ev) for k in (0, 1)]
     inrun = sum(sum(b / t for b, t in zip(x['local_batches'], x['rank_step_s']))
                 * x['step_s'] for x in rs) / sum(x['step_s'] for x in rs)
+    # What the synchronous step costs after the last re-split: each
+    # rank's compute time varies from step to step (cv), the step waits
+    # for the slower of the two (E[max] / E[mean] over the steps), and
+    # the all-reduce and the rest of the step come on top (other).
+    cv = statistics.mean(statistics.pstdev(x['rank_step_s'][k] for x in same) /
+                         statistics.mean(x['rank_step_s'][k] for x in same)
+                         for k in (0, 1))
+    emax = statistics.mean(max(x['rank_step_s']) for x in same)
+    emean = statistics.mean(statistics.mean(x['rank_step_s']) for x in same)
+    other = statistics.mean((x['step_s'] - max(x['rank_step_s'])) / x['step_s']
+                            for x in same)
     rows.append(dict(even=sps(ev), resplit=sps(rs), a0=sps(a0), a1=sps(a1),
-                     inrun=inrun,
+                     inrun=inrun, cv=cv, sync=emax / emean, other=other,
                      ideal=sps(a0) + sps(a1), split=rs[-1]['local_batches'],
                      spread=max(med) / min(med) - 1,
                      even_spread=max(evmed) / min(evmed) - 1,
@@ -156,6 +167,17 @@ print('re-split / in-run ideal: median %.1f%% (range %.1f-%.1f%%)' % (
 print('rank compute-time spread: even split %.1f%%, after the re-split %.1f%% '
       '(median over rounds; goal <= 5%%)' % (
           100 * m('even_spread')[0], 100 * m('spread')[0]))
+# Two independent normal times of equal mean and this CV: the slower
+# is on average 1 + CV / sqrt(pi) of the mean, whatever the split.
+noise = 1 + m('cv')[0] / math.sqrt(math.pi)
+print('the synchronous step after the re-split: compute times vary %.1f%% step to '
+      'step (CV, median; %.1f-%.1f); the slower of the two ranks takes %.3fx their '
+      'mean (%.3f-%.3f), of which noise alone, with the ranks even in the mean, '
+      'would give %.3fx: a ceiling of %.1f%% on re-split / in-run ideal that no '
+      'split removes; the all-reduce and the rest of a step %.1f%% (%.1f-%.1f)' % (
+          100 * m('cv')[0], 100 * m('cv')[1], 100 * m('cv')[2],
+          m('sync')[0], m('sync')[1], m('sync')[2], noise, 100 / noise,
+          100 * m('other')[0], 100 * m('other')[1], 100 * m('other')[2]))
 
 def resplit_stats(path, ideal):
     L = steps(path)
