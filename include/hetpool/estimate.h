@@ -413,9 +413,9 @@ int hp_estimator_predict_prec(const struct hp_estimator *est,
  * the 90th percentile of the log error a prediction with it carries (the
  * sources' spread and HP_REC_COMM_LOG_Q90's, the host's, together).
  */
-#define HP_COMM_SOCKET_EFFICIENCY 0.50 /* 4 sources, 0.40-0.60 */
+#define HP_COMM_SOCKET_EFFICIENCY 0.43 /* 4 sources, 0.22-0.60 */
 #define HP_COMM_SOCKET_MSG_S 0.40e-3   /* not measured: TCP's */
-#define HP_COMM_SOCKET_LOG_Q90 0.46
+#define HP_COMM_SOCKET_LOG_Q90 0.71
 #define HP_COMM_RDMA_EFFICIENCY 0.84 /* 3 figures, 0.64-0.98 */
 #define HP_COMM_RDMA_MSG_S 15e-6     /* a 2-node 8 KB all-reduce, 35 us */
 #define HP_COMM_RDMA_LOG_Q90 0.50
