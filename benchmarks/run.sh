@@ -142,6 +142,10 @@ if [ -x "$build/bin/hetpool-train" ]; then
 fi
 
 echo
+echo "== the network transport and the recommender's choices: 16 nodes of 4 T4s at 50 Gbit/s, costed on 6 Gbit/s links (a simulation: compute from the estimator)"
+/usr/bin/python3 benchmarks/transport_sim.py "$build" | tail -n 2
+
+echo
 echo "== one core's input pipeline: hetpool host --measure (libjpeg-turbo, C crop) vs torchvision's (PIL), the same JPEG, alternating"
 /usr/bin/python3 benchmarks/bench_loader.py "$build" 5
 
