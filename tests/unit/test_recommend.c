@@ -280,12 +280,17 @@ static void random_pool(struct hp_pool *p, const struct hp__rec_model *m)
 		nd->net_bw_gbps = 10 * pow(40, urnd());	  /* 10-400 */
 		nd->net_latency_us = 1 + 29 * urnd();	  /* 1-30 */
 		nd->base_power_w = urnd() < 0.2 ? 0 : 2000 * urnd();
+		/* Every transport, from the bandwidth's digits (the random
+		 * stream, and so the pools, stay as they were). */
+		nd->net_transport = (enum hp_net_transport)(
+		    (unsigned)(nd->net_bw_gbps * 1000) % 4);
 		/* Identical nodes now and then, to exercise classes. */
 		if (i > 0 && urnd() < 0.25) {
 			struct hp_pool_node *pr = &nodes[i - 1];
 			nd->intra_bw_gbps = pr->intra_bw_gbps;
 			nd->net_bw_gbps = pr->net_bw_gbps;
 			nd->net_latency_us = pr->net_latency_us;
+			nd->net_transport = pr->net_transport;
 			nd->base_power_w = pr->base_power_w;
 			nd->ndevs = pr->ndevs;
 			memcpy(devs[i], devs[i - 1], sizeof(devs[i]));
