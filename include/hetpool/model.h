@@ -146,7 +146,8 @@ const char *hp_node_attr_s(const struct hp_node *n, const char *name,
 /* Set a tensor's integer constant value (copied). */
 int hp_tensor_set_ival(struct hp_tensor *t, const int64_t *v, int64_t n);
 int hp_tensor_set_fvals(struct hp_tensor *t, const double *v, int64_t n);
-/* Elements of a tensor with known shape; -1 if unknown, overflow-checked. */
+/* Elements of a tensor with known shape; -1 if unknown (or no tensor),
+ * overflow-checked. */
 int64_t hp_tensor_numel(const struct hp_tensor *t);
 
 /*

@@ -298,7 +298,7 @@ int64_t hp_tensor_numel(const struct hp_tensor *t)
 {
 	int64_t n = 1;
 
-	if (t->rank < 0)
+	if (!t || t->rank < 0)
 		return -1;
 	for (int i = 0; i < t->rank; i++) {
 		if (t->dims[i] < 0 || !hp_mul_i64(n, t->dims[i], &n))

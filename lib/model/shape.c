@@ -958,11 +958,12 @@ static int op_reshape(struct hp_graph *g, struct hp_node *n,
 {
 	struct hp_tensor *x = in(g, n, 0), *s = in(g, n, 1);
 	bool allowzero = hp_node_attr_i(n, "allowzero", 0) != 0;
-	int64_t o[HP_MAX_RANK], known_prod = 1, total = hp_tensor_numel(x);
+	int64_t o[HP_MAX_RANK], known_prod = 1, total;
 	int neg = -1, rc;
 
 	if (!known(x))
 		return 2;
+	total = hp_tensor_numel(x);
 	if (!s || !has_val(s))
 		return bad(err, n,
 			   "target shape is not a constant (cannot be "
