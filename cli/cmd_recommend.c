@@ -174,9 +174,43 @@ static void print_batches(const struct hp_rec_result *r,
 	printf("\n");
 }
 
+/* How the chosen configuration's all-reduce crosses the network: each
+ * transport its used nodes take, with its share of the line rate. */
+static void print_transports(const struct hp_rec_config *c,
+			     const struct hp_pool *pool,
+			     const struct hp_catalog *cat, double log_q90)
+{
+	bool seen[HP_NET_RDMA + 1] = {false};
+	int n = 0;
+
+	if (c->nnodes < 2)
+		return;
+	for (int i = 0; i < c->ngroups; i++) {
+		int node = c->groups[i].node;
+		if (node >= 0 && node < pool->n)
+			seen[hp_pool_node_transport(&pool->nodes[node], cat)] =
+			    true;
+	}
+	printf("             (across nodes: ");
+	for (int t = HP_NET_TCP; t <= HP_NET_RDMA; t++) {
+		if (!seen[t])
+			continue;
+		printf("%s%s, %.0f%% of the line rate", n++ ? "; " : "",
+		       t == HP_NET_TCP	    ? "MPI over TCP"
+		       : t == HP_NET_SOCKET ? "NCCL over sockets"
+					    : "NCCL over RDMA",
+		       100 * hp_comm_transport_efficiency(
+				 (enum hp_net_transport)t));
+	}
+	printf("; its 90th percentile %.2fx the point: docs/estimator.md, "
+	       "\"Transports\")\n",
+	       exp(log_q90));
+}
+
 static void print_explain(const struct hp_rec_result *r,
 			  const struct hp_rec_job *job,
-			  const struct hp_pool *pool)
+			  const struct hp_pool *pool,
+			  const struct hp_catalog *cat)
 {
 	const struct hp_rec_config *c = &r->choice;
 	char a[32], b[32], n1[256], n2[1024];
@@ -209,6 +243,7 @@ static void print_explain(const struct hp_rec_result *r,
 	printf("             (all-reduce: %.3g s within nodes, %.3g s across; "
 	       "not overlapped with backward)\n",
 	       c->intra_time_s, c->inter_time_s);
+	print_transports(c, pool, cat, r->comm_log_q90);
 	printf("job          %lld steps x step + start-up %.0f s "
 	       "(%.0f s + %.0f s per node) = %s\n",
 	       (long long)c->steps, c->startup_s, HP_REC_STARTUP_S,
@@ -484,7 +519,7 @@ static int cmd_recommend(int argc, char **argv)
 		puts(s);
 		free(s);
 	} else if (a.explain) {
-		print_explain(&res, &a.job, pool);
+		print_explain(&res, &a.job, pool, hp_snap_catalog(snap));
 	} else {
 		print_short(&res, &a.job, pool);
 	}

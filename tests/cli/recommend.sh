@@ -80,6 +80,14 @@ expect_status rec_explain 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --
 grep -q '^lr ' "$TMP/out" && grep -q 'not overlapped' "$TMP/out" && grep -q 'not charged' "$TMP/out" && grep -q '^alternatives' "$TMP/out" \
 	&& ok rec_explain_says_rules || fail rec_explain_says_rules "$(head -c 600 "$TMP/out")"
 
+# A choice across nodes names its transport: the sample pool's T4 nodes
+# are NCCL over sockets (43% of the line rate).
+R18C=${HP_ROOT:-.}/data/models/resnet18_cifar.train.onnx
+expect_status rec_explain_transport 0 "$HP" recommend "$R18C" --pool "$POOL" --samples 50000 --epochs 10 \
+	--batch 2048 --deadline 2m --device-type t4 --devices 16 --explain
+grep -q 'across nodes: NCCL over sockets, 43% of the line rate' "$TMP/out" \
+	&& ok rec_explain_transport_says || fail rec_explain_transport_says "$(grep -A2 '^step' "$TMP/out")"
+
 expect_status rec_text 0 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 90m
 grep -q 'meets the deadline' "$TMP/out" && ok rec_text_out || fail rec_text_out "$(cat "$TMP/out")"
 
