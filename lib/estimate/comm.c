@@ -130,42 +130,41 @@ void hp_comm_net_default(struct hp_comm_net *n, int per_node, int nodes,
 	n->bucket_bytes = HP_COMM_BUCKET_BYTES;
 }
 
+/* Each transport's figures (estimate.h), by enum hp_net_transport;
+ * HP_NET_AUTO, not resolved, is TCP's. */
+static const struct transport_fig {
+	double efficiency, msg_s, log_q90;
+} transport_figs[] = {
+    [HP_NET_AUTO] = {HP_COMM_NET_EFFICIENCY, HP_COMM_NET_MSG_S,
+		     HP_COMM_TCP_LOG_Q90},
+    [HP_NET_TCP] = {HP_COMM_NET_EFFICIENCY, HP_COMM_NET_MSG_S,
+		    HP_COMM_TCP_LOG_Q90},
+    [HP_NET_SOCKET] = {HP_COMM_SOCKET_EFFICIENCY, HP_COMM_SOCKET_MSG_S,
+		       HP_COMM_SOCKET_LOG_Q90},
+    [HP_NET_RDMA] = {HP_COMM_RDMA_EFFICIENCY, HP_COMM_RDMA_MSG_S,
+		     HP_COMM_RDMA_LOG_Q90},
+};
+
+static const struct transport_fig *fig(enum hp_net_transport t)
+{
+	if ((int)t < 0 ||
+	    (size_t)t >= sizeof(transport_figs) / sizeof(transport_figs[0]))
+		t = HP_NET_TCP;
+	return &transport_figs[t];
+}
+
 void hp_comm_net_transport(struct hp_comm_net *n, enum hp_net_transport t)
 {
-	n->net_efficiency = hp_comm_transport_efficiency(t);
-	switch (t) {
-	case HP_NET_SOCKET:
-		n->net_msg_s = HP_COMM_SOCKET_MSG_S;
-		break;
-	case HP_NET_RDMA:
-		n->net_msg_s = HP_COMM_RDMA_MSG_S;
-		break;
-	default:
-		n->net_msg_s = HP_COMM_NET_MSG_S;
-		break;
-	}
+	n->net_efficiency = fig(t)->efficiency;
+	n->net_msg_s = fig(t)->msg_s;
 }
 
 double hp_comm_transport_efficiency(enum hp_net_transport t)
 {
-	switch (t) {
-	case HP_NET_SOCKET:
-		return HP_COMM_SOCKET_EFFICIENCY;
-	case HP_NET_RDMA:
-		return HP_COMM_RDMA_EFFICIENCY;
-	default:
-		return HP_COMM_NET_EFFICIENCY;
-	}
+	return fig(t)->efficiency;
 }
 
 double hp_comm_transport_log_q90(enum hp_net_transport t)
 {
-	switch (t) {
-	case HP_NET_SOCKET:
-		return HP_COMM_SOCKET_LOG_Q90;
-	case HP_NET_RDMA:
-		return HP_COMM_RDMA_LOG_Q90;
-	default:
-		return HP_COMM_TCP_LOG_Q90;
-	}
+	return fig(t)->log_q90;
 }
