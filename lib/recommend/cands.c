@@ -77,16 +77,16 @@ static bool bounds(const struct hp__rec_session *S, const int *ty, const int *n,
 	}
 	if (mlb >= 2) {
 		/* Every used node's link is no better than the best of the
-		 * types' nodes: bandwidth at most, latency at least. */
-		double bw = 0, lat = INFINITY;
+		 * types' nodes: payload at most, message cost at least. */
+		double bw = 0, msg = INFINITY;
 		for (int j = 0; j < k; j++) {
-			if (S->cl.net_gbps_max[ty[j]] > bw)
-				bw = S->cl.net_gbps_max[ty[j]];
-			if (S->cl.net_latency_min_us[ty[j]] < lat)
-				lat = S->cl.net_latency_min_us[ty[j]];
+			if (S->cl.net_payload_max_gbps[ty[j]] > bw)
+				bw = S->cl.net_payload_max_gbps[ty[j]];
+			if (S->cl.net_msg_min_s[ty[j]] < msg)
+				msg = S->cl.net_msg_min_s[ty[j]];
 		}
 		x = S->m->net_scale *
-		    hp__rec_inter_s(bw, lat, mlb, S->m->grad_bytes);
+		    hp__rec_inter_s(bw, msg, mlb, S->m->grad_bytes);
 	} else {
 		x = 0;
 	}
@@ -238,8 +238,8 @@ struct pair {
 	double j_per_sample_line, j_one0, j_one1;
 	double power_min0_w, power_min1_w; /* per device */
 	double base_min0_w, base_min1_w, base_min_w;
-	double net_gbps, net_latency_us; /* the best any used node has */
-	const int *fewest0, *fewest1;	 /* nodes for n devices of each */
+	double net_payload_gbps, net_msg_s; /* the best any used node has */
+	const int *fewest0, *fewest1;	    /* nodes for n devices of each */
 };
 
 /* The pair's figures; false when one type has no free device. */
@@ -284,13 +284,13 @@ static bool pair_init(struct pair *pr, const struct hp__rec_session *S, int t0,
 	pr->base_min1_w = cl->base_min_w[t1];
 	pr->base_min_w = pr->base_min0_w < pr->base_min1_w ? pr->base_min0_w
 							   : pr->base_min1_w;
-	pr->net_gbps = cl->net_gbps_max[t0] > cl->net_gbps_max[t1]
-			   ? cl->net_gbps_max[t0]
-			   : cl->net_gbps_max[t1];
-	pr->net_latency_us =
-	    cl->net_latency_min_us[t0] < cl->net_latency_min_us[t1]
-		? cl->net_latency_min_us[t0]
-		: cl->net_latency_min_us[t1];
+	pr->net_payload_gbps =
+	    cl->net_payload_max_gbps[t0] > cl->net_payload_max_gbps[t1]
+		? cl->net_payload_max_gbps[t0]
+		: cl->net_payload_max_gbps[t1];
+	pr->net_msg_s = cl->net_msg_min_s[t0] < cl->net_msg_min_s[t1]
+			    ? cl->net_msg_min_s[t0]
+			    : cl->net_msg_min_s[t1];
 	/* f0, f1 <= B: within the tables. */
 	pr->fewest0 = cl->fewest_nodes[t0];
 	pr->fewest1 = cl->fewest_nodes[t1];
@@ -302,7 +302,7 @@ static double nodes_time_s(const struct pair *pr, int m)
 {
 	return HP_REC_STARTUP_S + HP_REC_STARTUP_NODE_S * m +
 	       pr->steps * pr->S->m->net_scale *
-		   hp__rec_inter_s(pr->net_gbps, pr->net_latency_us, m,
+		   hp__rec_inter_s(pr->net_payload_gbps, pr->net_msg_s, m,
 				   pr->S->m->grad_bytes);
 }
 

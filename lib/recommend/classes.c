@@ -17,7 +17,7 @@
 /* A node's sort key for grouping: its figures, then its free vector;
  * each key carries what the comparison needs (no shared context). */
 struct node_key {
-	double base_w, intra_gbps, net_gbps, net_latency_us;
+	double base_w, intra_gbps, net_payload_gbps, net_msg_s;
 	const int *free; /* per model type */
 	int ntypes;
 	int node;
@@ -30,10 +30,10 @@ static int cmp_node(const void *a, const void *b)
 		return x->base_w < y->base_w ? -1 : 1;
 	if (x->intra_gbps != y->intra_gbps)
 		return x->intra_gbps < y->intra_gbps ? -1 : 1;
-	if (x->net_gbps != y->net_gbps)
-		return x->net_gbps < y->net_gbps ? -1 : 1;
-	if (x->net_latency_us != y->net_latency_us)
-		return x->net_latency_us < y->net_latency_us ? -1 : 1;
+	if (x->net_payload_gbps != y->net_payload_gbps)
+		return x->net_payload_gbps < y->net_payload_gbps ? -1 : 1;
+	if (x->net_msg_s != y->net_msg_s)
+		return x->net_msg_s < y->net_msg_s ? -1 : 1;
 	for (int t = 0; t < x->ntypes; t++)
 		if (x->free[t] != y->free[t])
 			return x->free[t] - y->free[t];
@@ -50,10 +50,10 @@ static int cmp_class(const void *a, const void *b)
 		return y->free_max - x->free_max;
 	if (x->intra_gbps != y->intra_gbps)
 		return x->intra_gbps > y->intra_gbps ? -1 : 1;
-	if (x->net_gbps != y->net_gbps)
-		return x->net_gbps > y->net_gbps ? -1 : 1;
-	if (x->net_latency_us != y->net_latency_us)
-		return x->net_latency_us < y->net_latency_us ? -1 : 1;
+	if (x->net_payload_gbps != y->net_payload_gbps)
+		return x->net_payload_gbps > y->net_payload_gbps ? -1 : 1;
+	if (x->net_msg_s != y->net_msg_s)
+		return x->net_msg_s < y->net_msg_s ? -1 : 1;
 	return 0;
 }
 
@@ -81,10 +81,10 @@ void hp__rec_classes_release(struct hp__rec_classes *cl)
 	free(cl->fewest_nodes_max);
 	free(cl->nodes_with);
 	free(cl->base_min_w);
-	free(cl->net_gbps_max);
-	free(cl->net_latency_min_us);
-	free(cl->net_bw);
-	free(cl->net_lat);
+	free(cl->net_payload_max_gbps);
+	free(cl->net_msg_min_s);
+	free(cl->node_payload_gbps);
+	free(cl->node_msg_s);
 	memset(cl, 0, sizeof(*cl));
 }
 
@@ -166,8 +166,8 @@ static int sort_nodes(const struct hp__rec_classes *cl, const struct hp_pool *p,
 		const struct hp_pool_node *x = &p->nodes[i];
 		keys[i] = (struct node_key){x->base_power_w,
 					    x->intra_bw_gbps,
-					    cl->net_bw[i],
-					    cl->net_lat[i],
+					    cl->node_payload_gbps[i],
+					    cl->node_msg_s[i],
 					    &cl->node_free[(size_t)i * nt],
 					    nt,
 					    i};
@@ -198,8 +198,10 @@ static int group_classes(struct hp__rec_classes *cl, const struct hp_pool *p,
 			const struct hp_pool_node *y = &p->nodes[order[b]];
 			if (x->base_power_w != y->base_power_w ||
 			    x->intra_bw_gbps != y->intra_bw_gbps ||
-			    cl->net_bw[order[a]] != cl->net_bw[order[b]] ||
-			    cl->net_lat[order[a]] != cl->net_lat[order[b]] ||
+			    cl->node_payload_gbps[order[a]] !=
+				cl->node_payload_gbps[order[b]] ||
+			    cl->node_msg_s[order[a]] !=
+				cl->node_msg_s[order[b]] ||
 			    memcmp(&cl->node_free[order[a] * nt],
 				   &cl->node_free[order[b] * nt],
 				   (size_t)nt * sizeof(int)))
@@ -212,8 +214,8 @@ static int group_classes(struct hp__rec_classes *cl, const struct hp_pool *p,
 			k = &cl->cls[cl->ncls];
 			k->base_w = x->base_power_w;
 			k->intra_gbps = x->intra_bw_gbps;
-			k->net_gbps = cl->net_bw[order[a]];
-			k->net_latency_us = cl->net_lat[order[a]];
+			k->net_payload_gbps = cl->node_payload_gbps[order[a]];
+			k->net_msg_s = cl->node_msg_s[order[a]];
 			k->nnodes = b - a;
 			k->free = malloc((size_t)(nt ? nt : 1) * sizeof(int));
 			k->nodes = malloc((size_t)(b - a) * sizeof(int));
@@ -245,16 +247,16 @@ static int type_tables(struct hp__rec_classes *cl, const struct hp_pool *p,
 	int64_t top;
 
 	cl->base_min_w[t] = INFINITY;
-	cl->net_latency_min_us[t] = INFINITY;
+	cl->net_msg_min_s[t] = INFINITY;
 	for (int i = 0; i < p->n; i++) {
 		const struct hp_pool_node *nd = &p->nodes[i];
 		if (cl->node_free[i * nt + t] <= 0)
 			continue;
 		tmp[r++] = cl->node_free[i * nt + t];
-		if (cl->net_bw[i] > cl->net_gbps_max[t])
-			cl->net_gbps_max[t] = cl->net_bw[i];
-		if (cl->net_lat[i] < cl->net_latency_min_us[t])
-			cl->net_latency_min_us[t] = cl->net_lat[i];
+		if (cl->node_payload_gbps[i] > cl->net_payload_max_gbps[t])
+			cl->net_payload_max_gbps[t] = cl->node_payload_gbps[i];
+		if (cl->node_msg_s[i] < cl->net_msg_min_s[t])
+			cl->net_msg_min_s[t] = cl->node_msg_s[i];
 		if (nd->base_power_w < cl->base_min_w[t])
 			cl->base_min_w[t] = nd->base_power_w;
 	}
@@ -300,21 +302,21 @@ int hp__rec_classes_init(struct hp__rec_classes *cl,
 	cl->fewest_nodes = calloc(nt1, sizeof(*cl->fewest_nodes));
 	cl->fewest_nodes_max = calloc(nt1, sizeof(int));
 	cl->base_min_w = calloc(nt1, sizeof(double));
-	cl->net_gbps_max = calloc(nt1, sizeof(double));
-	cl->net_latency_min_us = calloc(nt1, sizeof(double));
-	cl->net_bw = calloc(npool + 1, sizeof(double));
-	cl->net_lat = calloc(npool + 1, sizeof(double));
+	cl->net_payload_max_gbps = calloc(nt1, sizeof(double));
+	cl->net_msg_min_s = calloc(nt1, sizeof(double));
+	cl->node_payload_gbps = calloc(npool + 1, sizeof(double));
+	cl->node_msg_s = calloc(npool + 1, sizeof(double));
 	order = malloc((npool + 1) * sizeof(int));
 	tmp = malloc((npool + 1) * sizeof(int));
 	rc = HP_ENOMEM;
 	if (!cl->node_free || !cl->free_top || !cl->nodes_with ||
 	    !cl->fewest_nodes || !cl->fewest_nodes_max || !cl->base_min_w ||
-	    !cl->net_gbps_max || !cl->net_latency_min_us || !cl->net_bw ||
-	    !cl->net_lat || !order || !tmp)
+	    !cl->net_payload_max_gbps || !cl->net_msg_min_s ||
+	    !cl->node_payload_gbps || !cl->node_msg_s || !order || !tmp)
 		goto fail;
 	for (int i = 0; i < p->n; i++)
-		hp__rec_node_net(m, &p->nodes[i], &cl->net_bw[i],
-				 &cl->net_lat[i]);
+		hp__rec_node_net(m, &p->nodes[i], &cl->node_payload_gbps[i],
+				 &cl->node_msg_s[i]);
 	fill_node_free(cl, m, p);
 	if ((rc = sort_nodes(cl, p, order)) ||
 	    (rc = group_classes(cl, p, order)))

@@ -331,30 +331,30 @@ double hp__rec_intra_s(double bw_gbps, int k, double g)
 	return t.intra_s;
 }
 
-double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g)
+double hp__rec_inter_s(double payload_gbps, double msg_s, int m, double g)
 {
 	struct hp_comm_net n;
 	struct hp_comm_time t;
 
 	if (m <= 1)
 		return 0;
-	hp_comm_net_default(&n, 1, m, 0, bw_gbps, lat_us);
+	hp_comm_net_default(&n, 1, m, 0, payload_gbps, 0);
+	n.net_efficiency = 1;
+	n.net_msg_s = msg_s;
 	hp_comm_ddp(&n, g, 0, &t);
 	return t.inter_s;
 }
 
 void hp__rec_node_net(const struct hp__rec_model *m,
-		      const struct hp_pool_node *nd, double *bw_gbps,
-		      double *lat_us)
+		      const struct hp_pool_node *nd, double *payload_gbps,
+		      double *msg_s)
 {
-	enum hp_net_transport t = hp_pool_node_transport(nd, m->cat);
 	struct hp_comm_net n;
 
 	hp_comm_net_default(&n, 1, 2, 0, nd->net_bw_gbps, nd->net_latency_us);
-	hp_comm_net_transport(&n, t);
-	*bw_gbps = nd->net_bw_gbps * n.net_efficiency / HP_COMM_NET_EFFICIENCY;
-	*lat_us =
-	    nd->net_latency_us + (n.net_msg_s - HP_COMM_NET_MSG_S) / 2 * 1e6;
+	hp_comm_net_transport(&n, hp_pool_node_transport(nd, m->cat));
+	*payload_gbps = nd->net_bw_gbps * n.net_efficiency;
+	*msg_s = 2 * n.net_latency_s + n.net_msg_s; /* two hops a message */
 }
 
 void hp__rec_model_pool(struct hp__rec_model *m, const struct hp_pool *pool)

@@ -27,8 +27,9 @@ static double intra_of(const struct hp__rec_session *S,
 static double inter_of(const struct hp__rec_session *S,
 		       const struct hp__rec_class *k, int m)
 {
-	return S->m->net_scale * hp__rec_inter_s(k->net_gbps, k->net_latency_us,
-						 m, S->m->grad_bytes);
+	return S->m->net_scale * hp__rec_inter_s(k->net_payload_gbps,
+						 k->net_msg_s, m,
+						 S->m->grad_bytes);
 }
 
 /* Base of the y cheapest nodes of group g. */
@@ -329,8 +330,8 @@ static void cost_actual(const struct hp__rec_session *S,
 	for (int i = 0; i < cfg->ngroups; i++) {
 		int node = cfg->groups[i].node;
 		double x = S->m->net_scale *
-			   hp__rec_inter_s(S->cl.net_bw[node],
-					   S->cl.net_lat[node], m, g);
+			   hp__rec_inter_s(S->cl.node_payload_gbps[node],
+					   S->cl.node_msg_s[node], m, g);
 		if (x > inter)
 			inter = x;
 	}

@@ -120,21 +120,21 @@ int hp__rec_compute(const struct hp__rec_model *m, const int *ty, const int *n,
 /* The all-reduce of g gradient bytes (hp_comm_ddp(): DDP's buckets, no
  * overlap): within a node of k devices over bw_gbps with
  * HP_REC_INTRA_LATENCY_S per message, and across m nodes over a node's
- * network link (lat_us per hop, the better of ring and tree). */
+ * network link as hp__rec_node_net() gives it (the better of ring and
+ * tree). */
 double hp__rec_intra_s(double bw_gbps, int k, double g);
-double hp__rec_inter_s(double bw_gbps, double lat_us, int m, double g);
+double hp__rec_inter_s(double payload_gbps, double msg_s, int m, double g);
 /*
- * Node nd's network link as hp__rec_inter_s() takes it: its transport's
- * share of the line rate and its cost of a message (hp_comm_net_transport())
- * restated as the bandwidth and latency that give the same times under
- * the TCP constants hp__rec_inter_s() uses (the latency may come out
- * negative: only 2 x latency + the message overhead is a time).  Better
- * links still have more bandwidth and less latency, so the search's
- * bounds hold.
+ * Node nd's network link as the all-reduce across nodes sees it, by its
+ * transport (hp_comm_net_transport()): the payload it carries (line rate
+ * x the transport's share, 10^9 bits/s) and what one message costs (two
+ * hops of latency and the transport's overhead, s).  A better link has
+ * more of the one and less of the other, so the search's bounds take the
+ * largest and the smallest of each.
  */
 void hp__rec_node_net(const struct hp__rec_model *m,
-		      const struct hp_pool_node *nd, double *bw_gbps,
-		      double *lat_us);
+		      const struct hp_pool_node *nd, double *payload_gbps,
+		      double *msg_s);
 /* Set m->comm_log_q90 from the pool's transports. */
 void hp__rec_model_pool(struct hp__rec_model *m, const struct hp_pool *pool);
 

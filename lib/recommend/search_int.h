@@ -27,11 +27,11 @@
 #define HP__REC_MAX_TYPES 64
 
 /* Nodes that are alike for the search: the same base power, links and
- * free devices of every type.  net_gbps and net_latency_us are the link
- * as hp__rec_inter_s() takes it (hp__rec_node_net()). */
+ * free devices of every type.  net_payload_gbps and net_msg_s are the
+ * link as hp__rec_node_net() gives it. */
 struct hp__rec_class {
 	double base_w;
-	double intra_gbps, net_gbps, net_latency_us;
+	double intra_gbps, net_payload_gbps, net_msg_s;
 	int nnodes; /* nodes in the class */
 	int *free;  /* free devices per model type */
 	int *nodes; /* pool indices, nnodes of them */
@@ -52,10 +52,10 @@ struct hp__rec_classes {
 			       nodes that hold n of them */
 	int *fewest_nodes_max;
 	double *base_min_w; /* [t]: least base power of t's nodes */
-	double *net_gbps_max, *net_latency_min_us; /* [t]: best network
-						      figures of t's nodes */
-	double *net_bw, *net_lat; /* [node]: its link as hp__rec_inter_s()
-				     takes it (hp__rec_node_net()) */
+	/* [t]: the best network figures of t's nodes */
+	double *net_payload_max_gbps, *net_msg_min_s;
+	/* [node]: its link (hp__rec_node_net()) */
+	double *node_payload_gbps, *node_msg_s;
 	/* [t]: per device, whatever the split: the most samples per second,
 	 * the least energy per sample (J), and a line under the energy of
 	 * one step at local batch b: step_j_at0 + step_j_per_sample x b. */
