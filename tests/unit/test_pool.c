@@ -331,6 +331,18 @@ HP_TEST(pool_parse_reads_the_format)
 
 /* "net_transport": absent is auto; each name is read and named back; an
  * unknown name or a value that is not a string is refused by the key. */
+/* A pool of node n3 (2 V100s) whose "net_transport" is the JSON value v,
+ * into buf. */
+static const char *with_transport(char *buf, size_t n, const char *v)
+{
+	snprintf(buf, n,
+		 "{\"nodes\": [" NODE("n3",
+				      "{\"type\": \"v100\", \"count\": 2}",
+				      ", \"net_transport\": %s") "]}",
+		 v);
+	return buf;
+}
+
 HP_TEST(pool_parse_reads_net_transport)
 {
 	static const char *const names[] = {"auto", "tcp", "socket", "rdma"};
@@ -340,7 +352,7 @@ HP_TEST(pool_parse_reads_net_transport)
 	struct hp_catalog *cat = shipped();
 	struct hp_error err = {0};
 	struct hp_pool *p;
-	char text[512], extra[64];
+	char text[512], value[32];
 
 	p = parse("{\"nodes\": [" NODE(
 		      "a", "{\"type\": \"v100\", \"count\": 2}", "") "]}",
@@ -356,15 +368,8 @@ HP_TEST(pool_parse_reads_net_transport)
 			      names[t]);
 		ASSERT_EQ_INT(hp_net_transport_parse(names[t], &back), 0);
 		ASSERT_EQ_INT(back, t);
-		snprintf(extra, sizeof(extra), ", \"net_transport\": \"%s\"",
-			 names[t]);
-		snprintf(text, sizeof(text),
-			 "{\"nodes\": [" NODE("a",
-					      "{\"type\": \"v100\", "
-					      "\"count\": 2}",
-					      "%s") "]}",
-			 extra);
-		p = parse(text, cat, &err);
+		snprintf(value, sizeof(value), "\"%s\"", names[t]);
+		p = parse(with_transport(text, sizeof(text), value), cat, &err);
 		if (!p)
 			HP_FAIL("%s: %s", names[t], err.msg);
 		ASSERT_EQ_INT(p->nodes[0].net_transport, t);
@@ -372,15 +377,8 @@ HP_TEST(pool_parse_reads_net_transport)
 	}
 	ASSERT_STR_EQ(hp_net_transport_name((enum hp_net_transport)99), "?");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(extra, sizeof(extra), ", \"net_transport\": %s",
-			 bad[i]);
-		snprintf(text, sizeof(text),
-			 "{\"nodes\": [" NODE("n3",
-					      "{\"type\": \"v100\", "
-					      "\"count\": 2}",
-					      "%s") "]}",
-			 extra);
-		p = parse(text, cat, &err);
+		p = parse(with_transport(text, sizeof(text), bad[i]), cat,
+			  &err);
 		if (p)
 			HP_FAIL("net_transport %s: parsed", bad[i]);
 		ASSERT_EQ_INT(err.code, HP_EPARSE);
