@@ -12,6 +12,7 @@
 #ifndef HETPOOL_POOL_H
 #define HETPOOL_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "hetpool/device.h"
@@ -104,6 +105,10 @@ struct hp_pool *hp_pool_load(const char *path, const struct hp_catalog *cat,
 /* Free a pool; NULL is a no-op. */
 void hp_pool_free(struct hp_pool *p);
 
+/* t, with HP_NET_AUTO resolved for a node that has a GPU (HP_NET_SOCKET)
+ * or only CPUs (HP_NET_TCP). */
+enum hp_net_transport hp_net_transport_resolve(enum hp_net_transport t,
+					       bool has_gpu);
 /* The node's transport with HP_NET_AUTO resolved: HP_NET_SOCKET when a
  * device of the node is not a CPU (cat: the catalog, to tell; without
  * it, a type named "cpu" or starting "cpu-" is a CPU), else HP_NET_TCP. */

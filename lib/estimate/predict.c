@@ -103,9 +103,7 @@ static int predict_net(const struct hp_estimator *est,
 	d.nodes = net->nodes;
 	d.net_gbps = net->gbps;
 	d.net_latency_us = net->latency_us;
-	d.net_transport = net->transport != HP_NET_AUTO ? net->transport
-			  : d.cpu			? HP_NET_TCP
-							: HP_NET_SOCKET;
+	d.net_transport = hp_net_transport_resolve(net->transport, !d.cpu);
 	if (d.cpu && !(d.fp32 > 0) && df && df->own_theta)
 		d.fp32 = df->fit_fp32;
 	if (d.cpu && df && df->own_theta && df->chan_block > 1)

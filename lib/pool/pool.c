@@ -70,15 +70,22 @@ static bool dev_is_cpu(const char *type, const struct hp_catalog *cat)
 	return !strcmp(type, "cpu") || !strncmp(type, "cpu-", 4);
 }
 
+enum hp_net_transport hp_net_transport_resolve(enum hp_net_transport t,
+					       bool has_gpu)
+{
+	if (t != HP_NET_AUTO)
+		return t;
+	return has_gpu ? HP_NET_SOCKET : HP_NET_TCP;
+}
+
 enum hp_net_transport hp_pool_node_transport(const struct hp_pool_node *nd,
 					     const struct hp_catalog *cat)
 {
-	if (nd->net_transport != HP_NET_AUTO)
-		return nd->net_transport;
-	for (int d = 0; d < nd->ndevs; d++)
-		if (!dev_is_cpu(nd->devs[d].type, cat))
-			return HP_NET_SOCKET;
-	return HP_NET_TCP;
+	bool gpu = false;
+
+	for (int d = 0; d < nd->ndevs && !gpu; d++)
+		gpu = !dev_is_cpu(nd->devs[d].type, cat);
+	return hp_net_transport_resolve(nd->net_transport, gpu);
 }
 
 /* Where a parse is, for messages: the file, the node being read. */
