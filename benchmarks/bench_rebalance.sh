@@ -19,13 +19,20 @@
 # medians and the spread over rounds are reported.
 #
 # Usage: benchmarks/bench_rebalance.sh [BUILD_DIR]
-# Knobs: BENCH_ROUNDS (5), BENCH_BATCH (1024), BENCH_MEASURE (30 steps),
+# Knobs: BENCH_ROUNDS (5), BENCH_BATCH (1024), BENCH_MEASURE (150 steps),
 #        BENCH_SETTLE (60 steps for the re-split to settle), BENCH_WINDOW
 #        (the trainer's --rebalance-window, 20: its default), BENCH_MEMORY
 #        (the re-split's --rebalance-memory values, "4": its default; with
 #        more than one, e.g. "4 1", each round runs one re-split per value
 #        back to back and the summary compares them; the table and the
 #        "ideal" runs are the first value's).
+#        BENCH_PEER (another build's hetpool-train, say one built from the
+#        previous commit: its re-split runs in each round beside this
+#        one's, at the first memory value, and the summary compares them).
+# Why 150 measured steps: a rank's compute time moves 10-25% from step to
+# step on a shared core, so the median of 30 steps is itself uncertain by
+# 3-5%, as much as the 5% the spread is judged against; the table gives
+# each spread with twice its standard error.
 # The spread after the re-split is taken over the measured steps that
 # follow the last re-split (a median over steps of two different splits
 # says nothing of either); the steps it rests on are printed.
@@ -38,7 +45,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 train=$build/bin/hetpool-train
 rounds=${BENCH_ROUNDS:-5}
 B=${BENCH_BATCH:-1024}
-measure=${BENCH_MEASURE:-30}
+measure=${BENCH_MEASURE:-150}
 settle=${BENCH_SETTLE:-60}
 window=${BENCH_WINDOW:-20}
 memories=${BENCH_MEMORY:-4}
@@ -66,7 +73,13 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 common=(--model "$spec" --data synthetic --synthetic-samples 8192 --threads 1
 	--eval-samples 64 --lr 0.02)
-two() { mpirun -np 2 --bind-to core --map-by core "$train" "${common[@]}" "$@"; }
+peer=${BENCH_PEER:-}
+if [ -n "$peer" ] && [ ! -x "$peer" ]; then
+	echo "BENCH_PEER: '$peer' is not an executable" >&2
+	exit 2
+fi
+bin=$train
+two() { mpirun -np 2 --bind-to core --map-by core "$bin" "${common[@]}" "$@"; }
 
 for r in $(seq 1 "$rounds"); do
 	d=$tmp/$r
@@ -79,6 +92,13 @@ for r in $(seq 1 "$rounds"); do
 			--rebalance-window "$window" --rebalance-memory "$m" \
 			--out "$o" 2>>"$tmp/log" || exit 1
 	done
+	if [ -n "$peer" ]; then
+		bin=$peer
+		two --batch "$B" --steps $((settle + measure)) --rebalance on \
+			--rebalance-window "$window" --rebalance-memory "$first" \
+			--out "$d/resplit-peer" 2>>"$tmp/log" || exit 1
+		bin=$train
+	fi
 	split=$(/usr/bin/python3 -c "
 import json
 L = [json.loads(l) for l in open('$d/resplit/metrics.jsonl') if '\"step\"' in l]
@@ -96,7 +116,7 @@ print(' '.join(map(str, L[-1]['local_batches'])))")
 done
 
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-/usr/bin/python3 - "$tmp" "$rounds" "$B" "$measure" $memories <<'PY'
+/usr/bin/python3 - "$tmp" "$rounds" "$B" "$measure" $memories ${peer:+peer} <<'PY'
 import json, math, statistics, sys
 tmp, rounds, B, measure = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 memories = sys.argv[5:]
@@ -107,6 +127,12 @@ def steps(p):
 def sps(L):
     # samples per second over the steps: sum of batches / sum of wall
     return sum(sum(x['local_batches']) for x in L) / sum(x['step_s'] for x in L)
+
+def median_err(v):
+    # relative standard error of a median: 1.2533 x 1.4826 x MAD / sqrt(n)
+    m = statistics.median(v)
+    mad = statistics.median(abs(x - m) for x in v)
+    return 1.2533 * 1.4826 * mad / math.sqrt(len(v)) / m
 
 rows = []
 for r in range(1, rounds + 1):
@@ -119,6 +145,7 @@ for r in range(1, rounds + 1):
     last = max([e['at_step'] for e in events], default=0)
     same = [x for x in rs if x['step'] > last] or rs
     med = [statistics.median(x['rank_step_s'][k] for x in same) for k in (0, 1)]
+    err = [median_err([x['rank_step_s'][k] for x in same]) for k in (0, 1)]
     evmed = [statistics.median(x['rank_step_s'][k] for x in ev) for k in (0, 1)]
     inrun = sum(sum(b / t for b, t in zip(x['local_batches'], x['rank_step_s']))
                 * x['step_s'] for x in rs) / sum(x['step_s'] for x in rs)
@@ -137,20 +164,22 @@ for r in range(1, rounds + 1):
                      inrun=inrun, cv=cv, sync=emax / emean, other=other,
                      ideal=sps(a0) + sps(a1), split=rs[-1]['local_batches'],
                      spread=max(med) / min(med) - 1,
+                     spread_err=2 * math.hypot(*err) * max(med) / min(med),
                      even_spread=max(evmed) / min(evmed) - 1,
                      spread_steps=len(same), resplits=len(events)))
 
 print('global batch %d, rank 0 on core 0, rank 1 on core 1 with a busy loop; '
       'samples/s over %d steps' % (B, measure))
-print('%5s %8s %8s %8s %8s %8s %8s %8s %8s %10s %9s %9s %6s %9s' % (
+print('%5s %8s %8s %8s %8s %8s %8s %8s %8s %10s %9s %9s %7s %6s %9s' % (
     'round', 'even', 'resplit', 'alone0', 'alone1', 'ideal', 'rs/ideal',
-    'ev/ideal', 'in-run', 'rs/in-run', 'split', 'spread', 'steps', 're-splits'))
+    'ev/ideal', 'in-run', 'rs/in-run', 'split', 'spread', '+-2se', 'steps', 're-splits'))
 for i, x in enumerate(rows, 1):
-    print('%5d %8.0f %8.0f %8.0f %8.0f %8.0f %7.1f%% %7.1f%% %8.0f %9.1f%% %9s %8.1f%% %6d %9d' % (
+    print('%5d %8.0f %8.0f %8.0f %8.0f %8.0f %7.1f%% %7.1f%% %8.0f %9.1f%% %9s %8.1f%% %6.1f%% %6d %9d' % (
         i, x['even'], x['resplit'], x['a0'], x['a1'], x['ideal'],
         100 * x['resplit'] / x['ideal'], 100 * x['even'] / x['ideal'],
         x['inrun'], 100 * x['resplit'] / x['inrun'],
-        '%d:%d' % tuple(x['split']), 100 * x['spread'], x['spread_steps'],
+        '%d:%d' % tuple(x['split']), 100 * x['spread'], 100 * x['spread_err'],
+        x['spread_steps'],
         x['resplits']))
 def m(k):
     v = [x[k] for x in rows]
@@ -164,9 +193,10 @@ print('median: even %.0f, re-split %.0f, ideal %.0f samples/s; re-split / ideal 
 ir = [x['resplit'] / x['inrun'] for x in rows]
 print('re-split / in-run ideal: median %.1f%% (range %.1f-%.1f%%)' % (
     100 * statistics.median(ir), 100 * min(ir), 100 * max(ir)))
+within = sum(x['spread'] <= 0.05 for x in rows)
 print('rank compute-time spread: even split %.1f%%, after the re-split %.1f%% '
-      '(median over rounds; goal <= 5%%)' % (
-          100 * m('even_spread')[0], 100 * m('spread')[0]))
+      '(median over rounds; goal <= 5%%: %d of %d rounds)' % (
+          100 * m('even_spread')[0], 100 * m('spread')[0], within, len(rows)))
 # Two independent normal times of equal mean and this CV: the slower
 # is on average 1 + CV / sqrt(pi) of the mean, whatever the split.
 noise = 1 + m('cv')[0] / math.sqrt(math.pi)
@@ -190,14 +220,17 @@ def resplit_stats(path, ideal):
                 * x['step_s'] for x in rs) / sum(x['step_s'] for x in rs)
     return sps(rs) / ideal, sps(rs) / inrun, max(med) / min(med) - 1, len(ev)
 if len(memories) > 1:
-    print('--rebalance-memory compared (rounds interleaved; the ideal is the round\'s):')
+    print('--rebalance-memory compared (rounds interleaved; the ideal is the round\'s; '
+          'peer: BENCH_PEER\'s trainer):')
     for i, m in enumerate(memories):
-        st = [resplit_stats('%s/%d/%s' % (tmp, r, 'resplit' if i == 0 else 'resplit-m' + m),
+        sub = 'resplit' if i == 0 else 'resplit-' + ('peer' if m == 'peer' else 'm' + m)
+        st = [resplit_stats('%s/%d/%s' % (tmp, r, sub),
                             rows[r - 1]['ideal']) for r in range(1, rounds + 1)]
         col = lambda k: [x[k] for x in st]
-        print('  memory %-3s re-split / ideal %5.1f%% (%.1f-%.1f), / in-run %5.1f%%, '
-              'spread %5.1f%% (%.1f-%.1f), re-splits %s' % (
-                  m, 100 * statistics.median(col(0)), 100 * min(col(0)), 100 * max(col(0)),
+        print('  %-10s re-split / ideal %5.1f%% (%.1f-%.1f), / in-run %5.1f%%, '
+              'spread %5.1f%% (%.1f-%.1f; within 5%%: %d of %d), re-splits %s' % (
+                  'peer' if m == 'peer' else 'memory ' + m, 100 * statistics.median(col(0)), 100 * min(col(0)), 100 * max(col(0)),
                   100 * statistics.median(col(1)), 100 * statistics.median(col(2)),
-                  100 * min(col(2)), 100 * max(col(2)), col(3)))
+                  100 * min(col(2)), 100 * max(col(2)),
+                  sum(v <= 0.05 for v in col(2)), len(st), col(3)))
 PY

@@ -160,20 +160,42 @@ int hp_split_parse(const char *s, int ranks, int64_t global, int64_t *local,
  * the newest weighing at least 1/memory (HP_REBALANCE_MEMORY, a field
  * that may be set after init; 1: the last window alone), so the noise of one
  * window does not throw the split back and forth (on a shared core a
- * 10-step median moves by 10-20%).  A window whose time per sample differs
- * from a rank's average by more than HP_REBALANCE_JUMP (a third) starts
- * that rank's average over: its conditions changed.  A re-split is
- * advised only when, by those averages, it makes the slowest rank faster
- * by more than half the threshold (smaller gains are noise, and each
- * re-split costs `settle` steps).
+ * 20-step median moves by 5-10% with the work even).  A rank's average
+ * starts over when its local batch changes (its time per sample at another
+ * batch is another quantity: on a shared core it moves with the split by
+ * as much as the gap being closed) and when a window's time per sample
+ * differs from it by more than HP_REBALANCE_JUMP (a third): its conditions
+ * changed.
+ *
+ * A re-split is advised only when the averages, too, put the slowest more
+ * than the threshold above the fastest, and by more than their noise: the
+ * gap, in logs, beyond HP_REBALANCE_Z of its standard error.  A window
+ * median's relative error is taken as 1.2533 x 1.4826 x MAD / sqrt(window)
+ * / median (that of a median of normal times, the spread from the median
+ * absolute deviation), or, when larger, as the windows of the split differ
+ * from one another (a speed that drifts over tens of steps moves whole
+ * windows, which no window's MAD shows), and an average's from its windows' and
+ * their weights (1/sqrt(k) of a window's for k windows; a running average over
+ * `memory` windows counts as 2 x memory - 1 of them); a gap the noise explains
+ * thus waits for the windows that show whether it lasts.  And only when, by
+ * those averages, the new split makes the slowest rank faster by more than half
+ * the threshold (each re-split costs `settle` steps).
  */
 #define HP_REBALANCE_MEMORY 4
 #define HP_REBALANCE_JUMP (1.0 / 3.0)
+#define HP_REBALANCE_Z 2.0
 struct hp_rebalance {
 	int ranks, window, settle;
 	double threshold;
 	double *times;	    /* window x ranks */
+	double *dev;	    /* window: scratch for the MAD */
 	double *per_sample; /* ranks: the averaged time per sample */
+	double *err2;	    /* ranks: the averaged squared relative error
+			       of a window median */
+	double *weight2;    /* ranks: sum of the average's squared weights */
+	double *between2;   /* ranks: averaged squared log difference of a
+			       window's time per sample from the average */
+	int64_t *local;	    /* ranks: the local batch of that average */
 	int *windows;	    /* ranks: windows in that average */
 	int memory;	    /* HP_REBALANCE_MEMORY; may be set after init */
 	int filled, skip;

@@ -141,9 +141,15 @@ int hp_rebalance_init(struct hp_rebalance *rb, int ranks, int window,
 	    !(threshold >= 0))
 		return HP_EINVAL;
 	rb->times = calloc((size_t)ranks * (size_t)window, sizeof(double));
+	rb->dev = calloc((size_t)window, sizeof(double));
 	rb->per_sample = calloc((size_t)ranks, sizeof(double));
+	rb->err2 = calloc((size_t)ranks, sizeof(double));
+	rb->weight2 = calloc((size_t)ranks, sizeof(double));
+	rb->between2 = calloc((size_t)ranks, sizeof(double));
+	rb->local = calloc((size_t)ranks, sizeof(int64_t));
 	rb->windows = calloc((size_t)ranks, sizeof(int));
-	if (!rb->times || !rb->per_sample || !rb->windows) {
+	if (!rb->times || !rb->dev || !rb->per_sample || !rb->err2 ||
+	    !rb->weight2 || !rb->between2 || !rb->local || !rb->windows) {
 		hp_rebalance_release(rb);
 		return HP_ENOMEM;
 	}
@@ -161,9 +167,16 @@ void hp_rebalance_release(struct hp_rebalance *rb)
 	if (!rb)
 		return;
 	free(rb->times);
+	free(rb->dev);
 	free(rb->per_sample);
+	free(rb->err2);
+	free(rb->weight2);
+	free(rb->between2);
+	free(rb->local);
 	free(rb->windows);
-	rb->times = rb->per_sample = NULL;
+	rb->times = rb->dev = rb->per_sample = rb->err2 = rb->weight2 = NULL;
+	rb->between2 = NULL;
+	rb->local = NULL;
 	rb->windows = NULL;
 }
 
@@ -180,15 +193,39 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static double median_sorted(const double *x, int n)
+{
+	return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* The median of col[0..n) (sorted in place) and the relative standard
+ * error of that median: 1.2533 (a median's variance over a mean's, square
+ * rooted, for normal data) x 1.4826 x MAD (the MAD of a normal sample in
+ * standard deviations) / sqrt(n) / median. */
+static double median_err(double *col, double *dev, int n, double *rel_err)
+{
+	double m, mad;
+
+	qsort(col, (size_t)n, sizeof(double), cmp_double);
+	m = median_sorted(col, n);
+	for (int i = 0; i < n; i++)
+		dev[i] = fabs(col[i] - m);
+	qsort(dev, (size_t)n, sizeof(double), cmp_double);
+	mad = median_sorted(dev, n);
+	*rel_err = m > 0 ? 1.2533 * 1.4826 * mad / sqrt((double)n) / m : 0;
+	return m;
+}
+
 enum hp_rebalance_verdict hp_rebalance_add(struct hp_rebalance *rb,
 					   const double *step_s,
 					   const int64_t *local, int64_t global,
 					   int64_t min_local, double *med_s,
 					   int64_t *new_local)
 {
-	double *col, *thr, t_now = 0, t_new = 0;
+	double *thr, t_now = 0, t_new = 0, lo = HUGE_VAL, hi = 0, e_lo = 0,
+		     e_hi = 0;
 	bool same = true;
-	int w = rb->window;
+	int w = rb->window, n_lo = 0, n_hi = 0;
 
 	if (rb->skip > 0) {
 		rb->skip--;
@@ -200,27 +237,67 @@ enum hp_rebalance_verdict hp_rebalance_add(struct hp_rebalance *rb,
 	if (++rb->filled < w)
 		return HP_REBALANCE_WAIT;
 	rb->filled = 0;
+	/* each rank's window median and time per sample, averaged over its
+	 * windows at its present local batch, and the average's error */
 	for (int r = 0; r < rb->ranks; r++) {
-		col = rb->times + (size_t)r * (size_t)w;
-		qsort(col, (size_t)w, sizeof(double), cmp_double);
-		med_s[r] =
-		    w % 2 ? col[w / 2] : 0.5 * (col[w / 2 - 1] + col[w / 2]);
-	}
-	/* each rank's time per sample, averaged over its windows */
-	for (int r = 0; r < rb->ranks; r++) {
-		double p = med_s[r] / (double)local[r],
-		       *avg = &rb->per_sample[r];
+		double a, e, p, *avg = &rb->per_sample[r];
+		med_s[r] = median_err(rb->times + (size_t)r * (size_t)w,
+				      rb->dev, w, &e);
+		p = med_s[r] / (double)local[r];
 		if (!(p > 0) || !isfinite(p))
 			return HP_REBALANCE_BALANCED;
-		if (rb->windows[r] == 0 ||
+		if (rb->windows[r] == 0 || local[r] != rb->local[r] ||
 		    fabs(p / *avg - 1) > HP_REBALANCE_JUMP)
 			rb->windows[r] = 0;
+		rb->local[r] = local[r];
 		rb->windows[r] +=
 		    rb->windows[r] < (rb->memory > 0 ? rb->memory : 1);
-		*avg += (p - *avg) / rb->windows[r];
+		a = 1.0 / rb->windows[r];
+		/* A window's error is the larger of what its own steps say
+		 * and how far windows of the same split differ (a speed that
+		 * drifts over tens of steps moves whole windows, which no
+		 * window's MAD shows). */
+		if (rb->windows[r] > 1) {
+			double d = log(p / *avg);
+			rb->between2[r] += (d * d - rb->between2[r]) * a;
+		} else {
+			rb->between2[r] = 0;
+		}
+		*avg += (p - *avg) * a;
+		rb->err2[r] += (e * e - rb->err2[r]) * a;
+		/* the average's weights: its variance is err2 x their squares
+		 */
+		rb->weight2[r] = (1 - a) * (1 - a) * rb->weight2[r] + a * a;
 	}
 	if (rb->ranks < 2 ||
 	    !(hp_time_spread(med_s, rb->ranks) > rb->threshold))
+		return HP_REBALANCE_BALANCED;
+	/* The averages must say so too, by more than their noise: the
+	 * gap between the slowest and the fastest averaged time, in logs,
+	 * beyond HP_REBALANCE_Z of its standard error (an average's variance
+	 * is its windows' times the sum of their squared weights: 1/k for k
+	 * equal windows, 1/(2 memory - 1) in the running average). */
+	for (int r = 0; r < rb->ranks; r++) {
+		double a = rb->per_sample[r] * (double)local[r],
+		       e2 = fmax(rb->err2[r], rb->between2[r]) * rb->weight2[r];
+		if (a < lo) {
+			lo = a;
+			e_lo = e2;
+			n_lo = rb->windows[r];
+		}
+		if (a > hi) {
+			hi = a;
+			e_hi = e2;
+			n_hi = rb->windows[r];
+		}
+	}
+	if (!(hi / lo - 1 > rb->threshold) ||
+	    log(hi / lo) <= HP_REBALANCE_Z * sqrt(e_lo + e_hi))
+		return HP_REBALANCE_BALANCED;
+	/* One window's own spread is itself a noisy figure: a gap under
+	 * HP_REBALANCE_JUMP waits for a second window of the same split. */
+	if (hi / lo - 1 <= HP_REBALANCE_JUMP && (n_lo < 2 || n_hi < 2) &&
+	    (rb->memory > 1))
 		return HP_REBALANCE_BALANCED;
 	/* throughput per rank; the times' column is free to reuse */
 	thr = rb->times;

@@ -397,48 +397,55 @@ HP_TEST(train_rebalance)
 	ASSERT_NEAR(hp_time_spread(t, 2), 0.5, 1e-12);
 }
 
-/* Noise does not throw the split back and forth: windows that alternate
- * 20% around a rank's true speed move the split less and less, and a real
- * change (a rank twice as slow) is followed at once. */
+/* Noise does not throw the split back and forth: steps 20% either way
+ * around each rank's true speed settle the split at the true balance and
+ * leave it there, and a real change (a rank twice as slow) is followed at
+ * once. */
+static double noise_step(uint64_t *state)
+{
+	*state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return 0.8 + 0.4 * (double)(*state >> 11) / 9007199254740992.0;
+}
+
 HP_TEST(train_rebalance_averages_windows)
 {
 	struct hp_rebalance rb;
-	int64_t local[2] = {40, 24}, nl[2], first = 0, last = 0;
+	int64_t local[2] = {40, 24}, nl[2];
 	double med[2], t[2];
+	uint64_t state = 42;
 	int resplits = 0;
 
-	ASSERT(hp_rebalance_init(&rb, 2, 1, 0.05, 0) == 0);
+	ASSERT(hp_rebalance_init(&rb, 2, 10, 0.05, 2) == 0);
 	/* true times per sample: 1 ms and 2 ms (ideal split 43:21) */
-	for (int w = 0; w < 12; w++) {
-		double noise = w % 2 ? 0.8 : 1.2;
-		t[0] = 0.001 * (double)local[0];
-		t[1] = 0.002 * (double)local[1] * noise;
+	for (int s = 0; s < 600; s++) {
+		t[0] = 0.001 * (double)local[0] * noise_step(&state);
+		t[1] = 0.002 * (double)local[1] * noise_step(&state);
 		if (hp_rebalance_add(&rb, t, local, 64, 1, med, nl) ==
 		    HP_REBALANCE_RESPLIT) {
-			int64_t step = nl[0] - local[0];
-			step = step < 0 ? -step : step;
-			if (!resplits++)
-				first = step;
-			last = step;
+			resplits++;
 			local[0] = nl[0];
 			local[1] = nl[1];
+			hp_rebalance_reset(&rb);
 		}
 	}
-	/* a one-window rule would swing between 46:18 and 38:26 for ever */
-	ASSERT(resplits >= 1);
-	ASSERT(last <= first);
-	ASSERT(local[0] >= 41 && local[0] <= 45);
-	/* rank 1 becomes twice as slow: its average starts over */
-	for (int w = 0; w < 2; w++) {
-		t[0] = 0.001 * (double)local[0];
-		t[1] = 0.004 * (double)local[1];
+	/* a one-window rule re-splits on the noise again and again */
+	ASSERT(resplits >= 1 && resplits <= 3);
+	ASSERT(local[0] >= 42 && local[0] <= 44);
+	/* rank 1 becomes twice as slow: followed within a window or two */
+	resplits = 0;
+	for (int s = 0; s < 40; s++) {
+		t[0] = 0.001 * (double)local[0] * noise_step(&state);
+		t[1] = 0.004 * (double)local[1] * noise_step(&state);
 		if (hp_rebalance_add(&rb, t, local, 64, 1, med, nl) ==
 		    HP_REBALANCE_RESPLIT) {
+			resplits++;
 			local[0] = nl[0];
 			local[1] = nl[1];
+			hp_rebalance_reset(&rb);
 		}
 	}
 	/* 1 ms and 4 ms a sample: 51:13 */
+	ASSERT(resplits >= 1);
 	ASSERT(local[0] >= 50 && local[0] <= 52);
 	hp_rebalance_release(&rb);
 }
@@ -470,6 +477,52 @@ HP_TEST(train_rebalance_small_gain_kept)
 		v = hp_rebalance_add(&rb, t, local, 100, 1, med, nl);
 	ASSERT_EQ_INT(v, HP_REBALANCE_RESPLIT);
 	ASSERT(nl[0] == 52 && nl[1] == 48);
+	hp_rebalance_release(&rb);
+}
+
+/* A gap over the threshold that the window's own noise explains is not
+ * acted on; a lasting gap of the same look is, once the windows at that
+ * split add up to the evidence. */
+HP_TEST(train_rebalance_waits_out_noise)
+{
+	struct hp_rebalance rb;
+	int64_t local[2] = {50, 50}, nl[2];
+	double med[2], t[2];
+	enum hp_rebalance_verdict v = HP_REBALANCE_WAIT;
+	int step = 0, windows = 0;
+
+	ASSERT(hp_rebalance_init(&rb, 2, 10, 0.05, 0) == 0);
+	/* rank 0: 0.85 and 1.15 in turn (median 1.0, each window median
+	 * uncertain by 1.2533 x 1.4826 x 0.15 / sqrt(10) = 8.8%); rank 1 in
+	 * its first 10 steps 0.92 and 1.22 (median 1.07: 7% over, which
+	 * the one-window rule would re-split 52:48), then 0.78 and 1.08 */
+	for (; step < 40; step++) {
+		bool odd = step % 2;
+		t[0] = odd ? 1.15 : 0.85;
+		t[1] = step < 10 ? (odd ? 1.22 : 0.92) : (odd ? 1.08 : 0.78);
+		v = hp_rebalance_add(&rb, t, local, 100, 1, med, nl);
+		if (step == 9) {
+			ASSERT_NEAR(med[1], 1.07, 1e-12);
+			ASSERT_NEAR(rb.err2[0], 0.08814 * 0.08814, 1e-6);
+		}
+		ASSERT(v != HP_REBALANCE_RESPLIT);
+	}
+	ASSERT_EQ_INT(v, HP_REBALANCE_BALANCED);
+	/* rank 1 12% slower, with the same noise: followed once the
+	 * windows' evidence is in, at the 6th (the gap, 0.113 in logs, is
+	 * then beyond 2 x 8.8% x sqrt(2) x sqrt(sum of squared weights)) */
+	v = HP_REBALANCE_WAIT;
+	for (step = 0; step < 200 && v != HP_REBALANCE_RESPLIT; step++) {
+		bool odd = step % 2;
+		t[0] = odd ? 1.15 : 0.85;
+		t[1] = odd ? 1.27 : 0.97;
+		v = hp_rebalance_add(&rb, t, local, 100, 1, med, nl);
+		windows += v != HP_REBALANCE_WAIT;
+	}
+	ASSERT_EQ_INT(v, HP_REBALANCE_RESPLIT);
+	ASSERT(windows >= 4 && windows <= 8);
+	ASSERT_NEAR(med[1], 1.12, 1e-12);
+	ASSERT(nl[0] > 50 && nl[1] < 50);
 	hp_rebalance_release(&rb);
 }
 
