@@ -145,10 +145,13 @@ char *hp_plan_json(const struct hp_plan *p);
  * caller frees it): one node named after the host (its short name), its
  * CPU as one "cpu" device, its NVIDIA GPUs (from the driver's /proc
  * files) as the catalog's types (a GPU the catalog does not know is left
- * out), its cores and memory.  The links and the node's base power are not
- * known: PCIe 3 x16 inside, 10 Gbit/s out, 0 W (not counted); the
- * transport is "auto" (hp_pool_node_transport(): socket with a GPU, tcp
- * without).
+ * out), its cores and memory.  Its network from sysfs: with an ACTIVE
+ * InfiniBand or RoCE port (/sys/class/infiniband) the transport is "rdma"
+ * at the fastest such port's rate; otherwise "auto"
+ * (hp_pool_node_transport(): socket with a GPU, tcp without) at the
+ * fastest physical Ethernet link that is up (/sys/class/net/IF/speed),
+ * else 10 Gbit/s.  Not known, and so fixed: PCIe 3 x16 inside, 10 us a
+ * message, a base power of 0 W (not counted).
  */
 char *hp_deploy_host_pool(const struct hp_catalog *cat, struct hp_error *err);
 

@@ -288,6 +288,21 @@ int hp__gpu_parse_info(const char *text, struct hp__gpu *out);
 /* This host's NVIDIA GPUs in PCI bus order (the order CUDA numbers them
  * with CUDA_DEVICE_ORDER=PCI_BUS_ID); returns how many (at most max). */
 int hp__gpus_detect(struct hp__gpu *out, int max);
+/*
+ * This host's network as sysfs shows it (sys_root: "/sys", or a copy of
+ * its layout for tests).  rdma: an InfiniBand or RoCE port is ACTIVE
+ * (class/infiniband/DEV/ports/P/state), rdma_gbps the fastest such port's
+ * rate ("100 Gb/sec (4X EDR)"); eth_gbps the fastest physical interface
+ * that is up (class/net/IF with a device link, operstate "up", speed in
+ * Mbit/s; virtual and loopback ones and a speed of -1 are left out).  A
+ * figure not found is 0.
+ */
+struct hp__net {
+	bool rdma;
+	double rdma_gbps, eth_gbps;
+	char rdma_dev[64], eth_if[64];
+};
+void hp__net_detect(const char *sys_root, struct hp__net *out);
 /* Whether an NVIDIA driver is loaded here. */
 bool hp__nvidia_driver(void);
 /* The CPUs this process may run on, ascending; returns how many. */

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,104 @@ int hp__gpus_detect(struct hp__gpu *out, int max)
 	return n;
 }
 
+/* The first line of ROOT/A/B/C/D (any part may be NULL), trimmed. */
+static bool sys_line(char *out, size_t n, const char *root, const char *a,
+		     const char *b, const char *c, const char *d)
+{
+	char path[1024];
+	char *text, *nl;
+	size_t len;
+	bool ok;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s%s%s%s%s%s%s", root, a,
+			     b ? "/" : "", b ? b : "", c ? "/" : "", c ? c : "",
+			     d ? "/" : "", d ? d : "") >= sizeof(path) ||
+	    hp_read_file(path, 4096, &text, &len, NULL))
+		return false;
+	nl = strchr(text, '\n');
+	if (nl)
+		*nl = '\0';
+	ok = (size_t)snprintf(out, n, "%s", text) < n;
+	free(text);
+	return ok;
+}
+
+static bool skip_entry(const char *name)
+{
+	return name[0] == '.';
+}
+
+void hp__net_detect(const char *sys_root, struct hp__net *out)
+{
+	char dir[1024], line[256], ports[1024];
+	DIR *d, *pd;
+	struct dirent *e, *p;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(dir, sizeof(dir), "%s/class/infiniband", sys_root);
+	if ((d = opendir(dir))) {
+		while ((e = readdir(d))) {
+			if (skip_entry(e->d_name))
+				continue;
+			if ((size_t)snprintf(ports, sizeof(ports),
+					     "%s/%s/ports", dir,
+					     e->d_name) >= sizeof(ports) ||
+			    !(pd = opendir(ports)))
+				continue;
+			while ((p = readdir(pd))) {
+				double g;
+				if (skip_entry(p->d_name) ||
+				    !sys_line(line, sizeof(line), ports,
+					      p->d_name, "state", NULL, NULL) ||
+				    !strstr(line, "ACTIVE"))
+					continue;
+				g = sys_line(line, sizeof(line), ports,
+					     p->d_name, "rate", NULL, NULL)
+					? strtod(line, NULL)
+					: 0;
+				if ((!out->rdma || g > out->rdma_gbps) &&
+				    (size_t)snprintf(out->rdma_dev,
+						     sizeof(out->rdma_dev),
+						     "%s", e->d_name) <
+					sizeof(out->rdma_dev))
+					out->rdma_gbps =
+					    isfinite(g) && g > 0 ? g : 0;
+				out->rdma = true;
+			}
+			closedir(pd);
+		}
+		closedir(d);
+	}
+	snprintf(dir, sizeof(dir), "%s/class/net", sys_root);
+	if ((d = opendir(dir))) {
+		while ((e = readdir(d))) {
+			char dev[1024];
+			double mbps;
+			if (skip_entry(e->d_name) || !strcmp(e->d_name, "lo"))
+				continue;
+			/* a physical interface has a device behind it */
+			if ((size_t)snprintf(dev, sizeof(dev), "%s/%s/device",
+					     dir, e->d_name) >= sizeof(dev) ||
+			    access(dev, F_OK) ||
+			    !sys_line(line, sizeof(line), dir, e->d_name,
+				      "operstate", NULL, NULL) ||
+			    strcmp(line, "up") ||
+			    !sys_line(line, sizeof(line), dir, e->d_name,
+				      "speed", NULL, NULL))
+				continue;
+			mbps = strtod(line, NULL);
+			if (!isfinite(mbps) || !(mbps > 0) ||
+			    mbps / 1000 <= out->eth_gbps ||
+			    (size_t)snprintf(out->eth_if, sizeof(out->eth_if),
+					     "%s",
+					     e->d_name) >= sizeof(out->eth_if))
+				continue;
+			out->eth_gbps = mbps / 1000;
+		}
+		closedir(d);
+	}
+}
+
 bool hp__nvidia_driver(void)
 {
 	return access("/proc/driver/nvidia/version", R_OK) == 0;
@@ -131,6 +230,8 @@ char *hp_deploy_host_pool(const struct hp_catalog *cat, struct hp_error *err)
 	char name[HP_NAME_MAX], *s;
 	json_t *devs = json_array(), *node, *root;
 	int n = hp__gpus_detect(g, 64);
+	struct hp__net net;
+	double gbps;
 
 	hp_host_detect(&h, NULL);
 	hp__hostname(name, sizeof(name));
@@ -163,16 +264,23 @@ char *hp_deploy_host_pool(const struct hp_catalog *cat, struct hp_error *err)
 					      json_pack("{s:s, s:i}", "type",
 							t->name, "count", 1));
 	}
-	/* The transport is not detected: "auto" (socket with a GPU, tcp
-	 * without). */
+	/* The network from sysfs: an active RDMA port makes the transport
+	 * "rdma" at that port's rate; else "auto" (socket with a GPU, tcp
+	 * without) at the fastest Ethernet link that is up; else 10 Gbit/s,
+	 * not known. */
+	hp__net_detect("/sys", &net);
+	gbps = net.rdma && net.rdma_gbps > 0 ? net.rdma_gbps
+	       : net.eth_gbps > 0	     ? net.eth_gbps
+					     : 10.0;
 	node = json_pack(
 	    "{s:s, s:o, s:i, s:f, s:f, s:f, s:f, s:f, s:s}", "name", name,
 	    "devices", devs, "cpu_cores",
 	    h.physical_cores > 0 ? h.physical_cores
 				 : (h.logical_cpus > 0 ? h.logical_cpus : 1),
 	    "memory_gb", h.mem_gb > 0.001 ? h.mem_gb : 1.0, "intra_bw_gbps",
-	    128.0, "net_bw_gbps", 10.0, "net_latency_us", 10.0, "base_power_w",
-	    0.0, "net_transport", hp_net_transport_name(HP_NET_AUTO));
+	    128.0, "net_bw_gbps", gbps, "net_latency_us", 10.0, "base_power_w",
+	    0.0, "net_transport",
+	    hp_net_transport_name(net.rdma ? HP_NET_RDMA : HP_NET_AUTO));
 	root = json_pack("{s:[o]}", "nodes", node);
 	s = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
 	json_decref(root);

@@ -618,6 +618,71 @@ HP_TEST(deploy_host_facts)
 		ASSERT(first[k] == k % 2 && count[k] == 1);
 }
 
+/* mkdir -p for a test tree */
+static void mkdirs(const char *root, const char *rel)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (char *p = path + strlen(root) + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(path, 0755);
+			*p = '/';
+		}
+	mkdir(path, 0755);
+}
+
+static void put(const char *root, const char *rel, const char *text)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	write_file(path, text);
+}
+
+/* The network as a copy of sysfs's layout shows it: the fastest physical
+ * Ethernet link that is up, virtual, loopback, down and unknown-speed
+ * ones left out; an RDMA port counts only when ACTIVE. */
+HP_TEST(deploy_host_network)
+{
+	const char *root = tmpdir();
+	struct hp__net net;
+
+	hp__net_detect("/nonexistent", &net);
+	ASSERT(!net.rdma && net.eth_gbps == 0 && net.rdma_gbps == 0);
+	mkdirs(root, "class/net/lo");
+	put(root, "class/net/lo/operstate", "unknown\n");
+	mkdirs(root, "class/net/eth0/device");
+	put(root, "class/net/eth0/operstate", "up\n");
+	put(root, "class/net/eth0/speed", "25000\n");
+	mkdirs(root, "class/net/eth1/device");
+	put(root, "class/net/eth1/operstate", "down\n");
+	put(root, "class/net/eth1/speed", "100000\n");
+	mkdirs(root, "class/net/eth2/device");
+	put(root, "class/net/eth2/operstate", "up\n");
+	put(root, "class/net/eth2/speed", "-1\n");
+	mkdirs(root, "class/net/veth9"); /* virtual: no device */
+	put(root, "class/net/veth9/operstate", "up\n");
+	put(root, "class/net/veth9/speed", "400000\n");
+	mkdirs(root, "class/infiniband/mlx5_0/ports/1");
+	put(root, "class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+	put(root, "class/infiniband/mlx5_0/ports/1/rate",
+	    "200 Gb/sec (4X HDR)\n");
+	hp__net_detect(root, &net);
+	ASSERT(!net.rdma);
+	ASSERT_NEAR(net.eth_gbps, 25.0, 1e-12);
+	ASSERT_STR_EQ(net.eth_if, "eth0");
+	mkdirs(root, "class/infiniband/mlx5_1/ports/1");
+	put(root, "class/infiniband/mlx5_1/ports/1/state", "4: ACTIVE\n");
+	put(root, "class/infiniband/mlx5_1/ports/1/rate",
+	    "100 Gb/sec (4X EDR)\n");
+	hp__net_detect(root, &net);
+	ASSERT(net.rdma);
+	ASSERT_NEAR(net.rdma_gbps, 100.0, 1e-12);
+	ASSERT_STR_EQ(net.rdma_dev, "mlx5_1");
+}
+
 HP_TEST(deploy_names_and_maps)
 {
 	char out[64];
