@@ -32,6 +32,14 @@
  * where it lowers the loss.  The same factor as NOISE_DROP: what counts as
  * beyond noise going down counts going up. */
 #define NOISE_RISE 2.0
+/* ... and by more than this share of the drop from the plateau: the loss
+ * has climbed back as far toward the plateau as it had to fall for the
+ * descent to count as begun (LEAVES_PLATEAU).  In 800-step tests the
+ * bumps that the loss then fell past were 2-4% of the drop (2-3.5 times
+ * the noise), the rises that were the blow-up 13% and more; in 200-step
+ * tests the rises through which the loss fell on to a lower minimum were
+ * 12-30% of the drop, and those stay the first minimum's end. */
+#define RISE_OF_DROP 0.1
 /* The fit starts this many decades before the smoothed loss has fallen
  * LEAVES_PLATEAU of the way from its plateau to its minimum, and stops
  * where, past its first minimum, it has climbed CLIMB_BACK of the way back
@@ -743,7 +751,10 @@ static int read_fits(const struct hp_lrfind_series *s,
  * smoothed loss leaves its plateau (a long plateau says nothing about good
  * rates, and spends the polynomial's degrees on flatness with wiggles at
  * its edge) to just past its *first* minimum: the lowest point before the
- * smoothed loss first rises by more than NOISE_RISE times the noise.  A
+ * smoothed loss first rises by more than NOISE_RISE times the noise and
+ * RISE_OF_DROP of the drop from its plateau (a bump of a few hundredths of
+ * the drop that the loss then falls past is the ragged descent of a slow
+ * ramp, not instability).  A
  * larger rate there stops lowering the loss: training has turned unstable
  * (Smith's maximum rate).  A range test can fall again after such a rise,
  * to a lower minimum at a higher rate, because the steps taken in between
@@ -785,19 +796,26 @@ static int fit_region(const struct hp_lrfind_series *s,
 	r->descent_idx = ia;
 
 	/* The first minimum: from where the descent began, follow the
-	 * lowest point so far until the loss rises beyond noise above it.
-	 * Without such a rise it is the lowest point.  (The rounding term
-	 * keeps a noiseless curve's last-bit wiggles from counting.) */
-	rise = NOISE_RISE * r->noise + 1e-9 * drop;
-	r->rise_idx = -1;
+	 * lowest point so far until the loss rises above it beyond noise
+	 * and by a tenth of the drop.  Without such a rise it is the lowest
+	 * point.  (The rounding term keeps a noiseless curve's last-bit
+	 * wiggles from counting.) */
+	rise = fmax(NOISE_RISE * r->noise, RISE_OF_DROP * drop) + 1e-9 * drop;
 	for (int i = j = ia; i < m; i++) {
 		if (sm[i] < sm[j])
 			j = i;
-		else if (sm[i] > sm[j] + rise) {
+		else if (sm[i] > sm[j] + rise)
+			break;
+	}
+	/* where, past it, the loss first rises beyond noise: the fit ends at
+	 * the top of that rise when it stops climbing there */
+	rise = NOISE_RISE * r->noise + 1e-9 * drop;
+	r->rise_idx = -1;
+	for (int i = j + 1; i < m; i++)
+		if (sm[i] > sm[j] + rise) {
 			r->rise_idx = i;
 			break;
 		}
-	}
 	r->first_min_idx = j;
 	r->lr_first_min = s->pts[j].lr;
 

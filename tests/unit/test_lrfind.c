@@ -512,6 +512,49 @@ static double curve_first_min(const struct curve *c, double x0, double x1)
 }
 
 /*
+ * A bump beyond noise but small against the drop (a few hundredths of it,
+ * as slow range tests show in their ragged descent) is not instability:
+ * the first minimum is the lower one past it.
+ */
+HP_TEST(lrfind_small_bump_is_not_instability)
+{
+	struct curve small = {2.3, 1.2,	 -2.0, 0.12, 0.05, -0.4, 0.12,
+			      0.2, -1.4, 0.2,  0.6,  -0.9, 0.15};
+	double x1 = curve_first_min(&small, small.xc, 1), xm, xsm, top, lo;
+	double rise = 0;
+
+	curve_truth(&small, -5, 1, &xsm, &xm);
+	/* the noiseless bump: how far it climbs above the first minimum */
+	lo = curve_loss(&small, x1);
+	for (int k = 1; k <= 10000; k++) {
+		double x = x1 + (xm - x1) * k / 10000;
+		rise = fmax(rise, curve_loss(&small, x) - lo);
+	}
+	top = curve_loss(&small, -5) - curve_loss(&small, xm);
+	/* beyond 2 x noise (0.005 a step), under a tenth of the drop */
+	ASSERT(rise > 4 * 0.005 && rise < 0.06 * top);
+	ASSERT(xm > x1 + 0.8);
+	for (uint64_t seed = 1; seed <= 10; seed++) {
+		struct hp_lrfind_series ser;
+		struct hp_lrfind_result r;
+		struct hp_error err = {0};
+
+		make_series(&ser, &small, 800, -5, 1, 0.005, seed * 31 + 7,
+			    true);
+		if (hp_lrfind_analyse(&ser, NULL, &r, &err))
+			HP_FAIL("seed %llu: %s", (unsigned long long)seed,
+				err.msg);
+		if (fabs(log10(r.lr_first_min) - xm) > 0.15)
+			HP_FAIL("seed %llu: first minimum %g; the lowest "
+				"%g, the bump's %g",
+				(unsigned long long)seed, r.lr_first_min,
+				pow(10, xm), pow(10, x1));
+		hp_lrfind_result_release(&r);
+		hp_lrfind_series_release(&ser);
+	}
+}
+
+/*
  * An episode of instability: the loss falls, rises by several times its
  * noise, then falls lower at higher rates.  The interval ends at the first
  * minimum, not at the lower one past the rise, and the suggestion lies
