@@ -170,16 +170,18 @@ int hp_split_parse(const char *s, int ranks, int64_t global, int64_t *local,
  * A re-split is advised only when the averages, too, put the slowest more
  * than the threshold above the fastest, and by more than their noise: the
  * gap, in logs, beyond HP_REBALANCE_Z of its standard error.  A window
- * median's relative error is taken as 1.2533 x 1.4826 x MAD / sqrt(window)
- * / median (that of a median of normal times, the spread from the median
+ * median's relative error is taken as 1.2533 x 1.4826 x MAD / sqrt(window) /
+ * median (that of a median of normal times, the spread from the median
  * absolute deviation), or, when larger, as the windows of the split differ
  * from one another (a speed that drifts over tens of steps moves whole
- * windows, which no window's MAD shows), and an average's from its windows' and
- * their weights (1/sqrt(k) of a window's for k windows; a running average over
- * `memory` windows counts as 2 x memory - 1 of them); a gap the noise explains
- * thus waits for the windows that show whether it lasts.  And only when, by
- * those averages, the new split makes the slowest rank faster by more than half
- * the threshold (each re-split costs `settle` steps).
+ * windows, which no window's MAD shows); an average's error follows from its
+ * windows' and their weights (1/sqrt(k) of a window's for k windows; a
+ * running average over `memory` windows counts as 2 x memory - 1 of them).
+ * A gap under HP_REBALANCE_JUMP also waits for a second window of the same
+ * split.  So a gap the noise explains waits for the windows that show
+ * whether it lasts.  And only when, by those averages, the new split makes
+ * the slowest rank faster by more than half the threshold (each re-split
+ * costs `settle` steps).
  */
 #define HP_REBALANCE_MEMORY 4
 #define HP_REBALANCE_JUMP (1.0 / 3.0)

@@ -265,8 +265,7 @@ enum hp_rebalance_verdict hp_rebalance_add(struct hp_rebalance *rb,
 		}
 		*avg += (p - *avg) * a;
 		rb->err2[r] += (e * e - rb->err2[r]) * a;
-		/* the average's weights: its variance is err2 x their squares
-		 */
+		/* its variance is err2 x the sum of its squared weights */
 		rb->weight2[r] = (1 - a) * (1 - a) * rb->weight2[r] + a * a;
 	}
 	if (rb->ranks < 2 ||
