@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "hetpool/device.h"
+#include "hetpool/pool.h"
 #include "hetpool/util.h"
 
 #ifdef __cplusplus
@@ -60,12 +61,16 @@ struct hp_plan_group {
 	int count;
 	int64_t local_batch;
 	double grad_weight; /* local_batch / global_batch */
+	/* its node's network ("net_transport", optional: the recommender
+	 * writes the pool's, resolved); HP_NET_AUTO when not said */
+	enum hp_net_transport transport;
 };
 
 /* One node of the plan, in order of first appearance. */
 struct hp_plan_node {
 	char name[HP_NAME_MAX];
 	int nranks;
+	enum hp_net_transport transport; /* its groups'; they must agree */
 };
 
 /*

@@ -397,6 +397,7 @@ int hp__launch_fill(struct hp__submit *s, struct hp_error *err)
 		x->local_rank = r->local_rank;
 		x->gpu_index = r->gpu_index;
 		x->local_batch = r->local_batch;
+		x->transport = p->nodes[r->node].transport;
 		snprintf(x->cuda, sizeof(x->cuda), "%s", r->gpu ? "-" : "");
 	}
 	for (int c = 0; c < p->ncomps; c++) {

@@ -43,7 +43,8 @@ struct hp__launch_rank {
 			  "" for CPU ranks; "-" when the node decides */
 	int *cpus;     /* local: CPUs to pin it to; NULL otherwise */
 	int ncpus;
-	int threads; /* 0: the trainer's default */
+	int threads;			 /* 0: the trainer's default */
+	enum hp_net_transport transport; /* its node's, as the plan says */
 };
 
 struct hp__launch_comp {

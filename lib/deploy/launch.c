@@ -76,13 +76,14 @@ json_t *hp__launch_json(const struct hp__launch *l)
 		    ranks,
 		    json_pack(
 			"{s:i, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:s, "
-			"s:o, s:i}",
+			"s:o, s:i, s:s}",
 			"rank", i, "node", r->node, "type", r->type, "device",
 			r->gpu ? "cuda" : "cpu", "component", r->comp,
 			"local_rank", r->local_rank, "gpu_index", r->gpu_index,
 			"local_batch", (json_int_t)r->local_batch,
 			"cuda_visible_devices", r->cuda, "cpus",
-			r->cpus ? cpus : json_null(), "threads", r->threads));
+			r->cpus ? cpus : json_null(), "threads", r->threads,
+			"net_transport", hp_net_transport_name(r->transport)));
 		if (!r->cpus)
 			json_decref(cpus);
 	}
@@ -159,7 +160,7 @@ static bool int_into(json_t *o, const char *key, int64_t lo, int64_t hi,
 static int parse_rank(json_t *r, struct hp__launch_rank *x)
 {
 	json_t *cpus = json_object_get(r, "cpus");
-	char dev[8];
+	char dev[8], net[8];
 	int64_t v;
 
 	if (!json_is_object(r) ||
@@ -172,6 +173,10 @@ static int parse_rank(json_t *r, struct hp__launch_rank *x)
 	if (strcmp(dev, "cpu") && strcmp(dev, "cuda"))
 		return -1;
 	x->gpu = !strcmp(dev, "cuda");
+	/* optional: a job written before it has none */
+	if (!str_into(r, "net_transport", net, sizeof(net), false) ||
+	    (net[0] && hp_net_transport_parse(net, &x->transport)))
+		return -1;
 	if (!int_into(r, "component", 0, HP_PLAN_MAX_GROUPS, &v))
 		return -1;
 	x->comp = (int)v;

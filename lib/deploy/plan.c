@@ -112,6 +112,30 @@ static int get_str(const struct pctx *c, json_t *o, const char *where,
 	return 0;
 }
 
+/* A group's optional "net_transport": one of the pool's names. */
+static int get_transport(const struct pctx *c, json_t *o, const char *where,
+			 enum hp_net_transport *out)
+{
+	json_t *x = json_object_get(o, "net_transport");
+	char esc[64];
+
+	*out = HP_NET_AUTO;
+	if (!x)
+		return 0;
+	if (!json_is_string(x) ||
+	    strlen(json_string_value(x)) != json_string_length(x) ||
+	    hp_net_transport_parse(json_string_value(x), out))
+		return bad(
+		    c,
+		    "%s: 'net_transport' = '%s' is not \"auto\", "
+		    "\"tcp\", \"socket\" or \"rdma\"",
+		    where,
+		    json_is_string(x)
+			? hp_str_escape(json_string_value(x), esc, sizeof(esc))
+			: "(not a string)");
+	return 0;
+}
+
 static bool rule_ok(const char *s)
 {
 	return !strcmp(s, "linear") || !strcmp(s, "sqrt") || !strcmp(s, "none");
@@ -144,6 +168,8 @@ static int layout(struct hp_plan *p, struct hp_error *err)
 		if (k == p->nnodes)
 			snprintf(p->nodes[p->nnodes++].name, HP_NAME_MAX, "%s",
 				 x->node);
+		if (x->transport != HP_NET_AUTO)
+			p->nodes[k].transport = x->transport;
 		gnode[g] = k;
 	}
 	for (int g = 0; g < p->ngroups; g++)
@@ -259,6 +285,8 @@ static int parse_config(const struct pctx *c, json_t *cfg, const char *where,
 		if ((rc = get_num(c, g, w, "grad_weight", 0, 1,
 				  &x->grad_weight)) < 0)
 			return rc;
+		if ((rc = get_transport(c, g, w, &x->transport)))
+			return rc;
 		total += x->count;
 		if (total > HP_PLAN_MAX_RANKS)
 			return bad(c, "%s: more than %d devices", where,
@@ -319,6 +347,24 @@ static int parse_config(const struct pctx *c, json_t *cfg, const char *where,
 				  true, &p->warmup_steps)) < 0)
 			return rc;
 	}
+	/* one node, one network */
+	for (int i = 0; i < p->ngroups; i++)
+		for (int j = 0; j < i; j++)
+			if (!strcmp(p->groups[i].node, p->groups[j].node) &&
+			    p->groups[i].transport != p->groups[j].transport &&
+			    p->groups[i].transport != HP_NET_AUTO &&
+			    p->groups[j].transport != HP_NET_AUTO)
+				return bad(c,
+					   "%s.devices[%d]: 'net_transport' "
+					   "'%s' differs from devices[%d]'s "
+					   "'%s' on the same node '%s'",
+					   where, i,
+					   hp_net_transport_name(
+					       p->groups[i].transport),
+					   j,
+					   hp_net_transport_name(
+					       p->groups[j].transport),
+					   p->groups[i].node);
 	return layout(p, c->err);
 }
 
@@ -446,15 +492,19 @@ char *hp_plan_json(const struct hp_plan *p)
 	for (int i = 0; i < p->ngroups; i++)
 		json_array_append_new(
 		    groups,
-		    json_pack("{s:s, s:s, s:i, s:I, s:f}", "node",
+		    json_pack("{s:s, s:s, s:i, s:I, s:f, s:s}", "node",
 			      p->groups[i].node, "type", p->groups[i].type,
 			      "count", p->groups[i].count, "local_batch",
 			      (json_int_t)p->groups[i].local_batch,
-			      "grad_weight", p->groups[i].grad_weight));
+			      "grad_weight", p->groups[i].grad_weight,
+			      "net_transport",
+			      hp_net_transport_name(p->groups[i].transport)));
 	for (int i = 0; i < p->nnodes; i++)
 		json_array_append_new(
-		    nodes, json_pack("{s:s, s:i}", "name", p->nodes[i].name,
-				     "ranks", p->nodes[i].nranks));
+		    nodes,
+		    json_pack("{s:s, s:i, s:s}", "name", p->nodes[i].name,
+			      "ranks", p->nodes[i].nranks, "net_transport",
+			      hp_net_transport_name(p->nodes[i].transport)));
 	for (int i = 0; i < p->ncomps; i++)
 		json_array_append_new(
 		    comps,

@@ -71,7 +71,9 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 	const char *which = "", *given, *node;
 	char host[HP_NAME_MAX], cuda[64], note[320] = "",
 					  path[HP_DEPLOY_PATH_MAX + 64];
-	bool use_cpu, any_gpu, fallback, has_threads = false;
+	bool use_cpu, any_gpu, fallback, has_threads = false, multi = false;
+	enum hp_net_transport net;
+	const char *ib_disable;
 	int k, rc;
 	json_t *rec, *cpus;
 
@@ -156,6 +158,21 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 	hp__argv_add(&env, "CUDA_DEVICE_ORDER=PCI_BUS_ID");
 	hp__argv_addf(&env, "HETPOOL_JOB_ID=%s", l.id);
 	hp__argv_addf(&env, "HETPOOL_RANK=%d", k);
+	/* NCCL between nodes goes over the network the pool names: without
+	 * RDMA there (socket, tcp) its InfiniBand transport is turned off,
+	 * so that NCCL does not take an RDMA device the pool says is not the
+	 * training network.  Only for GPU ranks of a job on more than one
+	 * node, and never over a value the launcher's environment has. */
+	net = hp_net_transport_resolve(x->transport, x->gpu);
+	for (int r = 0; r < l.nranks; r++)
+		multi |= strcmp(l.ranks[r].node, x->node) != 0;
+	if (x->gpu && multi && (net == HP_NET_SOCKET || net == HP_NET_TCP) &&
+	    !getenv("NCCL_IB_DISABLE")) {
+		hp__argv_add(&env, "NCCL_IB_DISABLE=1");
+		ib_disable = "1";
+	} else {
+		ib_disable = getenv("NCCL_IB_DISABLE");
+	}
 	if (x->threads > 0)
 		hp__argv_addf(&env, "OMP_NUM_THREADS=%d", x->threads);
 	out->rank = k;
@@ -195,6 +212,12 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
+	json_object_set_new(rec, "net_transport",
+			    json_string(hp_net_transport_name(net)));
+	json_object_set_new(rec, "nccl_ib_disable",
+			    ib_disable && !hp_str_has_control(ib_disable)
+				? json_string(ib_disable)
+				: json_null());
 	/* Under Slurm, the GPUs its step got on this node (for audits). */
 	if ((given = getenv("SLURM_STEP_GPUS")) && !hp_str_has_control(given))
 		json_object_set_new(rec, "slurm_step_gpus", json_string(given));

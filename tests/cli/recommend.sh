@@ -29,8 +29,9 @@ assert c["global_batch"] == 256
 assert sum(g["count"] * g["local_batch"] for g in c["devices"]) == 256
 assert abs(sum(g["count"] * g["grad_weight"] for g in c["devices"]) - 1) < 1e-9
 for g in c["devices"]:
-    for k in ("node", "type", "count", "local_batch", "grad_weight"):
+    for k in ("node", "type", "count", "local_batch", "grad_weight", "net_transport"):
         assert k in g, k
+    assert g["net_transport"] in ("tcp", "socket", "rdma"), g
 for k in ("step_time", "predicted_time"):
     lo, hi = c[k + "_interval_s"]
     assert lo <= c[k + "_s"] <= hi, (k, lo, c[k + "_s"], hi)

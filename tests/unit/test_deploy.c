@@ -294,6 +294,19 @@ HP_TEST(deploy_plan_refuses_bad_input_by_name)
 	    {"{\"devices\": [{\"node\": \"a\", \"type\": \"t4\", \"count\": "
 	     "1, \"local_batch\": 8, \"node\": \"b\"}]}",
 	     "duplicate"},
+	    {"{\"devices\": [{\"node\": \"a\", \"type\": \"t4\", \"count\": "
+	     "1, \"local_batch\": 8, \"net_transport\": \"ib\"}]}",
+	     "plan.devices[0]: 'net_transport' = 'ib' is not \"auto\", "
+	     "\"tcp\", \"socket\" or \"rdma\""},
+	    {"{\"devices\": [{\"node\": \"a\", \"type\": \"t4\", \"count\": "
+	     "1, \"local_batch\": 8, \"net_transport\": 3}]}",
+	     "'net_transport' = '(not a string)'"},
+	    {"{\"devices\": [{\"node\": \"a\", \"type\": \"t4\", \"count\": "
+	     "1, \"local_batch\": 8, \"net_transport\": \"rdma\"}, "
+	     "{\"node\": \"a\", \"type\": \"cpu\", \"count\": 1, "
+	     "\"local_batch\": 8, \"net_transport\": \"socket\"}]}",
+	     "plan.devices[1]: 'net_transport' 'socket' differs from "
+	     "devices[0]'s 'rdma' on the same node 'a'"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -1065,6 +1078,127 @@ HP_TEST(deploy_rank_prepare_slurm_rank)
 	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), HP_EINVAL);
 	ASSERT(strstr(err.msg, "SLURM_PROCID is not a rank of this 3-rank "
 			       "job"));
+	hp_deploy_free(d);
+	hp_plan_release(&s.plan);
+	rm_rf(s.dir);
+}
+
+/* The network the plan gives a node reaches its ranks: a GPU rank of a job
+ * on more than one node, over sockets, runs with NCCL's InfiniBand
+ * transport off, unless the launcher's environment says otherwise; a CPU
+ * rank, an RDMA node or a one-node job is left to NCCL. */
+static bool env_has(char **env, const char *kv)
+{
+	for (int i = 0; env && env[i]; i++)
+		if (!strcmp(env[i], kv))
+			return true;
+	return false;
+}
+
+static bool env_has_key(char **env, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (int i = 0; env && env[i]; i++)
+		if (!strncmp(env[i], key, n) && env[i][n] == '=')
+			return true;
+	return false;
+}
+
+static void net_job(const char *plan, char *jobdir, size_t n, struct sub *s,
+		    struct hp_deploy **d)
+{
+	struct hp_deploy_config cfg = {0};
+	struct hp_error err = {0};
+	char id[HP_JOB_ID_MAX];
+
+	sub_init(s, plan);
+	cfg.jobs_dir = s->jobs;
+	cfg.hetpool = "/bin/true";
+	cfg.sbatch = "/bin/echo"; /* not a job id: the job dir stays */
+	*d = hp_deploy_new(&cfg, &err);
+	s->o.backend = HP_BACKEND_SLURM;
+	s->o.trainer = "/bin/true";
+	ASSERT_EQ_INT(hp_deploy_submit(*d, &s->plan, &s->t, &s->o, id, &err),
+		      HP_EIO);
+	snprintf(jobdir, n, "%s/%s", s->jobs, id);
+}
+
+HP_TEST(deploy_rank_network_from_plan)
+{
+	static const char *two_nodes =
+	    "{\"choice\": {\"devices\": [{\"node\": \"n1\", \"type\": "
+	    "\"a100\", \"count\": 1, \"local_batch\": 8, \"net_transport\": "
+	    "\"socket\"}, {\"node\": \"n2\", \"type\": \"a100\", \"count\": "
+	    "1, \"local_batch\": 8, \"net_transport\": \"rdma\"}], "
+	    "\"global_batch\": 16, \"steps\": 4}}";
+	static const char *one_node =
+	    "{\"choice\": {\"devices\": [{\"node\": \"n1\", \"type\": "
+	    "\"a100\", \"count\": 2, \"local_batch\": 8, \"net_transport\": "
+	    "\"socket\"}], \"global_batch\": 16, \"steps\": 4}}";
+	struct sub s;
+	struct hp_deploy *d;
+	struct hp_error err = {0};
+	struct hp_rank_exec x;
+	char jobdir[1024], path[1200];
+	json_t *rec;
+
+	unsetenv("NCCL_IB_DISABLE");
+	unsetenv("SLURM_LOCALID");
+	setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+	net_job(two_nodes, jobdir, sizeof(jobdir), &s, &d);
+	ASSERT(s.plan.nnodes == 2 &&
+	       s.plan.nodes[0].transport == HP_NET_SOCKET);
+	{
+		/* the job's plan.json says it, per node */
+		char *pj = hp_plan_json(&s.plan);
+		json_t *o = json_loads(pj, 0, NULL);
+		json_t *nodes = json_object_get(o, "nodes");
+		ASSERT_STR_EQ(json_string_value(json_object_get(
+				  json_array_get(nodes, 1), "net_transport")),
+			      "rdma");
+		json_decref(o);
+		free(pj);
+	}
+	/* rank 0 on n1, sockets: InfiniBand off */
+	setenv("SLURM_PROCID", "0", 1);
+	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), 0);
+	ASSERT(env_has(x.env, "NCCL_IB_DISABLE=1"));
+	hp_rank_exec_release(&x);
+	snprintf(path, sizeof(path), "%s/logs/rank-0.json", jobdir);
+	rec = hp__read_json(path, 1 << 16, &err);
+	ASSERT(rec);
+	ASSERT_STR_EQ(json_string_value(json_object_get(rec, "net_transport")),
+		      "socket");
+	ASSERT_STR_EQ(
+	    json_string_value(json_object_get(rec, "nccl_ib_disable")), "1");
+	json_decref(rec);
+	/* rank 1 on n2, RDMA: left to NCCL */
+	setenv("SLURM_PROCID", "1", 1);
+	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), 0);
+	ASSERT(!env_has_key(x.env, "NCCL_IB_DISABLE"));
+	hp_rank_exec_release(&x);
+	/* the launcher's own setting wins */
+	setenv("NCCL_IB_DISABLE", "0", 1);
+	setenv("SLURM_PROCID", "0", 1);
+	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), 0);
+	ASSERT(!env_has_key(x.env, "NCCL_IB_DISABLE"));
+	hp_rank_exec_release(&x);
+	rec = hp__read_json(path, 1 << 16, &err);
+	ASSERT(rec);
+	ASSERT_STR_EQ(
+	    json_string_value(json_object_get(rec, "nccl_ib_disable")), "0");
+	json_decref(rec);
+	unsetenv("NCCL_IB_DISABLE");
+	hp_deploy_free(d);
+	hp_plan_release(&s.plan);
+	rm_rf(s.dir);
+	/* one node: NCCL does not use the network */
+	net_job(one_node, jobdir, sizeof(jobdir), &s, &d);
+	setenv("SLURM_PROCID", "1", 1);
+	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), 0);
+	ASSERT(!env_has_key(x.env, "NCCL_IB_DISABLE"));
+	hp_rank_exec_release(&x);
 	hp_deploy_free(d);
 	hp_plan_release(&s.plan);
 	rm_rf(s.dir);
