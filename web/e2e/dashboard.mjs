@@ -111,6 +111,9 @@ try {
   const nodes = (await api("GET", "/v1/nodes", T.user)).json.nodes;
   const rows = await page.$$eval("#nodes tbody tr", (trs) => trs.length);
   check("the pool lists every node", rows === nodes.length, `${rows} rows, ${nodes.length} nodes`);
+  const net = await page.$$eval("#nodes tbody tr", (trs) => trs.map((tr) => [tr.children[0].textContent, tr.children[3].textContent]));
+  check("each node's network is shown as the API has it", net.length === nodes.length && nodes.every((n) => net.some(([name, cell]) =>
+    name.startsWith(n.name) && cell.includes(`${n.net_bw_gbps} Gbit/s`) && cell.includes(n.net_transport))), JSON.stringify(net.slice(0, 3)));
   const totals = await page.$$eval("#totals tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
   const want = {};
   for (const n of nodes) for (const d of n.device_list) want[d.type] = (want[d.type] || 0) + 1;

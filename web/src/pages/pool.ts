@@ -1,6 +1,6 @@
 // pool.ts - the Pool page: every node with its devices by type (free,
-// allocated to which job, drained), totals by type, this host's own node
-// first; drain and resume for admins.  Refreshed every 5 s.
+// allocated to which job, drained) and its network, totals by type, this
+// host's own node first; drain and resume for admins.  Refreshed every 5 s.
 import { ApiError, get, send } from "../api";
 import { clear, h, table } from "../dom";
 import type { Ctx } from "../main";
@@ -10,6 +10,17 @@ interface Node {
   name: string; state: string; self: boolean;
   devices: { type: string; count: number; free: number }[];
   device_list: Device[];
+  net_bw_gbps?: number; net_transport?: string;
+}
+
+// The node's link as the recommender reads it: its rate and its transport,
+// "auto" shown with what it means for this node (socket with a GPU, tcp
+// without).
+function netCell(n: Node): string {
+  const gpu = n.device_list.some((d) => d.type !== "cpu" && !d.type.startsWith("cpu-"));
+  const t = n.net_transport || "auto";
+  const rate = typeof n.net_bw_gbps === "number" ? `${n.net_bw_gbps} Gbit/s` : "rate not known";
+  return `${rate}, ${t === "auto" ? `auto (${gpu ? "socket" : "tcp"})` : t}`;
 }
 
 function byType(devs: Device[]): Map<string, { total: number; free: number; drained: number; reserved: number; jobs: Map<number, number> }> {
@@ -66,11 +77,12 @@ export function poolPage(root: HTMLElement, ctx: Ctx): () => void {
       h("span", null, n.name, n.self ? h("span", { class: "badge" }, "this host") : null),
       h("span", { class: "state-" + n.state }, n.state),
       devCell(n),
+      netCell(n),
       ctx.can("admin")
         ? h("button", { type: "button", "data-node": n.name, onclick: () => drain(n) }, n.state === "drained" ? "Resume" : "Drain")
         : null,
     ];
-    const nodesT = table(["node", "state", "devices", ctx.can("admin") ? "action" : ""], nodes.map(row), `Nodes (${nodes.length})`);
+    const nodesT = table(["node", "state", "devices", "network", ctx.can("admin") ? "action" : ""], nodes.map(row), `Nodes (${nodes.length})`);
     nodesT.id = "nodes";
     clear(body,
       self.length ? h("section", { "aria-labelledby": "self-h" }, h("h2", { id: "self-h" }, "This host"), ...self.map((n) => devCell(n))) : null,
