@@ -77,6 +77,7 @@ struct hp_rec_group {
 	int count;
 	int64_t local_batch;
 	double grad_weight; /* local_batch / global_batch, per device */
+	enum hp_net_transport transport; /* its node's, resolved */
 };
 
 /* One device type's part of a configuration. */

@@ -42,11 +42,11 @@ static json_t *config_json(const struct hp_rec_config *c,
 		json_object_set_new(d, "local_batch",
 				    json_integer(g->local_batch));
 		json_object_set_new(d, "grad_weight", num(g->grad_weight));
-		/* the node's network, resolved, for the launcher (NCCL) */
+		/* the node's network as the recommender costed it, for the
+		 * launcher (NCCL) */
 		json_object_set_new(
 		    d, "net_transport",
-		    json_string(hp_net_transport_name(
-			hp_pool_node_transport(&pool->nodes[g->node], NULL))));
+		    json_string(hp_net_transport_name(g->transport)));
 		json_array_append_new(devs, d);
 	}
 	for (int j = 0; j < c->ntypes; j++) {

@@ -428,11 +428,14 @@ int hp__rec_build_config(const struct hp__rec_pack *P,
 			int j = tyn[x],
 			    h = cnt[x] < hileft[j] ? cnt[x] : hileft[j];
 			const char *tn = S->m->tt[P->type[j]].name;
+			enum hp_net_transport tr = hp_pool_node_transport(
+			    &S->pool->nodes[nodes[x]], S->m->cat);
 			hileft[j] -= h;
 			if (h > 0) {
 				struct hp_rec_group *g =
 				    &cfg->groups[cfg->ngroups++];
 				g->node = nodes[x];
+				g->transport = tr;
 				snprintf(g->type, sizeof(g->type), "%s", tn);
 				g->count = h;
 				g->local_batch = cp->local_hi[j];
@@ -441,6 +444,7 @@ int hp__rec_build_config(const struct hp__rec_pack *P,
 				struct hp_rec_group *g =
 				    &cfg->groups[cfg->ngroups++];
 				g->node = nodes[x];
+				g->transport = tr;
 				snprintf(g->type, sizeof(g->type), "%s", tn);
 				g->count = cnt[x] - h;
 				g->local_batch = cp->local_hi[j] - 1;

@@ -968,6 +968,15 @@ HP_TEST(recommend_sample_pool_meets_deadline_and_explains)
 	for (int i = 0; i < r.npareto; i++)
 		ASSERT(r.pareto[i].energy_j >= r.choice.energy_j ||
 		       r.pareto[i].time_s > 3600);
+	/* every group says its node's network, as the search costed it */
+	for (int i = 0; i < r.npareto; i++)
+		for (int k = 0; k < r.pareto[i].ngroups; k++) {
+			const struct hp_rec_group *g = &r.pareto[i].groups[k];
+			ASSERT_EQ_INT(g->transport,
+				      hp_pool_node_transport(
+					  &pool->nodes[g->node], e.cat));
+			ASSERT(g->transport != HP_NET_AUTO);
+		}
 	js = hp_rec_result_json(&r, &job, pool);
 	ASSERT(js);
 	ASSERT(strstr(js, "\"predicted_energy_interval_j\""));
