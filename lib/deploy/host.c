@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <math.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,102 +88,90 @@ int hp__gpus_detect(struct hp__gpu *out, int max)
 	return n;
 }
 
-/* The first line of ROOT/A/B/C/D (any part may be NULL), trimmed. */
-static bool sys_line(char *out, size_t n, const char *root, const char *a,
-		     const char *b, const char *c, const char *d)
+/* The first line of the file at the formatted path, in out; false when it
+ * cannot be read or does not fit. */
+__attribute__((format(printf, 3, 4))) static bool sys_line(char *out, size_t n,
+							   const char *fmt, ...)
 {
-	char path[1024];
-	char *text, *nl;
+	char path[4096], *text;
 	size_t len;
+	va_list ap;
+	int k;
 	bool ok;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s%s%s%s%s%s%s", root, a,
-			     b ? "/" : "", b ? b : "", c ? "/" : "", c ? c : "",
-			     d ? "/" : "", d ? d : "") >= sizeof(path) ||
+	va_start(ap, fmt);
+	k = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= sizeof(path) ||
 	    hp_read_file(path, 4096, &text, &len, NULL))
 		return false;
-	nl = strchr(text, '\n');
-	if (nl)
-		*nl = '\0';
+	text[strcspn(text, "\n")] = '\0';
 	ok = (size_t)snprintf(out, n, "%s", text) < n;
 	free(text);
 	return ok;
 }
 
-static bool skip_entry(const char *name)
-{
-	return name[0] == '.';
-}
-
 void hp__net_detect(const char *sys_root, struct hp__net *out)
 {
-	char dir[1024], line[256], ports[1024];
+	char dir[1024], ports[1400], line[256];
 	DIR *d, *pd;
 	struct dirent *e, *p;
 
 	memset(out, 0, sizeof(*out));
 	snprintf(dir, sizeof(dir), "%s/class/infiniband", sys_root);
-	if ((d = opendir(dir))) {
-		while ((e = readdir(d))) {
-			if (skip_entry(e->d_name))
+	for (d = opendir(dir); d && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(ports, sizeof(ports), "%s/%s/ports", dir, e->d_name);
+		for (pd = opendir(ports); pd && (p = readdir(pd));) {
+			double g = 0;
+			if (p->d_name[0] == '.' ||
+			    !sys_line(line, sizeof(line), "%s/%s/state", ports,
+				      p->d_name) ||
+			    !strstr(line, "ACTIVE"))
 				continue;
-			if ((size_t)snprintf(ports, sizeof(ports),
-					     "%s/%s/ports", dir,
-					     e->d_name) >= sizeof(ports) ||
-			    !(pd = opendir(ports)))
-				continue;
-			while ((p = readdir(pd))) {
-				double g;
-				if (skip_entry(p->d_name) ||
-				    !sys_line(line, sizeof(line), ports,
-					      p->d_name, "state", NULL, NULL) ||
-				    !strstr(line, "ACTIVE"))
-					continue;
-				g = sys_line(line, sizeof(line), ports,
-					     p->d_name, "rate", NULL, NULL)
-					? strtod(line, NULL)
-					: 0;
-				if ((!out->rdma || g > out->rdma_gbps) &&
-				    (size_t)snprintf(out->rdma_dev,
-						     sizeof(out->rdma_dev),
-						     "%s", e->d_name) <
-					sizeof(out->rdma_dev))
-					out->rdma_gbps =
-					    isfinite(g) && g > 0 ? g : 0;
-				out->rdma = true;
+			/* "100 Gb/sec (4X EDR)" */
+			if (sys_line(line, sizeof(line), "%s/%s/rate", ports,
+				     p->d_name))
+				g = strtod(line, NULL);
+			if (!isfinite(g) || g < 0)
+				g = 0;
+			if (!out->rdma || g > out->rdma_gbps) {
+				out->rdma_gbps = g;
+				snprintf(out->rdma_dev, sizeof(out->rdma_dev),
+					 "%.63s", e->d_name);
 			}
+			out->rdma = true;
+		}
+		if (pd)
 			closedir(pd);
-		}
-		closedir(d);
 	}
+	if (d)
+		closedir(d);
 	snprintf(dir, sizeof(dir), "%s/class/net", sys_root);
-	if ((d = opendir(dir))) {
-		while ((e = readdir(d))) {
-			char dev[1024];
-			double mbps;
-			if (skip_entry(e->d_name) || !strcmp(e->d_name, "lo"))
-				continue;
-			/* a physical interface has a device behind it */
-			if ((size_t)snprintf(dev, sizeof(dev), "%s/%s/device",
-					     dir, e->d_name) >= sizeof(dev) ||
-			    access(dev, F_OK) ||
-			    !sys_line(line, sizeof(line), dir, e->d_name,
-				      "operstate", NULL, NULL) ||
-			    strcmp(line, "up") ||
-			    !sys_line(line, sizeof(line), dir, e->d_name,
-				      "speed", NULL, NULL))
-				continue;
-			mbps = strtod(line, NULL);
-			if (!isfinite(mbps) || !(mbps > 0) ||
-			    mbps / 1000 <= out->eth_gbps ||
-			    (size_t)snprintf(out->eth_if, sizeof(out->eth_if),
-					     "%s",
-					     e->d_name) >= sizeof(out->eth_if))
-				continue;
-			out->eth_gbps = mbps / 1000;
+	for (d = opendir(dir); d && (e = readdir(d));) {
+		char dev[1400];
+		double gbps;
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, "lo"))
+			continue;
+		/* a physical interface has a device behind it */
+		snprintf(dev, sizeof(dev), "%s/%s/device", dir, e->d_name);
+		if (access(dev, F_OK) ||
+		    !sys_line(line, sizeof(line), "%s/%s/operstate", dir,
+			      e->d_name) ||
+		    strcmp(line, "up") ||
+		    !sys_line(line, sizeof(line), "%s/%s/speed", dir,
+			      e->d_name))
+			continue;
+		gbps = strtod(line, NULL) / 1000; /* Mbit/s; -1: not known */
+		if (isfinite(gbps) && gbps > out->eth_gbps) {
+			out->eth_gbps = gbps;
+			snprintf(out->eth_if, sizeof(out->eth_if), "%.63s",
+				 e->d_name);
 		}
-		closedir(d);
 	}
+	if (d)
+		closedir(d);
 }
 
 bool hp__nvidia_driver(void)
