@@ -48,8 +48,11 @@ enum hp_net_transport {
 
 /* "auto", "tcp", "socket", "rdma". */
 const char *hp_net_transport_name(enum hp_net_transport t);
-/* Parse one of the names above; 0, or HP_EINVAL for anything else. */
+/* Parse one of the names above; 0, or HP_EINVAL for anything else (*out
+ * is then left alone). */
 int hp_net_transport_parse(const char *s, enum hp_net_transport *out);
+/* The names as an error message lists them. */
+#define HP_NET_TRANSPORT_CHOICES "\"auto\", \"tcp\", \"socket\" or \"rdma\""
 
 /* One kind of device on a node. */
 struct hp_pool_dev {

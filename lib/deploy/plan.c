@@ -127,8 +127,8 @@ static int get_transport(const struct pctx *c, json_t *o, const char *where,
 	    hp_net_transport_parse(json_string_value(x), out))
 		return bad(
 		    c,
-		    "%s: 'net_transport' = '%s' is not \"auto\", "
-		    "\"tcp\", \"socket\" or \"rdma\"",
+		    "%s: 'net_transport' = '%s' is "
+		    "not " HP_NET_TRANSPORT_CHOICES,
 		    where,
 		    json_is_string(x)
 			? hp_str_escape(json_string_value(x), esc, sizeof(esc))

@@ -270,16 +270,19 @@ static int get_transport(const struct ctx *c, json_t *jn,
 			 struct hp_pool_node *nd)
 {
 	json_t *v = json_object_get(jn, "net_transport");
+	char esc[64];
 
 	nd->net_transport = HP_NET_AUTO;
 	if (!v)
 		return 0;
-	if (!json_is_string(v) ||
-	    hp_net_transport_parse(json_string_value(v), &nd->net_transport))
-		return bad(c, false,
-			   "'net_transport' must be \"auto\", \"tcp\", "
-			   "\"socket\" or \"rdma\"");
-	return 0;
+	if (json_is_string(v) &&
+	    !hp_net_transport_parse(json_string_value(v), &nd->net_transport))
+		return 0;
+	return bad(c, false,
+		   "'net_transport' = '%s' is not " HP_NET_TRANSPORT_CHOICES,
+		   json_is_string(v)
+		       ? hp_str_escape(json_string_value(v), esc, sizeof(esc))
+		       : "(not a string)");
 }
 
 static int parse_node(struct ctx *c, json_t *jn, struct hp_pool_node *nd,

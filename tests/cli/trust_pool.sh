@@ -64,11 +64,11 @@ expect_status trust_pool_bw_negative 2 "$HP" recommend "$R18" --pool "$TMP/bwneg
 expect_err trust_pool_bw_negative_says "pool '[^']*bwneg.json': node 'n3': 'net_bw_gbps' = -1 is out of range \[0.001, 10000\]"
 expect_status trust_pool_bw_high 2 "$HP" recommend "$R18" --pool "$TMP/bwhigh.json" "${JOB[@]}" --batch 256
 expect_err trust_pool_bw_high_says "node 'n3': 'net_bw_gbps' = 1e\+07 is out of range \[0.001, 10000\]"
-# A transport outside the four names is refused by the key, without
-# echoing the value.
+# A transport outside the four names is refused by the key, its value
+# shown escaped, never raw.
 pool n3 '100, "net_transport": "\u001b[31mib"' >"$TMP/transport.json"
 expect_status trust_pool_transport 2 "$HP" recommend "$R18" --pool "$TMP/transport.json" "${JOB[@]}" --batch 256
-expect_err trust_pool_transport_says "pool '[^']*transport.json': node 'n3': 'net_transport' must be \"auto\", \"tcp\", \"socket\" or \"rdma\""
+expect_err trust_pool_transport_says "pool '[^']*transport.json': node 'n3': 'net_transport' = '\\\\x1b\\[31mib' is not \"auto\", \"tcp\", \"socket\" or \"rdma\""
 no_raw trust_pool_transport_no_raw
 
 # Node names are identifiers: a line break or an escape sequence is refused,

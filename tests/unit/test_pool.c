@@ -346,9 +346,14 @@ static const char *with_transport(char *buf, size_t n, const char *v)
 HP_TEST(pool_parse_reads_net_transport)
 {
 	static const char *const names[] = {"auto", "tcp", "socket", "rdma"};
-	static const char *const bad[] = {"\"ib\"",   "\"\"",	   "\"TCP\"",
-					  "\"tcp \"", "1",	   "null",
-					  "true",     "[\"tcp\"]", "{}"};
+	static const struct {
+		const char *value, *shown;
+	} bad[] = {{"\"ib\"", "ib"},	       {"\"\"", ""},
+		   {"\"TCP\"", "TCP"},	       {"\"tcp \"", "tcp "},
+		   {"1", "(not a string)"},    {"null", "(not a string)"},
+		   {"true", "(not a string)"}, {"[\"tcp\"]", "(not a string)"},
+		   {"{}", "(not a string)"}};
+	char want[160];
 	struct hp_catalog *cat = shipped();
 	struct hp_error err = {0};
 	struct hp_pool *p;
@@ -377,14 +382,16 @@ HP_TEST(pool_parse_reads_net_transport)
 	}
 	ASSERT_STR_EQ(hp_net_transport_name((enum hp_net_transport)99), "?");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		p = parse(with_transport(text, sizeof(text), bad[i]), cat,
+		p = parse(with_transport(text, sizeof(text), bad[i].value), cat,
 			  &err);
 		if (p)
-			HP_FAIL("net_transport %s: parsed", bad[i]);
+			HP_FAIL("net_transport %s: parsed", bad[i].value);
 		ASSERT_EQ_INT(err.code, HP_EPARSE);
-		ASSERT_STR_EQ(err.msg,
-			      "pool 't.json': node 'n3': 'net_transport' must "
-			      "be \"auto\", \"tcp\", \"socket\" or \"rdma\"");
+		snprintf(want, sizeof(want),
+			 "pool 't.json': node 'n3': 'net_transport' = '%s' is "
+			 "not \"auto\", \"tcp\", \"socket\" or \"rdma\"",
+			 bad[i].shown);
+		ASSERT_STR_EQ(err.msg, want);
 	}
 	{
 		enum hp_net_transport back = HP_NET_RDMA;
