@@ -29,6 +29,10 @@
 #        BENCH_PEER (another build's hetpool-train, say one built from the
 #        previous commit: its re-split runs in each round beside this
 #        one's, at the first memory value, and the summary compares them).
+#        BENCH_KEEP (a folder: each re-split run's metrics.jsonl is kept
+#        there as ROUND-NAME.jsonl, traces for bench_rebalance_replay,
+#        which compares the rebalancer's settings on the same recorded
+#        drift; docs/trainer.md, "Why these settings").
 # Why 150 measured steps: a rank's compute time moves 10-25% from step to
 # step on a shared core, so the median of 30 steps is itself uncertain by
 # 3-5%, as much as the 5% the spread is judged against; the table gives
@@ -116,6 +120,14 @@ print(' '.join(map(str, L[-1]['local_batches'])))")
 done
 
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${BENCH_KEEP:-}" ]; then
+	mkdir -p "$BENCH_KEEP" || exit 1
+	for f in "$tmp"/*/resplit*/metrics.jsonl; do
+		r=${f#"$tmp"/}
+		cp "$f" "$BENCH_KEEP/${r%%/*}-$(basename "$(dirname "$f")").jsonl"
+	done
+	echo "re-split traces kept in $BENCH_KEEP"
+fi
 /usr/bin/python3 - "$tmp" "$rounds" "$B" "$measure" $memories ${peer:+peer} <<'PY'
 import json, math, statistics, sys
 tmp, rounds, B, measure = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

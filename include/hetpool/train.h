@@ -182,6 +182,11 @@ int hp_split_parse(const char *s, int ranks, int64_t global, int64_t *local,
  * whether it lasts.  And only when, by those averages, the new split makes
  * the slowest rank faster by more than half the threshold (each re-split
  * costs `settle` steps).
+ *
+ * The defaults were checked by replaying 66 recorded runs of a rank slowed
+ * by a CPU hog (docs/trainer.md, "Why these settings"): no other memory
+ * (1, 2, 8), jump (0.1-0.5), z (1-3) or window (10, 30, 40 steps) left the
+ * ranks within 5% in more of them.
  */
 #define HP_REBALANCE_MEMORY 4
 #define HP_REBALANCE_JUMP (1.0 / 3.0)
@@ -199,7 +204,10 @@ struct hp_rebalance {
 			       window's time per sample from the average */
 	int64_t *local;	    /* ranks: the local batch of that average */
 	int *windows;	    /* ranks: windows in that average */
-	int memory;	    /* HP_REBALANCE_MEMORY; may be set after init */
+	/* HP_REBALANCE_MEMORY, _JUMP and _Z; each may be set after init
+	 * (benchmarks/bench_rebalance_replay.c compares settings) */
+	int memory;
+	double jump, z;
 	int filled, skip;
 };
 int hp_rebalance_init(struct hp_rebalance *rb, int ranks, int window,

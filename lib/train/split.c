@@ -158,6 +158,8 @@ int hp_rebalance_init(struct hp_rebalance *rb, int ranks, int window,
 	rb->threshold = threshold;
 	rb->settle = settle;
 	rb->memory = HP_REBALANCE_MEMORY;
+	rb->jump = HP_REBALANCE_JUMP;
+	rb->z = HP_REBALANCE_Z;
 	rb->skip = settle;
 	return 0;
 }
@@ -247,7 +249,7 @@ enum hp_rebalance_verdict hp_rebalance_add(struct hp_rebalance *rb,
 		if (!(p > 0) || !isfinite(p))
 			return HP_REBALANCE_BALANCED;
 		if (rb->windows[r] == 0 || local[r] != rb->local[r] ||
-		    fabs(p / *avg - 1) > HP_REBALANCE_JUMP)
+		    fabs(p / *avg - 1) > rb->jump)
 			rb->windows[r] = 0;
 		rb->local[r] = local[r];
 		rb->windows[r] +=
@@ -291,11 +293,11 @@ enum hp_rebalance_verdict hp_rebalance_add(struct hp_rebalance *rb,
 		}
 	}
 	if (!(hi / lo - 1 > rb->threshold) ||
-	    log(hi / lo) <= HP_REBALANCE_Z * sqrt(e_lo + e_hi))
+	    log(hi / lo) <= rb->z * sqrt(e_lo + e_hi))
 		return HP_REBALANCE_BALANCED;
 	/* One window's own spread is itself a noisy figure: a gap under
 	 * HP_REBALANCE_JUMP waits for a second window of the same split. */
-	if (hi / lo - 1 <= HP_REBALANCE_JUMP && (n_lo < 2 || n_hi < 2) &&
+	if (hi / lo - 1 <= rb->jump && (n_lo < 2 || n_hi < 2) &&
 	    (rb->memory > 1))
 		return HP_REBALANCE_BALANCED;
 	/* throughput per rank; the times' column is free to reuse */

@@ -526,6 +526,38 @@ HP_TEST(train_rebalance_waits_out_noise)
 	hp_rebalance_release(&rb);
 }
 
+/* The settings are fields with the header's defaults; z is the one the
+ * significance test reads (a z no gap can pass keeps any split). */
+HP_TEST(train_rebalance_settings_are_fields)
+{
+	struct hp_rebalance rb;
+	int64_t local[2] = {50, 50}, nl[2];
+	double med[2], t[2];
+	int resplits = 0;
+
+	ASSERT(hp_rebalance_init(&rb, 2, 10, 0.05, 0) == 0);
+	ASSERT_EQ_INT(rb.memory, HP_REBALANCE_MEMORY);
+	ASSERT_NEAR(rb.jump, HP_REBALANCE_JUMP, 0);
+	ASSERT_NEAR(rb.z, HP_REBALANCE_Z, 0);
+	for (int pass = 0; pass < 2; pass++) {
+		hp_rebalance_release(&rb);
+		ASSERT(hp_rebalance_init(&rb, 2, 10, 0.05, 0) == 0);
+		rb.z = pass ? 1e9 : rb.z;
+		resplits = 0;
+		for (int step = 0; step < 200; step++) {
+			bool odd = step % 2;
+			t[0] = odd ? 1.15 : 0.85;
+			t[1] = odd ? 1.27 : 0.97; /* 12% slower, for good */
+			resplits +=
+			    hp_rebalance_add(&rb, t, local, 100, 1, med, nl) ==
+			    HP_REBALANCE_RESPLIT;
+		}
+		/* the default z follows it; one no gap can pass does not */
+		ASSERT_EQ_INT(resplits > 0, pass == 0);
+	}
+	hp_rebalance_release(&rb);
+}
+
 /* ---- learning rate ---- */
 
 HP_TEST(train_lr)
