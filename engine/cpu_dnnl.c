@@ -23,7 +23,9 @@
 #include "engine_int.h"
 #include "util/banned.h"
 
-#define MAX_ARGS 12
+/* a primitive's arguments: add and concat read up to HP_SPEC_MAX_INPUTS
+ * sources, and write a destination; the scratchpad comes on top */
+#define MAX_ARGS (HP_SPEC_MAX_INPUTS + 4)
 /* Channels a block of the layout dw_wgrad reads (nChw16c). */
 #define DW_BLOCK 16
 
@@ -243,31 +245,31 @@ static struct op *op_new(struct oplist *l)
 }
 
 /*
- * Append a primitive made from pd, with n (int arg, struct mem *) pairs;
- * a NULL mem is skipped.  The scratchpad argument is added here.
+ * Append a primitive made from pd, with n arguments ids[k], mems[k]; a NULL
+ * mem is skipped.  The scratchpad argument is added here.
  */
-static int prim_op(struct cpu *b, struct oplist *l, dnnl_primitive_desc_t pd,
-		   const char *what, struct hp_error *err, int n, ...)
+static int prim_op_args(struct cpu *b, struct oplist *l,
+			dnnl_primitive_desc_t pd, const char *what,
+			struct hp_error *err, int n, const int *ids,
+			struct mem *const *mems)
 {
-	struct op *op = op_new(l);
+	struct op *op;
 	const dnnl_memory_desc_t *smd;
-	va_list ap;
 
-	if (!op)
+	if (n > MAX_ARGS - 1)
+		return hp_error_set(err, HP_EINTERNAL, "%s: %d arguments", what,
+				    n);
+	if (!(op = op_new(l)))
 		return nomem(err);
 	op->kind = OP_DNNL;
 	if (!b->dry)
 		CK(dnnl_primitive_create(&op->prim, pd), what);
-	va_start(ap, n);
 	for (int i = 0; i < n; i++) {
-		int id = va_arg(ap, int);
-		struct mem *m = va_arg(ap, struct mem *);
-		if (!m)
+		if (!mems[i])
 			continue;
-		op->arg_id[op->nargs] = id;
-		op->arg[op->nargs++] = m;
+		op->arg_id[op->nargs] = ids[i];
+		op->arg[op->nargs++] = mems[i];
 	}
-	va_end(ap);
 	smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
 	if (smd && dnnl_memory_desc_get_size(smd) > 0) {
 		struct mem *s = mem_md(b, smd, true);
@@ -277,6 +279,47 @@ static int prim_op(struct cpu *b, struct oplist *l, dnnl_primitive_desc_t pd,
 		op->arg[op->nargs++] = s;
 	}
 	return 0;
+}
+
+/* prim_op_args() with n (int arg, struct mem *) pairs. */
+static int prim_op(struct cpu *b, struct oplist *l, dnnl_primitive_desc_t pd,
+		   const char *what, struct hp_error *err, int n, ...)
+{
+	int ids[MAX_ARGS];
+	struct mem *mems[MAX_ARGS];
+	va_list ap;
+
+	if (n > MAX_ARGS - 1)
+		return hp_error_set(err, HP_EINTERNAL, "%s: %d arguments", what,
+				    n);
+	va_start(ap, n);
+	for (int i = 0; i < n; i++) {
+		ids[i] = va_arg(ap, int);
+		mems[i] = va_arg(ap, struct mem *);
+	}
+	va_end(ap);
+	return prim_op_args(b, l, pd, what, err, n, ids, mems);
+}
+
+/* A primitive reading srcs[0..n) as its multiple sources and writing dst. */
+static int prim_op_multi(struct cpu *b, struct oplist *l,
+			 dnnl_primitive_desc_t pd, const char *what,
+			 struct hp_error *err, int n, struct mem *const *srcs,
+			 struct mem *dst)
+{
+	int ids[HP_SPEC_MAX_INPUTS + 1];
+	struct mem *mems[HP_SPEC_MAX_INPUTS + 1];
+
+	if (n > HP_SPEC_MAX_INPUTS)
+		return hp_error_set(err, HP_EINTERNAL, "%s: %d sources", what,
+				    n);
+	for (int k = 0; k < n; k++) {
+		ids[k] = DNNL_ARG_MULTIPLE_SRC + k;
+		mems[k] = srcs[k];
+	}
+	ids[n] = DNNL_ARG_DST;
+	mems[n] = dst;
+	return prim_op_args(b, l, pd, what, err, n + 1, ids, mems);
 }
 
 static int reorder_op(struct cpu *b, struct oplist *l, struct mem *from,
@@ -832,6 +875,9 @@ static int build_pool(struct cpu *b, int i, struct hp_error *err)
 	dnnl_dims_t k = {gap ? xd[2] : pl->L.kernel,
 			 gap ? xd[3] : pl->L.kernel};
 	dnnl_dims_t pad = {gap ? 0 : pl->L.pad, gap ? 0 : pl->L.pad};
+	/* ceil mode: the right padding reaches the last window's end (a max
+	 * pool never takes its padding) */
+	dnnl_dims_t pad_r = {pad[0], pad[1]};
 	dnnl_alg_kind_t alg = !gap && pl->L.pool_max
 				  ? dnnl_pooling_max
 				  : dnnl_pooling_avg_include_padding;
@@ -839,9 +885,17 @@ static int build_pool(struct cpu *b, int i, struct hp_error *err)
 	struct mem *ws = NULL, *ddst;
 	int rc;
 
+	if (!gap && pl->L.ceil_mode)
+		for (int a = 0; a < 2; a++) {
+			int64_t o = b->p->acts[pl->y].dims[2 + a];
+			pad_r[a] = (o - 1) * st[a] + k[a] - xd[2 + a] - pad[a];
+			if (pad_r[a] < pad[a])
+				pad_r[a] = pad[a];
+		}
 	md_any(&dst_any, 4, b->p->acts[pl->y].dims);
 	CK(dnnl_pooling_forward_desc_init(&d, dnnl_forward_training, alg,
-					  &X->d->md, &dst_any, st, k, pad, pad),
+					  &X->d->md, &dst_any, st, k, pad,
+					  pad_r),
 	   "pool forward");
 	if ((rc = pd_make(b, &fpd, &d, NULL, "pool forward", err)) ||
 	    (rc = act_make(b, pl->y, qmd(fpd, DNNL_ARG_DST), err)))
@@ -859,7 +913,7 @@ static int build_pool(struct cpu *b, int i, struct hp_error *err)
 	if (!pl->need_dsrc)
 		return 0;
 	CK(dnnl_pooling_backward_desc_init(&d, alg, &X->d->md, &Y->d->md, st, k,
-					   pad, pad),
+					   pad, pad_r),
 	   "pool backward");
 	if ((rc = pd_make(b, &bpd, &d, fpd, "pool backward", err)) ||
 	    (rc = as_md(b, &ls->bwd, Y->g, qmd(bpd, DNNL_ARG_DIFF_DST), true,
@@ -899,14 +953,8 @@ static int build_add(struct cpu *b, int i, struct hp_error *err)
 		return nomem(err);
 	}
 	if ((rc = act_make(b, pl->y, md0, err)) ||
-	    (rc = prim_op(
-		 b, &ls->fwd, pd, "add forward", err, 9, DNNL_ARG_MULTIPLE_SRC,
-		 src[0], DNNL_ARG_MULTIPLE_SRC + 1, src[1],
-		 DNNL_ARG_MULTIPLE_SRC + 2, src[2], DNNL_ARG_MULTIPLE_SRC + 3,
-		 src[3], DNNL_ARG_MULTIPLE_SRC + 4, src[4],
-		 DNNL_ARG_MULTIPLE_SRC + 5, src[5], DNNL_ARG_MULTIPLE_SRC + 6,
-		 src[6], DNNL_ARG_MULTIPLE_SRC + 7, src[7], DNNL_ARG_DST,
-		 Y->d)))
+	    (rc = prim_op_multi(b, &ls->fwd, pd, "add forward", err, pl->nin,
+				src, Y->d)))
 		return rc;
 	for (int k = pl->nin - 1; k >= 0; k--)
 		if (pl->need[k] &&
@@ -943,14 +991,8 @@ static int build_concat(struct cpu *b, int i, struct hp_error *err)
 		return nomem(err);
 	}
 	if ((rc = act_make(b, pl->y, &dmd, err)) ||
-	    (rc = prim_op(
-		 b, &ls->fwd, pd, "concat forward", err, 9,
-		 DNNL_ARG_MULTIPLE_SRC, src[0], DNNL_ARG_MULTIPLE_SRC + 1,
-		 src[1], DNNL_ARG_MULTIPLE_SRC + 2, src[2],
-		 DNNL_ARG_MULTIPLE_SRC + 3, src[3], DNNL_ARG_MULTIPLE_SRC + 4,
-		 src[4], DNNL_ARG_MULTIPLE_SRC + 5, src[5],
-		 DNNL_ARG_MULTIPLE_SRC + 6, src[6], DNNL_ARG_MULTIPLE_SRC + 7,
-		 src[7], DNNL_ARG_DST, Y->d)))
+	    (rc = prim_op_multi(b, &ls->fwd, pd, "concat forward", err, pl->nin,
+				src, Y->d)))
 		return rc;
 	/* descending, the order the plan set acc[] in: an activation given
 	 * twice is written by its last slot and added to by the earlier */

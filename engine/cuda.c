@@ -410,6 +410,13 @@ static int build_layer(struct cuda *b, int i, int *pidx, struct hp_error *err)
 	case HP_LAYER_POOL: {
 		int k = (int)pl->L.kernel, s = (int)pl->L.stride,
 		    pad = (int)pl->L.pad;
+		/* cuDNN pads both sides alike; a ceil-mode pool needs more on
+		 * the right */
+		if (pl->L.ceil_mode)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "layer %d: a max pool in ceil mode "
+					    "runs on the CPU backend only",
+					    i);
 		DNN(cudnnCreatePoolingDescriptor(&l->pool),
 		    "pooling descriptor");
 		/* max: padding never wins; avg: padding counts, as the CPU

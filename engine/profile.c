@@ -247,8 +247,12 @@ static int fill_features(const struct hp_sweep_config *c,
 	if (!json)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	if (strlen(json) >= sizeof(r->spec_json)) {
+		size_t n = strlen(json);
 		free(json);
-		return hp_error_set(err, HP_ETOOBIG, "spec too long to record");
+		return hp_error_set(err, HP_ETOOBIG,
+				    "the spec's JSON (%zu bytes) is longer "
+				    "than a profile row holds (%zu)",
+				    n, sizeof(r->spec_json) - 1);
 	}
 	memcpy(r->spec_json, json, strlen(json) + 1);
 	free(json);

@@ -260,7 +260,15 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 		       (size_t)(t->train.n * t->train.shape[0] *
 				t->train.shape[1] * t->train.shape[2]),
 		       HP_FNV1A64_INIT);
-	t->data_hash = hp_fnv1a64(t->train.y, (size_t)t->train.n, t->data_hash);
+	/* the labels a byte each while they fit in one (as they were stored
+	 * before labels took two: a checkpoint's data_hash stays valid),
+	 * else two, little-endian */
+	for (int64_t i = 0; i < t->train.n; i++) {
+		uint8_t b[2] = {(uint8_t)(t->train.y[i] & 0xff),
+				(uint8_t)(t->train.y[i] >> 8)};
+		t->data_hash =
+		    hp_fnv1a64(b, t->train.classes > 256 ? 2 : 1, t->data_hash);
+	}
 	hp_dataset_stats(&t->train);
 	t->test.mean = t->train.mean;
 	t->test.std = t->train.std;

@@ -184,12 +184,15 @@ enum hp_spec_layer_type {
  * range. */
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);
 /* Inputs one layer may name (add, concat). */
-#define HP_SPEC_MAX_INPUTS 8
+#define HP_SPEC_MAX_INPUTS 64
 struct hp_spec_layer {
 	enum hp_spec_layer_type type;
 	int64_t filters, kernel, stride,
 	    pad;	/* conv; pool uses kernel/stride/pad */
 	bool pool_max;	/* pool: max (true) or avg */
+	bool ceil_mode; /* max pool: output sizes rounded up (ONNX and
+			   PyTorch ceil_mode): a last window that runs past
+			   the input, as long as it starts inside it */
 	int64_t units;	/* fc */
 	double p;	/* dropout */
 	int64_t groups; /* conv: 0 or 1 dense; filters and input channels

@@ -135,7 +135,7 @@ int hp_sweep_make_spec_vars(const struct hp_sweep_vars *v, struct hp_spec *out,
 struct hp_profile_row {
 	char config_id[96];
 	char family[32];
-	char spec_json[8192];
+	char spec_json[65536]; /* a DenseNet-201 takes 29 KB */
 	int64_t batch;
 	int conv_layers;
 	int64_t filters;

@@ -79,12 +79,14 @@ struct hp_dataset {
 	int64_t shape[3]; /* C, H, W */
 	int64_t classes;  /* largest label + 1 */
 	uint8_t *x;	  /* n * C * H * W */
-	uint8_t *y;	  /* n */
+	uint16_t *y;	  /* n labels (an IDX file's are bytes) */
 	double mean, std; /* of x / 255 */
 };
 
 /* Largest dataset held (bytes of pixels). */
 #define HP_DATASET_MAX_BYTES ((size_t)4 << 30)
+/* Most classes synthetic data draws (ImageNet models have 1,000). */
+#define HP_DATASET_MAX_CLASSES 65536
 
 /*
  * A dataset from an images file (unsigned bytes, N x H x W or N x C x H x

@@ -38,9 +38,10 @@ static void note_bad(struct conv_ctx *c, const char *op)
 	c->nbad += len;
 }
 
-/* A square kernel with equal strides and symmetric, equal pads. */
+/* A square kernel with equal strides and symmetric, equal pads; *ceil
+ * (NULL: refused) gets ceil_mode. */
 static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
-		  int64_t *st, int64_t *pad, struct hp_error *err)
+		  int64_t *st, int64_t *pad, bool *ceil, struct hp_error *err)
 {
 	const struct hp_attr *ks = hp_node_attr(n, "kernel_shape");
 	const struct hp_attr *ss = hp_node_attr(n, "strides");
@@ -95,7 +96,9 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 				    err, HP_EUNSUPP,
 				    "node %s (%s): dilation is not supported",
 				    n->name, n->op);
-	if (hp_node_attr_i(n, "ceil_mode", 0))
+	if (ceil)
+		*ceil = hp_node_attr_i(n, "ceil_mode", 0) != 0;
+	else if (hp_node_attr_i(n, "ceil_mode", 0))
 		return hp_error_set(err, HP_EUNSUPP,
 				    "node %s (%s): ceil_mode is not supported",
 				    n->name, n->op);
@@ -116,6 +119,58 @@ static double const_f(const struct hp_graph *g, const struct hp_node *n, int k,
 	if (t < 0 || g->tensors[t].nfvals != 1)
 		return def;
 	return g->tensors[t].fvals[0];
+}
+
+/* The integer list of attribute name, else of constant input k: its
+ * values in *v (n of them); false when neither is known. */
+static bool const_ints(const struct hp_graph *g, const struct hp_node *n,
+		       const char *name, int k, const int64_t **v, int64_t *nv)
+{
+	const struct hp_attr *a = hp_node_attr(n, name);
+	int t = k < n->ninputs ? n->inputs[k] : -1;
+
+	if (a && a->type == HP_ATTR_INTS && (a->ints || !a->n)) {
+		*v = a->ints;
+		*nv = (int64_t)a->n;
+		return true;
+	}
+	if (t >= 0 && g->tensors[t].nival >= 0) {
+		*v = g->tensors[t].ival;
+		*nv = g->tensors[t].nival;
+		return true;
+	}
+	return false;
+}
+
+/* A ReduceMean of a 4-D input over exactly axes 2 and 3 (or -2 and -1). */
+static bool mean_over_hw(const struct hp_graph *g, const struct hp_node *n)
+{
+	const int64_t *ax;
+	int64_t na;
+	bool h = false, w = false;
+
+	if (!const_ints(g, n, "axes", 1, &ax, &na) || na != 2)
+		return false;
+	for (int64_t i = 0; i < na; i++) {
+		h = h || ax[i] == 2 || ax[i] == -2;
+		w = w || ax[i] == 3 || ax[i] == -1;
+	}
+	return h && w && n->ninputs > 0 && n->inputs[0] >= 0 &&
+	       g->tensors[n->inputs[0]].rank == 4;
+}
+
+/* A Pad whose pads are all known and all 0. */
+static bool zero_pads(const struct hp_graph *g, const struct hp_node *n)
+{
+	const int64_t *p;
+	int64_t np;
+
+	if (!const_ints(g, n, "pads", 1, &p, &np))
+		return false;
+	for (int64_t i = 0; i < np; i++)
+		if (p[i])
+			return false;
+	return true;
 }
 
 static int add_layer(struct conv_ctx *c, const struct hp_node *n,
@@ -183,7 +238,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	if (!strcmp(op, "Conv")) {
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		L.type = HP_LAYER_CONV;
-		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, err)))
+		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, NULL,
+				 err)))
 			return rc;
 		L.groups = hp_node_attr_i(n, "group", 1);
 		if (w < 0 || g->tensors[w].rank != 4 ||
@@ -206,8 +262,14 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	} else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
 		L.type = HP_LAYER_POOL;
 		L.pool_max = !strcmp(op, "MaxPool");
-		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, err)))
+		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad,
+				 &L.ceil_mode, err)))
 			return rc;
+		if (L.ceil_mode && !L.pool_max)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (AveragePool): ceil_mode "
+					    "is supported on max pools only",
+					    n->name);
 		if (!L.pool_max && L.pad > 0 &&
 		    !hp_node_attr_i(n, "count_include_pad", 0))
 			return hp_error_set(err, HP_EUNSUPP,
@@ -222,6 +284,26 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    n->name, op);
 	} else if (!strcmp(op, "GlobalAveragePool")) {
 		L.type = HP_LAYER_GAP;
+	} else if (!strcmp(op, "ReduceMean")) {
+		/* the mean over H and W (x.mean([2, 3]) in PyTorch): a global
+		 * average pool; without keepdims the next layer reads it flat,
+		 * as an fc reads any input */
+		if (!mean_over_hw(g, n)) {
+			note_bad(c, "ReduceMean (not over H and W)");
+			c->val[n->outputs[0]] = ins[0];
+			return 0;
+		}
+		L.type = HP_LAYER_GAP;
+	} else if (!strcmp(op, "Pad")) {
+		/* PyTorch exports an average pool with a Pad of zeros before
+		 * it: nothing to do */
+		if (!zero_pads(g, n)) {
+			note_bad(c, "Pad (not of zeros)");
+			c->val[n->outputs[0]] = ins[0];
+			return 0;
+		}
+		c->val[n->outputs[0]] = ins[0];
+		return 0;
 	} else if (!strcmp(op, "Add") || !strcmp(op, "Sum")) {
 		L.type = HP_LAYER_ADD;
 		if (nin != n->ninputs || nin < 2)
@@ -237,6 +319,10 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			    "node %s (Concat): only activations "
 			    "along the channels (axis 1)",
 			    n->name);
+		if (nin == 1) { /* DenseNet's torch.cat([x], 1) */
+			c->val[n->outputs[0]] = ins[0];
+			return 0;
+		}
 	} else if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")) {
 		int t = n->outputs[0];
 		L.type = HP_LAYER_FLATTEN;

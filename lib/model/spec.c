@@ -98,8 +98,9 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 	static const char *const k_conv[] = {"type",   "filters", "kernel",
 					     "stride", "pad",	  "groups",
 					     "inputs", NULL};
-	static const char *const k_pool[] = {
-	    "type", "op", "kernel", "stride", "pad", "inputs", NULL};
+	static const char *const k_pool[] = {"type",   "op",  "kernel",
+					     "stride", "pad", "ceil_mode",
+					     "inputs", NULL};
 	static const char *const k_fc[] = {"type", "units", "inputs", NULL};
 	static const char *const k_drop[] = {"type", "p", "inputs", NULL};
 	static const char *const k_clip[] = {"type", "min", "max", "inputs",
@@ -199,7 +200,7 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 					    "least two layers",
 					    where);
 	} else if (!strcmp(type, "pool")) {
-		json_t *op = json_object_get(lj, "op");
+		json_t *op = json_object_get(lj, "op"), *cm;
 		L->type = HP_LAYER_POOL;
 		L->pool_max = true;
 		if (op) {
@@ -226,6 +227,19 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 					    "the kernel %lld",
 					    where, (long long)L->pad,
 					    (long long)L->kernel);
+		if ((cm = json_object_get(lj, "ceil_mode"))) {
+			if (!json_is_boolean(cm))
+				return hp_error_set(err, HP_EINVAL,
+						    "%s: \"ceil_mode\" must be "
+						    "true or false",
+						    where);
+			L->ceil_mode = json_is_true(cm);
+			if (L->ceil_mode && !L->pool_max)
+				return hp_error_set(err, HP_EINVAL,
+						    "%s: \"ceil_mode\" is for "
+						    "max pools only",
+						    where);
+		}
 	} else if (!strcmp(type, "fc")) {
 		L->type = HP_LAYER_FC;
 		if ((rc = check_keys(lj, k_fc, where, err)) ||
@@ -270,6 +284,20 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 static int input_of(const struct hp_spec_layer *L, int i, int k)
 {
 	return L->ninputs ? L->inputs[k] : i - 1;
+}
+
+/* A conv's or pool's output size along an axis of n, padded by pad on both
+ * sides; in ceil mode rounded up, but a last window must start inside the
+ * input or its left padding (as ONNX and PyTorch say). */
+static int64_t pool_out(int64_t n, int64_t k, int64_t s, int64_t pad,
+			bool ceil_mode)
+{
+	int64_t span = n + 2 * pad - k,
+		o = (ceil_mode ? span + s - 1 : span) / s + 1;
+
+	if (ceil_mode && (o - 1) * s >= n + pad)
+		o--;
+	return o;
 }
 
 int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
@@ -378,8 +406,10 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 				    (long long)pw);
 				goto out;
 			}
-			h = (ph - L->kernel) / L->stride + 1;
-			w = (pw - L->kernel) / L->stride + 1;
+			h = pool_out(h, L->kernel, L->stride, L->pad,
+				     L->ceil_mode);
+			w = pool_out(w, L->kernel, L->stride, L->pad,
+				     L->ceil_mode);
 			if (L->type == HP_LAYER_CONV)
 				c = L->filters;
 			break;
@@ -759,6 +789,13 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 					goto nomem;
 				a->i = L->groups;
 			}
+			if (L->type == HP_LAYER_POOL && L->ceil_mode) {
+				struct hp_attr *a = hp_node_add_attr(
+				    n, "ceil_mode", HP_ATTR_INT);
+				if (!a)
+					goto nomem;
+				a->i = 1;
+			}
 		} else if (L->type == HP_LAYER_FC) {
 			struct hp_attr *a =
 			    hp_node_add_attr(n, "transB", HP_ATTR_INT);
@@ -884,6 +921,9 @@ char *hp_spec_to_json(const struct hp_spec *s)
 				      "kernel", (json_int_t)L->kernel, "stride",
 				      (json_int_t)L->stride, "pad",
 				      (json_int_t)L->pad);
+			if (o && L->ceil_mode)
+				json_object_set_new(o, "ceil_mode",
+						    json_true());
 			break;
 		case HP_LAYER_FC:
 			o = json_pack("{s:s, s:I}", "type", "fc", "units",

@@ -56,17 +56,18 @@ int hp_dataset_from_idx(const struct hp_idx *images,
 				    "dataset larger than %zu bytes",
 				    HP_DATASET_MAX_BYTES);
 	out->x = malloc((size_t)total);
-	out->y = malloc((size_t)n);
+	out->y = malloc((size_t)(n ? n : 1) * sizeof(*out->y));
 	if (!out->x || !out->y) {
 		hp_dataset_release(out);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
 	memcpy(out->x, images->data, (size_t)total);
-	memcpy(out->y, labels->data, (size_t)n);
 	out->n = n;
-	for (int64_t i = 0; i < n; i++)
+	for (int64_t i = 0; i < n; i++) {
+		out->y[i] = ((const uint8_t *)labels->data)[i];
 		if (out->y[i] + 1 > out->classes)
 			out->classes = out->y[i] + 1;
+	}
 	out->mean = 0;
 	out->std = 1;
 	return 0;
@@ -128,14 +129,14 @@ int hp_dataset_synthetic(int64_t n, const int64_t shape[3], int64_t classes,
 			 struct hp_error *err)
 {
 	int64_t px, total;
-	uint8_t *proto;
 
 	memset(out, 0, sizeof(*out));
-	if (n < 1 || classes < 1 || classes > 256 || shape[0] < 1 ||
-	    shape[1] < 1 || shape[2] < 1)
+	if (n < 1 || classes < 1 || classes > HP_DATASET_MAX_CLASSES ||
+	    shape[0] < 1 || shape[1] < 1 || shape[2] < 1)
 		return hp_error_set(err, HP_EINVAL,
 				    "synthetic data: sizes must be positive "
-				    "and classes at most 256");
+				    "and classes at most %d",
+				    HP_DATASET_MAX_CLASSES);
 	if (!hp_mul_i64(shape[0], shape[1], &px) ||
 	    !hp_mul_i64(px, shape[2], &px) || !hp_mul_i64(n, px, &total) ||
 	    (uint64_t)total > HP_DATASET_MAX_BYTES)
@@ -143,34 +144,31 @@ int hp_dataset_synthetic(int64_t n, const int64_t shape[3], int64_t classes,
 				    "synthetic data larger than %zu bytes",
 				    HP_DATASET_MAX_BYTES);
 	out->x = malloc((size_t)total);
-	out->y = malloc((size_t)n);
-	proto = malloc((size_t)(classes * px));
-	if (!out->x || !out->y || !proto) {
-		free(proto);
+	out->y = malloc((size_t)n * sizeof(*out->y));
+	if (!out->x || !out->y) {
 		hp_dataset_release(out);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
-	/* each class: a random pattern of dark and bright pixels */
-	for (int64_t k = 0; k < classes * px; k++)
-		proto[k] = (mix64(seed ^ 0x5107ull ^ mix64((uint64_t)k)) >> 63)
-			       ? 170
-			       : 86;
 	for (int64_t i = 0; i < n; i++) {
 		uint64_t s =
 		    mix64(seed ^ mix64(((uint64_t)split << 48) ^ (uint64_t)i));
 		int64_t c = (int64_t)((s >> 11) % (uint64_t)classes);
-		const uint8_t *pk = proto + c * px;
 		uint8_t *xi = out->x + i * px;
-		out->y[i] = (uint8_t)c;
+		out->y[i] = (uint16_t)c;
 		for (int64_t j = 0; j < px; j++) {
-			/* noise: a sum of two uniforms in -64..64 */
+			/* each class: a random pattern of dark and bright
+			 * pixels (computed here, not stored: 1,000 classes
+			 * at 3x224x224 would take 150 MB) ... */
+			uint64_t k = (uint64_t)(c * px + j);
+			int pk = (mix64(seed ^ 0x5107ull ^ mix64(k)) >> 63)
+				     ? 170
+				     : 86;
+			/* ... and noise: a sum of two uniforms in -64..64 */
 			uint64_t r = mix64(s + (uint64_t)j);
-			int v =
-			    pk[j] + (int)(r & 63) + (int)((r >> 8) & 63) - 63;
+			int v = pk + (int)(r & 63) + (int)((r >> 8) & 63) - 63;
 			xi[j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 		}
 	}
-	free(proto);
 	out->n = n;
 	memcpy(out->shape, shape, sizeof(out->shape));
 	out->classes = classes;

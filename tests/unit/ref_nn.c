@@ -14,6 +14,27 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p)
 	return (in + 2 * p - k) / s + 1;
 }
 
+/* A pool's output size, counted window by window: window i covers taps
+ * i*s - p .. i*s - p + k - 1.  Without ceil mode every tap lies in the
+ * padded input; in ceil mode a window is kept while it starts inside the
+ * input or its left padding and ends no more than s - 1 past the padded
+ * input (ONNX's and PyTorch's ceil((in + 2p - k) / s) + 1, less a last
+ * window that would start in the right padding). */
+static int64_t pool_size(int64_t in, int64_t k, int64_t s, int64_t p,
+			 int ceil_mode)
+{
+	int64_t o = 0;
+
+	for (int64_t i = 0;; i++) {
+		int64_t start = i * s - p, end = start + k; /* past the last */
+		if (!ceil_mode ? end > in + p
+			       : start >= in || end > in + p + s - 1)
+			break;
+		o++;
+	}
+	return o;
+}
+
 /* Offset in an h x w plane of tap (u, v) of output (i, j), or -1 when the
  * tap falls in the padding. */
 static int64_t tap(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
@@ -98,9 +119,11 @@ void ref_conv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 /* Max pool picks the first maximum in the window; padding never wins.
  * Avg pool divides by k*k (padding counted, as PyTorch's default). */
 void ref_pool_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
-		  int64_t k, int64_t s, int64_t p, int is_max, double *y)
+		  int64_t k, int64_t s, int64_t p, int ceil_mode, int is_max,
+		  double *y)
 {
-	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
+	int64_t oh = pool_size(h, k, s, p, ceil_mode),
+		ow = pool_size(w, k, s, p, ceil_mode);
 
 	for (int64_t q = 0; q < n * c * oh * ow; q++) {
 		int64_t j = q % ow, i = q / ow % oh, nc = q / (ow * oh);
@@ -121,10 +144,11 @@ void ref_pool_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 }
 
 void ref_pool_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
-		  int64_t k, int64_t s, int64_t p, int is_max, const double *dy,
-		  double *dx)
+		  int64_t k, int64_t s, int64_t p, int ceil_mode, int is_max,
+		  const double *dy, double *dx)
 {
-	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
+	int64_t oh = pool_size(h, k, s, p, ceil_mode),
+		ow = pool_size(w, k, s, p, ceil_mode);
 
 	memset(dx, 0, (size_t)(n * c * h * w) * sizeof(double));
 	for (int64_t q = 0; q < n * c * oh * ow; q++) {
@@ -268,8 +292,10 @@ static int walk(const struct hp_spec *s, struct shape *sh)
 		switch (L->type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_POOL:
-			h = out_size(h, L->kernel, L->stride, L->pad);
-			w = out_size(w, L->kernel, L->stride, L->pad);
+			h = pool_size(h, L->kernel, L->stride, L->pad,
+				      L->ceil_mode);
+			w = pool_size(w, L->kernel, L->stride, L->pad,
+				      L->ceil_mode);
 			if (L->type == HP_LAYER_CONV)
 				c = L->filters;
 			break;
@@ -427,7 +453,7 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			break;
 		case HP_LAYER_POOL:
 			ref_pool_fwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
-				     L->pad, L->pool_max, y);
+				     L->pad, L->ceil_mode, L->pool_max, y);
 			break;
 		case HP_LAYER_GAP:
 			for (int64_t q = 0; q < n * a.c; q++) {
@@ -578,7 +604,7 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			break;
 		case HP_LAYER_POOL:
 			ref_pool_bwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
-				     L->pad, L->pool_max, dy, g);
+				     L->pad, L->ceil_mode, L->pool_max, dy, g);
 			break;
 		case HP_LAYER_GAP:
 			for (int64_t k = 0; k < na; k++)

@@ -63,10 +63,11 @@ void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		   int64_t g, const double *dy, double *dx, double *dw,
 		   double *db);
 void ref_pool_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
-		  int64_t k, int64_t s, int64_t p, int is_max, double *y);
+		  int64_t k, int64_t s, int64_t p, int ceil_mode, int is_max,
+		  double *y);
 void ref_pool_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
-		  int64_t k, int64_t s, int64_t p, int is_max, const double *dy,
-		  double *dx);
+		  int64_t k, int64_t s, int64_t p, int ceil_mode, int is_max,
+		  const double *dy, double *dx);
 void ref_bn_fwd(const double *x, int64_t n, int64_t c, int64_t hw,
 		const double *g, const double *b, double eps, double *y);
 void ref_bn_bwd(const double *x, int64_t n, int64_t c, int64_t hw,

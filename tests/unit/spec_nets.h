@@ -16,6 +16,10 @@
 #define POOL(op, k, s, p)                                                      \
 	"{\"type\":\"pool\",\"op\":\"" op "\",\"kernel\":" #k                  \
 	",\"stride\":" #s ",\"pad\":" #p "}"
+/* a max pool in ceil mode */
+#define POOLC(k, s, p)                                                         \
+	"{\"type\":\"pool\",\"op\":\"max\",\"kernel\":" #k ",\"stride\":" #s   \
+	",\"pad\":" #p ",\"ceil_mode\":true}"
 #define FC(u) "{\"type\":\"fc\",\"units\":" #u "}"
 #define BN "{\"type\":\"bn\"}"
 #define RELU "{\"type\":\"relu\"}"

@@ -307,6 +307,19 @@ HP_TEST(engine_pool_max)
 		  3, 2);
 }
 
+HP_TEST(engine_pool_max_ceil)
+{
+	/* ceil mode: 6 -> 3 at k3 s2 (2 without), 7 -> 4 at k2 s2 (3), 7
+	 * -> 4 at k3 s2 p1 (the same as without) */
+	check_net(
+	    NET("[3,6,6]", 3, CONV(4, 3, 1, 1) "," POOLC(3, 2, 0) "," FC(3)), 4,
+	    2);
+	check_net(NET("[3,7,7]", 3,
+		      CONV(4, 3, 1,
+			   1) "," POOLC(2, 2, 0) "," POOLC(3, 2, 1) "," FC(3)),
+		  3, 2);
+}
+
 HP_TEST(engine_pool_avg)
 {
 	check_net(NET("[3,7,7]", 3,
@@ -1148,6 +1161,112 @@ HP_TEST(engine_onnx_net)
 	if (!strstr(err.msg, "Sigmoid"))
 		HP_FAIL("message without the op: %s", err.msg);
 	hp_graph_free(g);
+}
+
+/*
+ * The forms torchvision's exports take beyond ResNets: GoogLeNet's and
+ * SqueezeNet's max pools in ceil mode, DenseNet's Concat of one input and
+ * of many (24 in its third block), the Pad of zeros PyTorch puts before an
+ * average pool, and MNASNet's x.mean([2, 3]) as ReduceMean.  variant: 0
+ * as described, 1 an average pool in ceil mode, 2 a Pad of ones, 3 a
+ * ReduceMean over the channels.
+ */
+static uint8_t *torchvision_forms_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 3, 9, 9}, w1[4] = {6, 3, 3, 3},
+		wa[4] = {3, 6, 1, 1}, fw[2] = {4, 30}, fb[1] = {4};
+	int64_t k3[2] = {3, 3}, k2[2] = {2, 2}, s2[2] = {2, 2},
+		p1[4] = {1, 1, 1, 1}, zero[8] = {0},
+		ones[8] = {0, 0, 1, 1, 0, 0, 1, 1}, hw[2] = {2, 3}, ch[1] = {1};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "wa", 4, wa);
+	ob_init(b, "wb", 4, wa);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	/* 9 -> 5 in ceil mode (4 without) */
+	n = ob_node(b, variant == 1 ? "AveragePool" : "MaxPool", "c1", "p1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k2);
+	ob_attr_ints(b, n, "strides", 2, s2);
+	ob_attr_i(b, n, "ceil_mode", 1);
+	ob_node(b, "Concat", "p1", "cat1");
+	ob_attr_i(b, n + 1, "axis", 1);
+	ob_const_i64(b, "pads", 8, variant == 2 ? ones : zero);
+	ob_node(b, "Pad", "cat1,pads", "pd");
+	n = ob_node(b, "Conv", "pd,wa", "ca");
+	ob_attr_ints(b, n, "kernel_shape", 2, (int64_t[]){1, 1});
+	n = ob_node(b, "Conv", "pd,wb", "cb");
+	ob_attr_ints(b, n, "kernel_shape", 2, (int64_t[]){1, 1});
+	/* ten inputs, each branch five times: 30 channels */
+	n = ob_node(b, "Concat", "ca,cb,ca,cb,ca,cb,ca,cb,ca,cb", "cat");
+	ob_attr_i(b, n, "axis", 1);
+	n = ob_node(b, "ReduceMean", "cat", "rm");
+	ob_attr_ints(b, n, "axes", variant == 3 ? 1 : 2,
+		     variant == 3 ? ch : hw);
+	ob_attr_i(b, n, "keepdims", 0);
+	n = ob_node(b, "Gemm", "rm,fw,fb", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_torchvision_forms)
+{
+	static const char *const refused[] = {
+	    NULL, "ceil_mode is supported on max pools only",
+	    "Pad (not of zeros)", "ReduceMean (not over H and W)"};
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_graph *g;
+	size_t len;
+	uint8_t *buf = torchvision_forms_onnx(&len, 0);
+	int64_t shape[3] = {3, 9, 9}, (*sh)[3];
+	char *js;
+
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	if (hp_spec_from_graph(g, shape, true, &s, &err))
+		HP_FAIL("hp_spec_from_graph: %s", err.msg);
+	hp_graph_free(g);
+	/* conv, pool, conv, conv, concat, gap, fc: the one-input Concat
+	 * and the Pad of zeros pass their input through */
+	ASSERT_EQ_INT(s.nlayers, 7);
+	ASSERT(s.layers[1].ceil_mode && s.layers[1].pool_max);
+	ASSERT_EQ_INT(s.layers[2].ninputs, 0); /* the pool before it */
+	ASSERT_EQ_INT(s.layers[3].ninputs, 1);
+	ASSERT_EQ_INT(s.layers[3].inputs[0], 1);
+	ASSERT_EQ_INT(s.layers[4].type, HP_LAYER_CONCAT);
+	ASSERT_EQ_INT(s.layers[4].ninputs, 10);
+	ASSERT_EQ_INT(s.layers[5].type, HP_LAYER_GAP);
+	sh = calloc((size_t)s.nlayers, sizeof(*sh));
+	ASSERT(sh && hp_spec_shapes(&s, sh, NULL, &err) == 0);
+	ASSERT_EQ_INT(sh[1][1], 5);
+	ASSERT_EQ_INT(sh[4][0], 30);
+	free(sh);
+	js = hp_spec_to_json(&s);
+	ASSERT(js != NULL && strstr(js, "\"ceil_mode\":true"));
+	hp_spec_release(&s);
+	/* engine against reference against finite differences */
+	check_net(js, 3, 2);
+	free(js);
+	for (int v = 1; v < 4; v++) {
+		buf = torchvision_forms_onnx(&len, v);
+		g = hp_onnx_parse(buf, len, &err);
+		free(buf);
+		ASSERT(g != NULL);
+		ASSERT_EQ_INT(hp_spec_from_graph(g, shape, true, &s, &err),
+			      HP_EUNSUPP);
+		if (!strstr(err.msg, refused[v]))
+			HP_FAIL("variant %d: %s", v, err.msg);
+		hp_graph_free(g);
+	}
 }
 
 /* A spec from an ONNX file of the repository at input shape chw. */

@@ -181,6 +181,34 @@ HP_TEST(model_spec_example_counts)
  * pooling: no fc) has its C x 1 x 1 outputs as the logits: analysed as
  * the engine trains it, its MACs by hand.  A global pooling alone on a
  * 1-channel input (found by fuzz_spec) too. */
+/* A max pool in ceil mode: 8 -> 4 at kernel 3, stride 2 (3 without), in
+ * the spec's own shapes and in the analysis of its graph alike. */
+HP_TEST(model_spec_pool_ceil_mode)
+{
+	static const char js[] =
+	    "{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
+	    "\"kernel\":3,\"pad\":1},{\"type\":\"pool\",\"kernel\":3,"
+	    "\"stride\":2,\"ceil_mode\":true},{\"type\":\"fc\",\"units\":2}]}";
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_spec s;
+	int64_t sh[3][3];
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &f, &err), 0);
+	/* conv 3*9*4 + 4; fc over 4 x 4 x 4: 64*2 + 2 (over 3 x 3: 74) */
+	ASSERT_EQ_INT(f.params, 112 + 130);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT_EQ_INT(hp_spec_shapes(&s, sh, NULL, &err), 0);
+	ASSERT_EQ_INT(sh[1][1], 4);
+	ASSERT_EQ_INT(sh[1][2], 4);
+	hp_spec_release(&s);
+}
+
 HP_TEST(model_spec_ending_in_4d_analyses)
 {
 	static const char allconv[] =
@@ -632,6 +660,12 @@ HP_TEST(bad_spec_inputs)
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"dropout\",\"p\":1.5}]"
 	     "}",
 	     "\"p\""},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"kernel\":3,"
+	     "\"ceil_mode\":1}]}",
+	     "\"ceil_mode\" must be true or false"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"op\":\"avg\","
+	     "\"kernel\":3,\"ceil_mode\":true}]}",
+	     "\"ceil_mode\" is for max pools only"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct hp_error err = {0};

@@ -225,7 +225,8 @@ HP_TEST(train_dataset_synthetic)
 	ASSERT(hp_dataset_synthetic(200, shape, 4, 9, 0, &a, &err) == 0);
 	ASSERT(hp_dataset_synthetic(200, shape, 4, 9, 0, &b, &err) == 0);
 	ASSERT(hp_dataset_synthetic(200, shape, 4, 9, 1, &t, &err) == 0);
-	ASSERT(!memcmp(a.x, b.x, 200 * 60) && !memcmp(a.y, b.y, 200));
+	ASSERT(!memcmp(a.x, b.x, 200 * 60) &&
+	       !memcmp(a.y, b.y, 200 * sizeof(*a.y)));
 	ASSERT(memcmp(a.x, t.x, 200 * 60) != 0);
 	for (int i = 0; i < 200; i++) {
 		ASSERT(a.y[i] < 4);
@@ -266,6 +267,21 @@ HP_TEST(train_dataset_synthetic)
 	hp_dataset_release(&b);
 	hp_dataset_release(&t);
 	ASSERT(hp_dataset_synthetic(0, shape, 4, 9, 0, &a, &err) == HP_EINVAL);
+	/* an ImageNet model's 1,000 classes: labels past a byte */
+	{
+		int64_t big = 0;
+		ASSERT(hp_dataset_synthetic(4000, shape, 1000, 9, 0, &a,
+					    &err) == 0);
+		for (int64_t i = 0; i < a.n; i++) {
+			ASSERT(a.y[i] < 1000);
+			big += a.y[i] >= 256;
+		}
+		ASSERT(big > 2000);
+		hp_dataset_release(&a);
+	}
+	ASSERT(hp_dataset_synthetic(10, shape, HP_DATASET_MAX_CLASSES + 1, 9, 0,
+				    &a, &err) == HP_EINVAL);
+	ASSERT(strstr(err.msg, "classes at most 65536") != NULL);
 }
 
 /* ---- shuffle and split ---- */
