@@ -826,7 +826,8 @@ static int build_bn(struct cpu *b, int i, struct hp_error *err)
 	return 0;
 }
 
-/* relu, and clip (ReLU6): both take their gradient from the output. */
+/* relu, clip (ReLU6) and sigmoid: each takes its gradient from the
+ * output. */
 static int build_relu(struct cpu *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
@@ -836,7 +837,9 @@ static int build_relu(struct cpu *b, int i, struct hp_error *err)
 	dnnl_primitive_desc_t fpd, bpd;
 	bool clip = pl->L.type == HP_LAYER_CLIP;
 	const dnnl_alg_kind_t alg = clip ? dnnl_eltwise_clip_v2_use_dst_for_bwd
-					 : dnnl_eltwise_relu_use_dst_for_bwd;
+				    : pl->L.type == HP_LAYER_SIGMOID
+					? dnnl_eltwise_logistic_use_dst_for_bwd
+					: dnnl_eltwise_relu_use_dst_for_bwd;
 	float lo = clip ? (float)pl->L.lo : 0, hi = clip ? (float)pl->L.hi : 0;
 	int rc;
 
@@ -961,6 +964,86 @@ static int build_add(struct cpu *b, int i, struct hp_error *err)
 		    (rc = grad_out(b, &ls->bwd, Y->g, b->acts[pl->xs[k]].g,
 				   pl->acc[k], err)))
 			return rc;
+	return 0;
+}
+
+/*
+ * mul: y = a * b, b of a's shape or N,C,1,1 (broadcast over the image).
+ * Backward: da = dy * b, and db = dy * a, summed over the image when b is
+ * broadcast; each written over its input's gradient or added to it (the
+ * plan's acc[]), the second input first (the order acc[] was set in).
+ */
+static int build_mul(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *A = &b->acts[pl->xs[0]], *B = &b->acts[pl->xs[1]],
+		   *Y = &b->acts[pl->y];
+	const struct hp__plan_act *ba = &b->p->acts[pl->xs[1]];
+	struct lstate *ls = &b->ls[i];
+	bool bcast =
+	    ba->dims[2] * ba->dims[3] !=
+	    b->p->acts[pl->xs[0]].dims[2] * b->p->acts[pl->xs[0]].dims[3];
+	dnnl_binary_desc_t d;
+	dnnl_primitive_desc_t pd;
+	struct mem *prod;
+	int rc;
+
+	CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &A->d->md, &B->d->md,
+				 &A->d->md),
+	   "mul forward");
+	if ((rc = pd_make(b, &pd, &d, NULL, "mul forward", err)) ||
+	    (rc = act_make(b, pl->y, &A->d->md, err)) ||
+	    (rc =
+		 prim_op(b, &ls->fwd, pd, "mul forward", err, 3, DNNL_ARG_SRC_0,
+			 A->d, DNNL_ARG_SRC_1, B->d, DNNL_ARG_DST, Y->d)))
+		return rc;
+	if (!Y->g)
+		return 0;
+	if (pl->need[1]) {
+		/* dy * a, in dy's layout, then summed to b's shape */
+		CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &Y->g->md,
+					 &A->d->md, &Y->g->md),
+		   "mul backward");
+		if (!(prod = mem_md(b, &Y->g->md, false)))
+			return nomem(err);
+		if ((rc = pd_make(b, &pd, &d, NULL, "mul backward", err)) ||
+		    (rc = prim_op(b, &ls->bwd, pd, "mul backward", err, 3,
+				  DNNL_ARG_SRC_0, Y->g, DNNL_ARG_SRC_1, A->d,
+				  DNNL_ARG_DST, prod)))
+			return rc;
+		if (bcast) {
+			dnnl_reduction_desc_t r;
+			struct mem *sum = mem_md(b, &B->g->md, false);
+			if (!sum)
+				return nomem(err);
+			CK(dnnl_reduction_desc_init(&r, dnnl_reduction_sum,
+						    &prod->md, &sum->md, 0, 0),
+			   "mul backward (sum)");
+			if ((rc = pd_make(b, &pd, &r, NULL,
+					  "mul backward (sum)", err)) ||
+			    (rc = prim_op(b, &ls->bwd, pd, "mul backward (sum)",
+					  err, 2, DNNL_ARG_SRC, prod,
+					  DNNL_ARG_DST, sum)))
+				return rc;
+			prod = sum;
+		}
+		if ((rc = grad_out(b, &ls->bwd, prod, B->g, pl->acc[1], err)))
+			return rc;
+	}
+	if (pl->need[0]) {
+		/* dy * b, b broadcast */
+		CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &Y->g->md,
+					 &B->d->md, &Y->g->md),
+		   "mul backward");
+		if (!(prod = mem_md(b, &Y->g->md, false)))
+			return nomem(err);
+		if ((rc = pd_make(b, &pd, &d, NULL, "mul backward", err)) ||
+		    (rc = prim_op(b, &ls->bwd, pd, "mul backward", err, 3,
+				  DNNL_ARG_SRC_0, Y->g, DNNL_ARG_SRC_1, B->d,
+				  DNNL_ARG_DST, prod)) ||
+		    (rc = grad_out(b, &ls->bwd, prod, A->g, pl->acc[0], err)))
+			return rc;
+	}
 	return 0;
 }
 
@@ -1477,7 +1560,11 @@ static int build(struct cpu *b, struct hp_error *err)
 			break;
 		case HP_LAYER_RELU:
 		case HP_LAYER_CLIP:
+		case HP_LAYER_SIGMOID:
 			rc = build_relu(b, i, err);
+			break;
+		case HP_LAYER_MUL:
+			rc = build_mul(b, i, err);
 			break;
 		case HP_LAYER_POOL:
 		case HP_LAYER_GAP:

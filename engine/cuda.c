@@ -838,10 +838,10 @@ static int check_supported(const struct hp__plan *p, struct hp_error *err)
 		case HP_LAYER_FLATTEN:
 			break;
 		default:
-			return hp_error_set(err, HP_EUNSUPP,
-					    "layer %d: type %d is not one the "
-					    "CUDA backend runs",
-					    i, (int)p->layers[i].L.type);
+			return hp_error_set(
+			    err, HP_EUNSUPP,
+			    "layer %d (%s) runs on the CPU backend only", i,
+			    hp_spec_layer_name(p->layers[i].L.type));
 		}
 	}
 	return 0;

@@ -119,6 +119,8 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_ADD:
 	case HP_LAYER_CONCAT:
 	case HP_LAYER_FLATTEN:
+	case HP_LAYER_SIGMOID:
+	case HP_LAYER_MUL:
 		break;
 	default:
 		return hp_error_set(err, HP_EINVAL, "layer %d: unknown type %d",
@@ -258,6 +260,7 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		    pl->x != 0 && t.readers[v0] == 1 &&
 		    t.ptype[v0] != HP_LAYER_SOFTMAX &&
 		    t.ptype[v0] != HP_LAYER_CLIP &&
+		    t.ptype[v0] != HP_LAYER_SIGMOID &&
 		    (L->type != HP_LAYER_CLIP || t.ptype[v0] != HP_LAYER_RELU))
 			pl->inplace = true;
 		if (pl->inplace) {
@@ -446,6 +449,10 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 			break;
 		case HP_LAYER_DROPOUT:
 			b += 4 * ex;
+			break;
+		case HP_LAYER_MUL:
+			/* the gradient products of both inputs */
+			b += 2 * 4 * ey;
 			break;
 		case HP_LAYER_FC:
 			wb = 4.0 * (double)pl->L.units *

@@ -179,6 +179,10 @@ enum hp_spec_layer_type {
 	HP_LAYER_ADD,	  /* elementwise sum of its inputs (residual) */
 	HP_LAYER_CONCAT,  /* its inputs stacked along the channels */
 	HP_LAYER_FLATTEN, /* N,C,H,W -> N,C*H*W (no work) */
+	HP_LAYER_SIGMOID, /* 1 / (1 + exp(-x)) */
+	HP_LAYER_MUL,	  /* the product of two inputs, the second of the
+			     first's shape or C,1,1 (a squeeze-and-excitation
+			     gate, broadcast over H and W) */
 };
 /* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
  * range. */

@@ -253,6 +253,27 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		L.type = HP_LAYER_BN;
 	} else if (!strcmp(op, "Relu")) {
 		L.type = HP_LAYER_RELU;
+	} else if (!strcmp(op, "Sigmoid")) {
+		L.type = HP_LAYER_SIGMOID;
+	} else if (!strcmp(op, "Mul")) {
+		/* the product of two activations (SiLU's x * sigmoid(x), a
+		 * squeeze-and-excitation gate); the one broadcast over the
+		 * image goes second */
+		const struct hp_tensor *a, *b2;
+		L.type = HP_LAYER_MUL;
+		if (nin != 2 || n->ninputs != 2) {
+			note_bad(c, "Mul (by a constant)");
+			c->val[n->outputs[0]] = ins[0];
+			return 0;
+		}
+		a = &g->tensors[n->inputs[0]];
+		b2 = &g->tensors[n->inputs[1]];
+		if (a->rank == 4 && b2->rank == 4 && a->dims[2] == 1 &&
+		    a->dims[3] == 1 && b2->dims[2] * b2->dims[3] > 1) {
+			int t = ins[0];
+			ins[0] = ins[1];
+			ins[1] = t;
+		}
 	} else if (!strcmp(op, "Clip")) {
 		L.type = HP_LAYER_CLIP;
 		/* opset 11+: min and max are inputs; the shared model files
@@ -367,7 +388,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 				c->val[n->outputs[k]] = ins[0];
 		return 0;
 	}
-	if (nin != 1 && L.type != HP_LAYER_ADD && L.type != HP_LAYER_CONCAT)
+	if (nin != 1 && L.type != HP_LAYER_ADD && L.type != HP_LAYER_CONCAT &&
+	    L.type != HP_LAYER_MUL)
 		return hp_error_set(err, HP_EUNSUPP,
 				    "node %s (%s): reads %d activations",
 				    n->name, op, nin);

@@ -33,11 +33,12 @@ static const char *const layer_names[] = {
     [HP_LAYER_SOFTMAX] = "softmax", [HP_LAYER_CLIP] = "clip",
     [HP_LAYER_GAP] = "gap",	    [HP_LAYER_ADD] = "add",
     [HP_LAYER_CONCAT] = "concat",   [HP_LAYER_FLATTEN] = "flatten",
+    [HP_LAYER_SIGMOID] = "sigmoid", [HP_LAYER_MUL] = "mul",
 };
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
 {
-	return (unsigned)t <= HP_LAYER_FLATTEN ? layer_names[t] : "?";
+	return (unsigned)t <= HP_LAYER_MUL ? layer_names[t] : "?";
 }
 
 size_t hp__utf8_bom_len(const char *p, size_t n)
@@ -264,17 +265,27 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 				    "%s: \"p\" must be in [0, 1)", where);
 		}
 	} else if (!strcmp(type, "bn") || !strcmp(type, "relu") ||
-		   !strcmp(type, "softmax")) {
-		L->type = !strcmp(type, "bn")	  ? HP_LAYER_BN
-			  : !strcmp(type, "relu") ? HP_LAYER_RELU
-						  : HP_LAYER_SOFTMAX;
+		   !strcmp(type, "softmax") || !strcmp(type, "sigmoid")) {
+		L->type = !strcmp(type, "bn")	     ? HP_LAYER_BN
+			  : !strcmp(type, "relu")    ? HP_LAYER_RELU
+			  : !strcmp(type, "sigmoid") ? HP_LAYER_SIGMOID
+						     : HP_LAYER_SOFTMAX;
 		if ((rc = check_keys(lj, k_plain, where, err)))
 			return rc;
+	} else if (!strcmp(type, "mul")) {
+		L->type = HP_LAYER_MUL;
+		if ((rc = check_keys(lj, k_plain, where, err)))
+			return rc;
+		if (L->ninputs != 2)
+			return hp_error_set(err, HP_EINVAL,
+					    "%s: needs \"inputs\" with two "
+					    "layers",
+					    where);
 	} else {
 		return hp_error_set(err, HP_EINVAL,
 				    "%s: unknown type (conv, bn, relu, clip, "
-				    "pool, gap, dropout, fc, softmax, add, "
-				    "concat, flatten)",
+				    "sigmoid, pool, gap, dropout, fc, softmax, "
+				    "add, mul, concat, flatten)",
 				    where);
 	}
 	return 0;
@@ -313,16 +324,14 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 	}
 	for (int i = 0; i < s->nlayers; i++) {
 		const struct hp_spec_layer *L = &s->layers[i];
-		const char *tn = (unsigned)L->type <= HP_LAYER_FLATTEN
-				     ? layer_names[L->type]
-				     : "?";
+		const char *tn = hp_spec_layer_name(L->type);
 		int nin = L->ninputs ? L->ninputs : 1;
 		int64_t c = 0, h = 0, w = 0;
 		bool f = false;
 
 		if (L->ninputs < 0 || L->ninputs > HP_SPEC_MAX_INPUTS ||
 		    (nin > 1 && L->type != HP_LAYER_ADD &&
-		     L->type != HP_LAYER_CONCAT)) {
+		     L->type != HP_LAYER_CONCAT && L->type != HP_LAYER_MUL)) {
 			rc = hp_error_set(err, HP_EINVAL,
 					  "layer %d (%s): takes one input", i,
 					  tn);
@@ -334,6 +343,12 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 					  "layer %d (%s): needs two or more "
 					  "inputs",
 					  i, tn);
+			goto out;
+		}
+		if (L->type == HP_LAYER_MUL && nin != 2) {
+			rc =
+			    hp_error_set(err, HP_EINVAL,
+					 "layer %d (mul): needs two inputs", i);
 			goto out;
 		}
 		for (int k = 0; k < nin; k++) {
@@ -359,8 +374,15 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 				f = ifl;
 				continue;
 			}
+			/* mul: the second of the first's shape, or C x 1 x 1
+			 * broadcast over the image */
+			if (L->type == HP_LAYER_MUL && !f && !ifl && ic == c &&
+			    ih == 1 && iw == 1)
+				continue;
 			if (ih != h || iw != w || ifl != f ||
-			    (L->type == HP_LAYER_ADD && ic != c)) {
+			    ((L->type == HP_LAYER_ADD ||
+			      L->type == HP_LAYER_MUL) &&
+			     ic != c)) {
 				rc = hp_error_set(
 				    err, HP_ESHAPE,
 				    "layer %d (%s): input %d is %lldx%lldx"
@@ -728,6 +750,12 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		}
 		case HP_LAYER_RELU:
 			op = "Relu";
+			break;
+		case HP_LAYER_SIGMOID:
+			op = "Sigmoid";
+			break;
+		case HP_LAYER_MUL:
+			op = "Mul";
 			break;
 		case HP_LAYER_CLIP:
 			op = "Clip";

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # onnx_engine.sh - ONNX CNNs in the engine: `hetpool profile MODEL.onnx`
 # measures ResNet-18's architecture at a small input (one dataset row) and
-# writes the spec it ran, as it does GoogLeNet, SqueezeNet, DenseNet-121 and
-# MNASNet (ceil-mode pools, wide concats, ReduceMean); an ONNX file with ops
-# the engine does not run is
+# writes the spec it ran, as it does GoogLeNet, SqueezeNet, DenseNet-121,
+# MNASNet, EfficientNet-B0 and RegNetY (ceil-mode pools, wide concats,
+# ReduceMean, SiLU, squeeze-and-excitation); an ONNX file with ops the engine
+# does not run is
 # refused with exit 2 naming them; hetpool-train trains ResNet-18 on
 # Fashion-MNIST at 1x28x28 for a few steps.
 . "$(dirname "$0")/lib.sh"
@@ -40,26 +41,31 @@ PY
 expect_status predict_saved_spec 0 "$HP" predict "$TMP/r18.json" --batch 2 --device cpu
 # torchvision's other forms: GoogLeNet's and SqueezeNet's max pools in ceil
 # mode, DenseNet's Concat of one input and of up to 25, MNASNet's
-# ReduceMean; each runs, and the spec it ran says so (counted by hand
-# from torchvision's definitions: GoogLeNet 4 stem pools and one in each
-# of its 9 inception blocks, SqueezeNet 3; DenseNet-121's third block
-# ends in a Concat of its input and 24 layers)
+# ReduceMean, EfficientNet's SiLU (Sigmoid and Mul) and the
+# squeeze-and-excitation gates of EfficientNet and RegNetY; each runs, and
+# the spec it ran says so (counted by hand from torchvision's definitions:
+# GoogLeNet 4 stem pools and one in each of its 9 inception blocks,
+# SqueezeNet 3; DenseNet-121's third block ends in a Concat of its input
+# and 24 layers; EfficientNet-B0 49 SiLUs and 16 gates, RegNetY-400MF 16
+# gates): ceil-mode pools, widest concat, sigmoids, muls
 TV=$ROOT/tests/data/models
-for case in "googlenet 13 4" "squeezenet1_0 3 2" "densenet121 0 25" "mnasnet0_5 0 0"; do
+for case in "googlenet 13 4 0 0" "squeezenet1_0 3 2 0 0" "densenet121 0 25 0 0" \
+	"mnasnet0_5 0 0 0 0" "efficientnet_b0 0 0 65 65" "regnet_y_400mf 0 0 16 16"; do
 	set -- $case
 	"$HP" profile "$TV/$1.train.onnx" --batch 2 --input-shape 3x32x32 --threads 1 \
 		--max-seconds 0.3 --retries 0 --out "$TMP/$1.csv" \
 		--save-spec "$TMP/$1.json" >/dev/null 2>"$TMP/err"
 	rc=$?
 	if [ $rc -eq 0 ]; then ok "profile_onnx_$1"; else fail "profile_onnx_$1" "exit $rc: $(cat "$TMP/err")"; fi
-	if "$PY" - "$TMP/$1.json" "$2" "$3" <<'PY'; then ok "profile_onnx_$1_spec"; else fail "profile_onnx_$1_spec" "$(head -c 300 "$TMP/$1.json")"; fi
+	if "$PY" - "$TMP/$1.json" "$2" "$3" "$4" "$5" <<'PY'; then ok "profile_onnx_$1_spec"; else fail "profile_onnx_$1_spec" "$(head -c 300 "$TMP/$1.json")"; fi
 import json, sys
 d = json.load(open(sys.argv[1]))
 L = d['layers']
-ceil = sum(1 for l in L if l.get('ceil_mode'))
-cat = max([len(l.get('inputs', [])) for l in L if l['type'] == 'concat'] or [0])
-gap = sum(l['type'] == 'gap' for l in L)
-sys.exit(0 if (ceil, cat, gap, d['classes']) == (int(sys.argv[2]), int(sys.argv[3]), 1, 1000) else 1)
+got = (sum(1 for l in L if l.get('ceil_mode')),
+       max([len(l.get('inputs', [])) for l in L if l['type'] == 'concat'] or [0]),
+       sum(l['type'] == 'sigmoid' for l in L), sum(l['type'] == 'mul' for l in L),
+       sum(l['type'] == 'gap' for l in L) >= 1, d['classes'])
+sys.exit(0 if got == tuple(int(a) for a in sys.argv[2:6]) + (True, 1000) else 1)
 PY
 done
 expect_status profile_onnx_unsupported 2 "$HP" profile "$SHUF" --batch 2 --out "$TMP/s.csv"

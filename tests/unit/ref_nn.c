@@ -451,6 +451,20 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 				       : in[k] > L->hi ? L->hi
 						       : in[k];
 			break;
+		case HP_LAYER_SIGMOID:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = 1 / (1 + exp(-in[k]));
+			break;
+		case HP_LAYER_MUL: {
+			/* the second input: the first's shape, or one value
+			 * per sample and channel */
+			struct shape s2 = sh[in_of(L, i, 1) + 1];
+			const double *v = acts[in_of(L, i, 1) + 1];
+			int64_t hw = a.h * a.w, per = s2.h * s2.w;
+			for (int64_t k = 0; k < na; k++)
+				y[k] = in[k] * v[per == 1 ? k / hw : k];
+			break;
+		}
 		case HP_LAYER_POOL:
 			ref_pool_fwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
 				     L->pad, L->ceil_mode, L->pool_max, y);
@@ -602,6 +616,22 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 				g[k] =
 				    in[k] > L->lo && in[k] < L->hi ? dy[k] : 0;
 			break;
+		case HP_LAYER_SIGMOID:
+			for (int64_t k = 0; k < na; k++)
+				g[k] = dy[k] * y[k] * (1 - y[k]);
+			break;
+		case HP_LAYER_MUL: {
+			struct shape s2 = sh[in_of(L, i, 1) + 1];
+			const double *v = acts[in_of(L, i, 1) + 1];
+			double *g2 = grads[in_of(L, i, 1) + 1];
+			int64_t hw = a.h * a.w, per = s2.h * s2.w;
+			for (int64_t k = 0; k < na; k++) {
+				int64_t m = per == 1 ? k / hw : k;
+				g[k] = dy[k] * v[m];
+				g2[m] += dy[k] * in[k];
+			}
+			break;
+		}
 		case HP_LAYER_POOL:
 			ref_pool_bwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
 				     L->pad, L->ceil_mode, L->pool_max, dy, g);

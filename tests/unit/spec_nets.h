@@ -37,6 +37,17 @@
 #define CONCAT(in) "{\"type\":\"concat\"" IN(in) "}"
 #define CLIP(lo, hi) "{\"type\":\"clip\",\"min\":" #lo ",\"max\":" #hi "}"
 #define GAP "{\"type\":\"gap\"}"
+#define SIGMOID "{\"type\":\"sigmoid\"}"
+#define MUL(in) "{\"type\":\"mul\"" IN(in) "}"
+/* EfficientNet's forms: SiLU (x * sigmoid(x)) after a bn, and a
+ * squeeze-and-excitation gate (global pool, 1x1 convs, sigmoid) that
+ * scales the channels of the block it reads */
+#define SE_NET                                                                 \
+	NET("[3,6,6]", 3,                                                      \
+	    CONV(8, 3, 1, 1) "," BN "," SIGMOID "," MUL(                       \
+		"1,2") "," GAP                                                 \
+		       "," CONV(4, 1, 1, 0) "," RELU "," CONV(                 \
+			   8, 1, 1, 0) "," SIGMOID "," MUL("3,8") "," FC(3))
 #define FLATTEN "{\"type\":\"flatten\"}"
 
 /* A stem, a block with a strided projection shortcut, an identity block

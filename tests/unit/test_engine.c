@@ -987,6 +987,16 @@ HP_TEST(engine_concat)
 	check_net(CONCAT_NET, 3, 2);
 }
 
+HP_TEST(engine_sigmoid_and_mul)
+{
+	/* SiLU and a squeeze-and-excitation gate (b broadcast over the
+	 * image: its gradient summed over it), and a square (one input
+	 * twice: both slots' gradients summed) */
+	check_net(SE_NET, 3, 2);
+	check_net(NET("[2,4,4]", 3, CONV(3, 3, 1, 1) "," MUL("0,0") "," FC(3)),
+		  3, 2);
+}
+
 HP_TEST(engine_same_input_twice)
 {
 	/* one activation given twice to an add and to a concat (the input
@@ -1112,7 +1122,7 @@ static uint8_t *small_onnx(size_t *len, bool bad_op)
 	ob_attr_ints(b, n, "kernel_shape", 2, k3);
 	ob_attr_ints(b, n, "pads", 4, p1);
 	ob_attr_i(b, n, "group", 8);
-	ob_node(b, bad_op ? "Sigmoid" : "Clip", "c2", "a2");
+	ob_node(b, bad_op ? "Tanh" : "Clip", "c2", "a2");
 	ob_node(b, "Add", "a2,p1", "s");
 	ob_node(b, "GlobalAveragePool", "s", "gp");
 	n = ob_node(b, "Flatten", "gp", "fl");
@@ -1158,7 +1168,7 @@ HP_TEST(engine_onnx_net)
 	free(buf);
 	ASSERT(g != NULL);
 	ASSERT(hp_spec_from_graph(g, NULL, true, &s, &err) == HP_EUNSUPP);
-	if (!strstr(err.msg, "Sigmoid"))
+	if (!strstr(err.msg, "Tanh"))
 		HP_FAIL("message without the op: %s", err.msg);
 	hp_graph_free(g);
 }
@@ -1267,6 +1277,86 @@ HP_TEST(engine_onnx_torchvision_forms)
 			HP_FAIL("variant %d: %s", v, err.msg);
 		hp_graph_free(g);
 	}
+}
+
+/* EfficientNet's block as torchvision exports it: SiLU as Sigmoid and
+ * Mul, and a squeeze-and-excitation gate whose Mul has the broadcast
+ * scale first (scale * input); by_const: a Mul by a constant instead. */
+static uint8_t *se_onnx(size_t *len, bool by_const)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 3, 6, 6}, w1[4] = {8, 3, 3, 3},
+		w2[4] = {4, 8, 1, 1}, w3[4] = {8, 4, 1, 1}, fw[2] = {3, 8},
+		fb[1] = {3}, one[1] = {1}, k3[2] = {3, 3}, k1[2] = {1, 1},
+		p1[4] = {1, 1, 1, 1};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "w2", 4, w2);
+	ob_init(b, "w3", 4, w3);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_init(b, "two", 1, one);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_node(b, "Sigmoid", "c1", "s1");
+	ob_node(b, "Mul", by_const ? "c1,two" : "c1,s1", "silu");
+	ob_node(b, "GlobalAveragePool", "silu", "sq");
+	n = ob_node(b, "Conv", "sq,w2", "e1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k1);
+	ob_node(b, "Relu", "e1", "e2");
+	n = ob_node(b, "Conv", "e2,w3", "e3");
+	ob_attr_ints(b, n, "kernel_shape", 2, k1);
+	ob_node(b, "Sigmoid", "e3", "scale");
+	ob_node(b, "Mul", "scale,silu", "se");
+	ob_node(b, "GlobalAveragePool", "se", "gp");
+	n = ob_node(b, "Flatten", "gp", "fl");
+	ob_attr_i(b, n, "axis", 1);
+	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_squeeze_excitation)
+{
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_graph *g;
+	size_t len;
+	uint8_t *buf = se_onnx(&len, false);
+	int64_t shape[3] = {3, 6, 6};
+	char *js;
+
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	if (hp_spec_from_graph(g, shape, true, &s, &err))
+		HP_FAIL("hp_spec_from_graph: %s", err.msg);
+	hp_graph_free(g);
+	/* conv, sigmoid, mul, gap, conv, relu, conv, sigmoid, mul, gap,
+	 * flatten, fc */
+	ASSERT_EQ_INT(s.nlayers, 12);
+	ASSERT_EQ_INT(s.layers[2].type, HP_LAYER_MUL);
+	ASSERT_EQ_INT(s.layers[8].type, HP_LAYER_MUL);
+	/* the image first, the scale (C x 1 x 1) second */
+	ASSERT_EQ_INT(s.layers[8].inputs[0], 2);
+	ASSERT_EQ_INT(s.layers[8].inputs[1], 7);
+	js = hp_spec_to_json(&s);
+	ASSERT(js != NULL);
+	hp_spec_release(&s);
+	check_net(js, 3, 2);
+	free(js);
+	buf = se_onnx(&len, true);
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	ASSERT_EQ_INT(hp_spec_from_graph(g, shape, true, &s, &err), HP_EUNSUPP);
+	if (!strstr(err.msg, "Mul (by a constant)"))
+		HP_FAIL("%s", err.msg);
+	hp_graph_free(g);
 }
 
 /* A spec from an ONNX file of the repository at input shape chw. */

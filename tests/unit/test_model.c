@@ -666,6 +666,17 @@ HP_TEST(bad_spec_inputs)
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"op\":\"avg\","
 	     "\"kernel\":3,\"ceil_mode\":true}]}",
 	     "\"ceil_mode\" is for max pools only"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"relu\"},{\"type\":"
+	     "\"mul\",\"inputs\":[0]}]}",
+	     "needs \"inputs\" with two layers"},
+	    /* the second factor: the first's shape or C x 1 x 1 */
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"gap\"},{\"type\":"
+	     "\"conv\",\"filters\":4,\"kernel\":1,\"inputs\":[0]},{\"type\":"
+	     "\"mul\",\"inputs\":[-1,1]}]}",
+	     "layer 2 (mul): input -1 is 3x8x8, input 1 4x1x1"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"kernel\":"
+	     "2},{\"type\":\"mul\",\"inputs\":[-1,0]}]}",
+	     "layer 1 (mul): input -1 is 3x8x8, input 0 3x4x4"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct hp_error err = {0};
