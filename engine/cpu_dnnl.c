@@ -864,6 +864,63 @@ static int build_relu(struct cpu *b, int i, struct hp_error *err)
 		       Y->d, DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
 }
 
+/*
+ * hardsigmoid: min(1, max(0, alpha x + beta)), as a linear map into a
+ * buffer of its own and a clip to [0, 1]; backward, the clip's gradient
+ * (from its output) and the linear map's (alpha times it).
+ */
+static int build_hardsigmoid(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	const dnnl_memory_desc_t *md = &X->d->md;
+	float alpha = (float)pl->L.alpha, beta = (float)pl->L.beta;
+	dnnl_eltwise_desc_t d;
+	dnnl_primitive_desc_t lin, clip, pd;
+	struct mem *t = mem_md(b, md, false), *dt;
+	int rc;
+
+	if (!t)
+		return nomem(err);
+	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training,
+					  dnnl_eltwise_linear, md, alpha, beta),
+	   "hardsigmoid forward");
+	if ((rc = pd_make(b, &lin, &d, NULL, "hardsigmoid forward", err)) ||
+	    (rc = prim_op(b, &ls->fwd, lin, "hardsigmoid forward", err, 2,
+			  DNNL_ARG_SRC, X->d, DNNL_ARG_DST, t)))
+		return rc;
+	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training,
+					  dnnl_eltwise_clip_v2_use_dst_for_bwd,
+					  md, 0.0f, 1.0f),
+	   "hardsigmoid forward");
+	if ((rc = pd_make(b, &clip, &d, NULL, "hardsigmoid forward", err)) ||
+	    (rc = act_make(b, pl->y, md, err)) ||
+	    (rc = prim_op(b, &ls->fwd, clip, "hardsigmoid forward", err, 2,
+			  DNNL_ARG_SRC, t, DNNL_ARG_DST, Y->d)))
+		return rc;
+	if (!pl->need_dsrc)
+		return 0;
+	if (!(dt = mem_md(b, md, false)))
+		return nomem(err);
+	CK(dnnl_eltwise_backward_desc_init(
+	       &d, dnnl_eltwise_clip_v2_use_dst_for_bwd, md, md, 0.0f, 1.0f),
+	   "hardsigmoid backward");
+	if ((rc = pd_make(b, &pd, &d, clip, "hardsigmoid backward", err)) ||
+	    (rc = prim_op(b, &ls->bwd, pd, "hardsigmoid backward", err, 3,
+			  DNNL_ARG_DST, Y->d, DNNL_ARG_DIFF_DST, Y->g,
+			  DNNL_ARG_DIFF_SRC, dt)))
+		return rc;
+	CK(dnnl_eltwise_backward_desc_init(&d, dnnl_eltwise_linear, md, md,
+					   alpha, beta),
+	   "hardsigmoid backward");
+	if ((rc = pd_make(b, &pd, &d, lin, "hardsigmoid backward", err)))
+		return rc;
+	return prim_op(b, &ls->bwd, pd, "hardsigmoid backward", err, 3,
+		       DNNL_ARG_SRC, X->d, DNNL_ARG_DIFF_DST, dt,
+		       DNNL_ARG_DIFF_SRC, X->g);
+}
+
 static int build_pool(struct cpu *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
@@ -1565,6 +1622,9 @@ static int build(struct cpu *b, struct hp_error *err)
 			break;
 		case HP_LAYER_MUL:
 			rc = build_mul(b, i, err);
+			break;
+		case HP_LAYER_HARDSIGMOID:
+			rc = build_hardsigmoid(b, i, err);
 			break;
 		case HP_LAYER_POOL:
 		case HP_LAYER_GAP:

@@ -4,6 +4,7 @@
  * backends, device selection, and the public calls, which check their
  * arguments and hand over to the backend's ops table.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,13 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_FLATTEN:
 	case HP_LAYER_SIGMOID:
 	case HP_LAYER_MUL:
+		break;
+	case HP_LAYER_HARDSIGMOID:
+		if (!(L->alpha != 0 && isfinite(L->alpha) && isfinite(L->beta)))
+			return hp_error_set(err, HP_ERANGE,
+					    "layer %d (hardsigmoid): alpha "
+					    "must be finite and not 0",
+					    i);
 		break;
 	default:
 		return hp_error_set(err, HP_EINVAL, "layer %d: unknown type %d",
@@ -261,6 +269,7 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		    t.ptype[v0] != HP_LAYER_SOFTMAX &&
 		    t.ptype[v0] != HP_LAYER_CLIP &&
 		    t.ptype[v0] != HP_LAYER_SIGMOID &&
+		    t.ptype[v0] != HP_LAYER_HARDSIGMOID &&
 		    (L->type != HP_LAYER_CLIP || t.ptype[v0] != HP_LAYER_RELU))
 			pl->inplace = true;
 		if (pl->inplace) {
@@ -453,6 +462,10 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 		case HP_LAYER_MUL:
 			/* the gradient products of both inputs */
 			b += 2 * 4 * ey;
+			break;
+		case HP_LAYER_HARDSIGMOID:
+			/* alpha x + beta, and its gradient */
+			b += 2 * 4 * ex;
 			break;
 		case HP_LAYER_FC:
 			wb = 4.0 * (double)pl->L.units *

@@ -174,15 +174,16 @@ enum hp_spec_layer_type {
 	HP_LAYER_DROPOUT,
 	HP_LAYER_FC,
 	HP_LAYER_SOFTMAX,
-	HP_LAYER_CLIP,	  /* min(max(x, lo), hi); ReLU6 is 0..6 */
-	HP_LAYER_GAP,	  /* global average pooling: N,C,H,W -> N,C,1,1 */
-	HP_LAYER_ADD,	  /* elementwise sum of its inputs (residual) */
-	HP_LAYER_CONCAT,  /* its inputs stacked along the channels */
-	HP_LAYER_FLATTEN, /* N,C,H,W -> N,C*H*W (no work) */
-	HP_LAYER_SIGMOID, /* 1 / (1 + exp(-x)) */
-	HP_LAYER_MUL,	  /* the product of two inputs, the second of the
-			     first's shape or C,1,1 (a squeeze-and-excitation
-			     gate, broadcast over H and W) */
+	HP_LAYER_CLIP,	      /* min(max(x, lo), hi); ReLU6 is 0..6 */
+	HP_LAYER_GAP,	      /* global average pooling: N,C,H,W -> N,C,1,1 */
+	HP_LAYER_ADD,	      /* elementwise sum of its inputs (residual) */
+	HP_LAYER_CONCAT,      /* its inputs stacked along the channels */
+	HP_LAYER_FLATTEN,     /* N,C,H,W -> N,C*H*W (no work) */
+	HP_LAYER_SIGMOID,     /* 1 / (1 + exp(-x)) */
+	HP_LAYER_MUL,	      /* the product of two inputs, the second of the
+				 first's shape or C,1,1 (a squeeze-and-excitation
+				 gate, broadcast over H and W) */
+	HP_LAYER_HARDSIGMOID, /* min(1, max(0, alpha x + beta)) */
 };
 /* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
  * range. */
@@ -192,16 +193,17 @@ const char *hp_spec_layer_name(enum hp_spec_layer_type t);
 struct hp_spec_layer {
 	enum hp_spec_layer_type type;
 	int64_t filters, kernel, stride,
-	    pad;	/* conv; pool uses kernel/stride/pad */
-	bool pool_max;	/* pool: max (true) or avg */
-	bool ceil_mode; /* max pool: output sizes rounded up (ONNX and
-			   PyTorch ceil_mode): a last window that runs past
-			   the input, as long as it starts inside it */
-	int64_t units;	/* fc */
-	double p;	/* dropout */
-	int64_t groups; /* conv: 0 or 1 dense; filters and input channels
-			   divide by it (depthwise: groups == channels) */
-	double lo, hi;	/* clip */
+	    pad;	    /* conv; pool uses kernel/stride/pad */
+	bool pool_max;	    /* pool: max (true) or avg */
+	bool ceil_mode;	    /* max pool: output sizes rounded up (ONNX and
+			       PyTorch ceil_mode): a last window that runs past
+			       the input, as long as it starts inside it */
+	int64_t units;	    /* fc */
+	double p;	    /* dropout */
+	int64_t groups;	    /* conv: 0 or 1 dense; filters and input channels
+			       divide by it (depthwise: groups == channels) */
+	double lo, hi;	    /* clip */
+	double alpha, beta; /* hardsigmoid */
 	/* The layers whose outputs this one reads (indices of earlier
 	 * layers; -1: the network input).  ninputs 0: the previous layer's
 	 * output (the network input for layer 0), as in a plain chain. */

@@ -5,6 +5,7 @@
  * the weights are the engine's own.  Sizes come from shape propagation at
  * the requested input, so a model exported at 224x224 runs at 64x64.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +256,17 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		L.type = HP_LAYER_RELU;
 	} else if (!strcmp(op, "Sigmoid")) {
 		L.type = HP_LAYER_SIGMOID;
+	} else if (!strcmp(op, "HardSigmoid")) {
+		/* MobileNetV3's hardswish is x * HardSigmoid(x), alpha 1/6 */
+		L.type = HP_LAYER_HARDSIGMOID;
+		L.alpha = hp_node_attr_f(n, "alpha", 0.2);
+		L.beta = hp_node_attr_f(n, "beta", 0.5);
+		if (!(L.alpha != 0 && fabs(L.alpha) <= 1e6 &&
+		      fabs(L.beta) <= 1e6))
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (HardSigmoid): alpha %g, "
+					    "beta %g out of range",
+					    n->name, L.alpha, L.beta);
 	} else if (!strcmp(op, "Mul")) {
 		/* the product of two activations (SiLU's x * sigmoid(x), a
 		 * squeeze-and-excitation gate); the one broadcast over the

@@ -27,18 +27,26 @@
 #define SPEC_MAX_JSON (16u << 20)
 
 static const char *const layer_names[] = {
-    [HP_LAYER_CONV] = "conv",	    [HP_LAYER_BN] = "bn",
-    [HP_LAYER_RELU] = "relu",	    [HP_LAYER_POOL] = "pool",
-    [HP_LAYER_DROPOUT] = "dropout", [HP_LAYER_FC] = "fc",
-    [HP_LAYER_SOFTMAX] = "softmax", [HP_LAYER_CLIP] = "clip",
-    [HP_LAYER_GAP] = "gap",	    [HP_LAYER_ADD] = "add",
-    [HP_LAYER_CONCAT] = "concat",   [HP_LAYER_FLATTEN] = "flatten",
-    [HP_LAYER_SIGMOID] = "sigmoid", [HP_LAYER_MUL] = "mul",
+    [HP_LAYER_CONV] = "conv",
+    [HP_LAYER_BN] = "bn",
+    [HP_LAYER_RELU] = "relu",
+    [HP_LAYER_POOL] = "pool",
+    [HP_LAYER_DROPOUT] = "dropout",
+    [HP_LAYER_FC] = "fc",
+    [HP_LAYER_SOFTMAX] = "softmax",
+    [HP_LAYER_CLIP] = "clip",
+    [HP_LAYER_GAP] = "gap",
+    [HP_LAYER_ADD] = "add",
+    [HP_LAYER_CONCAT] = "concat",
+    [HP_LAYER_FLATTEN] = "flatten",
+    [HP_LAYER_SIGMOID] = "sigmoid",
+    [HP_LAYER_MUL] = "mul",
+    [HP_LAYER_HARDSIGMOID] = "hardsigmoid",
 };
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
 {
-	return (unsigned)t <= HP_LAYER_MUL ? layer_names[t] : "?";
+	return (unsigned)t <= HP_LAYER_HARDSIGMOID ? layer_names[t] : "?";
 }
 
 size_t hp__utf8_bom_len(const char *p, size_t n)
@@ -104,6 +112,8 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 					     "inputs", NULL};
 	static const char *const k_fc[] = {"type", "units", "inputs", NULL};
 	static const char *const k_drop[] = {"type", "p", "inputs", NULL};
+	static const char *const k_hsig[] = {"type", "alpha", "beta", "inputs",
+					     NULL};
 	static const char *const k_clip[] = {"type", "min", "max", "inputs",
 					     NULL};
 	static const char *const k_plain[] = {"type", "inputs", NULL};
@@ -272,6 +282,32 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 						     : HP_LAYER_SOFTMAX;
 		if ((rc = check_keys(lj, k_plain, where, err)))
 			return rc;
+	} else if (!strcmp(type, "hardsigmoid")) {
+		/* ONNX's defaults; PyTorch's hardsigmoid is alpha 1/6 */
+		static const char *const ab[2] = {"alpha", "beta"};
+		double *dst[2] = {&L->alpha, &L->beta};
+		L->type = HP_LAYER_HARDSIGMOID;
+		L->alpha = 0.2;
+		L->beta = 0.5;
+		if ((rc = check_keys(lj, k_hsig, where, err)))
+			return rc;
+		for (int k = 0; k < 2; k++) {
+			json_t *v = json_object_get(lj, ab[k]);
+			if (!v)
+				continue;
+			if (!json_is_number(v) ||
+			    !isfinite(json_number_value(v)) ||
+			    fabs(json_number_value(v)) > 1e6)
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "%s: \"%s\" must be a finite number", where,
+				    ab[k]);
+			*dst[k] = json_number_value(v);
+		}
+		if (L->alpha == 0)
+			return hp_error_set(err, HP_ERANGE,
+					    "%s: \"alpha\" must not be 0",
+					    where);
 	} else if (!strcmp(type, "mul")) {
 		L->type = HP_LAYER_MUL;
 		if ((rc = check_keys(lj, k_plain, where, err)))
@@ -284,8 +320,8 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 	} else {
 		return hp_error_set(err, HP_EINVAL,
 				    "%s: unknown type (conv, bn, relu, clip, "
-				    "sigmoid, pool, gap, dropout, fc, softmax, "
-				    "add, mul, concat, flatten)",
+				    "sigmoid, hardsigmoid, pool, gap, dropout, "
+				    "fc, softmax, add, mul, concat, flatten)",
 				    where);
 	}
 	return 0;
@@ -754,6 +790,9 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		case HP_LAYER_SIGMOID:
 			op = "Sigmoid";
 			break;
+		case HP_LAYER_HARDSIGMOID:
+			op = "HardSigmoid";
+			break;
 		case HP_LAYER_MUL:
 			op = "Mul";
 			break;
@@ -836,6 +875,15 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			if (!a)
 				goto nomem;
 			a->f = L->p;
+		} else if (L->type == HP_LAYER_HARDSIGMOID) {
+			struct hp_attr *a =
+			    hp_node_add_attr(n, "alpha", HP_ATTR_FLOAT);
+			if (!a)
+				goto nomem;
+			a->f = L->alpha;
+			if (!(a = hp_node_add_attr(n, "beta", HP_ATTR_FLOAT)))
+				goto nomem;
+			a->f = L->beta;
 		} else if (L->type == HP_LAYER_CONCAT ||
 			   L->type == HP_LAYER_FLATTEN) {
 			struct hp_attr *a =
@@ -942,6 +990,10 @@ char *hp_spec_to_json(const struct hp_spec *s)
 		case HP_LAYER_CLIP:
 			o = json_pack("{s:s, s:f, s:f}", "type", "clip", "min",
 				      L->lo, "max", L->hi);
+			break;
+		case HP_LAYER_HARDSIGMOID:
+			o = json_pack("{s:s, s:f, s:f}", "type", "hardsigmoid",
+				      "alpha", L->alpha, "beta", L->beta);
 			break;
 		case HP_LAYER_POOL:
 			o = json_pack("{s:s, s:s, s:I, s:I, s:I}", "type",

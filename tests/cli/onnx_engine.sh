@@ -41,16 +41,19 @@ PY
 expect_status predict_saved_spec 0 "$HP" predict "$TMP/r18.json" --batch 2 --device cpu
 # torchvision's other forms: GoogLeNet's and SqueezeNet's max pools in ceil
 # mode, DenseNet's Concat of one input and of up to 25, MNASNet's
-# ReduceMean, EfficientNet's SiLU (Sigmoid and Mul) and the
-# squeeze-and-excitation gates of EfficientNet and RegNetY; each runs, and
+# ReduceMean, EfficientNet's SiLU (Sigmoid and Mul), MobileNetV3's
+# hardswish (HardSigmoid and Mul) and the squeeze-and-excitation gates of
+# EfficientNet, RegNetY and MobileNetV3; each runs, and
 # the spec it ran says so (counted by hand from torchvision's definitions:
 # GoogLeNet 4 stem pools and one in each of its 9 inception blocks,
 # SqueezeNet 3; DenseNet-121's third block ends in a Concat of its input
 # and 24 layers; EfficientNet-B0 49 SiLUs and 16 gates, RegNetY-400MF 16
-# gates): ceil-mode pools, widest concat, sigmoids, muls
+# gates, MobileNetV3-small 28 hardsigmoids, 19 in hardswishes and 9 in
+# gates): ceil-mode pools, widest concat, (hard) sigmoids, muls
 TV=$ROOT/tests/data/models
 for case in "googlenet 13 4 0 0" "squeezenet1_0 3 2 0 0" "densenet121 0 25 0 0" \
-	"mnasnet0_5 0 0 0 0" "efficientnet_b0 0 0 65 65" "regnet_y_400mf 0 0 16 16"; do
+	"mnasnet0_5 0 0 0 0" "efficientnet_b0 0 0 65 65" "regnet_y_400mf 0 0 16 16" \
+	"mobilenet_v3_small 0 0 28 28"; do
 	set -- $case
 	"$HP" profile "$TV/$1.train.onnx" --batch 2 --input-shape 3x32x32 --threads 1 \
 		--max-seconds 0.3 --retries 0 --out "$TMP/$1.csv" \
@@ -63,7 +66,8 @@ d = json.load(open(sys.argv[1]))
 L = d['layers']
 got = (sum(1 for l in L if l.get('ceil_mode')),
        max([len(l.get('inputs', [])) for l in L if l['type'] == 'concat'] or [0]),
-       sum(l['type'] == 'sigmoid' for l in L), sum(l['type'] == 'mul' for l in L),
+       sum(l['type'] in ('sigmoid', 'hardsigmoid') for l in L),
+       sum(l['type'] == 'mul' for l in L),
        sum(l['type'] == 'gap' for l in L) >= 1, d['classes'])
 sys.exit(0 if got == tuple(int(a) for a in sys.argv[2:6]) + (True, 1000) else 1)
 PY

@@ -455,6 +455,11 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			for (int64_t k = 0; k < na; k++)
 				y[k] = 1 / (1 + exp(-in[k]));
 			break;
+		case HP_LAYER_HARDSIGMOID:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = fmin(
+				    1, fmax(0, L->alpha * in[k] + L->beta));
+			break;
 		case HP_LAYER_MUL: {
 			/* the second input: the first's shape, or one value
 			 * per sample and channel */
@@ -619,6 +624,12 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		case HP_LAYER_SIGMOID:
 			for (int64_t k = 0; k < na; k++)
 				g[k] = dy[k] * y[k] * (1 - y[k]);
+			break;
+		case HP_LAYER_HARDSIGMOID:
+			for (int64_t k = 0; k < na; k++) {
+				double u = L->alpha * in[k] + L->beta;
+				g[k] = u > 0 && u < 1 ? L->alpha * dy[k] : 0;
+			}
 			break;
 		case HP_LAYER_MUL: {
 			struct shape s2 = sh[in_of(L, i, 1) + 1];

@@ -38,6 +38,8 @@
 #define CLIP(lo, hi) "{\"type\":\"clip\",\"min\":" #lo ",\"max\":" #hi "}"
 #define GAP "{\"type\":\"gap\"}"
 #define SIGMOID "{\"type\":\"sigmoid\"}"
+#define HARDSIGMOID(a, b)                                                      \
+	"{\"type\":\"hardsigmoid\",\"alpha\":" #a ",\"beta\":" #b "}"
 #define MUL(in) "{\"type\":\"mul\"" IN(in) "}"
 /* EfficientNet's forms: SiLU (x * sigmoid(x)) after a bn, and a
  * squeeze-and-excitation gate (global pool, 1x1 convs, sigmoid) that

@@ -995,6 +995,14 @@ HP_TEST(engine_sigmoid_and_mul)
 	check_net(SE_NET, 3, 2);
 	check_net(NET("[2,4,4]", 3, CONV(3, 3, 1, 1) "," MUL("0,0") "," FC(3)),
 		  3, 2);
+	/* MobileNetV3's hardswish, x * hardsigmoid(x) at alpha 1/6, and a
+	 * hardsigmoid gate */
+	check_net(NET("[2,5,5]", 3,
+		      CONV(4, 3, 1, 1) "," HARDSIGMOID(0.1666667, 0.5) "," MUL(
+			  "0,1") "," GAP
+				 "," CONV(4, 1, 1, 0) "," HARDSIGMOID(
+				     0.2, 0.5) "," MUL("2,5") "," FC(3)),
+		  3, 2);
 }
 
 HP_TEST(engine_same_input_twice)

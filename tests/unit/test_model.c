@@ -666,6 +666,12 @@ HP_TEST(bad_spec_inputs)
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"op\":\"avg\","
 	     "\"kernel\":3,\"ceil_mode\":true}]}",
 	     "\"ceil_mode\" is for max pools only"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"hardsigmoid\","
+	     "\"alpha\":0}]}",
+	     "\"alpha\" must not be 0"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"hardsigmoid\","
+	     "\"beta\":\"x\"}]}",
+	     "\"beta\" must be a finite number"},
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"relu\"},{\"type\":"
 	     "\"mul\",\"inputs\":[0]}]}",
 	     "needs \"inputs\" with two layers"},
