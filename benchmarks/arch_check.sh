@@ -16,8 +16,13 @@
 # older version of the model) too, against the same measurements: its
 # MAPE is printed beside.
 #
+# ARCH_MODELS="NAME ..." checks other torchvision models (say googlenet
+# densenet121 efficientnet_b0 mobilenet_v3_small: tests/data/models has
+# them) in place of the five.
+#
 # The models are looked for in data/models/, then $HP_MODELS_DIR, then
-# ../shared/data/models/; one that is missing is skipped and said so.
+# ../shared/data/models/, then tests/data/models/; one that is missing is
+# skipped and said so.
 set -u
 build=${1:-build}
 rounds=${2:-3}
@@ -30,14 +35,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 find_model() {
-	for d in data/models "${HP_MODELS_DIR:-/nonexistent}" ../shared/data/models; do
+	for d in data/models "${HP_MODELS_DIR:-/nonexistent}" ../shared/data/models \
+		tests/data/models; do
 		[ -f "$d/$1.train.onnx" ] && { echo "$d/$1.train.onnx"; return 0; }
 	done
 	return 1
 }
 
 models=""
-for m in resnet18 resnet50 mobilenet_v2 vgg11 alexnet; do
+for m in ${ARCH_MODELS:-resnet18 resnet50 mobilenet_v2 vgg11 alexnet}; do
 	if p=$(find_model "$m"); then
 		models="$models $p"
 	else

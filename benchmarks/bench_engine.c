@@ -81,7 +81,7 @@ static double host_peak_gflops(int threads)
 /* Seconds per step by layer type: "layer_times spec=... conv=... ". */
 static void print_layer_times(struct hp_engine *e, const struct hp_spec *s)
 {
-	double sum[HP_LAYER_FLATTEN + 2] = {0};
+	double sum[HP_LAYER_LAST + 2] = {0};
 	double *lt = calloc((size_t)s->nlayers + 1, sizeof(*lt));
 	struct hp_error err = {0};
 	int steps = 0;
@@ -93,14 +93,14 @@ static void print_layer_times(struct hp_engine *e, const struct hp_spec *s)
 	}
 	for (int i = 0; i < s->nlayers; i++)
 		sum[s->layers[i].type] += lt[i];
-	sum[HP_LAYER_FLATTEN + 1] = lt[s->nlayers];
+	sum[HP_LAYER_LAST + 1] = lt[s->nlayers];
 	printf("layer_times spec=%s", s->name);
-	for (int k = 0; k <= HP_LAYER_FLATTEN; k++)
+	for (int k = 0; k <= HP_LAYER_LAST; k++)
 		if (sum[k] > 0)
 			printf(" %s_ms=%.3f",
 			       hp_spec_layer_name((enum hp_spec_layer_type)k),
 			       sum[k] * 1e3 / steps);
-	printf(" loss_ms=%.3f\n", sum[HP_LAYER_FLATTEN + 1] * 1e3 / steps);
+	printf(" loss_ms=%.3f\n", sum[HP_LAYER_LAST + 1] * 1e3 / steps);
 	free(lt);
 }
 

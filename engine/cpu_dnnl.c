@@ -1024,62 +1024,122 @@ static int build_add(struct cpu *b, int i, struct hp_error *err)
 	return 0;
 }
 
+/* The channel block oneDNN picks for activations on this CPU (16 with
+ * AVX-512, else 8): elementwise binary ops and batch norm have kernels for
+ * it; a binary op on another blocking runs the reference kernel, 20x
+ * slower (aBcd8b from a grouped conv of 8-channel groups, on AVX-512). */
+static int64_t native_block(void)
+{
+	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+
+	return ((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core) ==
+		       (unsigned)dnnl_cpu_isa_avx512_core
+		   ? 16
+		   : 8;
+}
+
+/* Whether md is rank 4 in blocks of blk channels. */
+static bool md_is_blocked(const dnnl_memory_desc_t *a, int64_t blk)
+{
+	const dnnl_blocking_desc_t *bl = &a->format_desc.blocking;
+
+	return a->format_kind == dnnl_blocked && a->ndims == 4 &&
+	       bl->inner_nblks == 1 && bl->inner_idxs[0] == 1 &&
+	       bl->inner_blks[0] == blk;
+}
+
 /*
- * mul: y = a * b, b of a's shape or N,C,1,1 (broadcast over the image).
- * Backward: da = dy * b, and db = dy * a, summed over the image when b is
- * broadcast; each written over its input's gradient or added to it (the
- * plan's acc[]), the second input first (the order acc[] was set in).
+ * mul: y = a * b, b of a's shape or N,C,1,1 (broadcast over the image),
+ * all in the CPU's native channel blocks (4-D; a and b reordered where
+ * they are not).  Backward: da = dy * b, and db = dy * a, summed
+ * over the image when b is broadcast; each written over its input's
+ * gradient or added to it (the plan's acc[]), the second input first (the
+ * order acc[] was set in).
  */
 static int build_mul(struct cpu *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
 	struct act *A = &b->acts[pl->xs[0]], *B = &b->acts[pl->xs[1]],
 		   *Y = &b->acts[pl->y];
-	const struct hp__plan_act *ba = &b->p->acts[pl->xs[1]];
+	const struct hp__plan_act *aa = &b->p->acts[pl->xs[0]],
+				  *ba = &b->p->acts[pl->xs[1]];
 	struct lstate *ls = &b->ls[i];
-	bool bcast =
-	    ba->dims[2] * ba->dims[3] !=
-	    b->p->acts[pl->xs[0]].dims[2] * b->p->acts[pl->xs[0]].dims[3];
+	bool bcast = ba->dims[2] * ba->dims[3] != aa->dims[2] * aa->dims[3];
 	dnnl_binary_desc_t d;
 	dnnl_primitive_desc_t pd;
-	struct mem *prod;
+	dnnl_memory_desc_t amd, bmd;
+	struct mem *prod, *av, *bv;
 	int rc;
 
-	CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &A->d->md, &B->d->md,
-				 &A->d->md),
+	dnnl_format_tag_t tag =
+	    native_block() == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
+
+	amd = A->d->md;
+	if (aa->rank == 4 && !md_is_blocked(&amd, native_block()))
+		md_tag(&amd, 4, aa->dims, tag);
+	if (bcast)
+		md_tag(&bmd, 4, ba->dims, tag);
+	else
+		bmd = amd;
+	if ((rc = as_md(b, &ls->fwd, A->d, &amd, true, &av, err)) ||
+	    (rc = as_md(b, &ls->fwd, B->d, &bmd, true, &bv, err)))
+		return rc;
+	CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &amd, &bmd, &amd),
 	   "mul forward");
 	if ((rc = pd_make(b, &pd, &d, NULL, "mul forward", err)) ||
-	    (rc = act_make(b, pl->y, &A->d->md, err)) ||
+	    (rc = act_make(b, pl->y, &amd, err)) ||
 	    (rc =
 		 prim_op(b, &ls->fwd, pd, "mul forward", err, 3, DNNL_ARG_SRC_0,
-			 A->d, DNNL_ARG_SRC_1, B->d, DNNL_ARG_DST, Y->d)))
+			 av, DNNL_ARG_SRC_1, bv, DNNL_ARG_DST, Y->d)))
 		return rc;
 	if (!Y->g)
 		return 0;
 	if (pl->need[1]) {
 		/* dy * a, in dy's layout, then summed to b's shape */
-		CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &Y->g->md,
-					 &A->d->md, &Y->g->md),
+		CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &Y->g->md, &amd,
+					 &Y->g->md),
 		   "mul backward");
 		if (!(prod = mem_md(b, &Y->g->md, false)))
 			return nomem(err);
 		if ((rc = pd_make(b, &pd, &d, NULL, "mul backward", err)) ||
 		    (rc = prim_op(b, &ls->bwd, pd, "mul backward", err, 3,
-				  DNNL_ARG_SRC_0, Y->g, DNNL_ARG_SRC_1, A->d,
+				  DNNL_ARG_SRC_0, Y->g, DNNL_ARG_SRC_1, av,
 				  DNNL_ARG_DST, prod)))
 			return rc;
 		if (bcast) {
-			dnnl_reduction_desc_t r;
-			struct mem *sum = mem_md(b, &B->g->md, false);
-			if (!sum)
+			/* the sum over the image as a global average pool
+			 * times its size: oneDNN 2.6's reduction has only a
+			 * reference kernel for blocked layouts (3 ms where
+			 * the pool takes 0.05) */
+			dnnl_pooling_desc_t pl_d;
+			dnnl_eltwise_desc_t sc;
+			dnnl_dims_t one = {1, 1},
+				    k = {aa->dims[2], aa->dims[3]},
+				    zero = {0, 0};
+			struct mem *avg = mem_md(b, &bmd, false),
+				   *sum = mem_md(b, &bmd, false);
+			if (!avg || !sum)
 				return nomem(err);
-			CK(dnnl_reduction_desc_init(&r, dnnl_reduction_sum,
-						    &prod->md, &sum->md, 0, 0),
+			CK(dnnl_pooling_forward_desc_init(
+			       &pl_d, dnnl_forward_inference,
+			       dnnl_pooling_avg_include_padding, &prod->md,
+			       &avg->md, one, k, zero, zero),
 			   "mul backward (sum)");
-			if ((rc = pd_make(b, &pd, &r, NULL,
+			if ((rc = pd_make(b, &pd, &pl_d, NULL,
 					  "mul backward (sum)", err)) ||
 			    (rc = prim_op(b, &ls->bwd, pd, "mul backward (sum)",
 					  err, 2, DNNL_ARG_SRC, prod,
+					  DNNL_ARG_DST, avg)))
+				return rc;
+			CK(dnnl_eltwise_forward_desc_init(
+			       &sc, dnnl_forward_inference, dnnl_eltwise_linear,
+			       &avg->md, (float)(aa->dims[2] * aa->dims[3]),
+			       0.0f),
+			   "mul backward (sum)");
+			if ((rc = pd_make(b, &pd, &sc, NULL,
+					  "mul backward (sum)", err)) ||
+			    (rc = prim_op(b, &ls->bwd, pd, "mul backward (sum)",
+					  err, 2, DNNL_ARG_SRC, avg,
 					  DNNL_ARG_DST, sum)))
 				return rc;
 			prod = sum;
@@ -1089,14 +1149,14 @@ static int build_mul(struct cpu *b, int i, struct hp_error *err)
 	}
 	if (pl->need[0]) {
 		/* dy * b, b broadcast */
-		CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &Y->g->md,
-					 &B->d->md, &Y->g->md),
+		CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &Y->g->md, &bmd,
+					 &Y->g->md),
 		   "mul backward");
 		if (!(prod = mem_md(b, &Y->g->md, false)))
 			return nomem(err);
 		if ((rc = pd_make(b, &pd, &d, NULL, "mul backward", err)) ||
 		    (rc = prim_op(b, &ls->bwd, pd, "mul backward", err, 3,
-				  DNNL_ARG_SRC_0, Y->g, DNNL_ARG_SRC_1, B->d,
+				  DNNL_ARG_SRC_0, Y->g, DNNL_ARG_SRC_1, bv,
 				  DNNL_ARG_DST, prod)) ||
 		    (rc = grad_out(b, &ls->bwd, prod, A->g, pl->acc[0], err)))
 			return rc;
@@ -1104,8 +1164,10 @@ static int build_mul(struct cpu *b, int i, struct hp_error *err)
 	return 0;
 }
 
-/* concat: along the channels into a plain output; its gradient is split
- * by views of the plain gradient. */
+/* concat: along the channels into a plain output, or a blocked one (the
+ * CPU's native channel blocks) when every input's channels fill whole
+ * blocks, as a DenseNet's do (a batch norm on the plain layout costs 5x the
+ * blocked one); its gradient is split by views of the output's gradient. */
 static int build_concat(struct cpu *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
@@ -1118,11 +1180,19 @@ static int build_concat(struct cpu *b, int i, struct hp_error *err)
 	int64_t c0 = 0;
 	int rc;
 
+	int64_t blk = native_block();
+	bool blocked = ya->rank == 4;
+
 	for (int k = 0; k < pl->nin; k++) {
 		src[k] = b->acts[pl->xs[k]].d;
 		mds[k] = src[k]->md;
+		blocked = blocked && b->p->acts[pl->xs[k]].dims[1] % blk == 0;
 	}
-	md_plain(&dmd, ya->rank, ya->dims);
+	if (blocked)
+		md_tag(&dmd, 4, ya->dims,
+		       blk == 16 ? dnnl_aBcd16b : dnnl_aBcd8b);
+	else
+		md_plain(&dmd, ya->rank, ya->dims);
 	CK(dnnl_concat_primitive_desc_create(&pd, &dmd, pl->nin, 1, mds,
 					     b->attr, b->eng),
 	   "concat forward");

@@ -185,6 +185,8 @@ enum hp_spec_layer_type {
 				 gate, broadcast over H and W) */
 	HP_LAYER_HARDSIGMOID, /* min(1, max(0, alpha x + beta)) */
 };
+/* The last layer type (for tables indexed by type). */
+#define HP_LAYER_LAST HP_LAYER_HARDSIGMOID
 /* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
  * range. */
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);

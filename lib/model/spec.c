@@ -46,7 +46,7 @@ static const char *const layer_names[] = {
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
 {
-	return (unsigned)t <= HP_LAYER_HARDSIGMOID ? layer_names[t] : "?";
+	return (unsigned)t <= HP_LAYER_LAST ? layer_names[t] : "?";
 }
 
 size_t hp__utf8_bom_len(const char *p, size_t n)

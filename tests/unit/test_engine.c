@@ -1005,6 +1005,19 @@ HP_TEST(engine_sigmoid_and_mul)
 		  3, 2);
 }
 
+HP_TEST(engine_concat_blocked)
+{
+	/* channels in whole blocks of 16 (a DenseNet's): the output and its
+	 * gradient's views are blocked; the input twice, as DenseNet reads
+	 * each layer's output in every later concat of its block */
+	check_net(NET("[3,5,5]", 3,
+		      CONV(16, 3, 1, 1) "," CONVI(32, 1, 1, 0, "0") "," CONCAT(
+			  "0,1") "," BN "," RELU
+				 "," CONVI(16, 1, 1, 0, "4") "," CONCAT(
+				     "0,1,5") "," BN "," FC(3)),
+		  3, 2);
+}
+
 HP_TEST(engine_same_input_twice)
 {
 	/* one activation given twice to an add and to a concat (the input
