@@ -1065,14 +1065,13 @@ static int build_mul(struct cpu *b, int i, struct hp_error *err)
 				  *ba = &b->p->acts[pl->xs[1]];
 	struct lstate *ls = &b->ls[i];
 	bool bcast = ba->dims[2] * ba->dims[3] != aa->dims[2] * aa->dims[3];
+	dnnl_format_tag_t tag =
+	    native_block() == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
 	dnnl_binary_desc_t d;
 	dnnl_primitive_desc_t pd;
 	dnnl_memory_desc_t amd, bmd;
 	struct mem *prod, *av, *bv;
 	int rc;
-
-	dnnl_format_tag_t tag =
-	    native_block() == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
 
 	amd = A->d->md;
 	if (aa->rank == 4 && !md_is_blocked(&amd, native_block()))
