@@ -396,7 +396,7 @@ static int loss_range(struct svg *g, const struct hp_lrfind_series *s,
 		for (int i = 0; i < r->fit_end; i++)
 			if (r->smooth[i] > hi)
 				hi = r->smooth[i];
-		hi += 0.35 * (hi - lo);
+		hi += 0.35 * (fmin(hi, 1e300) - fmax(lo, -1e300));
 	} else {
 		double *v = malloc((size_t)m * sizeof(*v));
 		int k = 0;
@@ -416,9 +416,15 @@ static int loss_range(struct svg *g, const struct hp_lrfind_series *s,
 		lo = 0;
 		hi = 1;
 	}
+	/* Losses past 1e300 are drawn at it, so the widening below and the
+	 * pixel scale stay finite; a flat range is widened by half a unit or,
+	 * for large losses, a part in a thousand (2e85 + 0.5 is 2e85). */
+	lo = fmin(fmax(lo, -1e300), 1e300);
+	hi = fmin(fmax(hi, -1e300), 1e300);
 	if (hi - lo < 1e-9 * (fabs(hi) + 1)) {
-		lo -= 0.5;
-		hi += 0.5;
+		double d = fmax(0.5, 1e-3 * fmax(fabs(hi), fabs(lo)));
+		lo -= d;
+		hi += d;
 	}
 	g->y0 = lo - 0.05 * (hi - lo);
 	g->y1 = hi;

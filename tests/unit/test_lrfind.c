@@ -1043,6 +1043,44 @@ HP_TEST(lrfind_svg_many_steps_and_no_fits)
 	hp_lrfind_series_release(&s);
 }
 
+/* A flat loss too large for +-0.5 to widen (2e85 + 0.5 is 2e85), and
+ * losses near the largest double: the plot's scale stays finite (the
+ * fuzzer found a NaN in the first). */
+HP_TEST(lrfind_svg_huge_losses)
+{
+	static const char *const cases[] = {
+	    "{\"step\":1,\"lr\":1e-5,\"loss\":2.2e85}\n",
+	    "{\"step\":1,\"lr\":1e-5,\"loss\":1.79e308}\n"
+	    "{\"step\":2,\"lr\":1e-4,\"loss\":-1.79e308}\n"};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct hp_lrfind_series s;
+		struct hp_lrfind_result r;
+		struct hp_error err = {0};
+		struct hp_buf b;
+		size_t used = 0;
+		const char *why;
+
+		hp_lrfind_series_init(&s);
+		ASSERT_EQ_INT(hp_lrfind_parse_metrics(&s, cases[k],
+						      strlen(cases[k]), "t", 1,
+						      0, &used, &err),
+			      0);
+		/* too few steps to analyse: the plot shows the raw loss */
+		ASSERT(hp_lrfind_analyse(&s, NULL, &r, &err) != 0);
+		hp_buf_init(&b, 4 << 20);
+		ASSERT_EQ_INT(hp_lrfind_svg(&s, &r, NULL, &b, &err), 0);
+		if ((why = xml_check(hp_buf_str(&b))))
+			HP_FAIL("case %zu not well-formed: %s", k, why);
+		/* (tick labels such as 2.2e+85 are fine: no "e+" check) */
+		if (strstr(hp_buf_str(&b), "nan") ||
+		    strstr(hp_buf_str(&b), "inf"))
+			HP_FAIL("case %zu: a non-finite number in the plot", k);
+		hp_buf_release(&b);
+		hp_lrfind_result_release(&r);
+		hp_lrfind_series_release(&s);
+	}
+}
+
 /* ---- JSON ---- */
 
 HP_TEST(lrfind_json_contract)
