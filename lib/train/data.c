@@ -124,11 +124,19 @@ done:
 	return rc;
 }
 
+/* Pixel k of the classes' patterns, laid end to end: dark or bright. */
+static uint8_t class_pixel(uint64_t seed, uint64_t k)
+{
+	return (mix64(seed ^ 0x5107ull ^ mix64(k)) >> 63) ? 170 : 86;
+}
+
 int hp_dataset_synthetic(int64_t n, const int64_t shape[3], int64_t classes,
 			 uint64_t seed, int split, struct hp_dataset *out,
 			 struct hp_error *err)
 {
 	int64_t px, total;
+	uint8_t *proto = NULL;
+	bool store;
 
 	memset(out, 0, sizeof(*out));
 	if (n < 1 || classes < 1 || classes > HP_DATASET_MAX_CLASSES ||
@@ -143,9 +151,19 @@ int hp_dataset_synthetic(int64_t n, const int64_t shape[3], int64_t classes,
 		return hp_error_set(err, HP_ETOOBIG,
 				    "synthetic data larger than %zu bytes",
 				    HP_DATASET_MAX_BYTES);
+	store = classes * px <= ((int64_t)1 << 26);
 	out->x = malloc((size_t)total);
 	out->y = malloc((size_t)n * sizeof(*out->y));
-	if (!out->x || !out->y) {
+	/* each class: a random pattern of dark and bright pixels, stored
+	 * while the patterns take at most 64 MB, else computed per pixel
+	 * (1,000 classes at 3x224x224 would take 150 MB) */
+	if (store) {
+		proto = malloc((size_t)(classes * px));
+		for (int64_t k = 0; proto && k < classes * px; k++)
+			proto[k] = class_pixel(seed, (uint64_t)k);
+	}
+	if (!out->x || !out->y || (store && !proto)) {
+		free(proto);
 		hp_dataset_release(out);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
@@ -156,19 +174,15 @@ int hp_dataset_synthetic(int64_t n, const int64_t shape[3], int64_t classes,
 		uint8_t *xi = out->x + i * px;
 		out->y[i] = (uint16_t)c;
 		for (int64_t j = 0; j < px; j++) {
-			/* each class: a random pattern of dark and bright
-			 * pixels (computed here, not stored: 1,000 classes
-			 * at 3x224x224 would take 150 MB) ... */
 			uint64_t k = (uint64_t)(c * px + j);
-			int pk = (mix64(seed ^ 0x5107ull ^ mix64(k)) >> 63)
-				     ? 170
-				     : 86;
-			/* ... and noise: a sum of two uniforms in -64..64 */
+			int pk = proto ? proto[k] : class_pixel(seed, k);
+			/* noise: a sum of two uniforms in -64..64 */
 			uint64_t r = mix64(s + (uint64_t)j);
 			int v = pk + (int)(r & 63) + (int)((r >> 8) & 63) - 63;
 			xi[j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 		}
 	}
+	free(proto);
 	out->n = n;
 	memcpy(out->shape, shape, sizeof(out->shape));
 	out->classes = classes;

@@ -279,6 +279,20 @@ HP_TEST(train_dataset_synthetic)
 		ASSERT(big > 2000);
 		hp_dataset_release(&a);
 	}
+	/* patterns past 64 MB (1,000 classes at 3x150x150) are computed per
+	 * pixel, not stored: the same data each time */
+	{
+		int64_t big_shape[3] = {3, 150, 150};
+		struct hp_dataset c;
+		ASSERT(hp_dataset_synthetic(4, big_shape, 1000, 9, 0, &a,
+					    &err) == 0);
+		ASSERT(hp_dataset_synthetic(4, big_shape, 1000, 9, 0, &c,
+					    &err) == 0);
+		ASSERT(!memcmp(a.x, c.x, 4 * 3 * 150 * 150));
+		ASSERT(!memcmp(a.y, c.y, 4 * sizeof(*a.y)));
+		hp_dataset_release(&a);
+		hp_dataset_release(&c);
+	}
 	ASSERT(hp_dataset_synthetic(10, shape, HP_DATASET_MAX_CLASSES + 1, 9, 0,
 				    &a, &err) == HP_EINVAL);
 	ASSERT(strstr(err.msg, "classes at most 65536") != NULL);
