@@ -95,9 +95,13 @@ echo
 echo "== training step on real architectures at 3x64x64 (torchvision ONNX exports): engine FLOP/s as a share of the host's FP32 peak, and the step time against PyTorch's, $threads threads, side by side"
 echo "   (peak: struct hp_host's ISA estimate, cores x clock x FLOPs per cycle, until a measured peak is merged)"
 A=""
-for m in resnet18:16 resnet50:16 mobilenet_v2:32 vgg11:16 alexnet:64; do
+# the Done-when's five, then the torchvision forms the engine runs since
+# (ceil-mode pools, wide concats, SiLU, hardswish, squeeze-and-excitation)
+for m in resnet18:16 resnet50:16 mobilenet_v2:32 vgg11:16 alexnet:64 \
+	googlenet:16 squeezenet1_0:32 densenet121:16 efficientnet_b0:16 \
+	mobilenet_v3_small:32 mnasnet0_5:32 regnet_y_400mf:16; do
 	f=""
-	for d in data/models ../shared/data/models; do
+	for d in data/models ../shared/data/models tests/data/models; do
 		[ -f "$d/${m%%:*}.train.onnx" ] && { f="$d/${m%%:*}.train.onnx:${m##*:}"; break; }
 	done
 	if [ -n "$f" ]; then A="$A $f"; else echo "skip ${m%%:*}: no ${m%%:*}.train.onnx"; fi
@@ -130,6 +134,12 @@ if not t:
     print("PyTorch/torchvision not available (Debian python3-torch): no ratios")
 PY
 rm -f "$eng" "$tor"
+
+echo
+echo "== held-out step-time prediction on real architectures (none in any fit), 3x64x64, batches 16/32/64 (goal: MAPE <= 15%, 10%)"
+benchmarks/arch_check.sh "$build" 2 | tail -n 2
+ARCH_MODELS="googlenet squeezenet1_0 densenet121 efficientnet_b0 mobilenet_v3_small mnasnet0_5 regnet_y_400mf" \
+	benchmarks/arch_check.sh "$build" 2 | tail -n 2
 
 echo
 echo "== lr-find: the suggested rate against a log-spaced grid of rates, Fashion-MNIST, fixed budget (goal: within 1 point of the best)"
