@@ -1048,6 +1048,22 @@ static bool md_is_blocked(const dnnl_memory_desc_t *a, int64_t blk)
 	       bl->inner_blks[0] == blk;
 }
 
+/* out = x * y (y of x's shape or broadcast), a primitive appended to l. */
+static int mul_op(struct cpu *b, struct oplist *l, struct mem *x, struct mem *y,
+		  struct mem *out, const char *what, struct hp_error *err)
+{
+	dnnl_binary_desc_t d;
+	dnnl_primitive_desc_t pd;
+	int rc;
+
+	CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &x->md, &y->md, &out->md),
+	   what);
+	if ((rc = pd_make(b, &pd, &d, NULL, what, err)))
+		return rc;
+	return prim_op(b, l, pd, what, err, 3, DNNL_ARG_SRC_0, x,
+		       DNNL_ARG_SRC_1, y, DNNL_ARG_DST, out);
+}
+
 /*
  * mul: y = a * b, b of a's shape or N,C,1,1 (broadcast over the image),
  * all in the CPU's native channel blocks (4-D; a and b reordered where
@@ -1065,16 +1081,15 @@ static int build_mul(struct cpu *b, int i, struct hp_error *err)
 				  *ba = &b->p->acts[pl->xs[1]];
 	struct lstate *ls = &b->ls[i];
 	bool bcast = ba->dims[2] * ba->dims[3] != aa->dims[2] * aa->dims[3];
-	dnnl_format_tag_t tag =
-	    native_block() == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
-	dnnl_binary_desc_t d;
+	int64_t blk = native_block();
+	dnnl_format_tag_t tag = blk == 16 ? dnnl_aBcd16b : dnnl_aBcd8b;
 	dnnl_primitive_desc_t pd;
 	dnnl_memory_desc_t amd, bmd;
 	struct mem *prod, *av, *bv;
 	int rc;
 
 	amd = A->d->md;
-	if (aa->rank == 4 && !md_is_blocked(&amd, native_block()))
+	if (aa->rank == 4 && !md_is_blocked(&amd, blk))
 		md_tag(&amd, 4, aa->dims, tag);
 	if (bcast)
 		md_tag(&bmd, 4, ba->dims, tag);
@@ -1083,27 +1098,17 @@ static int build_mul(struct cpu *b, int i, struct hp_error *err)
 	if ((rc = as_md(b, &ls->fwd, A->d, &amd, true, &av, err)) ||
 	    (rc = as_md(b, &ls->fwd, B->d, &bmd, true, &bv, err)))
 		return rc;
-	CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &amd, &bmd, &amd),
-	   "mul forward");
-	if ((rc = pd_make(b, &pd, &d, NULL, "mul forward", err)) ||
-	    (rc = act_make(b, pl->y, &amd, err)) ||
-	    (rc =
-		 prim_op(b, &ls->fwd, pd, "mul forward", err, 3, DNNL_ARG_SRC_0,
-			 av, DNNL_ARG_SRC_1, bv, DNNL_ARG_DST, Y->d)))
+	if ((rc = act_make(b, pl->y, &amd, err)) ||
+	    (rc = mul_op(b, &ls->fwd, av, bv, Y->d, "mul forward", err)))
 		return rc;
 	if (!Y->g)
 		return 0;
 	if (pl->need[1]) {
 		/* dy * a, in dy's layout, then summed to b's shape */
-		CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &Y->g->md, &amd,
-					 &Y->g->md),
-		   "mul backward");
 		if (!(prod = mem_md(b, &Y->g->md, false)))
 			return nomem(err);
-		if ((rc = pd_make(b, &pd, &d, NULL, "mul backward", err)) ||
-		    (rc = prim_op(b, &ls->bwd, pd, "mul backward", err, 3,
-				  DNNL_ARG_SRC_0, Y->g, DNNL_ARG_SRC_1, av,
-				  DNNL_ARG_DST, prod)))
+		if ((rc = mul_op(b, &ls->bwd, Y->g, av, prod, "mul backward",
+				 err)))
 			return rc;
 		if (bcast) {
 			/* the sum over the image as a global average pool
@@ -1148,15 +1153,10 @@ static int build_mul(struct cpu *b, int i, struct hp_error *err)
 	}
 	if (pl->need[0]) {
 		/* dy * b, b broadcast */
-		CK(dnnl_binary_desc_init(&d, dnnl_binary_mul, &Y->g->md, &bmd,
-					 &Y->g->md),
-		   "mul backward");
 		if (!(prod = mem_md(b, &Y->g->md, false)))
 			return nomem(err);
-		if ((rc = pd_make(b, &pd, &d, NULL, "mul backward", err)) ||
-		    (rc = prim_op(b, &ls->bwd, pd, "mul backward", err, 3,
-				  DNNL_ARG_SRC_0, Y->g, DNNL_ARG_SRC_1, bv,
-				  DNNL_ARG_DST, prod)) ||
+		if ((rc = mul_op(b, &ls->bwd, Y->g, bv, prod, "mul backward",
+				 err)) ||
 		    (rc = grad_out(b, &ls->bwd, prod, A->g, pl->acc[0], err)))
 			return rc;
 	}
