@@ -39,6 +39,22 @@ static void note_bad(struct conv_ctx *c, const char *op)
 	c->nbad += len;
 }
 
+/*
+ * Node n's outputs are the activation `in`: the node does nothing to it
+ * (an Identity, a Pad of zeros), or it is not run and `bad` names it (NULL:
+ * nothing to name); converting goes on, to name every op not run at once.
+ */
+static int pass_through(struct conv_ctx *c, const struct hp_node *n, int in,
+			const char *bad)
+{
+	if (bad)
+		note_bad(c, bad);
+	for (int k = 0; k < n->noutputs; k++)
+		if (n->outputs[k] >= 0)
+			c->val[n->outputs[k]] = in;
+	return 0;
+}
+
 /* A square kernel with equal strides and symmetric, equal pads; *ceil
  * (NULL: refused) gets ceil_mode. */
 static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
@@ -232,10 +248,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    n->name, op, HP_SPEC_MAX_INPUTS);
 		ins[nin++] = c->val[t];
 	}
-	if (!strcmp(op, "Identity")) {
-		c->val[n->outputs[0]] = ins[0];
-		return 0;
-	}
+	if (!strcmp(op, "Identity"))
+		return pass_through(c, n, ins[0], NULL);
 	if (!strcmp(op, "Conv")) {
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		L.type = HP_LAYER_CONV;
@@ -273,11 +287,9 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		 * image goes second */
 		const struct hp_tensor *a, *b2;
 		L.type = HP_LAYER_MUL;
-		if (nin != 2 || n->ninputs != 2) {
-			note_bad(c, "Mul (by a constant)");
-			c->val[n->outputs[0]] = ins[0];
-			return 0;
-		}
+		if (nin != 2 || n->ninputs != 2)
+			return pass_through(c, n, ins[0],
+					    "Mul (by a constant)");
 		a = &g->tensors[n->inputs[0]];
 		b2 = &g->tensors[n->inputs[1]];
 		if (a->rank == 4 && b2->rank == 4 && a->dims[2] == 1 &&
@@ -321,22 +333,16 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		/* the mean over H and W (x.mean([2, 3]) in PyTorch): a global
 		 * average pool; without keepdims the next layer reads it flat,
 		 * as an fc reads any input */
-		if (!mean_over_hw(g, n)) {
-			note_bad(c, "ReduceMean (not over H and W)");
-			c->val[n->outputs[0]] = ins[0];
-			return 0;
-		}
+		if (!mean_over_hw(g, n))
+			return pass_through(c, n, ins[0],
+					    "ReduceMean (not over H and W)");
 		L.type = HP_LAYER_GAP;
 	} else if (!strcmp(op, "Pad")) {
 		/* PyTorch exports an average pool with a Pad of zeros before
 		 * it: nothing to do */
-		if (!zero_pads(g, n)) {
-			note_bad(c, "Pad (not of zeros)");
-			c->val[n->outputs[0]] = ins[0];
-			return 0;
-		}
-		c->val[n->outputs[0]] = ins[0];
-		return 0;
+		return pass_through(c, n, ins[0],
+				    zero_pads(g, n) ? NULL
+						    : "Pad (not of zeros)");
 	} else if (!strcmp(op, "Add") || !strcmp(op, "Sum")) {
 		L.type = HP_LAYER_ADD;
 		if (nin != n->ninputs || nin < 2)
@@ -352,21 +358,18 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			    "node %s (Concat): only activations "
 			    "along the channels (axis 1)",
 			    n->name);
-		if (nin == 1) { /* DenseNet's torch.cat([x], 1) */
-			c->val[n->outputs[0]] = ins[0];
-			return 0;
-		}
+		if (nin == 1) /* DenseNet's torch.cat([x], 1) */
+			return pass_through(c, n, ins[0], NULL);
 	} else if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")) {
 		int t = n->outputs[0];
 		L.type = HP_LAYER_FLATTEN;
 		if (!strcmp(op, "Flatten") ? hp_node_attr_i(n, "axis", 1) != 1
 					   : g->tensors[t].rank != 2) {
 			/* listed with the ops not run */
-			note_bad(c, !strcmp(op, "Flatten")
-					? "Flatten (not to 2-D)"
-					: "Reshape (not to 2-D)");
-			c->val[t] = ins[0];
-			return 0;
+			return pass_through(c, n, ins[0],
+					    !strcmp(op, "Flatten")
+						? "Flatten (not to 2-D)"
+						: "Reshape (not to 2-D)");
 		}
 	} else if (!strcmp(op, "Gemm")) {
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
@@ -392,13 +395,7 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		if (!(L.p >= 0 && L.p < 1))
 			L.p = 0.5;
 	} else {
-		/* go on as if it passed its input through, to name every op
-		 * that is not supported at once */
-		note_bad(c, op);
-		for (int k = 0; k < n->noutputs; k++)
-			if (n->outputs[k] >= 0)
-				c->val[n->outputs[k]] = ins[0];
-		return 0;
+		return pass_through(c, n, ins[0], op);
 	}
 	if (nin != 1 && L.type != HP_LAYER_ADD && L.type != HP_LAYER_CONCAT &&
 	    L.type != HP_LAYER_MUL)
