@@ -80,6 +80,22 @@ static int get_int(json_t *o, const char *key, int64_t def, int64_t min,
 	return 0;
 }
 
+/* An optional finite number: *out keeps its default when key is absent. */
+static int get_num(json_t *o, const char *key, double *out, const char *where,
+		   struct hp_error *err)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_number(v) || !isfinite(json_number_value(v)))
+		return hp_error_set(err, HP_EINVAL,
+				    "%s: \"%s\" must be a finite number", where,
+				    key);
+	*out = json_number_value(v);
+	return 0;
+}
+
 static int check_keys(json_t *o, const char *const *allowed, const char *where,
 		      struct hp_error *err)
 {
@@ -172,25 +188,13 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 				  where, err)))
 			return rc;
 	} else if (!strcmp(type, "clip")) {
-		static const char *const mm[2] = {"min", "max"};
-		double *dst[2] = {&L->lo, &L->hi};
 		L->type = HP_LAYER_CLIP;
 		L->lo = 0;
 		L->hi = 6;
-		if ((rc = check_keys(lj, k_clip, where, err)))
+		if ((rc = check_keys(lj, k_clip, where, err)) ||
+		    (rc = get_num(lj, "min", &L->lo, where, err)) ||
+		    (rc = get_num(lj, "max", &L->hi, where, err)))
 			return rc;
-		for (int k = 0; k < 2; k++) {
-			json_t *v = json_object_get(lj, mm[k]);
-			if (!v)
-				continue;
-			if (!json_is_number(v) ||
-			    !isfinite(json_number_value(v)))
-				return hp_error_set(
-				    err, HP_EINVAL,
-				    "%s: \"%s\" must be a finite number", where,
-				    mm[k]);
-			*dst[k] = json_number_value(v);
-		}
 		if (!(L->lo < L->hi))
 			return hp_error_set(err, HP_ERANGE,
 					    "%s: \"min\" must be less than "
@@ -284,30 +288,23 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 			return rc;
 	} else if (!strcmp(type, "hardsigmoid")) {
 		/* ONNX's defaults; PyTorch's hardsigmoid is alpha 1/6 */
-		static const char *const ab[2] = {"alpha", "beta"};
-		double *dst[2] = {&L->alpha, &L->beta};
 		L->type = HP_LAYER_HARDSIGMOID;
 		L->alpha = 0.2;
 		L->beta = 0.5;
-		if ((rc = check_keys(lj, k_hsig, where, err)))
+		if ((rc = check_keys(lj, k_hsig, where, err)) ||
+		    (rc = get_num(lj, "alpha", &L->alpha, where, err)) ||
+		    (rc = get_num(lj, "beta", &L->beta, where, err)))
 			return rc;
-		for (int k = 0; k < 2; k++) {
-			json_t *v = json_object_get(lj, ab[k]);
-			if (!v)
-				continue;
-			if (!json_is_number(v) ||
-			    !isfinite(json_number_value(v)) ||
-			    fabs(json_number_value(v)) > 1e6)
-				return hp_error_set(
-				    err, HP_EINVAL,
-				    "%s: \"%s\" must be a finite number", where,
-				    ab[k]);
-			*dst[k] = json_number_value(v);
-		}
 		if (L->alpha == 0)
 			return hp_error_set(err, HP_ERANGE,
 					    "%s: \"alpha\" must not be 0",
 					    where);
+		if (fabs(L->alpha) > 1e6 || fabs(L->beta) > 1e6)
+			return hp_error_set(
+			    err, HP_ERANGE,
+			    "%s: \"alpha\" and \"beta\" must be "
+			    "within +-1e6",
+			    where);
 	} else if (!strcmp(type, "mul")) {
 		L->type = HP_LAYER_MUL;
 		if ((rc = check_keys(lj, k_plain, where, err)))
