@@ -87,9 +87,11 @@ def rows(pattern):
         run[(pattern[-12:-6], name, int(x["batch"]))] = float(x["step_time_s"]) * (
             1 - pv if int(x["threads"]) == 1 and 0 < pv < 1 else 1)
         busy[(name, int(x["batch"]))] = max(busy.get((name, int(x["batch"])), 0), float(pr))
+        ref[(pattern[-12:-6], name, int(x["batch"]))] = float(x.get("ref_time_s") or "nan")
     return r
 busy = {}
 run = {}
+ref = {}
 r1, r2 = rows(out + "/round1-*.csv"), rows(out + "/round2-*.csv")
 def preds(f):
     p = {}
@@ -138,7 +140,32 @@ for k in keys:
 print("against the time the thread ran (wall x (1 - cpu_pressure)): noise floor median %.1f%% (mean %.1f%%);"
       " MAPE without calibration %.1f%%, after calibrate %.1f%%" %
       (st.median(rn), st.mean(rn), st.mean(ru), st.mean(rc)))
-import os
+# the same at the calibration's speed: each round's time relative to the
+# yardstick timed between its steps, times the yardstick's median at
+# calibration (the host file's calibration.ref_time_s): what the rounds
+# would have taken had the host run as fast as while it calibrated
+import math, os
+cref = float("nan")
+for f in glob.glob(out + "/cal/hosts/*.json"):
+    c = json.load(open(f)).get("calibration") or {}
+    cref = float(c.get("ref_time_s") or "nan")
+def at_cal(rnd, r, k):
+    y = ref.get((rnd, k[0], k[1]), float("nan"))
+    return r[k] * cref / y if y > 0 and cref > 0 else float("nan")
+sk = [k for k in keys if not math.isnan(at_cal("round1", r1, k)) and not math.isnan(at_cal("round2", r2, k))]
+if sk:
+    sn, sc, su = [], [], []
+    for k in sk:
+        a, b = at_cal("round1", r1, k), at_cal("round2", r2, k)
+        m = (a + b) / 2
+        sn.append(abs(a - b) / m * 100)
+        sc.append(abs(pc[k][0] - m) / m * 100)
+        su.append(abs(pu[k][0] - m) / m * 100)
+    print("at the calibration's speed (each round's time x %.3f ms / its yardstick), %d configurations: noise floor median %.1f%% (mean %.1f%%);"
+          " MAPE without calibration %.1f%%, after calibrate %.1f%%" %
+          (cref * 1e3, len(sk), st.median(sn), st.mean(sn), st.mean(su), st.mean(sc)))
+else:
+    print("at the calibration's speed: not measured (no yardstick in the calibration or the rounds)")
 if os.path.exists(out + "/pred_peer.txt"):
     pp = preds(out + "/pred_peer.txt")
     ep = [abs(pp[k][0] - (r1[k] + r2[k]) / 2) / ((r1[k] + r2[k]) / 2) * 100 for k in keys if k in pp]

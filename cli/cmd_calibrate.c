@@ -59,9 +59,18 @@ static const char help[] =
     "thread, a\n"
     "configuration's time is the time its thread ran (the wall time less "
     "the\n"
-    "time it waited for a CPU).  Progress goes to stderr on a terminal; "
-    "Ctrl-C\n"
-    "stops and fits on what was measured.\n"
+    "time it waited for a CPU).  Drift: each configuration's time is "
+    "taken\n"
+    "relative to the profiler's yardstick (a fixed reference step timed "
+    "between\n"
+    "its steps) and scaled to the yardstick's median over the "
+    "calibration, so a\n"
+    "neighbour slowing the host part of the way does not bend the fit; "
+    "the host\n"
+    "file keeps that median, the speed its predictions hold at.  "
+    "Progress goes\n"
+    "to stderr on a terminal; Ctrl-C stops and fits on what was "
+    "measured.\n"
     "\n"
     "  --threads N       threads to run and predict at (default: "
     "$HETPOOL_THREADS,\n"
@@ -122,7 +131,75 @@ struct cal_point {
 	struct hp_workload w;
 	double measured_s, before_s, after_s;
 	double pressure; /* the profiler's cpu_pressure */
+	/* the yardstick's median time between its steps, s (NaN: not
+	 * measured), and what measured_s and cls were before they were
+	 * scaled to the calibration's speed */
+	double ref_s, wall_s;
 };
+
+/* The median of v[0..n-1] (sorted here); NaN when n is 0. */
+static double median(double *v, int n)
+{
+	if (n < 1)
+		return NAN;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double x = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The share of its wall time a row's thread ran: 1 - cpu_pressure at one
+ * thread (the rest it waited for a CPU), else 1. */
+static double ran_share(const struct cal_point *p, int threads)
+{
+	return threads == 1 && p->pressure > 0 && p->pressure < 1
+		   ? 1 - p->pressure
+		   : 1;
+}
+
+/*
+ * Times at the calibration's speed.  Each configuration's row carries the
+ * yardstick, a fixed reference step timed between its steps on the same
+ * threads (docs/profiler.md), so time / yardstick is its time relative to
+ * the host's speed while it ran, whatever neighbours did to it then.  The
+ * calibration's speed is the median yardstick over its rows (at one
+ * thread, the time the thread ran: wall x (1 - cpu_pressure), as the
+ * rows' own times); every row with a yardstick is scaled to it:
+ * wall x median / its yardstick.  The wait for a CPU cancels in the ratio.
+ * Rows without one keep their times.  Returns the median (NaN: none had
+ * one), which the host file keeps: the yardstick's time at which this
+ * host's predictions hold.
+ */
+static double to_calibration_speed(struct cal_point *pts, double *ys,
+				   double *cls, int n, int threads)
+{
+	double *v = malloc(((size_t)n + 1) * sizeof(*v)), med;
+	int nv = 0;
+
+	if (!v)
+		return NAN;
+	for (int i = 0; i < n; i++)
+		if (pts[i].ref_s > 0)
+			v[nv++] = pts[i].ref_s * ran_share(&pts[i], threads);
+	med = median(v, nv);
+	free(v);
+	for (int i = 0; nv > 0 && i < n; i++) {
+		double f;
+		if (!(pts[i].ref_s > 0) || !(pts[i].measured_s > 0))
+			continue;
+		/* measured_s and cls are wall x keep: back to the wall,
+		 * then relative to the yardstick */
+		f = med / pts[i].ref_s * pts[i].wall_s / pts[i].measured_s;
+		pts[i].measured_s *= f;
+		ys[i] = pts[i].measured_s;
+		for (int k = 0; k < 3; k++)
+			cls[3 * i + k] *= f;
+	}
+	return med;
+}
 
 /* Rows whose threads waited for a CPU more than this share of the time
  * are left out of the fit (the profiler measured them again once); the
@@ -187,7 +264,7 @@ static int cmd_calibrate(int argc, char **argv)
 	struct hp_device_type *t;
 	struct cal_point *pts = NULL;
 	const struct hp_workload **wl = NULL;
-	double *ys = NULL, *cls = NULL, t0 = hp_now_s();
+	double *ys = NULL, *cls = NULL, t0 = hp_now_s(), ref_s;
 	struct hp_sweep sw = {0};
 	int ndesign = 0;
 	char path[4200], tbuf[16];
@@ -334,7 +411,10 @@ static int cmd_calibrate(int argc, char **argv)
 					   p->id, err.msg);
 			goto out;
 		}
-		p->measured_s = row->step_time_s;
+		p->measured_s = p->wall_s = row->step_time_s;
+		p->ref_s = row->ref_steps > 0 && row->ref_time_s > 0
+			       ? row->ref_time_s
+			       : NAN;
 		cls[3 * n] = row->time_conv_s;
 		cls[3 * n + 1] = row->time_fc_s;
 		cls[3 * n + 2] = row->time_other_s;
@@ -371,12 +451,14 @@ static int cmd_calibrate(int argc, char **argv)
 			      n, n == 1 ? "" : "s", a.seconds, nbusy);
 		goto out;
 	}
+	ref_s = to_calibration_speed(pts, ys, cls, n, h.threads);
 	if ((rc = hp_estimator_calibrate_host_fit(
 		 est, cat, "cpu", wl, ys, cls, n, a.ridge, &f.calib, &err))) {
 		status =
 		    cli_error(cli_status_for(rc), "calibrate: %s", err.msg);
 		goto out;
 	}
+	f.calib.ref_time_s = ref_s;
 	utc_now(f.calib.when, sizeof(f.calib.when));
 	if ((rc = hp_host_file_save(path, &f, &err))) {
 		status = cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
@@ -393,14 +475,19 @@ static int cmd_calibrate(int argc, char **argv)
 		free(s);
 		for (int i = 0; i < n; i++)
 			json_array_append_new(
-			    arr, json_pack("{s:s, s:f, s:f, s:f, s:o}", "id",
-					   pts[i].id, "measured_s",
-					   pts[i].measured_s, "predicted_s",
-					   pts[i].before_s, "calibrated_s",
-					   pts[i].after_s, "cpu_pressure",
-					   isnan(pts[i].pressure)
-					       ? json_null()
-					       : json_real(pts[i].pressure)));
+			    arr,
+			    json_pack("{s:s, s:f, s:f, s:f, s:f, s:o, s:o}",
+				      "id", pts[i].id, "measured_s",
+				      pts[i].measured_s, "wall_s",
+				      pts[i].wall_s, "predicted_s",
+				      pts[i].before_s, "calibrated_s",
+				      pts[i].after_s, "ref_time_s",
+				      pts[i].ref_s > 0 ? json_real(pts[i].ref_s)
+						       : json_null(),
+				      "cpu_pressure",
+				      isnan(pts[i].pressure)
+					  ? json_null()
+					  : json_real(pts[i].pressure)));
 		json_object_set_new(o, "host_file", json_string(path));
 		json_object_set_new(o, "host", cj ? cj : json_null());
 		json_object_set_new(o, "configurations", arr);
@@ -431,6 +518,25 @@ static int cmd_calibrate(int argc, char **argv)
 	printf("  MAPE on these configurations: %.1f%% before, %.1f%% after "
 	       "(in sample)\n",
 	       f.calib.mape_before, f.calib.mape_after);
+	if (ref_s > 0) {
+		double lo = INFINITY, hi = 0;
+		int nr = 0;
+		for (int i = 0; i < n; i++)
+			if (pts[i].ref_s > 0) {
+				double r = pts[i].ref_s *
+					   ran_share(&pts[i], h.threads);
+				lo = fmin(lo, r);
+				hi = fmax(hi, r);
+				nr++;
+			}
+		printf("  speed:    the yardstick's step took %.3f ms (median "
+		       "of %d; %.3f-%.3f ms as the host's speed moved): "
+		       "times scaled to it, predictions hold at it\n",
+		       1e3 * ref_s, nr, 1e3 * lo, 1e3 * hi);
+	} else {
+		printf("  speed:    not measured (no yardstick in the "
+		       "profiler's rows): absolute times\n");
+	}
 	if (nbusy)
 		printf("  left out: %d configuration%s measured while the "
 		       "host was busy (threads waited for a CPU over %.0f%% "

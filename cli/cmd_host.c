@@ -150,6 +150,10 @@ static void print_text(const struct hp_host_file *f, const char *path)
 		       f->calib.when, f->calib.n, exp(f->calib.log_scale[0]),
 		       exp(f->calib.log_scale[1]), exp(f->calib.log_scale[2]),
 		       f->calib.mape_before, f->calib.mape_after);
+	if (f->calib.has && f->calib.ref_time_s > 0)
+		printf("               at the host's speed then: the "
+		       "profiler's yardstick step took %.3f ms\n",
+		       1e3 * f->calib.ref_time_s);
 	if (f->calib.has && f->calib.estimator[0])
 		printf("               for the estimator fitted at %s\n",
 		       cli_esc(f->calib.estimator, e, sizeof(e)));

@@ -46,10 +46,11 @@ struct hp_host_calib {
 	/* log(measured / calibrated) on them, 10th and 90th percentiles:
 	 * the interval of a calibrated prediction (0 0: not known) */
 	double q_lo, q_hi;
-	/* Hook for the profiler's yardstick (a reference kernel's time,
-	 * profile column ref_time_s): its median over the calibration's
-	 * runs, s; NaN until the profiler measures it.  Predictions may scale
-	 * by the current reference time over this one. */
+	/* The profiler's yardstick (a fixed reference step's time, profile
+	 * column ref_time_s): its median over the calibration's rows, s,
+	 * the host's speed the calibration's times were scaled to and its
+	 * predictions hold at (hp_est_rescale_ref() with a yardstick timed
+	 * later gives them at that speed).  NaN: not measured. */
 	double ref_time_s;
 	/* What the factors correct: the CPU fit's identity (a hash of its
 	 * parameters, hp_estimator_cpu_fit_id()) and, for people, the fit

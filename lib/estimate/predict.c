@@ -4,6 +4,7 @@
  * the catalog; GPU types without measurements come from their specs.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,6 +60,36 @@ static void input_ceiling(const struct net *net, int64_t per_device, bool cpu,
 		out->step_time_hi_s = in_s;
 }
 
+/* Append to a basis of len characters so far (len < 0 or past the end:
+ * nothing), cut at its end. */
+static void cat_basis(char *basis, int len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void cat_basis(char *basis, int len, const char *fmt, ...)
+{
+	size_t n = sizeof(((struct hp_prediction *)0)->basis);
+	va_list ap;
+
+	if (len < 0 || (size_t)len >= n)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(basis + len, n - (size_t)len, fmt, ap);
+	va_end(ap);
+}
+
+/* ", at the host's speed then (...)" for a calibration whose times were
+ * scaled to the profiler's yardstick (hetpool calibrate), else "". */
+static const char *speed_then(const struct hp_host_calib *c, char *buf,
+			      size_t n)
+{
+	if (!(c->ref_time_s > 0))
+		return "";
+	snprintf(buf, n,
+		 ", at the host's speed then (the profiler's yardstick at "
+		 "%.3f ms)",
+		 1e3 * c->ref_time_s);
+	return buf;
+}
+
 static int predict_net(const struct hp_estimator *est,
 		       const struct hp_catalog *cat,
 		       const struct hp_workload *w, const char *device,
@@ -72,7 +103,7 @@ static int predict_net(const struct hp_estimator *est,
 	struct hp__dev_spec d;
 	double step, comm = 0, qlo, qhi, peak, util, mem;
 	double th_cpu[HP__NTH];
-	char carried[160] = "";
+	char carried[160] = "", speed[96];
 	bool calibrated = false, other_est = false, own = false;
 	enum hp_est_family fam;
 
@@ -231,14 +262,16 @@ static int predict_net(const struct hp_estimator *est,
 			qhi = est->gpu_lodo_hi;
 		}
 		if (d.cpu && own) {
-			snprintf(out->basis, sizeof(out->basis),
-				 "physical model fitted on this host (%d "
-				 "thread%s, against its %.0f GFLOP/s ISA "
-				 "peak); calibrated on this host at %s from %d "
-				 "configurations (its own fit)",
-				 t->threads, t->threads == 1 ? "" : "s",
-				 t->calib.fit_gflops, t->calib.when,
-				 t->calib.n);
+			int len = snprintf(
+			    out->basis, sizeof(out->basis),
+			    "physical model fitted on this host (%d "
+			    "thread%s, against its %.0f GFLOP/s ISA "
+			    "peak); calibrated on this host at %s from %d "
+			    "configurations (its own fit)",
+			    t->threads, t->threads == 1 ? "" : "s",
+			    t->calib.fit_gflops, t->calib.when, t->calib.n);
+			cat_basis(out->basis, len, "%s",
+				  speed_then(&t->calib, speed, sizeof(speed)));
 		} else if (d.cpu) {
 			int len = snprintf(out->basis, sizeof(out->basis),
 					   "physical model fitted on %d rows "
@@ -247,11 +280,12 @@ static int predict_net(const struct hp_estimator *est,
 					   carried[0] ? ", " : "", carried);
 			if (calibrated && len > 0 &&
 			    (size_t)len < sizeof(out->basis))
-				snprintf(out->basis + len,
-					 sizeof(out->basis) - (size_t)len,
-					 "; calibrated on this host at %s "
-					 "from %d configurations",
-					 t->calib.when, t->calib.n);
+				cat_basis(out->basis, len,
+					  "; calibrated on this host at %s "
+					  "from %d configurations%s",
+					  t->calib.when, t->calib.n,
+					  speed_then(&t->calib, speed,
+						     sizeof(speed)));
 			else if (other_est && len > 0 &&
 				 (size_t)len < sizeof(out->basis))
 				snprintf(out->basis + len,

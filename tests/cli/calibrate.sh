@@ -188,10 +188,21 @@ assert c["configurations"] >= 3 and c["configurations"] == len(d["configurations
 assert c["threads"] == 1 and len(c["log_scale_conv_fc_other"]) == 3
 assert all(abs(x) <= 3 for x in c["log_scale_conv_fc_other"])
 assert c["mape_after_pct"] <= c["mape_before_pct"] + 1e-9
-assert "ref_time_s" in c
 assert d["seconds"] < 12 + 10, d["seconds"]
 for x in d["configurations"]:
     assert x["measured_s"] > 0 and x["predicted_s"] > 0 and x["calibrated_s"] > 0
+# the yardstick: every row carries one, the calibration keeps their
+# median (at one thread, of the time the thread ran), and each time is
+# its wall time relative to its own yardstick, times that median
+xs = d["configurations"]
+assert all(x["ref_time_s"] and x["ref_time_s"] > 0 for x in xs), xs
+ran = sorted(x["ref_time_s"] * (1 - (x["cpu_pressure"] or 0)) for x in xs)
+n = len(ran)
+med = ran[n // 2] if n % 2 else (ran[n // 2 - 1] + ran[n // 2]) / 2
+assert abs(c["ref_time_s"] / med - 1) < 1e-9, (c["ref_time_s"], med)
+for x in xs:
+    want = x["wall_s"] * med / x["ref_time_s"]
+    assert abs(x["measured_s"] / want - 1) < 1e-9, (x, want)
 json.dump({"n": c["configurations"], "when": c["when"]}, open(sys.argv[1] + ".cal", "w"))
 PY
 then ok calibrate_stored; else fail calibrate_stored "$(head -c 600 "$TMP/out")"; fi
@@ -203,6 +214,7 @@ grep -q '"calibration"' "$f" 2>/dev/null && ok calibrate_host_file || fail calib
 expect_status calibrate_predict 0 "$HP" predict "$SPEC" --device cpu --batch 16 --threads 1 --json
 python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["basis"]["step_time"])' "$TMP/out" >"$TMP/basis"
 grep -qF "calibrated on this host at $when from $n configurations" "$TMP/basis" &&
+	grep -qE "at the host's speed then \(the profiler's yardstick at [0-9.]+ ms\)" "$TMP/basis" &&
 	ok calibrate_predict_basis || fail calibrate_predict_basis "$(cat "$TMP/basis") (want $when, $n)"
 # with 12 or more configurations, this host's own fit: stored by name
 # in the host file, said in the basis and by `hetpool host`
