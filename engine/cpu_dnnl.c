@@ -46,7 +46,8 @@ enum op_kind {
 	OP_DROPOUT_BWD,
 	OP_BN_STATS,
 	OP_COPY,
-	OP_DW_WGRAD
+	OP_DW_WGRAD,
+	OP_ZERO /* a: set to 0 */
 };
 
 struct op {
@@ -1229,6 +1230,112 @@ static int build_concat(struct cpu *b, int i, struct hp_error *err)
 	return 0;
 }
 
+/* An op that sets m to zero (a gradient a slice writes part of). */
+static int zero_op(struct oplist *l, struct mem *m, struct hp_error *err)
+{
+	struct op *op = op_new(l);
+
+	if (!op)
+		return nomem(err);
+	op->kind = OP_ZERO;
+	op->a = m;
+	return 0;
+}
+
+/*
+ * slice: channels start .. start + channels - 1 of its input, reordered
+ * from a view of them into an output of its own (in the CPU's channel
+ * blocks when the input has them).  A view cuts a blocked layout only at
+ * whole blocks, so a slice that does not fall on them reads a plain copy
+ * of its input.  Backward, its gradient goes into the same view of the
+ * input's gradient, set to zero first (its other channels get none from
+ * here); through a plain buffer where the view needs one.  A gradient
+ * other readers add to is handled by build(), as for any one-input layer.
+ */
+static int build_slice(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct hp__plan_act *xa = &b->p->acts[pl->x];
+	const struct hp__plan_act *ya = &b->p->acts[pl->y];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_dims_t dims, offs = {0, 0, 0, 0};
+	dnnl_memory_desc_t sub, ymd, plain;
+	struct mem *xd = X->d, *view, *g = NULL;
+	int64_t blk = native_block();
+	bool x_blocked = md_is_blocked(&X->d->md, blk);
+	bool direct =
+	    !x_blocked || (pl->L.start % blk == 0 && pl->L.channels % blk == 0);
+	int rc;
+
+	for (int r = 0; r < ya->rank; r++)
+		dims[r] = ya->dims[r];
+	offs[1] = pl->L.start;
+	if (x_blocked && ya->rank == 4)
+		md_tag(&ymd, 4, ya->dims,
+		       blk == 16 ? dnnl_aBcd16b : dnnl_aBcd8b);
+	else
+		md_plain(&ymd, ya->rank, ya->dims);
+	md_plain(&plain, xa->rank, xa->dims);
+	if (!direct && (rc = as_md(b, &ls->fwd, X->d, &plain, true, &xd, err)))
+		return rc;
+	CK(dnnl_memory_desc_init_submemory(&sub, &xd->md, dims, offs),
+	   "slice forward");
+	if (!(view = mem_alias(b, xd, &sub)))
+		return nomem(err);
+	if ((rc = act_make(b, pl->y, &ymd, err)) ||
+	    (rc = reorder_op(b, &ls->fwd, view, Y->d, err)))
+		return rc;
+	if (!pl->need[0] || !Y->g)
+		return 0;
+	g = X->g;
+	if (!direct && !(g = mem_md(b, &plain, false)))
+		return nomem(err);
+	CK(dnnl_memory_desc_init_submemory(&sub, &g->md, dims, offs),
+	   "slice backward");
+	if (!(view = mem_alias(b, g, &sub)))
+		return nomem(err);
+	if ((rc = zero_op(&ls->bwd, g, err)) ||
+	    (rc = reorder_op(b, &ls->bwd, Y->g, view, err)))
+		return rc;
+	return direct ? 0 : reorder_op(b, &ls->bwd, g, X->g, err);
+}
+
+/*
+ * shuffle: ShuffleNet's channel shuffle, oneDNN's shuffle primitive.  Its
+ * group_size is the size of a group of the output's channels, C / groups
+ * in ONNX's and PyTorch's terms (N, g, C/g, H, W transposed to N, C/g,
+ * g, H, W): dst channel i + j g is src channel i C/g + j.
+ */
+static int build_shuffle(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct hp__plan_act *xa = &b->p->acts[pl->x];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_dim_t gs = xa->dims[1] / pl->L.groups;
+	dnnl_shuffle_desc_t d;
+	dnnl_primitive_desc_t fpd, bpd;
+	int rc;
+
+	CK(dnnl_shuffle_forward_desc_init(&d, dnnl_forward_training, &X->d->md,
+					  1, gs),
+	   "shuffle forward");
+	if ((rc = pd_make(b, &fpd, &d, NULL, "shuffle forward", err)) ||
+	    (rc = act_make(b, pl->y, &X->d->md, err)) ||
+	    (rc = prim_op(b, &ls->fwd, fpd, "shuffle forward", err, 2,
+			  DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d)))
+		return rc;
+	if (!pl->need[0] || !Y->g)
+		return 0;
+	CK(dnnl_shuffle_backward_desc_init(&d, &X->d->md, 1, gs),
+	   "shuffle backward");
+	if ((rc = pd_make(b, &bpd, &d, fpd, "shuffle backward", err)))
+		return rc;
+	return prim_op(b, &ls->bwd, bpd, "shuffle backward", err, 2,
+		       DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
+}
+
 static int build_softmax(struct cpu *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
@@ -1705,6 +1812,12 @@ static int build(struct cpu *b, struct hp_error *err)
 		case HP_LAYER_CONCAT:
 			rc = build_concat(b, i, err);
 			break;
+		case HP_LAYER_SLICE:
+			rc = build_slice(b, i, err);
+			break;
+		case HP_LAYER_SHUFFLE:
+			rc = build_shuffle(b, i, err);
+			break;
 		case HP_LAYER_FLATTEN:
 			break;
 		case HP_LAYER_DROPOUT:
@@ -2031,6 +2144,9 @@ static int run(struct cpu *b, struct oplist *l, struct hp_error *err)
 			break;
 		case OP_DW_WGRAD:
 			dw_wgrad(b, op);
+			break;
+		case OP_ZERO:
+			memset(op->a->p, 0, op->a->bytes);
 			break;
 		}
 	}

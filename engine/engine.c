@@ -123,6 +123,20 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_SIGMOID:
 	case HP_LAYER_MUL:
 		break;
+	case HP_LAYER_SLICE:
+		if (L->start < 0 || L->channels < 1)
+			return hp_error_set(err, HP_EINVAL,
+					    "layer %d (slice): start must be 0 "
+					    "or more, channels 1 or more",
+					    i);
+		break;
+	case HP_LAYER_SHUFFLE:
+		if (L->groups < 2)
+			return hp_error_set(err, HP_EINVAL,
+					    "layer %d (shuffle): groups must "
+					    "be 2 or more",
+					    i);
+		break;
 	case HP_LAYER_HARDSIGMOID:
 		if (!(L->alpha != 0 && isfinite(L->alpha) && isfinite(L->beta)))
 			return hp_error_set(err, HP_ERANGE,
@@ -293,6 +307,10 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 				for (int k = 0; k < pl->nin; k++)
 					a->dims[1] +=
 					    p->acts[pl->xs[k]].dims[1];
+			} else if (L->type == HP_LAYER_SLICE) {
+				*a = *xa;
+				a->diff = false;
+				a->dims[1] = L->channels;
 			} else {
 				/* elementwise: the input's own shape */
 				*a = *xa;

@@ -184,9 +184,13 @@ enum hp_spec_layer_type {
 				 first's shape or C,1,1 (a squeeze-and-excitation
 				 gate, broadcast over H and W) */
 	HP_LAYER_HARDSIGMOID, /* min(1, max(0, alpha x + beta)) */
+	HP_LAYER_SLICE,	      /* channels start .. start + channels - 1 of its
+				 input (a ShuffleNet block's halves) */
+	HP_LAYER_SHUFFLE,     /* channel shuffle in `groups` groups: N, g,
+				 C/g, H, W transposed to N, C/g, g, H, W */
 };
 /* The last layer type (for tables indexed by type). */
-#define HP_LAYER_LAST HP_LAYER_HARDSIGMOID
+#define HP_LAYER_LAST HP_LAYER_SHUFFLE
 /* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
  * range. */
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);
@@ -195,17 +199,20 @@ const char *hp_spec_layer_name(enum hp_spec_layer_type t);
 struct hp_spec_layer {
 	enum hp_spec_layer_type type;
 	int64_t filters, kernel, stride,
-	    pad;	    /* conv; pool uses kernel/stride/pad */
-	bool pool_max;	    /* pool: max (true) or avg */
-	bool ceil_mode;	    /* max pool: output sizes rounded up (ONNX and
-			       PyTorch ceil_mode): a last window that runs past
-			       the input, as long as it starts inside it */
-	int64_t units;	    /* fc */
-	double p;	    /* dropout */
-	int64_t groups;	    /* conv: 0 or 1 dense; filters and input channels
-			       divide by it (depthwise: groups == channels) */
-	double lo, hi;	    /* clip */
-	double alpha, beta; /* hardsigmoid */
+	    pad;	/* conv; pool uses kernel/stride/pad */
+	bool pool_max;	/* pool: max (true) or avg */
+	bool ceil_mode; /* max pool: output sizes rounded up (ONNX and
+			   PyTorch ceil_mode): a last window that runs past
+			   the input, as long as it starts inside it */
+	int64_t units;	/* fc */
+	double p;	/* dropout */
+	int64_t groups; /* conv: 0 or 1 dense; filters and input channels
+			   divide by it (depthwise: groups == channels);
+			   shuffle: the groups, 2 or more, dividing the
+			   channels */
+	int64_t start, channels; /* slice */
+	double lo, hi;		 /* clip */
+	double alpha, beta;	 /* hardsigmoid */
 	/* The layers whose outputs this one reads (indices of earlier
 	 * layers; -1: the network input).  ninputs 0: the previous layer's
 	 * output (the network input for layer 0), as in a plain chain. */

@@ -19,6 +19,10 @@ struct conv_ctx {
 	struct hp_graph *g;
 	struct hp_spec *s;
 	int *val; /* per tensor: the layer that made it, -1 input, VAL_NONE */
+	/* per tensor: a channel shuffle under way (ShuffleNet's Reshape to
+	 * N, g, C/g, H, W: g; then its Transpose (0, 2, 1, 3, 4): -g; the
+	 * Reshape back makes the layer); 0 for the rest */
+	int64_t *shuf;
 	char bad[256];
 	size_t nbad;
 };
@@ -212,6 +216,79 @@ static int add_layer(struct conv_ctx *c, const struct hp_node *n,
 	return 0;
 }
 
+/* A Reshape of a 4-D N, C, H, W to N, g, C/g, H, W (g 2 or more): the
+ * first step of a channel shuffle as PyTorch exports it. */
+static bool shuffle_split(const struct hp_graph *g, const struct hp_node *n)
+{
+	const struct hp_tensor *x = &g->tensors[n->inputs[0]];
+	const struct hp_tensor *y = n->noutputs > 0 && n->outputs[0] >= 0
+					? &g->tensors[n->outputs[0]]
+					: NULL;
+
+	return y && x->rank == 4 && y->rank == 5 && y->dims[0] == x->dims[0] &&
+	       y->dims[1] >= 2 && y->dims[2] >= 1 &&
+	       y->dims[1] * y->dims[2] == x->dims[1] &&
+	       y->dims[3] == x->dims[2] && y->dims[4] == x->dims[3];
+}
+
+/*
+ * A Slice of a 4-D activation along the channels (axis 1, step 1; any
+ * other axis it names taken whole): *L's start and channels.  Its bounds
+ * are constants or folded shape arithmetic (torch.chunk exports them from
+ * the input's Shape).
+ */
+static int slice_channels(const struct hp_graph *g, const struct hp_node *n,
+			  struct hp_spec_layer *L, struct hp_error *err)
+{
+	const struct hp_tensor *x = &g->tensors[n->inputs[0]];
+	const struct hp_tensor *y = &g->tensors[n->outputs[0]];
+	const int64_t *st, *en, *ax = NULL, *sp = NULL;
+	int64_t nst, nen, nax = 0, nsp = 0;
+	bool found = false;
+
+	if (x->rank != 4 || y->rank != 4 ||
+	    !const_ints(g, n, "starts", 1, &st, &nst) ||
+	    !const_ints(g, n, "ends", 2, &en, &nen) || nst != nen ||
+	    /* axes and steps are optional, but must be known if given */
+	    (!const_ints(g, n, "axes", 3, &ax, &nax) &&
+	     (hp_node_attr(n, "axes") ||
+	      (n->ninputs > 3 && n->inputs[3] >= 0))) ||
+	    (!const_ints(g, n, "steps", 4, &sp, &nsp) && n->ninputs > 4 &&
+	     n->inputs[4] >= 0))
+		goto refuse;
+	if ((ax && nax != nst) || (sp && nsp != nst))
+		goto refuse;
+	for (int64_t i = 0; i < nst; i++) {
+		int64_t a = ax ? ax[i] : i, b = st[i], d;
+		if (a < 0)
+			a += 4;
+		if (a < 0 || a > 3 || (sp && sp[i] != 1))
+			goto refuse;
+		d = x->dims[a];
+		if (b < 0)
+			b += d;
+		b = b < 0 ? 0 : b > d ? d : b;
+		if (a != 1) {
+			/* another axis: only the whole of it */
+			if (b != 0 || y->dims[a] != d)
+				goto refuse;
+			continue;
+		}
+		found = true;
+		L->start = b;
+		L->channels = y->dims[1];
+	}
+	if (found && L->channels >= 1 && L->start + L->channels <= x->dims[1] &&
+	    y->dims[0] == x->dims[0] && y->dims[2] == x->dims[2] &&
+	    y->dims[3] == x->dims[3])
+		return 0;
+refuse:
+	return hp_error_set(err, HP_EUNSUPP,
+			    "node %s (Slice): only a range of the channels "
+			    "of an image batch, step 1, with constant bounds",
+			    n->name);
+}
+
 static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			struct hp_error *err)
 {
@@ -247,6 +324,15 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "node %s (%s): more than %d inputs",
 					    n->name, op, HP_SPEC_MAX_INPUTS);
 		ins[nin++] = c->val[t];
+	}
+	/* a shuffle's 5-D tensors go only to the next step of the shuffle */
+	for (int k = 0; k < n->ninputs; k++) {
+		int t = n->inputs[k];
+		if (t >= 0 && c->shuf[t] &&
+		    (k > 0 ||
+		     strcmp(op, c->shuf[t] > 0 ? "Transpose" : "Reshape")))
+			return pass_through(c, n, ins[0],
+					    "Reshape (not to 2-D)");
 	}
 	if (!strcmp(op, "Identity"))
 		return pass_through(c, n, ins[0], NULL);
@@ -360,6 +446,34 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			    n->name);
 		if (nin == 1) /* DenseNet's torch.cat([x], 1) */
 			return pass_through(c, n, ins[0], NULL);
+	} else if (!strcmp(op, "Slice")) {
+		L.type = HP_LAYER_SLICE;
+		if ((rc = slice_channels(g, n, &L, err)))
+			return rc;
+	} else if (!strcmp(op, "Transpose")) {
+		const struct hp_attr *a = hp_node_attr(n, "perm");
+		int t = n->inputs[0];
+		static const int64_t perm[5] = {0, 2, 1, 3, 4};
+		if (c->shuf[t] <= 0 || !a || a->type != HP_ATTR_INTS ||
+		    a->n != 5 || memcmp(a->ints, perm, sizeof(perm)))
+			return pass_through(c, n, ins[0], "Transpose");
+		c->shuf[n->outputs[0]] = -c->shuf[t];
+		return pass_through(c, n, ins[0], NULL);
+	} else if (!strcmp(op, "Reshape") && c->shuf[n->inputs[0]] < 0) {
+		/* the shuffle's Reshape back to the input's N, C, H, W */
+		const struct hp_tensor *y = &g->tensors[n->outputs[0]];
+		const struct hp_tensor *x5 = &g->tensors[n->inputs[0]];
+		L.type = HP_LAYER_SHUFFLE;
+		L.groups = -c->shuf[n->inputs[0]];
+		if (y->rank != 4 || x5->rank != 5 ||
+		    y->dims[1] != x5->dims[1] * x5->dims[2] ||
+		    y->dims[2] != x5->dims[3] || y->dims[3] != x5->dims[4])
+			return pass_through(c, n, ins[0],
+					    "Reshape (not to 2-D)");
+	} else if (!strcmp(op, "Reshape") && shuffle_split(g, n)) {
+		/* N, C, H, W to N, g, C/g, H, W: a shuffle begins */
+		c->shuf[n->outputs[0]] = g->tensors[n->outputs[0]].dims[1];
+		return pass_through(c, n, ins[0], NULL);
 	} else if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")) {
 		int t = n->outputs[0];
 		L.type = HP_LAYER_FLATTEN;
@@ -439,10 +553,11 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	c.g = g;
 	c.s = s;
 	c.val = malloc((size_t)g->ntensors * sizeof(*c.val));
+	c.shuf = calloc((size_t)g->ntensors + 1, sizeof(*c.shuf));
 	order = malloc((size_t)(g->nnodes + 1) * sizeof(*order));
 	s->layers = calloc((size_t)g->nnodes + 1, sizeof(*s->layers));
 	s->name = hp_strdup(g->name ? g->name : "onnx");
-	if (!c.val || !order || !s->layers || !s->name) {
+	if (!c.val || !c.shuf || !order || !s->layers || !s->name) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -497,6 +612,7 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 out:
 	free(json);
 	free(c.val);
+	free(c.shuf);
 	free(order);
 	if (rc)
 		hp_spec_release(s);

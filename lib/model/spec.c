@@ -42,6 +42,8 @@ static const char *const layer_names[] = {
     [HP_LAYER_SIGMOID] = "sigmoid",
     [HP_LAYER_MUL] = "mul",
     [HP_LAYER_HARDSIGMOID] = "hardsigmoid",
+    [HP_LAYER_SLICE] = "slice",
+    [HP_LAYER_SHUFFLE] = "shuffle",
 };
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
@@ -133,6 +135,10 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 	static const char *const k_clip[] = {"type", "min", "max", "inputs",
 					     NULL};
 	static const char *const k_plain[] = {"type", "inputs", NULL};
+	static const char *const k_slice[] = {"type", "start", "channels",
+					      "inputs", NULL};
+	static const char *const k_shuffle[] = {"type", "groups", "inputs",
+						NULL};
 	char where[64];
 	const char *type;
 	json_t *t, *ins;
@@ -314,11 +320,26 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 					    "%s: needs \"inputs\" with two "
 					    "layers",
 					    where);
+	} else if (!strcmp(type, "slice")) {
+		L->type = HP_LAYER_SLICE;
+		if ((rc = check_keys(lj, k_slice, where, err)) ||
+		    (rc = get_int(lj, "start", 0, 0, SPEC_MAX_SIZE, &L->start,
+				  where, err)) ||
+		    (rc = get_int(lj, "channels", -1, 1, SPEC_MAX_SIZE,
+				  &L->channels, where, err)))
+			return rc;
+	} else if (!strcmp(type, "shuffle")) {
+		L->type = HP_LAYER_SHUFFLE;
+		if ((rc = check_keys(lj, k_shuffle, where, err)) ||
+		    (rc = get_int(lj, "groups", -1, 2, SPEC_MAX_SIZE,
+				  &L->groups, where, err)))
+			return rc;
 	} else {
 		return hp_error_set(err, HP_EINVAL,
 				    "%s: unknown type (conv, bn, relu, clip, "
 				    "sigmoid, hardsigmoid, pool, gap, dropout, "
-				    "fc, softmax, add, mul, concat, flatten)",
+				    "fc, softmax, add, mul, concat, flatten, "
+				    "slice, shuffle)",
 				    where);
 	}
 	return 0;
@@ -488,6 +509,32 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 			f = true;
 			c = c * h * w;
 			h = w = 1;
+			break;
+		case HP_LAYER_SLICE:
+			if (f || L->start < 0 || L->channels < 1 ||
+			    L->start > c - L->channels) {
+				rc = hp_error_set(
+				    err, HP_ESHAPE,
+				    "layer %d (slice): channels %lld..%lld "
+				    "of %s%lld",
+				    i, (long long)L->start,
+				    (long long)(L->start + L->channels - 1),
+				    f ? "a flat input of " : "", (long long)c);
+				goto out;
+			}
+			c = L->channels;
+			break;
+		case HP_LAYER_SHUFFLE:
+			if (f || L->groups < 2 || c % L->groups) {
+				rc = hp_error_set(
+				    err, HP_ESHAPE,
+				    "layer %d (shuffle): %lld groups of "
+				    "%s%lld channels (must be 2 or more and "
+				    "divide them)",
+				    i, (long long)L->groups,
+				    f ? "a flat input of " : "", (long long)c);
+				goto out;
+			}
 			break;
 		default:
 			break;
@@ -674,6 +721,19 @@ static int add_init(struct hp_graph *g, const char *name, int rank,
 	return t;
 }
 
+/* An int64 constant of n values (a shape, a slice's bounds) whose value
+ * shape propagation reads; < 0 on ENOMEM. */
+static int add_ints(struct hp_graph *g, const char *name, const int64_t *v,
+		    int n)
+{
+	int64_t d = n;
+	int t = add_init(g, name, 1, &d, HP_DT_INT64);
+
+	if (t < 0 || hp_tensor_set_ival(&g->tensors[t], v, n))
+		return -1;
+	return t;
+}
+
 static struct hp_attr *set_ints(struct hp_node *n, const char *name, int64_t a,
 				int64_t b, int cnt)
 {
@@ -817,6 +877,65 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		case HP_LAYER_FLATTEN:
 			op = "Flatten";
 			break;
+		case HP_LAYER_SLICE: {
+			/* Slice(x, starts, ends, axes) on the channels */
+			int64_t b[3] = {L->start, L->start + L->channels, 1};
+			char wn[112];
+			op = "Slice";
+			for (int k = 0; k < 3; k++) {
+				snprintf(wn, sizeof(wn), "%s.%s", nm,
+					 k == 0	  ? "starts"
+					 : k == 1 ? "ends"
+						  : "axes");
+				if ((ins[1 + k] = add_ints(g, wn, &b[k], 1)) <
+				    0)
+					goto nomem;
+			}
+			nin = 4;
+			break;
+		}
+		case HP_LAYER_SHUFFLE: {
+			/* as exported: Reshape to N, g, C/g, H, W, Transpose
+			 * (0, 2, 1, 3, 4), Reshape back to N, C, H, W */
+			int64_t hw[2] = {j0 < 0 ? s->input[1] : sh[j0][1],
+					 j0 < 0 ? s->input[2] : sh[j0][2]};
+			int64_t s5[5] = {-1, L->groups, c / L->groups, hw[0],
+					 hw[1]};
+			int64_t s4[4] = {-1, c, hw[0], hw[1]};
+			int t5, tt, ni2, sh5;
+			char wn[112];
+			struct hp_attr *a;
+			snprintf(wn, sizeof(wn), "%s.split", nm);
+			if ((sh5 = add_ints(g, wn, s5, 5)) < 0)
+				goto nomem;
+			snprintf(wn, sizeof(wn), "%s.grouped", nm);
+			ins[1] = sh5;
+			if ((t5 = hp_graph_tensor(g, wn)) < 0 ||
+			    (ni2 = hp_graph_add_node(g, wn, "Reshape", ins, 2,
+						     &t5, 1)) < 0)
+				goto nomem;
+			g->tensors[t5].producer = ni2;
+			snprintf(wn, sizeof(wn), "%s.transposed", nm);
+			if ((tt = hp_graph_tensor(g, wn)) < 0 ||
+			    (ni2 = hp_graph_add_node(g, wn, "Transpose", &t5, 1,
+						     &tt, 1)) < 0)
+				goto nomem;
+			g->tensors[tt].producer = ni2;
+			if (!(a = hp_node_add_attr(&g->nodes[ni2], "perm",
+						   HP_ATTR_INTS)) ||
+			    !(a->ints = malloc(5 * sizeof(int64_t))))
+				goto nomem;
+			memcpy(a->ints, (int64_t[5]){0, 2, 1, 3, 4},
+			       5 * sizeof(int64_t));
+			a->n = 5;
+			snprintf(wn, sizeof(wn), "%s.shape", nm);
+			ins[0] = tt;
+			if ((ins[1] = add_ints(g, wn, s4, 4)) < 0)
+				goto nomem;
+			op = "Reshape";
+			nin = 2;
+			break;
+		}
 		case HP_LAYER_FC: {
 			int64_t wd[2] = {L->units, c};
 			char wn[112];
@@ -1009,6 +1128,15 @@ char *hp_spec_to_json(const struct hp_spec *s)
 		case HP_LAYER_DROPOUT:
 			o = json_pack("{s:s, s:f}", "type", "dropout", "p",
 				      L->p);
+			break;
+		case HP_LAYER_SLICE:
+			o = json_pack("{s:s, s:I, s:I}", "type", "slice",
+				      "start", (json_int_t)L->start, "channels",
+				      (json_int_t)L->channels);
+			break;
+		case HP_LAYER_SHUFFLE:
+			o = json_pack("{s:s, s:I}", "type", "shuffle", "groups",
+				      (json_int_t)L->groups);
 			break;
 		default:
 			o = json_pack("{s:s}", "type", layer_names[L->type]);

@@ -53,7 +53,7 @@ expect_status predict_saved_spec 0 "$HP" predict "$TMP/r18.json" --batch 2 --dev
 TV=$ROOT/tests/data/models
 for case in "googlenet 13 4 0 0" "squeezenet1_0 3 2 0 0" "densenet121 0 25 0 0" \
 	"mnasnet0_5 0 0 0 0" "efficientnet_b0 0 0 65 65" "regnet_y_400mf 0 0 16 16" \
-	"mobilenet_v3_small 0 0 28 28"; do
+	"mobilenet_v3_small 0 0 28 28" "shufflenet_v2_x1_0 0 2 0 0"; do
 	set -- $case
 	"$HP" profile "$TV/$1.train.onnx" --batch 2 --input-shape 3x32x32 --threads 1 \
 		--max-seconds 0.3 --retries 0 --out "$TMP/$1.csv" \
@@ -72,8 +72,25 @@ got = (sum(1 for l in L if l.get('ceil_mode')),
 sys.exit(0 if got == tuple(int(a) for a in sys.argv[2:6]) + (True, 1000) else 1)
 PY
 done
-expect_status profile_onnx_unsupported 2 "$HP" profile "$SHUF" --batch 2 --out "$TMP/s.csv"
-expect_err profile_onnx_unsupported_says "does not run these ops: .*Transpose"
+# ShuffleNetV2's halves and shuffles (torchvision's stages of 4, 8 and 4
+# units: each unit shuffles its output in 2 groups; the 13 of stride 1
+# split their input in two halves by Slices, 58, 116 and 232 channels)
+if "$PY" - "$TMP/shufflenet_v2_x1_0.json" <<'PY'; then ok profile_onnx_shufflenet_forms; else fail profile_onnx_shufflenet_forms "$(head -c 300 "$TMP/shufflenet_v2_x1_0.json")"; fi
+import json, sys
+L = json.load(open(sys.argv[1]))['layers']
+sl = [l for l in L if l['type'] == 'slice']
+sh = [l for l in L if l['type'] == 'shuffle']
+halves = sorted({(l['start'], l['channels']) for l in sl})
+sys.exit(0 if (len(sl), len(sh), {l['groups'] for l in sh}) == (26, 16, {2}) and
+         halves == [(0, 58), (0, 116), (0, 232), (58, 58), (116, 116), (232, 232)] else 1)
+PY
+# the data folder's copy of it (Zeus's model) runs too
+expect_status profile_onnx_shufflenet_data 0 "$HP" profile "$SHUF" --batch 2 --input-shape 3x32x32 \
+	--threads 1 --max-seconds 0.3 --retries 0 --out "$TMP/s.csv"
+# ConvNeXt's layer scale (a Mul by a stored vector) and the Add after it
+expect_status profile_onnx_unsupported 2 "$HP" profile "$TV/convnext_tiny.train.onnx" --batch 2 \
+	--input-shape 3x32x32 --out "$TMP/s.csv"
+expect_err profile_onnx_unsupported_says "Add.*only sums of activations"
 expect_status profile_onnx_shape 2 "$HP" profile "$R18" --batch 2 --input-shape 3x32 --out "$TMP/s.csv"
 expect_status profile_shape_without_model 2 "$HP" profile --sweep default --input-shape 3x32x32 --list
 

@@ -314,6 +314,9 @@ static int walk(const struct hp_spec *s, struct shape *sh)
 			for (int k = 1; k < nin_of(L); k++)
 				c += sh[in_of(L, i, k) + 1].c;
 			break;
+		case HP_LAYER_SLICE:
+			c = L->channels;
+			break;
 		default:
 			break;
 		}
@@ -485,6 +488,37 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		case HP_LAYER_FLATTEN:
 			memcpy(y, in, (size_t)na * sizeof(double));
 			break;
+		case HP_LAYER_SLICE:
+			/* each sample's planes start .. start + channels - 1 */
+			for (int64_t in_ = 0; in_ < n; in_++)
+				memcpy(y + in_ * b.c * b.h * b.w,
+				       in + (in_ * a.c + L->start) * a.h * a.w,
+				       (size_t)(b.c * b.h * b.w) *
+					   sizeof(double));
+			break;
+		case HP_LAYER_SHUFFLE:
+			/* PyTorch's channel_shuffle: x viewed as N, g, C/g,
+			 * H*W; element (n, u, v, p) goes to (n, v, u, p) of
+			 * the N, C/g, g, H*W transpose, which is the output */
+			for (int64_t in_ = 0; in_ < n; in_++)
+				for (int64_t u = 0; u < L->groups; u++)
+					for (int64_t v = 0; v < a.c / L->groups;
+					     v++)
+						memcpy(
+						    y + ((in_ * (a.c /
+								 L->groups) +
+							  v) *
+							     L->groups +
+							 u) *
+							    a.h * a.w,
+						    in +
+							((in_ * L->groups + u) *
+							     (a.c / L->groups) +
+							 v) *
+							    a.h * a.w,
+						    (size_t)(a.h * a.w) *
+							sizeof(double));
+			break;
 		case HP_LAYER_ADD:
 			memcpy(y, in, (size_t)na * sizeof(double));
 			for (int k = 1; k < nin_of(L); k++)
@@ -654,6 +688,31 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			break;
 		case HP_LAYER_FLATTEN:
 			memcpy(g, dy, (size_t)na * sizeof(double));
+			break;
+		case HP_LAYER_SLICE:
+			for (int64_t in_ = 0; in_ < n; in_++)
+				add_into(g + (in_ * a.c + L->start) * a.h * a.w,
+					 dy + in_ * b.c * b.h * b.w,
+					 b.c * b.h * b.w);
+			break;
+		case HP_LAYER_SHUFFLE:
+			/* the transpose back: (n, v, u, p) to (n, u, v, p) */
+			for (int64_t in_ = 0; in_ < n; in_++)
+				for (int64_t u = 0; u < L->groups; u++)
+					for (int64_t v = 0; v < a.c / L->groups;
+					     v++)
+						add_into(
+						    g + ((in_ * L->groups + u) *
+							     (a.c / L->groups) +
+							 v) *
+							    a.h * a.w,
+						    dy + ((in_ * (a.c /
+								  L->groups) +
+							   v) *
+							      L->groups +
+							  u) *
+							     a.h * a.w,
+						    a.h * a.w);
 			break;
 		case HP_LAYER_ADD:
 			memcpy(g, dy, (size_t)na * sizeof(double));

@@ -51,6 +51,23 @@
 		       "," CONV(4, 1, 1, 0) "," RELU "," CONV(                 \
 			   8, 1, 1, 0) "," SIGMOID "," MUL("3,8") "," FC(3))
 #define FLATTEN "{\"type\":\"flatten\"}"
+/* ShuffleNet's forms: a slice of the channels, a channel shuffle */
+#define SLICE(start, ch, in)                                                   \
+	"{\"type\":\"slice\",\"start\":" #start ",\"channels\":" #ch IN(in) "}"
+#define SHUFFLE(g) "{\"type\":\"shuffle\",\"groups\":" #g "}"
+#define SHUFFLEI(g, in) "{\"type\":\"shuffle\",\"groups\":" #g IN(in) "}"
+/* A ShuffleNetV2 unit of stride 1: the input's channels halved by two
+ * slices, one half through 1x1, depthwise 3x3 and 1x1 convs, the halves
+ * concatenated and shuffled in 2 groups (8 channels: the halves fall
+ * inside the CPU's channel blocks, so the slices read a plain copy) */
+#define SHUFFLE_UNIT_NET                                                          \
+	NET("[3,5,5]", 3,                                                         \
+	    CONV(8, 3, 1, 1) "," SLICE(0, 4, "0") "," SLICE(4, 4, "0") "," CONVI( \
+		4, 1, 1, 0,                                                       \
+		"2") "," BN "," RELU                                              \
+		     "," GCONV(4, 3, 1, 1, 4) "," BN "," CONVI(                   \
+			 4, 1, 1, 0,                                              \
+			 "7") "," CONCAT("1,8") "," SHUFFLE(2) "," FC(3))
 
 /* A stem, a block with a strided projection shortcut, an identity block
  * (conv -> bn -> relu -> conv -> bn -> add with the block input: the

@@ -1005,6 +1005,36 @@ HP_TEST(engine_sigmoid_and_mul)
 		  3, 2);
 }
 
+HP_TEST(engine_slice_and_shuffle)
+{
+	/* a ShuffleNetV2 unit: slices off the channel blocks (through a
+	 * plain copy), both halves of one input (its gradient written by
+	 * one slice and added to by the other) */
+	check_net(SHUFFLE_UNIT_NET, 3, 2);
+	/* slices on whole blocks of 16 (views of the blocked layout, also
+	 * whole blocks of 8 under AVX2), a slice that leaves channels out
+	 * (their gradient is zero), and slices of the plain network input */
+	check_net(
+	    NET("[3,4,4]", 3,
+		CONV(48, 3, 1, 1) "," SLICE(16, 32, "0") "," SLICE(
+		    0, 16,
+		    "0") "," CONVI(16, 1, 1, 0,
+				   "1") "," ADD("2,3") "," SLICE(3, 9,
+								 "4") "," FC(3)),
+	    3, 2);
+	check_net(NET("[3,4,4]", 3,
+		      SLICE(1, 2, "-1") "," CONV(4, 3, 1, 1) "," SLICE(
+			  0, 1, "-1") "," CONVI(4, 3, 1, 1,
+						"2") "," ADD("1,3") "," FC(3)),
+		  3, 2);
+	/* shuffles of 3 and 4 groups, one whose input has a second reader,
+	 * and one of a blocked layout with padded channels (24 of 32) */
+	check_net(NET("[2,4,4]", 3,
+		      CONV(6, 3, 1, 1) "," SHUFFLE(3) "," ADD("0,1") "," CONV(
+			  24, 1, 1, 0) "," SHUFFLE(4) "," FC(3)),
+		  3, 2);
+}
+
 HP_TEST(engine_concat_blocked)
 {
 	/* channels in whole blocks of 16 (a DenseNet's): the output and its
@@ -1378,6 +1408,112 @@ HP_TEST(engine_onnx_squeeze_excitation)
 	if (!strstr(err.msg, "Mul (by a constant)"))
 		HP_FAIL("%s", err.msg);
 	hp_graph_free(g);
+}
+
+/* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels
+ * halved by two Slices (torch.chunk), one half through a 1x1 conv, a relu
+ * and a depthwise 3x3 conv, the halves concatenated and shuffled by
+ * Reshape (N, 2, C/2, H, W), Transpose (0, 2, 1, 3, 4) and Reshape back.
+ * variant 1: a Transpose of other axes; 2: a Slice of every other
+ * channel (step 2). */
+static uint8_t *shuffle_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 3, 6, 6}, w1[4] = {8, 3, 3, 3},
+		w2[4] = {4, 4, 1, 1}, wd[4] = {4, 1, 3, 3}, fw[2] = {3, 8},
+		fb[1] = {3}, k3[2] = {3, 3}, k1[2] = {1, 1},
+		p1[4] = {1, 1, 1, 1}, s5[5] = {0, 2, 4, 6, 6},
+		s4[4] = {0, 8, 6, 6}, perm[5] = {0, 2, 1, 3, 4},
+		perm_other[5] = {0, 1, 2, 4, 3};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "w2", 4, w2);
+	ob_init(b, "wd", 4, wd);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_const_i64(b, "zero", 1, (int64_t[]){0});
+	ob_const_i64(b, "four", 1, (int64_t[]){4});
+	ob_const_i64(b, "eight", 1, (int64_t[]){8});
+	ob_const_i64(b, "axis1", 1, (int64_t[]){1});
+	ob_const_i64(b, "step", 1, (int64_t[]){variant == 2 ? 2 : 1});
+	ob_const_i64(b, "s5", 5, s5);
+	ob_const_i64(b, "s4", 4, s4);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_node(b, "Slice", "c1,zero,four,axis1,step", "x1");
+	ob_node(b, "Slice", "c1,four,eight,axis1", "x2");
+	n = ob_node(b, "Conv", "x2,w2", "b1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k1);
+	ob_node(b, "Relu", "b1", "b2");
+	n = ob_node(b, "Conv", "b2,wd", "b3");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_attr_i(b, n, "group", 4);
+	n = ob_node(b, "Concat", "x1,b3", "cat");
+	ob_attr_i(b, n, "axis", 1);
+	ob_node(b, "Reshape", "cat,s5", "g5");
+	n = ob_node(b, "Transpose", "g5", "t5");
+	ob_attr_ints(b, n, "perm", 5, variant == 1 ? perm_other : perm);
+	ob_node(b, "Reshape", "t5,s4", "shuf");
+	ob_node(b, "GlobalAveragePool", "shuf", "gp");
+	n = ob_node(b, "Flatten", "gp", "fl");
+	ob_attr_i(b, n, "axis", 1);
+	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_shufflenet_unit)
+{
+	static const char *const refused[] = {NULL, "Transpose",
+					      "(Slice): only a range"};
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_graph *g;
+	size_t len;
+	uint8_t *buf = shuffle_onnx(&len, 0);
+	int64_t shape[3] = {3, 6, 6};
+	char *js;
+
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	if (hp_spec_from_graph(g, shape, true, &s, &err))
+		HP_FAIL("hp_spec_from_graph: %s", err.msg);
+	hp_graph_free(g);
+	/* conv, slice, slice, conv, relu, conv, concat, shuffle, gap,
+	 * flatten, fc */
+	ASSERT_EQ_INT(s.nlayers, 11);
+	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_SLICE);
+	ASSERT_EQ_INT(s.layers[1].start, 0);
+	ASSERT_EQ_INT(s.layers[1].channels, 4);
+	ASSERT_EQ_INT(s.layers[2].type, HP_LAYER_SLICE);
+	ASSERT_EQ_INT(s.layers[2].start, 4);
+	ASSERT_EQ_INT(s.layers[2].inputs[0], 0);
+	ASSERT_EQ_INT(s.layers[5].groups, 4);
+	ASSERT_EQ_INT(s.layers[6].inputs[0], 1);
+	ASSERT_EQ_INT(s.layers[7].type, HP_LAYER_SHUFFLE);
+	ASSERT_EQ_INT(s.layers[7].groups, 2);
+	js = hp_spec_to_json(&s);
+	ASSERT(js != NULL);
+	hp_spec_release(&s);
+	check_net(js, 3, 2);
+	free(js);
+	for (int v = 1; v < 3; v++) {
+		buf = shuffle_onnx(&len, v);
+		g = hp_onnx_parse(buf, len, &err);
+		free(buf);
+		ASSERT(g != NULL);
+		ASSERT_EQ_INT(hp_spec_from_graph(g, shape, true, &s, &err),
+			      HP_EUNSUPP);
+		if (!strstr(err.msg, refused[v]))
+			HP_FAIL("variant %d: %s", v, err.msg);
+		hp_graph_free(g);
+	}
 }
 
 /* A spec from an ONNX file of the repository at input shape chw. */
