@@ -289,6 +289,54 @@ refuse:
 			    n->name);
 }
 
+/*
+ * A Split of a 4-D activation along the channels: a slice layer for each
+ * output, their starts one after the other and their sizes the outputs'
+ * (as shape propagation found them, from the split sizes or an even
+ * split).  An output nobody reads is refused when the spec is checked.
+ */
+static int split_channels(struct conv_ctx *c, const struct hp_node *n, int in,
+			  struct hp_error *err)
+{
+	const struct hp_graph *g = c->g;
+	const struct hp_tensor *x = &g->tensors[n->inputs[0]];
+	int64_t axis = hp_node_attr_i(n, "axis", 0), start = 0;
+	int first = -1, rc;
+
+	if (axis < 0)
+		axis += x->rank;
+	if (x->rank != 4 || axis != 1 || n->noutputs < 1)
+		goto refuse;
+	for (int k = 0; k < n->noutputs; k++) {
+		const struct hp_tensor *y;
+		struct hp_spec_layer L;
+		if (n->outputs[k] < 0)
+			goto refuse;
+		y = &g->tensors[n->outputs[k]];
+		if (y->rank != 4 || y->dims[1] < 1 ||
+		    y->dims[0] != x->dims[0] || y->dims[2] != x->dims[2] ||
+		    y->dims[3] != x->dims[3] || start + y->dims[1] > x->dims[1])
+			goto refuse;
+		memset(&L, 0, sizeof(L));
+		L.type = HP_LAYER_SLICE;
+		L.start = start;
+		L.channels = y->dims[1];
+		start += y->dims[1];
+		if ((rc = add_layer(c, n, &L, &in, 1, err)))
+			return rc;
+		c->val[n->outputs[k]] = c->s->nlayers - 1;
+		if (k == 0)
+			first = c->s->nlayers - 1;
+	}
+	c->val[n->outputs[0]] = first;
+	return 0;
+refuse:
+	return hp_error_set(err, HP_EUNSUPP,
+			    "node %s (Split): only of an image batch's "
+			    "channels (axis 1) into outputs of known size",
+			    n->name);
+}
+
 static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			struct hp_error *err)
 {
@@ -450,6 +498,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		L.type = HP_LAYER_SLICE;
 		if ((rc = slice_channels(g, n, &L, err)))
 			return rc;
+	} else if (!strcmp(op, "Split")) {
+		return split_channels(c, n, ins[0], err);
 	} else if (!strcmp(op, "Transpose")) {
 		const struct hp_attr *a = hp_node_attr(n, "perm");
 		int t = n->inputs[0];
@@ -555,7 +605,9 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	c.val = malloc((size_t)g->ntensors * sizeof(*c.val));
 	c.shuf = calloc((size_t)g->ntensors + 1, sizeof(*c.shuf));
 	order = malloc((size_t)(g->nnodes + 1) * sizeof(*order));
-	s->layers = calloc((size_t)g->nnodes + 1, sizeof(*s->layers));
+	/* a layer a node, but a Split's for each of its outputs */
+	s->layers = calloc((size_t)g->nnodes + (size_t)g->ntensors + 1,
+			   sizeof(*s->layers));
 	s->name = hp_strdup(g->name ? g->name : "onnx");
 	if (!c.val || !c.shuf || !order || !s->layers || !s->name) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");

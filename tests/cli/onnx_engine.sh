@@ -91,6 +91,10 @@ expect_status profile_onnx_shufflenet_data 0 "$HP" profile "$SHUF" --batch 2 --i
 expect_status profile_onnx_unsupported 2 "$HP" profile "$TV/convnext_tiny.train.onnx" --batch 2 \
 	--input-shape 3x32x32 --out "$TMP/s.csv"
 expect_err profile_onnx_unsupported_says "Add.*only sums of activations"
+# every op the engine does not run is named at once
+expect_status profile_onnx_unrun_ops 2 "$HP" profile "$ROOT/tests/data/onnx/lrn_softplus.onnx" \
+	--batch 2 --out "$TMP/s.csv"
+expect_err profile_onnx_unrun_ops_says "does not run these ops: LRN, Softplus"
 expect_status profile_onnx_shape 2 "$HP" profile "$R18" --batch 2 --input-shape 3x32 --out "$TMP/s.csv"
 expect_status profile_shape_without_model 2 "$HP" profile --sweep default --input-shape 3x32x32 --list
 

@@ -1415,7 +1415,8 @@ HP_TEST(engine_onnx_squeeze_excitation)
  * and a depthwise 3x3 conv, the halves concatenated and shuffled by
  * Reshape (N, 2, C/2, H, W), Transpose (0, 2, 1, 3, 4) and Reshape back.
  * variant 1: a Transpose of other axes; 2: a Slice of every other
- * channel (step 2). */
+ * channel (step 2); 3: the halves by a Split (as other exporters write
+ * torch.chunk); 4: a Split along the height. */
 static uint8_t *shuffle_onnx(size_t *len, int variant)
 {
 	struct ob *b = ob_new(13);
@@ -1443,8 +1444,15 @@ static uint8_t *shuffle_onnx(size_t *len, int variant)
 	n = ob_node(b, "Conv", "x,w1", "c1");
 	ob_attr_ints(b, n, "kernel_shape", 2, k3);
 	ob_attr_ints(b, n, "pads", 4, p1);
-	ob_node(b, "Slice", "c1,zero,four,axis1,step", "x1");
-	ob_node(b, "Slice", "c1,four,eight,axis1", "x2");
+	if (variant >= 3) {
+		/* the halves by one Split (opset 13: sizes as an input) */
+		ob_const_i64(b, "sizes", 2, (int64_t[]){4, 4});
+		n = ob_node(b, "Split", "c1,sizes", "x1,x2");
+		ob_attr_i(b, n, "axis", variant == 4 ? 2 : 1);
+	} else {
+		ob_node(b, "Slice", "c1,zero,four,axis1,step", "x1");
+		ob_node(b, "Slice", "c1,four,eight,axis1", "x2");
+	}
 	n = ob_node(b, "Conv", "x2,w2", "b1");
 	ob_attr_ints(b, n, "kernel_shape", 2, k1);
 	ob_node(b, "Relu", "b1", "b2");
@@ -1469,8 +1477,9 @@ static uint8_t *shuffle_onnx(size_t *len, int variant)
 
 HP_TEST(engine_onnx_shufflenet_unit)
 {
-	static const char *const refused[] = {NULL, "Transpose",
-					      "(Slice): only a range"};
+	static const char *const refused[] = {
+	    NULL, "Transpose", "(Slice): only a range", NULL,
+	    "(Split): only of an image batch's channels"};
 	struct hp_error err = {0};
 	struct hp_spec s;
 	struct hp_graph *g;
@@ -1502,8 +1511,26 @@ HP_TEST(engine_onnx_shufflenet_unit)
 	ASSERT(js != NULL);
 	hp_spec_release(&s);
 	check_net(js, 3, 2);
+	/* the Split form gives the same spec */
+	buf = shuffle_onnx(&len, 3);
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	if (hp_spec_from_graph(g, shape, true, &s, &err))
+		HP_FAIL("Split: %s", err.msg);
+	hp_graph_free(g);
+	{
+		char *js3 = hp_spec_to_json(&s);
+		ASSERT(js3 != NULL);
+		if (strcmp(js, js3))
+			HP_FAIL("Split: %s\nSlices: %s", js3, js);
+		free(js3);
+	}
+	hp_spec_release(&s);
 	free(js);
-	for (int v = 1; v < 3; v++) {
+	for (int v = 1; v < 5; v++) {
+		if (!refused[v])
+			continue;
 		buf = shuffle_onnx(&len, v);
 		g = hp_onnx_parse(buf, len, &err);
 		free(buf);

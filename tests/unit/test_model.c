@@ -209,6 +209,49 @@ HP_TEST(model_spec_pool_ceil_mode)
 	hp_spec_release(&s);
 }
 
+HP_TEST(model_spec_slice_and_shuffle)
+{
+	/* conv to 8 channels, channels 2..5 of them, a shuffle of the 4 in 2
+	 * groups, a 1x1 conv, fc: the analysis sees the slice's 4 channels
+	 * and the shuffle's Reshape, Transpose and Reshape keep them */
+	static const char js[] =
+	    "{\"input\":[3,6,6],\"layers\":[{\"type\":\"conv\",\"filters\":8,"
+	    "\"kernel\":3,\"pad\":1},{\"type\":\"slice\",\"start\":2,"
+	    "\"channels\":4},{\"type\":\"shuffle\",\"groups\":2},{\"type\":"
+	    "\"conv\",\"filters\":5,\"kernel\":1},{\"type\":\"fc\",\"units\":"
+	    "2}]}";
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_spec s;
+	int64_t sh[5][3];
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	/* conv 3*9*8 + 8, conv 4*5 + 5, fc 5*36*2 + 2 */
+	ASSERT_EQ_INT(f.params, 224 + 25 + 362);
+	/* MACs: 36 pixels x (8*27 + 5*4), and the fc's 180*2 */
+	ASSERT_EQ_INT(f.macs_per_sample, 36 * (8 * 27 + 5 * 4) + 360);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT_EQ_INT(hp_spec_shapes(&s, sh, NULL, &err), 0);
+	ASSERT_EQ_INT(sh[1][0], 4);
+	ASSERT_EQ_INT(sh[2][0], 4);
+	ASSERT_EQ_INT(s.layers[1].start, 2);
+	ASSERT_EQ_INT(s.layers[2].groups, 2);
+	/* the spec round trip keeps both */
+	back = hp_spec_to_json(&s);
+	ASSERT(
+	    back &&
+	    strstr(back, "{\"type\":\"slice\",\"start\":2,\"channels\":4}") &&
+	    strstr(back, "{\"type\":\"shuffle\",\"groups\":2}"));
+	free(back);
+	hp_spec_release(&s);
+}
+
 HP_TEST(model_spec_ending_in_4d_analyses)
 {
 	static const char allconv[] =
@@ -683,6 +726,23 @@ HP_TEST(bad_spec_inputs)
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"kernel\":"
 	     "2},{\"type\":\"mul\",\"inputs\":[-1,0]}]}",
 	     "layer 1 (mul): input -1 is 3x8x8, input 0 3x4x4"},
+	    /* a slice inside the input's channels, of an image */
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"slice\","
+	     "\"start\":2,\"channels\":2}]}",
+	     "layer 0 (slice): channels 2..3 of 3"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"slice\","
+	     "\"start\":0}]}",
+	     "missing \"channels\""},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"fc\",\"units\":"
+	     "4},{\"type\":\"slice\",\"channels\":2}]}",
+	     "layer 1 (slice): channels 0..1 of a flat input of 4"},
+	    /* a shuffle's groups: 2 or more, dividing the channels */
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"shuffle\","
+	     "\"groups\":1}]}",
+	     "\"groups\" is 1, must be 2.."},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"shuffle\","
+	     "\"groups\":2}]}",
+	     "layer 0 (shuffle): 2 groups of 3 channels"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct hp_error err = {0};
