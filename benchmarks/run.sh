@@ -96,10 +96,12 @@ echo "== training step on real architectures at 3x64x64 (torchvision ONNX export
 echo "   (peak: struct hp_host's ISA estimate, cores x clock x FLOPs per cycle, until a measured peak is merged)"
 A=""
 # the Done-when's five, then the torchvision forms the engine runs since
-# (ceil-mode pools, wide concats, SiLU, hardswish, squeeze-and-excitation)
+# (ceil-mode pools, wide concats, SiLU, hardswish, squeeze-and-excitation,
+# ShuffleNet's slices and channel shuffles)
 for m in resnet18:16 resnet50:16 mobilenet_v2:32 vgg11:16 alexnet:64 \
 	googlenet:16 squeezenet1_0:32 densenet121:16 efficientnet_b0:16 \
-	mobilenet_v3_small:32 mnasnet0_5:32 regnet_y_400mf:16; do
+	mobilenet_v3_small:32 mnasnet0_5:32 regnet_y_400mf:16 \
+	shufflenet_v2_x1_0:32; do
 	f=""
 	for d in data/models ../shared/data/models tests/data/models; do
 		[ -f "$d/${m%%:*}.train.onnx" ] && { f="$d/${m%%:*}.train.onnx:${m##*:}"; break; }
@@ -138,7 +140,7 @@ rm -f "$eng" "$tor"
 echo
 echo "== held-out step-time prediction on real architectures (none in any fit), 3x64x64, batches 16/32/64 (goal: MAPE <= 15%, 10%)"
 benchmarks/arch_check.sh "$build" 2 | tail -n 2
-ARCH_MODELS="googlenet squeezenet1_0 densenet121 efficientnet_b0 mobilenet_v3_small mnasnet0_5 regnet_y_400mf" \
+ARCH_MODELS="googlenet squeezenet1_0 densenet121 efficientnet_b0 mobilenet_v3_small mnasnet0_5 regnet_y_400mf shufflenet_v2_x1_0" \
 	benchmarks/arch_check.sh "$build" 2 | tail -n 2
 
 echo
