@@ -122,20 +122,8 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_FLATTEN:
 	case HP_LAYER_SIGMOID:
 	case HP_LAYER_MUL:
-		break;
-	case HP_LAYER_SLICE:
-		if (L->start < 0 || L->channels < 1)
-			return hp_error_set(err, HP_EINVAL,
-					    "layer %d (slice): start must be 0 "
-					    "or more, channels 1 or more",
-					    i);
-		break;
-	case HP_LAYER_SHUFFLE:
-		if (L->groups < 2)
-			return hp_error_set(err, HP_EINVAL,
-					    "layer %d (shuffle): groups must "
-					    "be 2 or more",
-					    i);
+	case HP_LAYER_SLICE:   /* its channels: hp_spec_shapes() */
+	case HP_LAYER_SHUFFLE: /* its groups: hp_spec_shapes() */
 		break;
 	case HP_LAYER_HARDSIGMOID:
 		if (!(L->alpha != 0 && isfinite(L->alpha) && isfinite(L->beta)))
