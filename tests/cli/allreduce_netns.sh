@@ -72,6 +72,8 @@ fi
 # pass 1.4x with two connections; then the same run with one connection,
 # side by side, decides: two must be at least 15% faster (what the
 # check is for is that the trainer's all-reduce does not take turns).
+# When the pair is too alike to tell (a busy machine slowed both: 1.50 s
+# and 1.52 s under ASan beside another training), it runs once more.
 (
 	NETNS_WHAT=allreduce_netns_trainer
 	. "${HP_ROOT:-.}/benchmarks/allreduce_netns.inc"
@@ -95,30 +97,35 @@ v = sorted(min(x["rank_allreduce_s"]) for x in m)
 print("%.6f %d" % (v[len(v) // 2], len(v)))
 EOF2
 	}
-	if ! train "$tmp/run"; then
-		fail allreduce_netns_trainer "training failed: $(tail -c 300 "$tmp/run.out")"
-		exit 0
-	fi
-	read -r med n < <(exchange "$tmp/run/metrics.jsonl")
-	line=$(python3 -c 'print(5824522 * 4 * 8 / 200e6)') # once each way
-	echo "allreduce_netns: hetpool-train, 2 nodes at 200 Mbit/s, 23.3 MB: exchange $med s (median of $n steps), line rate both ways $line s"
-	if python3 -c "import sys; m, l = $med, $line; sys.exit(0 if 0.9 * l <= m < 1.4 * l else 1)"; then
-		ok allreduce_netns_trainer
-		exit 0
-	fi
-	python3 -c "import sys; sys.exit(0 if $med >= 0.9 * $line else 1)" ||
-		{ fail allreduce_netns_trainer "$med s, under 0.9x the $line s the line rate needs: the shaping did not hold"; exit 0; }
-	if ! train "$tmp/one" "--mca btl_tcp_links 1"; then
-		fail allreduce_netns_trainer "training failed: $(tail -c 300 "$tmp/one.out")"
-		exit 0
-	fi
-	read -r one n1 < <(exchange "$tmp/one/metrics.jsonl")
-	echo "allreduce_netns: over 1.4x the line rate; with one TCP connection a peer: $one s (median of $n1 steps)"
-	if python3 -c "import sys; sys.exit(0 if $med < 0.85 * $one else 1)"; then
-		ok allreduce_netns_trainer
-	else
-		fail allreduce_netns_trainer "$med s with the trainer's connections, $one s with one: not within 1.4x the $line s line rate, nor 15% faster than one connection"
-	fi
+	# a machine busy enough to slow both runs alike cannot tell them
+	# apart: the pair runs once more before the check fails
+	for attempt in 1 2; do
+		if ! train "$tmp/run"; then
+			fail allreduce_netns_trainer "training failed: $(tail -c 300 "$tmp/run.out")"
+			exit 0
+		fi
+		read -r med n < <(exchange "$tmp/run/metrics.jsonl")
+		line=$(python3 -c 'print(5824522 * 4 * 8 / 200e6)') # once each way
+		echo "allreduce_netns: hetpool-train, 2 nodes at 200 Mbit/s, 23.3 MB: exchange $med s (median of $n steps), line rate both ways $line s"
+		if python3 -c "import sys; m, l = $med, $line; sys.exit(0 if 0.9 * l <= m < 1.4 * l else 1)"; then
+			ok allreduce_netns_trainer
+			exit 0
+		fi
+		python3 -c "import sys; sys.exit(0 if $med >= 0.9 * $line else 1)" ||
+			{ fail allreduce_netns_trainer "$med s, under 0.9x the $line s the line rate needs: the shaping did not hold"; exit 0; }
+		if ! train "$tmp/one" "--mca btl_tcp_links 1"; then
+			fail allreduce_netns_trainer "training failed: $(tail -c 300 "$tmp/one.out")"
+			exit 0
+		fi
+		read -r one n1 < <(exchange "$tmp/one/metrics.jsonl")
+		echo "allreduce_netns: over 1.4x the line rate; with one TCP connection a peer: $one s (median of $n1 steps)"
+		if python3 -c "import sys; sys.exit(0 if $med < 0.85 * $one else 1)"; then
+			ok allreduce_netns_trainer
+			exit 0
+		fi
+		[ $attempt = 1 ] && echo "allreduce_netns: both alike ($med s, $one s): the machine is busy; once more"
+	done
+	fail allreduce_netns_trainer "$med s with the trainer's connections, $one s with one: not within 1.4x the $line s line rate, nor 15% faster than one connection (twice)"
 )
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 77 ] && fail allreduce_netns_trainer "exit $rc"
