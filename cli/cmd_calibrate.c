@@ -190,8 +190,8 @@ static double to_calibration_speed(struct cal_point *pts, double *ys,
 		double f;
 		if (!(pts[i].ref_s > 0) || !(pts[i].measured_s > 0))
 			continue;
-		/* measured_s and cls are wall x keep: back to the wall,
-		 * then relative to the yardstick */
+		/* measured_s and cls are the wall times x the run share:
+		 * back to the wall, then relative to the yardstick */
 		f = med / pts[i].ref_s * pts[i].wall_s / pts[i].measured_s;
 		pts[i].measured_s *= f;
 		ys[i] = pts[i].measured_s;
