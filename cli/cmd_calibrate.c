@@ -137,20 +137,6 @@ struct cal_point {
 	double ref_s, wall_s;
 };
 
-/* The median of v[0..n-1] (sorted here); NaN when n is 0. */
-static double median(double *v, int n)
-{
-	if (n < 1)
-		return NAN;
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			double x = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = x;
-		}
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* The share of its wall time a row's thread ran: 1 - cpu_pressure at one
  * thread (the rest it waited for a CPU), else 1. */
 static double ran_share(const struct cal_point *p, int threads)
@@ -161,43 +147,34 @@ static double ran_share(const struct cal_point *p, int threads)
 }
 
 /*
- * Times at the calibration's speed.  Each configuration's row carries the
- * yardstick, a fixed reference step timed between its steps on the same
- * threads (docs/profiler.md), so time / yardstick is its time relative to
- * the host's speed while it ran, whatever neighbours did to it then.  The
- * calibration's speed is the median yardstick over its rows (at one
- * thread, the time the thread ran: wall x (1 - cpu_pressure), as the
- * rows' own times); every row with a yardstick is scaled to it:
- * wall x median / its yardstick.  The wait for a CPU cancels in the ratio.
- * Rows without one keep their times.  Returns the median (NaN: none had
- * one), which the host file keeps: the yardstick's time at which this
- * host's predictions hold.
+ * Times at the calibration's speed (hp_est_to_ref_speed()).  Each
+ * configuration's row carries the yardstick, a fixed reference step timed
+ * between its steps on the same threads (docs/profiler.md), so time /
+ * yardstick is its time relative to the host's speed while it ran,
+ * whatever neighbours did to it then.  The calibration's speed is the
+ * median yardstick over its rows (at one thread, of the time the thread
+ * ran, as the rows' own times); every row with a yardstick is scaled to
+ * it, ys and cls with it.  Returns the median (NaN: none had one), which
+ * the host file keeps: the yardstick's time at which this host's
+ * predictions hold.
  */
 static double to_calibration_speed(struct cal_point *pts, double *ys,
 				   double *cls, int n, int threads)
 {
-	double *v = malloc(((size_t)n + 1) * sizeof(*v)), med;
-	int nv = 0;
+	double *wall = malloc(((size_t)n + 1) * 3 * sizeof(*wall)), med;
+	double *ref = wall + n + 1, *share = ref + n + 1;
 
-	if (!v)
+	if (!wall)
 		return NAN;
-	for (int i = 0; i < n; i++)
-		if (pts[i].ref_s > 0)
-			v[nv++] = pts[i].ref_s * ran_share(&pts[i], threads);
-	med = median(v, nv);
-	free(v);
-	for (int i = 0; nv > 0 && i < n; i++) {
-		double f;
-		if (!(pts[i].ref_s > 0) || !(pts[i].measured_s > 0))
-			continue;
-		/* measured_s and cls are the wall times x the run share:
-		 * back to the wall, then relative to the yardstick */
-		f = med / pts[i].ref_s * pts[i].wall_s / pts[i].measured_s;
-		pts[i].measured_s *= f;
-		ys[i] = pts[i].measured_s;
-		for (int k = 0; k < 3; k++)
-			cls[3 * i + k] *= f;
+	for (int i = 0; i < n; i++) {
+		wall[i] = pts[i].wall_s;
+		ref[i] = pts[i].ref_s;
+		share[i] = ran_share(&pts[i], threads);
 	}
+	med = hp_est_to_ref_speed(n, wall, ref, share, ys, cls, 3);
+	for (int i = 0; i < n; i++)
+		pts[i].measured_s = ys[i];
+	free(wall);
 	return med;
 }
 

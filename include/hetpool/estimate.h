@@ -247,6 +247,20 @@ double hp_estimator_ref_time_s(const struct hp_estimator *est,
  * not a positive number (not known).
  */
 double hp_est_rescale_ref(double t_s, double ref_fit_s, double ref_now_s);
+/*
+ * n measurements, each taken beside the profiler's yardstick, to one
+ * speed (hetpool calibrate): the speed is the median over the measurements
+ * with a yardstick (ref_s[i] > 0) of ref_s[i] x share[i], the share of its
+ * wall time the thread ran (share NULL, or a share outside (0, 1]: 1);
+ * each of those gets t[i] = wall_s[i] x median / ref_s[i], and its ncls
+ * class times cls[i * ncls + k] (cls may be NULL) the same factor over
+ * t[i]'s old value.  The rest keep their t and cls.  Returns the median;
+ * NaN when no measurement has a yardstick (nothing changed) or on ENOMEM.
+ * Thread-safe; writes only t and cls.
+ */
+double hp_est_to_ref_speed(int n, const double *wall_s, const double *ref_s,
+			   const double *share, double *t, double *cls,
+			   int ncls);
 
 /* Largest estimator file read (bytes). */
 #define HP_ESTIMATOR_MAX_BYTES (4u << 20)

@@ -748,6 +748,39 @@ double hp_estimator_ref_time_s(const struct hp_estimator *est,
 	return 0;
 }
 
+double hp_est_to_ref_speed(int n, const double *wall_s, const double *ref_s,
+			   const double *share, double *t, double *cls,
+			   int ncls)
+{
+	double *v = malloc(((size_t)(n > 0 ? n : 0) + 1) * sizeof(*v)), med;
+	int nv = 0;
+
+	if (!v)
+		return NAN;
+	for (int i = 0; i < n; i++)
+		if (ref_s[i] > 0) {
+			double sh = share ? share[i] : 1;
+			v[nv++] = ref_s[i] * (sh > 0 && sh <= 1 ? sh : 1);
+		}
+	if (nv == 0) {
+		free(v);
+		return NAN;
+	}
+	qsort(v, (size_t)nv, sizeof(*v), cmp_dbl);
+	med = nv % 2 ? v[nv / 2] : 0.5 * (v[nv / 2 - 1] + v[nv / 2]);
+	free(v);
+	for (int i = 0; i < n; i++) {
+		double now;
+		if (!(ref_s[i] > 0) || !(wall_s[i] > 0))
+			continue;
+		now = wall_s[i] * med / ref_s[i];
+		for (int k = 0; cls && t[i] > 0 && k < ncls; k++)
+			cls[i * ncls + k] *= now / t[i];
+		t[i] = now;
+	}
+	return med;
+}
+
 double hp_est_rescale_ref(double t_s, double ref_fit_s, double ref_now_s)
 {
 	if (!(ref_fit_s > 0) || !(ref_now_s > 0) || !isfinite(ref_fit_s) ||

@@ -2145,6 +2145,41 @@ HP_TEST(estimate_ref_scaling_by_hand)
 /* The noise floor on a small synthetic set, by hand: one configuration
  * measured three times (1.0, 1.1, 0.9 s, each at a yardstick that moved
  * with it), one measured once. */
+HP_TEST(estimate_to_ref_speed_by_hand)
+{
+	/* four measurements, the third without a yardstick; the second's
+	 * thread ran half its wall time (t is wall x share, as calibrate
+	 * passes it): the yardsticks' run times are 1, 1 and 4 ms, median 1 */
+	double wall[4] = {2, 4, 6, 8}, ref[4] = {1, 2, NAN, 4},
+	       share[4] = {1, 0.5, 1, 1}, t[4] = {2, 2, 6, 8}, cls[8];
+	double t2[2] = {1, 1};
+
+	for (int i = 0; i < 4; i++) {
+		cls[2 * i] = 0.25 * t[i];
+		cls[2 * i + 1] = 0.75 * t[i];
+	}
+	ASSERT_NEAR(hp_est_to_ref_speed(4, wall, ref, share, t, cls, 2), 1, 0);
+	/* wall x 1 / ref: 2, 2, (6 unchanged), 2; the class times follow */
+	ASSERT_NEAR(t[0], 2, 1e-15);
+	ASSERT_NEAR(t[1], 2, 1e-15);
+	ASSERT_NEAR(t[2], 6, 0);
+	ASSERT_NEAR(t[3], 2, 1e-15);
+	ASSERT_NEAR(cls[6], 0.5, 1e-15);
+	ASSERT_NEAR(cls[7], 1.5, 1e-15);
+	ASSERT_NEAR(cls[4], 1.5, 0);
+	/* an even count and no shares: the median of 1 and 3 ms is 2 */
+	ASSERT_NEAR(hp_est_to_ref_speed(2, (double[]){1, 1}, (double[]){1, 3},
+					NULL, t2, NULL, 0),
+		    2, 0);
+	ASSERT_NEAR(t2[0], 2, 1e-15);
+	ASSERT_NEAR(t2[1], 2.0 / 3, 1e-15);
+	/* no yardstick at all: nothing changes */
+	t2[0] = 5;
+	ASSERT(isnan(hp_est_to_ref_speed(1, (double[]){5}, (double[]){NAN},
+					 NULL, t2, NULL, 0)));
+	ASSERT_NEAR(t2[0], 5, 0);
+}
+
 HP_TEST(estimate_noise_floor_by_hand)
 {
 	struct hp__sample s[5];
