@@ -18,7 +18,8 @@
 #
 # ARCH_MODELS="NAME ..." checks other torchvision models (say googlenet
 # densenet121 efficientnet_b0 mobilenet_v3_small: tests/data/models has
-# them) in place of the five.
+# them) in place of the five.  ARCH_SHAPE=CxHxW runs them at another
+# input (Inception v3 needs 75x75 at least: ARCH_SHAPE=3x80x80).
 #
 # The models are looked for in data/models/, then $HP_MODELS_DIR, then
 # ../shared/data/models/, then tests/data/models/; one that is missing is
@@ -28,7 +29,7 @@ build=${1:-build}
 rounds=${2:-3}
 threads=${ARCH_THREADS:-2}
 steps=${ARCH_STEPS:-6}
-shape=3x64x64
+shape=${ARCH_SHAPE:-3x64x64}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 tmp=$(mktemp -d)

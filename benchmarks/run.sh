@@ -142,6 +142,8 @@ echo "== held-out step-time prediction on real architectures (none in any fit), 
 benchmarks/arch_check.sh "$build" 2 | tail -n 2
 ARCH_MODELS="googlenet squeezenet1_0 densenet121 efficientnet_b0 mobilenet_v3_small mnasnet0_5 regnet_y_400mf shufflenet_v2_x1_0" \
 	benchmarks/arch_check.sh "$build" 2 | tail -n 2
+# Inception v3 needs 75x75 at least
+ARCH_SHAPE=3x80x80 ARCH_MODELS=inception_v3 benchmarks/arch_check.sh "$build" 2 | tail -n 2
 
 echo
 echo "== lr-find: the suggested rate against a log-spaced grid of rates, Fashion-MNIST, fixed budget (goal: within 1 point of the best)"

@@ -511,7 +511,7 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	const dnnl_memory_desc_t *S, *W, *D, *q;
 	dnnl_primitive_desc_t fpd, wpd, dpd;
 	dnnl_dims_t st = {pl->L.stride, pl->L.stride};
-	dnnl_dims_t pad = {pl->L.pad, pl->L.pad};
+	dnnl_dims_t pad = {pl->L.pad, hp_spec_pad_w(&pl->L)};
 	int64_t wd[5], od;
 	int wr, rc;
 	union {
@@ -552,14 +552,16 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 		wd[0] = pl->L.groups;
 		wd[1] = od / pl->L.groups;
 		wd[2] = xa->dims[1] / pl->L.groups;
-		wd[3] = wd[4] = pl->L.kernel;
+		wd[3] = pl->L.kernel;
+		wd[4] = hp_spec_kernel_w(&pl->L);
 		md_any(&src_any, 4, xa->dims);
 		md_any(&dst_any, 4, ya->dims);
 	} else if (conv) {
 		wr = 4;
 		wd[0] = od;
 		wd[1] = xa->dims[1];
-		wd[2] = wd[3] = pl->L.kernel;
+		wd[2] = pl->L.kernel;
+		wd[3] = hp_spec_kernel_w(&pl->L);
 		md_any(&src_any, 4, xa->dims);
 		md_any(&dst_any, 4, ya->dims);
 	} else {
@@ -645,7 +647,7 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	if ((rc = pd_make(b, &wpd, &d, fpd, "backward weights", err)))
 		return rc;
 	if (conv && pl->L.groups > 1 && wd[1] == 1 && wd[2] == 1 &&
-	    pd_is_gemm(wpd)) {
+	    !pl->L.rect && pd_is_gemm(wpd)) {
 		/* A depthwise conv whose weight gradient oneDNN would do as
 		 * one GEMM per channel (im2col): ours instead (dw_wgrad). */
 		dnnl_memory_desc_t px, py;

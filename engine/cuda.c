@@ -823,6 +823,12 @@ static int build(struct cuda *b, struct hp_error *err)
 static int check_supported(const struct hp__plan *p, struct hp_error *err)
 {
 	for (int i = 0; i < p->nlayers; i++) {
+		if (p->layers[i].L.rect)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "layer %d (conv): a non-square "
+					    "kernel or unequal pads run on the "
+					    "CPU backend only",
+					    i);
 		switch (p->layers[i].L.type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_BN:

@@ -86,6 +86,13 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 					    "layer %d (%s): sizes must be "
 					    "positive",
 					    i, tn);
+		if (L->rect && (L->type == HP_LAYER_POOL || L->kernel_w < 1 ||
+				L->pad_w < 0))
+			return hp_error_set(err, HP_EINVAL,
+					    "layer %d (%s): a non-square "
+					    "window is for convs only, sizes "
+					    "positive",
+					    i, tn);
 		if (L->type == HP_LAYER_POOL && 2 * L->pad > L->kernel)
 			return hp_error_set(err, HP_EINVAL,
 					    "layer %d (pool): pad %lld is more "
@@ -378,7 +385,7 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		case HP_LAYER_CONV:
 			if (!hp_mul_i64(pl->L.filters, x->dims[1] / g, &k) ||
 			    !hp_mul_i64(k, pl->L.kernel, &k) ||
-			    !hp_mul_i64(k, pl->L.kernel, &k))
+			    !hp_mul_i64(k, hp_spec_kernel_w(&pl->L), &k))
 				k = -1;
 			k = k < 0 ? -1 : k + pl->L.filters;
 			break;
@@ -449,7 +456,8 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 				 (double)(pl->L.groups > 1
 					      ? x->dims[1] / pl->L.groups
 					      : c16) *
-				 (double)pl->L.kernel * (double)pl->L.kernel +
+				 (double)pl->L.kernel *
+				 (double)hp_spec_kernel_w(&pl->L) +
 			     4.0 * (double)round_up(pl->L.filters, 16);
 			break;
 		case HP_LAYER_BN:
@@ -615,7 +623,8 @@ static int list_params(struct hp_engine *e)
 			w->dims[0] = pl->L.filters;
 			w->dims[1] =
 			    x->dims[1] / (pl->L.groups > 1 ? pl->L.groups : 1);
-			w->dims[2] = w->dims[3] = pl->L.kernel;
+			w->dims[2] = pl->L.kernel;
+			w->dims[3] = hp_spec_kernel_w(&pl->L);
 			b->dims[0] = pl->L.filters;
 			break;
 		case HP_LAYER_BN:

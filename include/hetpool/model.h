@@ -211,14 +211,29 @@ struct hp_spec_layer {
 			   shuffle: the groups, 2 or more, dividing the
 			   channels */
 	int64_t start, channels; /* slice */
-	double lo, hi;		 /* clip */
-	double alpha, beta;	 /* hardsigmoid */
+	/* conv: a kernel that is not square, or pads that differ between
+	 * the axes (Inception's 1x7 and 7x1): kernel and pad are the
+	 * height's, kernel_w and pad_w the width's (hp_spec_kernel_w(),
+	 * hp_spec_pad_w()); false: both axes kernel and pad. */
+	bool rect;
+	int64_t kernel_w, pad_w;
+	double lo, hi;	    /* clip */
+	double alpha, beta; /* hardsigmoid */
 	/* The layers whose outputs this one reads (indices of earlier
 	 * layers; -1: the network input).  ninputs 0: the previous layer's
 	 * output (the network input for layer 0), as in a plain chain. */
 	int ninputs;
 	int inputs[HP_SPEC_MAX_INPUTS];
 };
+/* A conv's or pool's kernel width and left/right padding. */
+static inline int64_t hp_spec_kernel_w(const struct hp_spec_layer *L)
+{
+	return L->rect ? L->kernel_w : L->kernel;
+}
+static inline int64_t hp_spec_pad_w(const struct hp_spec_layer *L)
+{
+	return L->rect ? L->pad_w : L->pad;
+}
 struct hp_spec {
 	char *name;
 	int64_t input[3]; /* C, H, W */

@@ -23,6 +23,10 @@ struct conv_ctx {
 	 * N, g, C/g, H, W: g; then its Transpose (0, 2, 1, 3, 4): -g; the
 	 * Reshape back makes the layer); 0 for the rest */
 	int64_t *shuf;
+	/* per tensor: the zeros a Pad put around its image (a side, H and W
+	 * alike), for the AveragePool after it to take as its own padding;
+	 * 0 for the rest */
+	int64_t *padded;
 	char bad[256];
 	size_t nbad;
 };
@@ -59,10 +63,13 @@ static int pass_through(struct conv_ctx *c, const struct hp_node *n, int in,
 	return 0;
 }
 
-/* A square kernel with equal strides and symmetric, equal pads; *ceil
+/* A kernel with equal strides and pads alike on both sides of each axis:
+ * the height's in *k and *pad; the width's in *kw and *padw, which NULL
+ * refuses when they differ (a square kernel, equal pads: pools).  *ceil
  * (NULL: refused) gets ceil_mode. */
 static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
-		  int64_t *st, int64_t *pad, bool *ceil, struct hp_error *err)
+		  int64_t *st, int64_t *pad, int64_t *kw, int64_t *padw,
+		  bool *ceil, struct hp_error *err)
 {
 	const struct hp_attr *ks = hp_node_attr(n, "kernel_shape");
 	const struct hp_attr *ss = hp_node_attr(n, "strides");
@@ -83,17 +90,22 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 	*k = 0;
 	*st = 1;
 	*pad = 0;
+	if (kw)
+		*kw = *padw = 0;
 	if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
 		return hp_error_set(
 		    err, HP_EUNSUPP,
 		    "node %s (%s): auto_pad %s is not supported", n->name,
 		    n->op, ap);
-	if (ks && ks->n == 2 && ks->ints[0] == ks->ints[1])
+	if (ks && ks->n == 2 && (kw || ks->ints[0] == ks->ints[1])) {
 		*k = ks->ints[0];
-	else if (need_kernel || ks)
+		if (kw)
+			*kw = ks->ints[1];
+	} else if (need_kernel || ks) {
 		return hp_error_set(err, HP_EUNSUPP,
-				    "node %s (%s): only square 2-D kernels",
-				    n->name, n->op);
+				    "node %s (%s): only %s2-D kernels", n->name,
+				    n->op, kw ? "" : "square ");
+	}
 	if (ss) {
 		if (ss->n != 2 || ss->ints[0] != ss->ints[1])
 			return hp_error_set(err, HP_EUNSUPP,
@@ -102,14 +114,22 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 		*st = ss->ints[0];
 	}
 	if (ps) {
-		if (ps->n != 4 || ps->ints[0] != ps->ints[1] ||
-		    ps->ints[0] != ps->ints[2] || ps->ints[0] != ps->ints[3])
+		/* ONNX: h begin, w begin, h end, w end */
+		if (ps->n != 4 || ps->ints[0] != ps->ints[2] ||
+		    ps->ints[1] != ps->ints[3] ||
+		    (!kw && ps->ints[0] != ps->ints[1]))
 			return hp_error_set(err, HP_EUNSUPP,
 					    "node %s (%s): only equal pads on "
-					    "all sides",
-					    n->name, n->op);
+					    "%s",
+					    n->name, n->op,
+					    kw ? "both sides of each axis"
+					       : "all sides");
 		*pad = ps->ints[0];
+		if (kw)
+			*padw = ps->ints[1];
 	}
+	if (kw && !ks)
+		*kw = *k;
 	if (ds)
 		for (size_t i = 0; i < ds->n; i++)
 			if (ds->ints[i] != 1)
@@ -124,7 +144,8 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 				    "node %s (%s): ceil_mode is not supported",
 				    n->name, n->op);
 	if (*k < 0 || *k > 4096 || *st < 1 || *st > 4096 || *pad < 0 ||
-	    *pad > 4096)
+	    *pad > 4096 ||
+	    (kw && (*kw < 0 || *kw > 4096 || *padw < 0 || *padw > 4096)))
 		return hp_error_set(err, HP_ERANGE,
 				    "node %s (%s): window out of range",
 				    n->name, n->op);
@@ -181,17 +202,30 @@ static bool mean_over_hw(const struct hp_graph *g, const struct hp_node *n)
 }
 
 /* A Pad whose pads are all known and all 0. */
-static bool zero_pads(const struct hp_graph *g, const struct hp_node *n)
+/*
+ * A Pad's zeros around an N, C, H, W image: the amount on every side of
+ * H and W when it is the same on all four and N and C get none, 0 for no
+ * padding at all, -1 for anything else (another mode, a value other than
+ * 0, uneven sides).
+ */
+static int64_t zero_pads(const struct hp_graph *g, const struct hp_node *n)
 {
+	const char *mode = hp_node_attr_s(n, "mode", "constant");
 	const int64_t *p;
-	int64_t np;
+	int64_t np, side;
 
-	if (!const_ints(g, n, "pads", 1, &p, &np))
-		return false;
+	if (!const_ints(g, n, "pads", 1, &p, &np) || np < 1)
+		return -1;
+	side = np == 8 ? p[2] : 0;
 	for (int64_t i = 0; i < np; i++)
-		if (p[i])
-			return false;
-	return true;
+		if (p[i] != (np == 8 && i % 4 >= 2 ? side : 0))
+			return -1;
+	if (side > 0 && (strcmp(mode, "constant") ||
+			 const_f(g, n, 2, hp_node_attr_f(n, "value", 0)) != 0 ||
+			 (n->ninputs > 2 && n->inputs[2] >= 0 &&
+			  g->tensors[n->inputs[2]].nfvals != 1)))
+		return -1;
+	return side < 0 || side > 4096 ? -1 : side;
 }
 
 static int add_layer(struct conv_ctx *c, const struct hp_node *n,
@@ -373,6 +407,21 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    n->name, op, HP_SPEC_MAX_INPUTS);
 		ins[nin++] = c->val[t];
 	}
+	/* a padded image goes only to an average pool without padding of
+	 * its own */
+	for (int k = 0; k < n->ninputs; k++) {
+		int t = n->inputs[k];
+		const struct hp_attr *pa = hp_node_attr(n, "pads");
+		bool own = false;
+		if (t < 0 || !c->padded[t])
+			continue;
+		for (size_t q = 0; pa && pa->type == HP_ATTR_INTS && q < pa->n;
+		     q++)
+			own = own || pa->ints[q] != 0;
+		if (k > 0 || strcmp(op, "AveragePool") || own ||
+		    hp_node_attr_i(n, "ceil_mode", 0))
+			return pass_through(c, n, ins[0], "Pad (not of zeros)");
+	}
 	/* a shuffle's 5-D tensors go only to the next step of the shuffle */
 	for (int k = 0; k < n->ninputs; k++) {
 		int t = n->inputs[k];
@@ -387,9 +436,12 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	if (!strcmp(op, "Conv")) {
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		L.type = HP_LAYER_CONV;
-		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, NULL,
-				 err)))
+		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad,
+				 &L.kernel_w, &L.pad_w, NULL, err)))
 			return rc;
+		L.rect = L.kernel_w != L.kernel || L.pad_w != L.pad;
+		if (!L.rect)
+			L.kernel_w = L.pad_w = 0;
 		L.groups = hp_node_attr_i(n, "group", 1);
 		if (w < 0 || g->tensors[w].rank != 4 ||
 		    g->tensors[w].dims[0] < 1)
@@ -441,8 +493,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	} else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
 		L.type = HP_LAYER_POOL;
 		L.pool_max = !strcmp(op, "MaxPool");
-		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad,
-				 &L.ceil_mode, err)))
+		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, NULL,
+				 NULL, &L.ceil_mode, err)))
 			return rc;
 		if (L.ceil_mode && !L.pool_max)
 			return hp_error_set(err, HP_EUNSUPP,
@@ -456,6 +508,14 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "left out of the average is not "
 					    "supported",
 					    n->name);
+		if (c->padded[n->inputs[0]] > 0) {
+			/* the Pad's zeros before it (the guard above let
+			 * only an average pool without its own read them) */
+			L.pad = c->padded[n->inputs[0]];
+			if (L.kernel > 0 && 2 * L.pad > L.kernel)
+				return pass_through(c, n, ins[0],
+						    "Pad (not of zeros)");
+		}
 		if (2 * L.pad > L.kernel)
 			return hp_error_set(err, HP_EUNSUPP,
 					    "node %s (%s): pad more than half "
@@ -472,11 +532,15 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "ReduceMean (not over H and W)");
 		L.type = HP_LAYER_GAP;
 	} else if (!strcmp(op, "Pad")) {
-		/* PyTorch exports an average pool with a Pad of zeros before
-		 * it: nothing to do */
+		/* PyTorch exports an average pool with padding as a Pad of
+		 * zeros and the pool: the pool takes the padding (the
+		 * engine's average counts it, as count_include_pad does);
+		 * DenseNet's pads nothing */
+		int64_t side = zero_pads(g, n);
+		if (side > 0)
+			c->padded[n->outputs[0]] = side;
 		return pass_through(c, n, ins[0],
-				    zero_pads(g, n) ? NULL
-						    : "Pad (not of zeros)");
+				    side >= 0 ? NULL : "Pad (not of zeros)");
 	} else if (!strcmp(op, "Add") || !strcmp(op, "Sum")) {
 		L.type = HP_LAYER_ADD;
 		if (nin != n->ninputs || nin < 2)
@@ -604,12 +668,14 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	c.s = s;
 	c.val = malloc((size_t)g->ntensors * sizeof(*c.val));
 	c.shuf = calloc((size_t)g->ntensors + 1, sizeof(*c.shuf));
+	c.padded = calloc((size_t)g->ntensors + 1, sizeof(*c.padded));
 	order = malloc((size_t)(g->nnodes + 1) * sizeof(*order));
 	/* a layer a node, but a Split's for each of its outputs */
 	s->layers = calloc((size_t)g->nnodes + (size_t)g->ntensors + 1,
 			   sizeof(*s->layers));
 	s->name = hp_strdup(g->name ? g->name : "onnx");
-	if (!c.val || !c.shuf || !order || !s->layers || !s->name) {
+	if (!c.val || !c.shuf || !c.padded || !order || !s->layers ||
+	    !s->name) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -665,6 +731,7 @@ out:
 	free(json);
 	free(c.val);
 	free(c.shuf);
+	free(c.padded);
 	free(order);
 	if (rc)
 		hp_spec_release(s);

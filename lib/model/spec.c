@@ -82,6 +82,48 @@ static int get_int(json_t *o, const char *key, int64_t def, int64_t min,
 	return 0;
 }
 
+/*
+ * An integer, or a pair [height, width] of them (a conv's "kernel" and
+ * "pad"): *h and *w get it (both the same for one integer), def when key
+ * is absent (def < min: required).
+ */
+static int get_hw(json_t *o, const char *key, int64_t def, int64_t min,
+		  int64_t max, int64_t *h, int64_t *w, const char *where,
+		  struct hp_error *err)
+{
+	json_t *v = json_object_get(o, key);
+	int64_t x[2];
+
+	if (!json_is_array(v)) {
+		int rc = get_int(o, key, def, min, max, h, where, err);
+		*w = *h;
+		return rc;
+	}
+	if (json_array_size(v) != 2)
+		return hp_error_set(err, HP_EINVAL,
+				    "%s: \"%s\" must be an integer or a pair "
+				    "[height, width]",
+				    where, key);
+	for (int k = 0; k < 2; k++) {
+		json_t *e = json_array_get(v, (size_t)k);
+		if (!json_is_integer(e))
+			return hp_error_set(err, HP_EINVAL,
+					    "%s: \"%s\"[%d] must be an "
+					    "integer",
+					    where, key, k);
+		x[k] = json_integer_value(e);
+		if (x[k] < min || x[k] > max)
+			return hp_error_set(err, HP_ERANGE,
+					    "%s: \"%s\"[%d] is %lld, must be "
+					    "%lld..%lld",
+					    where, key, k, (long long)x[k],
+					    (long long)min, (long long)max);
+	}
+	*h = x[0];
+	*w = x[1];
+	return 0;
+}
+
 /* An optional finite number: *out keeps its default when key is absent. */
 static int get_num(json_t *o, const char *key, double *out, const char *where,
 		   struct hp_error *err)
@@ -184,15 +226,18 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		if ((rc = check_keys(lj, k_conv, where, err)) ||
 		    (rc = get_int(lj, "filters", -1, 1, SPEC_MAX_SIZE,
 				  &L->filters, where, err)) ||
-		    (rc = get_int(lj, "kernel", -1, 1, 4096, &L->kernel, where,
-				  err)) ||
+		    (rc = get_hw(lj, "kernel", -1, 1, 4096, &L->kernel,
+				 &L->kernel_w, where, err)) ||
 		    (rc = get_int(lj, "stride", 1, 1, 4096, &L->stride, where,
 				  err)) ||
-		    (rc =
-			 get_int(lj, "pad", 0, 0, 4096, &L->pad, where, err)) ||
+		    (rc = get_hw(lj, "pad", 0, 0, 4096, &L->pad, &L->pad_w,
+				 where, err)) ||
 		    (rc = get_int(lj, "groups", 1, 1, SPEC_MAX_SIZE, &L->groups,
 				  where, err)))
 			return rc;
+		L->rect = L->kernel_w != L->kernel || L->pad_w != L->pad;
+		if (!L->rect)
+			L->kernel_w = L->pad_w = 0;
 	} else if (!strcmp(type, "clip")) {
 		L->type = HP_LAYER_CLIP;
 		L->lo = 0;
@@ -453,7 +498,9 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 		switch (L->type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_POOL: {
-			int64_t ph = h + 2 * L->pad, pw = w + 2 * L->pad;
+			int64_t ph = h + 2 * L->pad,
+				pw = w + 2 * hp_spec_pad_w(L),
+				kw = hp_spec_kernel_w(L);
 			int64_t g = L->groups > 1 ? L->groups : 1;
 			if (f) {
 				rc = hp_error_set(err, HP_EINVAL,
@@ -473,18 +520,18 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 				    (long long)L->filters);
 				goto out;
 			}
-			if (L->kernel > ph || L->kernel > pw) {
+			if (L->kernel > ph || kw > pw) {
 				rc = hp_error_set(
 				    err, HP_ESHAPE,
-				    "layer %d (%s): kernel %lld larger "
+				    "layer %d (%s): kernel %lldx%lld larger "
 				    "than input %lldx%lld (padded)",
-				    i, tn, (long long)L->kernel, (long long)ph,
-				    (long long)pw);
+				    i, tn, (long long)L->kernel, (long long)kw,
+				    (long long)ph, (long long)pw);
 				goto out;
 			}
 			h = pool_out(h, L->kernel, L->stride, L->pad,
 				     L->ceil_mode);
-			w = pool_out(w, L->kernel, L->stride, L->pad,
+			w = pool_out(w, kw, L->stride, hp_spec_pad_w(L),
 				     L->ceil_mode);
 			if (L->type == HP_LAYER_CONV)
 				c = L->filters;
@@ -815,7 +862,7 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		case HP_LAYER_CONV: {
 			int64_t gr = L->groups > 1 ? L->groups : 1;
 			int64_t wd[4] = {L->filters, c / gr, L->kernel,
-					 L->kernel};
+					 hp_spec_kernel_w(L)};
 			char wn[112];
 			op = "Conv";
 			snprintf(wn, sizeof(wn), "%s.weight", nm);
@@ -960,10 +1007,10 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		g->tensors[y].producer = ni;
 		n = &g->nodes[ni];
 		if (L->type == HP_LAYER_CONV || L->type == HP_LAYER_POOL) {
-			if (!set_ints(n, "kernel_shape", L->kernel, L->kernel,
-				      2) ||
+			if (!set_ints(n, "kernel_shape", L->kernel,
+				      hp_spec_kernel_w(L), 2) ||
 			    !set_ints(n, "strides", L->stride, L->stride, 2) ||
-			    !set_ints(n, "pads", L->pad, L->pad, 4))
+			    !set_ints(n, "pads", L->pad, hp_spec_pad_w(L), 4))
 				goto nomem;
 			if (L->type == HP_LAYER_CONV && L->groups > 1) {
 				struct hp_attr *a =
@@ -1102,6 +1149,16 @@ char *hp_spec_to_json(const struct hp_spec *s)
 			if (o && L->groups > 1)
 				json_object_set_new(o, "groups",
 						    json_integer(L->groups));
+			if (o && L->rect) {
+				json_object_set_new(
+				    o, "kernel",
+				    json_pack("[I,I]", (json_int_t)L->kernel,
+					      (json_int_t)L->kernel_w));
+				json_object_set_new(
+				    o, "pad",
+				    json_pack("[I,I]", (json_int_t)L->pad,
+					      (json_int_t)L->pad_w));
+			}
 			break;
 		case HP_LAYER_CLIP:
 			o = json_pack("{s:s, s:f, s:f}", "type", "clip", "min",

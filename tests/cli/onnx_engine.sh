@@ -84,6 +84,21 @@ halves = sorted({(l['start'], l['channels']) for l in sl})
 sys.exit(0 if (len(sl), len(sh), {l['groups'] for l in sh}) == (26, 16, {2}) and
          halves == [(0, 58), (0, 116), (0, 232), (58, 58), (116, 116), (232, 232)] else 1)
 PY
+# Inception v3 (at its smallest input, 75x75): the 1x7, 7x1, 1x3 and 3x1
+# convs (4 InceptionC blocks of 6, InceptionD's 2, 2 InceptionE blocks of
+# 4: 34) and the average pools whose padding PyTorch exports as a Pad of
+# zeros (3 InceptionA, 4 InceptionC and 2 InceptionE blocks: 9)
+expect_status profile_onnx_inception 0 "$HP" profile "$TV/inception_v3.train.onnx" --batch 2 \
+	--input-shape 3x75x75 --threads 1 --max-seconds 0.3 --retries 0 --out "$TMP/inc.csv" \
+	--save-spec "$TMP/inc.json"
+if "$PY" - "$TMP/inc.json" <<'PY'; then ok profile_onnx_inception_forms; else fail profile_onnx_inception_forms "$(head -c 300 "$TMP/inc.json")"; fi
+import json, sys
+L = json.load(open(sys.argv[1]))['layers']
+rect = sorted({tuple(l['kernel']) for l in L if isinstance(l.get('kernel'), list)})
+n_rect = sum(isinstance(l.get('kernel'), list) for l in L)
+padded = sum(l['type'] == 'pool' and l['op'] == 'avg' and l['pad'] == 1 for l in L)
+sys.exit(0 if (n_rect, rect, padded) == (34, [(1, 3), (1, 7), (3, 1), (7, 1)], 9) else 1)
+PY
 # the data folder's copy of it (Zeus's model) runs too
 expect_status profile_onnx_shufflenet_data 0 "$HP" profile "$SHUF" --batch 2 --input-shape 3x32x32 \
 	--threads 1 --max-seconds 0.3 --retries 0 --out "$TMP/s.csv"

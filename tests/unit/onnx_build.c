@@ -235,6 +235,20 @@ void ob_const_i64(struct ob *b, const char *output, int n, const int64_t *v)
 	memcpy(a->t->int64_data, v, (size_t)n * sizeof(int64_t));
 }
 
+void ob_const_f32(struct ob *b, const char *output, float v)
+{
+	int node = ob_node(b, "Constant", "", output);
+	Onnx__AttributeProto *a = attr(
+	    b, node, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	int64_t d = 1;
+
+	/* a scalar (rank 0) float */
+	a->t = tensor(b, output, 0, &d, 1);
+	a->t->n_float_data = 1;
+	a->t->float_data = zalloc(b, sizeof(float));
+	a->t->float_data[0] = v;
+}
+
 void ob_output(struct ob *b, const char *name)
 {
 	Onnx__ValueInfoProto *vi = zalloc(b, sizeof(*vi));

@@ -29,6 +29,8 @@ void ob_attr_ints(struct ob *b, int node, const char *name, int n,
 		  const int64_t *v);
 /* Constant node output with int64 values; n < 0 makes a scalar of v[0]. */
 void ob_const_i64(struct ob *b, const char *output, int n, const int64_t *v);
+/* A Constant node: a float scalar. */
+void ob_const_f32(struct ob *b, const char *output, float v);
 void ob_output(struct ob *b, const char *name);
 /* Serialize; *len gets the size; caller frees the result.  Frees b. */
 uint8_t *ob_finish(struct ob *b, size_t *len);

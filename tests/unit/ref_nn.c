@@ -35,27 +35,35 @@ static int64_t pool_size(int64_t in, int64_t k, int64_t s, int64_t p,
 	return o;
 }
 
-/* Offset in an h x w plane of tap (u, v) of output (i, j), or -1 when the
- * tap falls in the padding. */
-static int64_t tap(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
-		   int64_t p, int64_t h, int64_t w)
+/* Offset in an h x w plane of tap (u, v) of output (i, j), padded by ph
+ * rows and pw columns on each side, or -1 when the tap falls in the
+ * padding. */
+static int64_t tap2(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
+		    int64_t ph, int64_t pw, int64_t h, int64_t w)
 {
-	int64_t yy = i * s - p + u, xx = j * s - p + v;
+	int64_t yy = i * s - ph + u, xx = j * s - pw + v;
 
 	if (yy < 0 || yy >= h || xx < 0 || xx >= w)
 		return -1;
 	return yy * w + xx;
 }
 
-/* Output element q = ((in * o + oc) * oh + i) * ow + j sums the taps
- * r = (icg * k + u) * k + v of filter oc over the cg = c / g input
- * channels of its group. */
-void ref_gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
-		   const double *wt, const double *b, int64_t o, int64_t k,
-		   int64_t s, int64_t p, int64_t g, double *y)
+static int64_t tap(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
+		   int64_t p, int64_t h, int64_t w)
 {
-	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
-	int64_t kk = k * k, cg = c / g, og = o / g;
+	return tap2(i, j, u, v, s, p, p, h, w);
+}
+
+/* Output element q = ((in * o + oc) * oh + i) * ow + j sums the taps
+ * r = (icg * kh + u) * kw + v of filter oc over the cg = c / g input
+ * channels of its group; a kh x kw kernel, ph and pw pads. */
+static void gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h,
+		      int64_t w, const double *wt, const double *b, int64_t o,
+		      int64_t kh, int64_t kw, int64_t s, int64_t ph, int64_t pw,
+		      int64_t g, double *y)
+{
+	int64_t oh = out_size(h, kh, s, ph), ow = out_size(w, kw, s, pw);
+	int64_t kk = kh * kw, cg = c / g, og = o / g;
 
 	for (int64_t q = 0; q < n * o * oh * ow; q++) {
 		int64_t j = q % ow, i = q / ow % oh;
@@ -63,8 +71,8 @@ void ref_gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		int64_t c0 = oc / og * cg;
 		double acc = b[oc];
 		for (int64_t r = 0; r < cg * kk; r++) {
-			int64_t ic = c0 + r / kk, u = r / k % k, v = r % k;
-			int64_t t = tap(i, j, u, v, s, p, h, w);
+			int64_t ic = c0 + r / kk, u = r / kw % kh, v = r % kw;
+			int64_t t = tap2(i, j, u, v, s, ph, pw, h, w);
 			if (t >= 0)
 				acc += x[(in * c + ic) * h * w + t] *
 				       wt[oc * cg * kk + r];
@@ -73,13 +81,20 @@ void ref_gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 	}
 }
 
-void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
-		   const double *wt, int64_t o, int64_t k, int64_t s, int64_t p,
-		   int64_t g, const double *dy, double *dx, double *dw,
-		   double *db)
+void ref_gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		   const double *wt, const double *b, int64_t o, int64_t k,
+		   int64_t s, int64_t p, int64_t g, double *y)
 {
-	int64_t oh = out_size(h, k, s, p), ow = out_size(w, k, s, p);
-	int64_t kk = k * k, cg = c / g, og = o / g;
+	gconv_fwd(x, n, c, h, w, wt, b, o, k, k, s, p, p, g, y);
+}
+
+static void gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h,
+		      int64_t w, const double *wt, int64_t o, int64_t kh,
+		      int64_t kw, int64_t s, int64_t ph, int64_t pw, int64_t g,
+		      const double *dy, double *dx, double *dw, double *db)
+{
+	int64_t oh = out_size(h, kh, s, ph), ow = out_size(w, kw, s, pw);
+	int64_t kk = kh * kw, cg = c / g, og = o / g;
 
 	memset(dx, 0, (size_t)(n * c * h * w) * sizeof(double));
 	memset(dw, 0, (size_t)(o * cg * kk) * sizeof(double));
@@ -91,8 +106,8 @@ void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		double gq = dy[q];
 		db[oc] += gq;
 		for (int64_t r = 0; r < cg * kk; r++) {
-			int64_t ic = c0 + r / kk, u = r / k % k, v = r % k;
-			int64_t t = tap(i, j, u, v, s, p, h, w);
+			int64_t ic = c0 + r / kk, u = r / kw % kh, v = r % kw;
+			int64_t t = tap2(i, j, u, v, s, ph, pw, h, w);
 			int64_t xi = (in * c + ic) * h * w + t;
 			if (t < 0)
 				continue;
@@ -100,6 +115,14 @@ void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 			dx[xi] += gq * wt[oc * cg * kk + r];
 		}
 	}
+}
+
+void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
+		   const double *wt, int64_t o, int64_t k, int64_t s, int64_t p,
+		   int64_t g, const double *dy, double *dx, double *dw,
+		   double *db)
+{
+	gconv_bwd(x, n, c, h, w, wt, o, k, k, s, p, p, g, dy, dx, dw, db);
 }
 
 void ref_conv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
@@ -272,6 +295,19 @@ struct shape {
 	int64_t c, h, w;
 };
 
+/* A conv's kernel width and column padding: the spec's kernel_w and
+ * pad_w where it says the window is not square (rect), else the height's
+ * (written out here rather than through model.h's accessors). */
+static int64_t kw_of(const struct hp_spec_layer *L)
+{
+	return L->rect ? L->kernel_w : L->kernel;
+}
+
+static int64_t pw_of(const struct hp_spec_layer *L)
+{
+	return L->rect ? L->pad_w : L->pad;
+}
+
 static int in_of(const struct hp_spec_layer *L, int i, int k)
 {
 	return L->ninputs ? L->inputs[k] : i - 1;
@@ -294,7 +330,7 @@ static int walk(const struct hp_spec *s, struct shape *sh)
 		case HP_LAYER_POOL:
 			h = pool_size(h, L->kernel, L->stride, L->pad,
 				      L->ceil_mode);
-			w = pool_size(w, L->kernel, L->stride, L->pad,
+			w = pool_size(w, kw_of(L), L->stride, pw_of(L),
 				      L->ceil_mode);
 			if (L->type == HP_LAYER_CONV)
 				c = L->filters;
@@ -356,7 +392,7 @@ int64_t ref_param_numel(const struct hp_spec *s, int idx)
 		switch (L->type) {
 		case HP_LAYER_CONV:
 			nw = L->filters * (a.c / groups_of(L)) * L->kernel *
-			     L->kernel;
+			     kw_of(L);
 			nb = L->filters;
 			break;
 		case HP_LAYER_BN:
@@ -433,9 +469,10 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		switch (L->type) {
 		case HP_LAYER_CONV:
 			pidx[i] = pk;
-			ref_gconv_fwd(in, n, a.c, a.h, a.w, r->params[pk],
-				      r->params[pk + 1], L->filters, L->kernel,
-				      L->stride, L->pad, groups_of(L), y);
+			gconv_fwd(in, n, a.c, a.h, a.w, r->params[pk],
+				  r->params[pk + 1], L->filters, L->kernel,
+				  kw_of(L), L->stride, L->pad, pw_of(L),
+				  groups_of(L), y);
 			pk += 2;
 			break;
 		case HP_LAYER_BN:
@@ -618,15 +655,16 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		switch (L->type) {
 		case HP_LAYER_CONV: {
 			int64_t nw = L->filters * (a.c / groups_of(L)) *
-				     L->kernel * L->kernel;
+				     L->kernel * kw_of(L);
 			double *tw =
 			    dw ? dw : malloc((size_t)nw * sizeof(double));
 			double *tb =
 			    db ? db
 			       : malloc((size_t)L->filters * sizeof(double));
-			ref_gconv_bwd(in, n, a.c, a.h, a.w, r->params[q],
-				      L->filters, L->kernel, L->stride, L->pad,
-				      groups_of(L), dy, g, tw, tb);
+			gconv_bwd(in, n, a.c, a.h, a.w, r->params[q],
+				  L->filters, L->kernel, kw_of(L), L->stride,
+				  L->pad, pw_of(L), groups_of(L), dy, g, tw,
+				  tb);
 			if (!dw)
 				free(tw);
 			if (!db)

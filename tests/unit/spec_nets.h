@@ -51,6 +51,11 @@
 		       "," CONV(4, 1, 1, 0) "," RELU "," CONV(                 \
 			   8, 1, 1, 0) "," SIGMOID "," MUL("3,8") "," FC(3))
 #define FLATTEN "{\"type\":\"flatten\"}"
+/* Inception's non-square convs: a kh x kw kernel, ph and pw pads; g
+ * groups */
+#define RCONV(f, kh, kw, s, ph, pw, g)                                         \
+	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":[" #kh "," #kw       \
+	"],\"stride\":" #s ",\"pad\":[" #ph "," #pw "],\"groups\":" #g "}"
 /* ShuffleNet's forms: a slice of the channels, a channel shuffle */
 #define SLICE(start, ch, in)                                                   \
 	"{\"type\":\"slice\",\"start\":" #start ",\"channels\":" #ch IN(in) "}"

@@ -1035,6 +1035,27 @@ HP_TEST(engine_slice_and_shuffle)
 		  3, 2);
 }
 
+HP_TEST(engine_conv_rectangular)
+{
+	/* Inception's 1x7 then 7x1 (pads 0,3 and 3,0) on a non-square
+	 * image, a strided 3x1, a grouped 1x3 and a depthwise 1x5 (oneDNN's
+	 * own weight gradient, not the square depthwise one's) */
+	check_net(NET("[3,9,8]", 3,
+		      RCONV(8, 1, 7, 1, 0, 3,
+			    1) "," BN "," RELU
+			       "," RCONV(8, 7, 1, 1, 3, 0, 1) "," RCONV(
+				   8, 3, 1, 2, 1, 0,
+				   1) "," RCONV(8, 1, 3, 1, 0, 1,
+						2) "," RCONV(8, 1, 5, 1, 0, 2,
+							     8) "," FC(3)),
+		  3, 2);
+	/* unequal pads on a square kernel, and no padding on one axis */
+	check_net(NET("[2,6,6]", 3,
+		      RCONV(4, 3, 3, 1, 1, 0, 1) "," RCONV(4, 2, 3, 1, 0, 1,
+							   1) "," FC(3)),
+		  3, 2);
+}
+
 HP_TEST(engine_concat_blocked)
 {
 	/* channels in whole blocks of 16 (a DenseNet's): the output and its
@@ -1538,6 +1559,94 @@ HP_TEST(engine_onnx_shufflenet_unit)
 		ASSERT_EQ_INT(hp_spec_from_graph(g, shape, true, &s, &err),
 			      HP_EUNSUPP);
 		if (!strstr(err.msg, refused[v]))
+			HP_FAIL("variant %d: %s", v, err.msg);
+		hp_graph_free(g);
+	}
+}
+
+/* Inception's forms as torchvision exports them: a 1x7 conv (pads 0, 3)
+ * and a 7x1 (3, 0), and an average pool with padding as a Pad of zeros
+ * and the pool.  variant 1: a max pool after the Pad; 2: a Pad of ones;
+ * 3: a Pad on one side only. */
+static uint8_t *inception_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 3, 7, 7}, w1[4] = {4, 3, 1, 7},
+		w2[4] = {5, 4, 7, 1}, fw[2] = {3, 5}, fb[1] = {3},
+		k3[2] = {3, 3}, one[2] = {1, 1};
+	int64_t pads[8] = {0, 0, 1, 1, 0, 0, 1, 1},
+		pads_one_side[8] = {0, 0, 1, 1, 0, 0, 0, 0};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "w2", 4, w2);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_const_i64(b, "pads", 8, variant == 3 ? pads_one_side : pads);
+	ob_const_f32(b, "value", variant == 2 ? 1.0f : 0.0f);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, (int64_t[]){1, 7});
+	ob_attr_ints(b, n, "pads", 4, (int64_t[]){0, 3, 0, 3});
+	n = ob_node(b, "Conv", "c1,w2", "c2");
+	ob_attr_ints(b, n, "kernel_shape", 2, (int64_t[]){7, 1});
+	ob_attr_ints(b, n, "pads", 4, (int64_t[]){3, 0, 3, 0});
+	n = ob_node(b, "Pad", "c2,pads,value", "pd");
+	ob_attr_s(b, n, "mode", "constant");
+	n = ob_node(b, variant == 1 ? "MaxPool" : "AveragePool", "pd", "ap");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "strides", 2, one);
+	ob_node(b, "GlobalAveragePool", "ap", "gp");
+	n = ob_node(b, "Flatten", "gp", "fl");
+	ob_attr_i(b, n, "axis", 1);
+	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_inception_forms)
+{
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_graph *g;
+	size_t len;
+	uint8_t *buf = inception_onnx(&len, 0);
+	int64_t shape[3] = {3, 7, 7};
+	char *js;
+
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	if (hp_spec_from_graph(g, shape, true, &s, &err))
+		HP_FAIL("hp_spec_from_graph: %s", err.msg);
+	hp_graph_free(g);
+	/* conv 1x7, conv 7x1, avg pool (the Pad's 1 its padding), gap,
+	 * flatten, fc */
+	ASSERT_EQ_INT(s.nlayers, 6);
+	ASSERT(s.layers[0].rect && s.layers[0].kernel == 1 &&
+	       s.layers[0].kernel_w == 7 && s.layers[0].pad == 0 &&
+	       s.layers[0].pad_w == 3);
+	ASSERT(s.layers[1].rect && s.layers[1].kernel == 7 &&
+	       s.layers[1].kernel_w == 1 && s.layers[1].pad == 3 &&
+	       s.layers[1].pad_w == 0);
+	ASSERT_EQ_INT(s.layers[2].type, HP_LAYER_POOL);
+	ASSERT(!s.layers[2].pool_max);
+	ASSERT_EQ_INT(s.layers[2].pad, 1);
+	js = hp_spec_to_json(&s);
+	ASSERT(js && strstr(js, "\"kernel\":[1,7]") &&
+	       strstr(js, "\"pad\":[0,3]"));
+	hp_spec_release(&s);
+	check_net(js, 3, 2);
+	free(js);
+	for (int v = 1; v < 4; v++) {
+		buf = inception_onnx(&len, v);
+		g = hp_onnx_parse(buf, len, &err);
+		free(buf);
+		ASSERT(g != NULL);
+		ASSERT_EQ_INT(hp_spec_from_graph(g, shape, true, &s, &err),
+			      HP_EUNSUPP);
+		if (!strstr(err.msg, "Pad (not of zeros)"))
 			HP_FAIL("variant %d: %s", v, err.msg);
 		hp_graph_free(g);
 	}

@@ -252,6 +252,47 @@ HP_TEST(model_spec_slice_and_shuffle)
 	hp_spec_release(&s);
 }
 
+HP_TEST(model_spec_conv_rectangular)
+{
+	/* a 1x7 conv padded 0, 3 on a 3x5x9 input, then a 3x1 padded 1, 0:
+	 * the image keeps 5x9 through both */
+	static const char js[] =
+	    "{\"input\":[3,5,9],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
+	    "\"kernel\":[1,7],\"pad\":[0,3]},{\"type\":\"conv\",\"filters\":2,"
+	    "\"kernel\":[3,1],\"pad\":[1,0]},{\"type\":\"conv\",\"filters\":"
+	    "2,\"kernel\":[3,3],\"pad\":[1,1]}]}";
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_spec s;
+	int64_t sh[3][3];
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &f, &err), 0);
+	/* weights 4*3*7 + 4, 2*4*3 + 2, 2*2*9 + 2; MACs 45 pixels x
+	 * (4*21 + 2*12 + 2*18) */
+	ASSERT_EQ_INT(f.params, 88 + 26 + 38);
+	ASSERT_EQ_INT(f.macs_per_sample, 45 * (84 + 24 + 36));
+	hp_features_release(&f);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT_EQ_INT(hp_spec_shapes(&s, sh, NULL, &err), 0);
+	ASSERT_EQ_INT(sh[0][1], 5);
+	ASSERT_EQ_INT(sh[0][2], 9);
+	ASSERT_EQ_INT(sh[1][1], 5);
+	ASSERT_EQ_INT(sh[1][2], 9);
+	ASSERT(s.layers[0].rect && s.layers[1].rect);
+	/* a pair of equal values is the square form */
+	ASSERT(!s.layers[2].rect);
+	back = hp_spec_to_json(&s);
+	ASSERT(back && strstr(back, "\"kernel\":[1,7]") &&
+	       strstr(back, "\"pad\":[1,0]") && strstr(back, "\"kernel\":3,"));
+	free(back);
+	hp_spec_release(&s);
+}
+
 HP_TEST(model_spec_ending_in_4d_analyses)
 {
 	static const char allconv[] =
@@ -676,7 +717,7 @@ HP_TEST(bad_spec_inputs)
 	} cases[] = {
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
 	     "\"kernel\":9}]}",
-	     "kernel 9 larger"},
+	     "kernel 9x9 larger"},
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"kernel\":2},"
 	     "{\"type\":\"pool\",\"kernel\":2},{\"type\":\"pool\",\"kernel\":2}"
 	     ","
@@ -736,6 +777,19 @@ HP_TEST(bad_spec_inputs)
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"fc\",\"units\":"
 	     "4},{\"type\":\"slice\",\"channels\":2}]}",
 	     "layer 1 (slice): channels 0..1 of a flat input of 4"},
+	    /* a conv's kernel and pad: an integer or [height, width] */
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
+	     "\"kernel\":[1,7,7]}]}",
+	     "\"kernel\" must be an integer or a pair [height, width]"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
+	     "\"kernel\":[0,7]}]}",
+	     "\"kernel\"[0] is 0, must be 1..4096"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
+	     "\"kernel\":[1,3],\"pad\":[0,\"1\"]}]}",
+	     "\"pad\"[1] must be an integer"},
+	    {"{\"input\":[3,8,4],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
+	     "\"kernel\":[1,7]}]}",
+	     "kernel 1x7 larger than input 8x4"},
 	    /* a shuffle's groups: 2 or more, dividing the channels */
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"shuffle\","
 	     "\"groups\":1}]}",
