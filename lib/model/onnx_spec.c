@@ -201,7 +201,6 @@ static bool mean_over_hw(const struct hp_graph *g, const struct hp_node *n)
 	       g->tensors[n->inputs[0]].rank == 4;
 }
 
-/* A Pad whose pads are all known and all 0. */
 /*
  * A Pad's zeros around an N, C, H, W image: the amount on every side of
  * H and W when it is the same on all four and N and C get none, 0 for no
@@ -378,6 +377,7 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	struct hp_spec_layer L;
 	int ins[HP_SPEC_MAX_INPUTS], nin = 0, rc;
 	const char *op = n->op;
+	int x0 = n->ninputs > 0 ? n->inputs[0] : -1; /* the data input */
 	bool any = false;
 
 	memset(&L, 0, sizeof(L));
@@ -407,6 +407,17 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    n->name, op, HP_SPEC_MAX_INPUTS);
 		ins[nin++] = c->val[t];
 	}
+	/* the ops below that look at their data input's tensor need it to be
+	 * an activation */
+	if ((!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
+	     !strcmp(op, "Slice") || !strcmp(op, "Split") ||
+	     !strcmp(op, "Transpose") || !strcmp(op, "Reshape") ||
+	     !strcmp(op, "Pad")) &&
+	    (x0 < 0 || c->val[x0] == VAL_NONE))
+		return hp_error_set(err, HP_EUNSUPP,
+				    "node %s (%s): its data input is not an "
+				    "activation",
+				    n->name, op);
 	/* a padded image goes only to an average pool without padding of
 	 * its own */
 	for (int k = 0; k < n->ninputs; k++) {
@@ -508,14 +519,10 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "left out of the average is not "
 					    "supported",
 					    n->name);
-		if (c->padded[n->inputs[0]] > 0) {
-			/* the Pad's zeros before it (the guard above let
-			 * only an average pool without its own read them) */
-			L.pad = c->padded[n->inputs[0]];
-			if (L.kernel > 0 && 2 * L.pad > L.kernel)
-				return pass_through(c, n, ins[0],
-						    "Pad (not of zeros)");
-		}
+		/* the Pad's zeros before it (the guard above let only an
+		 * average pool without its own read them) */
+		if (c->padded[x0] > 0)
+			L.pad = c->padded[x0];
 		if (2 * L.pad > L.kernel)
 			return hp_error_set(err, HP_EUNSUPP,
 					    "node %s (%s): pad more than half "
@@ -566,19 +573,18 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		return split_channels(c, n, ins[0], err);
 	} else if (!strcmp(op, "Transpose")) {
 		const struct hp_attr *a = hp_node_attr(n, "perm");
-		int t = n->inputs[0];
 		static const int64_t perm[5] = {0, 2, 1, 3, 4};
-		if (c->shuf[t] <= 0 || !a || a->type != HP_ATTR_INTS ||
+		if (c->shuf[x0] <= 0 || !a || a->type != HP_ATTR_INTS ||
 		    a->n != 5 || memcmp(a->ints, perm, sizeof(perm)))
 			return pass_through(c, n, ins[0], "Transpose");
-		c->shuf[n->outputs[0]] = -c->shuf[t];
+		c->shuf[n->outputs[0]] = -c->shuf[x0];
 		return pass_through(c, n, ins[0], NULL);
-	} else if (!strcmp(op, "Reshape") && c->shuf[n->inputs[0]] < 0) {
+	} else if (!strcmp(op, "Reshape") && c->shuf[x0] < 0) {
 		/* the shuffle's Reshape back to the input's N, C, H, W */
 		const struct hp_tensor *y = &g->tensors[n->outputs[0]];
-		const struct hp_tensor *x5 = &g->tensors[n->inputs[0]];
+		const struct hp_tensor *x5 = &g->tensors[x0];
 		L.type = HP_LAYER_SHUFFLE;
-		L.groups = -c->shuf[n->inputs[0]];
+		L.groups = -c->shuf[x0];
 		if (y->rank != 4 || x5->rank != 5 ||
 		    y->dims[1] != x5->dims[1] * x5->dims[2] ||
 		    y->dims[2] != x5->dims[3] || y->dims[3] != x5->dims[4])
