@@ -1264,10 +1264,17 @@ static int build_slice(struct cpu *b, int i, struct hp_error *err)
 	dnnl_dims_t dims, offs = {0, 0, 0, 0};
 	dnnl_memory_desc_t sub, ymd, plain;
 	struct mem *xd = X->d, *view, *g = NULL;
+	const dnnl_blocking_desc_t *bd = &X->d->md.format_desc.blocking;
 	int64_t blk = native_block();
-	bool x_blocked = md_is_blocked(&X->d->md, blk);
-	bool direct =
-	    !x_blocked || (pl->L.start % blk == 0 && pl->L.channels % blk == 0);
+	/* the input's channel block (1: strides alone, as nchw and nhwc) */
+	int64_t xblk = X->d->md.format_kind != dnnl_blocked ? 0
+		       : bd->inner_nblks == 0		    ? 1
+		       : bd->inner_nblks == 1 && bd->inner_idxs[0] == 1
+			   ? bd->inner_blks[0]
+			   : 0;
+	bool x_blocked = xblk > 1;
+	bool direct = xblk == 1 || (xblk > 1 && pl->L.start % xblk == 0 &&
+				    pl->L.channels % xblk == 0);
 	int rc;
 
 	for (int r = 0; r < ya->rank; r++)
