@@ -67,10 +67,13 @@ static const char help[] =
     "calibration, so a\n"
     "neighbour slowing the host part of the way does not bend the fit; "
     "the host\n"
-    "file keeps that median, the speed its predictions hold at.  "
-    "Progress goes\n"
-    "to stderr on a terminal; Ctrl-C stops and fits on what was "
-    "measured.\n"
+    "file keeps that median, the speed its predictions hold at; a "
+    "median over\n"
+    "1.3x the last calibration's at these threads is warned of (a "
+    "neighbour may\n"
+    "be slowing the host).  Progress goes to stderr on a terminal; "
+    "Ctrl-C stops\n"
+    "and fits on what was measured.\n"
     "\n"
     "  --threads N       threads to run and predict at (default: "
     "$HETPOOL_THREADS,\n"
@@ -178,6 +181,10 @@ static double to_calibration_speed(struct cal_point *pts, double *ys,
 	return med;
 }
 
+/* A calibration whose yardstick runs this many times slower than the last
+ * one's at the same threads warns that the host may be slowed. */
+#define SLOWER_THAN_LAST 1.3
+
 /* Rows whose threads waited for a CPU more than this share of the time
  * are left out of the fit (the profiler measured them again once); the
  * default of --max-pressure. */
@@ -242,6 +249,9 @@ static int cmd_calibrate(int argc, char **argv)
 	struct cal_point *pts = NULL;
 	const struct hp_workload **wl = NULL;
 	double *ys = NULL, *cls = NULL, t0 = hp_now_s(), ref_s;
+	/* this calibration's yardstick over the last one's (NaN: none) */
+	double prev_ratio = NAN, prev_ref = NAN;
+	char prev_when[32] = "";
 	struct hp_sweep sw = {0};
 	int ndesign = 0;
 	char path[4200], tbuf[16];
@@ -429,6 +439,13 @@ static int cmd_calibrate(int argc, char **argv)
 		goto out;
 	}
 	ref_s = to_calibration_speed(pts, ys, cls, n, h.threads);
+	/* the last calibration at these threads, for its speed */
+	if (f.calib.has && f.calib.threads == h.threads &&
+	    f.calib.ref_time_s > 0 && ref_s > 0) {
+		prev_ratio = ref_s / f.calib.ref_time_s;
+		snprintf(prev_when, sizeof(prev_when), "%s", f.calib.when);
+		prev_ref = f.calib.ref_time_s;
+	}
 	if ((rc = hp_estimator_calibrate_host_fit(
 		 est, cat, "cpu", wl, ys, cls, n, a.ridge, &f.calib, &err))) {
 		status =
@@ -437,6 +454,17 @@ static int cmd_calibrate(int argc, char **argv)
 	}
 	f.calib.ref_time_s = ref_s;
 	utc_now(f.calib.when, sizeof(f.calib.when));
+	/* A whole calibration run while a neighbour slowed the host holds
+	 * its predictions at that speed: the yardstick cannot see it from
+	 * inside, but the last calibration's can. */
+	if (prev_ratio > SLOWER_THAN_LAST)
+		fprintf(stderr,
+			"calibrate: warning: this host ran %.1fx slower than "
+			"at its calibration of %s (the profiler's yardstick "
+			"%.3f ms against %.3f ms): other work may be slowing "
+			"it, and predictions now hold at this speed; calibrate "
+			"again when it is quiet\n",
+			prev_ratio, prev_when, 1e3 * ref_s, 1e3 * prev_ref);
 	if ((rc = hp_host_file_save(path, &f, &err))) {
 		status = cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
 		goto out;
@@ -470,6 +498,9 @@ static int cmd_calibrate(int argc, char **argv)
 		json_object_set_new(o, "configurations", arr);
 		json_object_set_new(o, "seconds", json_real(hp_now_s() - t0));
 		json_object_set_new(o, "left_out_busy", json_integer(nbusy));
+		json_object_set_new(o, "slower_than_last",
+				    prev_ratio > 0 ? json_real(prev_ratio)
+						   : json_null());
 		if (json_dumpf(o, stdout, JSON_INDENT(2)) != 0)
 			status = cli_error(EXIT_FAIL,
 					   "calibrate: cannot write JSON");

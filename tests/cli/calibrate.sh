@@ -248,6 +248,30 @@ grep -q "carried to this host (2 threads)" "$TMP/out" && ! grep -q "calibrated o
 grep -q "not calibrated: this host's calibration is for another CPU fit" "$TMP/out" &&
 	ok calibrate_other_estimator || fail calibrate_other_estimator "$(grep basis "$TMP/out")"
 
+# a calibration much slower than the last one (here the last one's
+# yardstick made 100x faster in its file) warns that the host may be
+# slowed, and says by how much
+python3 - "$f" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["calibration"]["ref_time_s"] = d["calibration"]["ref_time_s"] / 100
+json.dump(d, open(sys.argv[1], "w"))
+PY
+expect_status calibrate_slower_than_last 0 "$HP" calibrate --threads 1 --seconds 12 --max-pressure 1 --json
+expect_err calibrate_slower_than_last_warns "warning: this host ran [0-9.]+x slower than at its calibration of"
+python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["slower_than_last"]
+assert r is not None and 50 < r < 200, r
+' "$TMP/out" && ok calibrate_slower_than_last_json || fail calibrate_slower_than_last_json "$(head -c 300 "$TMP/out")"
+# the same again: now no slower than the last, no warning
+expect_status calibrate_again 0 "$HP" calibrate --threads 1 --seconds 12 --max-pressure 1 --json
+if grep -q 'slower than at its calibration' "$TMP/err"; then
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["slower_than_last"]; sys.exit(0 if r > 1.3 else 1)' "$TMP/out" &&
+		ok calibrate_again_warns_only_when_slower || fail calibrate_again_warns_only_when_slower "$(cat "$TMP/err")"
+else
+	ok calibrate_again_warns_only_when_slower
+fi
 expect_status calibrate_budget_too_small 2 "$HP" calibrate --seconds 5
 expect_status calibrate_extra_arg 2 "$HP" calibrate model.json
 expect_status host_bad_threads 2 "$HP" host --threads 0
