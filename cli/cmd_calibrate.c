@@ -457,14 +457,17 @@ static int cmd_calibrate(int argc, char **argv)
 	/* A whole calibration run while a neighbour slowed the host holds
 	 * its predictions at that speed: the yardstick cannot see it from
 	 * inside, but the last calibration's can. */
-	if (prev_ratio > SLOWER_THAN_LAST)
+	if (prev_ratio > SLOWER_THAN_LAST) {
+		char e[96];
 		fprintf(stderr,
 			"calibrate: warning: this host ran %.1fx slower than "
 			"at its calibration of %s (the profiler's yardstick "
 			"%.3f ms against %.3f ms): other work may be slowing "
 			"it, and predictions now hold at this speed; calibrate "
 			"again when it is quiet\n",
-			prev_ratio, prev_when, 1e3 * ref_s, 1e3 * prev_ref);
+			prev_ratio, cli_esc(prev_when, e, sizeof(e)),
+			1e3 * ref_s, 1e3 * prev_ref);
+	}
 	if ((rc = hp_host_file_save(path, &f, &err))) {
 		status = cli_error(EXIT_FAIL, "calibrate: %s", err.msg);
 		goto out;
