@@ -249,6 +249,18 @@ void ob_const_f32(struct ob *b, const char *output, float v)
 	a->t->float_data[0] = v;
 }
 
+void ob_classifier(struct ob *b, const char *in)
+{
+	int n;
+
+	ob_node(b, "GlobalAveragePool", in, "gp");
+	n = ob_node(b, "Flatten", "gp", "fl");
+	ob_attr_i(b, n, "axis", 1);
+	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+}
+
 void ob_output(struct ob *b, const char *name)
 {
 	Onnx__ValueInfoProto *vi = zalloc(b, sizeof(*vi));

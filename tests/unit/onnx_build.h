@@ -32,6 +32,10 @@ void ob_const_i64(struct ob *b, const char *output, int n, const int64_t *v);
 /* A Constant node: a float scalar. */
 void ob_const_f32(struct ob *b, const char *output, float v);
 void ob_output(struct ob *b, const char *name);
+/* A CNN's classifier head on activation `in`: global average pool,
+ * Flatten, Gemm with the initializers "fw" and "fb" (transB), graph
+ * output "y". */
+void ob_classifier(struct ob *b, const char *in);
 /* Serialize; *len gets the size; caller frees the result.  Frees b. */
 uint8_t *ob_finish(struct ob *b, size_t *len);
 

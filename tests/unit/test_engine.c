@@ -1161,6 +1161,38 @@ HP_TEST(engine_dag_json_round_trip)
 	hp_spec_release(&b);
 }
 
+/* The spec of an ONNX model (buf, freed here) at input shape, which the
+ * converter must accept. */
+static void onnx_converted(uint8_t *buf, size_t len, const int64_t *shape,
+			   struct hp_spec *s)
+{
+	struct hp_error err = {0};
+	struct hp_graph *g = hp_onnx_parse(buf, len, &err);
+
+	free(buf);
+	ASSERT(g != NULL);
+	if (hp_spec_from_graph(g, shape, true, s, &err))
+		HP_FAIL("hp_spec_from_graph: %s", err.msg);
+	hp_graph_free(g);
+}
+
+/* An ONNX model (buf, freed here) that the converter must refuse, saying
+ * needle; variant names it in a failure. */
+static void onnx_refused(uint8_t *buf, size_t len, const int64_t *shape,
+			 const char *needle, int variant)
+{
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_graph *g = hp_onnx_parse(buf, len, &err);
+
+	free(buf);
+	ASSERT(g != NULL);
+	ASSERT_EQ_INT(hp_spec_from_graph(g, shape, true, &s, &err), HP_EUNSUPP);
+	if (!strstr(err.msg, needle))
+		HP_FAIL("variant %d: %s", variant, err.msg);
+	hp_graph_free(g);
+}
+
 /* A small ResNet-like CNN as an ONNX file, as torchvision exports one. */
 static uint8_t *small_onnx(size_t *len, bool bad_op)
 {
@@ -1196,12 +1228,7 @@ static uint8_t *small_onnx(size_t *len, bool bad_op)
 	ob_attr_i(b, n, "group", 8);
 	ob_node(b, bad_op ? "Tanh" : "Clip", "c2", "a2");
 	ob_node(b, "Add", "a2,p1", "s");
-	ob_node(b, "GlobalAveragePool", "s", "gp");
-	n = ob_node(b, "Flatten", "gp", "fl");
-	ob_attr_i(b, n, "axis", 1);
-	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
-	ob_attr_i(b, n, "transB", 1);
-	ob_output(b, "y");
+	ob_classifier(b, "s");
 	return ob_finish(b, len);
 }
 
@@ -1215,12 +1242,7 @@ HP_TEST(engine_onnx_net)
 	int64_t shape[3] = {3, 12, 12};
 	char *js;
 
-	g = hp_onnx_parse(buf, len, &err);
-	free(buf);
-	ASSERT(g != NULL);
-	if (hp_spec_from_graph(g, shape, true, &s, &err))
-		HP_FAIL("hp_spec_from_graph: %s", err.msg);
-	hp_graph_free(g);
+	onnx_converted(buf, len, shape, &s);
 	ASSERT_EQ_INT(s.input[1], 12);
 	ASSERT_EQ_INT(s.classes, 5);
 	ASSERT_EQ_INT(s.nlayers, 10);
@@ -1242,23 +1264,6 @@ HP_TEST(engine_onnx_net)
 	ASSERT(hp_spec_from_graph(g, NULL, true, &s, &err) == HP_EUNSUPP);
 	if (!strstr(err.msg, "Tanh"))
 		HP_FAIL("message without the op: %s", err.msg);
-	hp_graph_free(g);
-}
-
-/* An ONNX model (buf, freed here) that the converter must refuse, saying
- * needle; variant names it in a failure. */
-static void onnx_refused(uint8_t *buf, size_t len, const int64_t *shape,
-			 const char *needle, int variant)
-{
-	struct hp_error err = {0};
-	struct hp_spec s;
-	struct hp_graph *g = hp_onnx_parse(buf, len, &err);
-
-	free(buf);
-	ASSERT(g != NULL);
-	ASSERT_EQ_INT(hp_spec_from_graph(g, shape, true, &s, &err), HP_EUNSUPP);
-	if (!strstr(err.msg, needle))
-		HP_FAIL("variant %d: %s", variant, err.msg);
 	hp_graph_free(g);
 }
 
@@ -1322,18 +1327,12 @@ HP_TEST(engine_onnx_torchvision_forms)
 	    "Pad (not of zeros)", "ReduceMean (not over H and W)"};
 	struct hp_error err = {0};
 	struct hp_spec s;
-	struct hp_graph *g;
 	size_t len;
 	uint8_t *buf = torchvision_forms_onnx(&len, 0);
 	int64_t shape[3] = {3, 9, 9}, (*sh)[3];
 	char *js;
 
-	g = hp_onnx_parse(buf, len, &err);
-	free(buf);
-	ASSERT(g != NULL);
-	if (hp_spec_from_graph(g, shape, true, &s, &err))
-		HP_FAIL("hp_spec_from_graph: %s", err.msg);
-	hp_graph_free(g);
+	onnx_converted(buf, len, shape, &s);
 	/* conv, pool, conv, conv, concat, gap, fc: the one-input Concat
 	 * and the Pad of zeros pass their input through */
 	ASSERT_EQ_INT(s.nlayers, 7);
@@ -1393,31 +1392,19 @@ static uint8_t *se_onnx(size_t *len, bool by_const)
 	ob_attr_ints(b, n, "kernel_shape", 2, k1);
 	ob_node(b, "Sigmoid", "e3", "scale");
 	ob_node(b, "Mul", "scale,silu", "se");
-	ob_node(b, "GlobalAveragePool", "se", "gp");
-	n = ob_node(b, "Flatten", "gp", "fl");
-	ob_attr_i(b, n, "axis", 1);
-	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
-	ob_attr_i(b, n, "transB", 1);
-	ob_output(b, "y");
+	ob_classifier(b, "se");
 	return ob_finish(b, len);
 }
 
 HP_TEST(engine_onnx_squeeze_excitation)
 {
-	struct hp_error err = {0};
 	struct hp_spec s;
-	struct hp_graph *g;
 	size_t len;
 	uint8_t *buf = se_onnx(&len, false);
 	int64_t shape[3] = {3, 6, 6};
 	char *js;
 
-	g = hp_onnx_parse(buf, len, &err);
-	free(buf);
-	ASSERT(g != NULL);
-	if (hp_spec_from_graph(g, shape, true, &s, &err))
-		HP_FAIL("hp_spec_from_graph: %s", err.msg);
-	hp_graph_free(g);
+	onnx_converted(buf, len, shape, &s);
 	/* conv, sigmoid, mul, gap, conv, relu, conv, sigmoid, mul, gap,
 	 * flatten, fc */
 	ASSERT_EQ_INT(s.nlayers, 12);
@@ -1491,12 +1478,7 @@ static uint8_t *shuffle_onnx(size_t *len, int variant)
 	n = ob_node(b, "Transpose", "g5", "t5");
 	ob_attr_ints(b, n, "perm", 5, variant == 1 ? perm_other : perm);
 	ob_node(b, "Reshape", "t5,s4", "shuf");
-	ob_node(b, "GlobalAveragePool", "shuf", "gp");
-	n = ob_node(b, "Flatten", "gp", "fl");
-	ob_attr_i(b, n, "axis", 1);
-	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
-	ob_attr_i(b, n, "transB", 1);
-	ob_output(b, "y");
+	ob_classifier(b, "shuf");
 	return ob_finish(b, len);
 }
 
@@ -1505,20 +1487,13 @@ HP_TEST(engine_onnx_shufflenet_unit)
 	static const char *const refused[] = {
 	    NULL, "Transpose", "(Slice): only a range", NULL,
 	    "(Split): only of an image batch's channels"};
-	struct hp_error err = {0};
 	struct hp_spec s;
-	struct hp_graph *g;
 	size_t len;
 	uint8_t *buf = shuffle_onnx(&len, 0);
 	int64_t shape[3] = {3, 6, 6};
 	char *js;
 
-	g = hp_onnx_parse(buf, len, &err);
-	free(buf);
-	ASSERT(g != NULL);
-	if (hp_spec_from_graph(g, shape, true, &s, &err))
-		HP_FAIL("hp_spec_from_graph: %s", err.msg);
-	hp_graph_free(g);
+	onnx_converted(buf, len, shape, &s);
 	/* conv, slice, slice, conv, relu, conv, concat, shuffle, gap,
 	 * flatten, fc */
 	ASSERT_EQ_INT(s.nlayers, 11);
@@ -1538,12 +1513,7 @@ HP_TEST(engine_onnx_shufflenet_unit)
 	check_net(js, 3, 2);
 	/* the Split form gives the same spec */
 	buf = shuffle_onnx(&len, 3);
-	g = hp_onnx_parse(buf, len, &err);
-	free(buf);
-	ASSERT(g != NULL);
-	if (hp_spec_from_graph(g, shape, true, &s, &err))
-		HP_FAIL("Split: %s", err.msg);
-	hp_graph_free(g);
+	onnx_converted(buf, len, shape, &s);
 	{
 		char *js3 = hp_spec_to_json(&s);
 		ASSERT(js3 != NULL);
@@ -1593,31 +1563,19 @@ static uint8_t *inception_onnx(size_t *len, int variant)
 	n = ob_node(b, variant == 1 ? "MaxPool" : "AveragePool", "pd", "ap");
 	ob_attr_ints(b, n, "kernel_shape", 2, k3);
 	ob_attr_ints(b, n, "strides", 2, one);
-	ob_node(b, "GlobalAveragePool", "ap", "gp");
-	n = ob_node(b, "Flatten", "gp", "fl");
-	ob_attr_i(b, n, "axis", 1);
-	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
-	ob_attr_i(b, n, "transB", 1);
-	ob_output(b, "y");
+	ob_classifier(b, "ap");
 	return ob_finish(b, len);
 }
 
 HP_TEST(engine_onnx_inception_forms)
 {
-	struct hp_error err = {0};
 	struct hp_spec s;
-	struct hp_graph *g;
 	size_t len;
 	uint8_t *buf = inception_onnx(&len, 0);
 	int64_t shape[3] = {3, 7, 7};
 	char *js;
 
-	g = hp_onnx_parse(buf, len, &err);
-	free(buf);
-	ASSERT(g != NULL);
-	if (hp_spec_from_graph(g, shape, true, &s, &err))
-		HP_FAIL("hp_spec_from_graph: %s", err.msg);
-	hp_graph_free(g);
+	onnx_converted(buf, len, shape, &s);
 	/* conv 1x7, conv 7x1, avg pool (the Pad's 1 its padding), gap,
 	 * flatten, fc */
 	ASSERT_EQ_INT(s.nlayers, 6);
