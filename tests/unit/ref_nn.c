@@ -434,6 +434,29 @@ static void add_into(double *dst, const double *src, int64_t n)
 		dst[k] += src[k];
 }
 
+/* PyTorch's channel_shuffle over n samples of c planes of hw: x viewed as
+ * N, g, C/g, H*W; plane (n, u, v) goes to (n, v, u) of the N, C/g, g, H*W
+ * transpose, which is the output.  back: the gradient, added from the
+ * moved planes back to the grouped ones. */
+static void shuffle_planes(const double *from, double *to, int64_t n, int64_t c,
+			   int64_t g, int64_t hw, int back)
+{
+	int64_t cg = c / g;
+
+	for (int64_t in_ = 0; in_ < n; in_++)
+		for (int64_t u = 0; u < g; u++)
+			for (int64_t v = 0; v < cg; v++) {
+				int64_t grouped = ((in_ * g + u) * cg + v) * hw;
+				int64_t moved = ((in_ * cg + v) * g + u) * hw;
+				if (back)
+					add_into(to + grouped, from + moved,
+						 hw);
+				else
+					memcpy(to + moved, from + grouped,
+					       (size_t)hw * sizeof(double));
+			}
+}
+
 double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		   double **dparams, double *dx)
 {
@@ -534,27 +557,7 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 					   sizeof(double));
 			break;
 		case HP_LAYER_SHUFFLE:
-			/* PyTorch's channel_shuffle: x viewed as N, g, C/g,
-			 * H*W; element (n, u, v, p) goes to (n, v, u, p) of
-			 * the N, C/g, g, H*W transpose, which is the output */
-			for (int64_t in_ = 0; in_ < n; in_++)
-				for (int64_t u = 0; u < L->groups; u++)
-					for (int64_t v = 0; v < a.c / L->groups;
-					     v++)
-						memcpy(
-						    y + ((in_ * (a.c /
-								 L->groups) +
-							  v) *
-							     L->groups +
-							 u) *
-							    a.h * a.w,
-						    in +
-							((in_ * L->groups + u) *
-							     (a.c / L->groups) +
-							 v) *
-							    a.h * a.w,
-						    (size_t)(a.h * a.w) *
-							sizeof(double));
+			shuffle_planes(in, y, n, a.c, L->groups, a.h * a.w, 0);
 			break;
 		case HP_LAYER_ADD:
 			memcpy(y, in, (size_t)na * sizeof(double));
@@ -734,23 +737,7 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 					 b.c * b.h * b.w);
 			break;
 		case HP_LAYER_SHUFFLE:
-			/* the transpose back: (n, v, u, p) to (n, u, v, p) */
-			for (int64_t in_ = 0; in_ < n; in_++)
-				for (int64_t u = 0; u < L->groups; u++)
-					for (int64_t v = 0; v < a.c / L->groups;
-					     v++)
-						add_into(
-						    g + ((in_ * L->groups + u) *
-							     (a.c / L->groups) +
-							 v) *
-							    a.h * a.w,
-						    dy + ((in_ * (a.c /
-								  L->groups) +
-							   v) *
-							      L->groups +
-							  u) *
-							     a.h * a.w,
-						    a.h * a.w);
+			shuffle_planes(dy, g, n, a.c, L->groups, a.h * a.w, 1);
 			break;
 		case HP_LAYER_ADD:
 			memcpy(g, dy, (size_t)na * sizeof(double));
