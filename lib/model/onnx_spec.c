@@ -418,25 +418,16 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 				    "node %s (%s): its data input is not an "
 				    "activation",
 				    n->name, op);
-	/* a padded image goes only to an average pool without padding of
-	 * its own */
+	/* a Pad's zeros go only to an average pool (which takes them as its
+	 * padding, below) and a shuffle's 5-D tensors only to the shuffle's
+	 * next step */
 	for (int k = 0; k < n->ninputs; k++) {
 		int t = n->inputs[k];
-		const struct hp_attr *pa = hp_node_attr(n, "pads");
-		bool own = false;
-		if (t < 0 || !c->padded[t])
+		if (t < 0)
 			continue;
-		for (size_t q = 0; pa && pa->type == HP_ATTR_INTS && q < pa->n;
-		     q++)
-			own = own || pa->ints[q] != 0;
-		if (k > 0 || strcmp(op, "AveragePool") || own ||
-		    hp_node_attr_i(n, "ceil_mode", 0))
+		if (c->padded[t] && (k > 0 || strcmp(op, "AveragePool")))
 			return pass_through(c, n, ins[0], "Pad (not of zeros)");
-	}
-	/* a shuffle's 5-D tensors go only to the next step of the shuffle */
-	for (int k = 0; k < n->ninputs; k++) {
-		int t = n->inputs[k];
-		if (t >= 0 && c->shuf[t] &&
+		if (c->shuf[t] &&
 		    (k > 0 ||
 		     strcmp(op, c->shuf[t] > 0 ? "Transpose" : "Reshape")))
 			return pass_through(c, n, ins[0],
@@ -519,10 +510,14 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "left out of the average is not "
 					    "supported",
 					    n->name);
-		/* the Pad's zeros before it (the guard above let only an
-		 * average pool without its own read them) */
-		if (c->padded[x0] > 0)
+		/* the Pad's zeros before it, for a pool without padding of
+		 * its own (nor ceil mode, which max pools alone have) */
+		if (c->padded[x0] > 0) {
+			if (L.pad > 0)
+				return pass_through(c, n, ins[0],
+						    "Pad (not of zeros)");
 			L.pad = c->padded[x0];
+		}
 		if (2 * L.pad > L.kernel)
 			return hp_error_set(err, HP_EUNSUPP,
 					    "node %s (%s): pad more than half "
