@@ -688,12 +688,6 @@ static int check_distinct(const struct hp_fit_options *o, struct hp_error *err)
 	return 0;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /*
  * Times relative to the yardstick: per device type, the median ref_time_s
  * of its profile rows is its reference speed; every row that carries one
@@ -720,8 +714,7 @@ static int scale_to_ref(struct hp__set *set)
 			    !strcmp(set->s[j].device, dev) &&
 			    !isnan(set->s[j].ref_row_s))
 				v[nv++] = set->s[j].ref_row_s;
-		qsort(v, (size_t)nv, sizeof(*v), cmp_dbl);
-		med = nv % 2 ? v[nv / 2] : 0.5 * (v[nv / 2 - 1] + v[nv / 2]);
+		med = hp__quantile(v, nv, 0.5);
 		for (int j = i; j < set->n; j++) {
 			struct hp__sample *s = &set->s[j];
 			double f;
@@ -766,8 +759,7 @@ double hp_est_to_ref_speed(int n, const double *wall_s, const double *ref_s,
 		free(v);
 		return NAN;
 	}
-	qsort(v, (size_t)nv, sizeof(*v), cmp_dbl);
-	med = nv % 2 ? v[nv / 2] : 0.5 * (v[nv / 2 - 1] + v[nv / 2]);
+	med = hp__quantile(v, nv, 0.5);
 	free(v);
 	for (int i = 0; i < n; i++) {
 		double now;
