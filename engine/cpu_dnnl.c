@@ -829,6 +829,120 @@ static int build_bn(struct cpu *b, int i, struct hp_error *err)
 	return 0;
 }
 
+/*
+ * layernorm: each position's channels normalized, scaled and shifted.
+ * oneDNN normalizes over the last logical axis, so an image goes through
+ * in nhwc, viewed as N, H, W, C; its output stays nhwc (a conv after it
+ * reorders as it likes).  A flat input is N, C already.
+ */
+static int build_lnorm(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct hp__plan_act *xa = &b->p->acts[pl->x];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_layer_normalization_desc_t d;
+	dnnl_primitive_desc_t fpd, bpd;
+	dnnl_memory_desc_t cmd, nhwc, view;
+	const unsigned flags = dnnl_use_scale | dnnl_use_shift;
+	const int64_t c = xa->dims[1];
+	struct mem *xs, *xv, *yv, *gv, *dsrc, *dv, *mean, *var;
+	struct mem *scale, *shift, *gscale, *gshift;
+	int rc;
+
+	md_plain(&cmd, 1, &c);
+	if (xa->rank == 4) {
+		const int64_t nhwc_dims[4] = {xa->dims[0], xa->dims[2],
+					      xa->dims[3], c};
+		md_tag(&nhwc, 4, xa->dims, dnnl_acdb);
+		md_tag(&view, 4, nhwc_dims, dnnl_abcd);
+	} else {
+		nhwc = view = X->d->md;
+	}
+	if ((rc = as_md(b, &ls->fwd, X->d, &nhwc, true, &xs, err)) ||
+	    (rc = act_make(b, pl->y, &nhwc, err)))
+		return rc;
+	xv = mem_alias(b, xs, &view);
+	yv = mem_alias(b, Y->d, &view);
+	if (!xv || !yv)
+		return nomem(err);
+	CK(dnnl_layer_normalization_forward_desc_init(
+	       &d, dnnl_forward_training, &view, NULL, (float)pl->L.eps, flags),
+	   "layer norm forward");
+	if ((rc = pd_make(b, &fpd, &d, NULL, "layer norm forward", err)) ||
+	    (rc = add_param(b, &cmd, &cmd, &scale, &gscale, err)) ||
+	    (rc = add_param(b, &cmd, &cmd, &shift, &gshift, err)))
+		return rc;
+	mean = mem_md(b, qmd(fpd, DNNL_ARG_MEAN), false);
+	var = mem_md(b, qmd(fpd, DNNL_ARG_VARIANCE), false);
+	if (!mean || !var)
+		return nomem(err);
+	if ((rc = prim_op(b, &ls->fwd, fpd, "layer norm forward", err, 6,
+			  DNNL_ARG_SRC, xv, DNNL_ARG_DST, yv, DNNL_ARG_SCALE,
+			  scale, DNNL_ARG_SHIFT, shift, DNNL_ARG_MEAN, mean,
+			  DNNL_ARG_VARIANCE, var)))
+		return rc;
+	CK(dnnl_layer_normalization_backward_desc_init(
+	       &d, dnnl_backward, &view, &view, NULL, (float)pl->L.eps, flags),
+	   "layer norm backward");
+	if ((rc = pd_make(b, &bpd, &d, fpd, "layer norm backward", err)))
+		return rc;
+	/* the input gradient in nhwc: X's own buffer when it is nhwc, else
+	 * one of its own (reordered into X's after; a buffer to drop when
+	 * nothing upstream needs it) */
+	if (pl->need_dsrc)
+		rc = as_md(b, NULL, X->g, &nhwc, false, &dsrc, err);
+	else if (!(dsrc = mem_md(b, &nhwc, false)))
+		rc = nomem(err);
+	if (rc)
+		return rc;
+	gv = mem_alias(b, Y->g, &view);
+	dv = mem_alias(b, dsrc, &view);
+	if (!gv || !dv)
+		return nomem(err);
+	if ((rc = prim_op(b, &ls->bwd, bpd, "layer norm backward", err, 9,
+			  DNNL_ARG_SRC, xv, DNNL_ARG_MEAN, mean,
+			  DNNL_ARG_VARIANCE, var, DNNL_ARG_DIFF_DST, gv,
+			  DNNL_ARG_SCALE, scale, DNNL_ARG_SHIFT, shift,
+			  DNNL_ARG_DIFF_SRC, dv, DNNL_ARG_DIFF_SCALE, gscale,
+			  DNNL_ARG_DIFF_SHIFT, gshift)))
+		return rc;
+	if (pl->need_dsrc)
+		return reorder_back(b, &ls->bwd, dsrc, X->g, err);
+	return 0;
+}
+
+/* gelu (erf form): its gradient from its input, kept by the layer before
+ * (never in place). */
+static int build_gelu(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_eltwise_desc_t d;
+	dnnl_primitive_desc_t fpd, bpd;
+	int rc;
+
+	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training,
+					  dnnl_eltwise_gelu_erf, &X->d->md, 0,
+					  0),
+	   "gelu forward");
+	if ((rc = pd_make(b, &fpd, &d, NULL, "gelu forward", err)) ||
+	    (rc = act_make(b, pl->y, &X->d->md, err)) ||
+	    (rc = prim_op(b, &ls->fwd, fpd, "gelu forward", err, 2,
+			  DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d)))
+		return rc;
+	if (!pl->need_dsrc)
+		return 0;
+	CK(dnnl_eltwise_backward_desc_init(&d, dnnl_eltwise_gelu_erf, &X->d->md,
+					   &X->d->md, 0, 0),
+	   "gelu backward");
+	if ((rc = pd_make(b, &bpd, &d, fpd, "gelu backward", err)))
+		return rc;
+	return prim_op(b, &ls->bwd, bpd, "gelu backward", err, 3, DNNL_ARG_SRC,
+		       X->d, DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
+}
+
 /* relu, clip (ReLU6) and sigmoid: each takes its gradient from the
  * output. */
 static int build_relu(struct cpu *b, int i, struct hp_error *err)
@@ -1653,7 +1767,7 @@ static void cpu_counters(void *be, struct hp_engine_counters *c, int dir)
 }
 
 /* PyTorch's default: uniform(+-1/sqrt(fan_in)) for conv and fc, 1 and 0
- * for bn; running variance 1. */
+ * for bn and layernorm; running variance 1. */
 static int init_params(struct cpu *b, struct hp_error *err)
 {
 	uint64_t st = hp__rng_mix(b->o->seed ^ 0x5eedull);
@@ -1662,7 +1776,8 @@ static int init_params(struct cpu *b, struct hp_error *err)
 	for (int i = 0; i < b->nparams; i++) {
 		const struct hp_engine_param *pi = &ps[i];
 		const struct hp_engine_param *w = (i & 1) ? &ps[i - 1] : pi;
-		bool bn = b->p->layers[pi->layer].L.type == HP_LAYER_BN;
+		enum hp_spec_layer_type lt = b->p->layers[pi->layer].L.type;
+		bool bn = lt == HP_LAYER_BN || lt == HP_LAYER_LAYERNORM;
 		double fan_in = (double)(w->numel / w->dims[0]);
 		double bound = 1 / sqrt(fan_in);
 		float *v = malloc((size_t)pi->numel * sizeof(*v));
@@ -1799,6 +1914,12 @@ static int build(struct cpu *b, struct hp_error *err)
 			break;
 		case HP_LAYER_BN:
 			rc = build_bn(b, i, err);
+			break;
+		case HP_LAYER_LAYERNORM:
+			rc = build_lnorm(b, i, err);
+			break;
+		case HP_LAYER_GELU:
+			rc = build_gelu(b, i, err);
 			break;
 		case HP_LAYER_RELU:
 		case HP_LAYER_CLIP:

@@ -131,6 +131,14 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_MUL:
 	case HP_LAYER_SLICE:   /* its channels: hp_spec_shapes() */
 	case HP_LAYER_SHUFFLE: /* its groups: hp_spec_shapes() */
+	case HP_LAYER_GELU:
+		break;
+	case HP_LAYER_LAYERNORM:
+		if (!(L->eps > 0 && L->eps <= 1))
+			return hp_error_set(err, HP_ERANGE,
+					    "layer %d (layernorm): eps %g not "
+					    "in (0, 1]",
+					    i, L->eps);
 		break;
 	case HP_LAYER_HARDSIGMOID:
 		if (!(L->alpha != 0 && isfinite(L->alpha) && isfinite(L->beta)))
@@ -259,9 +267,9 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		}
 		pl->x = pl->xs[0];
 		xa = &p->acts[pl->x];
-		pl->has_params = L->type == HP_LAYER_CONV ||
-				 L->type == HP_LAYER_BN ||
-				 L->type == HP_LAYER_FC;
+		pl->has_params =
+		    L->type == HP_LAYER_CONV || L->type == HP_LAYER_BN ||
+		    L->type == HP_LAYER_LAYERNORM || L->type == HP_LAYER_FC;
 		pl->need_dsrc = up;
 		pl->bwd = pl->has_params || pl->need_dsrc;
 		if (pl->noop) {
@@ -464,6 +472,14 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 			b += 4.0 * 4 * (double)x->dims[1] + ey / 8;
 			wb = 4.0 * 2 * (double)x->dims[1];
 			break;
+		case HP_LAYER_LAYERNORM:
+			/* its input and input gradient in nhwc, a mean and
+			 * a variance a position */
+			b += 2 * 4 * ex + 2.0 * 4 * (double)x->dims[0] *
+					      (double)x->dims[2] *
+					      (double)x->dims[3];
+			wb = 4.0 * 2 * (double)x->dims[1];
+			break;
 		case HP_LAYER_POOL:
 			if (pl->L.pool_max)
 				b +=
@@ -628,6 +644,7 @@ static int list_params(struct hp_engine *e)
 			b->dims[0] = pl->L.filters;
 			break;
 		case HP_LAYER_BN:
+		case HP_LAYER_LAYERNORM:
 			w->rank = 1;
 			w->dims[0] = b->dims[0] = x->dims[1];
 			break;

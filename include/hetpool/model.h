@@ -188,9 +188,14 @@ enum hp_spec_layer_type {
 				 input (a ShuffleNet block's halves) */
 	HP_LAYER_SHUFFLE,     /* channel shuffle in `groups` groups: N, g,
 				 C/g, H, W transposed to N, C/g, g, H, W */
+	HP_LAYER_LAYERNORM,   /* each position's C channels normalized to
+				 mean 0, variance 1 (eps added), then
+				 scaled and shifted by learned C-vectors
+				 (ConvNeXt's LayerNorm in channels-last) */
+	HP_LAYER_GELU,	      /* x * Phi(x), Phi the normal CDF (erf form) */
 };
 /* The last layer type (for tables indexed by type). */
-#define HP_LAYER_LAST HP_LAYER_SHUFFLE
+#define HP_LAYER_LAST HP_LAYER_GELU
 /* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
  * range. */
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);
@@ -219,6 +224,7 @@ struct hp_spec_layer {
 	int64_t kernel_w, pad_w;
 	double lo, hi;	    /* clip */
 	double alpha, beta; /* hardsigmoid */
+	double eps;	    /* layernorm: added to the variance */
 	/* The layers whose outputs this one reads (indices of earlier
 	 * layers; -1: the network input).  ninputs 0: the previous layer's
 	 * output (the network input for layer 0), as in a plain chain. */

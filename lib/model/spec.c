@@ -44,6 +44,8 @@ static const char *const layer_names[] = {
     [HP_LAYER_HARDSIGMOID] = "hardsigmoid",
     [HP_LAYER_SLICE] = "slice",
     [HP_LAYER_SHUFFLE] = "shuffle",
+    [HP_LAYER_LAYERNORM] = "layernorm",
+    [HP_LAYER_GELU] = "gelu",
 };
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
@@ -181,6 +183,7 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 					      "inputs", NULL};
 	static const char *const k_shuffle[] = {"type", "groups", "inputs",
 						NULL};
+	static const char *const k_lnorm[] = {"type", "eps", "inputs", NULL};
 	char where[64];
 	const char *type;
 	json_t *t, *ins;
@@ -330,13 +333,26 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 				    "%s: \"p\" must be in [0, 1)", where);
 		}
 	} else if (!strcmp(type, "bn") || !strcmp(type, "relu") ||
-		   !strcmp(type, "softmax") || !strcmp(type, "sigmoid")) {
+		   !strcmp(type, "softmax") || !strcmp(type, "sigmoid") ||
+		   !strcmp(type, "gelu")) {
 		L->type = !strcmp(type, "bn")	     ? HP_LAYER_BN
 			  : !strcmp(type, "relu")    ? HP_LAYER_RELU
 			  : !strcmp(type, "sigmoid") ? HP_LAYER_SIGMOID
+			  : !strcmp(type, "gelu")    ? HP_LAYER_GELU
 						     : HP_LAYER_SOFTMAX;
 		if ((rc = check_keys(lj, k_plain, where, err)))
 			return rc;
+	} else if (!strcmp(type, "layernorm")) {
+		/* PyTorch's nn.LayerNorm default */
+		L->type = HP_LAYER_LAYERNORM;
+		L->eps = 1e-5;
+		if ((rc = check_keys(lj, k_lnorm, where, err)) ||
+		    (rc = get_num(lj, "eps", &L->eps, where, err)))
+			return rc;
+		if (!(L->eps > 0 && L->eps <= 1))
+			return hp_error_set(err, HP_ERANGE,
+					    "%s: \"eps\" must be in (0, 1]",
+					    where);
 	} else if (!strcmp(type, "hardsigmoid")) {
 		/* ONNX's defaults; PyTorch's hardsigmoid is alpha 1/6 */
 		L->type = HP_LAYER_HARDSIGMOID;
@@ -380,12 +396,13 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 				  &L->groups, where, err)))
 			return rc;
 	} else {
-		return hp_error_set(err, HP_EINVAL,
-				    "%s: unknown type (conv, bn, relu, clip, "
-				    "sigmoid, hardsigmoid, pool, gap, dropout, "
-				    "fc, softmax, add, mul, concat, flatten, "
-				    "slice, shuffle)",
-				    where);
+		return hp_error_set(
+		    err, HP_EINVAL,
+		    "%s: unknown type (conv, bn, layernorm, "
+		    "relu, clip, sigmoid, hardsigmoid, gelu, "
+		    "pool, gap, dropout, fc, softmax, add, mul, "
+		    "concat, flatten, slice, shuffle)",
+		    where);
 	}
 	return 0;
 }
@@ -897,6 +914,60 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		case HP_LAYER_HARDSIGMOID:
 			op = "HardSigmoid";
 			break;
+		case HP_LAYER_GELU:
+			op = "Gelu";
+			break;
+		case HP_LAYER_LAYERNORM: {
+			/* as PyTorch runs it on an image: Transpose to
+			 * channels-last, LayerNormalization over the last
+			 * axis, Transpose back (the engine's reorders) */
+			char wn[112];
+			int ln, ni2, k;
+			struct hp_attr *a;
+			if (!in_flat) {
+				snprintf(wn, sizeof(wn), "%s.nhwc", nm);
+				if ((ln = hp_graph_tensor(g, wn)) < 0 ||
+				    (ni2 = hp_graph_add_node(g, wn, "Transpose",
+							     ins, 1, &ln, 1)) <
+					0)
+					goto nomem;
+				g->tensors[ln].producer = ni2;
+				if (!(a = hp_node_add_attr(&g->nodes[ni2],
+							   "perm",
+							   HP_ATTR_INTS)) ||
+				    !(a->ints = malloc(4 * sizeof(int64_t))))
+					goto nomem;
+				memcpy(a->ints, (int64_t[4]){0, 2, 3, 1},
+				       4 * sizeof(int64_t));
+				a->n = 4;
+				ins[0] = ln;
+			}
+			for (k = 0; k < 2; k++) {
+				snprintf(wn, sizeof(wn), "%s.%s", nm,
+					 k ? "bias" : "weight");
+				if ((ins[1 + k] = add_init(g, wn, 1, &c,
+							   HP_DT_FLOAT)) < 0)
+					goto nomem;
+			}
+			op = "LayerNormalization";
+			nin = 3;
+			if (in_flat)
+				break;
+			snprintf(wn, sizeof(wn), "%s.norm", nm);
+			if ((ln = hp_graph_tensor(g, wn)) < 0 ||
+			    (ni2 = hp_graph_add_node(g, wn, op, ins, 3, &ln,
+						     1)) < 0)
+				goto nomem;
+			g->tensors[ln].producer = ni2;
+			if (!(a = hp_node_add_attr(&g->nodes[ni2], "epsilon",
+						   HP_ATTR_FLOAT)))
+				goto nomem;
+			a->f = L->eps;
+			ins[0] = ln;
+			op = "Transpose";
+			nin = 1;
+			break;
+		}
 		case HP_LAYER_MUL:
 			op = "Mul";
 			break;
@@ -1038,6 +1109,22 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			if (!a)
 				goto nomem;
 			a->f = L->p;
+		} else if (L->type == HP_LAYER_LAYERNORM) {
+			struct hp_attr *a;
+			if (in_flat) {
+				if (!(a = hp_node_add_attr(n, "epsilon",
+							   HP_ATTR_FLOAT)))
+					goto nomem;
+				a->f = L->eps;
+			} else {
+				if (!(a = hp_node_add_attr(n, "perm",
+							   HP_ATTR_INTS)) ||
+				    !(a->ints = malloc(4 * sizeof(int64_t))))
+					goto nomem;
+				memcpy(a->ints, (int64_t[4]){0, 3, 1, 2},
+				       4 * sizeof(int64_t));
+				a->n = 4;
+			}
 		} else if (L->type == HP_LAYER_HARDSIGMOID) {
 			struct hp_attr *a =
 			    hp_node_add_attr(n, "alpha", HP_ATTR_FLOAT);
@@ -1194,6 +1281,10 @@ char *hp_spec_to_json(const struct hp_spec *s)
 		case HP_LAYER_SHUFFLE:
 			o = json_pack("{s:s, s:I}", "type", "shuffle", "groups",
 				      (json_int_t)L->groups);
+			break;
+		case HP_LAYER_LAYERNORM:
+			o = json_pack("{s:s, s:f}", "type", "layernorm", "eps",
+				      L->eps);
 			break;
 		default:
 			o = json_pack("{s:s}", "type", layer_names[L->type]);

@@ -257,6 +257,79 @@ void ref_bn_bwd(const double *x, int64_t n, int64_t c, int64_t hw,
 	}
 }
 
+/* Layer norm: at each (sample, position) the c channels' mean and
+ * biased variance. */
+static void ln_stats(const double *x, int64_t c, int64_t hw, int64_t in,
+		     int64_t i, double *mean, double *is, double eps)
+{
+	double m = 0, v = 0;
+
+	for (int64_t ch = 0; ch < c; ch++)
+		m += x[(in * c + ch) * hw + i];
+	m /= (double)c;
+	for (int64_t ch = 0; ch < c; ch++) {
+		double d = x[(in * c + ch) * hw + i] - m;
+		v += d * d;
+	}
+	*mean = m;
+	*is = 1 / sqrt(v / (double)c + eps);
+}
+
+void ref_ln_fwd(const double *x, int64_t n, int64_t c, int64_t hw,
+		const double *g, const double *b, double eps, double *y)
+{
+	for (int64_t in = 0; in < n; in++)
+		for (int64_t i = 0; i < hw; i++) {
+			double m, is;
+			ln_stats(x, c, hw, in, i, &m, &is, eps);
+			for (int64_t ch = 0; ch < c; ch++) {
+				int64_t k = (in * c + ch) * hw + i;
+				y[k] = g[ch] * (x[k] - m) * is + b[ch];
+			}
+		}
+}
+
+/* dx = is (dxh - mean(dxh) - xh mean(dxh xh)) over the channels, dxh =
+ * dy g; dg and db summed over samples and positions. */
+void ref_ln_bwd(const double *x, int64_t n, int64_t c, int64_t hw,
+		const double *g, double eps, const double *dy, double *dx,
+		double *dg, double *db)
+{
+	for (int64_t ch = 0; ch < c; ch++)
+		dg[ch] = db[ch] = 0;
+	for (int64_t in = 0; in < n; in++)
+		for (int64_t i = 0; i < hw; i++) {
+			double m, is, s1 = 0, s2 = 0;
+			ln_stats(x, c, hw, in, i, &m, &is, eps);
+			for (int64_t ch = 0; ch < c; ch++) {
+				int64_t k = (in * c + ch) * hw + i;
+				double xh = (x[k] - m) * is;
+				s1 += dy[k] * g[ch];
+				s2 += dy[k] * g[ch] * xh;
+				dg[ch] += dy[k] * xh;
+				db[ch] += dy[k];
+			}
+			for (int64_t ch = 0; ch < c; ch++) {
+				int64_t k = (in * c + ch) * hw + i;
+				double xh = (x[k] - m) * is;
+				dx[k] = is * (dy[k] * g[ch] - s1 / (double)c -
+					      xh * s2 / (double)c);
+			}
+		}
+}
+
+/* gelu: x Phi(x); its derivative Phi(x) + x phi(x). */
+static double gelu(double x)
+{
+	return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+}
+
+static double gelu_grad(double x)
+{
+	return 0.5 * (1 + erf(x / sqrt(2.0))) +
+	       x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
+}
+
 /* Softmax over the channels at each (sample, position). */
 static void softmax_fwd(const double *x, int64_t n, int64_t c, int64_t hw,
 			double *y)
@@ -368,6 +441,7 @@ int ref_nparams(const struct hp_spec *s)
 	for (int i = 0; i < s->nlayers; i++)
 		if (s->layers[i].type == HP_LAYER_CONV ||
 		    s->layers[i].type == HP_LAYER_BN ||
+		    s->layers[i].type == HP_LAYER_LAYERNORM ||
 		    s->layers[i].type == HP_LAYER_FC)
 			k += 2;
 	return k;
@@ -396,6 +470,7 @@ int64_t ref_param_numel(const struct hp_spec *s, int idx)
 			nb = L->filters;
 			break;
 		case HP_LAYER_BN:
+		case HP_LAYER_LAYERNORM:
 			nw = nb = a.c;
 			break;
 		case HP_LAYER_FC:
@@ -503,6 +578,16 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			ref_bn_fwd(in, n, a.c, a.h * a.w, r->params[pk],
 				   r->params[pk + 1], r->bn_eps, y);
 			pk += 2;
+			break;
+		case HP_LAYER_LAYERNORM:
+			pidx[i] = pk;
+			ref_ln_fwd(in, n, a.c, a.h * a.w, r->params[pk],
+				   r->params[pk + 1], L->eps, y);
+			pk += 2;
+			break;
+		case HP_LAYER_GELU:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = gelu(in[k]);
 			break;
 		case HP_LAYER_RELU:
 			for (int64_t k = 0; k < na; k++)
@@ -687,6 +772,23 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 				free(tb);
 			break;
 		}
+		case HP_LAYER_LAYERNORM: {
+			double *tw =
+			    dw ? dw : malloc((size_t)a.c * sizeof(double));
+			double *tb =
+			    db ? db : malloc((size_t)a.c * sizeof(double));
+			ref_ln_bwd(in, n, a.c, a.h * a.w, r->params[q], L->eps,
+				   dy, g, tw, tb);
+			if (!dw)
+				free(tw);
+			if (!db)
+				free(tb);
+			break;
+		}
+		case HP_LAYER_GELU:
+			for (int64_t k = 0; k < na; k++)
+				g[k] = dy[k] * gelu_grad(in[k]);
+			break;
 		case HP_LAYER_RELU:
 			for (int64_t k = 0; k < na; k++)
 				g[k] = in[k] > 0 ? dy[k] : 0;

@@ -73,5 +73,12 @@ void ref_bn_fwd(const double *x, int64_t n, int64_t c, int64_t hw,
 void ref_bn_bwd(const double *x, int64_t n, int64_t c, int64_t hw,
 		const double *g, double eps, const double *dy, double *dx,
 		double *dg, double *db);
+/* Layer norm over the c channels at each (sample, position); dg and db
+ * are written, not added to. */
+void ref_ln_fwd(const double *x, int64_t n, int64_t c, int64_t hw,
+		const double *g, const double *b, double eps, double *y);
+void ref_ln_bwd(const double *x, int64_t n, int64_t c, int64_t hw,
+		const double *g, double eps, const double *dy, double *dx,
+		double *dg, double *db);
 
 #endif

@@ -61,6 +61,20 @@
 	"{\"type\":\"slice\",\"start\":" #start ",\"channels\":" #ch IN(in) "}"
 #define SHUFFLE(g) "{\"type\":\"shuffle\",\"groups\":" #g "}"
 #define SHUFFLEI(g, in) "{\"type\":\"shuffle\",\"groups\":" #g IN(in) "}"
+/* ConvNeXt's forms: a layer norm over the channels, gelu */
+#define LN "{\"type\":\"layernorm\"}"
+#define LNE(eps) "{\"type\":\"layernorm\",\"eps\":" #eps "}"
+#define LNI(in) "{\"type\":\"layernorm\"" IN(in) "}"
+#define GELU "{\"type\":\"gelu\"}"
+/* a ConvNeXt block on 16 channels: depthwise 7x7, layer norm, 1x1 conv
+ * to 4x the channels, gelu, 1x1 conv back, the residual sum */
+#define CONVNEXT_BLOCK_NET                                                     \
+	NET("[3,8,8]", 3,                                                      \
+	    CONV(16, 4, 4, 0) "," LNE(1e-6) "," GCONV(                         \
+		16, 7, 1, 3,                                                   \
+		16) "," LN                                                     \
+		    "," CONV(64, 1, 1, 0) "," GELU "," CONV(                   \
+			16, 1, 1, 0) "," ADD("1,6") "," GAP "," LN "," FC(3))
 /* A ShuffleNetV2 unit of stride 1: the input's channels halved by two
  * slices, one half through 1x1, depthwise 3x3 and 1x1 convs, the halves
  * concatenated and shuffled in 2 groups (8 channels: the halves fall

@@ -80,6 +80,14 @@ static void fx_open(struct fx *f, const char *js, int64_t n,
 		f->p[i] = malloc((size_t)pi.numel * sizeof(double));
 		tmp = malloc((size_t)pi.numel * sizeof(float));
 		ASSERT(hp_engine_param_get(f->e, i, tmp, &err) == 0);
+		/* a layer norm's scale and shift start at 1 and 0, which
+		 * would hide one taken for the other: other values */
+		if (f->s.layers[pi.layer].type == HP_LAYER_LAYERNORM) {
+			for (int64_t j = 0; j < pi.numel; j++)
+				tmp[j] = (float)((i & 1) ? urand(&st) - 0.5
+							 : urand(&st) + 0.5);
+			ASSERT(hp_engine_param_set(f->e, i, tmp, &err) == 0);
+		}
 		for (int64_t j = 0; j < pi.numel; j++)
 			f->p[i][j] = tmp[j];
 		free(tmp);
@@ -1033,6 +1041,24 @@ HP_TEST(engine_slice_and_shuffle)
 		      CONV(6, 3, 1, 1) "," SHUFFLE(3) "," ADD("0,1") "," CONV(
 			  24, 1, 1, 0) "," SHUFFLE(4) "," FC(3)),
 		  3, 2);
+}
+
+HP_TEST(engine_layernorm_and_gelu)
+{
+	/* ConvNeXt's block: a layer norm of a blocked conv output (through
+	 * nhwc), the 1x1 convs and gelu, a layer norm after the pooling */
+	check_net(CONVNEXT_BLOCK_NET, 3, 2);
+	/* a layer norm of the plain network input, of a 2-d fc output (no
+	 * reorder), of an input with a second reader; gelu on flat data */
+	check_net(NET("[5,3,3]", 3,
+		      LN "," CONV(20, 3, 1, 1) "," LNI("1") "," ADD(
+			  "1,2") "," FC(8) "," LNE(1e-3) "," GELU "," FC(3)),
+		  4, 2);
+	/* one thread, a single channel's norm (the output is the shift) */
+	check_net(NET("[3,4,4]", 3,
+		      CONV(1, 3, 1, 1) "," LN "," GELU
+				       "," CONV(4, 1, 1, 0) "," GELU "," FC(3)),
+		  2, 1);
 }
 
 HP_TEST(engine_conv_rectangular)
