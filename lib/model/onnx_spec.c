@@ -15,6 +15,51 @@
 
 #define VAL_NONE (-2) /* not an activation (a weight, a shape) */
 
+/*
+ * A tensor's part in a layer norm or a gelu as PyTorch exports them at
+ * opset 13, op by op: LayerNorm over the last axis is ReduceMean, Sub,
+ * Pow 2, ReduceMean, Add eps, Sqrt, Div (then Mul by its weight and Add
+ * its bias); gelu is Div by sqrt(2), Erf, Add 1, Mul by x, Mul by 0.5.
+ * The parts between are not layers: each may be read only by the next
+ * op of its pattern.
+ */
+enum part {
+	P_NONE,
+	P_MEAN,	    /* ReduceMean over the channels of src */
+	P_CENT,	    /* src - its mean */
+	P_SQ,	    /* (src - mean)^2 */
+	P_VAR,	    /* its mean */
+	P_VAREPS,   /* + eps */
+	P_STD,	    /* sqrt */
+	P_GDIV,	    /* src / sqrt(2) */
+	P_GERF,	    /* erf of it */
+	P_GERF1,    /* + 1 */
+	P_GHALF,    /* src * (1 + erf(src / sqrt(2))) */
+	P_PARTIAL,  /* the last of those */
+	P_LN_OUT,   /* a layernorm layer's output: its weight's Mul to come */
+	P_LN_SCALE, /* and its bias's Add */
+	P_MM_OUT    /* a MatMul's conv or fc: its bias's Add to come */
+};
+
+/* The op that may read a tensor of each partial part. */
+static const char *const part_next[P_PARTIAL] = {
+    [P_MEAN] = "Sub",	 [P_SQ] = "ReduceMean", [P_VAR] = "Add",
+    [P_VAREPS] = "Sqrt", [P_STD] = "Div",	[P_GDIV] = "Erf",
+    [P_GERF] = "Add",	 [P_GERF1] = "Mul",	[P_GHALF] = "Mul",
+};
+
+struct tinfo {
+	bool cl;     /* an activation transposed to channels-last (N, H,
+			W, C: ConvNeXt's blocks, around its layer norms
+			and 1x1 layers) */
+	bool excl;   /* no other reader saw its layer's output on the way
+			from the layer to it (a layer scale may fold) */
+	int8_t part; /* enum part */
+	int src;     /* the tensor a layer norm or gelu is of */
+	int readers; /* nodes reading it */
+	double eps;  /* P_VAREPS, P_STD */
+};
+
 struct conv_ctx {
 	struct hp_graph *g;
 	struct hp_spec *s;
@@ -27,6 +72,7 @@ struct conv_ctx {
 	 * alike), for the AveragePool after it to take as its own padding;
 	 * 0 for the rest */
 	int64_t *padded;
+	struct tinfo *ti; /* per tensor */
 	char bad[256];
 	size_t nbad;
 };
@@ -55,11 +101,40 @@ static void note_bad(struct conv_ctx *c, const char *op)
 static int pass_through(struct conv_ctx *c, const struct hp_node *n, int in,
 			const char *bad)
 {
+	int x = -1;
+
+	/* the first activation it reads */
+	for (int k = 0; k < n->ninputs && x < 0; k++)
+		if (n->inputs[k] >= 0 && c->val[n->inputs[k]] != VAL_NONE)
+			x = n->inputs[k];
 	if (bad)
 		note_bad(c, bad);
-	for (int k = 0; k < n->noutputs; k++)
-		if (n->outputs[k] >= 0)
-			c->val[n->outputs[k]] = in;
+	for (int k = 0; k < n->noutputs; k++) {
+		int t = n->outputs[k];
+		if (t < 0)
+			continue;
+		c->val[t] = in;
+		/* past an op not run, its data is taken as plain: one
+		 * refusal, not one for every op after it */
+		if (x >= 0 && !bad) {
+			c->ti[t].cl = c->ti[x].cl;
+			c->ti[t].excl = c->ti[x].excl && c->ti[x].readers == 1;
+		}
+	}
+	return 0;
+}
+
+/* Node n's output continues a layer norm's or gelu's pattern: part p of
+ * src (pass_through's view of the activations, nothing run). */
+static int part_of(struct conv_ctx *c, const struct hp_node *n, int in,
+		   enum part p, int src, double eps)
+{
+	struct tinfo *o = &c->ti[n->outputs[0]];
+
+	pass_through(c, n, in, NULL);
+	o->part = (int8_t)p;
+	o->src = src;
+	o->eps = eps;
 	return 0;
 }
 
@@ -244,8 +319,17 @@ static int add_layer(struct conv_ctx *c, const struct hp_node *n,
 		memcpy(d->inputs, ins, (size_t)nin * sizeof(int));
 	}
 	s->nlayers++;
-	if (n->noutputs > 0 && n->outputs[0] >= 0)
+	if (n->noutputs > 0 && n->outputs[0] >= 0) {
+		struct tinfo *o = &c->ti[n->outputs[0]];
 		c->val[n->outputs[0]] = i;
+		o->excl = true;
+		/* channels-last in, channels-last out (the layers made of
+		 * the patterns above set theirs) */
+		for (int k = 0; k < n->ninputs; k++)
+			if (n->inputs[k] >= 0 &&
+			    c->val[n->inputs[k]] != VAL_NONE)
+				o->cl = o->cl || c->ti[n->inputs[k]].cl;
+	}
 	return 0;
 }
 
@@ -370,6 +454,198 @@ refuse:
 			    n->name);
 }
 
+/* A whole activation: not a part of a layer norm or gelu under way. */
+static bool whole(const struct conv_ctx *c, int t)
+{
+	return t >= 0 && c->val[t] != VAL_NONE &&
+	       (c->ti[t].part == P_NONE || c->ti[t].part > P_PARTIAL);
+}
+
+/* An activation whose last axis is its channels: channels-last, or flat. */
+static bool chan_last(const struct conv_ctx *c, int t)
+{
+	const struct hp_tensor *x = &c->g->tensors[t];
+
+	return (x->rank == 4 && c->ti[t].cl) || x->rank == 2;
+}
+
+/* A constant's single value, NAN when it has not one known value. */
+static double tconst(const struct conv_ctx *c, int t)
+{
+	const struct hp_tensor *x;
+
+	if (t < 0 || c->val[t] != VAL_NONE)
+		return NAN;
+	x = &c->g->tensors[t];
+	return x->nfvals == 1 ? x->fvals[0] : NAN;
+}
+
+/* A stored vector of n values (a weight, not computed): of shape n, or
+ * with 3d, also n, 1, 1 (a layer scale's, broadcast over an image). */
+static bool stored_vec(const struct conv_ctx *c, int t, int64_t n, bool img)
+{
+	const struct hp_tensor *x;
+
+	if (t < 0 || c->val[t] != VAL_NONE || n < 1)
+		return false;
+	x = &c->g->tensors[t];
+	if (x->rank == 1)
+		return x->dims[0] == n;
+	return img && x->rank == 3 && x->dims[0] == n && x->dims[1] == 1 &&
+	       x->dims[2] == 1;
+}
+
+static int add_layer(struct conv_ctx *c, const struct hp_node *n,
+		     const struct hp_spec_layer *L, const int *ins, int nin,
+		     struct hp_error *err);
+
+/* add_layer() of one input, src's layer, its output part p and, like
+ * src, channels-last or not. */
+static int add_layer_of(struct conv_ctx *c, const struct hp_node *n,
+			struct hp_spec_layer *L, int src, enum part p,
+			struct hp_error *err)
+{
+	int in = c->val[src], rc = add_layer(c, n, L, &in, 1, err);
+
+	if (!rc) {
+		c->ti[n->outputs[0]].part = (int8_t)p;
+		c->ti[n->outputs[0]].cl = c->ti[src].cl;
+	}
+	return rc;
+}
+
+/*
+ * ConvNeXt's forms, as PyTorch exports them (opset 13): a Transpose to
+ * channels-last and back around layer norms (the ops of `enum part`),
+ * MatMuls by stored weights (1x1 convs; fc layers on flat data) with their
+ * bias Adds, gelu's ops, and a layer scale (a stored factor per channel)
+ * on a conv's output, which the conv's weights take (the same functions;
+ * the engine skips one elementwise pass).  Returns 0 when node n was one
+ * of them, 1 when it was not, < 0 on error.
+ */
+static int convnext_node(struct conv_ctx *c, const struct hp_node *n,
+			 struct hp_error *err)
+{
+	struct hp_graph *g = c->g;
+	struct hp_spec_layer L;
+	const char *op = n->op;
+	int a = n->ninputs > 0 ? n->inputs[0] : -1;
+	int b = n->ninputs > 1 ? n->inputs[1] : -1;
+	bool act_a = a >= 0 && c->val[a] != VAL_NONE;
+	bool act_b = b >= 0 && c->val[b] != VAL_NONE;
+	/* the activation of a two-input op with one, and the other input */
+	int t = act_a ? a : b, k = act_a ? b : a;
+	struct tinfo *tt = t >= 0 ? &c->ti[t] : NULL;
+	const struct hp_tensor *x = t >= 0 ? &g->tensors[t] : NULL;
+	int64_t clast = x && x->rank >= 1 ? x->dims[x->rank - 1] : -1;
+
+	memset(&L, 0, sizeof(L));
+	if ((!act_a && !act_b) || n->noutputs < 1 || n->outputs[0] < 0)
+		return 1;
+	if (!strcmp(op, "Transpose") && act_a && x->rank == 4 && whole(c, a)) {
+		const struct hp_attr *p = hp_node_attr(n, "perm");
+		static const int64_t to_cl[4] = {0, 2, 3, 1};
+		static const int64_t from_cl[4] = {0, 3, 1, 2};
+		const int64_t *want = tt->cl ? from_cl : to_cl;
+		if (!p || p->type != HP_ATTR_INTS || p->n != 4 ||
+		    memcmp(p->ints, want, sizeof(to_cl)))
+			return 1;
+		pass_through(c, n, c->val[a], NULL);
+		c->ti[n->outputs[0]].cl = !tt->cl;
+		return 0;
+	}
+	if (!strcmp(op, "ReduceMean") && act_a) {
+		const int64_t *ax;
+		int64_t na;
+		if (!const_ints(g, n, "axes", 1, &ax, &na) || na != 1 ||
+		    (ax[0] != -1 && ax[0] != x->rank - 1) ||
+		    hp_node_attr_i(n, "keepdims", 1) != 1)
+			return 1;
+		if (tt->part == P_SQ)
+			return part_of(c, n, c->val[a], P_VAR, tt->src, 0);
+		if (whole(c, a) && chan_last(c, a))
+			return part_of(c, n, c->val[a], P_MEAN, a, 0);
+		return 1;
+	}
+	if (!strcmp(op, "Sub") && act_b && n->ninputs == 2 && whole(c, a) &&
+	    c->ti[b].part == P_MEAN && c->ti[b].src == a)
+		return part_of(c, n, c->val[a], P_CENT, a, 0);
+	if (!strcmp(op, "Pow") && tt->part == P_CENT && !act_b &&
+	    tconst(c, b) == 2)
+		return part_of(c, n, c->val[a], P_SQ, tt->src, 0);
+	if (!strcmp(op, "Sqrt") && tt->part == P_VAREPS)
+		return part_of(c, n, c->val[a], P_STD, tt->src, tt->eps);
+	if (!strcmp(op, "Erf") && tt->part == P_GDIV)
+		return part_of(c, n, c->val[a], P_GERF, tt->src, 0);
+	if (!strcmp(op, "Div") && act_b && tt->part == P_CENT &&
+	    c->ti[b].part == P_STD && c->ti[b].src == tt->src) {
+		/* the mean and variance over the channels: a layer norm */
+		L.type = HP_LAYER_LAYERNORM;
+		L.eps = c->ti[b].eps;
+		return add_layer_of(c, n, &L, tt->src, P_LN_OUT, err);
+	}
+	if (!strcmp(op, "Div") && !act_b && whole(c, a) &&
+	    fabs(tconst(c, b) - sqrt(2.0)) < 1e-4)
+		return part_of(c, n, c->val[a], P_GDIV, a, 0);
+	if (!strcmp(op, "MatMul") && !act_b && whole(c, a) && chan_last(c, a) &&
+	    b >= 0 && g->tensors[b].rank == 2 &&
+	    g->tensors[b].dims[0] == clast && g->tensors[b].dims[1] >= 1) {
+		/* x W on the channels: a 1x1 conv, or an fc of flat data */
+		if (x->rank == 4) {
+			L.type = HP_LAYER_CONV;
+			L.filters = g->tensors[b].dims[1];
+			L.kernel = L.stride = 1;
+		} else {
+			L.type = HP_LAYER_FC;
+			L.units = g->tensors[b].dims[1];
+		}
+		return add_layer_of(c, n, &L, a, P_MM_OUT, err);
+	}
+	if (n->ninputs != 2)
+		return 1;
+	if (!strcmp(op, "Add") && act_a != act_b) {
+		double v = tconst(c, k);
+		if (tt->part == P_VAR && v > 0 && v <= 1)
+			return part_of(c, n, c->val[t], P_VAREPS, tt->src, v);
+		if (tt->part == P_GERF && v == 1)
+			return part_of(c, n, c->val[t], P_GERF1, tt->src, 0);
+		/* the bias of a layer norm or of a MatMul: the layer's own */
+		if ((tt->part == P_LN_SCALE || tt->part == P_MM_OUT) &&
+		    tt->readers == 1 && stored_vec(c, k, clast, false))
+			return pass_through(c, n, c->val[t], NULL);
+		return 1;
+	}
+	if (strcmp(op, "Mul"))
+		return 1;
+	if (act_a && act_b) {
+		/* gelu's x (1 + erf(x / sqrt(2))), either way round */
+		int h = c->ti[a].part == P_GERF1 ? a : b, o = h == a ? b : a;
+		if (c->ti[h].part == P_GERF1 && c->ti[h].src == o &&
+		    whole(c, o))
+			return part_of(c, n, c->val[o], P_GHALF, o, 0);
+		return 1;
+	}
+	if (tt->part == P_GHALF && tconst(c, k) == 0.5) {
+		L.type = HP_LAYER_GELU;
+		return add_layer_of(c, n, &L, tt->src, P_NONE, err);
+	}
+	if (tt->part == P_LN_OUT && tt->readers == 1 &&
+	    stored_vec(c, k, clast, false)) {
+		/* the layer norm's weight: the layer's own */
+		pass_through(c, n, c->val[t], NULL);
+		c->ti[n->outputs[0]].part = P_LN_SCALE;
+		return 0;
+	}
+	if (x->rank == 4 && !tt->cl && tt->excl && tt->readers == 1 &&
+	    c->val[t] == c->s->nlayers - 1 &&
+	    c->s->layers[c->val[t]].type == HP_LAYER_CONV &&
+	    stored_vec(c, k, x->dims[1], true))
+		/* a layer scale on the conv that made t (and nothing read
+		 * in between): folded into the conv */
+		return pass_through(c, n, c->val[t], NULL);
+	return 1;
+}
+
 static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			struct hp_error *err)
 {
@@ -432,6 +708,37 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		     strcmp(op, c->shuf[t] > 0 ? "Transpose" : "Reshape")))
 			return pass_through(c, n, ins[0],
 					    "Reshape (not to 2-D)");
+		/* a layer norm's or gelu's parts go to its next op only */
+		if (c->ti[t].part > P_NONE && c->ti[t].part < P_PARTIAL &&
+		    (c->ti[t].part == P_CENT
+			 ? strcmp(op, "Pow") && strcmp(op, "Div")
+			 : strcmp(op, part_next[c->ti[t].part])))
+			return pass_through(c, n, ins[0],
+					    "a layer norm or gelu in another "
+					    "form");
+	}
+	if ((rc = convnext_node(c, n, err)) <= 0)
+		return rc;
+	/* channels-last data goes only through the ops above, and the
+	 * ones that do not care for the layout (a sum of channels-last
+	 * data alone) */
+	for (int k = 0; k < n->ninputs; k++) {
+		int t = n->inputs[k];
+		bool all_cl = true;
+		if (t < 0 || c->val[t] == VAL_NONE || !c->ti[t].cl)
+			continue;
+		for (int j = 0; j < n->ninputs; j++)
+			all_cl = all_cl && n->inputs[j] >= 0 &&
+				 c->ti[n->inputs[j]].cl;
+		if (!strcmp(op, "Identity") || !strcmp(op, "Dropout") ||
+		    (!strcmp(op, "Add") && all_cl))
+			continue;
+		{
+			char what[96];
+			snprintf(what, sizeof(what),
+				 "%.40s (of channels-last data)", op);
+			return pass_through(c, n, ins[0], what);
+		}
 	}
 	if (!strcmp(op, "Identity"))
 		return pass_through(c, n, ins[0], NULL);
@@ -546,10 +853,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	} else if (!strcmp(op, "Add") || !strcmp(op, "Sum")) {
 		L.type = HP_LAYER_ADD;
 		if (nin != n->ninputs || nin < 2)
-			return hp_error_set(err, HP_EUNSUPP,
-					    "node %s (%s): only sums of "
-					    "activations (no constants)",
-					    n->name, op);
+			return pass_through(c, n, ins[0],
+					    "Add (of a constant)");
 	} else if (!strcmp(op, "Concat")) {
 		L.type = HP_LAYER_CONCAT;
 		if (hp_node_attr_i(n, "axis", 0) != 1 || nin != n->ninputs)
@@ -670,18 +975,23 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	c.val = malloc((size_t)g->ntensors * sizeof(*c.val));
 	c.shuf = calloc((size_t)g->ntensors + 1, sizeof(*c.shuf));
 	c.padded = calloc((size_t)g->ntensors + 1, sizeof(*c.padded));
+	c.ti = calloc((size_t)g->ntensors + 1, sizeof(*c.ti));
 	order = malloc((size_t)(g->nnodes + 1) * sizeof(*order));
 	/* a layer a node, but a Split's for each of its outputs */
 	s->layers = calloc((size_t)g->nnodes + (size_t)g->ntensors + 1,
 			   sizeof(*s->layers));
 	s->name = hp_strdup(g->name ? g->name : "onnx");
-	if (!c.val || !c.shuf || !c.padded || !order || !s->layers ||
+	if (!c.val || !c.shuf || !c.padded || !c.ti || !order || !s->layers ||
 	    !s->name) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (int t = 0; t < g->ntensors; t++)
 		c.val[t] = VAL_NONE;
+	for (int k = 0; k < g->nnodes; k++)
+		for (int j = 0; j < g->nodes[k].ninputs; j++)
+			if (g->nodes[k].inputs[j] >= 0)
+				c.ti[g->nodes[k].inputs[j]].readers++;
 	c.val[in] = -1;
 	for (int k = 0; k < 3; k++)
 		s->input[k] = x->dims[k + 1];
@@ -733,6 +1043,7 @@ out:
 	free(c.val);
 	free(c.shuf);
 	free(c.padded);
+	free(c.ti);
 	free(order);
 	if (rc)
 		hp_spec_release(s);

@@ -102,10 +102,23 @@ PY
 # the data folder's copy of it (Zeus's model) runs too
 expect_status profile_onnx_shufflenet_data 0 "$HP" profile "$SHUF" --batch 2 --input-shape 3x32x32 \
 	--threads 1 --max-seconds 0.3 --retries 0 --out "$TMP/s.csv"
-# ConvNeXt's layer scale (a Mul by a stored vector) and the Add after it
-expect_status profile_onnx_unsupported 2 "$HP" profile "$TV/convnext_tiny.train.onnx" --batch 2 \
+# ConvNeXt-T: its layer norms over the channels (channels-last, as ops),
+# MatMuls (1x1 convs), gelus (as ops) and layer scales (folded into the
+# convs) run; counted from torchvision's definition: 23 layer norms (stem,
+# 18 blocks, 3 downsamplings, head), 18 gelus, 58 convs (stem, 18
+# depthwise, 36 MatMuls, 3 downsamplings), 18 residual adds
+expect_status profile_onnx_convnext 0 "$HP" profile "$TV/convnext_tiny.train.onnx" --batch 2 \
+	--input-shape 3x32x32 --threads 1 --max-seconds 0.3 --retries 0 --out "$TMP/cnx.csv" \
+	--save-spec "$TMP/cnx.json"
+if "$PY" - "$TMP/cnx.json" <<'PY'; then ok profile_onnx_convnext_forms; else fail profile_onnx_convnext_forms "$(head -c 300 "$TMP/cnx.json")"; fi
+import json, sys
+t = [l['type'] for l in json.load(open(sys.argv[1]))['layers']]
+sys.exit(0 if [t.count(k) for k in ('layernorm', 'gelu', 'conv', 'add')] == [23, 18, 58, 18] else 1)
+PY
+# ViT's attention (a Concat of the class token along the sequence) does not
+expect_status profile_onnx_unsupported 2 "$HP" profile "$TV/vit_b_16.train.onnx" --batch 2 \
 	--input-shape 3x32x32 --out "$TMP/s.csv"
-expect_err profile_onnx_unsupported_says "Add.*only sums of activations"
+expect_err profile_onnx_unsupported_says "Concat.*only activations along the channels"
 # every op the engine does not run is named at once
 expect_status profile_onnx_unrun_ops 2 "$HP" profile "$ROOT/tests/data/onnx/lrn_softplus.onnx" \
 	--batch 2 --out "$TMP/s.csv"

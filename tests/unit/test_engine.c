@@ -1758,3 +1758,166 @@ HP_TEST(engine_loader_cost_measures)
 	ASSERT_EQ_INT(hp_engine_loader_cost(0, &c, &err), HP_EINVAL);
 	ASSERT_EQ_INT(hp_engine_loader_cost(NAN, &c, &err), HP_EINVAL);
 }
+
+/* A layer norm over the channels as PyTorch exports nn.LayerNorm on
+ * channels-last data at opset 13: in -> out, pow2 the exponent (2). */
+static void ob_layernorm(struct ob *b, const char *in, const char *out,
+			 const char *w, const char *bias, const char *pfx,
+			 const char *pow2)
+{
+	char nm[10][32];
+	int n;
+
+	for (int k = 0; k < 10; k++)
+		snprintf(nm[k], sizeof(nm[k]), "%s%d", pfx, k);
+	n = ob_node(b, "ReduceMean", in, nm[0]);
+	ob_attr_ints(b, n, "axes", 1, (int64_t[]){-1});
+	{
+		char s[80];
+		snprintf(s, sizeof(s), "%s,%s", in, nm[0]);
+		ob_node(b, "Sub", s, nm[1]);
+		snprintf(s, sizeof(s), "%s,%s", nm[1], pow2);
+		ob_node(b, "Pow", s, nm[2]);
+		n = ob_node(b, "ReduceMean", nm[2], nm[3]);
+		ob_attr_ints(b, n, "axes", 1, (int64_t[]){-1});
+		snprintf(s, sizeof(s), "%s,eps", nm[3]);
+		ob_node(b, "Add", s, nm[4]);
+		ob_node(b, "Sqrt", nm[4], nm[5]);
+		snprintf(s, sizeof(s), "%s,%s", nm[1], nm[5]);
+		ob_node(b, "Div", s, nm[6]);
+		snprintf(s, sizeof(s), "%s,%s", nm[6], w);
+		ob_node(b, "Mul", s, nm[7]);
+		snprintf(s, sizeof(s), "%s,%s", nm[7], bias);
+		ob_node(b, "Add", s, out);
+	}
+}
+
+/* ConvNeXt's stem and block as torchvision exports them (opset 13): a
+ * strided conv, LayerNorm2d (Transpose to channels-last, the layer norm's
+ * ops, Transpose back), a depthwise conv, Transpose, layer norm, MatMul
+ * and bias Add, gelu's Div, Erf, Add, Mul, Mul, MatMul and Add,
+ * Transpose back, the layer scale's Mul and the residual Add.  variant
+ * 1: the variance of a cube (Pow 3); 2: a ReduceMean over the width of
+ * channels-last data; 3: a conv of channels-last data; 4: a layer scale
+ * on a conv output that the residual reads too; 5: gelu's last Mul by
+ * 0.6. */
+static uint8_t *convnext_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 3, 8, 8}, w0[4] = {8, 3, 2, 2},
+		wd[4] = {8, 1, 3, 3}, c8[1] = {8}, c32[1] = {32},
+		m1[2] = {8, 32}, m2[2] = {32, 8}, ls[3] = {8, 1, 1},
+		fw[2] = {3, 8}, fb[1] = {3}, k2[2] = {2, 2}, k3[2] = {3, 3},
+		p1[4] = {1, 1, 1, 1}, to_cl[4] = {0, 2, 3, 1},
+		from_cl[4] = {0, 3, 1, 2};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w0", 4, w0);
+	ob_init(b, "wd", 4, wd);
+	ob_init(b, "lw0", 1, c8);
+	ob_init(b, "lb0", 1, c8);
+	ob_init(b, "lw1", 1, c8);
+	ob_init(b, "lb1", 1, c8);
+	ob_init(b, "m1", 2, m1);
+	ob_init(b, "mb1", 1, c32);
+	ob_init(b, "m2", 2, m2);
+	ob_init(b, "mb2", 1, c8);
+	ob_init(b, "ls", 3, ls);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_const_f32(b, "two", 2.0f);
+	ob_const_f32(b, "three", 3.0f);
+	ob_const_f32(b, "eps", 1e-6f);
+	ob_const_f32(b, "sqrt2", 1.4142135f);
+	ob_const_f32(b, "one", 1.0f);
+	ob_const_f32(b, "half", variant == 5 ? 0.6f : 0.5f);
+	n = ob_node(b, "Conv", "x,w0", "c0");
+	ob_attr_ints(b, n, "kernel_shape", 2, k2);
+	ob_attr_ints(b, n, "strides", 2, k2);
+	n = ob_node(b, "Transpose", "c0", "t0");
+	ob_attr_ints(b, n, "perm", 4, to_cl);
+	ob_layernorm(b, "t0", "n0", "lw0", "lb0", "ln0_",
+		     variant == 1 ? "three" : "two");
+	n = ob_node(b, "Transpose", "n0", "x1");
+	ob_attr_ints(b, n, "perm", 4, from_cl);
+	n = ob_node(b, "Conv", "x1,wd", "d0");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_attr_i(b, n, "group", 8);
+	n = ob_node(b, "Transpose", "d0", "d1");
+	ob_attr_ints(b, n, "perm", 4, to_cl);
+	if (variant == 2) {
+		n = ob_node(b, "ReduceMean", "d1", "bad");
+		ob_attr_ints(b, n, "axes", 1, (int64_t[]){2});
+		ob_layernorm(b, "bad", "n1", "lw1", "lb1", "ln1_", "two");
+	} else if (variant == 3) {
+		n = ob_node(b, "Conv", "d1,wd", "bad");
+		ob_attr_ints(b, n, "kernel_shape", 2, k3);
+		ob_attr_ints(b, n, "pads", 4, p1);
+		ob_attr_i(b, n, "group", 8);
+		ob_layernorm(b, "bad", "n1", "lw1", "lb1", "ln1_", "two");
+	} else {
+		ob_layernorm(b, "d1", "n1", "lw1", "lb1", "ln1_", "two");
+	}
+	ob_node(b, "MatMul", "n1,m1", "mm1");
+	ob_node(b, "Add", "mb1,mm1", "h1");
+	ob_node(b, "Div", "h1,sqrt2", "g1");
+	ob_node(b, "Erf", "g1", "g2");
+	ob_node(b, "Add", "g2,one", "g3");
+	ob_node(b, "Mul", "h1,g3", "g4");
+	ob_node(b, "Mul", "g4,half", "g5");
+	ob_node(b, "MatMul", "g5,m2", "mm2");
+	ob_node(b, "Add", "mb2,mm2", "h2");
+	n = ob_node(b, "Transpose", "h2", "h3");
+	ob_attr_ints(b, n, "perm", 4, from_cl);
+	ob_node(b, "Mul", "ls,h3", "h4");
+	ob_node(b, "Add", variant == 4 ? "h4,h3" : "h4,x1", "y0");
+	ob_classifier(b, "y0");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_convnext_forms)
+{
+	static const char *const refused[] = {
+	    NULL,
+	    "Pow (of channels-last data)",
+	    "ReduceMean (of channels-last data)",
+	    "Conv (of channels-last data)",
+	    "Mul (by a constant)",
+	    "Mul (of channels-last data)"};
+	struct hp_spec s;
+	size_t len;
+	uint8_t *buf = convnext_onnx(&len, 0);
+	int64_t shape[3] = {3, 8, 8};
+	static const enum hp_spec_layer_type want[] = {
+	    HP_LAYER_CONV,	HP_LAYER_LAYERNORM, HP_LAYER_CONV,
+	    HP_LAYER_LAYERNORM, HP_LAYER_CONV,	    HP_LAYER_GELU,
+	    HP_LAYER_CONV,	HP_LAYER_ADD,	    HP_LAYER_GAP,
+	    HP_LAYER_FLATTEN,	HP_LAYER_FC};
+	char *js;
+
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.nlayers, 11);
+	for (int i = 0; i < 11; i++)
+		if (s.layers[i].type != want[i])
+			HP_FAIL("layer %d is %s", i,
+				hp_spec_layer_name(s.layers[i].type));
+	/* the layer norms' eps, the MatMuls' 1x1 convs, the residual */
+	ASSERT(fabs(s.layers[1].eps - 1e-6) < 1e-9);
+	ASSERT_EQ_INT(s.layers[2].groups, 8);
+	ASSERT_EQ_INT(s.layers[4].filters, 32);
+	ASSERT_EQ_INT(s.layers[4].kernel, 1);
+	ASSERT_EQ_INT(s.layers[6].filters, 8);
+	ASSERT_EQ_INT(s.layers[7].inputs[0], 6);
+	ASSERT_EQ_INT(s.layers[7].inputs[1], 1);
+	js = hp_spec_to_json(&s);
+	ASSERT(js != NULL);
+	hp_spec_release(&s);
+	check_net(js, 3, 2);
+	free(js);
+	for (int v = 1; v < 6; v++) {
+		buf = convnext_onnx(&len, v);
+		onnx_refused(buf, len, shape, refused[v], v);
+	}
+}
