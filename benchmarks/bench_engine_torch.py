@@ -100,6 +100,26 @@ def build_torchvision(path, shape):
     return model, out.shape[1], {"name": name, "input": [c, h, w]}
 
 
+def blas_name():
+    """The BLAS this process loaded (Debian's torch does its Linear layers'
+    and MatMuls' products through the system libblas.so.3: the reference
+    implementation unless an optimized one, e.g. libopenblas0-pthread, is
+    installed), from /proc/self/maps; "unknown" elsewhere."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f
+                    if os.path.basename(line.split()[-1]).startswith(
+                        "libblas.so")}
+    except OSError:
+        return "unknown"
+    for lib in sorted(libs):
+        # Debian's alternatives: .../blas/ is the reference, the others
+        # are named by their folder (openblas-pthread, blis-openmp, ...)
+        d = os.path.basename(os.path.dirname(os.path.realpath(lib)))
+        return "reference" if d == "blas" else d
+    return "unknown"
+
+
 def bench(path, batch, args):
     torch.manual_seed(1)
     if path.endswith(".onnx"):
@@ -132,10 +152,10 @@ def bench(path, batch, args):
             times.append((time.perf_counter() - t0) * 1e3)
     times.sort()
     print("impl=torch spec=%s batch=%d threads=%d steps=%d median_ms=%.3f "
-          "min_ms=%.3f loss=%.4f device=\"torch %s, %d threads\"" %
+          "min_ms=%.3f loss=%.4f blas=%s device=\"torch %s, %d threads\"" %
           (spec.get("name", "spec"), batch, torch.get_num_threads(), args.n,
-           times[len(times) // 2], times[0], loss.item(), torch.__version__,
-           torch.get_num_threads()), flush=True)
+           times[len(times) // 2], times[0], loss.item(), blas_name(),
+           torch.__version__, torch.get_num_threads()), flush=True)
 
 
 def main():

@@ -97,11 +97,12 @@ echo "   (peak: struct hp_host's ISA estimate, cores x clock x FLOPs per cycle, 
 A=""
 # the Done-when's five, then the torchvision forms the engine runs since
 # (ceil-mode pools, wide concats, SiLU, hardswish, squeeze-and-excitation,
-# ShuffleNet's slices and channel shuffles)
+# ShuffleNet's slices and channel shuffles, ConvNeXt's layer norms and
+# gelus)
 for m in resnet18:16 resnet50:16 mobilenet_v2:32 vgg11:16 alexnet:64 \
 	googlenet:16 squeezenet1_0:32 densenet121:16 efficientnet_b0:16 \
 	mobilenet_v3_small:32 mnasnet0_5:32 regnet_y_400mf:16 \
-	shufflenet_v2_x1_0:32; do
+	shufflenet_v2_x1_0:32 convnext_tiny:16; do
 	f=""
 	for d in data/models ../shared/data/models tests/data/models; do
 		[ -f "$d/${m%%:*}.train.onnx" ] && { f="$d/${m%%:*}.train.onnx:${m##*:}"; break; }
@@ -134,6 +135,13 @@ for k, v in e.items():
           f"{100 * float(v['peak_frac']):>7.1f}% {em:>11.1f} {tm:>9.1f} {em / tm:>6.2f}")
 if not t:
     print("PyTorch/torchvision not available (Debian python3-torch): no ratios")
+else:
+    blas = sorted({v.get('blas', 'unknown') for v in t.values()})
+    print("PyTorch's matrix products (Linear, MatMul) ran on BLAS: " + ", ".join(blas))
+    if 'reference' in blas:
+        print("  warning: the reference BLAS (about 20x slower than OpenBLAS here): "
+              "PyTorch's side is slow on fc and MatMul layers; install libopenblas0-pthread "
+              "(make deps-bench does)")
 PY
 rm -f "$eng" "$tor"
 
@@ -144,6 +152,7 @@ ARCH_MODELS="googlenet squeezenet1_0 densenet121 efficientnet_b0 mobilenet_v3_sm
 	benchmarks/arch_check.sh "$build" 2 | tail -n 2
 # Inception v3 needs 75x75 at least
 ARCH_SHAPE=3x80x80 ARCH_MODELS=inception_v3 benchmarks/arch_check.sh "$build" 2 | tail -n 2
+ARCH_MODELS=convnext_tiny benchmarks/arch_check.sh "$build" 2 | tail -n 2
 
 echo
 echo "== lr-find: the suggested rate against a log-spaced grid of rates, Fashion-MNIST, fixed budget (goal: within 1 point of the best)"

@@ -31,8 +31,11 @@ pkgs_build="$pkgs_build $pkgs_node"
 pkgs_run="dataset-fashion-mnist"
 pkgs_test="python3 dataset-fashion-mnist slurm-wlm munge openssl prometheus chromium"
 pkgs_ci="clang libclang-rt-14-dev clang-format valgrind debootstrap"
+# libopenblas0-pthread: Debian's torch does its Linear and MatMul products
+# through the system BLAS, which is the reference one without it (the
+# PyTorch peer of make bench would be about 20x slow on those layers)
 pkgs_bench="python3 python3-onnx python3-torch python3-torchvision python3-numpy \
-dataset-fashion-mnist wrk prometheus chromium"
+libopenblas0-pthread dataset-fashion-mnist wrk prometheus chromium"
 
 group_pkgs() {
 	case "$1" in
