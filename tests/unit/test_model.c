@@ -252,6 +252,71 @@ HP_TEST(model_spec_slice_and_shuffle)
 	hp_spec_release(&s);
 }
 
+HP_TEST(model_spec_layernorm_and_gelu)
+{
+	/* conv to 8 channels, a layer norm (eps 1e-6), gelu, a 1x1 conv, a
+	 * layer norm of the fc's flat output: the analysis sees each layer
+	 * norm as PyTorch runs it (Transpose to channels-last,
+	 * LayerNormalization with a weight and a bias of C, Transpose back;
+	 * on flat data the norm alone) */
+	static const char js[] =
+	    "{\"input\":[3,6,6],\"layers\":[{\"type\":\"conv\",\"filters\":8,"
+	    "\"kernel\":3,\"pad\":1},{\"type\":\"layernorm\",\"eps\":1e-6},"
+	    "{\"type\":\"gelu\"},{\"type\":\"conv\",\"filters\":5,\"kernel\":"
+	    "1},{\"type\":\"fc\",\"units\":4},{\"type\":\"layernorm\"}]}";
+	static const char *const bad[] = {
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"layernorm\",\"eps\":0}]"
+	    "}",
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"layernorm\",\"eps\":2}]"
+	    "}",
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"layernorm\",\"eps\":"
+	    "\"x\"}]}",
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"layernorm\",\"groups\":"
+	    "2}]}",
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"gelu\",\"eps\":1}]}"};
+	static const char *const why[] = {
+	    "\"eps\" must be in (0, 1]", "\"eps\" must be in (0, 1]",
+	    "\"eps\" must be a finite number", "groups", "eps"};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_spec s;
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+	int ln = 0, tr = 0, ge = 0;
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	for (int i = 0; i < g->nnodes; i++) {
+		ln += !strcmp(g->nodes[i].op, "LayerNormalization");
+		tr += !strcmp(g->nodes[i].op, "Transpose");
+		ge += !strcmp(g->nodes[i].op, "Gelu");
+	}
+	ASSERT_EQ_INT(ln, 2);
+	ASSERT_EQ_INT(tr, 2);
+	ASSERT_EQ_INT(ge, 1);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	/* conv 3*9*8 + 8, layer norm 2*8, conv 8*5 + 5, fc 5*36*4 + 4,
+	 * layer norm 2*4 */
+	ASSERT_EQ_INT(f.params, 224 + 16 + 45 + 724 + 8);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT(fabs(s.layers[1].eps - 1e-6) < 1e-12);
+	ASSERT(fabs(s.layers[5].eps - 1e-5) < 1e-12);
+	back = hp_spec_to_json(&s);
+	ASSERT(back && strstr(back, "{\"type\":\"gelu\"}") &&
+	       strstr(back, "{\"type\":\"layernorm\",\"eps\":"));
+	free(back);
+	hp_spec_release(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ_INT(
+		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
+		    1);
+		if (!strstr(err.msg, why[i]))
+			HP_FAIL("%s: %s", bad[i], err.msg);
+	}
+}
+
 HP_TEST(model_spec_conv_rectangular)
 {
 	/* a 1x7 conv padded 0, 3 on a 3x5x9 input, then a 3x1 padded 1, 0:
