@@ -7,9 +7,13 @@
  * A model may also be an ONNX CNN (MODEL.onnx[:BATCH], at -s CxHxW), run
  * as the layers it names.  Each line also gives the step's FLOPs (forward
  * and backward, hetpool analyze's count), the FLOP/s achieved and their
- * fraction of the host's FP32 peak for the threads used (the ISA estimate
- * of struct hp_host: physical cores x clock x FLOPs per cycle), and with
- * -L the seconds per step by layer type (summed over the layers of each).
+ * fraction of the host's FP32 peak for the threads used, and with -L the
+ * seconds per step by layer type (summed over the layers of each).  The
+ * peak is the host's measured one (oneDNN's sgemm at those threads): the
+ * host file's ('hetpool host --measure --threads N' keeps it), else
+ * measured here once (about a second), else the ISA estimate of struct
+ * hp_host (physical cores x clock x FLOPs per cycle); peak_source= says
+ * which.
  *
  * Usage: bench_engine [-b BATCH] [-t THREADS] [-n STEPS] [-w WARMUP]
  *                     [-s CxHxW] [-L] [--adam] MODEL[:BATCH]...
@@ -64,18 +68,46 @@ static double step_flops(const struct hp_spec *s, int64_t batch)
 	return v;
 }
 
-/* The host's FP32 peak for `threads` threads (ISA estimate). */
-static double host_peak_gflops(int threads)
+/* The host's FP32 peak for `threads` threads, GFLOP/s, and in *source
+ * where it came from (see the top); measured once a process. */
+static double host_peak_gflops(int threads, const char **source)
 {
+	static int done_threads = -1;
+	static double peak;
+	static const char *src;
 	struct hp_host h;
+	struct hp_host_file f;
+	struct hp_host_peaks pk;
 	struct hp_error err = {0};
+	char path[4200];
 	int cores;
 
+	if (done_threads == threads) {
+		*source = src;
+		return peak;
+	}
 	hp_host_detect(&h, &err);
-	cores = h.physical_cores > 0 ? h.physical_cores : 1;
-	if (threads <= 0 || threads > cores)
-		threads = cores;
-	return h.fp32_gflops / cores * threads;
+	h.threads = threads;
+	h.threads = hp_host_threads(&h);
+	if (!hp_host_file_path(NULL, &h, path, sizeof(path), &err) &&
+	    !hp_host_file_load(path, &f, &err) && f.peaks.when[0] &&
+	    f.peaks.threads == h.threads && f.peaks.fp32_flops > 0) {
+		peak = f.peaks.fp32_flops / 1e9;
+		src = "measured-host-file";
+	} else if (!hp_engine_cpu_peaks(h.threads, 1.0, h.l3_bytes, &pk,
+					&err) &&
+		   pk.fp32_flops > 0) {
+		peak = pk.fp32_flops / 1e9;
+		src = "measured-sgemm";
+	} else {
+		cores = h.physical_cores > 0 ? h.physical_cores : 1;
+		peak = h.fp32_gflops / cores *
+		       (threads <= 0 || threads > cores ? cores : threads);
+		src = "isa-estimate";
+	}
+	done_threads = threads;
+	*source = src;
+	return peak;
 }
 
 /* Seconds per step by layer type: "layer_times spec=... conv=... ". */
@@ -115,6 +147,7 @@ static int bench_one(const char *arg, int64_t batch, int threads, int steps,
 	char path[4096], *colon, *text;
 	size_t len;
 	double *t, loss = 0, flops, peak;
+	const char *peak_src;
 
 	snprintf(path, sizeof(path), "%s", arg);
 	colon = strrchr(path, ':');
@@ -177,16 +210,17 @@ static int bench_one(const char *arg, int64_t batch, int threads, int steps,
 	}
 	qsort(t, (size_t)steps, sizeof(*t), cmp_double);
 	flops = step_flops(&spec, batch);
-	peak = host_peak_gflops(threads);
+	peak = host_peak_gflops(threads, &peak_src);
 	printf("impl=engine spec=%s batch=%lld threads=%d steps=%d "
 	       "median_ms=%.3f min_ms=%.3f peak_mib=%.1f est_mib=%.1f "
 	       "loss=%.4f step_gflop=%.3f gflops=%.2f peak_gflops=%.1f "
-	       "peak_frac=%.3f peak_source=isa-estimate device=\"%s\"\n",
+	       "peak_frac=%.3f peak_source=%s device=\"%s\"\n",
 	       spec.name, (long long)batch, threads, steps, t[steps / 2], t[0],
 	       (double)hp_engine_peak_bytes(e) / 1048576.0,
 	       (double)hp_engine_estimate_bytes(&spec, batch, opt) / 1048576.0,
 	       loss, flops / 1e9, flops / 1e6 / t[steps / 2], peak,
-	       flops / 1e6 / t[steps / 2] / peak, hp_engine_device_desc(e));
+	       flops / 1e6 / t[steps / 2] / peak, peak_src,
+	       hp_engine_device_desc(e));
 	if (layer_times)
 		print_layer_times(e, &spec);
 	fflush(stdout);

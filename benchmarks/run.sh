@@ -93,7 +93,14 @@ rm -f "$eng" "$tor"
 
 echo
 echo "== training step on real architectures at 3x64x64 (torchvision ONNX exports): engine FLOP/s as a share of the host's FP32 peak, and the step time against PyTorch's, $threads threads, side by side"
-echo "   (peak: struct hp_host's ISA estimate, cores x clock x FLOPs per cycle, until a measured peak is merged)"
+# the peak: measured once (oneDNN's sgemm at these threads) into a state
+# folder of this run's own, which every bench_engine below reads
+peak_state=$(mktemp -d)
+if HETPOOL_STATE_DIR=$peak_state "$build/bin/hetpool" host --measure --threads "$threads" >/dev/null 2>&1; then
+	echo "   (peak: this host's, measured by hetpool host --measure --threads $threads just before: oneDNN sgemm)"
+else
+	echo "   (peak: not measured here; each bench_engine measures its own, else the ISA estimate: see its peak_source)"
+fi
 A=""
 # the Done-when's five, then the torchvision forms the engine runs since
 # (ceil-mode pools, wide concats, SiLU, hardswish, squeeze-and-excitation,
@@ -112,7 +119,7 @@ done
 eng=$(mktemp)
 tor=$(mktemp)
 for s in $A; do
-	"$build/bin/bench_engine" -t "$threads" -n 10 -w 3 -s 3x64x64 "$s" >>"$eng"
+	HETPOOL_STATE_DIR=$peak_state "$build/bin/bench_engine" -t "$threads" -n 10 -w 3 -s 3x64x64 "$s" >>"$eng"
 	if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torchvision' 2>/dev/null; then
 		/usr/bin/python3 benchmarks/bench_engine_torch.py -t "$threads" -n 10 -w 3 -s 3x64x64 "$s" >>"$tor"
 	fi
@@ -128,6 +135,9 @@ def load(p):
     return d
 e, t = load(sys.argv[1]), load(sys.argv[2])
 print(f"{'model':<14} {'batch':>5} {'GFLOP/step':>10} {'GFLOP/s':>8} {'of peak':>8} {'hetpool ms':>11} {'torch ms':>9} {'ratio':>6}")
+src = sorted({v.get('peak_source', '?') for v in e.values()})
+peaks = sorted({v.get('peak_gflops', '?') for v in e.values()})
+print(f"peak {', '.join(peaks)} GFLOP/s ({', '.join(src)})")
 for k, v in e.items():
     em = float(v['median_ms'])
     tm = float(t[k]['median_ms']) if k in t else float('nan')
@@ -144,6 +154,7 @@ else:
               "(make deps-bench does)")
 PY
 rm -f "$eng" "$tor"
+rm -rf "$peak_state"
 
 echo
 echo "== held-out step-time prediction on real architectures (none in any fit), 3x64x64, batches 16/32/64 (goal: MAPE <= 15%, 10%)"
