@@ -74,7 +74,11 @@ def build_torchvision(path, shape):
     """torchvision's model named by the file, as the engine runs it."""
     import torchvision
     name = os.path.basename(path).split(".")[0]
-    model = getattr(torchvision.models, name)(weights=None)
+    kw = {}
+    if name in ("googlenet", "inception_v3"):
+        # as tools/gen_test_models.py exported them: no auxiliary heads
+        kw = {"aux_logits": False, "init_weights": False}
+    model = getattr(torchvision.models, name)(weights=None, **kw)
     c, h, w = shape
     if hasattr(model, "avgpool") and hasattr(model, "features") and \
             isinstance(model.avgpool, nn.AdaptiveAvgPool2d):
