@@ -378,8 +378,8 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 	}
 	if (!any_params) {
 		rc = hp_error_set(err, HP_EINVAL,
-				  "the spec has no trainable layer (conv, bn "
-				  "or fc)");
+				  "the spec has no trainable layer (conv, bn, "
+				  "layernorm or fc)");
 		goto fail;
 	}
 	/* Parameter elements (overflow-checked: sizes come from input). */
@@ -398,6 +398,7 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 			k = k < 0 ? -1 : k + pl->L.filters;
 			break;
 		case HP_LAYER_BN:
+		case HP_LAYER_LAYERNORM:
 			k = 2 * x->dims[1];
 			break;
 		case HP_LAYER_FC:

@@ -1921,3 +1921,79 @@ HP_TEST(engine_onnx_convnext_forms)
 		onnx_refused(buf, len, shape, refused[v], v);
 	}
 }
+
+/* The update applies the gradients hp_engine_grads_set() gave (an
+ * all-reduce's), every parameter's: set to zeros, one SGD step with no
+ * momentum yet changes nothing; set to the engine's own, the step is the
+ * one without the round trip. */
+static void check_grads_set_applied(const char *js, int64_t n)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct fx f, g;
+	double loss;
+	int64_t ne;
+	float *flat, *a, *b;
+
+	hp_engine_opts_init(&o);
+	o.threads = 2;
+	o.seed = 3;
+	fx_open(&f, js, n, &o);
+	fx_open(&g, js, n, &o);
+	ne = hp_engine_param_elems(f.e);
+	flat = calloc((size_t)ne, sizeof(float));
+	ASSERT(hp_engine_forward(f.e, &loss, &err) == 0);
+	ASSERT(hp_engine_backward(f.e, &err) == 0);
+	ASSERT(hp_engine_grads_set(f.e, flat, &err) == 0);
+	ASSERT(hp_engine_update(f.e, &err) == 0);
+	for (int i = 0; i < f.np; i++) {
+		a = malloc((size_t)f.pn[i] * sizeof(float));
+		ASSERT(hp_engine_param_get(f.e, i, a, &err) == 0);
+		for (int64_t j = 0; j < f.pn[i]; j++)
+			if (a[j] != (float)f.p[i][j])
+				HP_FAIL("parameter %d moved by a zero gradient "
+					"(element %lld: %g to %g)",
+					i, (long long)j, f.p[i][j], a[j]);
+		free(a);
+	}
+	/* the engine's own gradients through the flat copy */
+	ASSERT(hp_engine_forward(g.e, &loss, &err) == 0);
+	ASSERT(hp_engine_backward(g.e, &err) == 0);
+	ASSERT(hp_engine_grads_get(g.e, flat, &err) == 0);
+	ASSERT(hp_engine_grads_set(g.e, flat, &err) == 0);
+	ASSERT(hp_engine_update(g.e, &err) == 0);
+	{
+		struct fx h;
+		fx_open(&h, js, n, &o);
+		ASSERT(hp_engine_forward(h.e, &loss, &err) == 0);
+		ASSERT(hp_engine_backward(h.e, &err) == 0);
+		ASSERT(hp_engine_update(h.e, &err) == 0);
+		for (int i = 0; i < g.np; i++) {
+			a = malloc((size_t)g.pn[i] * sizeof(float));
+			b = malloc((size_t)g.pn[i] * sizeof(float));
+			ASSERT(hp_engine_param_get(g.e, i, a, &err) == 0);
+			ASSERT(hp_engine_param_get(h.e, i, b, &err) == 0);
+			if (memcmp(a, b, (size_t)g.pn[i] * sizeof(float)))
+				HP_FAIL("parameter %d: the round trip of the "
+					"gradients changed the update",
+					i);
+			free(a);
+			free(b);
+		}
+		fx_close(&h);
+	}
+	free(flat);
+	fx_close(&f);
+	fx_close(&g);
+}
+
+HP_TEST(engine_grads_set_is_what_update_applies)
+{
+	check_grads_set_applied(CONVNEXT_BLOCK_NET, 3);
+	check_grads_set_applied(
+	    NET("[1,28,28]", 10,
+		CONV(16, 4, 4, 0) "," GCONV(16, 7, 1, 3, 16) "," LN "," CONV(
+		    64, 1, 1, 0) "," FC(10)),
+	    4);
+	check_grads_set_applied(SE_NET, 3);
+}
