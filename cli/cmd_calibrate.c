@@ -39,8 +39,12 @@ static const char help[] =
     "channels, batch norm on or off, dropout, 10 or 100 classes, batch "
     "16-32,\n"
     "and 6 more whose 3x3 convs come down to 2x2-4x4 maps: 30 in all)\n"
-    "within the time budget, and fits this host's own physical model on "
-    "them\n"
+    "within the time budget, in up to 3 rounds (all of them, then all "
+    "again,\n"
+    "while the budget lasts: drift then falls on every configuration "
+    "alike),\n"
+    "and fits this host's own physical model on each configuration's "
+    "median\n"
     "(as 'hetpool fit' fits a profile; with fewer than 12 configurations "
     "a\n"
     "factor on each layer class's predicted time instead, pulled to 1 by "
@@ -82,8 +86,9 @@ static const char help[] =
     "                    N' or HETPOOL_THREADS=N\n"
     "  --seconds S       time budget in seconds, all included (default "
     "150; at\n"
-    "                    least 10): fewer configurations when it runs "
-    "out\n"
+    "                    least 10): fewer rounds, then fewer "
+    "configurations, when\n"
+    "                    it runs out\n"
     "  --ridge R         pull of each factor to 1, as if R more rows said "
     "so\n"
     "                    (default 1; the factors are kept beside the "
@@ -129,40 +134,52 @@ static void on_signal(int sig)
 	stop_flag = 1;
 }
 
+/* A configuration of the design: its workload, the profiler's budget
+ * for it, and what its measurements came to. */
 struct cal_point {
 	char id[96];
 	struct hp_workload w;
-	double measured_s, before_s, after_s;
-	double pressure; /* the profiler's cpu_pressure */
-	/* the yardstick's median time between its steps, s (NaN: not
-	 * measured), and what measured_s and cls were before they were
-	 * scaled to the calibration's speed */
-	double ref_s, wall_s;
+	bool have_w;  /* w made (round 0) */
+	bool skip;    /* left out: too slow for the budget, or too large */
+	double max_s; /* the profiler's --max-seconds for it */
+	bool tight;   /* short runs (a tight budget) */
+	int rounds;   /* measurements kept */
+	/* the medians over its measurements: the time at the calibration's
+	 * speed, the wall time, the yardstick, cpu_pressure */
+	double measured_s, wall_s, ref_s, pressure;
+	double before_s, after_s; /* predicted before and after */
 };
 
-/* The share of its wall time a row's thread ran: 1 - cpu_pressure at one
- * thread (the rest it waited for a CPU), else 1. */
-static double ran_share(const struct cal_point *p, int threads)
+/* One measurement of a configuration (one round's). */
+struct cal_row {
+	int cfg;
+	double wall_s;	 /* the profiler's step time */
+	double ref_s;	 /* the yardstick's median between its steps, s
+			    (NaN: not measured) */
+	double pressure; /* the profiler's cpu_pressure */
+};
+
+/* The share of its wall time a measurement's thread ran: 1 -
+ * cpu_pressure at one thread (the rest it waited for a CPU), else 1. */
+static double ran_share(double pressure, int threads)
 {
-	return threads == 1 && p->pressure > 0 && p->pressure < 1
-		   ? 1 - p->pressure
-		   : 1;
+	return threads == 1 && pressure > 0 && pressure < 1 ? 1 - pressure : 1;
 }
 
 /*
  * Times at the calibration's speed (hp_est_to_ref_speed()).  Each
- * configuration's row carries the yardstick, a fixed reference step timed
- * between its steps on the same threads (docs/profiler.md), so time /
- * yardstick is its time relative to the host's speed while it ran,
- * whatever neighbours did to it then.  The calibration's speed is the
- * median yardstick over its rows (at one thread, of the time the thread
- * ran, as the rows' own times); every row with a yardstick is scaled to
- * it, ys and cls with it.  Returns the median (NaN: none had one), which
- * the host file keeps: the yardstick's time at which this host's
- * predictions hold.
+ * measurement carries the yardstick, a fixed reference step timed between
+ * its steps on the same threads (docs/profiler.md), so time / yardstick
+ * is its time relative to the host's speed while it ran, whatever
+ * neighbours did to it then.  The calibration's speed is the median
+ * yardstick over its measurements (at one thread, of the time the thread
+ * ran, as the measurements' own times); t and cls (3 a row: the times the
+ * thread ran, on entry) are scaled to it.  Returns the median (NaN: none
+ * had one), which the host file keeps: the yardstick's time at which this
+ * host's predictions hold.
  */
-static double to_calibration_speed(struct cal_point *pts, double *ys,
-				   double *cls, int n, int threads)
+static double to_calibration_speed(const struct cal_row *rows, int n, double *t,
+				   double *cls, int threads)
 {
 	double *wall = malloc(((size_t)n + 1) * 3 * sizeof(*wall)), med;
 	double *ref = wall + n + 1, *share = ref + n + 1;
@@ -170,16 +187,19 @@ static double to_calibration_speed(struct cal_point *pts, double *ys,
 	if (!wall)
 		return NAN;
 	for (int i = 0; i < n; i++) {
-		wall[i] = pts[i].wall_s;
-		ref[i] = pts[i].ref_s;
-		share[i] = ran_share(&pts[i], threads);
+		wall[i] = rows[i].wall_s;
+		ref[i] = rows[i].ref_s;
+		share[i] = ran_share(rows[i].pressure, threads);
 	}
-	med = hp_est_to_ref_speed(n, wall, ref, share, ys, cls, 3);
-	for (int i = 0; i < n; i++)
-		pts[i].measured_s = ys[i];
+	med = hp_est_to_ref_speed(n, wall, ref, share, t, cls, 3);
 	free(wall);
 	return med;
 }
+
+/* Rounds of the design, at most: each configuration measured this many
+ * times, interleaved (round 1 all, then round 2 all, ...), while the
+ * budget lasts; its median goes into the fit. */
+#define CAL_ROUNDS 3
 
 /* A calibration whose yardstick runs this many times slower than the last
  * one's at the same threads warns that the host may be slowed. */
@@ -247,6 +267,11 @@ static int cmd_calibrate(int argc, char **argv)
 	struct hp_estimator *est = NULL;
 	struct hp_device_type *t;
 	struct cal_point *pts = NULL;
+	struct cal_row *rows = NULL;
+	/* the measurements' times and class times; scratch for medians */
+	double *rt = NULL, *rcls = NULL, *med = NULL, last_round = 0;
+	int *order = NULL, nrows = 0, nrounds = 0;
+	bool out_of_time = false;
 	const struct hp_workload **wl = NULL;
 	double *ys = NULL, *cls = NULL, t0 = hp_now_s(), ref_s;
 	/* this calibration's yardstick over the last one's (NaN: none) */
@@ -326,119 +351,180 @@ static int cmd_calibrate(int argc, char **argv)
 	}
 	ndesign = sw.n;
 	pts = calloc((size_t)ndesign, sizeof(*pts));
+	order = calloc((size_t)ndesign, sizeof(*order));
 	wl = calloc((size_t)ndesign, sizeof(*wl));
 	ys = calloc((size_t)ndesign, sizeof(*ys));
 	cls = calloc(3 * (size_t)ndesign, sizeof(*cls));
-	if (!pts || !wl || !ys || !cls) {
+	rows = calloc((size_t)ndesign * CAL_ROUNDS, sizeof(*rows));
+	rt = calloc((size_t)ndesign * CAL_ROUNDS, sizeof(*rt));
+	rcls = calloc(3 * (size_t)ndesign * CAL_ROUNDS, sizeof(*rcls));
+	med = calloc((size_t)CAL_ROUNDS + 1, sizeof(*med));
+	if (!pts || !order || !wl || !ys || !cls || !rows || !rt || !rcls ||
+	    !med) {
 		status = cli_error(EXIT_FAIL, "calibrate: out of memory");
 		goto out;
 	}
 
 	signal(SIGINT, on_signal);
-	for (int i = 0; i < ndesign && !stop_flag; i++) {
-		const struct hp_sweep_config *c = &sw.configs[i];
-		struct hp_profile_opts po;
-		struct hp_profile_row *row = NULL;
-		struct cal_point *p = &pts[n];
-		double left = a.seconds - (hp_now_s() - t0);
-		double per = left / (ndesign - i);
+	for (int r = 0; r < CAL_ROUNDS && !stop_flag && !out_of_time; r++) {
+		double r0 = hp_now_s();
+		/* another round only when the budget has room for it */
+		if (r > 0 && a.seconds - (r0 - t0) < 1.1 * last_round)
+			break;
+		for (int i = 0; i < ndesign && !stop_flag; i++) {
+			const struct hp_sweep_config *c = &sw.configs[i];
+			struct hp_profile_opts po;
+			struct hp_profile_row *row = NULL;
+			struct cal_point *p = &pts[i];
+			struct cal_row *q = &rows[nrows];
+			double left = a.seconds - (hp_now_s() - t0);
 
-		if (left < 2)
-			break;
-		snprintf(p->id, sizeof(p->id), "%s", c->id);
-		if ((rc = config_workload(c, &p->w, &err)) ||
-		    (rc = predict_cpu(est, cat, &p->w, &p->before_s, &err))) {
-			status = cli_error(cli_status_for(rc),
-					   "calibrate: %s: %s", c->id, err.msg);
-			goto out;
-		}
-		/* a configuration whose steps would not fit in its share
-		 * of the budget is left out */
-		if (p->before_s * 8 > (per > 1 ? per : 1) * 2) {
-			hp_workload_release(&p->w);
-			continue;
-		}
-		/* the profiler's own settings (as 'hetpool profile'), in
-		 * this configuration's share of the budget */
-		hp_profile_opts_init(&po);
-		po.threads = h.threads;
-		po.max_seconds = per * 0.6 < 4 ? per * 0.6 : 4;
-		po.retries = 1;
-		/* a tight budget (--seconds well under the default): short
-		 * runs, as many configurations as it allows */
-		if (per < 3) {
-			po.warmup_steps = 2;
-			po.warmup_s = 0.05;
-			po.min_steps = 5;
-			po.stable_rel = 0.02;
-		}
-		po.stop = &stop_flag;
-		if (!(row = calloc(1, sizeof(*row)))) {
-			hp_workload_release(&p->w);
-			status =
-			    cli_error(EXIT_FAIL, "calibrate: out of memory");
-			goto out;
-		}
-		if (tty)
-			fprintf(stderr,
-				"\rcalibrate: [%2d/%d] %-34s %3.0f s left",
-				i + 1, ndesign, c->id, left);
-		rc = hp_profile_config(c, &po, row, &err);
-		if (rc == HP_ECANCELED || stop_flag) {
-			free(row);
-			hp_workload_release(&p->w);
-			break;
-		}
-		if (rc) {
-			free(row);
-			hp_workload_release(&p->w);
-			if (rc == HP_ETOOBIG)
+			if (left < 2) {
+				out_of_time = true;
+				break;
+			}
+			if (r == 0) {
+				double per = left / (ndesign - i);
+				snprintf(p->id, sizeof(p->id), "%s", c->id);
+				if ((rc = config_workload(c, &p->w, &err)) ||
+				    (rc = predict_cpu(est, cat, &p->w,
+						      &p->before_s, &err))) {
+					status = cli_error(cli_status_for(rc),
+							   "calibrate: %s: %s",
+							   c->id, err.msg);
+					goto out;
+				}
+				p->have_w = true;
+				/* a configuration whose steps would not fit
+				 * in its share of the budget is left out */
+				p->skip =
+				    p->before_s * 8 > (per > 1 ? per : 1) * 2;
+				/* the profiler's own settings (as 'hetpool
+				 * profile'), in this configuration's share
+				 * of the budget; a tight budget (--seconds
+				 * well under the default): short runs, as
+				 * many configurations as it allows */
+				p->max_s = per * 0.6 < 4 ? per * 0.6 : 4;
+				p->tight = per < 3;
+			}
+			if (p->skip)
 				continue;
-			status = cli_error(EXIT_FAIL, "calibrate: %s: %s",
-					   p->id, err.msg);
-			goto out;
+			hp_profile_opts_init(&po);
+			po.threads = h.threads;
+			po.max_seconds = p->max_s;
+			po.retries = 1;
+			if (p->tight) {
+				po.warmup_steps = 2;
+				po.warmup_s = 0.05;
+				po.min_steps = 5;
+				po.stable_rel = 0.02;
+			}
+			po.stop = &stop_flag;
+			if (!(row = calloc(1, sizeof(*row)))) {
+				status = cli_error(EXIT_FAIL,
+						   "calibrate: out of memory");
+				goto out;
+			}
+			if (tty)
+				fprintf(stderr,
+					"\rcalibrate: round %d [%2d/%d] %-34s "
+					"%3.0f s left",
+					r + 1, i + 1, ndesign, c->id, left);
+			rc = hp_profile_config(c, &po, row, &err);
+			if (rc == HP_ECANCELED || stop_flag) {
+				free(row);
+				break;
+			}
+			if (rc) {
+				free(row);
+				if (rc == HP_ETOOBIG) {
+					p->skip = true;
+					continue;
+				}
+				status =
+				    cli_error(EXIT_FAIL, "calibrate: %s: %s",
+					      p->id, err.msg);
+				goto out;
+			}
+			q->cfg = i;
+			q->wall_s = rt[nrows] = row->step_time_s;
+			q->ref_s = row->ref_steps > 0 && row->ref_time_s > 0
+				       ? row->ref_time_s
+				       : NAN;
+			q->pressure = row->cpu_pressure;
+			rcls[3 * nrows] = row->time_conv_s;
+			rcls[3 * nrows + 1] = row->time_fc_s;
+			rcls[3 * nrows + 2] = row->time_other_s;
+			free(row);
+			/* a measurement whose thread waited for a CPU much
+			 * of the time measured the neighbours, not this
+			 * host */
+			if (q->pressure > a.max_pressure) {
+				nbusy++;
+				continue;
+			}
+			/* one thread: the time it ran, not the time it
+			 * waited for a CPU taken by other work (wall =
+			 * on-CPU + waiting) */
+			for (int k = -1; k < 3; k++) {
+				double *v =
+				    k < 0 ? &rt[nrows] : &rcls[3 * nrows + k];
+				*v *= ran_share(q->pressure, h.threads);
+			}
+			nrows++;
 		}
-		p->measured_s = p->wall_s = row->step_time_s;
-		p->ref_s = row->ref_steps > 0 && row->ref_time_s > 0
-			       ? row->ref_time_s
-			       : NAN;
-		cls[3 * n] = row->time_conv_s;
-		cls[3 * n + 1] = row->time_fc_s;
-		cls[3 * n + 2] = row->time_other_s;
-		/* one thread: the time it ran, not the time it waited for
-		 * a CPU taken by other work (wall = on-CPU + waiting) */
-		if (h.threads == 1 && row->cpu_pressure > 0 &&
-		    row->cpu_pressure < 1) {
-			p->measured_s *= 1 - row->cpu_pressure;
-			for (int k = 0; k < 3; k++)
-				cls[3 * n + k] *= 1 - row->cpu_pressure;
-		}
-		p->pressure = row->cpu_pressure;
-		free(row);
-		/* a row whose thread waited for a CPU much of the time
-		 * measured the neighbours, not this host */
-		if (p->pressure > a.max_pressure) {
-			nbusy++;
-			hp_workload_release(&p->w);
-			continue;
-		}
-		wl[n] = &p->w;
-		ys[n] = p->measured_s;
-		n++;
+		last_round = hp_now_s() - r0;
+		nrounds = r + 1;
 	}
 	signal(SIGINT, SIG_DFL);
 	if (tty)
 		fprintf(stderr, "\r%-72s\r", "");
+	/* the measurements at the calibration's speed, then each
+	 * configuration's median over its rounds */
+	ref_s = to_calibration_speed(rows, nrows, rt, rcls, h.threads);
+	for (int i = 0; i < ndesign; i++) {
+		struct cal_point *p = &pts[i];
+		double *v = med;
+		int m = 0;
+		for (int j = 0; j < nrows; j++)
+			m += rows[j].cfg == i;
+		if (!m)
+			continue;
+		p->rounds = m;
+		for (int k = -1; k < 3; k++) {
+			m = 0;
+			for (int j = 0; j < nrows; j++)
+				if (rows[j].cfg == i)
+					v[m++] =
+					    k < 0 ? rt[j] : rcls[3 * j + k];
+			*(k < 0 ? &p->measured_s : &cls[3 * n + k]) =
+			    hp_est_median(v, m);
+		}
+		for (int k = 0; k < 3; k++) {
+			m = 0;
+			for (int j = 0; j < nrows; j++)
+				if (rows[j].cfg == i)
+					v[m++] = k == 0	  ? rows[j].wall_s
+						 : k == 1 ? rows[j].ref_s
+							  : rows[j].pressure;
+			*(k == 0   ? &p->wall_s
+			  : k == 1 ? &p->ref_s
+				   : &p->pressure) = hp_est_median(v, m);
+		}
+		wl[n] = &p->w;
+		ys[n] = p->measured_s;
+		order[n++] = i;
+	}
 	if (n < 3) {
 		status =
 		    cli_error(EXIT_FAIL,
 			      "calibrate: %d configuration%s measured in "
-			      "%.0f s (%d left out: the host was busy): too "
-			      "few to fit (give more --seconds)",
-			      n, n == 1 ? "" : "s", a.seconds, nbusy);
+			      "%.0f s (%d measurement%s left out: the host was "
+			      "busy): too few to fit (give more --seconds)",
+			      n, n == 1 ? "" : "s", a.seconds, nbusy,
+			      nbusy == 1 ? "" : "s");
 		goto out;
 	}
-	ref_s = to_calibration_speed(pts, ys, cls, n, h.threads);
 	/* the last calibration at these threads, for its speed */
 	if (f.calib.has && f.calib.threads == h.threads &&
 	    f.calib.ref_time_s > 0 && ref_s > 0) {
@@ -474,32 +560,53 @@ static int cmd_calibrate(int argc, char **argv)
 	}
 	t->calib = f.calib;
 	for (int i = 0; i < n; i++)
-		predict_cpu(est, cat, &pts[i].w, &pts[i].after_s, &err);
+		predict_cpu(est, cat, &pts[order[i]].w, &pts[order[i]].after_s,
+			    &err);
 
 	if (a.json) {
 		json_t *o = json_object(), *arr = json_array(), *cj;
 		char *s = hp_host_file_json(&f);
 		cj = s ? json_loads(s, 0, NULL) : NULL;
 		free(s);
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
+			const struct cal_point *p = &pts[order[i]];
+			json_t *ms = json_array();
+			for (int j = 0; j < nrows; j++)
+				if (rows[j].cfg == order[i])
+					json_array_append_new(
+					    ms,
+					    json_pack(
+						"{s:f, s:o, s:o}", "wall_s",
+						rows[j].wall_s, "ref_time_s",
+						rows[j].ref_s > 0
+						    ? json_real(rows[j].ref_s)
+						    : json_null(),
+						"cpu_pressure",
+						isnan(rows[j].pressure)
+						    ? json_null()
+						    : json_real(
+							  rows[j].pressure)));
 			json_array_append_new(
 			    arr,
-			    json_pack("{s:s, s:f, s:f, s:f, s:f, s:o, s:o}",
-				      "id", pts[i].id, "measured_s",
-				      pts[i].measured_s, "wall_s",
-				      pts[i].wall_s, "predicted_s",
-				      pts[i].before_s, "calibrated_s",
-				      pts[i].after_s, "ref_time_s",
-				      pts[i].ref_s > 0 ? json_real(pts[i].ref_s)
-						       : json_null(),
-				      "cpu_pressure",
-				      isnan(pts[i].pressure)
-					  ? json_null()
-					  : json_real(pts[i].pressure)));
+			    json_pack(
+				"{s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:i, "
+				"s:o}",
+				"id", p->id, "measured_s", p->measured_s,
+				"wall_s", p->wall_s, "predicted_s", p->before_s,
+				"calibrated_s", p->after_s, "ref_time_s",
+				p->ref_s > 0 ? json_real(p->ref_s)
+					     : json_null(),
+				"cpu_pressure",
+				isnan(p->pressure) ? json_null()
+						   : json_real(p->pressure),
+				"rounds", p->rounds, "measurements", ms));
+		}
 		json_object_set_new(o, "host_file", json_string(path));
 		json_object_set_new(o, "host", cj ? cj : json_null());
 		json_object_set_new(o, "configurations", arr);
 		json_object_set_new(o, "seconds", json_real(hp_now_s() - t0));
+		json_object_set_new(o, "rounds", json_integer(nrounds));
+		json_object_set_new(o, "measurements", json_integer(nrows));
 		json_object_set_new(o, "left_out_busy", json_integer(nbusy));
 		json_object_set_new(o, "slower_than_last",
 				    prev_ratio > 0 ? json_real(prev_ratio)
@@ -512,9 +619,12 @@ static int cmd_calibrate(int argc, char **argv)
 		json_decref(o);
 		goto out;
 	}
-	printf("calibrated %s at %d thread%s from %d configurations in %.0f "
-	       "s\n",
-	       f.key, h.threads, h.threads == 1 ? "" : "s", n, hp_now_s() - t0);
+	printf("calibrated %s at %d thread%s from %d configurations (%d "
+	       "measurement%s in %d round%s: each configuration's median) in "
+	       "%.0f s\n",
+	       f.key, h.threads, h.threads == 1 ? "" : "s", n, nrows,
+	       nrows == 1 ? "" : "s", nrounds, nrounds == 1 ? "" : "s",
+	       hp_now_s() - t0);
 	if (f.calib.nparams > 0)
 		printf("  fit:      this host's own physical model on these "
 		       "configurations, against its %.0f GFLOP/s ISA peak "
@@ -532,10 +642,11 @@ static int cmd_calibrate(int argc, char **argv)
 	if (ref_s > 0) {
 		double lo = INFINITY, hi = 0;
 		int nr = 0;
-		for (int i = 0; i < n; i++)
-			if (pts[i].ref_s > 0) {
-				double r = pts[i].ref_s *
-					   ran_share(&pts[i], h.threads);
+		for (int i = 0; i < nrows; i++)
+			if (rows[i].ref_s > 0) {
+				double r =
+				    rows[i].ref_s *
+				    ran_share(rows[i].pressure, h.threads);
 				lo = fmin(lo, r);
 				hi = fmax(hi, r);
 				nr++;
@@ -549,16 +660,21 @@ static int cmd_calibrate(int argc, char **argv)
 		       "profiler's rows): absolute times\n");
 	}
 	if (nbusy)
-		printf("  left out: %d configuration%s measured while the "
+		printf("  left out: %d measurement%s taken while the "
 		       "host was busy (threads waited for a CPU over %.0f%% "
 		       "of the time)\n",
 		       nbusy, nbusy == 1 ? "" : "s", 100 * a.max_pressure);
 	printf("  saved in %s\n", path);
 out:
-	if (pts)
-		for (int i = 0; i < n; i++)
+	for (int i = 0; pts && i < ndesign; i++)
+		if (pts[i].have_w)
 			hp_workload_release(&pts[i].w);
 	free(pts);
+	free(order);
+	free(rows);
+	free(rt);
+	free(rcls);
+	free(med);
 	free(wl);
 	free(ys);
 	free(cls);

@@ -247,6 +247,9 @@ double hp_estimator_ref_time_s(const struct hp_estimator *est,
  * not a positive number (not known).
  */
 double hp_est_rescale_ref(double t_s, double ref_fit_s, double ref_now_s);
+/* The median of the finite values of v[0..n) (v unchanged); NaN when
+ * there are none or on ENOMEM.  Thread-safe. */
+double hp_est_median(const double *v, int n);
 /*
  * n measurements, each taken beside the profiler's yardstick, to one
  * speed (hetpool calibrate): the speed is the median over the measurements

@@ -773,6 +773,21 @@ double hp_est_to_ref_speed(int n, const double *wall_s, const double *ref_s,
 	return med;
 }
 
+double hp_est_median(const double *v, int n)
+{
+	double *c = malloc(((size_t)(n > 0 ? n : 0) + 1) * sizeof(*c)), m;
+	int k = 0;
+
+	if (!c)
+		return NAN;
+	for (int i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			c[k++] = v[i];
+	m = k ? hp__quantile(c, k, 0.5) : NAN;
+	free(c);
+	return m;
+}
+
 double hp_est_rescale_ref(double t_s, double ref_fit_s, double ref_now_s)
 {
 	if (!(ref_fit_s > 0) || !(ref_now_s > 0) || !isfinite(ref_fit_s) ||
