@@ -154,6 +154,55 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	return 0;
 }
 
+/*
+ * Layer L's two parameters as PyTorch lists them (a conv's or an fc's
+ * weight and bias, a norm's scale and shift) on an input of x's shape:
+ * their ranks and dims in w and b (the rest zero).  false for a layer
+ * without parameters.  The one list of which layers have which: the
+ * plan's count, the flat gradient buffer and hp_engine_param_info() all
+ * read it.
+ */
+static bool layer_params(const struct hp_spec_layer *L,
+			 const struct hp__plan_act *x,
+			 struct hp_engine_param *w, struct hp_engine_param *b)
+{
+	memset(w, 0, sizeof(*w));
+	memset(b, 0, sizeof(*b));
+	b->rank = 1;
+	switch (L->type) {
+	case HP_LAYER_CONV:
+		w->rank = 4;
+		w->dims[0] = b->dims[0] = L->filters;
+		w->dims[1] = x->dims[1] / (L->groups > 1 ? L->groups : 1);
+		w->dims[2] = L->kernel;
+		w->dims[3] = hp_spec_kernel_w(L);
+		return true;
+	case HP_LAYER_BN:
+	case HP_LAYER_LAYERNORM:
+		w->rank = 1;
+		w->dims[0] = b->dims[0] = x->dims[1];
+		return true;
+	case HP_LAYER_FC:
+		w->rank = 2;
+		w->dims[0] = b->dims[0] = L->units;
+		w->dims[1] = x->dims[1] * x->dims[2] * x->dims[3];
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A parameter's elements; -1 past int64 (sizes come from input). */
+static int64_t param_numel(const struct hp_engine_param *q)
+{
+	int64_t n = 1;
+
+	for (int d = 0; d < q->rank; d++)
+		if (!hp_mul_i64(n, q->dims[d], &n))
+			return -1;
+	return n;
+}
+
 int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		   struct hp__plan *p, struct hp_error *err)
 {
@@ -267,9 +316,10 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		}
 		pl->x = pl->xs[0];
 		xa = &p->acts[pl->x];
-		pl->has_params =
-		    L->type == HP_LAYER_CONV || L->type == HP_LAYER_BN ||
-		    L->type == HP_LAYER_LAYERNORM || L->type == HP_LAYER_FC;
+		{
+			struct hp_engine_param pw, pb;
+			pl->has_params = layer_params(L, xa, &pw, &pb);
+		}
 		pl->need_dsrc = up;
 		pl->bwd = pl->has_params || pl->need_dsrc;
 		if (pl->noop) {
@@ -385,32 +435,16 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 	/* Parameter elements (overflow-checked: sizes come from input). */
 	for (int i = 0; i < p->nlayers; i++) {
 		const struct hp__plan_layer *pl = &p->layers[i];
-		const struct hp__plan_act *x = &p->acts[pl->x];
-		int64_t k = 0, tt, g = pl->L.groups > 1 ? pl->L.groups : 1;
-		if (pl->noop)
+		struct hp_engine_param w, b;
+		int64_t nw, nb;
+		if (pl->noop || !pl->has_params)
 			continue;
-		switch (pl->L.type) {
-		case HP_LAYER_CONV:
-			if (!hp_mul_i64(pl->L.filters, x->dims[1] / g, &k) ||
-			    !hp_mul_i64(k, pl->L.kernel, &k) ||
-			    !hp_mul_i64(k, hp_spec_kernel_w(&pl->L), &k))
-				k = -1;
-			k = k < 0 ? -1 : k + pl->L.filters;
-			break;
-		case HP_LAYER_BN:
-		case HP_LAYER_LAYERNORM:
-			k = 2 * x->dims[1];
-			break;
-		case HP_LAYER_FC:
-			tt = x->dims[1] * x->dims[2] * x->dims[3];
-			if (!hp_mul_i64(pl->L.units, tt, &k))
-				k = -1;
-			k = k < 0 ? -1 : k + pl->L.units;
-			break;
-		default:
-			break;
-		}
-		if (k < 0 || !hp_add_i64(p->param_elems, k, &p->param_elems) ||
+		layer_params(&pl->L, &p->acts[pl->x], &w, &b);
+		nw = param_numel(&w);
+		nb = param_numel(&b);
+		if (nw < 0 || nb < 0 ||
+		    !hp_add_i64(p->param_elems, nw, &p->param_elems) ||
+		    !hp_add_i64(p->param_elems, nb, &p->param_elems) ||
 		    p->param_elems > HP_MODEL_MAX_ELEMS) {
 			rc = hp_error_set(err, HP_ETOOBIG,
 					  "layer %d: too many parameters", i);
@@ -631,36 +665,12 @@ static int list_params(struct hp_engine *e)
 		static const char *const sfx[2] = {"weight", "bias"};
 		if (!pl->has_params)
 			continue;
-		memset(w, 0, 2 * sizeof(*w));
+		layer_params(&pl->L, x, w, b);
 		w->layer = b->layer = i;
-		b->rank = 1;
-		switch (pl->L.type) {
-		case HP_LAYER_CONV:
-			w->rank = 4;
-			w->dims[0] = pl->L.filters;
-			w->dims[1] =
-			    x->dims[1] / (pl->L.groups > 1 ? pl->L.groups : 1);
-			w->dims[2] = pl->L.kernel;
-			w->dims[3] = hp_spec_kernel_w(&pl->L);
-			b->dims[0] = pl->L.filters;
-			break;
-		case HP_LAYER_BN:
-		case HP_LAYER_LAYERNORM:
-			w->rank = 1;
-			w->dims[0] = b->dims[0] = x->dims[1];
-			break;
-		default: /* fc */
-			w->rank = 2;
-			w->dims[0] = pl->L.units;
-			w->dims[1] = x->dims[1] * x->dims[2] * x->dims[3];
-			b->dims[0] = pl->L.units;
-			break;
-		}
 		for (int j = 0; j < 2; j++) {
 			struct hp_engine_param *q = &e->params[k + j];
-			q->numel = 1;
-			for (int d = 0; d < q->rank; d++)
-				q->numel *= q->dims[d];
+			/* checked when the plan was built */
+			q->numel = param_numel(q);
 			snprintf(e->param_names[k + j],
 				 sizeof(e->param_names[0]), "%s%d.%s",
 				 hp_spec_layer_name(pl->L.type), i, sfx[j]);
