@@ -1523,7 +1523,7 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 	struct hp_error err = {0};
 	struct hp_lr_plan lr;
 	struct tr_opts o2 = *o;
-	int status = 0, rc;
+	int status = 0, rc = 0;
 	int64_t last_ckpt = -1;
 	char *mpath = NULL;
 
