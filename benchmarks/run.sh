@@ -134,10 +134,10 @@ def load(p):
             d[(kv['spec'], kv['batch'])] = kv
     return d
 e, t = load(sys.argv[1]), load(sys.argv[2])
-print(f"{'model':<14} {'batch':>5} {'GFLOP/step':>10} {'GFLOP/s':>8} {'of peak':>8} {'hetpool ms':>11} {'torch ms':>9} {'ratio':>6}")
 src = sorted({v.get('peak_source', '?') for v in e.values()})
 peaks = sorted({v.get('peak_gflops', '?') for v in e.values()})
 print(f"peak {', '.join(peaks)} GFLOP/s ({', '.join(src)})")
+print(f"{'model':<14} {'batch':>5} {'GFLOP/step':>10} {'GFLOP/s':>8} {'of peak':>8} {'hetpool ms':>11} {'torch ms':>9} {'ratio':>6}")
 for k, v in e.items():
     em = float(v['median_ms'])
     tm = float(t[k]['median_ms']) if k in t else float('nan')
