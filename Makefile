@@ -94,7 +94,7 @@ $(TSAN_BUILD)/build.ninja: | deps-ci
 TSAN_DAEMON_TESTS = limits crash
 
 tsan: deps-ci $(TSAN_BUILD)/build.ninja
-	cmake --build $(TSAN_BUILD) --target hp_unit hetpoold hetpool_cli
+	cmake --build $(TSAN_BUILD) --target hp_unit hetpoold hetpool_cli hetpool_train
 	@TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1 \
 		$(TSAN_BUILD)/bin/hp_unit $(TSAN_TESTS) | tee $(TSAN_BUILD)/tsan.log; \
 		grep -qE '^unit: [1-9][0-9]* passed, 0 failed$$' $(TSAN_BUILD)/tsan.log
