@@ -192,17 +192,6 @@ static bool layer_params(const struct hp_spec_layer *L,
 	}
 }
 
-/* A parameter's elements; -1 past int64 (sizes come from input). */
-static int64_t param_numel(const struct hp_engine_param *q)
-{
-	int64_t n = 1;
-
-	for (int d = 0; d < q->rank; d++)
-		if (!hp_mul_i64(n, q->dims[d], &n))
-			return -1;
-	return n;
-}
-
 int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		   struct hp__plan *p, struct hp_error *err)
 {
@@ -440,8 +429,8 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		if (pl->noop || !pl->has_params)
 			continue;
 		layer_params(&pl->L, &p->acts[pl->x], &w, &b);
-		nw = param_numel(&w);
-		nb = param_numel(&b);
+		nw = hp_dims_numel(w.dims, w.rank);
+		nb = hp_dims_numel(b.dims, b.rank);
 		if (nw < 0 || nb < 0 ||
 		    !hp_add_i64(p->param_elems, nw, &p->param_elems) ||
 		    !hp_add_i64(p->param_elems, nb, &p->param_elems) ||
@@ -670,7 +659,7 @@ static int list_params(struct hp_engine *e)
 		for (int j = 0; j < 2; j++) {
 			struct hp_engine_param *q = &e->params[k + j];
 			/* checked when the plan was built */
-			q->numel = param_numel(q);
+			q->numel = hp_dims_numel(q->dims, q->rank);
 			snprintf(e->param_names[k + j],
 				 sizeof(e->param_names[0]), "%s%d.%s",
 				 hp_spec_layer_name(pl->L.type), i, sfx[j]);

@@ -163,6 +163,19 @@ static inline bool hp_add_i64(int64_t a, int64_t b, int64_t *out)
 {
 	return !__builtin_add_overflow(a, b, out);
 }
+/* The elements of a tensor of these dims: their product; -1 for a
+ * negative rank or dim (not known) or a product past int64. */
+static inline int64_t hp_dims_numel(const int64_t *dims, int rank)
+{
+	int64_t n = 1;
+
+	if (rank < 0)
+		return -1;
+	for (int i = 0; i < rank; i++)
+		if (dims[i] < 0 || !hp_mul_i64(n, dims[i], &n))
+			return -1;
+	return n;
+}
 
 /*
  * Copy src into dst (n bytes, NUL-terminated, cut short to fit) with its

@@ -296,13 +296,5 @@ int hp_tensor_set_fvals(struct hp_tensor *t, const double *v, int64_t n)
 
 int64_t hp_tensor_numel(const struct hp_tensor *t)
 {
-	int64_t n = 1;
-
-	if (!t || t->rank < 0)
-		return -1;
-	for (int i = 0; i < t->rank; i++) {
-		if (t->dims[i] < 0 || !hp_mul_i64(n, t->dims[i], &n))
-			return -1;
-	}
-	return n;
+	return t ? hp_dims_numel(t->dims, t->rank) : -1;
 }

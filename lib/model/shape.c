@@ -207,12 +207,7 @@ static int64_t ival_at(const struct hp_tensor *t, const struct shp *o,
 
 static int64_t numel_of(const struct shp *s)
 {
-	int64_t e = 1;
-
-	for (int i = 0; i < s->rank; i++)
-		if (!hp_mul_i64(e, s->d[i], &e))
-			return -1;
-	return e;
+	return hp_dims_numel(s->d, s->rank);
 }
 
 /*
