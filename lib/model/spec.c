@@ -798,11 +798,11 @@ static int add_ints(struct hp_graph *g, const char *name, const int64_t *v,
 	return t;
 }
 
-static struct hp_attr *set_ints(struct hp_node *n, const char *name, int64_t a,
-				int64_t b, int cnt)
+/* Node n's integer-list attribute name: the cnt values v. */
+static struct hp_attr *set_list(struct hp_node *n, const char *name,
+				const int64_t *v, int cnt)
 {
 	struct hp_attr *at = hp_node_add_attr(n, name, HP_ATTR_INTS);
-	int64_t v[4] = {a, b, a, b};
 
 	if (!at)
 		return NULL;
@@ -812,6 +812,13 @@ static struct hp_attr *set_ints(struct hp_node *n, const char *name, int64_t a,
 	memcpy(at->ints, v, (size_t)cnt * sizeof(int64_t));
 	at->n = (size_t)cnt;
 	return at;
+}
+
+/* The same of a, b (cnt 2), or a, b, a, b (cnt 4: ONNX's pads). */
+static struct hp_attr *set_ints(struct hp_node *n, const char *name, int64_t a,
+				int64_t b, int cnt)
+{
+	return set_list(n, name, (int64_t[4]){a, b, a, b}, cnt);
 }
 
 struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
@@ -932,14 +939,9 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 					0)
 					goto nomem;
 				g->tensors[ln].producer = ni2;
-				if (!(a = hp_node_add_attr(&g->nodes[ni2],
-							   "perm",
-							   HP_ATTR_INTS)) ||
-				    !(a->ints = malloc(4 * sizeof(int64_t))))
+				if (!set_list(&g->nodes[ni2], "perm",
+					      (int64_t[4]){0, 2, 3, 1}, 4))
 					goto nomem;
-				memcpy(a->ints, (int64_t[4]){0, 2, 3, 1},
-				       4 * sizeof(int64_t));
-				a->n = 4;
 				ins[0] = ln;
 			}
 			for (k = 0; k < 2; k++) {
@@ -1022,7 +1024,6 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			int64_t s4[4] = {-1, c, hw[0], hw[1]};
 			int t5, tt, ni2, sh5;
 			char wn[112];
-			struct hp_attr *a;
 			snprintf(wn, sizeof(wn), "%s.split", nm);
 			if ((sh5 = add_ints(g, wn, s5, 5)) < 0)
 				goto nomem;
@@ -1039,13 +1040,9 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 						     &tt, 1)) < 0)
 				goto nomem;
 			g->tensors[tt].producer = ni2;
-			if (!(a = hp_node_add_attr(&g->nodes[ni2], "perm",
-						   HP_ATTR_INTS)) ||
-			    !(a->ints = malloc(5 * sizeof(int64_t))))
+			if (!set_list(&g->nodes[ni2], "perm",
+				      (int64_t[5]){0, 2, 1, 3, 4}, 5))
 				goto nomem;
-			memcpy(a->ints, (int64_t[5]){0, 2, 1, 3, 4},
-			       5 * sizeof(int64_t));
-			a->n = 5;
 			snprintf(wn, sizeof(wn), "%s.shape", nm);
 			ins[0] = tt;
 			if ((ins[1] = add_ints(g, wn, s4, 4)) < 0)
@@ -1116,14 +1113,9 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 							   HP_ATTR_FLOAT)))
 					goto nomem;
 				a->f = L->eps;
-			} else {
-				if (!(a = hp_node_add_attr(n, "perm",
-							   HP_ATTR_INTS)) ||
-				    !(a->ints = malloc(4 * sizeof(int64_t))))
-					goto nomem;
-				memcpy(a->ints, (int64_t[4]){0, 3, 1, 2},
-				       4 * sizeof(int64_t));
-				a->n = 4;
+			} else if (!set_list(n, "perm",
+					     (int64_t[4]){0, 3, 1, 2}, 4)) {
+				goto nomem;
 			}
 		} else if (L->type == HP_LAYER_HARDSIGMOID) {
 			struct hp_attr *a =
