@@ -1219,6 +1219,19 @@ static void onnx_refused(uint8_t *buf, size_t len, const int64_t *shape,
 	hp_graph_free(g);
 }
 
+/* A converted spec (released here) through check_net(): the engine
+ * against the reference against finite differences.  Returns its JSON
+ * (caller frees). */
+static char *check_spec_net(struct hp_spec *s)
+{
+	char *js = hp_spec_to_json(s);
+
+	ASSERT(js != NULL);
+	hp_spec_release(s);
+	check_net(js, 3, 2);
+	return js;
+}
+
 /* A small ResNet-like CNN as an ONNX file, as torchvision exports one. */
 static uint8_t *small_onnx(size_t *len, bool bad_op)
 {
@@ -1266,7 +1279,6 @@ HP_TEST(engine_onnx_net)
 	size_t len;
 	uint8_t *buf = small_onnx(&len, false);
 	int64_t shape[3] = {3, 12, 12};
-	char *js;
 
 	onnx_converted(buf, len, shape, &s);
 	ASSERT_EQ_INT(s.input[1], 12);
@@ -1275,12 +1287,7 @@ HP_TEST(engine_onnx_net)
 	ASSERT_EQ_INT(s.layers[4].groups, 8);
 	ASSERT_EQ_INT(s.layers[6].type, HP_LAYER_ADD);
 	ASSERT_EQ_INT(s.layers[6].inputs[1], 3);
-	js = hp_spec_to_json(&s);
-	ASSERT(js != NULL);
-	hp_spec_release(&s);
-	/* engine against reference against finite differences */
-	check_net(js, 3, 2);
-	free(js);
+	free(check_spec_net(&s));
 
 	/* an op the engine does not run is named */
 	buf = small_onnx(&len, true);
@@ -1374,11 +1381,8 @@ HP_TEST(engine_onnx_torchvision_forms)
 	ASSERT_EQ_INT(sh[1][1], 5);
 	ASSERT_EQ_INT(sh[4][0], 30);
 	free(sh);
-	js = hp_spec_to_json(&s);
-	ASSERT(js != NULL && strstr(js, "\"ceil_mode\":true"));
-	hp_spec_release(&s);
-	/* engine against reference against finite differences */
-	check_net(js, 3, 2);
+	js = check_spec_net(&s);
+	ASSERT(strstr(js, "\"ceil_mode\":true"));
 	free(js);
 	for (int v = 1; v < 4; v++) {
 		buf = torchvision_forms_onnx(&len, v);
@@ -1428,7 +1432,6 @@ HP_TEST(engine_onnx_squeeze_excitation)
 	size_t len;
 	uint8_t *buf = se_onnx(&len, false);
 	int64_t shape[3] = {3, 6, 6};
-	char *js;
 
 	onnx_converted(buf, len, shape, &s);
 	/* conv, sigmoid, mul, gap, conv, relu, conv, sigmoid, mul, gap,
@@ -1439,11 +1442,7 @@ HP_TEST(engine_onnx_squeeze_excitation)
 	/* the image first, the scale (C x 1 x 1) second */
 	ASSERT_EQ_INT(s.layers[8].inputs[0], 2);
 	ASSERT_EQ_INT(s.layers[8].inputs[1], 7);
-	js = hp_spec_to_json(&s);
-	ASSERT(js != NULL);
-	hp_spec_release(&s);
-	check_net(js, 3, 2);
-	free(js);
+	free(check_spec_net(&s));
 	buf = se_onnx(&len, true);
 	onnx_refused(buf, len, shape, "Mul (by a constant)", 1);
 }
@@ -1533,10 +1532,7 @@ HP_TEST(engine_onnx_shufflenet_unit)
 	ASSERT_EQ_INT(s.layers[6].inputs[0], 1);
 	ASSERT_EQ_INT(s.layers[7].type, HP_LAYER_SHUFFLE);
 	ASSERT_EQ_INT(s.layers[7].groups, 2);
-	js = hp_spec_to_json(&s);
-	ASSERT(js != NULL);
-	hp_spec_release(&s);
-	check_net(js, 3, 2);
+	js = check_spec_net(&s);
 	/* the Split form gives the same spec */
 	buf = shuffle_onnx(&len, 3);
 	onnx_converted(buf, len, shape, &s);
@@ -1614,11 +1610,8 @@ HP_TEST(engine_onnx_inception_forms)
 	ASSERT_EQ_INT(s.layers[2].type, HP_LAYER_POOL);
 	ASSERT(!s.layers[2].pool_max);
 	ASSERT_EQ_INT(s.layers[2].pad, 1);
-	js = hp_spec_to_json(&s);
-	ASSERT(js && strstr(js, "\"kernel\":[1,7]") &&
-	       strstr(js, "\"pad\":[0,3]"));
-	hp_spec_release(&s);
-	check_net(js, 3, 2);
+	js = check_spec_net(&s);
+	ASSERT(strstr(js, "\"kernel\":[1,7]") && strstr(js, "\"pad\":[0,3]"));
 	free(js);
 	for (int v = 1; v < 4; v++) {
 		buf = inception_onnx(&len, v);
@@ -1895,7 +1888,6 @@ HP_TEST(engine_onnx_convnext_forms)
 	    HP_LAYER_LAYERNORM, HP_LAYER_CONV,	    HP_LAYER_GELU,
 	    HP_LAYER_CONV,	HP_LAYER_ADD,	    HP_LAYER_GAP,
 	    HP_LAYER_FLATTEN,	HP_LAYER_FC};
-	char *js;
 
 	onnx_converted(buf, len, shape, &s);
 	ASSERT_EQ_INT(s.nlayers, 11);
@@ -1911,11 +1903,7 @@ HP_TEST(engine_onnx_convnext_forms)
 	ASSERT_EQ_INT(s.layers[6].filters, 8);
 	ASSERT_EQ_INT(s.layers[7].inputs[0], 6);
 	ASSERT_EQ_INT(s.layers[7].inputs[1], 1);
-	js = hp_spec_to_json(&s);
-	ASSERT(js != NULL);
-	hp_spec_release(&s);
-	check_net(js, 3, 2);
-	free(js);
+	free(check_spec_net(&s));
 	for (int v = 1; v < 6; v++) {
 		buf = convnext_onnx(&len, v);
 		onnx_refused(buf, len, shape, refused[v], v);
