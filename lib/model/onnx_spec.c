@@ -601,6 +601,38 @@ static int convnext_node(struct conv_ctx *c, const struct hp_node *n,
 		}
 		return add_layer_of(c, n, &L, a, P_MM_OUT, err);
 	}
+	if (!strcmp(op, "LayerNormalization") && act_a && whole(c, a) &&
+	    chan_last(c, a)) {
+		/* opset 17's one op: over the channels (the last axis), with
+		 * stored scale and bias (the engine's layer has both; a
+		 * missing bias is its zeros) */
+		int64_t axis = hp_node_attr_i(n, "axis", -1);
+		bool reads_more = false;
+		for (int k2 = 1; k2 < n->noutputs; k2++)
+			reads_more =
+			    reads_more || (n->outputs[k2] >= 0 &&
+					   c->ti[n->outputs[k2]].readers);
+		L.type = HP_LAYER_LAYERNORM;
+		L.eps = hp_node_attr_f(n, "epsilon", 1e-5);
+		if ((axis != -1 && axis != x->rank - 1) || reads_more ||
+		    !stored_vec(c, b, clast, false) ||
+		    (n->ninputs > 2 && n->inputs[2] >= 0 &&
+		     !stored_vec(c, n->inputs[2], clast, false)) ||
+		    !(L.eps > 0 && L.eps <= 1))
+			return 1;
+		return add_layer_of(c, n, &L, a, P_NONE, err);
+	}
+	if (!strcmp(op, "Gelu") && act_a && n->ninputs == 1 && whole(c, a)) {
+		/* opset 20's one op, the erf form (the tanh form differs by
+		 * up to 1e-3 and is not the engine's) */
+		if (strcmp(hp_node_attr_s(n, "approximate", "none"), "none")) {
+			pass_through(c, n, c->val[a],
+				     "Gelu (tanh approximation)");
+			return 0;
+		}
+		L.type = HP_LAYER_GELU;
+		return add_layer_of(c, n, &L, a, P_NONE, err);
+	}
 	if (n->ninputs != 2)
 		return 1;
 	if (!strcmp(op, "Add") && act_a != act_b) {
@@ -776,6 +808,23 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "node %s (HardSigmoid): alpha %g, "
 					    "beta %g out of range",
 					    n->name, L.alpha, L.beta);
+	} else if (!strcmp(op, "HardSwish")) {
+		/* opset 14's one op for x * HardSigmoid(x) at alpha 1/6,
+		 * beta 1/2: the two layers the opset 13 form converts to */
+		L.type = HP_LAYER_HARDSIGMOID;
+		L.alpha = 1.0f / 6; /* as a float attribute holds it */
+		L.beta = 0.5;
+		if (nin != 1)
+			return hp_error_set(
+			    err, HP_EUNSUPP,
+			    "node %s (%s): reads %d activations", n->name, op,
+			    nin);
+		if ((rc = add_layer(c, n, &L, ins, 1, err)))
+			return rc;
+		memset(&L, 0, sizeof(L));
+		L.type = HP_LAYER_MUL;
+		ins[1] = c->s->nlayers - 1;
+		nin = 2;
 	} else if (!strcmp(op, "Mul")) {
 		/* the product of two activations (SiLU's x * sigmoid(x), a
 		 * squeeze-and-excitation gate); the one broadcast over the
@@ -977,7 +1026,8 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	c.padded = calloc((size_t)g->ntensors + 1, sizeof(*c.padded));
 	c.ti = calloc((size_t)g->ntensors + 1, sizeof(*c.ti));
 	order = malloc((size_t)(g->nnodes + 1) * sizeof(*order));
-	/* a layer a node, but a Split's for each of its outputs */
+	/* a layer a node, but a Split's for each of its outputs and a
+	 * HardSwish's two (each with an output tensor of its own) */
 	s->layers = calloc((size_t)g->nnodes + (size_t)g->ntensors + 1,
 			   sizeof(*s->layers));
 	s->name = hp_strdup(g->name ? g->name : "onnx");

@@ -1196,7 +1196,8 @@ static void onnx_converted(uint8_t *buf, size_t len, const int64_t *shape,
 	struct hp_graph *g = hp_onnx_parse(buf, len, &err);
 
 	free(buf);
-	ASSERT(g != NULL);
+	if (!g)
+		HP_FAIL("hp_onnx_parse: %s", err.msg);
 	if (hp_spec_from_graph(g, shape, true, s, &err))
 		HP_FAIL("hp_spec_from_graph: %s", err.msg);
 	hp_graph_free(g);
@@ -1445,6 +1446,65 @@ HP_TEST(engine_onnx_squeeze_excitation)
 	free(check_spec_net(&s));
 	buf = se_onnx(&len, true);
 	onnx_refused(buf, len, shape, "Mul (by a constant)", 1);
+}
+
+/* MobileNetV3's hardswish after a conv: opset 14's HardSwish op, or (op13)
+ * the HardSigmoid (alpha 1/6) and Mul that opset 13 exports. */
+static uint8_t *hardswish_onnx(size_t *len, bool op13)
+{
+	struct ob *b = ob_new(op13 ? 13 : 14);
+	int64_t in[4] = {-1, 3, 6, 6}, w1[4] = {8, 3, 3, 3}, fw[2] = {3, 8},
+		fb[1] = {3}, k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	if (op13) {
+		n = ob_node(b, "HardSigmoid", "c1", "hs");
+		ob_attr_f(b, n, "alpha", 1.0f / 6);
+		ob_attr_f(b, n, "beta", 0.5f);
+		ob_node(b, "Mul", "c1,hs", "hw");
+	} else {
+		ob_node(b, "HardSwish", "c1", "hw");
+	}
+	ob_classifier(b, "hw");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_hardswish_forms)
+{
+	/* one HardSwish op: a hardsigmoid of x and x times it, the spec
+	 * opset 13's two ops give, run against the reference */
+	struct hp_spec s, s13;
+	size_t len;
+	int64_t shape[3] = {3, 6, 6};
+	char *js, *js13;
+	uint8_t *buf = hardswish_onnx(&len, false);
+
+	onnx_converted(buf, len, shape, &s);
+	buf = hardswish_onnx(&len, true);
+	onnx_converted(buf, len, shape, &s13);
+	/* conv, hardsigmoid, mul, gap, flatten, fc */
+	ASSERT_EQ_INT(s.nlayers, 6);
+	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_HARDSIGMOID);
+	ASSERT(fabs(s.layers[1].alpha - 1.0 / 6) < 1e-7);
+	ASSERT(s.layers[1].beta == 0.5);
+	ASSERT_EQ_INT(s.layers[2].type, HP_LAYER_MUL);
+	ASSERT_EQ_INT(s.layers[2].ninputs, 2);
+	ASSERT_EQ_INT(s.layers[2].inputs[0], 0);
+	ASSERT_EQ_INT(s.layers[2].inputs[1], 1);
+	js13 = hp_spec_to_json(&s13);
+	hp_spec_release(&s13);
+	js = check_spec_net(&s);
+	if (strcmp(js, js13))
+		HP_FAIL("HardSwish: %s\nagainst opset 13's %s", js, js13);
+	free(js);
+	free(js13);
 }
 
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels
@@ -1761,6 +1821,15 @@ static void ob_layernorm(struct ob *b, const char *in, const char *out,
 	char nm[10][32];
 	int n;
 
+	if (!strcmp(pow2, "op")) {
+		/* opset 17's one op */
+		char s[80];
+		snprintf(s, sizeof(s), "%s,%s,%s", in, w, bias);
+		n = ob_node(b, "LayerNormalization", s, out);
+		ob_attr_i(b, n, "axis", -1);
+		ob_attr_f(b, n, "epsilon", 1e-6f);
+		return;
+	}
 	for (int k = 0; k < 10; k++)
 		snprintf(nm[k], sizeof(nm[k]), "%s%d", pfx, k);
 	n = ob_node(b, "ReduceMean", in, nm[0]);
@@ -1793,10 +1862,12 @@ static void ob_layernorm(struct ob *b, const char *in, const char *out,
  * 1: the variance of a cube (Pow 3); 2: a ReduceMean over the width of
  * channels-last data; 3: a conv of channels-last data; 4: a layer scale
  * on a conv output that the residual reads too; 5: gelu's last Mul by
- * 0.6. */
+ * 0.6.  Newer opsets' single ops: 6, LayerNormalization (opset 17); 7,
+ * those and Gelu (opset 20); 8, Gelu's tanh form; 9, a LayerNormalization
+ * over the width of NCHW data. */
 static uint8_t *convnext_onnx(size_t *len, int variant)
 {
-	struct ob *b = ob_new(13);
+	struct ob *b = ob_new(variant >= 7 ? 20 : variant == 6 ? 17 : 13);
 	int64_t in[4] = {-1, 3, 8, 8}, w0[4] = {8, 3, 2, 2},
 		wd[4] = {8, 1, 3, 3}, c8[1] = {8}, c32[1] = {32},
 		m1[2] = {8, 32}, m2[2] = {32, 8}, ls[3] = {8, 1, 1},
@@ -1831,7 +1902,9 @@ static uint8_t *convnext_onnx(size_t *len, int variant)
 	n = ob_node(b, "Transpose", "c0", "t0");
 	ob_attr_ints(b, n, "perm", 4, to_cl);
 	ob_layernorm(b, "t0", "n0", "lw0", "lb0", "ln0_",
-		     variant == 1 ? "three" : "two");
+		     variant == 1   ? "three"
+		     : variant >= 6 ? "op"
+				    : "two");
 	n = ob_node(b, "Transpose", "n0", "x1");
 	ob_attr_ints(b, n, "perm", 4, from_cl);
 	n = ob_node(b, "Conv", "x1,wd", "d0");
@@ -1850,16 +1923,27 @@ static uint8_t *convnext_onnx(size_t *len, int variant)
 		ob_attr_ints(b, n, "pads", 4, p1);
 		ob_attr_i(b, n, "group", 8);
 		ob_layernorm(b, "bad", "n1", "lw1", "lb1", "ln1_", "two");
+	} else if (variant == 9) {
+		/* the layer norm over the width of the NCHW data */
+		n = ob_node(b, "LayerNormalization", "d0,lw1,lb1", "n1");
+		ob_attr_i(b, n, "axis", -1);
 	} else {
-		ob_layernorm(b, "d1", "n1", "lw1", "lb1", "ln1_", "two");
+		ob_layernorm(b, "d1", "n1", "lw1", "lb1", "ln1_",
+			     variant >= 6 ? "op" : "two");
 	}
 	ob_node(b, "MatMul", "n1,m1", "mm1");
 	ob_node(b, "Add", "mb1,mm1", "h1");
-	ob_node(b, "Div", "h1,sqrt2", "g1");
-	ob_node(b, "Erf", "g1", "g2");
-	ob_node(b, "Add", "g2,one", "g3");
-	ob_node(b, "Mul", "h1,g3", "g4");
-	ob_node(b, "Mul", "g4,half", "g5");
+	if (variant == 7 || variant == 8) {
+		n = ob_node(b, "Gelu", "h1", "g5");
+		if (variant == 8)
+			ob_attr_s(b, n, "approximate", "tanh");
+	} else {
+		ob_node(b, "Div", "h1,sqrt2", "g1");
+		ob_node(b, "Erf", "g1", "g2");
+		ob_node(b, "Add", "g2,one", "g3");
+		ob_node(b, "Mul", "h1,g3", "g4");
+		ob_node(b, "Mul", "g4,half", "g5");
+	}
 	ob_node(b, "MatMul", "g5,m2", "mm2");
 	ob_node(b, "Add", "mb2,mm2", "h2");
 	n = ob_node(b, "Transpose", "h2", "h3");
@@ -1878,7 +1962,11 @@ HP_TEST(engine_onnx_convnext_forms)
 	    "ReduceMean (of channels-last data)",
 	    "Conv (of channels-last data)",
 	    "Mul (by a constant)",
-	    "Mul (of channels-last data)"};
+	    "Mul (of channels-last data)",
+	    NULL,
+	    NULL,
+	    "Gelu (tanh approximation)",
+	    "LayerNormalization"};
 	struct hp_spec s;
 	size_t len;
 	uint8_t *buf = convnext_onnx(&len, 0);
@@ -1903,8 +1991,27 @@ HP_TEST(engine_onnx_convnext_forms)
 	ASSERT_EQ_INT(s.layers[6].filters, 8);
 	ASSERT_EQ_INT(s.layers[7].inputs[0], 6);
 	ASSERT_EQ_INT(s.layers[7].inputs[1], 1);
+	{
+		/* the newer opsets' single ops convert to the same spec */
+		char *js = hp_spec_to_json(&s);
+		for (int v = 6; v <= 7; v++) {
+			struct hp_spec s2;
+			char *js2;
+			buf = convnext_onnx(&len, v);
+			onnx_converted(buf, len, shape, &s2);
+			js2 = hp_spec_to_json(&s2);
+			if (strcmp(js, js2))
+				HP_FAIL("variant %d: %s\nagainst %s", v, js2,
+					js);
+			free(js2);
+			hp_spec_release(&s2);
+		}
+		free(js);
+	}
 	free(check_spec_net(&s));
-	for (int v = 1; v < 6; v++) {
+	for (int v = 1; v < 10; v++) {
+		if (!refused[v])
+			continue;
 		buf = convnext_onnx(&len, v);
 		onnx_refused(buf, len, shape, refused[v], v);
 	}
