@@ -678,6 +678,15 @@ static int convnext_node(struct conv_ctx *c, const struct hp_node *n,
 	return 1;
 }
 
+/* Whether tensor t is an output of the graph. */
+static bool graph_output(const struct hp_graph *g, int t)
+{
+	for (int k = 0; k < g->noutputs; k++)
+		if (g->outputs[k] == t)
+			return true;
+	return false;
+}
+
 static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			struct hp_error *err)
 {
@@ -972,6 +981,17 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "node %s (Gemm): weight of unknown "
 					    "shape",
 					    n->name);
+	} else if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) &&
+		   graph_output(g, n->outputs[0]) && nin == 1 &&
+		   g->tensors[x0].rank == 2 &&
+		   (hp_node_attr_i(n, "axis", -1) == 1 ||
+		    hp_node_attr_i(n, "axis", -1) == -1)) {
+		/* the classes' (log-)probabilities as the model's output
+		 * (PyTorch's MNIST example ends in log_softmax, for its
+		 * NLL loss): the engine's loss, a softmax cross-entropy of
+		 * the logits, takes them (the same loss and gradient as
+		 * NLL of log_softmax) */
+		return pass_through(c, n, ins[0], NULL);
 	} else if (!strcmp(op, "Dropout")) {
 		L.type = HP_LAYER_DROPOUT;
 		L.p = const_f(g, n, 1, hp_node_attr_f(n, "ratio", 0.5));

@@ -1507,6 +1507,76 @@ HP_TEST(engine_onnx_hardswish_forms)
 	free(js13);
 }
 
+/* A conv net whose output is the classes' probabilities: variant 0, no
+ * softmax (the logits); 1, Softmax; 2, LogSoftmax (PyTorch's MNIST
+ * example); 3, a Softmax an fc reads; 4, a Softmax over the batch. */
+static uint8_t *softmax_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 1, 6, 6}, w1[4] = {4, 1, 3, 3}, fw[2] = {3, 4},
+		fb[1] = {3}, f2[2] = {3, 3}, k3[2] = {3, 3};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_init(b, "f2", 2, f2);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_node(b, "Relu", "c1", "r1");
+	ob_node(b, "GlobalAveragePool", "r1", "gp");
+	n = ob_node(b, "Flatten", "gp", "fl");
+	ob_attr_i(b, n, "axis", 1);
+	n = ob_node(b, "Gemm", "fl,fw,fb", variant ? "z" : "y");
+	ob_attr_i(b, n, "transB", 1);
+	if (variant) {
+		n = ob_node(b, variant == 2 ? "LogSoftmax" : "Softmax", "z",
+			    variant == 3 ? "p" : "y");
+		ob_attr_i(b, n, "axis", variant == 4 ? 0 : 1);
+	}
+	if (variant == 3) {
+		n = ob_node(b, "Gemm", "p,f2", "y");
+		ob_attr_i(b, n, "transB", 1);
+	}
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_softmax_output)
+{
+	/* a final (log-)softmax over the classes is the loss's: the spec is
+	 * the logits' net; anywhere else it is an op the engine does not
+	 * run */
+	struct hp_spec s;
+	size_t len;
+	int64_t shape[3] = {1, 6, 6};
+	uint8_t *buf = softmax_onnx(&len, 0);
+	char *js0;
+
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.nlayers, 5);
+	ASSERT_EQ_INT(s.classes, 3);
+	js0 = hp_spec_to_json(&s);
+	hp_spec_release(&s);
+	for (int v = 1; v <= 2; v++) {
+		char *js;
+		buf = softmax_onnx(&len, v);
+		onnx_converted(buf, len, shape, &s);
+		js = v == 2 ? check_spec_net(&s) : hp_spec_to_json(&s);
+		if (v != 2)
+			hp_spec_release(&s);
+		if (strcmp(js, js0))
+			HP_FAIL("variant %d: %s\nagainst %s", v, js, js0);
+		free(js);
+	}
+	free(js0);
+	buf = softmax_onnx(&len, 3);
+	onnx_refused(buf, len, shape, "run these ops: Softmax", 3);
+	buf = softmax_onnx(&len, 4);
+	onnx_refused(buf, len, shape, "run these ops: Softmax", 4);
+}
+
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels
  * halved by two Slices (torch.chunk), one half through a 1x1 conv, a relu
  * and a depthwise 3x3 conv, the halves concatenated and shuffled by
