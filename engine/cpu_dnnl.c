@@ -943,8 +943,8 @@ static int build_gelu(struct cpu *b, int i, struct hp_error *err)
 		       X->d, DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
 }
 
-/* relu, clip (ReLU6) and sigmoid: each takes its gradient from the
- * output. */
+/* relu, leaky relu, clip (ReLU6), sigmoid, tanh and elu: each takes its
+ * gradient from the output. */
 static int build_relu(struct cpu *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
@@ -952,13 +952,32 @@ static int build_relu(struct cpu *b, int i, struct hp_error *err)
 	struct lstate *ls = &b->ls[i];
 	dnnl_eltwise_desc_t d;
 	dnnl_primitive_desc_t fpd, bpd;
-	bool clip = pl->L.type == HP_LAYER_CLIP;
-	const dnnl_alg_kind_t alg = clip ? dnnl_eltwise_clip_v2_use_dst_for_bwd
-				    : pl->L.type == HP_LAYER_SIGMOID
-					? dnnl_eltwise_logistic_use_dst_for_bwd
-					: dnnl_eltwise_relu_use_dst_for_bwd;
-	float lo = clip ? (float)pl->L.lo : 0, hi = clip ? (float)pl->L.hi : 0;
+	dnnl_alg_kind_t alg = dnnl_eltwise_relu_use_dst_for_bwd;
+	float lo = 0, hi = 0; /* oneDNN's alpha and beta */
 	int rc;
+
+	switch (pl->L.type) {
+	case HP_LAYER_CLIP:
+		alg = dnnl_eltwise_clip_v2_use_dst_for_bwd;
+		lo = (float)pl->L.lo;
+		hi = (float)pl->L.hi;
+		break;
+	case HP_LAYER_SIGMOID:
+		alg = dnnl_eltwise_logistic_use_dst_for_bwd;
+		break;
+	case HP_LAYER_TANH:
+		alg = dnnl_eltwise_tanh_use_dst_for_bwd;
+		break;
+	case HP_LAYER_LEAKYRELU: /* relu's alpha: the negative slope */
+		lo = (float)pl->L.alpha;
+		break;
+	case HP_LAYER_ELU:
+		alg = dnnl_eltwise_elu_use_dst_for_bwd;
+		lo = (float)pl->L.alpha;
+		break;
+	default:
+		break;
+	}
 
 	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training, alg,
 					  &X->d->md, lo, hi),
@@ -1922,8 +1941,11 @@ static int build(struct cpu *b, struct hp_error *err)
 			rc = build_gelu(b, i, err);
 			break;
 		case HP_LAYER_RELU:
+		case HP_LAYER_LEAKYRELU:
 		case HP_LAYER_CLIP:
 		case HP_LAYER_SIGMOID:
+		case HP_LAYER_TANH:
+		case HP_LAYER_ELU:
 			rc = build_relu(b, i, err);
 			break;
 		case HP_LAYER_MUL:

@@ -132,6 +132,18 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_SLICE:   /* its channels: hp_spec_shapes() */
 	case HP_LAYER_SHUFFLE: /* its groups: hp_spec_shapes() */
 	case HP_LAYER_GELU:
+	case HP_LAYER_TANH:
+		break;
+	case HP_LAYER_LEAKYRELU:
+	case HP_LAYER_ELU:
+		/* the gradient comes from the output: alpha >= 0 keeps its
+		 * sign the input's */
+		if (!(L->alpha >= 0 && L->alpha <= 1e6))
+			return hp_error_set(err, HP_ERANGE,
+					    "layer %d (%s): alpha %g not in "
+					    "[0, 1e6]",
+					    i, hp_spec_layer_name(L->type),
+					    L->alpha);
 		break;
 	case HP_LAYER_LAYERNORM:
 		if (!(L->eps > 0 && L->eps <= 1))
@@ -326,6 +338,11 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		    t.ptype[v0] != HP_LAYER_CLIP &&
 		    t.ptype[v0] != HP_LAYER_SIGMOID &&
 		    t.ptype[v0] != HP_LAYER_HARDSIGMOID &&
+		    /* these take their gradients from their outputs,
+		     * which a dropout in place would scale */
+		    t.ptype[v0] != HP_LAYER_TANH &&
+		    t.ptype[v0] != HP_LAYER_LEAKYRELU &&
+		    t.ptype[v0] != HP_LAYER_ELU &&
 		    (L->type != HP_LAYER_CLIP || t.ptype[v0] != HP_LAYER_RELU))
 			pl->inplace = true;
 		if (pl->inplace) {

@@ -806,6 +806,17 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		L.type = HP_LAYER_RELU;
 	} else if (!strcmp(op, "Sigmoid")) {
 		L.type = HP_LAYER_SIGMOID;
+	} else if (!strcmp(op, "Tanh")) {
+		L.type = HP_LAYER_TANH;
+	} else if (!strcmp(op, "LeakyRelu") || !strcmp(op, "Elu")) {
+		bool leaky = !strcmp(op, "LeakyRelu");
+		L.type = leaky ? HP_LAYER_LEAKYRELU : HP_LAYER_ELU;
+		L.alpha = hp_node_attr_f(n, "alpha", leaky ? 0.01 : 1.0);
+		if (!(L.alpha >= 0 && L.alpha <= 1e6))
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (%s): alpha %g (the "
+					    "engine's is in [0, 1e6])",
+					    n->name, op, L.alpha);
 	} else if (!strcmp(op, "HardSigmoid")) {
 		/* MobileNetV3's hardswish is x * HardSigmoid(x), alpha 1/6 */
 		L.type = HP_LAYER_HARDSIGMOID;

@@ -46,6 +46,9 @@ static const char *const layer_names[] = {
     [HP_LAYER_SHUFFLE] = "shuffle",
     [HP_LAYER_LAYERNORM] = "layernorm",
     [HP_LAYER_GELU] = "gelu",
+    [HP_LAYER_LEAKYRELU] = "leakyrelu",
+    [HP_LAYER_TANH] = "tanh",
+    [HP_LAYER_ELU] = "elu",
 };
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
@@ -184,6 +187,7 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 	static const char *const k_shuffle[] = {"type", "groups", "inputs",
 						NULL};
 	static const char *const k_lnorm[] = {"type", "eps", "inputs", NULL};
+	static const char *const k_alpha[] = {"type", "alpha", "inputs", NULL};
 	char where[64];
 	const char *type;
 	json_t *t, *ins;
@@ -334,14 +338,29 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		}
 	} else if (!strcmp(type, "bn") || !strcmp(type, "relu") ||
 		   !strcmp(type, "softmax") || !strcmp(type, "sigmoid") ||
-		   !strcmp(type, "gelu")) {
+		   !strcmp(type, "gelu") || !strcmp(type, "tanh")) {
 		L->type = !strcmp(type, "bn")	     ? HP_LAYER_BN
 			  : !strcmp(type, "relu")    ? HP_LAYER_RELU
 			  : !strcmp(type, "sigmoid") ? HP_LAYER_SIGMOID
 			  : !strcmp(type, "gelu")    ? HP_LAYER_GELU
+			  : !strcmp(type, "tanh")    ? HP_LAYER_TANH
 						     : HP_LAYER_SOFTMAX;
 		if ((rc = check_keys(lj, k_plain, where, err)))
 			return rc;
+	} else if (!strcmp(type, "leakyrelu") || !strcmp(type, "elu")) {
+		/* PyTorch's and ONNX's defaults: LeakyReLU 0.01, ELU 1 */
+		bool leaky = !strcmp(type, "leakyrelu");
+		L->type = leaky ? HP_LAYER_LEAKYRELU : HP_LAYER_ELU;
+		L->alpha = leaky ? 0.01 : 1;
+		if ((rc = check_keys(lj, k_alpha, where, err)) ||
+		    (rc = get_num(lj, "alpha", &L->alpha, where, err)))
+			return rc;
+		/* the engine takes the gradient from the output, which a
+		 * negative alpha would make ambiguous */
+		if (!(L->alpha >= 0 && L->alpha <= 1e6))
+			return hp_error_set(err, HP_ERANGE,
+					    "%s: \"alpha\" must be in [0, 1e6]",
+					    where);
 	} else if (!strcmp(type, "layernorm")) {
 		/* PyTorch's nn.LayerNorm default */
 		L->type = HP_LAYER_LAYERNORM;
@@ -399,7 +418,8 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		return hp_error_set(
 		    err, HP_EINVAL,
 		    "%s: unknown type (conv, bn, layernorm, "
-		    "relu, clip, sigmoid, hardsigmoid, gelu, "
+		    "relu, leakyrelu, elu, clip, sigmoid, tanh, "
+		    "hardsigmoid, gelu, "
 		    "pool, gap, dropout, fc, softmax, add, mul, "
 		    "concat, flatten, slice, shuffle)",
 		    where);
@@ -924,6 +944,15 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		case HP_LAYER_GELU:
 			op = "Gelu";
 			break;
+		case HP_LAYER_LEAKYRELU:
+			op = "LeakyRelu";
+			break;
+		case HP_LAYER_TANH:
+			op = "Tanh";
+			break;
+		case HP_LAYER_ELU:
+			op = "Elu";
+			break;
 		case HP_LAYER_LAYERNORM: {
 			/* as PyTorch runs it on an image: Transpose to
 			 * channels-last, LayerNormalization over the last
@@ -1117,6 +1146,13 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 					     (int64_t[4]){0, 3, 1, 2}, 4)) {
 				goto nomem;
 			}
+		} else if (L->type == HP_LAYER_LEAKYRELU ||
+			   L->type == HP_LAYER_ELU) {
+			struct hp_attr *a =
+			    hp_node_add_attr(n, "alpha", HP_ATTR_FLOAT);
+			if (!a)
+				goto nomem;
+			a->f = L->alpha;
 		} else if (L->type == HP_LAYER_HARDSIGMOID) {
 			struct hp_attr *a =
 			    hp_node_add_attr(n, "alpha", HP_ATTR_FLOAT);
@@ -1246,6 +1282,11 @@ char *hp_spec_to_json(const struct hp_spec *s)
 		case HP_LAYER_HARDSIGMOID:
 			o = json_pack("{s:s, s:f, s:f}", "type", "hardsigmoid",
 				      "alpha", L->alpha, "beta", L->beta);
+			break;
+		case HP_LAYER_LEAKYRELU:
+		case HP_LAYER_ELU:
+			o = json_pack("{s:s, s:f}", "type",
+				      layer_names[L->type], "alpha", L->alpha);
 			break;
 		case HP_LAYER_POOL:
 			o = json_pack("{s:s, s:s, s:I, s:I, s:I}", "type",

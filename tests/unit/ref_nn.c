@@ -603,6 +603,19 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			for (int64_t k = 0; k < na; k++)
 				y[k] = 1 / (1 + exp(-in[k]));
 			break;
+		case HP_LAYER_TANH:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = tanh(in[k]);
+			break;
+		case HP_LAYER_LEAKYRELU:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = in[k] > 0 ? in[k] : L->alpha * in[k];
+			break;
+		case HP_LAYER_ELU:
+			for (int64_t k = 0; k < na; k++)
+				y[k] =
+				    in[k] > 0 ? in[k] : L->alpha * expm1(in[k]);
+			break;
 		case HP_LAYER_HARDSIGMOID:
 			for (int64_t k = 0; k < na; k++)
 				y[k] = fmin(
@@ -801,6 +814,23 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		case HP_LAYER_SIGMOID:
 			for (int64_t k = 0; k < na; k++)
 				g[k] = dy[k] * y[k] * (1 - y[k]);
+			break;
+		case HP_LAYER_TANH:
+			/* from the input, not the engine's output form */
+			for (int64_t k = 0; k < na; k++) {
+				double c = cosh(in[k]);
+				g[k] = dy[k] / (c * c);
+			}
+			break;
+		case HP_LAYER_LEAKYRELU:
+			for (int64_t k = 0; k < na; k++)
+				g[k] = in[k] > 0 ? dy[k] : L->alpha * dy[k];
+			break;
+		case HP_LAYER_ELU:
+			for (int64_t k = 0; k < na; k++)
+				g[k] = in[k] > 0
+					   ? dy[k]
+					   : L->alpha * exp(in[k]) * dy[k];
 			break;
 		case HP_LAYER_HARDSIGMOID:
 			for (int64_t k = 0; k < na; k++) {

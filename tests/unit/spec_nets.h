@@ -66,6 +66,10 @@
 #define LNE(eps) "{\"type\":\"layernorm\",\"eps\":" #eps "}"
 #define LNI(in) "{\"type\":\"layernorm\"" IN(in) "}"
 #define GELU "{\"type\":\"gelu\"}"
+/* other activations users write: leaky relu, tanh, elu */
+#define LEAKY(a) "{\"type\":\"leakyrelu\",\"alpha\":" #a "}"
+#define TANH "{\"type\":\"tanh\"}"
+#define ELU(a) "{\"type\":\"elu\",\"alpha\":" #a "}"
 /* a ConvNeXt block on 16 channels: depthwise 7x7, layer norm, 1x1 conv
  * to 4x the channels, gelu, 1x1 conv back, the residual sum */
 #define CONVNEXT_BLOCK_NET                                                     \

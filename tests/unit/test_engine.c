@@ -1061,6 +1061,32 @@ HP_TEST(engine_layernorm_and_gelu)
 		  2, 1);
 }
 
+HP_TEST(engine_leakyrelu_tanh_elu)
+{
+	/* each after a bn, a conv and an fc; each followed by a dropout,
+	 * which must not run in place (their gradients come from their
+	 * outputs, which it would scale) and by a relu */
+	check_net(NET("[3,6,6]", 3,
+		      CONV(8, 3, 1,
+			   1) "," BN
+			      "," LEAKY(0.1) "," POOL("max", 2, 2, 0) "," CONV(
+				  16, 3, 1, 1) "," TANH
+					       "," DROPOUT(0.3) "," FC(
+						   8) "," ELU(1.0) "," FC(3)),
+		  4, 2);
+	check_net(
+	    NET("[2,5,5]", 3,
+		CONV(6, 3, 1, 1) "," ELU(0.5) "," DROPOUT(0.5) "," CONV(
+		    6, 3, 1,
+		    1) "," LEAKY(0) "," RELU
+				    "," CONV(
+					4, 1, 1,
+					0) "," TANH "," RELU
+					   "," FC(6) "," LEAKY(0.3) "," DROPOUT(
+					       0.2) "," FC(3)),
+	    3, 1);
+}
+
 HP_TEST(engine_conv_rectangular)
 {
 	/* Inception's 1x7 then 7x1 (pads 0,3 and 3,0) on a non-square
@@ -1266,7 +1292,7 @@ static uint8_t *small_onnx(size_t *len, bool bad_op)
 	ob_attr_ints(b, n, "kernel_shape", 2, k3);
 	ob_attr_ints(b, n, "pads", 4, p1);
 	ob_attr_i(b, n, "group", 8);
-	ob_node(b, bad_op ? "Tanh" : "Clip", "c2", "a2");
+	ob_node(b, bad_op ? "Selu" : "Clip", "c2", "a2");
 	ob_node(b, "Add", "a2,p1", "s");
 	ob_classifier(b, "s");
 	return ob_finish(b, len);
@@ -1296,7 +1322,7 @@ HP_TEST(engine_onnx_net)
 	free(buf);
 	ASSERT(g != NULL);
 	ASSERT(hp_spec_from_graph(g, NULL, true, &s, &err) == HP_EUNSUPP);
-	if (!strstr(err.msg, "Tanh"))
+	if (!strstr(err.msg, "Selu"))
 		HP_FAIL("message without the op: %s", err.msg);
 	hp_graph_free(g);
 }
@@ -1575,6 +1601,55 @@ HP_TEST(engine_onnx_softmax_output)
 	onnx_refused(buf, len, shape, "run these ops: Softmax", 3);
 	buf = softmax_onnx(&len, 4);
 	onnx_refused(buf, len, shape, "run these ops: Softmax", 4);
+}
+
+/* LeakyRelu (alpha 0.2, or neg: -0.1), Tanh and Elu (ONNX's default
+ * alpha) after convs. */
+static uint8_t *activations_onnx(size_t *len, bool neg)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 2, 5, 5}, w1[4] = {6, 2, 3, 3},
+		w2[4] = {6, 6, 3, 3}, fw[2] = {3, 6}, fb[1] = {3},
+		k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "w2", 4, w2);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	n = ob_node(b, "LeakyRelu", "c1", "a1");
+	ob_attr_f(b, n, "alpha", neg ? -0.1f : 0.2f);
+	ob_node(b, "Tanh", "a1", "a2");
+	n = ob_node(b, "Conv", "a2,w2", "c2");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_node(b, "Elu", "c2", "a3");
+	ob_classifier(b, "a3");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_activations)
+{
+	struct hp_spec s;
+	size_t len;
+	int64_t shape[3] = {2, 5, 5};
+	uint8_t *buf = activations_onnx(&len, false);
+
+	onnx_converted(buf, len, shape, &s);
+	/* conv, leakyrelu, tanh, conv, elu, gap, flatten, fc */
+	ASSERT_EQ_INT(s.nlayers, 8);
+	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_LEAKYRELU);
+	ASSERT(fabs(s.layers[1].alpha - 0.2) < 1e-7);
+	ASSERT_EQ_INT(s.layers[2].type, HP_LAYER_TANH);
+	ASSERT_EQ_INT(s.layers[4].type, HP_LAYER_ELU);
+	ASSERT(s.layers[4].alpha == 1);
+	free(check_spec_net(&s));
+	buf = activations_onnx(&len, true);
+	onnx_refused(buf, len, shape, "(LeakyRelu): alpha -0.1", 1);
 }
 
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels

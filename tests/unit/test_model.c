@@ -255,6 +255,73 @@ HP_TEST(model_spec_slice_and_shuffle)
 	hp_spec_release(&s);
 }
 
+HP_TEST(model_spec_leakyrelu_tanh_elu)
+{
+	/* defaults (PyTorch's: 0.01 and 1), the alphas written back, the
+	 * analysis's ops with their alphas, bad alphas named */
+	static const char js[] =
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
+	    "\"kernel\":3},{\"type\":\"leakyrelu\"},{\"type\":\"tanh\"},"
+	    "{\"type\":\"elu\",\"alpha\":0.5},{\"type\":\"fc\",\"units\":3},"
+	    "{\"type\":\"leakyrelu\",\"alpha\":0.2},{\"type\":\"elu\"}]}";
+	static const char *const bad[] = {
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"leakyrelu\","
+	    "\"alpha\":-0.1}]}",
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"elu\",\"alpha\":"
+	    "\"x\"}]}",
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"tanh\",\"alpha\":"
+	    "1}]}",
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"elu\",\"beta\":"
+	    "1}]}"};
+	static const char *const why[] = {"\"alpha\" must be in [0, 1e6]",
+					  "\"alpha\" must be a finite number",
+					  "alpha", "beta"};
+	struct hp_error err = {0};
+	struct hp_spec s;
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+	int lr = 0, th = 0, el = 0;
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct hp_node *n = &g->nodes[i];
+		if (!strcmp(n->op, "LeakyRelu")) {
+			double a = hp_node_attr_f(n, "alpha", -1);
+			ASSERT(fabs(a - (lr ? 0.2 : 0.01)) < 1e-7);
+			lr++;
+		}
+		th += !strcmp(n->op, "Tanh");
+		if (!strcmp(n->op, "Elu")) {
+			double a = hp_node_attr_f(n, "alpha", -1);
+			ASSERT(fabs(a - (el ? 1 : 0.5)) < 1e-7);
+			el++;
+		}
+	}
+	ASSERT_EQ_INT(lr, 2);
+	ASSERT_EQ_INT(th, 1);
+	ASSERT_EQ_INT(el, 2);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_LEAKYRELU);
+	ASSERT(s.layers[1].alpha == 0.01);
+	ASSERT_EQ_INT(s.layers[2].type, HP_LAYER_TANH);
+	ASSERT(s.layers[6].alpha == 1);
+	back = hp_spec_to_json(&s);
+	ASSERT(back && strstr(back, "{\"type\":\"tanh\"}") &&
+	       strstr(back, "{\"type\":\"elu\",\"alpha\":0.5}") &&
+	       strstr(back, "{\"type\":\"leakyrelu\",\"alpha\":0.2"));
+	free(back);
+	hp_spec_release(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ_INT(
+		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
+		    1);
+		if (!strstr(err.msg, why[i]))
+			HP_FAIL("%s: %s", bad[i], err.msg);
+	}
+}
+
 HP_TEST(model_spec_layernorm_and_gelu)
 {
 	/* conv to 8 channels, a layer norm (eps 1e-6), gelu, a 1x1 conv, a
