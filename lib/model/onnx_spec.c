@@ -138,14 +138,50 @@ static int part_of(struct conv_ctx *c, const struct hp_node *n, int in,
 	return 0;
 }
 
+/* A max pool's output size along an axis of n in ceil mode, padded by pad
+ * on both sides (hp_spec_shapes()'s rule: a last window starts inside the
+ * input or its left padding). */
+static int64_t ceil_out(int64_t n, int64_t k, int64_t s, int64_t pad)
+{
+	int64_t o = (n + 2 * pad - k + s - 1) / s + 1;
+
+	return (o - 1) * s >= n + pad ? o - 1 : o;
+}
+
+/*
+ * Whether a max pool's pads (b, b, e, e: more at the end of each axis) on
+ * an input of H x W (hw) give the outputs of a ceil-mode pool padded b on
+ * both sides: older exporters (PyTorch at opset 9, before ONNX had
+ * ceil_mode) and "same" padding write ceil mode so, and a max pool's extra
+ * end padding holds nothing it could pick.
+ */
+static bool pads_are_ceil(const int64_t *p, const int64_t *hw, int64_t k,
+			  int64_t st)
+{
+	if (p[0] != p[1] || p[2] != p[3] || p[2] <= p[0] || p[0] < 0 ||
+	    p[2] > 4096 || k < 1 || k > 4096 || st < 1 || st > 4096 ||
+	    2 * p[0] > k)
+		return false;
+	for (int a = 0; a < 2; a++) {
+		int64_t n = hw[a], span = n + p[0] + p[2] - k;
+		if (n < 1 || n > ((int64_t)1 << 40) || span < 0 ||
+		    span / st + 1 != ceil_out(n, k, st, p[0]))
+			return false;
+	}
+	return true;
+}
+
 /* A kernel with equal strides and pads alike on both sides of each axis:
  * the height's in *k and *pad; the width's in *kw and *padw, which NULL
  * refuses when they differ (a square kernel, equal pads: pools).  *ceil
- * (NULL: refused) gets ceil_mode. */
+ * (NULL: refused) gets ceil_mode; given a max pool's input size (hw, or
+ * NULL), pads longer at the ends that are its ceil mode are taken so. */
 static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 		  int64_t *st, int64_t *pad, int64_t *kw, int64_t *padw,
-		  bool *ceil, struct hp_error *err)
+		  bool *ceil, const int64_t *hw, struct hp_error *err)
 {
+	bool as_ceil = false;
+
 	const struct hp_attr *ks = hp_node_attr(n, "kernel_shape");
 	const struct hp_attr *ss = hp_node_attr(n, "strides");
 	const struct hp_attr *ps = hp_node_attr(n, "pads");
@@ -188,7 +224,12 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 					    n->name, n->op);
 		*st = ss->ints[0];
 	}
-	if (ps) {
+	if (ps && ps->n == 4 && !kw && ceil && hw &&
+	    !hp_node_attr_i(n, "ceil_mode", 0) &&
+	    pads_are_ceil(ps->ints, hw, *k, *st)) {
+		as_ceil = true;
+		*pad = ps->ints[0];
+	} else if (ps) {
 		/* ONNX: h begin, w begin, h end, w end */
 		if (ps->n != 4 || ps->ints[0] != ps->ints[2] ||
 		    ps->ints[1] != ps->ints[3] ||
@@ -213,7 +254,7 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 				    "node %s (%s): dilation is not supported",
 				    n->name, n->op);
 	if (ceil)
-		*ceil = hp_node_attr_i(n, "ceil_mode", 0) != 0;
+		*ceil = as_ceil || hp_node_attr_i(n, "ceil_mode", 0) != 0;
 	else if (hp_node_attr_i(n, "ceil_mode", 0))
 		return hp_error_set(err, HP_EUNSUPP,
 				    "node %s (%s): ceil_mode is not supported",
@@ -787,7 +828,7 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		L.type = HP_LAYER_CONV;
 		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad,
-				 &L.kernel_w, &L.pad_w, NULL, err)))
+				 &L.kernel_w, &L.pad_w, NULL, NULL, err)))
 			return rc;
 		L.rect = L.kernel_w != L.kernel || L.pad_w != L.pad;
 		if (!L.rect)
@@ -871,8 +912,12 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	} else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
 		L.type = HP_LAYER_POOL;
 		L.pool_max = !strcmp(op, "MaxPool");
+		const struct hp_tensor *xt = &g->tensors[x0];
 		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, NULL,
-				 NULL, &L.ceil_mode, err)))
+				 NULL, &L.ceil_mode,
+				 L.pool_max && xt->rank == 4 ? xt->dims + 2
+							     : NULL,
+				 err)))
 			return rc;
 		if (L.ceil_mode && !L.pool_max)
 			return hp_error_set(err, HP_EUNSUPP,

@@ -1652,6 +1652,64 @@ HP_TEST(engine_onnx_activations)
 	onnx_refused(buf, len, shape, "(LeakyRelu): alpha -0.1", 1);
 }
 
+/* A max pool 3x3 / 2 on a 6x6 map with its ceil mode written as pads one
+ * longer at the ends (PyTorch at opset 9; "same" padding): variant 0; 1,
+ * the longer pads first; 2, an average pool so padded; 3, three longer (a
+ * 4x4 output: more than ceil mode's). */
+static uint8_t *end_pads_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(9);
+	int64_t in[4] = {-1, 2, 6, 6}, w1[4] = {4, 2, 3, 3}, fw[2] = {3, 4},
+		fb[1] = {3}, k3[2] = {3, 3}, s2[2] = {2, 2},
+		p1[4] = {1, 1, 1, 1}, pe[4] = {0, 0, 1, 1},
+		pb[4] = {1, 1, 0, 0}, p3[4] = {0, 0, 3, 3};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	n = ob_node(b, variant == 2 ? "AveragePool" : "MaxPool", "c1", "p1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "strides", 2, s2);
+	ob_attr_ints(b, n, "pads", 4,
+		     variant == 1   ? pb
+		     : variant == 3 ? p3
+				    : pe);
+	ob_classifier(b, "p1");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_maxpool_end_pads)
+{
+	struct hp_spec s;
+	size_t len;
+	int64_t shape[3] = {2, 6, 6};
+	uint8_t *buf = end_pads_onnx(&len, 0);
+
+	onnx_converted(buf, len, shape, &s);
+	/* conv, pool (ceil mode, no padding: 3x3 out), gap, flatten, fc */
+	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_POOL);
+	ASSERT(s.layers[1].ceil_mode && s.layers[1].pool_max);
+	ASSERT_EQ_INT(s.layers[1].pad, 0);
+	{
+		struct hp_error err = {0};
+		int64_t(*sh)[3] = calloc((size_t)s.nlayers, sizeof(*sh));
+		ASSERT(sh && hp_spec_shapes(&s, sh, NULL, &err) == 0);
+		ASSERT_EQ_INT(sh[1][1], 3);
+		ASSERT_EQ_INT(sh[1][2], 3);
+		free(sh);
+	}
+	free(check_spec_net(&s));
+	for (int v = 1; v <= 3; v++) {
+		buf = end_pads_onnx(&len, v);
+		onnx_refused(buf, len, shape, "only equal pads", v);
+	}
+}
+
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels
  * halved by two Slices (torch.chunk), one half through a 1x1 conv, a relu
  * and a depthwise 3x3 conv, the halves concatenated and shuffled by
