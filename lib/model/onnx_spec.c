@@ -768,9 +768,9 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	/* the ops below that look at their data input's tensor need it to be
 	 * an activation */
 	if ((!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
-	     !strcmp(op, "Slice") || !strcmp(op, "Split") ||
-	     !strcmp(op, "Transpose") || !strcmp(op, "Reshape") ||
-	     !strcmp(op, "Pad")) &&
+	     !strcmp(op, "GlobalMaxPool") || !strcmp(op, "Slice") ||
+	     !strcmp(op, "Split") || !strcmp(op, "Transpose") ||
+	     !strcmp(op, "Reshape") || !strcmp(op, "Pad")) &&
 	    (x0 < 0 || c->val[x0] == VAL_NONE))
 		return hp_error_set(err, HP_EUNSUPP,
 				    "node %s (%s): its data input is not an "
@@ -946,6 +946,19 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    n->name, op);
 	} else if (!strcmp(op, "GlobalAveragePool")) {
 		L.type = HP_LAYER_GAP;
+	} else if (!strcmp(op, "GlobalMaxPool")) {
+		/* (adaptive_max_pool2d(x, 1)): a max pool of the whole
+		 * square map */
+		const struct hp_tensor *xt = &g->tensors[x0];
+		if (xt->rank != 4 || xt->dims[2] < 1 ||
+		    xt->dims[2] != xt->dims[3] || xt->dims[2] > 4096)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (GlobalMaxPool): only of "
+					    "a square map of known size",
+					    n->name);
+		L.type = HP_LAYER_POOL;
+		L.pool_max = true;
+		L.kernel = L.stride = xt->dims[2];
 	} else if (!strcmp(op, "ReduceMean")) {
 		/* the mean over H and W (x.mean([2, 3]) in PyTorch): a global
 		 * average pool; without keepdims the next layer reads it flat,

@@ -1710,6 +1710,52 @@ HP_TEST(engine_onnx_maxpool_end_pads)
 	}
 }
 
+/* adaptive_max_pool2d(x, 1) after a conv: GlobalMaxPool of a 5x5 map (or
+ * a 5x4 one: wide) */
+static uint8_t *gmp_onnx(size_t *len, bool wide)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 2, 5, wide ? 4 : 5}, w1[4] = {4, 2, 3, 3},
+		fw[2] = {3, 4}, fb[1] = {3}, k3[2] = {3, 3},
+		p1[4] = {1, 1, 1, 1};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_node(b, "GlobalMaxPool", "c1", "g1");
+	n = ob_node(b, "Flatten", "g1", "fl");
+	ob_attr_i(b, n, "axis", 1);
+	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_global_max_pool)
+{
+	struct hp_spec s;
+	size_t len;
+	int64_t shape[3] = {2, 5, 5}, wide[3] = {2, 5, 4};
+	uint8_t *buf = gmp_onnx(&len, false);
+
+	onnx_converted(buf, len, shape, &s);
+	/* conv, max pool 5x5 / 5, flatten, fc */
+	ASSERT_EQ_INT(s.nlayers, 4);
+	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_POOL);
+	ASSERT(s.layers[1].pool_max);
+	ASSERT_EQ_INT(s.layers[1].kernel, 5);
+	ASSERT_EQ_INT(s.layers[1].stride, 5);
+	free(check_spec_net(&s));
+	buf = gmp_onnx(&len, true);
+	onnx_refused(buf, len, wide, "(GlobalMaxPool): only of a square map",
+		     1);
+}
+
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels
  * halved by two Slices (torch.chunk), one half through a 1x1 conv, a relu
  * and a depthwise 3x3 conv, the halves concatenated and shuffled by
