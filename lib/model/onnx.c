@@ -305,6 +305,56 @@ static int constant_scalar_forms(struct ctx *c, struct hp_node *n)
 	return 0;
 }
 
+/* Whether input k of an op is one of its weights (a Conv's or Gemm's
+ * weight and bias, a norm's scale, shift and statistics, a MatMul's second
+ * operand, PRelu's slope). */
+static bool weight_slot(const char *op, int k)
+{
+	if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") ||
+	    !strcmp(op, "Gemm") || !strcmp(op, "InstanceNormalization") ||
+	    !strcmp(op, "LayerNormalization"))
+		return k == 1 || k == 2;
+	if (!strcmp(op, "BatchNormalization"))
+		return k >= 1 && k <= 4;
+	return (!strcmp(op, "MatMul") || !strcmp(op, "PRelu")) && k == 1;
+}
+
+/*
+ * A model exported without its parameters (PyTorch's export_params=False)
+ * has them as graph inputs with no initializer: an input after the first
+ * that only ops' weight slots read is a stored weight whose values are not
+ * in the file (as a stripped initializer), not data fed at run time.
+ */
+static int weights_as_inputs(struct hp_graph *g, struct hp_error *err)
+{
+	/* per tensor: 1 read, 2 read other than as a weight */
+	uint8_t *use = calloc((size_t)g->ntensors + 1, 1);
+	int kept = 0;
+
+	if (!use)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	for (int j = 0; j < g->nnodes; j++) {
+		const struct hp_node *n = &g->nodes[j];
+		for (int k = 0; k < n->ninputs; k++)
+			if (n->inputs[k] >= 0)
+				use[n->inputs[k]] |=
+				    weight_slot(n->op, k) ? 1 : 3;
+	}
+	for (int i = 0; i < g->ninputs; i++) {
+		struct hp_tensor *t = &g->tensors[g->inputs[i]];
+		if (i > 0 && use[g->inputs[i]] == 1 && t->rank >= 1) {
+			t->graph_input = false;
+			t->initializer = true;
+			t->batch_axis = -1;
+			continue;
+		}
+		g->inputs[kept++] = g->inputs[i];
+	}
+	g->ninputs = kept;
+	free(use);
+	return 0;
+}
+
 static int load_graph(struct ctx *c, const Onnx__GraphProto *gp)
 {
 	struct hp_graph *g = c->g;
@@ -480,6 +530,8 @@ static int load_graph(struct ctx *c, const Onnx__GraphProto *gp)
 				    n->name, n->op, t->name);
 		}
 	}
+	if ((rc = weights_as_inputs(g, c->err)))
+		return rc;
 	for (size_t i = 0; i < gp->n_output; i++) {
 		const char *nm = gp->output[i]->name;
 		int ti = nm ? hp_graph_find_tensor(g, nm) : -1;

@@ -571,6 +571,58 @@ HP_TEST(shape_folds_shape_chain)
 	hp_graph_free(g);
 }
 
+/* A model exported without its parameters (export_params=False): its
+ * weights are graph inputs with no initializer; they count as parameters,
+ * and the data input stays the one input.  A second input an Add reads is
+ * data, and stays an input. */
+HP_TEST(onnx_weights_as_graph_inputs)
+{
+	int64_t in[4] = {-1, 3, 8, 8}, w[4] = {4, 3, 3, 3}, c4[1] = {4},
+		fw[2] = {5, 4}, fb[1] = {5}, y2[2] = {-1, 5};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+
+	for (int v = 0; v < 2; v++) {
+		struct ob *b = ob_new(13);
+		int n;
+		ob_input(b, "x", 4, in);
+		ob_input(b, "w", 4, w);
+		ob_input(b, "bias", 1, c4);
+		ob_input(b, "g", 1, c4);
+		ob_input(b, "be", 1, c4);
+		ob_input(b, "m", 1, c4);
+		ob_input(b, "va", 1, c4);
+		ob_input(b, "fw", 2, fw);
+		ob_input(b, "fb", 1, fb);
+		if (v)
+			ob_input(b, "x2", 2, y2);
+		ob_node(b, "Conv", "x,w,bias", "c");
+		ob_node(b, "BatchNormalization", "c,g,be,m,va", "bn");
+		ob_node(b, "GlobalAveragePool", "bn", "gp");
+		n = ob_node(b, "Flatten", "gp", "fl");
+		ob_attr_i(b, n, "axis", 1);
+		n = ob_node(b, "Gemm", "fl,fw,fb", v ? "z" : "y");
+		ob_attr_i(b, n, "transB", 1);
+		if (v)
+			ob_node(b, "Add", "z,x2", "y");
+		ob_output(b, "y");
+		g = parse_ob(b, &err);
+		if (!g)
+			HP_FAIL("%s", err.msg);
+		ASSERT_EQ_INT(g->ninputs, v ? 2 : 1);
+		ASSERT(!strcmp(g->tensors[g->inputs[0]].name, "x"));
+		ASSERT(T(g, "w")->initializer && !T(g, "w")->graph_input);
+		if (hp_analyze(g, 2, NULL, 0, &f, &err))
+			HP_FAIL("%s", err.msg);
+		/* conv 4*27 + 4, bn 2*4 trainable (mean, var not), fc 5*4 + 5
+		 */
+		ASSERT_EQ_INT(f.params, 112 + 8 + 25);
+		hp_features_release(&f);
+		hp_graph_free(g);
+	}
+}
+
 HP_TEST(shape_conv_variants)
 {
 	struct ob *b = ob_new(13);
