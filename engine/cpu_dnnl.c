@@ -943,6 +943,36 @@ static int build_gelu(struct cpu *b, int i, struct hp_error *err)
 		       X->d, DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
 }
 
+/* scale: alpha x + beta (oneDNN's linear), its gradient alpha dy. */
+static int build_scale(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_eltwise_desc_t d;
+	dnnl_primitive_desc_t fpd, bpd;
+	float a = (float)pl->L.alpha, c = (float)pl->L.beta;
+	int rc;
+
+	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training,
+					  dnnl_eltwise_linear, &X->d->md, a, c),
+	   "scale forward");
+	if ((rc = pd_make(b, &fpd, &d, NULL, "scale forward", err)) ||
+	    (rc = act_make(b, pl->y, &X->d->md, err)) ||
+	    (rc = prim_op(b, &ls->fwd, fpd, "scale forward", err, 2,
+			  DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d)))
+		return rc;
+	if (!pl->need_dsrc)
+		return 0;
+	CK(dnnl_eltwise_backward_desc_init(&d, dnnl_eltwise_linear, &X->d->md,
+					   &X->d->md, a, c),
+	   "scale backward");
+	if ((rc = pd_make(b, &bpd, &d, fpd, "scale backward", err)))
+		return rc;
+	return prim_op(b, &ls->bwd, bpd, "scale backward", err, 3, DNNL_ARG_SRC,
+		       X->d, DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
+}
+
 /* relu, leaky relu, clip (ReLU6), sigmoid, tanh and elu: each takes its
  * gradient from the output. */
 static int build_relu(struct cpu *b, int i, struct hp_error *err)
@@ -1939,6 +1969,9 @@ static int build(struct cpu *b, struct hp_error *err)
 			break;
 		case HP_LAYER_GELU:
 			rc = build_gelu(b, i, err);
+			break;
+		case HP_LAYER_SCALE:
+			rc = build_scale(b, i, err);
 			break;
 		case HP_LAYER_RELU:
 		case HP_LAYER_LEAKYRELU:

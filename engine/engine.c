@@ -134,6 +134,15 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_GELU:
 	case HP_LAYER_TANH:
 		break;
+	case HP_LAYER_SCALE:
+		if (!(L->alpha != 0 && fabs(L->alpha) <= 1e6 &&
+		      fabs(L->beta) <= 1e6))
+			return hp_error_set(err, HP_ERANGE,
+					    "layer %d (scale): factor must "
+					    "not be 0, factor and shift "
+					    "within +-1e6",
+					    i);
+		break;
 	case HP_LAYER_LEAKYRELU:
 	case HP_LAYER_ELU:
 		/* the gradient comes from the output: alpha >= 0 keeps its

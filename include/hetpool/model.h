@@ -196,9 +196,10 @@ enum hp_spec_layer_type {
 	HP_LAYER_LEAKYRELU,   /* x for x > 0, else alpha x (alpha >= 0) */
 	HP_LAYER_TANH,	      /* tanh(x) */
 	HP_LAYER_ELU,	      /* x for x > 0, else alpha (exp(x) - 1) */
+	HP_LAYER_SCALE,	      /* alpha x + beta, constants (x / 255, x * 0.5) */
 };
 /* The last layer type (for tables indexed by type). */
-#define HP_LAYER_LAST HP_LAYER_ELU
+#define HP_LAYER_LAST HP_LAYER_SCALE
 /* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
  * range. */
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);
@@ -226,7 +227,7 @@ struct hp_spec_layer {
 	bool rect;
 	int64_t kernel_w, pad_w;
 	double lo, hi;	    /* clip */
-	double alpha, beta; /* hardsigmoid; alpha: leakyrelu, elu */
+	double alpha, beta; /* hardsigmoid, scale; alpha: leakyrelu, elu */
 	double eps;	    /* layernorm: added to the variance */
 	/* The layers whose outputs this one reads (indices of earlier
 	 * layers; -1: the network input).  ninputs 0: the previous layer's

@@ -719,6 +719,67 @@ static int convnext_node(struct conv_ctx *c, const struct hp_node *n,
 	return 1;
 }
 
+/*
+ * An activation times, over, plus or minus a constant scalar (x / 255,
+ * (x - 0.5) / 0.5, a residual branch * 0.2): a scale layer, or folded
+ * into the scale layer just before it that nothing else reads.  Returns 0
+ * when node n was one, 1 when not, < 0 on error.
+ */
+static int scale_node(struct conv_ctx *c, const struct hp_node *n, int in,
+		      struct hp_error *err)
+{
+	const char *op = n->op;
+	int a = n->ninputs == 2 ? n->inputs[0] : -1;
+	int b = n->ninputs == 2 ? n->inputs[1] : -1;
+	bool act_a = a >= 0 && c->val[a] != VAL_NONE;
+	bool act_b = b >= 0 && c->val[b] != VAL_NONE;
+	int x = act_a ? a : b;
+	double v = tconst(c, act_a ? b : a), f = 1, s = 0;
+	struct hp_spec_layer L;
+	struct hp_spec *sp = c->s;
+
+	if (a < 0 || b < 0 || act_a == act_b || !isfinite(v))
+		return 1;
+	if (!strcmp(op, "Mul"))
+		f = v;
+	else if (!strcmp(op, "Div") && act_a && v != 0)
+		f = 1 / v;
+	else if (!strcmp(op, "Add"))
+		s = v;
+	else if (!strcmp(op, "Sub"))
+		/* x - v, or v - x */
+		act_a ? (s = -v) : (f = -1, s = v);
+	else
+		return 1;
+	if (c->val[x] == sp->nlayers - 1 && c->val[x] >= 0 &&
+	    sp->layers[c->val[x]].type == HP_LAYER_SCALE &&
+	    c->ti[x].readers == 1 && c->ti[x].excl) {
+		/* f (alpha x + beta) + s */
+		struct hp_spec_layer *p = &sp->layers[c->val[x]];
+		p->alpha *= f;
+		p->beta = p->beta * f + s;
+		if (!(p->alpha != 0 && fabs(p->alpha) <= 1e6 &&
+		      fabs(p->beta) <= 1e6))
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (%s): a scale of %g and "
+					    "shift of %g (the engine's are "
+					    "within +-1e6, not 0)",
+					    n->name, op, p->alpha, p->beta);
+		return pass_through(c, n, c->val[x], NULL);
+	}
+	memset(&L, 0, sizeof(L));
+	L.type = HP_LAYER_SCALE;
+	L.alpha = f;
+	L.beta = s;
+	if (!(f != 0 && fabs(f) <= 1e6 && fabs(s) <= 1e6))
+		return hp_error_set(err, HP_EUNSUPP,
+				    "node %s (%s): a scale of %g and shift "
+				    "of %g (the engine's are within +-1e6, "
+				    "not 0)",
+				    n->name, op, f, s);
+	return add_layer(c, n, &L, &in, 1, err);
+}
+
 /* Whether tensor t is an output of the graph. */
 static bool graph_output(const struct hp_graph *g, int t)
 {
@@ -824,6 +885,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	}
 	if (!strcmp(op, "Identity"))
 		return pass_through(c, n, ins[0], NULL);
+	if ((rc = scale_node(c, n, ins[0], err)) <= 0)
+		return rc;
 	if (!strcmp(op, "Conv")) {
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		L.type = HP_LAYER_CONV;

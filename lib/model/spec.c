@@ -49,6 +49,7 @@ static const char *const layer_names[] = {
     [HP_LAYER_LEAKYRELU] = "leakyrelu",
     [HP_LAYER_TANH] = "tanh",
     [HP_LAYER_ELU] = "elu",
+    [HP_LAYER_SCALE] = "scale",
 };
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
@@ -188,6 +189,8 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 						NULL};
 	static const char *const k_lnorm[] = {"type", "eps", "inputs", NULL};
 	static const char *const k_alpha[] = {"type", "alpha", "inputs", NULL};
+	static const char *const k_scale[] = {"type", "factor", "shift",
+					      "inputs", NULL};
 	char where[64];
 	const char *type;
 	json_t *t, *ins;
@@ -372,6 +375,23 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 			return hp_error_set(err, HP_ERANGE,
 					    "%s: \"eps\" must be in (0, 1]",
 					    where);
+	} else if (!strcmp(type, "scale")) {
+		/* factor x + shift: a model's constant arithmetic on its
+		 * data (x / 255, (x - 0.5) / 0.5, a residual branch * 0.2) */
+		L->type = HP_LAYER_SCALE;
+		L->alpha = 1;
+		L->beta = 0;
+		if ((rc = check_keys(lj, k_scale, where, err)) ||
+		    (rc = get_num(lj, "factor", &L->alpha, where, err)) ||
+		    (rc = get_num(lj, "shift", &L->beta, where, err)))
+			return rc;
+		if (L->alpha == 0 || fabs(L->alpha) > 1e6 ||
+		    fabs(L->beta) > 1e6)
+			return hp_error_set(err, HP_ERANGE,
+					    "%s: \"factor\" must not be 0, and "
+					    "\"factor\" and \"shift\" must be "
+					    "within +-1e6",
+					    where);
 	} else if (!strcmp(type, "hardsigmoid")) {
 		/* ONNX's defaults; PyTorch's hardsigmoid is alpha 1/6 */
 		L->type = HP_LAYER_HARDSIGMOID;
@@ -419,7 +439,7 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		    err, HP_EINVAL,
 		    "%s: unknown type (conv, bn, layernorm, "
 		    "relu, leakyrelu, elu, clip, sigmoid, tanh, "
-		    "hardsigmoid, gelu, "
+		    "hardsigmoid, gelu, scale, "
 		    "pool, gap, dropout, fc, softmax, add, mul, "
 		    "concat, flatten, slice, shuffle)",
 		    where);
@@ -818,6 +838,22 @@ static int add_ints(struct hp_graph *g, const char *name, const int64_t *v,
 	return t;
 }
 
+/* A float scalar v made by a Constant node (a constant of the model's
+ * arithmetic, not a parameter, as exporters write x / 255); < 0 on
+ * ENOMEM. */
+static int add_const_f(struct hp_graph *g, const char *name, double v)
+{
+	int t = hp_graph_tensor(g, name), ni;
+
+	if (t < 0 ||
+	    (ni = hp_graph_add_node(g, name, "Constant", NULL, 0, &t, 1)) < 0)
+		return -1;
+	g->tensors[t].producer = ni;
+	g->tensors[t].dtype = HP_DT_FLOAT;
+	g->tensors[t].rank = 0;
+	return hp_tensor_set_fvals(&g->tensors[t], &v, 1) ? -1 : t;
+}
+
 /* Node n's integer-list attribute name: the cnt values v. */
 static struct hp_attr *set_list(struct hp_node *n, const char *name,
 				const int64_t *v, int cnt)
@@ -947,6 +983,37 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		case HP_LAYER_LEAKYRELU:
 			op = "LeakyRelu";
 			break;
+		case HP_LAYER_SCALE: {
+			/* Mul by the factor and Add of the shift, as exported
+			 * (either left out when it does nothing) */
+			char wn[112];
+			int ln, ni2;
+			op = "Identity";
+			if (L->alpha != 1) {
+				snprintf(wn, sizeof(wn), "%s.factor", nm);
+				if ((ins[1] = add_const_f(g, wn, L->alpha)) < 0)
+					goto nomem;
+				op = "Mul";
+				nin = 2;
+			}
+			if (L->beta == 0)
+				break;
+			if (L->alpha != 1) {
+				snprintf(wn, sizeof(wn), "%s.mul", nm);
+				if ((ln = hp_graph_tensor(g, wn)) < 0 ||
+				    (ni2 = hp_graph_add_node(g, wn, "Mul", ins,
+							     2, &ln, 1)) < 0)
+					goto nomem;
+				g->tensors[ln].producer = ni2;
+				ins[0] = ln;
+			}
+			snprintf(wn, sizeof(wn), "%s.shift", nm);
+			if ((ins[1] = add_const_f(g, wn, L->beta)) < 0)
+				goto nomem;
+			op = "Add";
+			nin = 2;
+			break;
+		}
 		case HP_LAYER_TANH:
 			op = "Tanh";
 			break;
@@ -1282,6 +1349,10 @@ char *hp_spec_to_json(const struct hp_spec *s)
 		case HP_LAYER_HARDSIGMOID:
 			o = json_pack("{s:s, s:f, s:f}", "type", "hardsigmoid",
 				      "alpha", L->alpha, "beta", L->beta);
+			break;
+		case HP_LAYER_SCALE:
+			o = json_pack("{s:s, s:f, s:f}", "type", "scale",
+				      "factor", L->alpha, "shift", L->beta);
 			break;
 		case HP_LAYER_LEAKYRELU:
 		case HP_LAYER_ELU:

@@ -607,6 +607,10 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			for (int64_t k = 0; k < na; k++)
 				y[k] = tanh(in[k]);
 			break;
+		case HP_LAYER_SCALE:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = L->alpha * in[k] + L->beta;
+			break;
 		case HP_LAYER_LEAKYRELU:
 			for (int64_t k = 0; k < na; k++)
 				y[k] = in[k] > 0 ? in[k] : L->alpha * in[k];
@@ -825,6 +829,10 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		case HP_LAYER_LEAKYRELU:
 			for (int64_t k = 0; k < na; k++)
 				g[k] = in[k] > 0 ? dy[k] : L->alpha * dy[k];
+			break;
+		case HP_LAYER_SCALE:
+			for (int64_t k = 0; k < na; k++)
+				g[k] = L->alpha * dy[k];
 			break;
 		case HP_LAYER_ELU:
 			for (int64_t k = 0; k < na; k++)

@@ -70,6 +70,10 @@
 #define LEAKY(a) "{\"type\":\"leakyrelu\",\"alpha\":" #a "}"
 #define TANH "{\"type\":\"tanh\"}"
 #define ELU(a) "{\"type\":\"elu\",\"alpha\":" #a "}"
+/* a model's constant arithmetic: factor x + shift */
+#define SCALE(f, s) "{\"type\":\"scale\",\"factor\":" #f ",\"shift\":" #s "}"
+#define SCALEI(f, s, in)                                                       \
+	"{\"type\":\"scale\",\"factor\":" #f ",\"shift\":" #s IN(in) "}"
 /* a ConvNeXt block on 16 channels: depthwise 7x7, layer norm, 1x1 conv
  * to 4x the channels, gelu, 1x1 conv back, the residual sum */
 #define CONVNEXT_BLOCK_NET                                                     \

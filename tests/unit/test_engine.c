@@ -1087,6 +1087,19 @@ HP_TEST(engine_leakyrelu_tanh_elu)
 	    3, 1);
 }
 
+HP_TEST(engine_scale)
+{
+	/* the input scaled (x / 255 - 0.5), a residual branch times 0.2, a
+	 * negated shift on flat data */
+	check_net(NET("[3,5,5]", 3,
+		      SCALE(0.0039215686, -0.5) "," CONV(
+			  8, 3, 1,
+			  1) "," RELU
+			     "," CONV(8, 3, 1, 1) "," SCALE(0.2, 0) "," ADD(
+				 "2,4") "," FC(6) "," SCALE(-1, 0.5) "," FC(3)),
+		  4, 2);
+}
+
 HP_TEST(engine_conv_rectangular)
 {
 	/* Inception's 1x7 then 7x1 (pads 0,3 and 3,0) on a non-square
@@ -1754,6 +1767,72 @@ HP_TEST(engine_onnx_global_max_pool)
 	buf = gmp_onnx(&len, true);
 	onnx_refused(buf, len, wide, "(GlobalMaxPool): only of a square map",
 		     1);
+}
+
+/* A model's constant arithmetic as PyTorch exports it: the input
+ * (x / 255 - 0.5) / 0.5 (three ops, one layer), a residual branch times
+ * 0.2, 1 - x of the sum; variant 1: a Div of a constant by the data
+ * (not affine); 2: an Add of a stored vector in place of the Mul */
+static uint8_t *scale_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 2, 5, 5}, w1[4] = {4, 2, 3, 3},
+		w2[4] = {4, 4, 3, 3}, fw[2] = {3, 4}, fb[1] = {3},
+		k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1}, c4[3] = {4, 1, 1};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "w2", 4, w2);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_init(b, "vec", 3, c4);
+	ob_const_f32(b, "k255", 255.0f);
+	ob_const_f32(b, "half", 0.5f);
+	ob_const_f32(b, "fifth", 0.2f);
+	ob_const_f32(b, "one", 1.0f);
+	ob_node(b, "Div", variant == 1 ? "k255,x" : "x,k255", "s1");
+	ob_node(b, "Sub", "s1,half", "s2");
+	ob_node(b, "Div", "s2,half", "s3");
+	n = ob_node(b, "Conv", "s3,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_node(b, "Relu", "c1", "r1");
+	n = ob_node(b, "Conv", "r1,w2", "c2");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_node(b, variant == 2 ? "Add" : "Mul",
+		variant == 2 ? "c2,vec" : "c2,fifth", "m2");
+	ob_node(b, "Add", "m2,r1", "sum");
+	ob_node(b, "Sub", "one,sum", "neg");
+	ob_classifier(b, "neg");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_scale)
+{
+	struct hp_spec s;
+	size_t len;
+	int64_t shape[3] = {2, 5, 5};
+	uint8_t *buf = scale_onnx(&len, 0);
+
+	onnx_converted(buf, len, shape, &s);
+	/* scale, conv, relu, conv, scale, add, scale, gap, flatten, fc */
+	ASSERT_EQ_INT(s.nlayers, 10);
+	ASSERT_EQ_INT(s.layers[0].type, HP_LAYER_SCALE);
+	/* ((x / 255) - 0.5) / 0.5 = x / 127.5 - 1 */
+	ASSERT(fabs(s.layers[0].alpha - 1 / 127.5) < 1e-9);
+	ASSERT(fabs(s.layers[0].beta + 1) < 1e-9);
+	ASSERT_EQ_INT(s.layers[4].type, HP_LAYER_SCALE);
+	ASSERT(fabs(s.layers[4].alpha - 0.2) < 1e-7 && s.layers[4].beta == 0);
+	ASSERT_EQ_INT(s.layers[5].inputs[1], 2);
+	ASSERT_EQ_INT(s.layers[6].type, HP_LAYER_SCALE);
+	ASSERT(s.layers[6].alpha == -1 && s.layers[6].beta == 1);
+	free(check_spec_net(&s));
+	buf = scale_onnx(&len, 1);
+	onnx_refused(buf, len, shape, "run these ops: Div", 1);
+	buf = scale_onnx(&len, 2);
+	onnx_refused(buf, len, shape, "Add (of a constant)", 2);
 }
 
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels

@@ -322,6 +322,64 @@ HP_TEST(model_spec_leakyrelu_tanh_elu)
 	}
 }
 
+HP_TEST(model_spec_scale)
+{
+	/* factor x + shift: constants, not parameters (the analysis sees
+	 * the Mul and Add an export of x / 255 - 0.5 has); defaults 1 and
+	 * 0; a factor of 0 named */
+	static const char js[] =
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"scale\",\"factor\":"
+	    "0.5,\"shift\":-1},{\"type\":\"conv\",\"filters\":2,\"kernel\":3},"
+	    "{\"type\":\"scale\",\"shift\":2},{\"type\":\"scale\",\"factor\":"
+	    "3},{\"type\":\"fc\",\"units\":3}]}";
+	static const char *const bad[] = {
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"scale\",\"factor\":"
+	    "0}]}",
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"scale\",\"alpha\":"
+	    "1}]}",
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"scale\",\"shift\":"
+	    "1e9}]}"};
+	static const char *const why[] = {"\"factor\" must not be 0", "alpha",
+					  "within +-1e6"};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_spec s;
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+	int mul = 0, add = 0;
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	for (int i = 0; i < g->nnodes; i++) {
+		mul += !strcmp(g->nodes[i].op, "Mul");
+		add += !strcmp(g->nodes[i].op, "Add");
+	}
+	ASSERT_EQ_INT(mul, 2);
+	ASSERT_EQ_INT(add, 2);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	/* conv 1*9*2 + 2, fc 2*2*2*3 + 3: the scales add none */
+	ASSERT_EQ_INT(f.params, 20 + 27);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT(s.layers[0].alpha == 0.5 && s.layers[0].beta == -1);
+	ASSERT(s.layers[2].alpha == 1 && s.layers[2].beta == 2);
+	ASSERT(s.layers[3].alpha == 3 && s.layers[3].beta == 0);
+	back = hp_spec_to_json(&s);
+	ASSERT(back &&
+	       strstr(back, "{\"type\":\"scale\",\"factor\":0.5,\"shift\":"
+			    "-1.0}"));
+	free(back);
+	hp_spec_release(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ_INT(
+		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
+		    1);
+		if (!strstr(err.msg, why[i]))
+			HP_FAIL("%s: %s", bad[i], err.msg);
+	}
+}
+
 HP_TEST(model_spec_layernorm_and_gelu)
 {
 	/* conv to 8 channels, a layer norm (eps 1e-6), gelu, a 1x1 conv, a
