@@ -132,6 +132,54 @@ for m in convnext_tiny:cnx mobilenet_v3_small:mobilenet_v3_small; do
 		fail "profile_onnx_opset17_${n}_same_spec" "$(diff "$TMP/$ref.json" "$TMP/$n.17.json" | head -c 300)"
 	fi
 done
+# models as users write and export them (tests/data/onnx/USER.csv, from
+# tools/gen_user_models.py): each converts, the analysis counts PyTorch's
+# parameters, and the spec has the layers its form becomes: log_softmax
+# (the loss's: no layer), tanh, x / 255 (one scale), input normalization and
+# a branch * 0.2 (scales), LeakyReLU, ELU, AdaptiveMaxPool2d(1) (a max pool
+# of the map), opset 9's ceil-mode pools (GoogLeNet's 4 of stride 2), the
+# parameters as graph inputs (ResNet-18's 20 convs)
+UD=$ROOT/tests/data/onnx
+while IFS=, read -r f inp params _; do
+	[ "$f" = file ] && continue
+	n=${f%.onnx}
+	shape=$inp
+	[ "$n" = user_googlenet_opset9 ] && shape=3x64x64
+	got=$("$HP" analyze "$UD/$f" --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["params"])')
+	if [ "$got" = "$params" ]; then ok "analyze_$n"; else fail "analyze_$n" "params $got, PyTorch's $params"; fi
+	"$HP" profile "$UD/$f" --batch 2 --input-shape "$shape" --threads 1 --max-seconds 0.2 \
+		--retries 0 --out "$TMP/$n.csv" --save-spec "$TMP/$n.json" >/dev/null 2>"$TMP/err"
+	rc=$?
+	if [ $rc -eq 0 ]; then ok "profile_$n"; else fail "profile_$n" "exit $rc: $(cat "$TMP/err")"; fi
+done <"$UD/USER.csv"
+if "$PY" - "$TMP" <<'PY'; then ok profile_user_forms; else fail profile_user_forms "see above"; fi
+import collections, json, sys
+def spec(n):
+    d = json.load(open("%s/%s.json" % (sys.argv[1], n)))
+    return d, collections.Counter(l["type"] for l in d["layers"]), d["layers"]
+bad = []
+def want(n, ok):
+    if not ok:
+        bad.append(n)
+d, c, L = spec("user_mnist_example")
+want("mnist", c["softmax"] == 0 and c["fc"] == 2 and d["classes"] == 10)
+d, c, L = spec("user_lenet_tanh")
+want("lenet", c["tanh"] == 4 and c["relu"] == 0)
+d, c, L = spec("user_dqn")
+want("dqn", c["scale"] == 1 and L[0]["type"] == "scale" and abs(L[0]["factor"] * 255 - 1) < 1e-6)
+d, c, L = spec("user_leaky_elu")
+pools = [l for l in L if l["type"] == "pool"]
+want("leaky_elu", (c["scale"], c["leakyrelu"], c["elu"], c["add"]) == (2, 1, 1, 1) and
+     abs(L[0]["factor"] - 4) < 1e-6 and abs(L[0]["shift"] + 2) < 1e-6 and
+     pools and pools[0]["op"] == "max" and pools[0]["kernel"] == 32)
+d, c, L = spec("user_googlenet_opset9")
+want("googlenet_opset9", sum(1 for l in L if l.get("ceil_mode")) == 4 and c["concat"] == 9)
+d, c, L = spec("user_resnet18_noparams")
+want("resnet18_noparams", (c["conv"], c["add"]) == (20, 8))
+if bad:
+    print("forms not as expected: " + ", ".join(bad))
+sys.exit(1 if bad else 0)
+PY
 # ViT's attention (a Concat of the class token along the sequence) does not
 expect_status profile_onnx_unsupported 2 "$HP" profile "$TV/vit_b_16.train.onnx" --batch 2 \
 	--input-shape 3x32x32 --out "$TMP/s.csv"
@@ -161,6 +209,19 @@ j = json.load(open(sys.argv[2]))
 sys.exit(0 if len(s) == 4 and all(math.isfinite(x['loss']) for x in s)
          and j['state'] == 'completed' and j['steps'] == 4 else 1)
 PY
+	# PyTorch's MNIST example as exported (its log_softmax the loss's)
+	# learns Fashion-MNIST: well above chance (10%) in 60 steps
+	"$TRAIN" --model "$ROOT/tests/data/onnx/user_mnist_example.onnx" --data fashion-mnist \
+		--batch 32 --steps 60 --lr 0.05 --threads 2 --eval-samples 500 --out "$TMP/trm" \
+		2>"$TMP/err"
+	rc=$?
+	acc=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["test_accuracy"])' \
+		"$TMP/trm/results.json" 2>/dev/null)
+	if [ $rc -eq 0 ] && "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 0.4 else 1)' "${acc:-0}"; then
+		ok train_onnx_user_mnist_example
+	else
+		fail train_onnx_user_mnist_example "exit $rc, test accuracy ${acc:-none}: $(cat "$TMP/err")"
+	fi
 	expect_status train_onnx_shape 2 "$TRAIN" --model "$R18" --input-shape 1x28 \
 		--data fashion-mnist --batch 16 --steps 1 --out "$TMP/tr2"
 fi
