@@ -19,6 +19,7 @@ for bin in "$build"/bin/fuzz_*; do
 	if [ "$name" = fuzz_onnx ]; then
 		cp -n "$root"/data/models/*.onnx "$corpus"/ 2>/dev/null
 		cp -n "$root"/tests/data/models/*.onnx "$corpus"/ 2>/dev/null
+		cp -n "$root"/tests/data/onnx/*.onnx "$corpus"/ 2>/dev/null
 	fi
 	echo "== $name for ${secs}s"
 	ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$secs" -max_len=262144 \
