@@ -45,6 +45,9 @@ int cli_data_path(const char *name, char *buf, size_t n);
 struct hp_ctx *cli_load_ctx(const char *cmd, const char *catalog,
 			    const char *estimator, bool with_estimator,
 			    int *status);
+/* The hint for a library error about a missing shipped file ("; give
+ * --estimator FILE ('hetpool fit')"), else "". */
+const char *cli_load_hint(const struct hp_error *err);
 struct hp_catalog *cli_load_catalog(const char *cmd, const char *catalog,
 				    struct hp_host *host, int *status);
 struct hp_graph *cli_load_graph(const char *cmd, const char *path, int *status);

@@ -10,7 +10,7 @@
 #include "cli.h"
 
 /* What to give when the shipped file named in msg is missing. */
-static const char *hint(const struct hp_error *err)
+const char *cli_load_hint(const struct hp_error *err)
 {
 	if (err->code != HP_ENOENT)
 		return "";
@@ -31,7 +31,7 @@ struct hp_ctx *cli_load_ctx(const char *cmd, const char *catalog,
 
 	if (!ctx)
 		*status = cli_error(cli_status_for(err.code), "%s: %s%s", cmd,
-				    err.msg, hint(&err));
+				    err.msg, cli_load_hint(&err));
 	return ctx;
 }
 
@@ -43,7 +43,7 @@ struct hp_catalog *cli_load_catalog(const char *cmd, const char *catalog,
 
 	if (!cat)
 		*status = cli_error(cli_status_for(err.code), "%s: %s%s", cmd,
-				    err.msg, hint(&err));
+				    err.msg, cli_load_hint(&err));
 	return cat;
 }
 

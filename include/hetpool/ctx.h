@@ -66,6 +66,11 @@ int hp_ctx_threads(void);
  */
 struct hp_catalog *hp_ctx_load_catalog(const char *path, struct hp_host *host,
 				       struct hp_error *err);
+/* The same for predictions at threads CPU threads (0: hp_ctx_threads()),
+ * this host's file at those threads applied. */
+struct hp_catalog *hp_ctx_load_catalog_at(const char *path, int threads,
+					  struct hp_host *host,
+					  struct hp_error *err);
 /* The estimator at path (NULL: the shipped default).  NULL with err set:
  * HP_ENOENT "no data/estimators/default.json found (...)" when path is
  * NULL and nothing is shipped, else "estimator 'PATH': ...". */

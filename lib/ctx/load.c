@@ -35,6 +35,13 @@ int hp_ctx_threads(void)
 struct hp_catalog *hp_ctx_load_catalog(const char *path, struct hp_host *host,
 				       struct hp_error *err)
 {
+	return hp_ctx_load_catalog_at(path, 0, host, err);
+}
+
+struct hp_catalog *hp_ctx_load_catalog_at(const char *path, int threads,
+					  struct hp_host *host,
+					  struct hp_error *err)
+{
 	struct hp_error e2 = {0};
 	struct hp_catalog *cat;
 	struct hp_host h;
@@ -54,7 +61,7 @@ struct hp_catalog *hp_ctx_load_catalog(const char *path, struct hp_host *host,
 			hp_host_apply(&h, &cat->types[i]);
 	/* this host's file at the threads used: measured peaks and its
 	 * calibration (none: the detected figures stay) */
-	h.threads = hp_ctx_threads();
+	h.threads = threads > 0 ? threads : hp_ctx_threads();
 	e2.code = 0;
 	if (hp_host_file_apply_catalog(NULL, &h, cat, &e2) < 0)
 		hp_log(HP_LOG_WARN, "cpu host: %s", e2.msg);

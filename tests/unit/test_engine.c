@@ -12,6 +12,7 @@
 
 #include "hetpool/device.h"
 #include "hetpool/engine.h"
+#include "hetpool/profile.h"
 #include "onnx_build.h"
 #include "ref_nn.h"
 #include "spec_nets.h"
@@ -2419,4 +2420,31 @@ HP_TEST(engine_grads_set_is_what_update_applies)
 		    64, 1, 1, 0) "," FC(10)),
 	    4);
 	check_grads_set_applied(SE_NET, 3);
+}
+
+HP_TEST(engine_calibrate_refuses_bad_options)
+{
+	/* before anything is measured or written: each bad option named,
+	 * the result empty (its release a no-op) */
+	struct hp_calibrate_opts o;
+	struct hp_calibrate_result r;
+	struct hp_error err = {0};
+
+	for (int k = 0; k < 4; k++) {
+		hp_calibrate_opts_init(&o);
+		ASSERT(o.seconds == 150 && o.ridge == 1 &&
+		       o.max_pressure == 0.5 && !o.threads);
+		if (k == 0)
+			o.seconds = 0;
+		else if (k == 1)
+			o.ridge = -1;
+		else if (k == 2)
+			o.max_pressure = NAN;
+		else
+			o.threads = -2;
+		ASSERT_EQ_INT(hp_calibrate_host(&o, &r, &err), HP_EINVAL);
+		ASSERT(strstr(err.msg, "seconds must be above 0"));
+		ASSERT(r.npoints == 0 && !r.points && !r.meas);
+		hp_calibrate_result_release(&r);
+	}
 }
