@@ -512,6 +512,9 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	dnnl_primitive_desc_t fpd, wpd, dpd;
 	dnnl_dims_t st = {pl->L.stride, pl->L.stride};
 	dnnl_dims_t pad = {pl->L.pad, hp_spec_pad_w(&pl->L)};
+	/* oneDNN counts the gaps between taps: 0 for a plain kernel */
+	dnnl_dims_t dil = {hp_spec_dilation(&pl->L) - 1,
+			   hp_spec_dilation(&pl->L) - 1};
 	int64_t wd[5], od;
 	int wr, rc;
 	union {
@@ -579,9 +582,9 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 
 	/* forward */
 	if (conv) {
-		CK(dnnl_convolution_forward_desc_init(
+		CK(dnnl_dilated_convolution_forward_desc_init(
 		       &d.c, dnnl_forward_training, dnnl_convolution_direct,
-		       &src_any, &w_any, &bias_md, &dst_any, st, pad, pad),
+		       &src_any, &w_any, &bias_md, &dst_any, st, dil, pad, pad),
 		   "conv forward");
 		rc = pd_make(b, &fpd, &d, NULL, "conv forward", err);
 		if (!rc && pl->L.groups > 1 && (wd[1] > 1 || wd[2] > 1) &&
@@ -594,10 +597,10 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 			 * has JIT kernels for all three. */
 			md_tag(&src_any, 4, xa->dims, dnnl_acdb);
 			md_tag(&dst_any, 4, ya->dims, dnnl_acdb);
-			CK(dnnl_convolution_forward_desc_init(
+			CK(dnnl_dilated_convolution_forward_desc_init(
 			       &d.c, dnnl_forward_training,
 			       dnnl_convolution_direct, &src_any, &w_any,
-			       &bias_md, &dst_any, st, pad, pad),
+			       &bias_md, &dst_any, st, dil, pad, pad),
 			   "conv forward");
 			rc = pd_make(b, &fpd, &d, NULL, "conv forward", err);
 		}
@@ -636,9 +639,9 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 
 	/* weight gradients */
 	if (conv)
-		CK(dnnl_convolution_backward_weights_desc_init(
+		CK(dnnl_dilated_convolution_backward_weights_desc_init(
 		       &d.c, dnnl_convolution_direct, &src_any, &w_any,
-		       &bias_md, &dst_any, st, pad, pad),
+		       &bias_md, &dst_any, st, dil, pad, pad),
 		   "conv backward weights");
 	else
 		CK(dnnl_inner_product_backward_weights_desc_init(
@@ -647,7 +650,7 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	if ((rc = pd_make(b, &wpd, &d, fpd, "backward weights", err)))
 		return rc;
 	if (conv && pl->L.groups > 1 && wd[1] == 1 && wd[2] == 1 &&
-	    !pl->L.rect && pd_is_gemm(wpd)) {
+	    !pl->L.rect && hp_spec_dilation(&pl->L) == 1 && pd_is_gemm(wpd)) {
 		/* A depthwise conv whose weight gradient oneDNN would do as
 		 * one GEMM per channel (im2col): ours instead (dw_wgrad). */
 		dnnl_memory_desc_t px, py;
@@ -696,9 +699,9 @@ input_gradient:
 	if (!pl->need_dsrc)
 		return 0;
 	if (conv)
-		CK(dnnl_convolution_backward_data_desc_init(
+		CK(dnnl_dilated_convolution_backward_data_desc_init(
 		       &d.c, dnnl_convolution_direct, &src_any, &w_any,
-		       &dst_any, st, pad, pad),
+		       &dst_any, st, dil, pad, pad),
 		   "conv backward data");
 	else
 		CK(dnnl_inner_product_backward_data_desc_init(&d.ip, S, &w_any,

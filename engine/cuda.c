@@ -829,6 +829,11 @@ static int check_supported(const struct hp__plan *p, struct hp_error *err)
 					    "kernel or unequal pads run on the "
 					    "CPU backend only",
 					    i);
+		if (hp_spec_dilation(&p->layers[i].L) > 1)
+			return hp_error_set(err, HP_EUNSUPP,
+					    "layer %d (conv): a dilated conv "
+					    "runs on the CPU backend only",
+					    i);
 		switch (p->layers[i].L.type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_BN:

@@ -86,6 +86,12 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 					    "layer %d (%s): sizes must be "
 					    "positive",
 					    i, tn);
+		if (L->dilation < 0 || L->dilation > 4096 ||
+		    (L->type == HP_LAYER_POOL && L->dilation > 1))
+			return hp_error_set(err, HP_EINVAL,
+					    "layer %d (%s): dilation %lld (a "
+					    "conv's, 1 to 4096)",
+					    i, tn, (long long)L->dilation);
 		if (L->rect && (L->type == HP_LAYER_POOL || L->kernel_w < 1 ||
 				L->pad_w < 0))
 			return hp_error_set(err, HP_EINVAL,

@@ -226,6 +226,9 @@ struct hp_spec_layer {
 	 * hp_spec_pad_w()); false: both axes kernel and pad. */
 	bool rect;
 	int64_t kernel_w, pad_w;
+	/* conv: the kernel's taps this far apart on both axes (0 or 1:
+	 * next to each other; 2: a 3x3 kernel spans 5x5) */
+	int64_t dilation;
 	double lo, hi;	    /* clip */
 	double alpha, beta; /* hardsigmoid, scale; alpha: leakyrelu, elu */
 	double eps;	    /* layernorm: added to the variance */
@@ -243,6 +246,11 @@ static inline int64_t hp_spec_kernel_w(const struct hp_spec_layer *L)
 static inline int64_t hp_spec_pad_w(const struct hp_spec_layer *L)
 {
 	return L->rect ? L->pad_w : L->pad;
+}
+/* A conv's dilation (1: none). */
+static inline int64_t hp_spec_dilation(const struct hp_spec_layer *L)
+{
+	return L->dilation > 1 ? L->dilation : 1;
 }
 struct hp_spec {
 	char *name;

@@ -175,10 +175,12 @@ static bool pads_are_ceil(const int64_t *p, const int64_t *hw, int64_t k,
  * the height's in *k and *pad; the width's in *kw and *padw, which NULL
  * refuses when they differ (a square kernel, equal pads: pools).  *ceil
  * (NULL: refused) gets ceil_mode; given a max pool's input size (hw, or
- * NULL), pads longer at the ends that are its ceil mode are taken so. */
+ * NULL), pads longer at the ends that are its ceil mode are taken so.
+ * *dil (NULL: refused) gets dilations alike on both axes. */
 static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 		  int64_t *st, int64_t *pad, int64_t *kw, int64_t *padw,
-		  bool *ceil, const int64_t *hw, struct hp_error *err)
+		  bool *ceil, const int64_t *hw, int64_t *dil,
+		  struct hp_error *err)
 {
 	bool as_ceil = false;
 
@@ -246,13 +248,21 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 	}
 	if (kw && !ks)
 		*kw = *k;
-	if (ds)
+	if (dil)
+		*dil = 1;
+	if (ds && dil && ds->n == 2 && ds->ints[0] == ds->ints[1] &&
+	    ds->ints[0] >= 1 && ds->ints[0] <= 4096) {
+		*dil = ds->ints[0];
+	} else if (ds) {
 		for (size_t i = 0; i < ds->n; i++)
 			if (ds->ints[i] != 1)
 				return hp_error_set(
 				    err, HP_EUNSUPP,
-				    "node %s (%s): dilation is not supported",
-				    n->name, n->op);
+				    "node %s (%s): dilation %s", n->name, n->op,
+				    dil ? "only alike on both axes, 1 to "
+					  "4096"
+					: "is for convs only");
+	}
 	if (ceil)
 		*ceil = as_ceil || hp_node_attr_i(n, "ceil_mode", 0) != 0;
 	else if (hp_node_attr_i(n, "ceil_mode", 0))
@@ -891,7 +901,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		L.type = HP_LAYER_CONV;
 		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad,
-				 &L.kernel_w, &L.pad_w, NULL, NULL, err)))
+				 &L.kernel_w, &L.pad_w, NULL, NULL, &L.dilation,
+				 err)))
 			return rc;
 		L.rect = L.kernel_w != L.kernel || L.pad_w != L.pad;
 		if (!L.rect)
@@ -980,7 +991,7 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 				 NULL, &L.ceil_mode,
 				 L.pool_max && xt->rank == 4 ? xt->dims + 2
 							     : NULL,
-				 err)))
+				 NULL, err)))
 			return rc;
 		if (L.ceil_mode && !L.pool_max)
 			return hp_error_set(err, HP_EUNSUPP,

@@ -170,9 +170,9 @@ static int check_keys(json_t *o, const char *const *allowed, const char *where,
 static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		       struct hp_error *err)
 {
-	static const char *const k_conv[] = {"type",   "filters", "kernel",
-					     "stride", "pad",	  "groups",
-					     "inputs", NULL};
+	static const char *const k_conv[] = {"type",	 "filters", "kernel",
+					     "stride",	 "pad",	    "groups",
+					     "dilation", "inputs",  NULL};
 	static const char *const k_pool[] = {"type",   "op",  "kernel",
 					     "stride", "pad", "ceil_mode",
 					     "inputs", NULL};
@@ -243,6 +243,8 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		    (rc = get_hw(lj, "pad", 0, 0, 4096, &L->pad, &L->pad_w,
 				 where, err)) ||
 		    (rc = get_int(lj, "groups", 1, 1, SPEC_MAX_SIZE, &L->groups,
+				  where, err)) ||
+		    (rc = get_int(lj, "dilation", 1, 1, 4096, &L->dilation,
 				  where, err)))
 			return rc;
 		L->rect = L->kernel_w != L->kernel || L->pad_w != L->pad;
@@ -555,9 +557,12 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 		switch (L->type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_POOL: {
-			int64_t ph = h + 2 * L->pad,
+			/* a dilated kernel spans d (k - 1) + 1 */
+			int64_t d = hp_spec_dilation(L),
+				kh = d * (L->kernel - 1) + 1,
+				ph = h + 2 * L->pad,
 				pw = w + 2 * hp_spec_pad_w(L),
-				kw = hp_spec_kernel_w(L);
+				kw = d * (hp_spec_kernel_w(L) - 1) + 1;
 			int64_t g = L->groups > 1 ? L->groups : 1;
 			if (f) {
 				rc = hp_error_set(err, HP_EINVAL,
@@ -577,17 +582,17 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 				    (long long)L->filters);
 				goto out;
 			}
-			if (L->kernel > ph || kw > pw) {
+			if (kh > ph || kw > pw) {
 				rc = hp_error_set(
 				    err, HP_ESHAPE,
-				    "layer %d (%s): kernel %lldx%lld larger "
+				    "layer %d (%s): kernel %lldx%lld%s larger "
 				    "than input %lldx%lld (padded)",
-				    i, tn, (long long)L->kernel, (long long)kw,
-				    (long long)ph, (long long)pw);
+				    i, tn, (long long)kh, (long long)kw,
+				    d > 1 ? " (dilated)" : "", (long long)ph,
+				    (long long)pw);
 				goto out;
 			}
-			h = pool_out(h, L->kernel, L->stride, L->pad,
-				     L->ceil_mode);
+			h = pool_out(h, kh, L->stride, L->pad, L->ceil_mode);
 			w = pool_out(w, kw, L->stride, hp_spec_pad_w(L),
 				     L->ceil_mode);
 			if (L->type == HP_LAYER_CONV)
@@ -1174,7 +1179,10 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			if (!set_ints(n, "kernel_shape", L->kernel,
 				      hp_spec_kernel_w(L), 2) ||
 			    !set_ints(n, "strides", L->stride, L->stride, 2) ||
-			    !set_ints(n, "pads", L->pad, hp_spec_pad_w(L), 4))
+			    !set_ints(n, "pads", L->pad, hp_spec_pad_w(L), 4) ||
+			    (hp_spec_dilation(L) > 1 &&
+			     !set_ints(n, "dilations", hp_spec_dilation(L),
+				       hp_spec_dilation(L), 2)))
 				goto nomem;
 			if (L->type == HP_LAYER_CONV && L->groups > 1) {
 				struct hp_attr *a =
@@ -1331,6 +1339,9 @@ char *hp_spec_to_json(const struct hp_spec *s)
 			if (o && L->groups > 1)
 				json_object_set_new(o, "groups",
 						    json_integer(L->groups));
+			if (o && hp_spec_dilation(L) > 1)
+				json_object_set_new(o, "dilation",
+						    json_integer(L->dilation));
 			if (o && L->rect) {
 				json_object_set_new(
 				    o, "kernel",

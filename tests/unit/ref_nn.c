@@ -36,12 +36,12 @@ static int64_t pool_size(int64_t in, int64_t k, int64_t s, int64_t p,
 }
 
 /* Offset in an h x w plane of tap (u, v) of output (i, j), padded by ph
- * rows and pw columns on each side, or -1 when the tap falls in the
- * padding. */
-static int64_t tap2(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
-		    int64_t ph, int64_t pw, int64_t h, int64_t w)
+ * rows and pw columns on each side, the taps d apart (d 1: next to each
+ * other), or -1 when the tap falls in the padding. */
+static int64_t tapd(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
+		    int64_t ph, int64_t pw, int64_t d, int64_t h, int64_t w)
 {
-	int64_t yy = i * s - ph + u, xx = j * s - pw + v;
+	int64_t yy = i * s - ph + u * d, xx = j * s - pw + v * d;
 
 	if (yy < 0 || yy >= h || xx < 0 || xx >= w)
 		return -1;
@@ -51,18 +51,20 @@ static int64_t tap2(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
 static int64_t tap(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
 		   int64_t p, int64_t h, int64_t w)
 {
-	return tap2(i, j, u, v, s, p, p, h, w);
+	return tapd(i, j, u, v, s, p, p, 1, h, w);
 }
 
 /* Output element q = ((in * o + oc) * oh + i) * ow + j sums the taps
  * r = (icg * kh + u) * kw + v of filter oc over the cg = c / g input
- * channels of its group; a kh x kw kernel, ph and pw pads. */
+ * channels of its group; a kh x kw kernel whose taps are d apart (it
+ * spans d (kh - 1) + 1 rows), ph and pw pads. */
 static void gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h,
 		      int64_t w, const double *wt, const double *b, int64_t o,
 		      int64_t kh, int64_t kw, int64_t s, int64_t ph, int64_t pw,
-		      int64_t g, double *y)
+		      int64_t d, int64_t g, double *y)
 {
-	int64_t oh = out_size(h, kh, s, ph), ow = out_size(w, kw, s, pw);
+	int64_t oh = out_size(h, d * (kh - 1) + 1, s, ph),
+		ow = out_size(w, d * (kw - 1) + 1, s, pw);
 	int64_t kk = kh * kw, cg = c / g, og = o / g;
 
 	for (int64_t q = 0; q < n * o * oh * ow; q++) {
@@ -72,7 +74,7 @@ static void gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h,
 		double acc = b[oc];
 		for (int64_t r = 0; r < cg * kk; r++) {
 			int64_t ic = c0 + r / kk, u = r / kw % kh, v = r % kw;
-			int64_t t = tap2(i, j, u, v, s, ph, pw, h, w);
+			int64_t t = tapd(i, j, u, v, s, ph, pw, d, h, w);
 			if (t >= 0)
 				acc += x[(in * c + ic) * h * w + t] *
 				       wt[oc * cg * kk + r];
@@ -85,15 +87,17 @@ void ref_gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		   const double *wt, const double *b, int64_t o, int64_t k,
 		   int64_t s, int64_t p, int64_t g, double *y)
 {
-	gconv_fwd(x, n, c, h, w, wt, b, o, k, k, s, p, p, g, y);
+	gconv_fwd(x, n, c, h, w, wt, b, o, k, k, s, p, p, 1, g, y);
 }
 
 static void gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h,
 		      int64_t w, const double *wt, int64_t o, int64_t kh,
-		      int64_t kw, int64_t s, int64_t ph, int64_t pw, int64_t g,
-		      const double *dy, double *dx, double *dw, double *db)
+		      int64_t kw, int64_t s, int64_t ph, int64_t pw, int64_t d,
+		      int64_t g, const double *dy, double *dx, double *dw,
+		      double *db)
 {
-	int64_t oh = out_size(h, kh, s, ph), ow = out_size(w, kw, s, pw);
+	int64_t oh = out_size(h, d * (kh - 1) + 1, s, ph),
+		ow = out_size(w, d * (kw - 1) + 1, s, pw);
 	int64_t kk = kh * kw, cg = c / g, og = o / g;
 
 	memset(dx, 0, (size_t)(n * c * h * w) * sizeof(double));
@@ -107,7 +111,7 @@ static void gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h,
 		db[oc] += gq;
 		for (int64_t r = 0; r < cg * kk; r++) {
 			int64_t ic = c0 + r / kk, u = r / kw % kh, v = r % kw;
-			int64_t t = tap2(i, j, u, v, s, ph, pw, h, w);
+			int64_t t = tapd(i, j, u, v, s, ph, pw, d, h, w);
 			int64_t xi = (in * c + ic) * h * w + t;
 			if (t < 0)
 				continue;
@@ -122,7 +126,7 @@ void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		   int64_t g, const double *dy, double *dx, double *dw,
 		   double *db)
 {
-	gconv_bwd(x, n, c, h, w, wt, o, k, k, s, p, p, g, dy, dx, dw, db);
+	gconv_bwd(x, n, c, h, w, wt, o, k, k, s, p, p, 1, g, dy, dx, dw, db);
 }
 
 void ref_conv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
@@ -381,6 +385,18 @@ static int64_t pw_of(const struct hp_spec_layer *L)
 	return L->rect ? L->pad_w : L->pad;
 }
 
+/* A conv's dilation (0 in the spec: 1) and the span of a kernel of k taps
+ * so dilated. */
+static int64_t dil_of(const struct hp_spec_layer *L)
+{
+	return L->type == HP_LAYER_CONV && L->dilation > 1 ? L->dilation : 1;
+}
+
+static int64_t span(const struct hp_spec_layer *L, int64_t k)
+{
+	return dil_of(L) * (k - 1) + 1;
+}
+
 static int in_of(const struct hp_spec_layer *L, int i, int k)
 {
 	return L->ninputs ? L->inputs[k] : i - 1;
@@ -401,9 +417,9 @@ static int walk(const struct hp_spec *s, struct shape *sh)
 		switch (L->type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_POOL:
-			h = pool_size(h, L->kernel, L->stride, L->pad,
+			h = pool_size(h, span(L, L->kernel), L->stride, L->pad,
 				      L->ceil_mode);
-			w = pool_size(w, kw_of(L), L->stride, pw_of(L),
+			w = pool_size(w, span(L, kw_of(L)), L->stride, pw_of(L),
 				      L->ceil_mode);
 			if (L->type == HP_LAYER_CONV)
 				c = L->filters;
@@ -570,7 +586,7 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			gconv_fwd(in, n, a.c, a.h, a.w, r->params[pk],
 				  r->params[pk + 1], L->filters, L->kernel,
 				  kw_of(L), L->stride, L->pad, pw_of(L),
-				  groups_of(L), y);
+				  dil_of(L), groups_of(L), y);
 			pk += 2;
 			break;
 		case HP_LAYER_BN:
@@ -768,8 +784,8 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			       : malloc((size_t)L->filters * sizeof(double));
 			gconv_bwd(in, n, a.c, a.h, a.w, r->params[q],
 				  L->filters, L->kernel, kw_of(L), L->stride,
-				  L->pad, pw_of(L), groups_of(L), dy, g, tw,
-				  tb);
+				  L->pad, pw_of(L), dil_of(L), groups_of(L), dy,
+				  g, tw, tb);
 			if (!dw)
 				free(tw);
 			if (!db)

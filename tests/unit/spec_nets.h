@@ -51,6 +51,11 @@
 		       "," CONV(4, 1, 1, 0) "," RELU "," CONV(                 \
 			   8, 1, 1, 0) "," SIGMOID "," MUL("3,8") "," FC(3))
 #define FLATTEN "{\"type\":\"flatten\"}"
+/* a dilated conv: taps d apart; g groups */
+#define DCONV(f, k, s, p, d, g)                                                \
+	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
+	",\"stride\":" #s ",\"pad\":" #p ",\"dilation\":" #d ",\"groups\":" #g \
+	"}"
 /* Inception's non-square convs: a kh x kw kernel, ph and pw pads; g
  * groups */
 #define RCONV(f, kh, kw, s, ph, pw, g)                                         \

@@ -1101,6 +1101,24 @@ HP_TEST(engine_scale)
 		  4, 2);
 }
 
+HP_TEST(engine_conv_dilated)
+{
+	/* a 3x3 conv dilated 2 padded 2 (the image kept), one strided and
+	 * dilated 3, a depthwise one dilated 2 (not the engine's own
+	 * depthwise weight gradient, which has no dilation), a grouped 2x2
+	 * dilated 2 without padding */
+	check_net(NET("[3,9,9]", 3,
+		      DCONV(8, 3, 1, 2, 2,
+			    1) "," RELU
+			       "," DCONV(8, 3, 2, 1, 3, 1) "," DCONV(
+				   8, 3, 1, 2, 2, 8) "," DCONV(4, 2, 1, 0, 2,
+							       2) "," FC(3)),
+		  3, 2);
+	/* one thread, a dilated conv of the network input whose span is
+	 * the whole image */
+	check_net(NET("[2,5,5]", 3, DCONV(4, 3, 1, 0, 2, 1) "," FC(3)), 2, 1);
+}
+
 HP_TEST(engine_conv_rectangular)
 {
 	/* Inception's 1x7 then 7x1 (pads 0,3 and 3,0) on a non-square
@@ -1834,6 +1852,54 @@ HP_TEST(engine_onnx_scale)
 	onnx_refused(buf, len, shape, "run these ops: Div", 1);
 	buf = scale_onnx(&len, 2);
 	onnx_refused(buf, len, shape, "Add (of a constant)", 2);
+}
+
+/* A 3x3 conv dilated 2 (padded 2) and a max pool: variant 1, the conv
+ * dilated 2 and 1 (not alike); 2, the pool dilated. */
+static uint8_t *dilated_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 2, 8, 8}, w1[4] = {4, 2, 3, 3}, fw[2] = {3, 4},
+		fb[1] = {3}, k3[2] = {3, 3}, k2[2] = {2, 2},
+		p2[4] = {2, 2, 2, 2}, d2[2] = {2, 2}, d21[2] = {2, 1};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	n = ob_node(b, "Conv", "x,w1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_attr_ints(b, n, "pads", 4, p2);
+	ob_attr_ints(b, n, "dilations", 2, variant == 1 ? d21 : d2);
+	n = ob_node(b, "MaxPool", "c1", "p1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k2);
+	ob_attr_ints(b, n, "strides", 2, k2);
+	if (variant == 2)
+		ob_attr_ints(b, n, "dilations", 2, d2);
+	ob_classifier(b, "p1");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_dilated)
+{
+	struct hp_spec s;
+	size_t len;
+	int64_t shape[3] = {2, 8, 8};
+	uint8_t *buf = dilated_onnx(&len, 0);
+	char *js;
+
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.layers[0].type, HP_LAYER_CONV);
+	ASSERT_EQ_INT(s.layers[0].dilation, 2);
+	ASSERT_EQ_INT(s.layers[0].pad, 2);
+	js = check_spec_net(&s);
+	ASSERT(strstr(js, "\"dilation\":2"));
+	free(js);
+	buf = dilated_onnx(&len, 1);
+	onnx_refused(buf, len, shape, "dilation only alike on both axes", 1);
+	buf = dilated_onnx(&len, 2);
+	onnx_refused(buf, len, shape, "dilation is for convs only", 2);
 }
 
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels

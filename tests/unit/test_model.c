@@ -380,6 +380,58 @@ HP_TEST(model_spec_scale)
 	}
 }
 
+HP_TEST(model_spec_conv_dilated)
+{
+	/* a 3x3 conv dilated 2 spans 5x5: 9x9 padded 2 stays 9x9, and the
+	 * analysis counts its 9 taps a position, inside the input only; a
+	 * span over the padded input, a dilation of 0 and a pool's named */
+	static const char js[] =
+	    "{\"input\":[1,9,9],\"layers\":[{\"type\":\"conv\",\"filters\":2,"
+	    "\"kernel\":3,\"pad\":2,\"dilation\":2},{\"type\":\"fc\","
+	    "\"units\":3}]}";
+	static const char *const bad[] = {
+	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"conv\",\"filters\":2,"
+	    "\"kernel\":3,\"dilation\":2}]}",
+	    "{\"input\":[1,9,9],\"layers\":[{\"type\":\"conv\",\"filters\":2,"
+	    "\"kernel\":3,\"dilation\":0}]}",
+	    "{\"input\":[1,9,9],\"layers\":[{\"type\":\"pool\",\"op\":\"max\","
+	    "\"kernel\":2,\"stride\":2,\"dilation\":2}]}"};
+	static const char *const why[] = {
+	    "kernel 5x5 (dilated) larger than input 4x4", "\"dilation\"",
+	    "dilation"};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_spec s;
+	int64_t(*sh)[3];
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	ASSERT_EQ_INT(hp_analyze(g, 1, NULL, 0, &f, &err), 0);
+	/* conv 9*2 + 2, fc 2*81*3 + 3 */
+	ASSERT_EQ_INT(f.params, 20 + 489);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	sh = calloc(2, sizeof(*sh));
+	ASSERT(sh && hp_spec_shapes(&s, sh, NULL, &err) == 0);
+	ASSERT_EQ_INT(sh[0][1], 9);
+	ASSERT_EQ_INT(sh[0][2], 9);
+	free(sh);
+	back = hp_spec_to_json(&s);
+	ASSERT(back && strstr(back, "\"dilation\":2"));
+	free(back);
+	hp_spec_release(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ_INT(
+		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
+		    1);
+		if (!strstr(err.msg, why[i]))
+			HP_FAIL("%s: %s", bad[i], err.msg);
+	}
+}
+
 HP_TEST(model_spec_layernorm_and_gelu)
 {
 	/* conv to 8 channels, a layer norm (eps 1e-6), gelu, a 1x1 conv, a
