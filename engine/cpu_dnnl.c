@@ -915,65 +915,47 @@ static int build_lnorm(struct cpu *b, int i, struct hp_error *err)
 	return 0;
 }
 
-/* gelu (erf form): its gradient from its input, kept by the layer before
- * (never in place). */
-static int build_gelu(struct cpu *b, int i, struct hp_error *err)
+/* gelu (the erf form), softplus (log(1 + e^x)) and scale (alpha x + beta,
+ * oneDNN's linear): each takes its gradient from its input, so it never
+ * runs in place. */
+static int build_eltwise_src(struct cpu *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
 	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
 	struct lstate *ls = &b->ls[i];
 	dnnl_eltwise_desc_t d;
 	dnnl_primitive_desc_t fpd, bpd;
+	dnnl_alg_kind_t alg =
+	    pl->L.type == HP_LAYER_GELU	      ? dnnl_eltwise_gelu_erf
+	    : pl->L.type == HP_LAYER_SOFTPLUS ? dnnl_eltwise_soft_relu
+					      : dnnl_eltwise_linear;
+	float a = 0, c = 0; /* oneDNN's alpha and beta */
+	const char *name = hp_spec_layer_name(pl->L.type);
+	char what[48];
 	int rc;
 
-	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training,
-					  dnnl_eltwise_gelu_erf, &X->d->md, 0,
-					  0),
-	   "gelu forward");
-	if ((rc = pd_make(b, &fpd, &d, NULL, "gelu forward", err)) ||
+	if (pl->L.type == HP_LAYER_SCALE) {
+		a = (float)pl->L.alpha;
+		c = (float)pl->L.beta;
+	}
+	snprintf(what, sizeof(what), "%s forward", name);
+	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training, alg,
+					  &X->d->md, a, c),
+	   what);
+	if ((rc = pd_make(b, &fpd, &d, NULL, what, err)) ||
 	    (rc = act_make(b, pl->y, &X->d->md, err)) ||
-	    (rc = prim_op(b, &ls->fwd, fpd, "gelu forward", err, 2,
-			  DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d)))
+	    (rc = prim_op(b, &ls->fwd, fpd, what, err, 2, DNNL_ARG_SRC, X->d,
+			  DNNL_ARG_DST, Y->d)))
 		return rc;
 	if (!pl->need_dsrc)
 		return 0;
-	CK(dnnl_eltwise_backward_desc_init(&d, dnnl_eltwise_gelu_erf, &X->d->md,
-					   &X->d->md, 0, 0),
-	   "gelu backward");
-	if ((rc = pd_make(b, &bpd, &d, fpd, "gelu backward", err)))
+	snprintf(what, sizeof(what), "%s backward", name);
+	CK(dnnl_eltwise_backward_desc_init(&d, alg, &X->d->md, &X->d->md, a, c),
+	   what);
+	if ((rc = pd_make(b, &bpd, &d, fpd, what, err)))
 		return rc;
-	return prim_op(b, &ls->bwd, bpd, "gelu backward", err, 3, DNNL_ARG_SRC,
-		       X->d, DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
-}
-
-/* scale: alpha x + beta (oneDNN's linear), its gradient alpha dy. */
-static int build_scale(struct cpu *b, int i, struct hp_error *err)
-{
-	const struct hp__plan_layer *pl = &b->p->layers[i];
-	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
-	struct lstate *ls = &b->ls[i];
-	dnnl_eltwise_desc_t d;
-	dnnl_primitive_desc_t fpd, bpd;
-	float a = (float)pl->L.alpha, c = (float)pl->L.beta;
-	int rc;
-
-	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training,
-					  dnnl_eltwise_linear, &X->d->md, a, c),
-	   "scale forward");
-	if ((rc = pd_make(b, &fpd, &d, NULL, "scale forward", err)) ||
-	    (rc = act_make(b, pl->y, &X->d->md, err)) ||
-	    (rc = prim_op(b, &ls->fwd, fpd, "scale forward", err, 2,
-			  DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d)))
-		return rc;
-	if (!pl->need_dsrc)
-		return 0;
-	CK(dnnl_eltwise_backward_desc_init(&d, dnnl_eltwise_linear, &X->d->md,
-					   &X->d->md, a, c),
-	   "scale backward");
-	if ((rc = pd_make(b, &bpd, &d, fpd, "scale backward", err)))
-		return rc;
-	return prim_op(b, &ls->bwd, bpd, "scale backward", err, 3, DNNL_ARG_SRC,
-		       X->d, DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
+	return prim_op(b, &ls->bwd, bpd, what, err, 3, DNNL_ARG_SRC, X->d,
+		       DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
 }
 
 /* relu, leaky relu, clip (ReLU6), sigmoid, tanh and elu: each takes its
@@ -1971,10 +1953,9 @@ static int build(struct cpu *b, struct hp_error *err)
 			rc = build_lnorm(b, i, err);
 			break;
 		case HP_LAYER_GELU:
-			rc = build_gelu(b, i, err);
-			break;
+		case HP_LAYER_SOFTPLUS:
 		case HP_LAYER_SCALE:
-			rc = build_scale(b, i, err);
+			rc = build_eltwise_src(b, i, err);
 			break;
 		case HP_LAYER_RELU:
 		case HP_LAYER_LEAKYRELU:

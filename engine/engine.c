@@ -139,6 +139,7 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_SHUFFLE: /* its groups: hp_spec_shapes() */
 	case HP_LAYER_GELU:
 	case HP_LAYER_TANH:
+	case HP_LAYER_SOFTPLUS:
 		break;
 	case HP_LAYER_SCALE:
 		if (!(L->alpha != 0 && fabs(L->alpha) <= 1e6 &&

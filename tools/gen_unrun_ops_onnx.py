@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Write tests/data/onnx/lrn_softplus.onnx: a small CNN with two ops the
-engine does not run (LRN, as the original AlexNet normalised, and Softplus),
+"""Write tests/data/onnx/lrn_selu.onnx: a small CNN with two ops the
+engine does not run (LRN, as the original AlexNet normalised, and SELU),
 so that tests can check that every such op is named at once.
 
     /usr/bin/python3 tools/gen_unrun_ops_onnx.py --out tests/data/onnx
@@ -27,13 +27,13 @@ def main():
         helper.make_node("Conv", ["input", "w"], ["c"], kernel_shape=[3, 3],
                          pads=[1, 1, 1, 1]),
         helper.make_node("LRN", ["c"], ["n"], size=3),
-        helper.make_node("Softplus", ["n"], ["s"]),
+        helper.make_node("Selu", ["n"], ["s"]),
         helper.make_node("GlobalAveragePool", ["s"], ["g"]),
         helper.make_node("Flatten", ["g"], ["f"], axis=1),
         helper.make_node("Gemm", ["f", "fw", "fb"], ["logits"], transB=1),
     ]
     g = helper.make_graph(
-        nodes, "lrn_softplus",
+        nodes, "lrn_selu",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT,
                                        ["batch", 3, 8, 8])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
@@ -43,7 +43,7 @@ def main():
     m.producer_name = "hetpool tools/gen_unrun_ops_onnx.py"
     onnx.checker.check_model(m)
     os.makedirs(a.out, exist_ok=True)
-    onnx.save(m, os.path.join(a.out, "lrn_softplus.onnx"))
+    onnx.save(m, os.path.join(a.out, "lrn_selu.onnx"))
 
 
 if __name__ == "__main__":

@@ -197,9 +197,10 @@ enum hp_spec_layer_type {
 	HP_LAYER_TANH,	      /* tanh(x) */
 	HP_LAYER_ELU,	      /* x for x > 0, else alpha (exp(x) - 1) */
 	HP_LAYER_SCALE,	      /* alpha x + beta, constants (x / 255, x * 0.5) */
+	HP_LAYER_SOFTPLUS,    /* log(1 + exp(x)) (Mish is x tanh(softplus)) */
 };
 /* The last layer type (for tables indexed by type). */
-#define HP_LAYER_LAST HP_LAYER_SCALE
+#define HP_LAYER_LAST HP_LAYER_SOFTPLUS
 /* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
  * range. */
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);

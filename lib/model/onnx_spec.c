@@ -923,6 +923,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		L.type = HP_LAYER_SIGMOID;
 	} else if (!strcmp(op, "Tanh")) {
 		L.type = HP_LAYER_TANH;
+	} else if (!strcmp(op, "Softplus")) {
+		L.type = HP_LAYER_SOFTPLUS;
 	} else if (!strcmp(op, "LeakyRelu") || !strcmp(op, "Elu")) {
 		bool leaky = !strcmp(op, "LeakyRelu");
 		L.type = leaky ? HP_LAYER_LEAKYRELU : HP_LAYER_ELU;

@@ -50,6 +50,7 @@ static const char *const layer_names[] = {
     [HP_LAYER_TANH] = "tanh",
     [HP_LAYER_ELU] = "elu",
     [HP_LAYER_SCALE] = "scale",
+    [HP_LAYER_SOFTPLUS] = "softplus",
 };
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
@@ -343,13 +344,15 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		}
 	} else if (!strcmp(type, "bn") || !strcmp(type, "relu") ||
 		   !strcmp(type, "softmax") || !strcmp(type, "sigmoid") ||
-		   !strcmp(type, "gelu") || !strcmp(type, "tanh")) {
-		L->type = !strcmp(type, "bn")	     ? HP_LAYER_BN
-			  : !strcmp(type, "relu")    ? HP_LAYER_RELU
-			  : !strcmp(type, "sigmoid") ? HP_LAYER_SIGMOID
-			  : !strcmp(type, "gelu")    ? HP_LAYER_GELU
-			  : !strcmp(type, "tanh")    ? HP_LAYER_TANH
-						     : HP_LAYER_SOFTMAX;
+		   !strcmp(type, "gelu") || !strcmp(type, "tanh") ||
+		   !strcmp(type, "softplus")) {
+		L->type = !strcmp(type, "bn")	      ? HP_LAYER_BN
+			  : !strcmp(type, "relu")     ? HP_LAYER_RELU
+			  : !strcmp(type, "sigmoid")  ? HP_LAYER_SIGMOID
+			  : !strcmp(type, "gelu")     ? HP_LAYER_GELU
+			  : !strcmp(type, "tanh")     ? HP_LAYER_TANH
+			  : !strcmp(type, "softplus") ? HP_LAYER_SOFTPLUS
+						      : HP_LAYER_SOFTMAX;
 		if ((rc = check_keys(lj, k_plain, where, err)))
 			return rc;
 	} else if (!strcmp(type, "leakyrelu") || !strcmp(type, "elu")) {
@@ -441,7 +444,7 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		    err, HP_EINVAL,
 		    "%s: unknown type (conv, bn, layernorm, "
 		    "relu, leakyrelu, elu, clip, sigmoid, tanh, "
-		    "hardsigmoid, gelu, scale, "
+		    "hardsigmoid, gelu, softplus, scale, "
 		    "pool, gap, dropout, fc, softmax, add, mul, "
 		    "concat, flatten, slice, shuffle)",
 		    where);
@@ -1021,6 +1024,9 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 		}
 		case HP_LAYER_TANH:
 			op = "Tanh";
+			break;
+		case HP_LAYER_SOFTPLUS:
+			op = "Softplus";
 			break;
 		case HP_LAYER_ELU:
 			op = "Elu";

@@ -627,6 +627,10 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			for (int64_t k = 0; k < na; k++)
 				y[k] = L->alpha * in[k] + L->beta;
 			break;
+		case HP_LAYER_SOFTPLUS:
+			for (int64_t k = 0; k < na; k++)
+				y[k] = log1p(exp(in[k]));
+			break;
 		case HP_LAYER_LEAKYRELU:
 			for (int64_t k = 0; k < na; k++)
 				y[k] = in[k] > 0 ? in[k] : L->alpha * in[k];
@@ -849,6 +853,11 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		case HP_LAYER_SCALE:
 			for (int64_t k = 0; k < na; k++)
 				g[k] = L->alpha * dy[k];
+			break;
+		case HP_LAYER_SOFTPLUS:
+			/* its derivative, the logistic function */
+			for (int64_t k = 0; k < na; k++)
+				g[k] = dy[k] / (1 + exp(-in[k]));
 			break;
 		case HP_LAYER_ELU:
 			for (int64_t k = 0; k < na; k++)

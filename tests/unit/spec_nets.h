@@ -74,6 +74,7 @@
 /* other activations users write: leaky relu, tanh, elu */
 #define LEAKY(a) "{\"type\":\"leakyrelu\",\"alpha\":" #a "}"
 #define TANH "{\"type\":\"tanh\"}"
+#define SOFTPLUS "{\"type\":\"softplus\"}"
 #define ELU(a) "{\"type\":\"elu\",\"alpha\":" #a "}"
 /* a model's constant arithmetic: factor x + shift */
 #define SCALE(f, s) "{\"type\":\"scale\",\"factor\":" #f ",\"shift\":" #s "}"

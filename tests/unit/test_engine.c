@@ -1088,6 +1088,19 @@ HP_TEST(engine_leakyrelu_tanh_elu)
 	    3, 1);
 }
 
+HP_TEST(engine_softplus_and_mish)
+{
+	/* softplus alone, and Mish (x tanh(softplus(x))) as PyTorch
+	 * exports it, on an image and on flat data */
+	check_net(
+	    NET("[3,5,5]", 3,
+		CONV(8, 3, 1, 1) "," SOFTPLUS "," TANH "," MUL("0,2") "," CONV(
+		    4, 3, 1, 1) "," SOFTPLUS
+				"," FC(6) "," SOFTPLUS "," TANH
+					  "," MUL("6,8") "," FC(3)),
+	    3, 2);
+}
+
 HP_TEST(engine_scale)
 {
 	/* the input scaled (x / 255 - 0.5), a residual branch times 0.2, a
@@ -1635,8 +1648,8 @@ HP_TEST(engine_onnx_softmax_output)
 	onnx_refused(buf, len, shape, "run these ops: Softmax", 4);
 }
 
-/* LeakyRelu (alpha 0.2, or neg: -0.1), Tanh and Elu (ONNX's default
- * alpha) after convs. */
+/* LeakyRelu (alpha 0.2, or neg: -0.1), Tanh, Elu (ONNX's default alpha)
+ * after convs, and Mish as exported (Softplus, Tanh, Mul). */
 static uint8_t *activations_onnx(size_t *len, bool neg)
 {
 	struct ob *b = ob_new(13);
@@ -1660,7 +1673,10 @@ static uint8_t *activations_onnx(size_t *len, bool neg)
 	ob_attr_ints(b, n, "kernel_shape", 2, k3);
 	ob_attr_ints(b, n, "pads", 4, p1);
 	ob_node(b, "Elu", "c2", "a3");
-	ob_classifier(b, "a3");
+	ob_node(b, "Softplus", "a3", "sp");
+	ob_node(b, "Tanh", "sp", "th");
+	ob_node(b, "Mul", "a3,th", "mish");
+	ob_classifier(b, "mish");
 	return ob_finish(b, len);
 }
 
@@ -1672,8 +1688,13 @@ HP_TEST(engine_onnx_activations)
 	uint8_t *buf = activations_onnx(&len, false);
 
 	onnx_converted(buf, len, shape, &s);
-	/* conv, leakyrelu, tanh, conv, elu, gap, flatten, fc */
-	ASSERT_EQ_INT(s.nlayers, 8);
+	/* conv, leakyrelu, tanh, conv, elu, softplus, tanh, mul, gap,
+	 * flatten, fc */
+	ASSERT_EQ_INT(s.nlayers, 11);
+	ASSERT_EQ_INT(s.layers[5].type, HP_LAYER_SOFTPLUS);
+	ASSERT_EQ_INT(s.layers[7].type, HP_LAYER_MUL);
+	ASSERT_EQ_INT(s.layers[7].inputs[0], 4);
+	ASSERT_EQ_INT(s.layers[7].inputs[1], 6);
 	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_LEAKYRELU);
 	ASSERT(fabs(s.layers[1].alpha - 0.2) < 1e-7);
 	ASSERT_EQ_INT(s.layers[2].type, HP_LAYER_TANH);

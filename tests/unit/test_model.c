@@ -263,7 +263,8 @@ HP_TEST(model_spec_leakyrelu_tanh_elu)
 	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"conv\",\"filters\":4,"
 	    "\"kernel\":3},{\"type\":\"leakyrelu\"},{\"type\":\"tanh\"},"
 	    "{\"type\":\"elu\",\"alpha\":0.5},{\"type\":\"fc\",\"units\":3},"
-	    "{\"type\":\"leakyrelu\",\"alpha\":0.2},{\"type\":\"elu\"}]}";
+	    "{\"type\":\"leakyrelu\",\"alpha\":0.2},{\"type\":\"elu\"},"
+	    "{\"type\":\"softplus\"}]}";
 	static const char *const bad[] = {
 	    "{\"input\":[1,4,4],\"layers\":[{\"type\":\"leakyrelu\","
 	    "\"alpha\":-0.1}]}",
@@ -280,12 +281,13 @@ HP_TEST(model_spec_leakyrelu_tanh_elu)
 	struct hp_spec s;
 	char *back;
 	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
-	int lr = 0, th = 0, el = 0;
+	int lr = 0, th = 0, el = 0, sp = 0;
 
 	if (!g)
 		HP_FAIL("%s", err.msg);
 	for (int i = 0; i < g->nnodes; i++) {
 		const struct hp_node *n = &g->nodes[i];
+		sp += !strcmp(n->op, "Softplus");
 		if (!strcmp(n->op, "LeakyRelu")) {
 			double a = hp_node_attr_f(n, "alpha", -1);
 			ASSERT(fabs(a - (lr ? 0.2 : 0.01)) < 1e-7);
@@ -301,6 +303,7 @@ HP_TEST(model_spec_leakyrelu_tanh_elu)
 	ASSERT_EQ_INT(lr, 2);
 	ASSERT_EQ_INT(th, 1);
 	ASSERT_EQ_INT(el, 2);
+	ASSERT_EQ_INT(sp, 1);
 	hp_graph_free(g);
 	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
 	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_LEAKYRELU);
