@@ -427,9 +427,17 @@ static int propagate(struct state *s, const int *order, int64_t batch,
 				    "input shape has %d dimensions, model "
 				    "input '%s' takes %d besides the batch",
 				    input_rank, t->name, t->rank - 1);
-			for (int d = 0, k = 0; d < t->rank; d++)
-				if (d != b)
-					t->dims[d] = input_shape[k++];
+			if (input_rank == 3 && b == 0 &&
+			    hp__input_nhwc(g, g->inputs[i])) {
+				/* C x H x W given, N, H, W, C taken */
+				t->dims[1] = input_shape[1];
+				t->dims[2] = input_shape[2];
+				t->dims[3] = input_shape[0];
+			} else {
+				for (int d = 0, k = 0; d < t->rank; d++)
+					if (d != b)
+						t->dims[d] = input_shape[k++];
+			}
 		}
 		if (t->batch_axis >= 0)
 			t->dims[t->batch_axis] = batch;

@@ -10,6 +10,15 @@
  */
 int hp__graph_topo(const struct hp_graph *g, int *order, struct hp_error *err);
 
+/*
+ * Whether graph input t is an image batch laid out N, H, W, C (as Keras
+ * models exported by tf2onnx take it): 4-D, and read only by Transposes
+ * to N, C, H, W (perm 0, 3, 1, 2), directly or through up to 3 ops of
+ * arithmetic with a scalar (Rescaling).  Its --input-shape CxHxW then
+ * fills its dims as H, W, C.
+ */
+bool hp__input_nhwc(const struct hp_graph *g, int t);
+
 /* Shape of one node from its inputs' shapes; fills outputs.  Returns 0,
  * 1 if the op is not known (outputs guessed from the first input), 2 if
  * an input's shape is not known, or a negative code with err set. */

@@ -375,8 +375,9 @@ static int add_layer(struct conv_ctx *c, const struct hp_node *n,
 		c->val[n->outputs[0]] = i;
 		o->excl = true;
 		/* channels-last in, channels-last out (the layers made of
-		 * the patterns above set theirs) */
-		for (int k = 0; k < n->ninputs; k++)
+		 * the patterns above set theirs; flat data has no layout) */
+		for (int k = 0; k < n->ninputs && L->type != HP_LAYER_FLATTEN;
+		     k++)
 			if (n->inputs[k] >= 0 &&
 			    c->val[n->inputs[k]] != VAL_NONE)
 				o->cl = o->cl || c->ti[n->inputs[k]].cl;
@@ -748,7 +749,9 @@ static int scale_node(struct conv_ctx *c, const struct hp_node *n, int in,
 	struct hp_spec_layer L;
 	struct hp_spec *sp = c->s;
 
-	if (a < 0 || b < 0 || act_a == act_b || !isfinite(v))
+	/* a whole activation: a part of a layer norm or gelu under way
+	 * (its pattern's view of the input, nothing computed) is not */
+	if (a < 0 || b < 0 || act_a == act_b || !isfinite(v) || !whole(c, x))
 		return 1;
 	if (!strcmp(op, "Mul"))
 		f = v;
@@ -872,6 +875,9 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	}
 	if ((rc = convnext_node(c, n, err)) <= 0)
 		return rc;
+	/* arithmetic with a scalar, on any layout */
+	if ((rc = scale_node(c, n, ins[0], err)) <= 0)
+		return rc;
 	/* channels-last data goes only through the ops above, and the
 	 * ones that do not care for the layout (a sum of channels-last
 	 * data alone) */
@@ -886,6 +892,12 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		if (!strcmp(op, "Identity") || !strcmp(op, "Dropout") ||
 		    (!strcmp(op, "Add") && all_cl))
 			continue;
+		/* flattened: the same features in another order, which an
+		 * fc's own weights (the engine's) take alike (Keras
+		 * flattens N, H, W, C) */
+		if (k == 0 &&
+		    (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")))
+			continue;
 		{
 			char what[96];
 			snprintf(what, sizeof(what),
@@ -895,8 +907,6 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	}
 	if (!strcmp(op, "Identity"))
 		return pass_through(c, n, ins[0], NULL);
-	if ((rc = scale_node(c, n, ins[0], err)) <= 0)
-		return rc;
 	if (!strcmp(op, "Conv")) {
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		L.type = HP_LAYER_CONV;
@@ -1158,6 +1168,7 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 {
 	struct conv_ctx c = {0};
 	int *order = NULL, in, out, rc = 0;
+	bool nhwc;
 	const struct hp_tensor *x;
 	char *json = NULL;
 	struct hp_spec tmp;
@@ -1176,9 +1187,13 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	}
 	in = g->inputs[0];
 	x = &g->tensors[in];
+	/* an N, H, W, C input (Keras's, through tf2onnx) is channels-last
+	 * data, which its Transpose to N, C, H, W brings back */
+	nhwc = hp__input_nhwc(g, in);
 	if (input_shape && x->rank == 4)
 		for (int k = 0; k < 3; k++)
-			g->tensors[in].dims[k + 1] = input_shape[k];
+			g->tensors[in].dims[nhwc ? (k + 2) % 3 + 1 : k + 1] =
+			    input_shape[k];
 	if (x->rank != 4 || x->dims[1] < 1 || x->dims[2] < 1 || x->dims[3] < 1)
 		return hp_error_set(err, HP_EUNSUPP,
 				    "input %s is not an image batch N,C,H,W "
@@ -1208,8 +1223,9 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 			if (g->nodes[k].inputs[j] >= 0)
 				c.ti[g->nodes[k].inputs[j]].readers++;
 	c.val[in] = -1;
+	c.ti[in].cl = nhwc;
 	for (int k = 0; k < 3; k++)
-		s->input[k] = x->dims[k + 1];
+		s->input[k] = x->dims[nhwc ? (k + 2) % 3 + 1 : k + 1];
 	if ((rc = hp__graph_topo(g, order, err)))
 		goto out;
 	for (int k = 0; k < g->nnodes; k++)

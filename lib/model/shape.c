@@ -1672,6 +1672,52 @@ int hp__shape_node(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	return rc ? rc : 1;
 }
 
+/* Whether node n is arithmetic of its input k and a constant scalar
+ * (Keras's Rescaling: x / 255). */
+static bool scalar_arith(const struct hp_graph *g, const struct hp_node *n,
+			 int k)
+{
+	int o = n->ninputs == 2 ? n->inputs[1 - k] : -1;
+
+	return o >= 0 && k >= 0 && k <= 1 && n->noutputs == 1 &&
+	       g->tensors[o].nfvals == 1 &&
+	       (!strcmp(n->op, "Mul") || !strcmp(n->op, "Div") ||
+		!strcmp(n->op, "Add") || !strcmp(n->op, "Sub"));
+}
+
+/* Whether every reader of t is a Transpose to N, C, H, W, or scalar
+ * arithmetic whose output is so read (depth more of it). */
+static bool read_as_nhwc(const struct hp_graph *g, int t, int depth)
+{
+	int readers = 0;
+
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct hp_node *n = &g->nodes[i];
+		for (int k = 0; k < n->ninputs; k++) {
+			const struct hp_attr *p;
+			if (n->inputs[k] != t)
+				continue;
+			readers++;
+			if (depth > 0 && scalar_arith(g, n, k) &&
+			    n->outputs[0] >= 0 &&
+			    read_as_nhwc(g, n->outputs[0], depth - 1))
+				continue;
+			p = hp_node_attr(n, "perm");
+			if (strcmp(n->op, "Transpose") || k != 0 || !p ||
+			    p->type != HP_ATTR_INTS || p->n != 4 ||
+			    p->ints[0] != 0 || p->ints[1] != 3 ||
+			    p->ints[2] != 1 || p->ints[3] != 2)
+				return false;
+		}
+	}
+	return readers > 0;
+}
+
+bool hp__input_nhwc(const struct hp_graph *g, int t)
+{
+	return t >= 0 && g->tensors[t].rank == 4 && read_as_nhwc(g, t, 3);
+}
+
 int hp__graph_topo(const struct hp_graph *g, int *order, struct hp_error *err)
 {
 	int *indeg = calloc((size_t)g->nnodes + 1, sizeof(int));

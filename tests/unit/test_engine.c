@@ -1923,6 +1923,112 @@ HP_TEST(engine_onnx_dilated)
 	onnx_refused(buf, len, shape, "dilation is for convs only", 2);
 }
 
+/* A Keras CNN as tf2onnx writes it: an N, H, W, C input and a Transpose
+ * to N, C, H, W, Conv, Relu, MaxPool, a Transpose back and a Reshape to
+ * 2-D (Keras flattens channels last), Dense as MatMul and Add, Softmax.
+ * variant 1: the Transpose after the input read by a Relu too (the input
+ * used as N, H, W, C); 2: the flatten's Reshape to 3-D; 3: the input
+ * rescaled (x / 255, Keras's Rescaling) before its Transpose. */
+static uint8_t *keras_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 8, 8, 1}, w1[4] = {4, 1, 3, 3}, c4[1] = {4},
+		d1[2] = {36, 8}, c8[1] = {8}, d2[2] = {8, 3}, c3[1] = {3},
+		k2[2] = {2, 2}, k3[2] = {3, 3}, to_nchw[4] = {0, 3, 1, 2},
+		to_nhwc[4] = {0, 2, 3, 1}, flat[2] = {-1, 36},
+		flat3[3] = {-1, 4, 9};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "b1", 1, c4);
+	ob_init(b, "dw1", 2, d1);
+	ob_init(b, "db1", 1, c8);
+	ob_init(b, "dw2", 2, d2);
+	ob_init(b, "db2", 1, c3);
+	ob_init_i64(b, "shape", variant == 2 ? 3 : 2,
+		    variant == 2 ? flat3 : flat);
+	if (variant == 3) {
+		ob_const_f32(b, "k255", 255.0f);
+		ob_node(b, "Div", "x,k255", "xs");
+	}
+	n = ob_node(b, "Transpose", variant == 3 ? "xs" : "x", "t0");
+	ob_attr_ints(b, n, "perm", 4, to_nchw);
+	if (variant == 1)
+		ob_node(b, "Relu", "x", "unused");
+	n = ob_node(b, "Conv", "t0,w1,b1", "c1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_node(b, "Relu", "c1", "r1");
+	n = ob_node(b, "MaxPool", "r1", "p1");
+	ob_attr_ints(b, n, "kernel_shape", 2, k2);
+	ob_attr_ints(b, n, "strides", 2, k2);
+	n = ob_node(b, "Transpose", "p1", "t1");
+	ob_attr_ints(b, n, "perm", 4, to_nhwc);
+	ob_node(b, "Reshape", "t1,shape", "f1");
+	ob_node(b, "MatMul", "f1,dw1", "m1");
+	ob_node(b, "Add", "m1,db1", "a1");
+	ob_node(b, "Relu", "a1", "a2");
+	ob_node(b, "MatMul", "a2,dw2", "m2");
+	ob_node(b, "Add", "m2,db2", "z");
+	n = ob_node(b, "Softmax", "z", "y");
+	ob_attr_i(b, n, "axis", -1);
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_keras_nhwc)
+{
+	struct hp_spec s;
+	struct hp_error err = {0};
+	size_t len;
+	int64_t shape[3] = {1, 8, 8};
+	uint8_t *buf = keras_onnx(&len, 0);
+	struct hp_graph *g;
+	struct hp_features f;
+
+	/* without --input-shape: the file's 8 x 8 x 1 is C 1, H 8, W 8 */
+	onnx_converted(buf, len, NULL, &s);
+	ASSERT_EQ_INT(s.input[0], 1);
+	ASSERT_EQ_INT(s.input[1], 8);
+	ASSERT_EQ_INT(s.input[2], 8);
+	/* conv, relu, pool, flatten, fc, relu, fc */
+	ASSERT_EQ_INT(s.nlayers, 7);
+	ASSERT_EQ_INT(s.layers[3].type, HP_LAYER_FLATTEN);
+	ASSERT_EQ_INT(s.layers[4].type, HP_LAYER_FC);
+	ASSERT_EQ_INT(s.layers[4].units, 8);
+	ASSERT_EQ_INT(s.classes, 3);
+	free(check_spec_net(&s));
+	/* --input-shape 1x8x8 (C x H x W) means the same here, and to the
+	 * analysis, which counts Keras's parameters */
+	buf = keras_onnx(&len, 0);
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.input[0], 1);
+	ASSERT_EQ_INT(s.input[1], 8);
+	hp_spec_release(&s);
+	buf = keras_onnx(&len, 0);
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	ASSERT_EQ_INT(hp_analyze(g, 2, shape, 3, &f, &err), 0);
+	/* conv 9*4 + 4, dense 36*8 + 8, dense 8*3 + 3 */
+	ASSERT_EQ_INT(f.params, 40 + 296 + 27);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	/* rescaled first: a scale layer on the N, H, W, C data */
+	buf = keras_onnx(&len, 3);
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.nlayers, 8);
+	ASSERT_EQ_INT(s.layers[0].type, HP_LAYER_SCALE);
+	ASSERT(fabs(s.layers[0].alpha * 255 - 1) < 1e-9);
+	ASSERT_EQ_INT(s.input[0], 1);
+	ASSERT_EQ_INT(s.input[2], 8);
+	hp_spec_release(&s);
+	buf = keras_onnx(&len, 1);
+	onnx_refused(buf, len, NULL, "does not run these ops: Transpose", 1);
+	buf = keras_onnx(&len, 2);
+	onnx_refused(buf, len, NULL, "Reshape (not to 2-D)", 2);
+}
+
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels
  * halved by two Slices (torch.chunk), one half through a 1x1 conv, a relu
  * and a depthwise 3x3 conv, the halves concatenated and shuffled by
