@@ -182,8 +182,7 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 		  bool *ceil, const int64_t *hw, int64_t *dil,
 		  struct hp_error *err)
 {
-	bool as_ceil = false;
-
+	bool as_ceil = false, same;
 	const struct hp_attr *ks = hp_node_attr(n, "kernel_shape");
 	const struct hp_attr *ss = hp_node_attr(n, "strides");
 	const struct hp_attr *ps = hp_node_attr(n, "pads");
@@ -205,7 +204,8 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 	*pad = 0;
 	if (kw)
 		*kw = *padw = 0;
-	if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
+	same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+	if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && !same)
 		return hp_error_set(
 		    err, HP_EUNSUPP,
 		    "node %s (%s): auto_pad %s is not supported", n->name,
@@ -262,6 +262,38 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 				    dil ? "only alike on both axes, 1 to "
 					  "4096"
 					: "is for convs only");
+	}
+	if (same) {
+		/* "same" padding (tf2onnx's where it did not write pads):
+		 * ceil(in / stride) outputs, the padding they need split
+		 * between the sides, which must come out even */
+		int64_t tot[2];
+		for (int a = 0; a < 2; a++) {
+			int64_t kk = a && kw ? *kw : *k, d = dil ? *dil : 1,
+				in = hw ? hw[a] : -1, o;
+			if (in < 1 || in > ((int64_t)1 << 40) || *st < 1 ||
+			    kk < 1 || kk > 4096)
+				return hp_error_set(
+				    err, HP_EUNSUPP,
+				    "node %s (%s): auto_pad %s of an input of "
+				    "unknown size",
+				    n->name, n->op, ap);
+			o = (in + *st - 1) / *st;
+			tot[a] = (o - 1) * *st + d * (kk - 1) + 1 - in;
+			if (tot[a] < 0)
+				tot[a] = 0;
+		}
+		if (tot[0] % 2 || tot[1] % 2 || (!kw && tot[0] != tot[1]))
+			return hp_error_set(err, HP_EUNSUPP,
+					    "node %s (%s): auto_pad %s pads "
+					    "%lld and %lld, not alike on both "
+					    "sides of each axis",
+					    n->name, n->op, ap,
+					    (long long)tot[0],
+					    (long long)tot[1]);
+		*pad = tot[0] / 2;
+		if (kw)
+			*padw = tot[1] / 2;
 	}
 	if (ceil)
 		*ceil = as_ceil || hp_node_attr_i(n, "ceil_mode", 0) != 0;
@@ -910,9 +942,11 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	if (!strcmp(op, "Conv")) {
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		L.type = HP_LAYER_CONV;
+		const struct hp_tensor *xt = x0 >= 0 ? &g->tensors[x0] : NULL;
 		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad,
-				 &L.kernel_w, &L.pad_w, NULL, NULL, &L.dilation,
-				 err)))
+				 &L.kernel_w, &L.pad_w, NULL,
+				 xt && xt->rank == 4 ? xt->dims + 2 : NULL,
+				 &L.dilation, err)))
 			return rc;
 		L.rect = L.kernel_w != L.kernel || L.pad_w != L.pad;
 		if (!L.rect)

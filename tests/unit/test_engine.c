@@ -1928,7 +1928,9 @@ HP_TEST(engine_onnx_dilated)
  * 2-D (Keras flattens channels last), Dense as MatMul and Add, Softmax.
  * variant 1: the Transpose after the input read by a Relu too (the input
  * used as N, H, W, C); 2: the flatten's Reshape to 3-D; 3: the input
- * rescaled (x / 255, Keras's Rescaling) before its Transpose. */
+ * rescaled (x / 255, Keras's Rescaling) before its Transpose; 4: the conv
+ * padded "same" (auto_pad SAME_UPPER: 1 a side); 5: the same at stride 2
+ * (1 in all: not alike on both sides). */
 static uint8_t *keras_onnx(size_t *len, int variant)
 {
 	struct ob *b = ob_new(13);
@@ -1936,18 +1938,22 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 		d1[2] = {36, 8}, c8[1] = {8}, d2[2] = {8, 3}, c3[1] = {3},
 		k2[2] = {2, 2}, k3[2] = {3, 3}, to_nchw[4] = {0, 3, 1, 2},
 		to_nhwc[4] = {0, 2, 3, 1}, flat[2] = {-1, 36},
-		flat3[3] = {-1, 4, 9};
+		flat3[3] = {-1, 4, 9}, flat4[2] = {-1, 64}, s2[2] = {2, 2};
 	int n;
 
 	ob_input(b, "x", 4, in);
 	ob_init(b, "w1", 4, w1);
 	ob_init(b, "b1", 1, c4);
+	if (variant == 4)
+		d1[0] = 64;
 	ob_init(b, "dw1", 2, d1);
 	ob_init(b, "db1", 1, c8);
 	ob_init(b, "dw2", 2, d2);
 	ob_init(b, "db2", 1, c3);
 	ob_init_i64(b, "shape", variant == 2 ? 3 : 2,
-		    variant == 2 ? flat3 : flat);
+		    variant == 2   ? flat3
+		    : variant == 4 ? flat4
+				   : flat);
 	if (variant == 3) {
 		ob_const_f32(b, "k255", 255.0f);
 		ob_node(b, "Div", "x,k255", "xs");
@@ -1958,6 +1964,10 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 		ob_node(b, "Relu", "x", "unused");
 	n = ob_node(b, "Conv", "t0,w1,b1", "c1");
 	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	if (variant >= 4)
+		ob_attr_s(b, n, "auto_pad", "SAME_UPPER");
+	if (variant == 5)
+		ob_attr_ints(b, n, "strides", 2, s2);
 	ob_node(b, "Relu", "c1", "r1");
 	n = ob_node(b, "MaxPool", "r1", "p1");
 	ob_attr_ints(b, n, "kernel_shape", 2, k2);
@@ -2023,6 +2033,14 @@ HP_TEST(engine_onnx_keras_nhwc)
 	ASSERT_EQ_INT(s.input[0], 1);
 	ASSERT_EQ_INT(s.input[2], 8);
 	hp_spec_release(&s);
+	/* "same" padding: 1 a side, the 8 x 8 kept */
+	buf = keras_onnx(&len, 4);
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.layers[0].pad, 1);
+	ASSERT_EQ_INT(s.layers[3].type, HP_LAYER_FLATTEN);
+	free(check_spec_net(&s));
+	buf = keras_onnx(&len, 5);
+	onnx_refused(buf, len, shape, "auto_pad SAME_UPPER pads 1 and 1", 5);
 	buf = keras_onnx(&len, 1);
 	onnx_refused(buf, len, NULL, "does not run these ops: Transpose", 1);
 	buf = keras_onnx(&len, 2);
