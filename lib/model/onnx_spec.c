@@ -174,8 +174,9 @@ static bool pads_are_ceil(const int64_t *p, const int64_t *hw, int64_t k,
 /* A kernel with equal strides and pads alike on both sides of each axis:
  * the height's in *k and *pad; the width's in *kw and *padw, which NULL
  * refuses when they differ (a square kernel, equal pads: pools).  *ceil
- * (NULL: refused) gets ceil_mode; given a max pool's input size (hw, or
- * NULL), pads longer at the ends that are its ceil mode are taken so.
+ * (NULL: refused) gets ceil_mode; given the input's size (hw, or NULL),
+ * a max pool's pads longer at the ends that are its ceil mode are taken
+ * so, and auto_pad SAME_* is worked out.
  * *dil (NULL: refused) gets dilations alike on both axes. */
 static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 		  int64_t *st, int64_t *pad, int64_t *kw, int64_t *padw,
@@ -227,7 +228,7 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 		*st = ss->ints[0];
 	}
 	if (ps && ps->n == 4 && !kw && ceil && hw &&
-	    !hp_node_attr_i(n, "ceil_mode", 0) &&
+	    !strcmp(n->op, "MaxPool") && !hp_node_attr_i(n, "ceil_mode", 0) &&
 	    pads_are_ceil(ps->ints, hw, *k, *st)) {
 		as_ceil = true;
 		*pad = ps->ints[0];
@@ -1035,9 +1036,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		const struct hp_tensor *xt = &g->tensors[x0];
 		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, NULL,
 				 NULL, &L.ceil_mode,
-				 L.pool_max && xt->rank == 4 ? xt->dims + 2
-							     : NULL,
-				 NULL, err)))
+				 xt->rank == 4 ? xt->dims + 2 : NULL, NULL,
+				 err)))
 			return rc;
 		if (L.ceil_mode && !L.pool_max)
 			return hp_error_set(err, HP_EUNSUPP,
