@@ -102,6 +102,22 @@ class LeakyEluNet(nn.Module):
         return self.head(x + 0.2 * self.branch(x))
 
 
+class DilatedMishNet(nn.Module):
+    """Dilated convs (a wider receptive field at the same cost) and Mish, as
+    YOLOv4's backbone uses it; GELU on the classifier's hidden layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.Mish(), nn.Conv2d(16, 16, 3, padding=2, dilation=2),
+            nn.BatchNorm2d(16), nn.Mish(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=4, dilation=4),
+            nn.Softplus(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 64), nn.GELU(),
+            nn.Linear(64, 10))
+
+    def forward(self, x):
+        return self.f(x)
+
+
 def params(m):
     return sum(p.numel() for p in m.parameters() if p.requires_grad)
 
@@ -114,6 +130,8 @@ MODELS = [
     ("user_dqn", AtariDQN, (4, 84, 84), 13, True, "x / 255 in forward()"),
     ("user_leaky_elu", LeakyEluNet, (3, 32, 32), 13, True,
      "input normalization, LeakyReLU, ELU, a residual branch * 0.2, AdaptiveMaxPool2d(1)"),
+    ("user_dilated_mish", DilatedMishNet, (3, 32, 32), 13, True,
+     "dilated convs, Mish (Softplus, Tanh, Mul), Softplus, GELU on flat data"),
     ("user_googlenet_opset9", lambda: torchvision.models.googlenet(
         weights=None, aux_logits=False, init_weights=False), (3, 224, 224), 9, True,
      "opset 9: ceil-mode max pools written as longer end pads"),

@@ -137,7 +137,8 @@ done
 # parameters, and the spec has the layers its form becomes: log_softmax
 # (the loss's: no layer), tanh, x / 255 (one scale), input normalization and
 # a branch * 0.2 (scales), LeakyReLU, ELU, AdaptiveMaxPool2d(1) (a max pool
-# of the map), opset 9's ceil-mode pools (GoogLeNet's 4 of stride 2), the
+# of the map), dilated convs, Mish (softplus, tanh, mul), GELU on flat
+# data, opset 9's ceil-mode pools (GoogLeNet's 4 of stride 2), the
 # parameters as graph inputs (ResNet-18's 20 convs)
 UD=$ROOT/tests/data/onnx
 while IFS=, read -r f inp params _; do
@@ -172,6 +173,9 @@ pools = [l for l in L if l["type"] == "pool"]
 want("leaky_elu", (c["scale"], c["leakyrelu"], c["elu"], c["add"]) == (2, 1, 1, 1) and
      abs(L[0]["factor"] - 4) < 1e-6 and abs(L[0]["shift"] + 2) < 1e-6 and
      pools and pools[0]["op"] == "max" and pools[0]["kernel"] == 32)
+d, c, L = spec("user_dilated_mish")
+want("dilated_mish", [l.get("dilation", 1) for l in L if l["type"] == "conv"] == [1, 2, 4] and
+     (c["softplus"], c["tanh"], c["mul"], c["gelu"]) == (3, 2, 2, 1))
 d, c, L = spec("user_googlenet_opset9")
 want("googlenet_opset9", sum(1 for l in L if l.get("ceil_mode")) == 4 and c["concat"] == 9)
 d, c, L = spec("user_resnet18_noparams")
