@@ -512,6 +512,7 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	dnnl_primitive_desc_t fpd, wpd, dpd;
 	dnnl_dims_t st = {pl->L.stride, pl->L.stride};
 	dnnl_dims_t pad = {pl->L.pad, hp_spec_pad_w(&pl->L)};
+	dnnl_dims_t pad_r = {hp_spec_pad_b(&pl->L), hp_spec_pad_r(&pl->L)};
 	/* oneDNN counts the gaps between taps: 0 for a plain kernel */
 	dnnl_dims_t dil = {hp_spec_dilation(&pl->L) - 1,
 			   hp_spec_dilation(&pl->L) - 1};
@@ -584,7 +585,8 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	if (conv) {
 		CK(dnnl_dilated_convolution_forward_desc_init(
 		       &d.c, dnnl_forward_training, dnnl_convolution_direct,
-		       &src_any, &w_any, &bias_md, &dst_any, st, dil, pad, pad),
+		       &src_any, &w_any, &bias_md, &dst_any, st, dil, pad,
+		       pad_r),
 		   "conv forward");
 		rc = pd_make(b, &fpd, &d, NULL, "conv forward", err);
 		if (!rc && pl->L.groups > 1 && (wd[1] > 1 || wd[2] > 1) &&
@@ -600,7 +602,7 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 			CK(dnnl_dilated_convolution_forward_desc_init(
 			       &d.c, dnnl_forward_training,
 			       dnnl_convolution_direct, &src_any, &w_any,
-			       &bias_md, &dst_any, st, dil, pad, pad),
+			       &bias_md, &dst_any, st, dil, pad, pad_r),
 			   "conv forward");
 			rc = pd_make(b, &fpd, &d, NULL, "conv forward", err);
 		}
@@ -641,7 +643,7 @@ static int build_weighted(struct cpu *b, int i, struct hp_error *err)
 	if (conv)
 		CK(dnnl_dilated_convolution_backward_weights_desc_init(
 		       &d.c, dnnl_convolution_direct, &src_any, &w_any,
-		       &bias_md, &dst_any, st, dil, pad, pad),
+		       &bias_md, &dst_any, st, dil, pad, pad_r),
 		   "conv backward weights");
 	else
 		CK(dnnl_inner_product_backward_weights_desc_init(
@@ -701,7 +703,7 @@ input_gradient:
 	if (conv)
 		CK(dnnl_dilated_convolution_backward_data_desc_init(
 		       &d.c, dnnl_convolution_direct, &src_any, &w_any,
-		       &dst_any, st, dil, pad, pad),
+		       &dst_any, st, dil, pad, pad_r),
 		   "conv backward data");
 	else
 		CK(dnnl_inner_product_backward_data_desc_init(&d.ip, S, &w_any,

@@ -80,6 +80,8 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_CONV:
 	case HP_LAYER_POOL:
 		if (L->kernel < 1 || L->stride < 1 || L->pad < 0 ||
+		    (L->asym && (L->type != HP_LAYER_CONV || L->pad_b < 0 ||
+				 L->pad_r < 0)) ||
 		    L->groups < 0 ||
 		    (L->type == HP_LAYER_CONV && L->filters < 1))
 			return hp_error_set(err, HP_EINVAL,

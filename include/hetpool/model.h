@@ -227,6 +227,12 @@ struct hp_spec_layer {
 	 * hp_spec_pad_w()); false: both axes kernel and pad. */
 	bool rect;
 	int64_t kernel_w, pad_w;
+	/* conv (rect too): pads that differ between the sides of an axis
+	 * (PyTorch's and Keras's "same" for even spans): pad and pad_w the
+	 * top's and left's, pad_b and pad_r the bottom's and right's
+	 * (hp_spec_pad_b(), hp_spec_pad_r()) */
+	bool asym;
+	int64_t pad_b, pad_r;
 	/* conv: the kernel's taps this far apart on both axes (0 or 1:
 	 * next to each other; 2: a 3x3 kernel spans 5x5) */
 	int64_t dilation;
@@ -247,6 +253,15 @@ static inline int64_t hp_spec_kernel_w(const struct hp_spec_layer *L)
 static inline int64_t hp_spec_pad_w(const struct hp_spec_layer *L)
 {
 	return L->rect ? L->pad_w : L->pad;
+}
+/* A conv's bottom and right padding. */
+static inline int64_t hp_spec_pad_b(const struct hp_spec_layer *L)
+{
+	return L->asym ? L->pad_b : L->pad;
+}
+static inline int64_t hp_spec_pad_r(const struct hp_spec_layer *L)
+{
+	return L->asym ? L->pad_r : hp_spec_pad_w(L);
 }
 /* A conv's dilation (1: none). */
 static inline int64_t hp_spec_dilation(const struct hp_spec_layer *L)

@@ -177,10 +177,12 @@ static bool pads_are_ceil(const int64_t *p, const int64_t *hw, int64_t k,
  * (NULL: refused) gets ceil_mode; given the input's size (hw, or NULL),
  * a max pool's pads longer at the ends that are its ceil mode are taken
  * so, and auto_pad SAME_* is worked out.
- * *dil (NULL: refused) gets dilations alike on both axes. */
+ * *dil (NULL: refused) gets dilations alike on both axes; pend (NULL:
+ * refused) the bottom's and right's pads where they differ from the top's
+ * and left's (a conv's). */
 static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 		  int64_t *st, int64_t *pad, int64_t *kw, int64_t *padw,
-		  bool *ceil, const int64_t *hw, int64_t *dil,
+		  bool *ceil, const int64_t *hw, int64_t *dil, int64_t *pend,
 		  struct hp_error *err)
 {
 	bool as_ceil = false, same;
@@ -232,6 +234,12 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 	    pads_are_ceil(ps->ints, hw, *k, *st)) {
 		as_ceil = true;
 		*pad = ps->ints[0];
+	} else if (ps && pend && kw && ps->n == 4) {
+		/* ONNX: h begin, w begin, h end, w end */
+		*pad = ps->ints[0];
+		*padw = ps->ints[1];
+		pend[0] = ps->ints[2];
+		pend[1] = ps->ints[3];
 	} else if (ps) {
 		/* ONNX: h begin, w begin, h end, w end */
 		if (ps->n != 4 || ps->ints[0] != ps->ints[2] ||
@@ -249,6 +257,10 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 	}
 	if (kw && !ks)
 		*kw = *k;
+	if (pend && !(ps && kw && ps->n == 4)) {
+		pend[0] = *pad;
+		pend[1] = kw ? *padw : *pad;
+	}
 	if (dil)
 		*dil = 1;
 	if (ds && dil && ds->n == 2 && ds->ints[0] == ds->ints[1] &&
@@ -284,7 +296,8 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 			if (tot[a] < 0)
 				tot[a] = 0;
 		}
-		if (tot[0] % 2 || tot[1] % 2 || (!kw && tot[0] != tot[1]))
+		if (!(pend && kw) &&
+		    (tot[0] % 2 || tot[1] % 2 || (!kw && tot[0] != tot[1])))
 			return hp_error_set(err, HP_EUNSUPP,
 					    "node %s (%s): auto_pad %s pads "
 					    "%lld and %lld, not alike on both "
@@ -292,9 +305,16 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 					    n->name, n->op, ap,
 					    (long long)tot[0],
 					    (long long)tot[1]);
-		*pad = tot[0] / 2;
+		/* an odd one's extra at the end (UPPER) or the start */
+		*pad =
+		    strcmp(ap, "SAME_LOWER") ? tot[0] / 2 : tot[0] - tot[0] / 2;
 		if (kw)
-			*padw = tot[1] / 2;
+			*padw = strcmp(ap, "SAME_LOWER") ? tot[1] / 2
+							 : tot[1] - tot[1] / 2;
+		if (pend && kw) {
+			pend[0] = tot[0] - *pad;
+			pend[1] = tot[1] - *padw;
+		}
 	}
 	if (ceil)
 		*ceil = as_ceil || hp_node_attr_i(n, "ceil_mode", 0) != 0;
@@ -304,7 +324,9 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 				    n->name, n->op);
 	if (*k < 0 || *k > 4096 || *st < 1 || *st > 4096 || *pad < 0 ||
 	    *pad > 4096 ||
-	    (kw && (*kw < 0 || *kw > 4096 || *padw < 0 || *padw > 4096)))
+	    (kw && (*kw < 0 || *kw > 4096 || *padw < 0 || *padw > 4096)) ||
+	    (pend &&
+	     (pend[0] < 0 || pend[0] > 4096 || pend[1] < 0 || pend[1] > 4096)))
 		return hp_error_set(err, HP_ERANGE,
 				    "node %s (%s): window out of range",
 				    n->name, n->op);
@@ -944,12 +966,20 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		L.type = HP_LAYER_CONV;
 		const struct hp_tensor *xt = x0 >= 0 ? &g->tensors[x0] : NULL;
+		int64_t pend[2];
 		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad,
 				 &L.kernel_w, &L.pad_w, NULL,
 				 xt && xt->rank == 4 ? xt->dims + 2 : NULL,
-				 &L.dilation, err)))
+				 &L.dilation, pend, err)))
 			return rc;
-		L.rect = L.kernel_w != L.kernel || L.pad_w != L.pad;
+		/* pads unlike on the sides of an axis: "same" padding of an
+		 * even span */
+		L.asym = pend[0] != L.pad || pend[1] != L.pad_w;
+		if (L.asym) {
+			L.pad_b = pend[0];
+			L.pad_r = pend[1];
+		}
+		L.rect = L.kernel_w != L.kernel || L.pad_w != L.pad || L.asym;
 		if (!L.rect)
 			L.kernel_w = L.pad_w = 0;
 		L.groups = hp_node_attr_i(n, "group", 1);
@@ -1037,7 +1067,7 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, NULL,
 				 NULL, &L.ceil_mode,
 				 xt->rank == 4 ? xt->dims + 2 : NULL, NULL,
-				 err)))
+				 NULL, err)))
 			return rc;
 		if (L.ceil_mode && !L.pool_max)
 			return hp_error_set(err, HP_EUNSUPP,

@@ -95,39 +95,47 @@ static int get_int(json_t *o, const char *key, int64_t def, int64_t min,
  * is absent (def < min: required).
  */
 static int get_hw(json_t *o, const char *key, int64_t def, int64_t min,
-		  int64_t max, int64_t *h, int64_t *w, const char *where,
-		  struct hp_error *err)
+		  int64_t max, int64_t *h, int64_t *w, int64_t *end,
+		  const char *where, struct hp_error *err)
 {
 	json_t *v = json_object_get(o, key);
-	int64_t x[2];
+	int64_t x[4];
+	size_t n = json_array_size(v);
 
 	if (!json_is_array(v)) {
 		int rc = get_int(o, key, def, min, max, h, where, err);
 		*w = *h;
+		if (end)
+			end[0] = end[1] = *h;
 		return rc;
 	}
-	if (json_array_size(v) != 2)
-		return hp_error_set(err, HP_EINVAL,
-				    "%s: \"%s\" must be an integer or a pair "
-				    "[height, width]",
-				    where, key);
-	for (int k = 0; k < 2; k++) {
+	if (n != 2 && !(n == 4 && end))
+		return hp_error_set(
+		    err, HP_EINVAL,
+		    "%s: \"%s\" must be an integer or a pair [height, "
+		    "width]%s",
+		    where, key, end ? ", or [top, left, bottom, right]" : "");
+	for (size_t k = 0; k < n; k++) {
 		json_t *e = json_array_get(v, (size_t)k);
 		if (!json_is_integer(e))
 			return hp_error_set(err, HP_EINVAL,
-					    "%s: \"%s\"[%d] must be an "
+					    "%s: \"%s\"[%zu] must be an "
 					    "integer",
 					    where, key, k);
 		x[k] = json_integer_value(e);
 		if (x[k] < min || x[k] > max)
 			return hp_error_set(err, HP_ERANGE,
-					    "%s: \"%s\"[%d] is %lld, must be "
+					    "%s: \"%s\"[%zu] is %lld, must be "
 					    "%lld..%lld",
 					    where, key, k, (long long)x[k],
 					    (long long)min, (long long)max);
 	}
 	*h = x[0];
 	*w = x[1];
+	if (end) {
+		end[0] = n == 4 ? x[2] : x[0];
+		end[1] = n == 4 ? x[3] : x[1];
+	}
 	return 0;
 }
 
@@ -195,6 +203,7 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 	char where[64];
 	const char *type;
 	json_t *t, *ins;
+	int64_t end[2]; /* a conv's bottom and right pads */
 	int rc;
 
 	snprintf(where, sizeof(where), "layer %d", idx);
@@ -238,17 +247,23 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		    (rc = get_int(lj, "filters", -1, 1, SPEC_MAX_SIZE,
 				  &L->filters, where, err)) ||
 		    (rc = get_hw(lj, "kernel", -1, 1, 4096, &L->kernel,
-				 &L->kernel_w, where, err)) ||
+				 &L->kernel_w, NULL, where, err)) ||
 		    (rc = get_int(lj, "stride", 1, 1, 4096, &L->stride, where,
 				  err)) ||
-		    (rc = get_hw(lj, "pad", 0, 0, 4096, &L->pad, &L->pad_w,
+		    (rc = get_hw(lj, "pad", 0, 0, 4096, &L->pad, &L->pad_w, end,
 				 where, err)) ||
 		    (rc = get_int(lj, "groups", 1, 1, SPEC_MAX_SIZE, &L->groups,
 				  where, err)) ||
 		    (rc = get_int(lj, "dilation", 1, 1, 4096, &L->dilation,
 				  where, err)))
 			return rc;
-		L->rect = L->kernel_w != L->kernel || L->pad_w != L->pad;
+		L->asym = end[0] != L->pad || end[1] != L->pad_w;
+		L->rect =
+		    L->kernel_w != L->kernel || L->pad_w != L->pad || L->asym;
+		if (L->asym) {
+			L->pad_b = end[0];
+			L->pad_r = end[1];
+		}
 		if (!L->rect)
 			L->kernel_w = L->pad_w = 0;
 	} else if (!strcmp(type, "clip")) {
@@ -563,8 +578,8 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 			/* a dilated kernel spans d (k - 1) + 1 */
 			int64_t d = hp_spec_dilation(L),
 				kh = d * (L->kernel - 1) + 1,
-				ph = h + 2 * L->pad,
-				pw = w + 2 * hp_spec_pad_w(L),
+				ph = h + L->pad + hp_spec_pad_b(L),
+				pw = w + hp_spec_pad_w(L) + hp_spec_pad_r(L),
 				kw = d * (hp_spec_kernel_w(L) - 1) + 1;
 			int64_t g = L->groups > 1 ? L->groups : 1;
 			if (f) {
@@ -595,9 +610,16 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 				    (long long)pw);
 				goto out;
 			}
-			h = pool_out(h, kh, L->stride, L->pad, L->ceil_mode);
-			w = pool_out(w, kw, L->stride, hp_spec_pad_w(L),
-				     L->ceil_mode);
+			if (L->asym) {
+				/* pads unlike on the two sides: floor mode */
+				h = (ph - kh) / L->stride + 1;
+				w = (pw - kw) / L->stride + 1;
+			} else {
+				h = pool_out(h, kh, L->stride, L->pad,
+					     L->ceil_mode);
+				w = pool_out(w, kw, L->stride, hp_spec_pad_w(L),
+					     L->ceil_mode);
+			}
 			if (L->type == HP_LAYER_CONV)
 				c = L->filters;
 			break;
@@ -1185,7 +1207,11 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			if (!set_ints(n, "kernel_shape", L->kernel,
 				      hp_spec_kernel_w(L), 2) ||
 			    !set_ints(n, "strides", L->stride, L->stride, 2) ||
-			    !set_ints(n, "pads", L->pad, hp_spec_pad_w(L), 4) ||
+			    !set_list(n, "pads",
+				      (int64_t[4]){L->pad, hp_spec_pad_w(L),
+						   hp_spec_pad_b(L),
+						   hp_spec_pad_r(L)},
+				      4) ||
 			    (hp_spec_dilation(L) > 1 &&
 			     !set_ints(n, "dilations", hp_spec_dilation(L),
 				       hp_spec_dilation(L), 2)))
@@ -1355,8 +1381,14 @@ char *hp_spec_to_json(const struct hp_spec *s)
 					      (json_int_t)L->kernel_w));
 				json_object_set_new(
 				    o, "pad",
-				    json_pack("[I,I]", (json_int_t)L->pad,
-					      (json_int_t)L->pad_w));
+				    L->asym
+					? json_pack("[I,I,I,I]",
+						    (json_int_t)L->pad,
+						    (json_int_t)L->pad_w,
+						    (json_int_t)L->pad_b,
+						    (json_int_t)L->pad_r)
+					: json_pack("[I,I]", (json_int_t)L->pad,
+						    (json_int_t)L->pad_w));
 			}
 			break;
 		case HP_LAYER_CLIP:

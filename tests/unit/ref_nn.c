@@ -9,11 +9,6 @@
 
 #include "ref_nn.h"
 
-static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p)
-{
-	return (in + 2 * p - k) / s + 1;
-}
-
 /* A pool's output size, counted window by window: window i covers taps
  * i*s - p .. i*s - p + k - 1.  Without ceil mode every tap lies in the
  * padded input; in ceil mode a window is kept while it starts inside the
@@ -54,17 +49,22 @@ static int64_t tap(int64_t i, int64_t j, int64_t u, int64_t v, int64_t s,
 	return tapd(i, j, u, v, s, p, p, 1, h, w);
 }
 
+/* A conv's padding: top, left, bottom, right. */
+struct pads {
+	int64_t t, l, b, r;
+};
+
 /* Output element q = ((in * o + oc) * oh + i) * ow + j sums the taps
  * r = (icg * kh + u) * kw + v of filter oc over the cg = c / g input
  * channels of its group; a kh x kw kernel whose taps are d apart (it
- * spans d (kh - 1) + 1 rows), ph and pw pads. */
+ * spans d (kh - 1) + 1 rows), padded by p. */
 static void gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h,
 		      int64_t w, const double *wt, const double *b, int64_t o,
-		      int64_t kh, int64_t kw, int64_t s, int64_t ph, int64_t pw,
+		      int64_t kh, int64_t kw, int64_t s, struct pads p,
 		      int64_t d, int64_t g, double *y)
 {
-	int64_t oh = out_size(h, d * (kh - 1) + 1, s, ph),
-		ow = out_size(w, d * (kw - 1) + 1, s, pw);
+	int64_t oh = (h + p.t + p.b - d * (kh - 1) - 1) / s + 1,
+		ow = (w + p.l + p.r - d * (kw - 1) - 1) / s + 1;
 	int64_t kk = kh * kw, cg = c / g, og = o / g;
 
 	for (int64_t q = 0; q < n * o * oh * ow; q++) {
@@ -74,7 +74,7 @@ static void gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h,
 		double acc = b[oc];
 		for (int64_t r = 0; r < cg * kk; r++) {
 			int64_t ic = c0 + r / kk, u = r / kw % kh, v = r % kw;
-			int64_t t = tapd(i, j, u, v, s, ph, pw, d, h, w);
+			int64_t t = tapd(i, j, u, v, s, p.t, p.l, d, h, w);
 			if (t >= 0)
 				acc += x[(in * c + ic) * h * w + t] *
 				       wt[oc * cg * kk + r];
@@ -87,17 +87,18 @@ void ref_gconv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		   const double *wt, const double *b, int64_t o, int64_t k,
 		   int64_t s, int64_t p, int64_t g, double *y)
 {
-	gconv_fwd(x, n, c, h, w, wt, b, o, k, k, s, p, p, 1, g, y);
+	gconv_fwd(x, n, c, h, w, wt, b, o, k, k, s, (struct pads){p, p, p, p},
+		  1, g, y);
 }
 
 static void gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h,
 		      int64_t w, const double *wt, int64_t o, int64_t kh,
-		      int64_t kw, int64_t s, int64_t ph, int64_t pw, int64_t d,
+		      int64_t kw, int64_t s, struct pads p, int64_t d,
 		      int64_t g, const double *dy, double *dx, double *dw,
 		      double *db)
 {
-	int64_t oh = out_size(h, d * (kh - 1) + 1, s, ph),
-		ow = out_size(w, d * (kw - 1) + 1, s, pw);
+	int64_t oh = (h + p.t + p.b - d * (kh - 1) - 1) / s + 1,
+		ow = (w + p.l + p.r - d * (kw - 1) - 1) / s + 1;
 	int64_t kk = kh * kw, cg = c / g, og = o / g;
 
 	memset(dx, 0, (size_t)(n * c * h * w) * sizeof(double));
@@ -111,7 +112,7 @@ static void gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h,
 		db[oc] += gq;
 		for (int64_t r = 0; r < cg * kk; r++) {
 			int64_t ic = c0 + r / kk, u = r / kw % kh, v = r % kw;
-			int64_t t = tapd(i, j, u, v, s, ph, pw, d, h, w);
+			int64_t t = tapd(i, j, u, v, s, p.t, p.l, d, h, w);
 			int64_t xi = (in * c + ic) * h * w + t;
 			if (t < 0)
 				continue;
@@ -126,7 +127,8 @@ void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		   int64_t g, const double *dy, double *dx, double *dw,
 		   double *db)
 {
-	gconv_bwd(x, n, c, h, w, wt, o, k, k, s, p, p, 1, g, dy, dx, dw, db);
+	gconv_bwd(x, n, c, h, w, wt, o, k, k, s, (struct pads){p, p, p, p}, 1,
+		  g, dy, dx, dw, db);
 }
 
 void ref_conv_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
@@ -385,6 +387,18 @@ static int64_t pw_of(const struct hp_spec_layer *L)
 	return L->rect ? L->pad_w : L->pad;
 }
 
+/* A conv's four pads (asym: the bottom's and right's their own). */
+static struct pads pads_of(const struct hp_spec_layer *L)
+{
+	struct pads p = {L->pad, pw_of(L), L->pad, pw_of(L)};
+
+	if (L->asym) {
+		p.b = L->pad_b;
+		p.r = L->pad_r;
+	}
+	return p;
+}
+
 /* A conv's dilation (0 in the spec: 1) and the span of a kernel of k taps
  * so dilated. */
 static int64_t dil_of(const struct hp_spec_layer *L)
@@ -417,6 +431,17 @@ static int walk(const struct hp_spec *s, struct shape *sh)
 		switch (L->type) {
 		case HP_LAYER_CONV:
 		case HP_LAYER_POOL:
+			if (L->asym) {
+				struct pads p = pads_of(L);
+				h = (h + p.t + p.b - span(L, L->kernel)) /
+					L->stride +
+				    1;
+				w = (w + p.l + p.r - span(L, kw_of(L))) /
+					L->stride +
+				    1;
+				c = L->filters;
+				break;
+			}
 			h = pool_size(h, span(L, L->kernel), L->stride, L->pad,
 				      L->ceil_mode);
 			w = pool_size(w, span(L, kw_of(L)), L->stride, pw_of(L),
@@ -585,8 +610,8 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			pidx[i] = pk;
 			gconv_fwd(in, n, a.c, a.h, a.w, r->params[pk],
 				  r->params[pk + 1], L->filters, L->kernel,
-				  kw_of(L), L->stride, L->pad, pw_of(L),
-				  dil_of(L), groups_of(L), y);
+				  kw_of(L), L->stride, pads_of(L), dil_of(L),
+				  groups_of(L), y);
 			pk += 2;
 			break;
 		case HP_LAYER_BN:
@@ -788,8 +813,8 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			       : malloc((size_t)L->filters * sizeof(double));
 			gconv_bwd(in, n, a.c, a.h, a.w, r->params[q],
 				  L->filters, L->kernel, kw_of(L), L->stride,
-				  L->pad, pw_of(L), dil_of(L), groups_of(L), dy,
-				  g, tw, tb);
+				  pads_of(L), dil_of(L), groups_of(L), dy, g,
+				  tw, tb);
 			if (!dw)
 				free(tw);
 			if (!db)

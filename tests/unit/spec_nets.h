@@ -56,6 +56,11 @@
 	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":" #k                 \
 	",\"stride\":" #s ",\"pad\":" #p ",\"dilation\":" #d ",\"groups\":" #g \
 	"}"
+/* a conv padded unlike on the sides: top, left, bottom, right; g groups */
+#define APCONV(f, kh, kw, s, pt, pl, pb, pr, g)                                \
+	"{\"type\":\"conv\",\"filters\":" #f ",\"kernel\":[" #kh "," #kw       \
+	"],\"stride\":" #s ",\"pad\":[" #pt "," #pl "," #pb "," #pr            \
+	"],\"groups\":" #g "}"
 /* Inception's non-square convs: a kh x kw kernel, ph and pw pads; g
  * groups */
 #define RCONV(f, kh, kw, s, ph, pw, g)                                         \

@@ -1132,6 +1132,19 @@ HP_TEST(engine_conv_dilated)
 	check_net(NET("[2,5,5]", 3, DCONV(4, 3, 1, 0, 2, 1) "," FC(3)), 2, 1);
 }
 
+HP_TEST(engine_conv_asymmetric_pads)
+{
+	/* "same" padding of even spans: 0 at the top and left, 1 at the
+	 * bottom and right (a 2x2 kernel at stride 1, a 3x3 at stride 2 on
+	 * an even map), then more at the top than the bottom, on a grouped
+	 * and a non-square kernel */
+	check_net(NET("[3,8,8]", 3,
+		      APCONV(6, 2, 2, 1, 0, 0, 1, 1, 1) "," RELU "," APCONV(
+			  6, 3, 3, 2, 0, 0, 1, 1,
+			  1) "," APCONV(6, 3, 1, 1, 2, 0, 0, 0, 3) "," FC(3)),
+		  3, 2);
+}
+
 HP_TEST(engine_conv_rectangular)
 {
 	/* Inception's 1x7 then 7x1 (pads 0,3 and 3,0) on a non-square
@@ -1930,7 +1943,7 @@ HP_TEST(engine_onnx_dilated)
  * used as N, H, W, C); 2: the flatten's Reshape to 3-D; 3: the input
  * rescaled (x / 255, Keras's Rescaling) before its Transpose; 4: the conv
  * padded "same" (auto_pad SAME_UPPER: 1 a side); 5: the same at stride 2
- * (1 in all: not alike on both sides). */
+ * (1 in all: none at the top and left, 1 at the bottom and right). */
 static uint8_t *keras_onnx(size_t *len, int variant)
 {
 	struct ob *b = ob_new(13);
@@ -1938,14 +1951,15 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 		d1[2] = {36, 8}, c8[1] = {8}, d2[2] = {8, 3}, c3[1] = {3},
 		k2[2] = {2, 2}, k3[2] = {3, 3}, to_nchw[4] = {0, 3, 1, 2},
 		to_nhwc[4] = {0, 2, 3, 1}, flat[2] = {-1, 36},
-		flat3[3] = {-1, 4, 9}, flat4[2] = {-1, 64}, s2[2] = {2, 2};
+		flat3[3] = {-1, 4, 9}, flat4[2] = {-1, 64}, flat5[2] = {-1, 16},
+		s2[2] = {2, 2};
 	int n;
 
 	ob_input(b, "x", 4, in);
 	ob_init(b, "w1", 4, w1);
 	ob_init(b, "b1", 1, c4);
-	if (variant == 4)
-		d1[0] = 64;
+	if (variant == 4 || variant == 5)
+		d1[0] = variant == 4 ? 64 : 16;
 	ob_init(b, "dw1", 2, d1);
 	ob_init(b, "db1", 1, c8);
 	ob_init(b, "dw2", 2, d2);
@@ -1953,6 +1967,7 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 	ob_init_i64(b, "shape", variant == 2 ? 3 : 2,
 		    variant == 2   ? flat3
 		    : variant == 4 ? flat4
+		    : variant == 5 ? flat5
 				   : flat);
 	if (variant == 3) {
 		ob_const_f32(b, "k255", 255.0f);
@@ -1995,6 +2010,7 @@ HP_TEST(engine_onnx_keras_nhwc)
 	uint8_t *buf = keras_onnx(&len, 0);
 	struct hp_graph *g;
 	struct hp_features f;
+	char *js;
 
 	/* without --input-shape: the file's 8 x 8 x 1 is C 1, H 8, W 8 */
 	onnx_converted(buf, len, NULL, &s);
@@ -2039,8 +2055,18 @@ HP_TEST(engine_onnx_keras_nhwc)
 	ASSERT_EQ_INT(s.layers[0].pad, 1);
 	ASSERT_EQ_INT(s.layers[3].type, HP_LAYER_FLATTEN);
 	free(check_spec_net(&s));
+	/* at stride 2: 4 x 4 out, the one row and column of padding at the
+	 * bottom and right */
 	buf = keras_onnx(&len, 5);
-	onnx_refused(buf, len, shape, "auto_pad SAME_UPPER pads 1 and 1", 5);
+	onnx_converted(buf, len, shape, &s);
+	ASSERT(s.layers[0].asym && s.layers[0].rect);
+	ASSERT_EQ_INT(s.layers[0].pad, 0);
+	ASSERT_EQ_INT(s.layers[0].pad_w, 0);
+	ASSERT_EQ_INT(s.layers[0].pad_b, 1);
+	ASSERT_EQ_INT(s.layers[0].pad_r, 1);
+	js = check_spec_net(&s);
+	ASSERT(strstr(js, "\"pad\":[0,0,1,1]"));
+	free(js);
 	buf = keras_onnx(&len, 1);
 	onnx_refused(buf, len, NULL, "does not run these ops: Transpose", 1);
 	buf = keras_onnx(&len, 2);

@@ -435,6 +435,57 @@ HP_TEST(model_spec_conv_dilated)
 	}
 }
 
+HP_TEST(model_spec_conv_asymmetric_pads)
+{
+	/* a 3x3 conv at stride 2 on 8x8 padded 0 at the top and left, 1 at
+	 * the bottom and right: 4x4 out; the analysis graph's pads say so;
+	 * five pads, and a pool's four, named */
+	static const char js[] =
+	    "{\"input\":[1,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":2,"
+	    "\"kernel\":3,\"stride\":2,\"pad\":[0,0,1,1]},{\"type\":\"fc\","
+	    "\"units\":3}]}";
+	static const char *const bad[] = {
+	    "{\"input\":[1,8,8],\"layers\":[{\"type\":\"conv\",\"filters\":2,"
+	    "\"kernel\":3,\"pad\":[0,0,1,1,1]}]}",
+	    "{\"input\":[1,8,8],\"layers\":[{\"type\":\"pool\",\"op\":\"max\","
+	    "\"kernel\":2,\"stride\":2,\"pad\":[0,0,1,1]}]}"};
+	static const char *const why[] = {"[top, left, bottom, right]",
+					  "\"pad\""};
+	struct hp_error err = {0};
+	struct hp_spec s;
+	int64_t(*sh)[3];
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+	const struct hp_attr *a = NULL;
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	for (int i = 0; i < g->nnodes; i++)
+		if (!strcmp(g->nodes[i].op, "Conv"))
+			a = hp_node_attr(&g->nodes[i], "pads");
+	ASSERT(a && a->n == 4 && a->ints[0] == 0 && a->ints[1] == 0 &&
+	       a->ints[2] == 1 && a->ints[3] == 1);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT(s.layers[0].asym && s.layers[0].pad_b == 1);
+	sh = calloc(2, sizeof(*sh));
+	ASSERT(sh && hp_spec_shapes(&s, sh, NULL, &err) == 0);
+	ASSERT_EQ_INT(sh[0][1], 4);
+	ASSERT_EQ_INT(sh[0][2], 4);
+	free(sh);
+	back = hp_spec_to_json(&s);
+	ASSERT(back && strstr(back, "\"pad\":[0,0,1,1]"));
+	free(back);
+	hp_spec_release(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ_INT(
+		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
+		    1);
+		if (!strstr(err.msg, why[i]))
+			HP_FAIL("%s: %s", bad[i], err.msg);
+	}
+}
+
 HP_TEST(model_spec_layernorm_and_gelu)
 {
 	/* conv to 8 channels, a layer norm (eps 1e-6), gelu, a 1x1 conv, a
