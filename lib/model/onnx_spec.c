@@ -814,11 +814,14 @@ static int scale_node(struct conv_ctx *c, const struct hp_node *n, int in,
 		f = 1 / v;
 	else if (!strcmp(op, "Add"))
 		s = v;
-	else if (!strcmp(op, "Sub"))
-		/* x - v, or v - x */
-		act_a ? (s = -v) : (f = -1, s = v);
-	else
+	else if (!strcmp(op, "Sub") && act_a) /* x - v */
+		s = -v;
+	else if (!strcmp(op, "Sub")) { /* v - x */
+		f = -1;
+		s = v;
+	} else {
 		return 1;
+	}
 	if (c->val[x] == sp->nlayers - 1 && c->val[x] >= 0 &&
 	    sp->layers[c->val[x]].type == HP_LAYER_SCALE &&
 	    c->ti[x].readers == 1 && c->ti[x].excl) {
@@ -950,7 +953,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		/* flattened: the same features in another order, which an
 		 * fc's own weights (the engine's) take alike (Keras
 		 * flattens N, H, W, C) */
-		if (k == 0 &&
+		if (k == 0 && n->outputs[0] >= 0 &&
+		    g->tensors[n->outputs[0]].rank == 2 &&
 		    (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")))
 			continue;
 		{

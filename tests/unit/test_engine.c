@@ -2070,7 +2070,7 @@ HP_TEST(engine_onnx_keras_nhwc)
 	buf = keras_onnx(&len, 1);
 	onnx_refused(buf, len, NULL, "does not run these ops: Transpose", 1);
 	buf = keras_onnx(&len, 2);
-	onnx_refused(buf, len, NULL, "Reshape (not to 2-D)", 2);
+	onnx_refused(buf, len, NULL, "Reshape (of channels-last data)", 2);
 }
 
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels
