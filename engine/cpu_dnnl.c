@@ -971,6 +971,7 @@ static int build_relu(struct cpu *b, int i, struct hp_error *err)
 	dnnl_primitive_desc_t fpd, bpd;
 	dnnl_alg_kind_t alg = dnnl_eltwise_relu_use_dst_for_bwd;
 	float lo = 0, hi = 0; /* oneDNN's alpha and beta */
+	char fw[48], bw[48];
 	int rc;
 
 	switch (pl->L.type) {
@@ -996,25 +997,27 @@ static int build_relu(struct cpu *b, int i, struct hp_error *err)
 		break;
 	}
 
+	snprintf(fw, sizeof(fw), "%s forward", hp_spec_layer_name(pl->L.type));
+	snprintf(bw, sizeof(bw), "%s backward", hp_spec_layer_name(pl->L.type));
 	CK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training, alg,
 					  &X->d->md, lo, hi),
-	   "relu forward");
-	if ((rc = pd_make(b, &fpd, &d, NULL, "relu forward", err)))
+	   fw);
+	if ((rc = pd_make(b, &fpd, &d, NULL, fw, err)))
 		return rc;
 	if (!pl->inplace && (rc = act_make(b, pl->y, &X->d->md, err)))
 		return rc;
-	if ((rc = prim_op(b, &ls->fwd, fpd, "relu forward", err, 2,
-			  DNNL_ARG_SRC, X->d, DNNL_ARG_DST, Y->d)))
+	if ((rc = prim_op(b, &ls->fwd, fpd, fw, err, 2, DNNL_ARG_SRC, X->d,
+			  DNNL_ARG_DST, Y->d)))
 		return rc;
 	if (!pl->need_dsrc)
 		return 0;
 	CK(dnnl_eltwise_backward_desc_init(&d, alg, &X->d->md, &X->d->md, lo,
 					   hi),
-	   "relu backward");
-	if ((rc = pd_make(b, &bpd, &d, fpd, "relu backward", err)))
+	   bw);
+	if ((rc = pd_make(b, &bpd, &d, fpd, bw, err)))
 		return rc;
-	return prim_op(b, &ls->bwd, bpd, "relu backward", err, 3, DNNL_ARG_DST,
-		       Y->d, DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
+	return prim_op(b, &ls->bwd, bpd, bw, err, 3, DNNL_ARG_DST, Y->d,
+		       DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, X->g);
 }
 
 /*
