@@ -512,6 +512,15 @@ static int cmd_profile(int argc, char **argv)
 					 model_path, err.msg);
 		}
 		sw.n = 1;
+		/* what the conversion took otherwise than the file writes */
+		for (const char *l = sw.configs[0].spec.notes; l && *l;) {
+			size_t n = strcspn(l, "\n");
+			char e[512], line[400];
+			snprintf(line, sizeof(line), "%.*s", (int)n, l);
+			fprintf(stderr, "hetpool: profile: note: %s\n",
+				cli_esc(line, e, sizeof(e)));
+			l += n + (l[n] == '\n');
+		}
 		hp_sweep_spec_ids(&sw.configs[0].spec, batch, &sw.configs[0]);
 		sw.configs[0].batch = batch;
 		sw.configs[0].input_size = sw.configs[0].spec.input[1];
@@ -705,6 +714,19 @@ static int cmd_profile(int argc, char **argv)
 		    json_pack("{s:s, s:i, s:i, s:i, s:f}", "out", out,
 			      "measured", measured, "already_done", skipped,
 			      "skipped", failed, "seconds", hp_now_s() - t0);
+		if (model_path) {
+			/* the conversion's notes, a string each */
+			json_t *nts = json_array();
+			const char *l = sw.configs && sw.n > 0
+					    ? sw.configs[0].spec.notes
+					    : NULL;
+			while (l && *l) {
+				size_t n = strcspn(l, "\n");
+				json_array_append_new(nts, json_stringn(l, n));
+				l += n + (l[n] == '\n');
+			}
+			json_object_set_new(j, "notes", nts);
+		}
 		if (spec_path && measured == 1)
 			json_object_set_new(
 			    j, "result",

@@ -132,6 +132,15 @@ void tr_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+static void tr_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("note: ", fmt, ap);
+	va_end(ap);
+}
+
 static char *path_in(const struct tr_run *t, const char *name)
 {
 	size_t n = strlen(t->o->out) + strlen(name) + 2;
@@ -1343,6 +1352,14 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 		    g, t->o->input_shape[0] ? t->o->input_shape : NULL, true,
 		    &t->spec, err);
 		hp_graph_free(g);
+		/* what the conversion took otherwise than the file writes
+		 * (rank 0 says it once) */
+		for (const char *l = rc || t->r ? NULL : t->spec.notes;
+		     l && *l;) {
+			size_t n = strcspn(l, "\n");
+			tr_note("%.*s", (int)n, l);
+			l += n + (l[n] == '\n');
+		}
 	} else {
 		rc = hp_spec_parse_only(buf, len, &t->spec, err);
 		free(buf);

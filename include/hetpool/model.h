@@ -274,6 +274,11 @@ struct hp_spec {
 	int64_t classes;  /* 0: no loss layer */
 	struct hp_spec_layer *layers;
 	int nlayers;
+	/* hp_spec_from_graph(): what the conversion took otherwise than the
+	 * file writes it (a final softmax as the loss's, layer scales folded
+	 * into convs), a line each ending in '\n'; NULL: nothing.  Not part
+	 * of the spec's JSON. */
+	char *notes;
 };
 /* Parse a spec without building a graph; release with hp_spec_release(). */
 int hp_spec_parse_only(const char *json, size_t len, struct hp_spec *out,
@@ -296,13 +301,15 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 
 /*
  * The engine's spec of an ONNX CNN (the graph of hp_onnx_parse()) at input
- * C,H,W (input_shape NULL: the graph's own): Conv (groups), Batch-
- * Normalization, Relu, Clip, MaxPool, AveragePool, GlobalAveragePool, Add,
- * Concat (channels), Flatten, Reshape to 2-D, Gemm (transB), Dropout,
- * Identity.  Other ops are refused with a message naming them.  The
- * weights are not read (the engine initializes its own).  with_loss:
+ * C,H,W (input_shape NULL: the graph's own; an N, H, W, C input's too):
+ * the ops and the forms of several ops that README's "model spec" lists
+ * (convs, norms, activations, pools, residual sums, concats, channel
+ * slices and shuffles, ConvNeXt's and Keras's forms, a final softmax).
+ * The ops it does not run are refused together, HP_EUNSUPP naming them.
+ * The weights are not read (the engine initializes its own).  with_loss:
  * "classes" is the last layer's output size (softmax cross-entropy), else
- * 0.  Release with hp_spec_release().
+ * 0.  out->notes says what was taken otherwise than the file writes.
+ * Release with hp_spec_release().
  */
 int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 		       bool with_loss, struct hp_spec *out,

@@ -75,6 +75,9 @@ struct conv_ctx {
 	struct tinfo *ti; /* per tensor */
 	char bad[256];
 	size_t nbad;
+	/* what was taken otherwise than written, for the spec's notes */
+	const char *final_softmax; /* the op, or NULL */
+	int scales_folded, ceil_pads, cl_flattens;
 };
 
 static void note_bad(struct conv_ctx *c, const char *op)
@@ -778,10 +781,12 @@ static int convnext_node(struct conv_ctx *c, const struct hp_node *n,
 	if (x->rank == 4 && !tt->cl && tt->excl && tt->readers == 1 &&
 	    c->val[t] == c->s->nlayers - 1 &&
 	    c->s->layers[c->val[t]].type == HP_LAYER_CONV &&
-	    stored_vec(c, k, x->dims[1], true))
+	    stored_vec(c, k, x->dims[1], true)) {
 		/* a layer scale on the conv that made t (and nothing read
 		 * in between): folded into the conv */
+		c->scales_folded++;
 		return pass_through(c, n, c->val[t], NULL);
+	}
 	return 1;
 }
 
@@ -955,8 +960,10 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		 * flattens N, H, W, C) */
 		if (k == 0 && n->outputs[0] >= 0 &&
 		    g->tensors[n->outputs[0]].rank == 2 &&
-		    (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")))
+		    (!strcmp(op, "Flatten") || !strcmp(op, "Reshape"))) {
+			c->cl_flattens++;
 			continue;
+		}
 		{
 			char what[96];
 			snprintf(what, sizeof(what),
@@ -1073,6 +1080,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 				 xt->rank == 4 ? xt->dims + 2 : NULL, NULL,
 				 NULL, err)))
 			return rc;
+		if (L.ceil_mode && !hp_node_attr_i(n, "ceil_mode", 0))
+			c->ceil_pads++;
 		if (L.ceil_mode && !L.pool_max)
 			return hp_error_set(err, HP_EUNSUPP,
 					    "node %s (AveragePool): ceil_mode "
@@ -1214,6 +1223,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		 * NLL loss): the engine's loss, a softmax cross-entropy of
 		 * the logits, takes them (the same loss and gradient as
 		 * NLL of log_softmax) */
+		c->final_softmax =
+		    !strcmp(op, "Softmax") ? "Softmax" : "LogSoftmax";
 		return pass_through(c, n, ins[0], NULL);
 	} else if (!strcmp(op, "Dropout")) {
 		L.type = HP_LAYER_DROPOUT;
@@ -1229,6 +1240,53 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 				    "node %s (%s): reads %d activations",
 				    n->name, op, nin);
 	return add_layer(c, n, &L, ins, nin, err);
+}
+
+/* The spec's notes: what the conversion took otherwise than written. */
+static int notes(const struct conv_ctx *c, bool nhwc, struct hp_spec *s,
+		 struct hp_error *err)
+{
+	struct hp_buf b;
+	int rc = 0;
+
+	hp_buf_init(&b, 4096);
+	if (!rc && c->final_softmax)
+		rc = hp_buf_printf(&b,
+				   "the final %s over the classes is the "
+				   "loss's own (softmax cross-entropy of "
+				   "the logits)\n",
+				   c->final_softmax);
+	if (!rc && c->scales_folded)
+		rc = hp_buf_printf(&b,
+				   "%d layer scale%s folded into the conv "
+				   "before %s (the same function, one "
+				   "elementwise pass fewer)\n",
+				   c->scales_folded,
+				   c->scales_folded == 1 ? "" : "s",
+				   c->scales_folded == 1 ? "it" : "each");
+	if (!rc && c->ceil_pads)
+		rc = hp_buf_printf(&b,
+				   "%d max pool%s padded longer at the "
+				   "end%s taken in ceil mode (the same "
+				   "outputs)\n",
+				   c->ceil_pads, c->ceil_pads == 1 ? "" : "s",
+				   c->ceil_pads == 1 ? "" : "s");
+	if (!rc && nhwc)
+		rc = hp_buf_adds(&b, "the input is N, H, W, C (read "
+				     "through a Transpose): the spec and "
+				     "--input-shape say C x H x W\n");
+	if (!rc && c->cl_flattens)
+		rc = hp_buf_adds(&b, "channels-last data flattened: the "
+				     "fc after it reads the same "
+				     "features in C, H, W order (its "
+				     "weights are the engine's own)\n");
+	if (rc) {
+		hp_buf_release(&b);
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	}
+	s->notes = b.len ? hp_buf_detach(&b) : NULL;
+	hp_buf_release(&b);
+	return 0;
 }
 
 int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
@@ -1335,8 +1393,10 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 		goto out;
 	}
 	rc = hp_spec_parse_only(json, strlen(json), &tmp, err);
-	if (!rc)
+	if (!rc) {
 		hp_spec_release(&tmp);
+		rc = notes(&c, nhwc, s, err);
+	}
 out:
 	free(json);
 	free(c.val);

@@ -149,10 +149,23 @@ while IFS=, read -r f inp params _; do
 	got=$("$HP" analyze "$UD/$f" --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["params"])')
 	if [ "$got" = "$params" ]; then ok "analyze_$n"; else fail "analyze_$n" "params $got, PyTorch's $params"; fi
 	"$HP" profile "$UD/$f" --batch 2 --input-shape "$shape" --threads 1 --max-seconds 0.2 \
-		--retries 0 --out "$TMP/$n.csv" --save-spec "$TMP/$n.json" >/dev/null 2>"$TMP/err"
+		--retries 0 --out "$TMP/$n.csv" --save-spec "$TMP/$n.json" --json >"$TMP/$n.out" \
+		2>"$TMP/$n.err"
 	rc=$?
-	if [ $rc -eq 0 ]; then ok "profile_$n"; else fail "profile_$n" "exit $rc: $(cat "$TMP/err")"; fi
+	if [ $rc -eq 0 ]; then ok "profile_$n"; else fail "profile_$n" "exit $rc: $(cat "$TMP/$n.err")"; fi
 done <"$UD/USER.csv"
+# what the conversion took otherwise than the file writes is said, on stderr
+# and in the JSON: the MNIST example's log_softmax, GoogLeNet's end pads
+if grep -q "note: the final LogSoftmax over the classes is the loss's own" "$TMP/user_mnist_example.err" &&
+	"$PY" -c 'import json,sys; n=json.load(open(sys.argv[1]))["notes"]; sys.exit(0 if len(n) == 1 and "LogSoftmax" in n[0] else 1)' \
+		"$TMP/user_mnist_example.out" &&
+	grep -q "note: 4 max pools padded longer at the ends taken in ceil mode" "$TMP/user_googlenet_opset9.err" &&
+	"$PY" -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["notes"] == [] else 1)' \
+		"$TMP/user_lenet_tanh.out"; then
+	ok profile_user_notes
+else
+	fail profile_user_notes "$(cat "$TMP/user_mnist_example.err" "$TMP/user_googlenet_opset9.err")"
+fi
 if "$PY" - "$TMP" <<'PY'; then ok profile_user_forms; else fail profile_user_forms "see above"; fi
 import collections, json, sys
 def spec(n):

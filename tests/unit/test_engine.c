@@ -1643,10 +1643,14 @@ HP_TEST(engine_onnx_softmax_output)
 	ASSERT_EQ_INT(s.classes, 3);
 	js0 = hp_spec_to_json(&s);
 	hp_spec_release(&s);
+	ASSERT(!s.notes);
 	for (int v = 1; v <= 2; v++) {
 		char *js;
 		buf = softmax_onnx(&len, v);
 		onnx_converted(buf, len, shape, &s);
+		/* the notes say what was taken as the loss's */
+		ASSERT(s.notes && strstr(s.notes, v == 2 ? "final LogSoftmax"
+							 : "final Softmax"));
 		js = v == 2 ? check_spec_net(&s) : hp_spec_to_json(&s);
 		if (v != 2)
 			hp_spec_release(&s);
@@ -1761,6 +1765,8 @@ HP_TEST(engine_onnx_maxpool_end_pads)
 	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_POOL);
 	ASSERT(s.layers[1].ceil_mode && s.layers[1].pool_max);
 	ASSERT_EQ_INT(s.layers[1].pad, 0);
+	ASSERT(s.notes && strstr(s.notes, "1 max pool padded longer at the end "
+					  "taken in ceil mode"));
 	{
 		struct hp_error err = {0};
 		int64_t(*sh)[3] = calloc((size_t)s.nlayers, sizeof(*sh));
@@ -2023,6 +2029,9 @@ HP_TEST(engine_onnx_keras_nhwc)
 	ASSERT_EQ_INT(s.layers[4].type, HP_LAYER_FC);
 	ASSERT_EQ_INT(s.layers[4].units, 8);
 	ASSERT_EQ_INT(s.classes, 3);
+	ASSERT(s.notes && strstr(s.notes, "the input is N, H, W, C") &&
+	       strstr(s.notes, "channels-last data flattened") &&
+	       strstr(s.notes, "final Softmax"));
 	free(check_spec_net(&s));
 	/* --input-shape 1x8x8 (C x H x W) means the same here, and to the
 	 * analysis, which counts Keras's parameters */
@@ -2557,6 +2566,8 @@ HP_TEST(engine_onnx_convnext_forms)
 	ASSERT_EQ_INT(s.layers[6].filters, 8);
 	ASSERT_EQ_INT(s.layers[7].inputs[0], 6);
 	ASSERT_EQ_INT(s.layers[7].inputs[1], 1);
+	ASSERT(s.notes &&
+	       strstr(s.notes, "1 layer scale folded into the conv before it"));
 	{
 		/* the newer opsets' single ops convert to the same spec */
 		char *js = hp_spec_to_json(&s);
