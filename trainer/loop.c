@@ -1370,6 +1370,20 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 		return hp_error_set(err, HP_EINVAL,
 				    "the spec has no \"classes\" (at least "
 				    "2): the trainer trains classifiers");
+	/* a model that scales its own input (x / 255) gets the data the
+	 * trainer gives every model, standardized already */
+	for (int i = 0; t->r == 0 && strcmp(t->o->data, "synthetic") &&
+			i < t->spec.nlayers;
+	     i++) {
+		const struct hp_spec_layer *L = &t->spec.layers[i];
+		if (L->type == HP_LAYER_SCALE &&
+		    (L->ninputs ? L->inputs[0] : i - 1) == -1)
+			tr_note("the model scales its input (%g x + %g): "
+				"the pixels it gets are standardized already "
+				"((x / 255 - mean) / std of the training "
+				"set), not 0 to 255",
+				L->alpha, L->beta);
+	}
 	js = hp_spec_to_json(&t->spec);
 	if (!js)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");

@@ -1698,7 +1698,10 @@ static bool read_as_nhwc(const struct hp_graph *g, int t, int depth)
 			if (n->inputs[k] != t)
 				continue;
 			readers++;
-			if (depth > 0 && scalar_arith(g, n, k) &&
+			if (depth > 0 &&
+			    (scalar_arith(g, n, k) ||
+			     (!strcmp(n->op, "Identity") && k == 0 &&
+			      n->noutputs == 1)) &&
 			    n->outputs[0] >= 0 &&
 			    read_as_nhwc(g, n->outputs[0], depth - 1))
 				continue;

@@ -239,6 +239,16 @@ PY
 	else
 		fail train_onnx_user_mnist_example "exit $rc, test accuracy ${acc:-none}: $(cat "$TMP/err")"
 	fi
+	# a model that scales its own input is told what data it gets (the
+	# trainer standardizes every model's pixels)
+	printf '%s\n' '{"input":[1,28,28],"classes":10,"layers":[{"type":"scale","factor":0.0039215686},{"type":"conv","filters":4,"kernel":3},{"type":"relu"},{"type":"fc","units":10}]}' >"$TMP/scaled.json"
+	"$TRAIN" --model "$TMP/scaled.json" --data fashion-mnist --batch 8 --steps 2 --threads 1 \
+		--eval-samples 16 --out "$TMP/trs" 2>"$TMP/err"
+	if grep -q "note: the model scales its input (0.00392157 x + 0): the pixels it gets are standardized already" "$TMP/err"; then
+		ok train_scaled_input_note
+	else
+		fail train_scaled_input_note "$(cat "$TMP/err")"
+	fi
 	expect_status train_onnx_shape 2 "$TRAIN" --model "$R18" --input-shape 1x28 \
 		--data fashion-mnist --batch 16 --steps 1 --out "$TMP/tr2"
 fi
