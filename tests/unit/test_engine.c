@@ -1949,7 +1949,8 @@ HP_TEST(engine_onnx_dilated)
  * used as N, H, W, C); 2: the flatten's Reshape to 3-D; 3: the input
  * rescaled (x / 255, Keras's Rescaling) before its Transpose; 4: the conv
  * padded "same" (auto_pad SAME_UPPER: 1 a side); 5: the same at stride 2
- * (1 in all: none at the top and left, 1 at the bottom and right). */
+ * (1 in all: none at the top and left, 1 at the bottom and right); 6: an
+ * Identity between the input and its Transpose. */
 static uint8_t *keras_onnx(size_t *len, int variant)
 {
 	struct ob *b = ob_new(13);
@@ -1979,13 +1980,16 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 		ob_const_f32(b, "k255", 255.0f);
 		ob_node(b, "Div", "x,k255", "xs");
 	}
-	n = ob_node(b, "Transpose", variant == 3 ? "xs" : "x", "t0");
+	if (variant == 6)
+		ob_node(b, "Identity", "x", "xs");
+	n = ob_node(b, "Transpose", variant == 3 || variant == 6 ? "xs" : "x",
+		    "t0");
 	ob_attr_ints(b, n, "perm", 4, to_nchw);
 	if (variant == 1)
 		ob_node(b, "Relu", "x", "unused");
 	n = ob_node(b, "Conv", "t0,w1,b1", "c1");
 	ob_attr_ints(b, n, "kernel_shape", 2, k3);
-	if (variant >= 4)
+	if (variant == 4 || variant == 5)
 		ob_attr_s(b, n, "auto_pad", "SAME_UPPER");
 	if (variant == 5)
 		ob_attr_ints(b, n, "strides", 2, s2);
@@ -2076,6 +2080,11 @@ HP_TEST(engine_onnx_keras_nhwc)
 	js = check_spec_net(&s);
 	ASSERT(strstr(js, "\"pad\":[0,0,1,1]"));
 	free(js);
+	buf = keras_onnx(&len, 6);
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.nlayers, 7);
+	ASSERT(s.notes && strstr(s.notes, "the input is N, H, W, C"));
+	hp_spec_release(&s);
 	buf = keras_onnx(&len, 1);
 	onnx_refused(buf, len, NULL, "does not run these ops: Transpose", 1);
 	buf = keras_onnx(&len, 2);
