@@ -595,8 +595,12 @@ int hp_analyze(struct hp_graph *g, int64_t batch, const int64_t *input_shape,
 		sat_add(&f->input_bytes, tbytes(&g->tensors[g->inputs[i]]));
 	if (g->ninputs > 0) {
 		const struct hp_tensor *t = &g->tensors[g->inputs[0]];
+		/* the width: N, C, H, W's last, N, H, W, C's third */
 		if (t->rank >= 3)
-			f->input_hw = t->dims[t->rank - 1];
+			f->input_hw =
+			    t->dims[t->rank - 1 -
+				    (t->rank == 4 &&
+				     hp__input_nhwc(g, g->inputs[0]))];
 	}
 	f->weights_bytes = f->params * 4;
 	f->gradients_bytes = f->params * 4;

@@ -2049,8 +2049,10 @@ HP_TEST(engine_onnx_keras_nhwc)
 	free(buf);
 	ASSERT(g != NULL);
 	ASSERT_EQ_INT(hp_analyze(g, 2, shape, 3, &f, &err), 0);
-	/* conv 9*4 + 4, dense 36*8 + 8, dense 8*3 + 3 */
+	/* conv 9*4 + 4, dense 36*8 + 8, dense 8*3 + 3; the input's width
+	 * (not its channel count) */
 	ASSERT_EQ_INT(f.params, 40 + 296 + 27);
+	ASSERT_EQ_INT(f.input_hw, 8);
 	hp_features_release(&f);
 	hp_graph_free(g);
 	/* rescaled first: a scale layer on the N, H, W, C data */
