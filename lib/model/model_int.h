@@ -14,8 +14,8 @@ int hp__graph_topo(const struct hp_graph *g, int *order, struct hp_error *err);
  * Whether graph input t is an image batch laid out N, H, W, C (as Keras
  * models exported by tf2onnx take it): 4-D, and read only by Transposes
  * to N, C, H, W (perm 0, 3, 1, 2), directly or through up to 3 ops of
- * arithmetic with a scalar (Rescaling) or Identity.  Its --input-shape CxHxW then
- * fills its dims as H, W, C.
+ * arithmetic with a scalar (Rescaling) or Identity.  Its --input-shape CxHxW
+ * then fills its dims as H, W, C.
  */
 bool hp__input_nhwc(const struct hp_graph *g, int t);
 
