@@ -327,7 +327,7 @@ static bool weight_slot(const char *op, int k)
  */
 static int weights_as_inputs(struct hp_graph *g, struct hp_error *err)
 {
-	/* per tensor: 1 read, 2 read other than as a weight */
+	/* per tensor, bits: 1 read, 2 read other than as a weight */
 	uint8_t *use = calloc((size_t)g->ntensors + 1, 1);
 	int kept = 0;
 
