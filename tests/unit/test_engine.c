@@ -2683,8 +2683,9 @@ HP_TEST(engine_grads_set_is_what_update_applies)
 
 HP_TEST(engine_calibrate_refuses_bad_options)
 {
-	/* before anything is measured or written: each bad option named,
-	 * the result empty (its release a no-op) */
+	/* before anything is measured or written, each bad option is
+	 * refused with the one message that gives the options' ranges; the
+	 * result is empty (its release a no-op) */
 	struct hp_calibrate_opts o;
 	struct hp_calibrate_result r;
 	struct hp_error err = {0};
