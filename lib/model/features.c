@@ -185,6 +185,7 @@ struct state {
 	bool *counted;	  /* per tensor: weight already attributed */
 	char **skipped;
 	int nskipped, askipped;
+	bool nhwc; /* the first input is N, H, W, C (hp__input_nhwc()) */
 };
 
 static int add_skipped(struct state *s, const char *what)
@@ -427,8 +428,7 @@ static int propagate(struct state *s, const int *order, int64_t batch,
 				    "input shape has %d dimensions, model "
 				    "input '%s' takes %d besides the batch",
 				    input_rank, t->name, t->rank - 1);
-			if (input_rank == 3 && b == 0 &&
-			    hp__input_nhwc(g, g->inputs[i])) {
+			if (input_rank == 3 && b == 0 && s->nhwc) {
 				/* C x H x W given, N, H, W, C taken */
 				t->dims[1] = input_shape[1];
 				t->dims[2] = input_shape[2];
@@ -520,6 +520,7 @@ int hp_analyze(struct hp_graph *g, int64_t batch, const int64_t *input_shape,
 	rc = hp__graph_topo(g, order, err);
 	if (rc)
 		goto out;
+	s.nhwc = g->ninputs > 0 && hp__input_nhwc(g, g->inputs[0]);
 	rc = propagate(&s, order, batch, input_shape, input_rank, err);
 	if (rc)
 		goto out;
@@ -597,10 +598,7 @@ int hp_analyze(struct hp_graph *g, int64_t batch, const int64_t *input_shape,
 		const struct hp_tensor *t = &g->tensors[g->inputs[0]];
 		/* the width: N, C, H, W's last, N, H, W, C's third */
 		if (t->rank >= 3)
-			f->input_hw =
-			    t->dims[t->rank - 1 -
-				    (t->rank == 4 &&
-				     hp__input_nhwc(g, g->inputs[0]))];
+			f->input_hw = t->dims[t->rank - 1 - s.nhwc];
 	}
 	f->weights_bytes = f->params * 4;
 	f->gradients_bytes = f->params * 4;

@@ -44,6 +44,18 @@ size_t hp__utf8_bom_len(const char *p, size_t n);
  * SAME_LOWER and VALID. */
 bool hp__auto_pad_known(const char *s);
 
+/*
+ * The output size of one spatial axis of a conv's or pool's window (ONNX's
+ * and PyTorch's rules) into *out_sz: in_sz in, a kernel of k taps dil
+ * apart, stride s, *pb and *pe padding before and after (auto_pad
+ * SAME_UPPER or SAME_LOWER sets them, VALID zeroes them), ceil_mode
+ * rounding up (a last window starts inside the input or its left
+ * padding).  -1 when no window fits.
+ */
+int hp__window_out(int64_t in_sz, int64_t k, int64_t s, int64_t dil,
+		   int64_t *pb, int64_t *pe, const char *auto_pad,
+		   bool ceil_mode, int64_t *out_sz);
+
 /* True for tensors whose values are stored weights (float initializers,
  * directly or through Identity). */
 bool hp__is_weight(const struct hp_graph *g, int t);

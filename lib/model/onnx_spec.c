@@ -141,16 +141,6 @@ static int part_of(struct conv_ctx *c, const struct hp_node *n, int in,
 	return 0;
 }
 
-/* A max pool's output size along an axis of n in ceil mode, padded by pad
- * on both sides (hp_spec_shapes()'s rule: a last window starts inside the
- * input or its left padding). */
-static int64_t ceil_out(int64_t n, int64_t k, int64_t s, int64_t pad)
-{
-	int64_t o = (n + 2 * pad - k + s - 1) / s + 1;
-
-	return (o - 1) * s >= n + pad ? o - 1 : o;
-}
-
 /*
  * Whether a max pool's pads (b, b, e, e: more at the end of each axis) on
  * an input of H x W (hw) give the outputs of a ceil-mode pool padded b on
@@ -166,9 +156,13 @@ static bool pads_are_ceil(const int64_t *p, const int64_t *hw, int64_t k,
 	    2 * p[0] > k)
 		return false;
 	for (int a = 0; a < 2; a++) {
-		int64_t n = hw[a], span = n + p[0] + p[2] - k;
-		if (n < 1 || n > ((int64_t)1 << 40) || span < 0 ||
-		    span / st + 1 != ceil_out(n, k, st, p[0]))
+		int64_t b = p[0], e = p[2], b2 = p[0], e2 = p[0], o, oc;
+		if (hw[a] < 1 || hw[a] > ((int64_t)1 << 40) ||
+		    hp__window_out(hw[a], k, st, 1, &b, &e, "NOTSET", false,
+				   &o) ||
+		    hp__window_out(hw[a], k, st, 1, &b2, &e2, "NOTSET", true,
+				   &oc) ||
+		    o != oc)
 			return false;
 	}
 	return true;
@@ -281,42 +275,36 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 	}
 	if (same) {
 		/* "same" padding (tf2onnx's where it did not write pads):
-		 * ceil(in / stride) outputs, the padding they need split
-		 * between the sides, which must come out even */
-		int64_t tot[2];
+		 * the analysis's split of it between the sides, which a pool
+		 * needs alike on all four */
+		int64_t b[2], e[2];
 		for (int a = 0; a < 2; a++) {
-			int64_t kk = a && kw ? *kw : *k, d = dil ? *dil : 1,
-				in = hw ? hw[a] : -1, o;
-			if (in < 1 || in > ((int64_t)1 << 40) || *st < 1 ||
-			    kk < 1 || kk > 4096)
+			int64_t kk = a && kw ? *kw : *k, o;
+			if (!hw || hw[a] < 1 || hw[a] > ((int64_t)1 << 40) ||
+			    *st < 1 || kk < 1 || kk > 4096 ||
+			    hp__window_out(hw[a], kk, *st, dil ? *dil : 1,
+					   &b[a], &e[a], ap, false, &o))
 				return hp_error_set(
 				    err, HP_EUNSUPP,
 				    "node %s (%s): auto_pad %s of an input of "
 				    "unknown size",
 				    n->name, n->op, ap);
-			o = (in + *st - 1) / *st;
-			tot[a] = (o - 1) * *st + d * (kk - 1) + 1 - in;
-			if (tot[a] < 0)
-				tot[a] = 0;
 		}
 		if (!(pend && kw) &&
-		    (tot[0] % 2 || tot[1] % 2 || (!kw && tot[0] != tot[1])))
+		    (b[0] != e[0] || b[1] != e[1] || (!kw && b[0] != b[1])))
 			return hp_error_set(err, HP_EUNSUPP,
 					    "node %s (%s): auto_pad %s pads "
 					    "%lld and %lld, not alike on both "
 					    "sides of each axis",
 					    n->name, n->op, ap,
-					    (long long)tot[0],
-					    (long long)tot[1]);
-		/* an odd one's extra at the end (UPPER) or the start */
-		*pad =
-		    strcmp(ap, "SAME_LOWER") ? tot[0] / 2 : tot[0] - tot[0] / 2;
+					    (long long)(b[0] + e[0]),
+					    (long long)(b[1] + e[1]));
+		*pad = b[0];
 		if (kw)
-			*padw = strcmp(ap, "SAME_LOWER") ? tot[1] / 2
-							 : tot[1] - tot[1] / 2;
+			*padw = b[1];
 		if (pend && kw) {
-			pend[0] = tot[0] - *pad;
-			pend[1] = tot[1] - *padw;
+			pend[0] = e[0];
+			pend[1] = e[1];
 		}
 	}
 	if (ceil)

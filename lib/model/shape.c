@@ -412,10 +412,9 @@ static int op_cast(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	return 0;
 }
 
-/* Output size of one spatial axis of a convolution or pooling window. */
-static int window(int64_t in_sz, int64_t k, int64_t s, int64_t dil, int64_t *pb,
-		  int64_t *pe, const char *auto_pad, bool ceil_mode,
-		  int64_t *out_sz)
+int hp__window_out(int64_t in_sz, int64_t k, int64_t s, int64_t dil,
+		   int64_t *pb, int64_t *pe, const char *auto_pad,
+		   bool ceil_mode, int64_t *out_sz)
 {
 	int64_t ek, o;
 
@@ -576,9 +575,10 @@ static int op_conv(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 			    (long long)w->dims[1], (long long)group);
 		o[1] = w->dims[0];
 		for (int i = 0; i < nsp; i++) {
-			if (window(x->dims[2 + i], win.k[i], win.s[i], win.d[i],
-				   &win.pads[i], &win.pads[i + nsp],
-				   win.auto_pad, false, &o[2 + i]))
+			if (hp__window_out(x->dims[2 + i], win.k[i], win.s[i],
+					   win.d[i], &win.pads[i],
+					   &win.pads[i + nsp], win.auto_pad,
+					   false, &o[2 + i]))
 				return hp_error_set(
 				    err, HP_ESHAPE,
 				    "node '%s' (Conv): kernel %lld larger "
@@ -655,9 +655,10 @@ static int op_pool(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 		if (rc)
 			return rc;
 		for (int i = 0; i < nsp; i++)
-			if (window(x->dims[2 + i], win.k[i], win.s[i], win.d[i],
-				   &win.pads[i], &win.pads[i + nsp],
-				   win.auto_pad, ceil_mode, &o[2 + i]))
+			if (hp__window_out(x->dims[2 + i], win.k[i], win.s[i],
+					   win.d[i], &win.pads[i],
+					   &win.pads[i + nsp], win.auto_pad,
+					   ceil_mode, &o[2 + i]))
 				return hp_error_set(
 				    err, HP_ESHAPE,
 				    "node '%s' (%s): window %lld larger "

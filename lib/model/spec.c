@@ -473,20 +473,6 @@ static int input_of(const struct hp_spec_layer *L, int i, int k)
 	return L->ninputs ? L->inputs[k] : i - 1;
 }
 
-/* A conv's or pool's output size along an axis of n, padded by pad on both
- * sides; in ceil mode rounded up, but a last window must start inside the
- * input or its left padding (as ONNX and PyTorch say). */
-static int64_t pool_out(int64_t n, int64_t k, int64_t s, int64_t pad,
-			bool ceil_mode)
-{
-	int64_t span = n + 2 * pad - k,
-		o = (ceil_mode ? span + s - 1 : span) / s + 1;
-
-	if (ceil_mode && (o - 1) * s >= n + pad)
-		o--;
-	return o;
-}
-
 int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 		   struct hp_error *err)
 {
@@ -610,15 +596,25 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 				    (long long)pw);
 				goto out;
 			}
-			if (L->asym) {
-				/* pads unlike on the two sides: floor mode */
-				h = (ph - kh) / L->stride + 1;
-				w = (pw - kw) / L->stride + 1;
-			} else {
-				h = pool_out(h, kh, L->stride, L->pad,
-					     L->ceil_mode);
-				w = pool_out(w, kw, L->stride, hp_spec_pad_w(L),
-					     L->ceil_mode);
+			{
+				/* the analysis's rule (ceil mode: a last
+				 * window starts inside the input) */
+				int64_t pt = L->pad, pb = hp_spec_pad_b(L),
+					pl = hp_spec_pad_w(L),
+					pr = hp_spec_pad_r(L);
+				if (hp__window_out(h, L->kernel, L->stride, d,
+						   &pt, &pb, "NOTSET",
+						   L->ceil_mode, &h) ||
+				    hp__window_out(
+					w, hp_spec_kernel_w(L), L->stride, d,
+					&pl, &pr, "NOTSET", L->ceil_mode, &w)) {
+					rc = hp_error_set(
+					    err, HP_ESHAPE,
+					    "layer %d (%s): no window fits its "
+					    "input",
+					    i, tn);
+					goto out;
+				}
 			}
 			if (L->type == HP_LAYER_CONV)
 				c = L->filters;
