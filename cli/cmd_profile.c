@@ -513,13 +513,11 @@ static int cmd_profile(int argc, char **argv)
 		}
 		sw.n = 1;
 		/* what the conversion took otherwise than the file writes */
-		for (const char *l = sw.configs[0].spec.notes; l && *l;) {
-			size_t n = strcspn(l, "\n");
-			char e[512], line[400];
-			snprintf(line, sizeof(line), "%.*s", (int)n, l);
-			fprintf(stderr, "hetpool: profile: note: %s\n",
-				cli_esc(line, e, sizeof(e)));
-			l += n + (l[n] == '\n');
+		for (int i = 0; i < sw.configs[0].spec.nnotes; i++) {
+			char e[512];
+			fprintf(
+			    stderr, "hetpool: profile: note: %s\n",
+			    cli_esc(sw.configs[0].spec.notes[i], e, sizeof(e)));
 		}
 		hp_sweep_spec_ids(&sw.configs[0].spec, batch, &sw.configs[0]);
 		sw.configs[0].batch = batch;
@@ -717,14 +715,12 @@ static int cmd_profile(int argc, char **argv)
 		if (model_path) {
 			/* the conversion's notes, a string each */
 			json_t *nts = json_array();
-			const char *l = sw.configs && sw.n > 0
-					    ? sw.configs[0].spec.notes
-					    : NULL;
-			while (l && *l) {
-				size_t n = strcspn(l, "\n");
-				json_array_append_new(nts, json_stringn(l, n));
-				l += n + (l[n] == '\n');
-			}
+			for (int i = 0; sw.configs && sw.n > 0 &&
+					i < sw.configs[0].spec.nnotes;
+			     i++)
+				json_array_append_new(
+				    nts,
+				    json_string(sw.configs[0].spec.notes[i]));
 			json_object_set_new(j, "notes", nts);
 		}
 		if (spec_path && measured == 1)

@@ -1354,12 +1354,8 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 		hp_graph_free(g);
 		/* what the conversion took otherwise than the file writes
 		 * (rank 0 says it once) */
-		for (const char *l = rc || t->r ? NULL : t->spec.notes;
-		     l && *l;) {
-			size_t n = strcspn(l, "\n");
-			tr_note("%.*s", (int)n, l);
-			l += n + (l[n] == '\n');
-		}
+		for (int i = 0; !rc && !t->r && i < t->spec.nnotes; i++)
+			tr_note("%s", t->spec.notes[i]);
 	} else {
 		rc = hp_spec_parse_only(buf, len, &t->spec, err);
 		free(buf);

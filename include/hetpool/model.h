@@ -206,6 +206,8 @@ enum hp_spec_layer_type {
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);
 /* Inputs one layer may name (add, concat). */
 #define HP_SPEC_MAX_INPUTS 64
+/* Notes a converted spec carries (struct hp_spec). */
+#define HP_SPEC_MAX_NOTES 5
 struct hp_spec_layer {
 	enum hp_spec_layer_type type;
 	int64_t filters, kernel, stride,
@@ -276,9 +278,9 @@ struct hp_spec {
 	int nlayers;
 	/* hp_spec_from_graph(): what the conversion took otherwise than the
 	 * file writes it (a final softmax as the loss's, layer scales folded
-	 * into convs), a line each ending in '\n'; NULL: nothing.  Not part
-	 * of the spec's JSON. */
-	char *notes;
+	 * into convs).  Not part of the spec's JSON. */
+	char notes[HP_SPEC_MAX_NOTES][160];
+	int nnotes;
 };
 /* Parse a spec without building a graph; release with hp_spec_release(). */
 int hp_spec_parse_only(const char *json, size_t len, struct hp_spec *out,

@@ -6,6 +6,7 @@
  * the requested input, so a model exported at 224x224 runs at 64x64.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1230,51 +1231,47 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	return add_layer(c, n, &L, ins, nin, err);
 }
 
-/* The spec's notes: what the conversion took otherwise than written. */
-static int notes(const struct conv_ctx *c, bool nhwc, struct hp_spec *s,
-		 struct hp_error *err)
+/* The spec's next note (there is room for each kind once). */
+static void note(struct hp_spec *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void note(struct hp_spec *s, const char *fmt, ...)
 {
-	struct hp_buf b;
-	int rc = 0;
+	va_list ap;
 
-	hp_buf_init(&b, 4096);
-	if (!rc && c->final_softmax)
-		rc = hp_buf_printf(&b,
-				   "the final %s over the classes is the "
-				   "loss's own (softmax cross-entropy of "
-				   "the logits)\n",
-				   c->final_softmax);
-	if (!rc && c->scales_folded)
-		rc = hp_buf_printf(&b,
-				   "%d layer scale%s folded into the conv "
-				   "before %s (the same function, one "
-				   "elementwise pass fewer)\n",
-				   c->scales_folded,
-				   c->scales_folded == 1 ? "" : "s",
-				   c->scales_folded == 1 ? "it" : "each");
-	if (!rc && c->ceil_pads)
-		rc = hp_buf_printf(&b,
-				   "%d max pool%s padded longer at the "
-				   "end%s taken in ceil mode (the same "
-				   "outputs)\n",
-				   c->ceil_pads, c->ceil_pads == 1 ? "" : "s",
-				   c->ceil_pads == 1 ? "" : "s");
-	if (!rc && nhwc)
-		rc = hp_buf_adds(&b, "the input is N, H, W, C (read "
-				     "through a Transpose): the spec and "
-				     "--input-shape say C x H x W\n");
-	if (!rc && c->cl_flattens)
-		rc = hp_buf_adds(&b, "channels-last data flattened: the "
-				     "fc after it reads the same "
-				     "features in C, H, W order (its "
-				     "weights are the engine's own)\n");
-	if (rc) {
-		hp_buf_release(&b);
-		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	}
-	s->notes = b.len ? hp_buf_detach(&b) : NULL;
-	hp_buf_release(&b);
-	return 0;
+	if (s->nnotes >= HP_SPEC_MAX_NOTES)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s->notes[s->nnotes++], sizeof(s->notes[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* The spec's notes: what the conversion took otherwise than written. */
+static void notes(const struct conv_ctx *c, bool nhwc, struct hp_spec *s)
+{
+	if (c->final_softmax)
+		note(s,
+		     "the final %s over the classes is the loss's own "
+		     "(softmax cross-entropy of the logits)",
+		     c->final_softmax);
+	if (c->scales_folded)
+		note(s,
+		     "%d layer scale%s folded into the conv before %s (the "
+		     "same function, one elementwise pass fewer)",
+		     c->scales_folded, c->scales_folded == 1 ? "" : "s",
+		     c->scales_folded == 1 ? "it" : "each");
+	if (c->ceil_pads)
+		note(s,
+		     "%d max pool%s padded longer at the end%s taken in ceil "
+		     "mode (the same outputs)",
+		     c->ceil_pads, c->ceil_pads == 1 ? "" : "s",
+		     c->ceil_pads == 1 ? "" : "s");
+	if (nhwc)
+		note(s, "the input is N, H, W, C (read through a Transpose): "
+			"the spec and --input-shape say C x H x W");
+	if (c->cl_flattens)
+		note(s, "channels-last data flattened: the fc after it reads "
+			"the same features in C, H, W order (its weights are "
+			"the engine's own)");
 }
 
 int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
@@ -1383,7 +1380,7 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	rc = hp_spec_parse_only(json, strlen(json), &tmp, err);
 	if (!rc) {
 		hp_spec_release(&tmp);
-		rc = notes(&c, nhwc, s, err);
+		notes(&c, nhwc, s);
 	}
 out:
 	free(json);

@@ -740,7 +740,6 @@ void hp_spec_release(struct hp_spec *s)
 		return;
 	free(s->name);
 	free(s->layers);
-	free(s->notes);
 	memset(s, 0, sizeof(*s));
 }
 
