@@ -255,6 +255,23 @@ HP_TEST(model_spec_slice_and_shuffle)
 	hp_spec_release(&s);
 }
 
+/* Each of n specs refused by the parser with a message that says
+ * why[i]. */
+static void specs_refused(const char *const *bad, const char *const *why,
+			  size_t n)
+{
+	struct hp_error err = {0};
+	struct hp_spec s;
+
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_EQ_INT(
+		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
+		    1);
+		if (!strstr(err.msg, why[i]))
+			HP_FAIL("%s: %s", bad[i], err.msg);
+	}
+}
+
 HP_TEST(model_spec_leakyrelu_tanh_elu)
 {
 	/* defaults (PyTorch's: 0.01 and 1), the alphas written back, the
@@ -316,13 +333,7 @@ HP_TEST(model_spec_leakyrelu_tanh_elu)
 	       strstr(back, "{\"type\":\"leakyrelu\",\"alpha\":0.2"));
 	free(back);
 	hp_spec_release(&s);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ASSERT_EQ_INT(
-		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
-		    1);
-		if (!strstr(err.msg, why[i]))
-			HP_FAIL("%s: %s", bad[i], err.msg);
-	}
+	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
 }
 
 HP_TEST(model_spec_scale)
@@ -374,13 +385,7 @@ HP_TEST(model_spec_scale)
 			    "-1.0}"));
 	free(back);
 	hp_spec_release(&s);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ASSERT_EQ_INT(
-		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
-		    1);
-		if (!strstr(err.msg, why[i]))
-			HP_FAIL("%s: %s", bad[i], err.msg);
-	}
+	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
 }
 
 HP_TEST(model_spec_conv_dilated)
@@ -426,13 +431,7 @@ HP_TEST(model_spec_conv_dilated)
 	ASSERT(back && strstr(back, "\"dilation\":2"));
 	free(back);
 	hp_spec_release(&s);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ASSERT_EQ_INT(
-		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
-		    1);
-		if (!strstr(err.msg, why[i]))
-			HP_FAIL("%s: %s", bad[i], err.msg);
-	}
+	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
 }
 
 HP_TEST(model_spec_conv_asymmetric_pads)
@@ -477,13 +476,7 @@ HP_TEST(model_spec_conv_asymmetric_pads)
 	ASSERT(back && strstr(back, "\"pad\":[0,0,1,1]"));
 	free(back);
 	hp_spec_release(&s);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ASSERT_EQ_INT(
-		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
-		    1);
-		if (!strstr(err.msg, why[i]))
-			HP_FAIL("%s: %s", bad[i], err.msg);
-	}
+	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
 }
 
 HP_TEST(model_spec_layernorm_and_gelu)
@@ -542,13 +535,7 @@ HP_TEST(model_spec_layernorm_and_gelu)
 	       strstr(back, "{\"type\":\"layernorm\",\"eps\":"));
 	free(back);
 	hp_spec_release(&s);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ASSERT_EQ_INT(
-		    hp_spec_parse_only(bad[i], strlen(bad[i]), &s, &err) < 0,
-		    1);
-		if (!strstr(err.msg, why[i]))
-			HP_FAIL("%s: %s", bad[i], err.msg);
-	}
+	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
 }
 
 HP_TEST(model_spec_conv_rectangular)
