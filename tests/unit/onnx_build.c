@@ -249,6 +249,17 @@ void ob_const_f32(struct ob *b, const char *output, float v)
 	a->t->float_data[0] = v;
 }
 
+int ob_conv(struct ob *b, const char *inputs, const char *output, int64_t k,
+	    int64_t pad)
+{
+	int n = ob_node(b, "Conv", inputs, output);
+
+	ob_attr_ints(b, n, "kernel_shape", 2, (int64_t[2]){k, k});
+	if (pad)
+		ob_attr_ints(b, n, "pads", 4, (int64_t[4]){pad, pad, pad, pad});
+	return n;
+}
+
 void ob_classifier(struct ob *b, const char *in)
 {
 	int n;

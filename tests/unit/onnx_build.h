@@ -27,6 +27,10 @@ void ob_attr_f(struct ob *b, int node, const char *name, float v);
 void ob_attr_s(struct ob *b, int node, const char *name, const char *v);
 void ob_attr_ints(struct ob *b, int node, const char *name, int n,
 		  const int64_t *v);
+/* A Conv node: a k x k kernel, pad on every side (0: no pads attribute).
+ * Returns its index for more attributes (strides, group, dilations). */
+int ob_conv(struct ob *b, const char *inputs, const char *output, int64_t k,
+	    int64_t pad);
 /* Constant node output with int64 values; n < 0 makes a scalar of v[0]. */
 void ob_const_i64(struct ob *b, const char *output, int n, const int64_t *v);
 /* A Constant node: a float scalar. */

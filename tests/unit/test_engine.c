@@ -1547,16 +1547,14 @@ static uint8_t *hardswish_onnx(size_t *len, bool op13)
 {
 	struct ob *b = ob_new(op13 ? 13 : 14);
 	int64_t in[4] = {-1, 3, 6, 6}, w1[4] = {8, 3, 3, 3}, fw[2] = {3, 8},
-		fb[1] = {3}, k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1};
+		fb[1] = {3};
 	int n;
 
 	ob_input(b, "x", 4, in);
 	ob_init(b, "w1", 4, w1);
 	ob_init(b, "fw", 2, fw);
 	ob_init(b, "fb", 1, fb);
-	n = ob_node(b, "Conv", "x,w1", "c1");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
-	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_conv(b, "x,w1", "c1", 3, 1);
 	if (op13) {
 		n = ob_node(b, "HardSigmoid", "c1", "hs");
 		ob_attr_f(b, n, "alpha", 1.0f / 6);
@@ -1607,7 +1605,7 @@ static uint8_t *softmax_onnx(size_t *len, int variant)
 {
 	struct ob *b = ob_new(13);
 	int64_t in[4] = {-1, 1, 6, 6}, w1[4] = {4, 1, 3, 3}, fw[2] = {3, 4},
-		fb[1] = {3}, f2[2] = {3, 3}, k3[2] = {3, 3};
+		fb[1] = {3}, f2[2] = {3, 3};
 	int n;
 
 	ob_input(b, "x", 4, in);
@@ -1615,8 +1613,7 @@ static uint8_t *softmax_onnx(size_t *len, int variant)
 	ob_init(b, "fw", 2, fw);
 	ob_init(b, "fb", 1, fb);
 	ob_init(b, "f2", 2, f2);
-	n = ob_node(b, "Conv", "x,w1", "c1");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	ob_conv(b, "x,w1", "c1", 3, 0);
 	ob_node(b, "Relu", "c1", "r1");
 	ob_node(b, "GlobalAveragePool", "r1", "gp");
 	n = ob_node(b, "Flatten", "gp", "fl");
@@ -1680,8 +1677,7 @@ static uint8_t *activations_onnx(size_t *len, bool neg)
 {
 	struct ob *b = ob_new(13);
 	int64_t in[4] = {-1, 2, 5, 5}, w1[4] = {6, 2, 3, 3},
-		w2[4] = {6, 6, 3, 3}, fw[2] = {3, 6}, fb[1] = {3},
-		k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1};
+		w2[4] = {6, 6, 3, 3}, fw[2] = {3, 6}, fb[1] = {3};
 	int n;
 
 	ob_input(b, "x", 4, in);
@@ -1689,15 +1685,11 @@ static uint8_t *activations_onnx(size_t *len, bool neg)
 	ob_init(b, "w2", 4, w2);
 	ob_init(b, "fw", 2, fw);
 	ob_init(b, "fb", 1, fb);
-	n = ob_node(b, "Conv", "x,w1", "c1");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
-	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_conv(b, "x,w1", "c1", 3, 1);
 	n = ob_node(b, "LeakyRelu", "c1", "a1");
 	ob_attr_f(b, n, "alpha", neg ? -0.1f : 0.2f);
 	ob_node(b, "Tanh", "a1", "a2");
-	n = ob_node(b, "Conv", "a2,w2", "c2");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
-	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_conv(b, "a2,w2", "c2", 3, 1);
 	ob_node(b, "Elu", "c2", "a3");
 	ob_node(b, "Softplus", "a3", "sp");
 	ob_node(b, "Tanh", "sp", "th");
@@ -1740,17 +1732,15 @@ static uint8_t *end_pads_onnx(size_t *len, int variant)
 	struct ob *b = ob_new(9);
 	int64_t in[4] = {-1, 2, 6, 6}, w1[4] = {4, 2, 3, 3}, fw[2] = {3, 4},
 		fb[1] = {3}, k3[2] = {3, 3}, s2[2] = {2, 2},
-		p1[4] = {1, 1, 1, 1}, pe[4] = {0, 0, 1, 1},
-		pb[4] = {1, 1, 0, 0}, p3[4] = {0, 0, 3, 3};
+		pe[4] = {0, 0, 1, 1}, pb[4] = {1, 1, 0, 0},
+		p3[4] = {0, 0, 3, 3};
 	int n;
 
 	ob_input(b, "x", 4, in);
 	ob_init(b, "w1", 4, w1);
 	ob_init(b, "fw", 2, fw);
 	ob_init(b, "fb", 1, fb);
-	n = ob_node(b, "Conv", "x,w1", "c1");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
-	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_conv(b, "x,w1", "c1", 3, 1);
 	n = ob_node(b, variant == 2 ? "AveragePool" : "MaxPool", "c1", "p1");
 	ob_attr_ints(b, n, "kernel_shape", 2, k3);
 	ob_attr_ints(b, n, "strides", 2, s2);
@@ -1797,17 +1787,14 @@ static uint8_t *gmp_onnx(size_t *len, bool wide)
 {
 	struct ob *b = ob_new(13);
 	int64_t in[4] = {-1, 2, 5, wide ? 4 : 5}, w1[4] = {4, 2, 3, 3},
-		fw[2] = {3, 4}, fb[1] = {3}, k3[2] = {3, 3},
-		p1[4] = {1, 1, 1, 1};
+		fw[2] = {3, 4}, fb[1] = {3};
 	int n;
 
 	ob_input(b, "x", 4, in);
 	ob_init(b, "w1", 4, w1);
 	ob_init(b, "fw", 2, fw);
 	ob_init(b, "fb", 1, fb);
-	n = ob_node(b, "Conv", "x,w1", "c1");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
-	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_conv(b, "x,w1", "c1", 3, 1);
 	ob_node(b, "GlobalMaxPool", "c1", "g1");
 	n = ob_node(b, "Flatten", "g1", "fl");
 	ob_attr_i(b, n, "axis", 1);
@@ -1846,8 +1833,7 @@ static uint8_t *scale_onnx(size_t *len, int variant)
 	struct ob *b = ob_new(13);
 	int64_t in[4] = {-1, 2, 5, 5}, w1[4] = {4, 2, 3, 3},
 		w2[4] = {4, 4, 3, 3}, fw[2] = {3, 4}, fb[1] = {3},
-		k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1}, c4[3] = {4, 1, 1};
-	int n;
+		c4[3] = {4, 1, 1};
 
 	ob_input(b, "x", 4, in);
 	ob_init(b, "w1", 4, w1);
@@ -1862,13 +1848,9 @@ static uint8_t *scale_onnx(size_t *len, int variant)
 	ob_node(b, "Div", variant == 1 ? "k255,x" : "x,k255", "s1");
 	ob_node(b, "Sub", "s1,half", "s2");
 	ob_node(b, "Div", "s2,half", "s3");
-	n = ob_node(b, "Conv", "s3,w1", "c1");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
-	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_conv(b, "s3,w1", "c1", 3, 1);
 	ob_node(b, "Relu", "c1", "r1");
-	n = ob_node(b, "Conv", "r1,w2", "c2");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
-	ob_attr_ints(b, n, "pads", 4, p1);
+	ob_conv(b, "r1,w2", "c2", 3, 1);
 	ob_node(b, variant == 2 ? "Add" : "Mul",
 		variant == 2 ? "c2,vec" : "c2,fifth", "m2");
 	ob_node(b, "Add", "m2,r1", "sum");
@@ -1909,17 +1891,14 @@ static uint8_t *dilated_onnx(size_t *len, int variant)
 {
 	struct ob *b = ob_new(13);
 	int64_t in[4] = {-1, 2, 8, 8}, w1[4] = {4, 2, 3, 3}, fw[2] = {3, 4},
-		fb[1] = {3}, k3[2] = {3, 3}, k2[2] = {2, 2},
-		p2[4] = {2, 2, 2, 2}, d2[2] = {2, 2}, d21[2] = {2, 1};
+		fb[1] = {3}, k2[2] = {2, 2}, d2[2] = {2, 2}, d21[2] = {2, 1};
 	int n;
 
 	ob_input(b, "x", 4, in);
 	ob_init(b, "w1", 4, w1);
 	ob_init(b, "fw", 2, fw);
 	ob_init(b, "fb", 1, fb);
-	n = ob_node(b, "Conv", "x,w1", "c1");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
-	ob_attr_ints(b, n, "pads", 4, p2);
+	n = ob_conv(b, "x,w1", "c1", 3, 2);
 	ob_attr_ints(b, n, "dilations", 2, variant == 1 ? d21 : d2);
 	n = ob_node(b, "MaxPool", "c1", "p1");
 	ob_attr_ints(b, n, "kernel_shape", 2, k2);
@@ -1965,7 +1944,7 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 	struct ob *b = ob_new(13);
 	int64_t in[4] = {-1, 8, 8, 1}, w1[4] = {4, 1, 3, 3}, c4[1] = {4},
 		d1[2] = {36, 8}, c8[1] = {8}, d2[2] = {8, 3}, c3[1] = {3},
-		k2[2] = {2, 2}, k3[2] = {3, 3}, to_nchw[4] = {0, 3, 1, 2},
+		k2[2] = {2, 2}, to_nchw[4] = {0, 3, 1, 2},
 		to_nhwc[4] = {0, 2, 3, 1}, flat[2] = {-1, 36},
 		flat3[3] = {-1, 4, 9}, flat4[2] = {-1, 64}, flat5[2] = {-1, 16},
 		s2[2] = {2, 2};
@@ -1996,8 +1975,7 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 	ob_attr_ints(b, n, "perm", 4, to_nchw);
 	if (variant == 1)
 		ob_node(b, "Relu", "x", "unused");
-	n = ob_node(b, "Conv", "t0,w1,b1", "c1");
-	ob_attr_ints(b, n, "kernel_shape", 2, k3);
+	n = ob_conv(b, "t0,w1,b1", "c1", 3, 0);
 	if (variant == 4 || variant == 5)
 		ob_attr_s(b, n, "auto_pad", "SAME_UPPER");
 	if (variant == 5)
