@@ -127,15 +127,6 @@ static struct hp_device_type *host_type(struct hp_catalog *cat)
 	return NULL;
 }
 
-static void utc_now(char *buf, size_t n)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* err's message kept (after "what: " when what is not NULL) under
  * another code. */
 static int recode(struct hp_error *err, int code, const char *what)
@@ -467,7 +458,7 @@ static int run(struct cal *c, struct hp_error *err)
 						  err)))
 		goto out;
 	f->calib.ref_time_s = res->ref_s;
-	utc_now(f->calib.when, sizeof(f->calib.when));
+	hp_utc_iso8601(time(NULL), f->calib.when, sizeof(f->calib.when));
 	if ((rc = hp_host_file_save(res->path, f, err))) {
 		rc = recode(err, HP_EIO, NULL);
 		goto out;

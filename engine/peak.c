@@ -195,7 +195,6 @@ int hp_engine_cpu_peaks(int threads, double seconds, int64_t l3_bytes,
 {
 	struct hp_host_peaks p;
 	time_t t = time(NULL);
-	struct tm tm;
 	int rc;
 
 	if (threads < 0 || threads > 4096)
@@ -224,8 +223,7 @@ int hp_engine_cpu_peaks(int threads, double seconds, int64_t l3_bytes,
 		p.loader.decode_s_per_px = p.loader.augment_s_per_px = NAN;
 		p.loader.jpeg_bits_per_px = NAN;
 	}
-	gmtime_r(&t, &tm);
-	strftime(p.when, sizeof(p.when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	hp_utc_iso8601(t, p.when, sizeof(p.when));
 	*out = p;
 	return 0;
 }

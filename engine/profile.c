@@ -198,7 +198,6 @@ static void fill_identity(struct hp_profile_row *r, const struct hp_engine *e,
 			  const struct hp_profile_opts *o)
 {
 	time_t now = time(NULL);
-	struct tm tm;
 	struct hp_engine_device_info di;
 
 	snprintf(r->device, sizeof(r->device), "%s",
@@ -217,8 +216,7 @@ static void fill_identity(struct hp_profile_row *r, const struct hp_engine *e,
 		snprintf(r->driver, sizeof(r->driver), "%s", di.driver);
 	snprintf(r->optimizer, sizeof(r->optimizer), "%s",
 		 o->opt == HP_OPT_ADAM ? "adam" : "sgd");
-	gmtime_r(&now, &tm);
-	strftime(r->timestamp, sizeof(r->timestamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	hp_utc_iso8601(now, r->timestamp, sizeof(r->timestamp));
 	snprintf(r->hetpool_version, sizeof(r->hetpool_version), "%s",
 		 hp_version());
 }

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -243,6 +244,9 @@ const char *hp_version(void);
 
 /* Monotonic clock in seconds. */
 double hp_now_s(void);
+/* Time t in UTC as ISO 8601, "2026-12-02T08:26:24Z", into buf (21 bytes
+ * or more; a smaller one gets ""). */
+void hp_utc_iso8601(time_t t, char *buf, size_t n);
 
 #ifdef __cplusplus
 }

@@ -863,16 +863,13 @@ struct hp_estimator *hp__fit_set(const struct hp__set *set, const bool *use,
 	const struct hp_device_type *t = NULL;
 	double *gpw = NULL;
 	int ncpu = 0, ngpu = 0, rc = 0, adev = 0;
-	time_t now = time(NULL);
-	struct tm tm;
 
 	if (!est)
 		goto nomem;
 	est->version = HP_ESTIMATOR_VERSION;
 	est->family = HP_EST_PHYSICAL;
 	est->power_gamma = 0.5;
-	gmtime_r(&now, &tm);
-	strftime(est->created, sizeof(est->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	hp_utc_iso8601(time(NULL), est->created, sizeof(est->created));
 	/* how many points of each kind (a million CPU rows need no room
 	 * for a million GPU points) */
 	for (int i = 0; i < set->n; i++) {

@@ -240,6 +240,16 @@ int hp_grow(void *arr, int *cap, int n, size_t size, int first)
 	return 0;
 }
 
+void hp_utc_iso8601(time_t t, char *buf, size_t n)
+{
+	struct tm tm;
+
+	if (!n)
+		return;
+	if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		buf[0] = '\0';
+}
+
 double hp_now_s(void)
 {
 	struct timespec ts;

@@ -110,3 +110,16 @@ HP_TEST(util_grow_doubles_and_keeps_elements)
 	ASSERT(a == before && huge == INT_MAX / 2 + 1);
 	free(a);
 }
+
+HP_TEST(util_utc_iso8601)
+{
+	/* against date -u -d @T; a buffer too small for it gets "" */
+	char b[32], small[8];
+
+	hp_utc_iso8601(0, b, sizeof(b));
+	ASSERT_STR_EQ(b, "1970-01-01T00:00:00Z");
+	hp_utc_iso8601(1796198400, b, sizeof(b));
+	ASSERT_STR_EQ(b, "2026-12-02T08:00:00Z");
+	hp_utc_iso8601(1796198400, small, sizeof(small));
+	ASSERT_STR_EQ(small, "");
+}
