@@ -47,6 +47,8 @@ enum op_kind {
 	OP_BN_STATS,
 	OP_COPY,
 	OP_DW_WGRAD,
+	OP_GN_FWD,
+	OP_GN_BWD,
 	OP_ZERO /* a: set to 0 */
 };
 
@@ -59,7 +61,7 @@ struct op {
 	dnnl_exec_arg_t exec[MAX_ARGS];
 	/* custom ops */
 	int layer;
-	struct mem *a, *b, *c, *d, *e;
+	struct mem *a, *b, *c, *d, *e, *f, *g;
 };
 
 struct oplist {
@@ -913,6 +915,63 @@ static int build_lnorm(struct cpu *b, int i, struct hp_error *err)
 			  DNNL_ARG_DIFF_SHIFT, gshift)))
 		return rc;
 	if (pl->need_dsrc)
+		return reorder_back(b, &ls->bwd, dsrc, X->g, err);
+	return 0;
+}
+
+/*
+ * groupnorm: each sample's channels in groups, each group normalized over
+ * its channels and positions, then scaled and shifted per channel.
+ * oneDNN 2.6 has no group norm: the engine's own loops (gn_fwd(),
+ * gn_bwd()) on plain nchw (nc for flat data), a group's channels and
+ * positions one contiguous run.
+ */
+static int build_gnorm(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct hp__plan_act *xa = &b->p->acts[pl->x];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	const int64_t c = xa->dims[1];
+	dnnl_memory_desc_t cmd, plain;
+	struct mem *xs, *dsrc = NULL, *stats, *scale, *shift, *gscale, *gshift;
+	struct op *op;
+	int rc;
+
+	md_plain(&cmd, 1, &c);
+	md_plain(&plain, xa->rank, xa->dims);
+	if ((rc = as_md(b, &ls->fwd, X->d, &plain, true, &xs, err)) ||
+	    (rc = act_make(b, pl->y, &plain, err)) ||
+	    (rc = add_param(b, &cmd, &cmd, &scale, &gscale, err)) ||
+	    (rc = add_param(b, &cmd, &cmd, &shift, &gshift, err)))
+		return rc;
+	/* a mean and an inverse deviation per sample and group */
+	stats = mem_raw(b, 2 * sizeof(float) * (size_t)xa->dims[0] *
+			       (size_t)pl->L.groups);
+	if (!stats || !(op = op_new(&ls->fwd)))
+		return nomem(err);
+	op->kind = OP_GN_FWD;
+	op->layer = i;
+	op->a = xs;
+	op->b = Y->d;
+	op->c = scale;
+	op->d = shift;
+	op->e = stats;
+	if (pl->need_dsrc &&
+	    (rc = as_md(b, NULL, X->g, &plain, false, &dsrc, err)))
+		return rc;
+	if (!(op = op_new(&ls->bwd)))
+		return nomem(err);
+	op->kind = OP_GN_BWD;
+	op->layer = i;
+	op->a = xs;
+	op->b = Y->g;
+	op->c = scale;
+	op->d = stats;
+	op->e = dsrc;
+	op->f = gscale;
+	op->g = gshift;
+	if (dsrc)
 		return reorder_back(b, &ls->bwd, dsrc, X->g, err);
 	return 0;
 }
@@ -1806,7 +1865,7 @@ static void cpu_counters(void *be, struct hp_engine_counters *c, int dir)
 }
 
 /* PyTorch's default: uniform(+-1/sqrt(fan_in)) for conv and fc, 1 and 0
- * for bn and layernorm; running variance 1. */
+ * for bn, layernorm and groupnorm; running variance 1. */
 static int init_params(struct cpu *b, struct hp_error *err)
 {
 	uint64_t st = hp__rng_mix(b->o->seed ^ 0x5eedull);
@@ -1816,7 +1875,8 @@ static int init_params(struct cpu *b, struct hp_error *err)
 		const struct hp_engine_param *pi = &ps[i];
 		const struct hp_engine_param *w = (i & 1) ? &ps[i - 1] : pi;
 		enum hp_spec_layer_type lt = b->p->layers[pi->layer].L.type;
-		bool bn = lt == HP_LAYER_BN || lt == HP_LAYER_LAYERNORM;
+		bool bn = lt == HP_LAYER_BN || lt == HP_LAYER_LAYERNORM ||
+			  lt == HP_LAYER_GROUPNORM;
 		double fan_in = (double)(w->numel / w->dims[0]);
 		double bound = 1 / sqrt(fan_in);
 		float *v = malloc((size_t)pi->numel * sizeof(*v));
@@ -1956,6 +2016,9 @@ static int build(struct cpu *b, struct hp_error *err)
 			break;
 		case HP_LAYER_LAYERNORM:
 			rc = build_lnorm(b, i, err);
+			break;
+		case HP_LAYER_GROUPNORM:
+			rc = build_gnorm(b, i, err);
 			break;
 		case HP_LAYER_GELU:
 		case HP_LAYER_SOFTPLUS:
@@ -2114,6 +2177,115 @@ static void dropout_fwd(struct cpu *b, const struct op *op)
 		uint32_t u = (uint32_t)(hp__rng_mix(key + (uint64_t)i) >> 40);
 		m[i] = u >= thr ? scale : 0.0f;
 		y[i] = x[i] * m[i];
+	}
+}
+
+/* A group norm's shape: samples, groups, channels a group, the elements
+ * of a channel (its positions) and of a group. */
+struct gn_dims {
+	int64_t n, g, cg, hw, k;
+};
+
+static struct gn_dims gn_dims(const struct cpu *b, const struct op *op)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[op->layer];
+	const struct hp__plan_act *x = &b->p->acts[pl->x];
+	struct gn_dims d;
+
+	d.n = x->dims[0];
+	d.g = pl->L.groups;
+	d.cg = x->dims[1] / d.g;
+	d.hw = x->rank == 4 ? x->dims[2] * x->dims[3] : 1;
+	d.k = d.cg * d.hw;
+	return d;
+}
+
+/* y = (x - mean) / sqrt(var + eps) * scale + shift over each sample's
+ * group; the mean and 1 / sqrt(var + eps) kept for the backward (sums in
+ * double, the variance about the mean). */
+static void gn_fwd(struct cpu *b, const struct op *op)
+{
+	const struct gn_dims d = gn_dims(b, op);
+	const double eps = b->p->layers[op->layer].L.eps;
+	const float *x = op->a->p, *sc = op->c->p, *sh = op->d->p;
+	float *y = op->b->p, *st = op->e->p;
+
+#pragma omp parallel for schedule(static)
+	for (int64_t ng = 0; ng < d.n * d.g; ng++) {
+		const float *xg = x + ng * d.k;
+		float *yg = y + ng * d.k;
+		int64_t c0 = (ng % d.g) * d.cg;
+		double sum = 0, sq = 0, m, is;
+		for (int64_t j = 0; j < d.k; j++)
+			sum += xg[j];
+		m = sum / (double)d.k;
+		for (int64_t j = 0; j < d.k; j++)
+			sq += ((double)xg[j] - m) * ((double)xg[j] - m);
+		is = 1 / sqrt(sq / (double)d.k + eps);
+		st[2 * ng] = (float)m;
+		st[2 * ng + 1] = (float)is;
+		for (int64_t c = 0; c < d.cg; c++) {
+			float a = (float)is * sc[c0 + c], o = sh[c0 + c];
+			for (int64_t j = c * d.hw; j < (c + 1) * d.hw; j++)
+				yg[j] = (xg[j] - (float)m) * a + o;
+		}
+	}
+}
+
+/*
+ * The scale's and shift's gradients (sums over samples and positions of
+ * dy xhat and of dy), and, when wanted, the input's: with dxh = dy scale,
+ * dx = is (dxh - mean(dxh) - xhat mean(dxh xhat)) over the group.
+ */
+static void gn_bwd(struct cpu *b, const struct op *op)
+{
+	const struct gn_dims d = gn_dims(b, op);
+	const int64_t nc = d.g * d.cg;
+	const float *x = op->a->p, *dy = op->b->p, *sc = op->c->p,
+		    *st = op->d->p;
+	float *dsc = op->f->p, *dsh = op->g->p;
+
+#pragma omp parallel for schedule(static)
+	for (int64_t c = 0; c < nc; c++) {
+		double s1 = 0, s2 = 0;
+		const float *sg = st + 2 * (c / d.cg);
+		for (int64_t in = 0; in < d.n; in++) {
+			int64_t o = (in * nc + c) * d.hw;
+			double m = sg[2 * in * d.g], is = sg[2 * in * d.g + 1];
+			for (int64_t j = 0; j < d.hw; j++) {
+				s1 += (double)dy[o + j] *
+				      (((double)x[o + j] - m) * is);
+				s2 += dy[o + j];
+			}
+		}
+		dsc[c] = (float)s1;
+		dsh[c] = (float)s2;
+	}
+	if (!op->e)
+		return;
+#pragma omp parallel for schedule(static)
+	for (int64_t ng = 0; ng < d.n * d.g; ng++) {
+		const float *xg = x + ng * d.k, *dyg = dy + ng * d.k;
+		float *dxg = (float *)op->e->p + ng * d.k;
+		int64_t c0 = (ng % d.g) * d.cg;
+		double m = st[2 * ng], is = st[2 * ng + 1], s1 = 0, s2 = 0;
+		float fm = (float)m, fis = (float)is, b1, b2;
+		for (int64_t c = 0; c < d.cg; c++)
+			for (int64_t j = c * d.hw; j < (c + 1) * d.hw; j++) {
+				double g = (double)dyg[j] * sc[c0 + c];
+				s1 += g;
+				s2 += g * (((double)xg[j] - m) * is);
+			}
+		s1 /= (double)d.k;
+		s2 /= (double)d.k;
+		b1 = (float)(is * s1);
+		b2 = (float)(is * s2);
+		for (int64_t c = 0; c < d.cg; c++) {
+			float gs = fis * sc[c0 + c];
+			for (int64_t j = c * d.hw; j < (c + 1) * d.hw; j++)
+				dxg[j] =
+				    dyg[j] * gs - (xg[j] - fm) * fis * b2 - b1;
+		}
 	}
 }
 
@@ -2318,6 +2490,12 @@ static int run(struct cpu *b, struct oplist *l, struct hp_error *err)
 			break;
 		case OP_DW_WGRAD:
 			dw_wgrad(b, op);
+			break;
+		case OP_GN_FWD:
+			gn_fwd(b, op);
+			break;
+		case OP_GN_BWD:
+			gn_bwd(b, op);
 			break;
 		case OP_ZERO:
 			memset(op->a->p, 0, op->a->bytes);

@@ -164,11 +164,13 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 					    L->alpha);
 		break;
 	case HP_LAYER_LAYERNORM:
+	case HP_LAYER_GROUPNORM: /* its groups: hp_spec_shapes() */
 		if (!(L->eps > 0 && L->eps <= 1))
 			return hp_error_set(err, HP_ERANGE,
-					    "layer %d (layernorm): eps %g not "
-					    "in (0, 1]",
-					    i, L->eps);
+					    "layer %d (%s): eps %g not in (0, "
+					    "1]",
+					    i, hp_spec_layer_name(L->type),
+					    L->eps);
 		break;
 	case HP_LAYER_HARDSIGMOID:
 		if (!(L->alpha != 0 && isfinite(L->alpha) && isfinite(L->beta)))
@@ -209,6 +211,7 @@ static bool layer_params(const struct hp_spec_layer *L,
 		return true;
 	case HP_LAYER_BN:
 	case HP_LAYER_LAYERNORM:
+	case HP_LAYER_GROUPNORM:
 		w->rank = 1;
 		w->dims[0] = b->dims[0] = x->dims[1];
 		return true;
@@ -453,7 +456,7 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 	if (!any_params) {
 		rc = hp_error_set(err, HP_EINVAL,
 				  "the spec has no trainable layer (conv, bn, "
-				  "layernorm or fc)");
+				  "layernorm, groupnorm or fc)");
 		goto fail;
 	}
 	/* Parameter elements (overflow-checked: sizes come from input). */
@@ -537,6 +540,13 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 			b += 2 * 4 * ex + 2.0 * 4 * (double)x->dims[0] *
 					      (double)x->dims[2] *
 					      (double)x->dims[3];
+			wb = 4.0 * 2 * (double)x->dims[1];
+			break;
+		case HP_LAYER_GROUPNORM:
+			/* its input and input gradient in nchw, a mean and
+			 * an inverse deviation a sample's group */
+			b += 2 * 4 * ex + 2.0 * 4 * (double)x->dims[0] *
+					      (double)pl->L.groups;
 			wb = 4.0 * 2 * (double)x->dims[1];
 			break;
 		case HP_LAYER_POOL:

@@ -3,10 +3,11 @@
 
 torchvision's models (tools/gen_test_models.py) are one exporter's forms of one
 library's code. Users' own models and exports differ: they end in log_softmax, scale
-their input in forward(), use tanh, LeakyReLU and ELU, adaptive max pooling, export at an
-old opset or without their parameters. Each model here is one of those forms; every one
-runs in hetpool's engine, and tests/cli/onnx_engine.sh checks that each converts, which
-layers its spec has, and that the analysis counts PyTorch's parameters.
+their input in forward(), use tanh, LeakyReLU and ELU, adaptive max pooling, group and
+instance norm, export at an old opset or without their parameters. Each model here is one
+of those forms; every one runs in hetpool's engine, and tests/cli/onnx_engine.sh checks
+that each converts, which layers its spec has, and that the analysis counts PyTorch's
+parameters.
 
 Writes into --out (default tests/data/onnx):
   user_*.onnx   training-mode exports (torch.onnx.export, TrainingMode.TRAINING), input
@@ -118,6 +119,43 @@ class DilatedMishNet(nn.Module):
         return self.f(x)
 
 
+class GroupNormResNet(nn.Module):
+    """Group norm in place of batch norm, as small-batch training (detection,
+    segmentation, data-parallel ranks with few samples each) uses it: 8 groups
+    of the channels, a residual block."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1, bias=False), nn.GroupNorm(8, 32),
+                                  nn.ReLU())
+        self.block = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1, bias=False), nn.GroupNorm(8, 32),
+                                   nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1, bias=False),
+                                   nn.GroupNorm(8, 32))
+        self.head = nn.Sequential(nn.Conv2d(32, 64, 3, stride=2, padding=1, bias=False),
+                                  nn.GroupNorm(32, 64), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                  nn.Flatten(), nn.Linear(64, 10))
+
+    def forward(self, x):
+        x = self.stem(x)
+        return self.head(F.relu(x + self.block(x)))
+
+
+class InstanceNormNet(nn.Module):
+    """Instance norm (style-transfer and GAN discriminators' habit): one
+    with a learned scale and shift, one without; a group norm without."""
+
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.InstanceNorm2d(16, affine=True), nn.ReLU(),
+            nn.Conv2d(16, 16, 3, padding=1), nn.InstanceNorm2d(16), nn.LeakyReLU(0.2),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.GroupNorm(4, 32, affine=False), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+
+    def forward(self, x):
+        return self.f(x)
+
+
 def params(m):
     return sum(p.numel() for p in m.parameters() if p.requires_grad)
 
@@ -137,6 +175,10 @@ MODELS = [
      "opset 9: ceil-mode max pools written as longer end pads"),
     ("user_resnet18_noparams", lambda: torchvision.models.resnet18(weights=None), (3, 64, 64),
      13, False, "export_params=False: the parameters are graph inputs"),
+    ("user_groupnorm", GroupNormResNet, (3, 32, 32), 13, True,
+     "GroupNorm (Reshape, InstanceNormalization, Reshape, Mul, Add) in a residual net"),
+    ("user_instancenorm", InstanceNormNet, (3, 32, 32), 13, True,
+     "InstanceNorm2d with and without affine, GroupNorm without affine"),
 ]
 
 

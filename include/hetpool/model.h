@@ -198,9 +198,15 @@ enum hp_spec_layer_type {
 	HP_LAYER_ELU,	      /* x for x > 0, else alpha (exp(x) - 1) */
 	HP_LAYER_SCALE,	      /* alpha x + beta, constants (x / 255, x * 0.5) */
 	HP_LAYER_SOFTPLUS,    /* log(1 + exp(x)) (Mish is x tanh(softplus)) */
+	HP_LAYER_GROUPNORM,   /* each sample's channels in `groups` groups,
+				 each group (its channels and positions)
+				 normalized to mean 0, variance 1 (eps
+				 added), then scaled and shifted per
+				 channel; groups = channels is an instance
+				 norm.  Independent of the batch. */
 };
 /* The last layer type (for tables indexed by type). */
-#define HP_LAYER_LAST HP_LAYER_SOFTPLUS
+#define HP_LAYER_LAST HP_LAYER_GROUPNORM
 /* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
  * range. */
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);
@@ -221,6 +227,7 @@ struct hp_spec_layer {
 	int64_t groups; /* conv: 0 or 1 dense; filters and input channels
 			   divide by it (depthwise: groups == channels);
 			   shuffle: the groups, 2 or more, dividing the
+			   channels; groupnorm: the groups, dividing the
 			   channels */
 	int64_t start, channels; /* slice */
 	/* conv: a kernel that is not square, or pads that differ between

@@ -26,39 +26,47 @@
  */
 enum part {
 	P_NONE,
-	P_MEAN,	    /* ReduceMean over the channels of src */
-	P_CENT,	    /* src - its mean */
-	P_SQ,	    /* (src - mean)^2 */
-	P_VAR,	    /* its mean */
-	P_VAREPS,   /* + eps */
-	P_STD,	    /* sqrt */
-	P_GDIV,	    /* src / sqrt(2) */
-	P_GERF,	    /* erf of it */
-	P_GERF1,    /* + 1 */
-	P_GHALF,    /* src * (1 + erf(src / sqrt(2))) */
-	P_PARTIAL,  /* the last of those */
-	P_LN_OUT,   /* a layernorm layer's output: its weight's Mul to come */
-	P_LN_SCALE, /* and its bias's Add */
-	P_MM_OUT    /* a MatMul's conv or fc: its bias's Add to come */
+	P_MEAN,	     /* ReduceMean over the channels of src */
+	P_CENT,	     /* src - its mean */
+	P_SQ,	     /* (src - mean)^2 */
+	P_VAR,	     /* its mean */
+	P_VAREPS,    /* + eps */
+	P_STD,	     /* sqrt */
+	P_GDIV,	     /* src / sqrt(2) */
+	P_GERF,	     /* erf of it */
+	P_GERF1,     /* + 1 */
+	P_GHALF,     /* src * (1 + erf(src / sqrt(2))) */
+	P_GN_GROUPS, /* src reshaped to N, groups, the rest */
+	P_GN_NORM,   /* its InstanceNormalization (scale 1, bias 0) */
+	P_PARTIAL,   /* the last of those */
+	P_LN_OUT,    /* a layernorm layer's output: its weight's Mul to come */
+	P_LN_SCALE,  /* and its bias's Add */
+	P_MM_OUT,    /* a MatMul's conv or fc: its bias's Add to come */
+	P_GN_OUT,    /* a groupnorm layer's output: its weight's Mul to come */
+	P_GN_SCALE   /* and its bias's Add */
 };
 
 /* The op that may read a tensor of each partial part. */
 static const char *const part_next[P_PARTIAL] = {
-    [P_MEAN] = "Sub",	 [P_SQ] = "ReduceMean", [P_VAR] = "Add",
-    [P_VAREPS] = "Sqrt", [P_STD] = "Div",	[P_GDIV] = "Erf",
-    [P_GERF] = "Add",	 [P_GERF1] = "Mul",	[P_GHALF] = "Mul",
+    [P_MEAN] = "Sub",	     [P_SQ] = "ReduceMean",
+    [P_VAR] = "Add",	     [P_VAREPS] = "Sqrt",
+    [P_STD] = "Div",	     [P_GDIV] = "Erf",
+    [P_GERF] = "Add",	     [P_GERF1] = "Mul",
+    [P_GHALF] = "Mul",	     [P_GN_GROUPS] = "InstanceNormalization",
+    [P_GN_NORM] = "Reshape",
 };
 
 struct tinfo {
-	bool cl;     /* an activation transposed to channels-last (N, H,
-			W, C: ConvNeXt's blocks, around its layer norms
-			and 1x1 layers) */
-	bool excl;   /* no other reader saw its layer's output on the way
-			from the layer to it (a layer scale may fold) */
-	int8_t part; /* enum part */
-	int src;     /* the tensor a layer norm or gelu is of */
-	int readers; /* nodes reading it */
-	double eps;  /* P_VAREPS, P_STD */
+	bool cl;	/* an activation transposed to channels-last (N, H,
+			   W, C: ConvNeXt's blocks, around its layer norms
+			   and 1x1 layers) */
+	bool excl;	/* no other reader saw its layer's output on the way
+			   from the layer to it (a layer scale may fold) */
+	int8_t part;	/* enum part */
+	int src;	/* the tensor a layer norm or gelu is of */
+	int readers;	/* nodes reading it */
+	double eps;	/* P_VAREPS, P_STD, P_GN_NORM */
+	int64_t groups; /* P_GN_GROUPS, P_GN_NORM */
 };
 
 struct conv_ctx {
@@ -79,6 +87,9 @@ struct conv_ctx {
 	/* what was taken otherwise than written, for the spec's notes */
 	const char *final_softmax; /* the op, or NULL */
 	int scales_folded, ceil_pads, cl_flattens;
+	/* group norms made of PyTorch's pattern, and those of them with
+	 * their scale's Mul; instance norms with constant scale and bias */
+	int gn_made, gn_affine, in_plain;
 };
 
 static void note_bad(struct conv_ctx *c, const char *op)
@@ -779,6 +790,137 @@ static int convnext_node(struct conv_ctx *c, const struct hp_node *n,
 	return 1;
 }
 
+/* Whether t is a constant (not an activation) of n known values, all v;
+ * with fixed, not a stored weight (an initializer) that training would
+ * move from its first value (a model trained at its start has weights of
+ * 1 and 0 too). */
+static bool const_all(const struct conv_ctx *c, int t, int64_t n, double v,
+		      bool fixed)
+{
+	const struct hp_tensor *x;
+
+	if (t < 0 || c->val[t] != VAL_NONE)
+		return false;
+	x = &c->g->tensors[t];
+	if (x->nfvals != n || hp_tensor_numel(x) != n ||
+	    (fixed && (x->initializer || x->graph_input)))
+		return false;
+	for (int64_t i = 0; i < n; i++)
+		if (x->fvals[i] != v)
+			return false;
+	return true;
+}
+
+/*
+ * Group and instance norms.  PyTorch exports nn.GroupNorm (before opset
+ * 18) as a Reshape to N, G, the rest; an InstanceNormalization of that
+ * with scale 1 and bias 0; a Reshape back (to the Shape of its input); a
+ * Mul by its weight and an Add of its bias (C, 1, 1 each).  An
+ * InstanceNormalization of an image with a scale and bias per channel is
+ * nn.InstanceNorm2d; GroupNormalization (opset 21: scale and bias per
+ * channel) is the one op.  Returns 0 when node n was one of these forms,
+ * 1 when not, < 0 on error.
+ */
+static int groupnorm_node(struct conv_ctx *c, const struct hp_node *n,
+			  struct hp_error *err)
+{
+	const struct hp_graph *g = c->g;
+	const char *op = n->op;
+	int a = n->ninputs > 0 ? n->inputs[0] : -1;
+	int b = n->ninputs > 1 ? n->inputs[1] : -1;
+	int bias = n->ninputs > 2 ? n->inputs[2] : -1;
+	bool act_a = a >= 0 && c->val[a] != VAL_NONE;
+	bool act_b = b >= 0 && c->val[b] != VAL_NONE;
+	int t = act_a ? a : b, k = act_a ? b : a;
+	const struct hp_tensor *x, *y;
+	struct tinfo *tt;
+	struct hp_spec_layer L;
+	int64_t ch;
+
+	if (act_a == act_b || n->noutputs < 1 || n->outputs[0] < 0)
+		return 1;
+	x = &g->tensors[t];
+	y = &g->tensors[n->outputs[0]];
+	tt = &c->ti[t];
+	ch = x->rank >= 2 ? x->dims[1] : -1;
+	memset(&L, 0, sizeof(L));
+	L.type = HP_LAYER_GROUPNORM;
+	if (!strcmp(op, "Reshape") && act_a && whole(c, a) && !tt->cl &&
+	    (x->rank == 4 || x->rank == 2) && y->rank == 3 &&
+	    y->dims[0] == x->dims[0] && y->dims[1] >= 1 &&
+	    ch % y->dims[1] == 0 &&
+	    y->dims[2] == hp_tensor_numel(x) / x->dims[0] / y->dims[1] &&
+	    c->ti[n->outputs[0]].readers == 1) {
+		/* perhaps a group norm's first step: only its
+		 * InstanceNormalization may read it (part_next) */
+		part_of(c, n, c->val[a], P_GN_GROUPS, a, 0);
+		c->ti[n->outputs[0]].groups = y->dims[1];
+		return 0;
+	}
+	if (!strcmp(op, "InstanceNormalization") && act_a &&
+	    tt->part == P_GN_GROUPS) {
+		L.eps = hp_node_attr_f(n, "epsilon", 1e-5);
+		if (!const_all(c, b, tt->groups, 1, false) ||
+		    !const_all(c, bias, tt->groups, 0, false) ||
+		    !(L.eps > 0 && L.eps <= 1))
+			return 1;
+		part_of(c, n, c->val[a], P_GN_NORM, tt->src, L.eps);
+		c->ti[n->outputs[0]].groups = tt->groups;
+		return 0;
+	}
+	if (!strcmp(op, "Reshape") && act_a && tt->part == P_GN_NORM) {
+		const struct hp_tensor *src = &g->tensors[tt->src];
+		if (y->rank != src->rank ||
+		    memcmp(y->dims, src->dims,
+			   (size_t)y->rank * sizeof(y->dims[0])))
+			return 1;
+		L.groups = tt->groups;
+		L.eps = tt->eps;
+		c->gn_made++;
+		return add_layer_of(c, n, &L, tt->src, P_GN_OUT, err);
+	}
+	if (((!strcmp(op, "InstanceNormalization") && x->rank == 4) ||
+	     !strcmp(op, "GroupNormalization")) &&
+	    act_a && whole(c, a) && !tt->cl && n->ninputs == 3) {
+		/* nn.InstanceNorm2d: a group per channel; or the one op */
+		bool gn = !strcmp(op, "GroupNormalization");
+		L.groups = gn ? hp_node_attr_i(n, "num_groups", 0) : ch;
+		L.eps = hp_node_attr_f(n, "epsilon", 1e-5);
+		if (L.groups < 1 || ch % L.groups || !(L.eps > 0 && L.eps <= 1))
+			return 1;
+		if (gn && L.groups < ch && stored_vec(c, b, L.groups, false)) {
+			pass_through(c, n, c->val[a],
+				     "GroupNormalization (a scale per group: "
+				     "opset 18)");
+			return 0;
+		}
+		if (!gn && const_all(c, b, ch, 1, true) &&
+		    const_all(c, bias, ch, 0, true))
+			c->in_plain++;
+		else if (!stored_vec(c, b, ch, false) ||
+			 !stored_vec(c, bias, ch, false))
+			return 1;
+		return add_layer_of(c, n, &L, a, P_NONE, err);
+	}
+	if (n->ninputs != 2 || tt->readers != 1 ||
+	    (tt->part != P_GN_OUT && tt->part != P_GN_SCALE))
+		return 1;
+	/* without affine (PyTorch's affine=False), the Mul is by a
+	 * constant 1 and the Add of a 0 */
+	if (!strcmp(op, "Mul") && tt->part == P_GN_OUT &&
+	    (const_all(c, k, 1, 1, true) || stored_vec(c, k, ch, true))) {
+		/* the group norm's weight: the layer's own */
+		c->gn_affine += stored_vec(c, k, ch, true);
+		pass_through(c, n, c->val[t], NULL);
+		c->ti[n->outputs[0]].part = P_GN_SCALE;
+		return 0;
+	}
+	if (!strcmp(op, "Add") && tt->part == P_GN_SCALE &&
+	    (const_all(c, k, 1, 0, true) || stored_vec(c, k, ch, true)))
+		return pass_through(c, n, c->val[t], NULL);
+	return 1;
+}
+
 /*
  * An activation times, over, plus or minus a constant scalar (x / 255,
  * (x - 0.5) / 0.5, a residual branch * 0.2): a scale layer, or folded
@@ -922,10 +1064,11 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			 ? strcmp(op, "Pow") && strcmp(op, "Div")
 			 : strcmp(op, part_next[c->ti[t].part])))
 			return pass_through(c, n, ins[0],
-					    "a layer norm or gelu in another "
-					    "form");
+					    "a layer or group norm or gelu in "
+					    "another form");
 	}
-	if ((rc = convnext_node(c, n, err)) <= 0)
+	if ((rc = convnext_node(c, n, err)) <= 0 ||
+	    (rc = groupnorm_node(c, n, err)) <= 0)
 		return rc;
 	/* arithmetic with a scalar, on any layout */
 	if ((rc = scale_node(c, n, ins[0], err)) <= 0)
@@ -1268,6 +1411,20 @@ static void notes(const struct conv_ctx *c, bool nhwc, struct hp_spec *s)
 	if (nhwc)
 		note(s, "the input is N, H, W, C (read through a Transpose): "
 			"the spec and --input-shape say C x H x W");
+	if (c->gn_made > c->gn_affine)
+		note(s,
+		     "%d group norm%s without a scale and shift train%s with "
+		     "them (the engine's group norm has both, from 1 and 0)",
+		     c->gn_made - c->gn_affine,
+		     c->gn_made - c->gn_affine == 1 ? "" : "s",
+		     c->gn_made - c->gn_affine == 1 ? "s" : "");
+	if (c->in_plain)
+		note(s,
+		     "%d instance norm%s without a scale and shift train%s "
+		     "with them (the engine's group norm has both, from 1 and "
+		     "0)",
+		     c->in_plain, c->in_plain == 1 ? "" : "s",
+		     c->in_plain == 1 ? "s" : "");
 	if (c->cl_flattens)
 		note(s, "channels-last data flattened: the fc after it reads "
 			"the same features in C, H, W order (its weights are "

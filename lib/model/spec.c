@@ -51,6 +51,7 @@ static const char *const layer_names[] = {
     [HP_LAYER_ELU] = "elu",
     [HP_LAYER_SCALE] = "scale",
     [HP_LAYER_SOFTPLUS] = "softplus",
+    [HP_LAYER_GROUPNORM] = "groupnorm",
 };
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
@@ -197,6 +198,8 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 	static const char *const k_shuffle[] = {"type", "groups", "inputs",
 						NULL};
 	static const char *const k_lnorm[] = {"type", "eps", "inputs", NULL};
+	static const char *const k_gnorm[] = {"type", "groups", "eps", "inputs",
+					      NULL};
 	static const char *const k_alpha[] = {"type", "alpha", "inputs", NULL};
 	static const char *const k_scale[] = {"type", "factor", "shift",
 					      "inputs", NULL};
@@ -395,6 +398,19 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 			return hp_error_set(err, HP_ERANGE,
 					    "%s: \"eps\" must be in (0, 1]",
 					    where);
+	} else if (!strcmp(type, "groupnorm")) {
+		/* PyTorch's nn.GroupNorm: groups required, eps 1e-5 */
+		L->type = HP_LAYER_GROUPNORM;
+		L->eps = 1e-5;
+		if ((rc = check_keys(lj, k_gnorm, where, err)) ||
+		    (rc = get_int(lj, "groups", -1, 1, SPEC_MAX_SIZE,
+				  &L->groups, where, err)) ||
+		    (rc = get_num(lj, "eps", &L->eps, where, err)))
+			return rc;
+		if (!(L->eps > 0 && L->eps <= 1))
+			return hp_error_set(err, HP_ERANGE,
+					    "%s: \"eps\" must be in (0, 1]",
+					    where);
 	} else if (!strcmp(type, "scale")) {
 		/* factor x + shift: a model's constant arithmetic on its
 		 * data (x / 255, (x - 0.5) / 0.5, a residual branch * 0.2) */
@@ -458,7 +474,7 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		return hp_error_set(
 		    err, HP_EINVAL,
 		    "%s: unknown type (conv, bn, layernorm, "
-		    "relu, leakyrelu, elu, clip, sigmoid, tanh, "
+		    "groupnorm, relu, leakyrelu, elu, clip, sigmoid, tanh, "
 		    "hardsigmoid, gelu, softplus, scale, "
 		    "pool, gap, dropout, fc, softmax, add, mul, "
 		    "concat, flatten, slice, shuffle)",
@@ -653,6 +669,16 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 				goto out;
 			}
 			c = L->channels;
+			break;
+		case HP_LAYER_GROUPNORM:
+			if (L->groups < 1 || c % L->groups) {
+				rc = hp_error_set(
+				    err, HP_ESHAPE,
+				    "layer %d (groupnorm): %lld groups of "
+				    "%lld channels (must divide them)",
+				    i, (long long)L->groups, (long long)c);
+				goto out;
+			}
 			break;
 		case HP_LAYER_SHUFFLE:
 			if (f || L->groups < 2 || c % L->groups) {
@@ -1095,6 +1121,21 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			nin = 1;
 			break;
 		}
+		case HP_LAYER_GROUPNORM: {
+			/* ONNX's GroupNormalization (opset 21: a scale and
+			 * a bias per channel) */
+			char wn[112];
+			for (int k = 0; k < 2; k++) {
+				snprintf(wn, sizeof(wn), "%s.%s", nm,
+					 k ? "bias" : "weight");
+				if ((ins[1 + k] = add_init(g, wn, 1, &c,
+							   HP_DT_FLOAT)) < 0)
+					goto nomem;
+			}
+			op = "GroupNormalization";
+			nin = 3;
+			break;
+		}
 		case HP_LAYER_MUL:
 			op = "Mul";
 			break;
@@ -1249,6 +1290,16 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 					     (int64_t[4]){0, 3, 1, 2}, 4)) {
 				goto nomem;
 			}
+		} else if (L->type == HP_LAYER_GROUPNORM) {
+			struct hp_attr *a =
+			    hp_node_add_attr(n, "num_groups", HP_ATTR_INT);
+			if (!a)
+				goto nomem;
+			a->i = L->groups;
+			if (!(a = hp_node_add_attr(n, "epsilon",
+						   HP_ATTR_FLOAT)))
+				goto nomem;
+			a->f = L->eps;
 		} else if (L->type == HP_LAYER_LEAKYRELU ||
 			   L->type == HP_LAYER_ELU) {
 			struct hp_attr *a =
@@ -1433,6 +1484,11 @@ char *hp_spec_to_json(const struct hp_spec *s)
 			break;
 		case HP_LAYER_LAYERNORM:
 			o = json_pack("{s:s, s:f}", "type", "layernorm", "eps",
+				      L->eps);
+			break;
+		case HP_LAYER_GROUPNORM:
+			o = json_pack("{s:s, s:I, s:f}", "type", "groupnorm",
+				      "groups", (json_int_t)L->groups, "eps",
 				      L->eps);
 			break;
 		default:

@@ -139,7 +139,8 @@ done
 # a branch * 0.2 (scales), LeakyReLU, ELU, AdaptiveMaxPool2d(1) (a max pool
 # of the map), dilated convs, Mish (softplus, tanh, mul), GELU on flat
 # data, opset 9's ceil-mode pools (GoogLeNet's 4 of stride 2), the
-# parameters as graph inputs (ResNet-18's 20 convs)
+# parameters as graph inputs (ResNet-18's 20 convs), GroupNorm's five ops
+# (one groupnorm layer each), InstanceNorm2d (a group per channel)
 UD=$ROOT/tests/data/onnx
 while IFS=, read -r f inp params _; do
 	[ "$f" = file ] && continue
@@ -161,10 +162,14 @@ if grep -q "note: the final LogSoftmax over the classes is the loss's own" "$TMP
 		"$TMP/user_mnist_example.out" &&
 	grep -q "note: 4 max pools padded longer at the ends taken in ceil mode" "$TMP/user_googlenet_opset9.err" &&
 	"$PY" -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["notes"] == [] else 1)' \
-		"$TMP/user_lenet_tanh.out"; then
+		"$TMP/user_lenet_tanh.out" &&
+	"$PY" -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["notes"] == [] else 1)' \
+		"$TMP/user_groupnorm.out" &&
+	grep -q "note: 1 group norm without a scale and shift trains with them" "$TMP/user_instancenorm.err" &&
+	grep -q "note: 1 instance norm without a scale and shift trains with them" "$TMP/user_instancenorm.err"; then
 	ok profile_user_notes
 else
-	fail profile_user_notes "$(cat "$TMP/user_mnist_example.err" "$TMP/user_googlenet_opset9.err")"
+	fail profile_user_notes "$(cat "$TMP/user_mnist_example.err" "$TMP/user_googlenet_opset9.err" "$TMP/user_instancenorm.err")"
 fi
 if "$PY" - "$TMP" <<'PY'; then ok profile_user_forms; else fail profile_user_forms "see above"; fi
 import collections, json, sys
@@ -193,6 +198,12 @@ d, c, L = spec("user_googlenet_opset9")
 want("googlenet_opset9", sum(1 for l in L if l.get("ceil_mode")) == 4 and c["concat"] == 9)
 d, c, L = spec("user_resnet18_noparams")
 want("resnet18_noparams", (c["conv"], c["add"]) == (20, 8))
+d, c, L = spec("user_groupnorm")
+want("groupnorm", [l["groups"] for l in L if l["type"] == "groupnorm"] == [8, 8, 8, 32] and
+     c["add"] == 1 and c["scale"] == 0 and c["mul"] == 0)
+d, c, L = spec("user_instancenorm")
+want("instancenorm", [l["groups"] for l in L if l["type"] == "groupnorm"] == [16, 16, 4] and
+     c["scale"] == 0 and c["leakyrelu"] == 1)
 if bad:
     print("forms not as expected: " + ", ".join(bad))
 sys.exit(1 if bad else 0)

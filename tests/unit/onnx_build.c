@@ -249,6 +249,20 @@ void ob_const_f32(struct ob *b, const char *output, float v)
 	a->t->float_data[0] = v;
 }
 
+void ob_const_f32v(struct ob *b, const char *output, int n, float v)
+{
+	int node = ob_node(b, "Constant", "", output);
+	Onnx__AttributeProto *a = attr(
+	    b, node, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+	int64_t d = n;
+
+	a->t = tensor(b, output, 1, &d, 1);
+	a->t->n_float_data = (size_t)n;
+	a->t->float_data = zalloc(b, (size_t)n * sizeof(float));
+	for (int i = 0; i < n; i++)
+		a->t->float_data[i] = v;
+}
+
 int ob_conv(struct ob *b, const char *inputs, const char *output, int64_t k,
 	    int64_t pad)
 {

@@ -35,6 +35,8 @@ int ob_conv(struct ob *b, const char *inputs, const char *output, int64_t k,
 void ob_const_i64(struct ob *b, const char *output, int n, const int64_t *v);
 /* A Constant node: a float scalar. */
 void ob_const_f32(struct ob *b, const char *output, float v);
+/* A Constant node: a float vector of n values, all v. */
+void ob_const_f32v(struct ob *b, const char *output, int n, float v);
 void ob_output(struct ob *b, const char *name);
 /* A CNN's classifier head on activation `in`: global average pool,
  * Flatten, Gemm with the initializers "fw" and "fb" (transB), graph

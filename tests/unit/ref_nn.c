@@ -324,6 +324,71 @@ void ref_ln_bwd(const double *x, int64_t n, int64_t c, int64_t hw,
 		}
 }
 
+/* A group's mean and 1 / sqrt(biased variance + eps) over its k elements
+ * (its channels x positions, contiguous in nchw). */
+static void gn_stats(const double *x, int64_t k, double eps, double *mean,
+		     double *is)
+{
+	double m = 0, v = 0;
+
+	for (int64_t j = 0; j < k; j++)
+		m += x[j];
+	m /= (double)k;
+	for (int64_t j = 0; j < k; j++)
+		v += (x[j] - m) * (x[j] - m);
+	*mean = m;
+	*is = 1 / sqrt(v / (double)k + eps);
+}
+
+void ref_gn_fwd(const double *x, int64_t n, int64_t c, int64_t hw, int64_t g,
+		const double *sc, const double *sh, double eps, double *y)
+{
+	int64_t cg = c / g, k = cg * hw;
+
+	for (int64_t ng = 0; ng < n * g; ng++) {
+		double m, is;
+		gn_stats(x + ng * k, k, eps, &m, &is);
+		for (int64_t j = 0; j < k; j++) {
+			int64_t ch = (ng % g) * cg + j / hw;
+			y[ng * k + j] =
+			    sc[ch] * (x[ng * k + j] - m) * is + sh[ch];
+		}
+	}
+}
+
+/* The chain rule through the variance and the mean, as written out by
+ * hand (not the engine's folded form): with dxh = dy sc,
+ * dvar = sum dxh (x - m) (-1/2) is^3, dmean = -is sum dxh (the variance's
+ * term has sum (x - m) = 0), dx = dxh is + dvar 2 (x - m) / k + dmean / k. */
+void ref_gn_bwd(const double *x, int64_t n, int64_t c, int64_t hw, int64_t g,
+		const double *sc, double eps, const double *dy, double *dx,
+		double *dsc, double *dsh)
+{
+	int64_t cg = c / g, k = cg * hw;
+
+	for (int64_t ch = 0; ch < c; ch++)
+		dsc[ch] = dsh[ch] = 0;
+	for (int64_t ng = 0; ng < n * g; ng++) {
+		const double *xg = x + ng * k, *dyg = dy + ng * k;
+		double m, is, dvar = 0, dmean = 0;
+		gn_stats(xg, k, eps, &m, &is);
+		for (int64_t j = 0; j < k; j++) {
+			int64_t ch = (ng % g) * cg + j / hw;
+			double dxh = dyg[j] * sc[ch];
+			dvar += dxh * (xg[j] - m) * -0.5 * is * is * is;
+			dmean -= dxh * is;
+			dsc[ch] += dyg[j] * (xg[j] - m) * is;
+			dsh[ch] += dyg[j];
+		}
+		for (int64_t j = 0; j < k; j++) {
+			int64_t ch = (ng % g) * cg + j / hw;
+			dx[ng * k + j] = dyg[j] * sc[ch] * is +
+					 dvar * 2 * (xg[j] - m) / (double)k +
+					 dmean / (double)k;
+		}
+	}
+}
+
 /* gelu: x Phi(x); its derivative Phi(x) + x phi(x). */
 static double gelu(double x)
 {
@@ -483,6 +548,7 @@ int ref_nparams(const struct hp_spec *s)
 		if (s->layers[i].type == HP_LAYER_CONV ||
 		    s->layers[i].type == HP_LAYER_BN ||
 		    s->layers[i].type == HP_LAYER_LAYERNORM ||
+		    s->layers[i].type == HP_LAYER_GROUPNORM ||
 		    s->layers[i].type == HP_LAYER_FC)
 			k += 2;
 	return k;
@@ -512,6 +578,7 @@ int64_t ref_param_numel(const struct hp_spec *s, int idx)
 			break;
 		case HP_LAYER_BN:
 		case HP_LAYER_LAYERNORM:
+		case HP_LAYER_GROUPNORM:
 			nw = nb = a.c;
 			break;
 		case HP_LAYER_FC:
@@ -624,6 +691,12 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			pidx[i] = pk;
 			ref_ln_fwd(in, n, a.c, a.h * a.w, r->params[pk],
 				   r->params[pk + 1], L->eps, y);
+			pk += 2;
+			break;
+		case HP_LAYER_GROUPNORM:
+			pidx[i] = pk;
+			ref_gn_fwd(in, n, a.c, a.h * a.w, L->groups,
+				   r->params[pk], r->params[pk + 1], L->eps, y);
 			pk += 2;
 			break;
 		case HP_LAYER_GELU:
@@ -841,6 +914,19 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			    db ? db : malloc((size_t)a.c * sizeof(double));
 			ref_ln_bwd(in, n, a.c, a.h * a.w, r->params[q], L->eps,
 				   dy, g, tw, tb);
+			if (!dw)
+				free(tw);
+			if (!db)
+				free(tb);
+			break;
+		}
+		case HP_LAYER_GROUPNORM: {
+			double *tw =
+			    dw ? dw : malloc((size_t)a.c * sizeof(double));
+			double *tb =
+			    db ? db : malloc((size_t)a.c * sizeof(double));
+			ref_gn_bwd(in, n, a.c, a.h * a.w, L->groups,
+				   r->params[q], L->eps, dy, g, tw, tb);
 			if (!dw)
 				free(tw);
 			if (!db)

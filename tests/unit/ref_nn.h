@@ -80,5 +80,12 @@ void ref_ln_fwd(const double *x, int64_t n, int64_t c, int64_t hw,
 void ref_ln_bwd(const double *x, int64_t n, int64_t c, int64_t hw,
 		const double *g, double eps, const double *dy, double *dx,
 		double *dg, double *db);
+/* Group norm of g groups: each sample's group of c / g channels normalized
+ * over its channels and positions; scale and shift per channel. */
+void ref_gn_fwd(const double *x, int64_t n, int64_t c, int64_t hw, int64_t g,
+		const double *sc, const double *sh, double eps, double *y);
+void ref_gn_bwd(const double *x, int64_t n, int64_t c, int64_t hw, int64_t g,
+		const double *sc, double eps, const double *dy, double *dx,
+		double *dsc, double *dsh);
 
 #endif

@@ -75,6 +75,10 @@
 #define LN "{\"type\":\"layernorm\"}"
 #define LNE(eps) "{\"type\":\"layernorm\",\"eps\":" #eps "}"
 #define LNI(in) "{\"type\":\"layernorm\"" IN(in) "}"
+#define GN(g) "{\"type\":\"groupnorm\",\"groups\":" #g "}"
+#define GNE(g, eps)                                                            \
+	"{\"type\":\"groupnorm\",\"groups\":" #g ",\"eps\":" #eps "}"
+#define GNI(g, in) "{\"type\":\"groupnorm\",\"groups\":" #g IN(in) "}"
 #define GELU "{\"type\":\"gelu\"}"
 /* other activations users write: leaky relu, tanh, elu */
 #define LEAKY(a) "{\"type\":\"leakyrelu\",\"alpha\":" #a "}"

@@ -81,9 +81,11 @@ static void fx_open(struct fx *f, const char *js, int64_t n,
 		f->p[i] = malloc((size_t)pi.numel * sizeof(double));
 		tmp = malloc((size_t)pi.numel * sizeof(float));
 		ASSERT(hp_engine_param_get(f->e, i, tmp, &err) == 0);
-		/* a layer norm's scale and shift start at 1 and 0, which
-		 * would hide one taken for the other: other values */
-		if (f->s.layers[pi.layer].type == HP_LAYER_LAYERNORM) {
+		/* a layer or group norm's scale and shift start at 1 and
+		 * 0, which would hide one taken for the other: other
+		 * values */
+		if (f->s.layers[pi.layer].type == HP_LAYER_LAYERNORM ||
+		    f->s.layers[pi.layer].type == HP_LAYER_GROUPNORM) {
 			for (int64_t j = 0; j < pi.numel; j++)
 				tmp[j] = (float)((i & 1) ? urand(&st) - 0.5
 							 : urand(&st) + 0.5);
@@ -1060,6 +1062,26 @@ HP_TEST(engine_layernorm_and_gelu)
 		      CONV(1, 3, 1, 1) "," LN "," GELU
 				       "," CONV(4, 1, 1, 0) "," GELU "," FC(3)),
 		  2, 1);
+}
+
+HP_TEST(engine_groupnorm)
+{
+	/* after a blocked conv (reordered to nchw and back), relu in place
+	 * on its output, after a pooling; instance norm (groups = channels)
+	 * and one group (a layer norm over channels and positions) */
+	check_net(
+	    NET("[3,6,6]", 3,
+		CONV(8, 3, 1, 1) "," GN(
+		    4) "," RELU
+		       "," POOL("max", 2, 2, 0) "," CONV(16, 3, 1, 1) "," GN(
+			   16) "," GELU "," GNE(1, 1e-3) "," FC(3)),
+	    4, 2);
+	/* of the network input, of an input with a second reader (its
+	 * gradient added to the other's), on flat data; one thread */
+	check_net(NET("[4,3,3]", 3,
+		      GN(2) "," CONV(6, 3, 1, 1) "," GNI(3, "1") "," ADD(
+			  "1,2") "," FC(8) "," GN(2) "," FC(3)),
+		  3, 1);
 }
 
 HP_TEST(engine_leakyrelu_tanh_elu)
@@ -2589,6 +2611,96 @@ HP_TEST(engine_onnx_convnext_forms)
 		buf = convnext_onnx(&len, v);
 		onnx_refused(buf, len, shape, refused[v], v);
 	}
+}
+
+/*
+ * Group and instance norms as exported: PyTorch's nn.GroupNorm(2, 8) at
+ * opset 13 (Reshape to N, 2, -1; InstanceNormalization with constant 1
+ * and 0; Reshape back to its input's Shape; Mul and Add of stored C, 1, 1
+ * weights), then nn.InstanceNorm2d(8, affine=True) (stored scale and
+ * bias), then opset 21's GroupNormalization (4 groups).  Variants: 1, the
+ * InstanceNormalization's scale 2 (not a group norm); 2, the Reshape to
+ * groups also read by a relu; 3, opset 18's scale per group; 4, the
+ * instance norm's scale and bias constant 1 and 0 (affine=False: a note).
+ */
+static uint8_t *groupnorm_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(variant == 3 ? 18 : 21);
+	int64_t in[4] = {-1, 3, 6, 6}, w0[4] = {8, 3, 3, 3}, c8[1] = {8},
+		c4[1] = {4}, c831[3] = {8, 1, 1}, fw[2] = {3, 8}, fb[1] = {3};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w0", 4, w0);
+	ob_init(b, "gw", 3, c831);
+	ob_init(b, "gb", 3, c831);
+	ob_init(b, "iw", 1, c8);
+	ob_init(b, "ib", 1, c8);
+	ob_init(b, "nw", 1, variant == 3 ? c4 : c8);
+	ob_init(b, "nb", 1, variant == 3 ? c4 : c8);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_init_i64(b, "grp", 3, (int64_t[3]){0, 2, -1});
+	ob_const_f32v(b, "ones", 2, variant == 1 ? 2.0f : 1.0f);
+	ob_const_f32v(b, "zeros", 2, 0.0f);
+	ob_const_f32v(b, "ones8", 8, 1.0f);
+	ob_const_f32v(b, "zeros8", 8, 0.0f);
+	ob_conv(b, "x,w0", "c0", 3, 1);
+	ob_node(b, "Reshape", "c0,grp", "r0");
+	if (variant == 2)
+		ob_node(b, "Relu", "r0", "r0b");
+	n = ob_node(b, "InstanceNormalization", "r0,ones,zeros", "i0");
+	ob_attr_f(b, n, "epsilon", 1e-3f);
+	ob_node(b, "Shape", "c0", "s0");
+	ob_node(b, "Reshape", "i0,s0", "r1");
+	ob_node(b, "Mul", "r1,gw", "m0");
+	ob_node(b, "Add", "m0,gb", "a0");
+	ob_node(b, "Relu", "a0", "h0");
+	ob_node(b, "InstanceNormalization",
+		variant == 4 ? "h0,ones8,zeros8" : "h0,iw,ib", "h1");
+	n = ob_node(b, "GroupNormalization", "h1,nw,nb", "h2");
+	ob_attr_i(b, n, "num_groups", 4);
+	ob_classifier(b, variant == 2 ? "r0b" : "h2");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_groupnorm_forms)
+{
+	static const char *const refused[] = {NULL, "InstanceNormalization",
+					      "InstanceNormalization",
+					      "GroupNormalization (a scale "
+					      "per group: opset 18)"};
+	struct hp_spec s;
+	size_t len;
+	uint8_t *buf = groupnorm_onnx(&len, 0);
+	int64_t shape[3] = {3, 6, 6};
+	static const enum hp_spec_layer_type want[] = {
+	    HP_LAYER_CONV,	HP_LAYER_GROUPNORM, HP_LAYER_RELU,
+	    HP_LAYER_GROUPNORM, HP_LAYER_GROUPNORM, HP_LAYER_GAP,
+	    HP_LAYER_FLATTEN,	HP_LAYER_FC};
+
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.nlayers, 8);
+	for (int i = 0; i < 8; i++)
+		if (s.layers[i].type != want[i])
+			HP_FAIL("layer %d is %s", i,
+				hp_spec_layer_name(s.layers[i].type));
+	ASSERT_EQ_INT(s.layers[1].groups, 2);
+	ASSERT(fabs(s.layers[1].eps - 1e-3) < 1e-9);
+	ASSERT_EQ_INT(s.layers[3].groups, 8);
+	ASSERT(fabs(s.layers[3].eps - 1e-5) < 1e-9);
+	ASSERT_EQ_INT(s.layers[4].groups, 4);
+	ASSERT_EQ_INT(s.nnotes, 0);
+	free(check_spec_net(&s));
+	for (int v = 1; v <= 3; v++) {
+		buf = groupnorm_onnx(&len, v);
+		onnx_refused(buf, len, shape, refused[v], v);
+	}
+	buf = groupnorm_onnx(&len, 4);
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.layers[3].type, HP_LAYER_GROUPNORM);
+	ASSERT(has_note(&s, "1 instance norm without a scale and shift"));
+	hp_spec_release(&s);
 }
 
 /* The update applies the gradients hp_engine_grads_set() gave (an

@@ -538,6 +538,67 @@ HP_TEST(model_spec_layernorm_and_gelu)
 	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
 }
 
+HP_TEST(model_spec_groupnorm)
+{
+	/* conv to 8 channels, a group norm of 2 groups (eps 1e-3), an
+	 * instance norm (8 groups), a group norm of flat data: the analysis
+	 * sees each as ONNX's GroupNormalization, a scale and a bias of C;
+	 * bad groups and eps named */
+	static const char js[] =
+	    "{\"input\":[3,6,6],\"layers\":[{\"type\":\"conv\",\"filters\":8,"
+	    "\"kernel\":3,\"pad\":1},{\"type\":\"groupnorm\",\"groups\":2,"
+	    "\"eps\":1e-3},{\"type\":\"relu\"},{\"type\":\"groupnorm\","
+	    "\"groups\":8},{\"type\":\"fc\",\"units\":6},{\"type\":"
+	    "\"groupnorm\",\"groups\":3}]}";
+	static const char *const bad[] = {
+	    "{\"input\":[8,4,4],\"layers\":[{\"type\":\"groupnorm\"}]}",
+	    "{\"input\":[8,4,4],\"layers\":[{\"type\":\"groupnorm\","
+	    "\"groups\":0}]}",
+	    "{\"input\":[8,4,4],\"layers\":[{\"type\":\"groupnorm\","
+	    "\"groups\":3}]}",
+	    "{\"input\":[8,4,4],\"layers\":[{\"type\":\"groupnorm\","
+	    "\"groups\":2,\"eps\":0}]}",
+	    "{\"input\":[8,4,4],\"layers\":[{\"type\":\"groupnorm\","
+	    "\"groups\":2,\"alpha\":1}]}"};
+	static const char *const why[] = {
+	    "missing \"groups\"", "\"groups\" is 0",
+	    "3 groups of 8 channels (must divide them)",
+	    "\"eps\" must be in (0, 1]", "alpha"};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_spec s;
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+	int gn = 0;
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	for (int i = 0; i < g->nnodes; i++)
+		if (!strcmp(g->nodes[i].op, "GroupNormalization")) {
+			int64_t want = gn == 0 ? 2 : gn == 1 ? 8 : 3;
+			ASSERT_EQ_INT(
+			    hp_node_attr_i(&g->nodes[i], "num_groups", 0),
+			    want);
+			gn++;
+		}
+	ASSERT_EQ_INT(gn, 3);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	/* conv 3*9*8 + 8, two norms 2*8, fc 8*36*6 + 6, norm 2*6 */
+	ASSERT_EQ_INT(f.params, 224 + 32 + 1734 + 12);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT_EQ_INT(s.layers[1].groups, 2);
+	ASSERT(fabs(s.layers[1].eps - 1e-3) < 1e-12);
+	ASSERT(fabs(s.layers[3].eps - 1e-5) < 1e-12);
+	back = hp_spec_to_json(&s);
+	ASSERT(back && strstr(back, "{\"type\":\"groupnorm\",\"groups\":8,"
+				    "\"eps\":"));
+	free(back);
+	hp_spec_release(&s);
+	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
+}
+
 HP_TEST(model_spec_conv_rectangular)
 {
 	/* a 1x7 conv padded 0, 3 on a 3x5x9 input, then a 3x1 padded 1, 0:
