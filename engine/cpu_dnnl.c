@@ -976,6 +976,53 @@ static int build_gnorm(struct cpu *b, int i, struct hp_error *err)
 	return 0;
 }
 
+/* prelu: oneDNN's, its weight (one slope, or one a channel) viewed as
+ * 1, C, 1, 1 for the broadcast; its gradient from its input. */
+static int build_prelu(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct hp__plan_act *xa = &b->p->acts[pl->x];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	int64_t nw = pl->L.per_channel ? xa->dims[1] : 1, wd[4] = {1, nw, 1, 1};
+	dnnl_memory_desc_t wplain, wview;
+	dnnl_prelu_desc_t d;
+	dnnl_primitive_desc_t fpd, bpd;
+	struct mem *w, *gw, *wv, *gwv, *dsrc;
+	int rc;
+
+	md_plain(&wplain, 1, &nw);
+	md_plain(&wview, xa->rank, wd);
+	if ((rc = add_param(b, &wplain, &wplain, &w, &gw, err)))
+		return rc;
+	wv = mem_alias(b, w, &wview);
+	gwv = mem_alias(b, gw, &wview);
+	if (!wv || !gwv)
+		return nomem(err);
+	CK(dnnl_prelu_forward_desc_init(&d, dnnl_forward_training, &X->d->md,
+					&wview),
+	   "prelu forward");
+	if ((rc = pd_make(b, &fpd, &d, NULL, "prelu forward", err)) ||
+	    (rc = act_make(b, pl->y, qmd(fpd, DNNL_ARG_DST), err)) ||
+	    (rc = prim_op(b, &ls->fwd, fpd, "prelu forward", err, 3,
+			  DNNL_ARG_SRC, X->d, DNNL_ARG_WEIGHTS, wv,
+			  DNNL_ARG_DST, Y->d)))
+		return rc;
+	CK(dnnl_prelu_backward_desc_init(&d, &X->d->md, &wview, &X->d->md,
+					 &wview),
+	   "prelu backward");
+	if ((rc = pd_make(b, &bpd, &d, fpd, "prelu backward", err)))
+		return rc;
+	/* oneDNN computes the input's gradient either way: a buffer of its
+	 * own when nothing upstream needs it */
+	dsrc = pl->need_dsrc ? X->g : mem_md(b, &X->d->md, false);
+	if (!dsrc)
+		return nomem(err);
+	return prim_op(b, &ls->bwd, bpd, "prelu backward", err, 5, DNNL_ARG_SRC,
+		       X->d, DNNL_ARG_WEIGHTS, wv, DNNL_ARG_DIFF_DST, Y->g,
+		       DNNL_ARG_DIFF_SRC, dsrc, DNNL_ARG_DIFF_WEIGHTS, gwv);
+}
+
 /* gelu (the erf form), softplus (log(1 + e^x)) and scale (alpha x + beta,
  * oneDNN's linear): each takes its gradient from its input, so it never
  * runs in place. */
@@ -1865,7 +1912,7 @@ static void cpu_counters(void *be, struct hp_engine_counters *c, int dir)
 }
 
 /* PyTorch's default: uniform(+-1/sqrt(fan_in)) for conv and fc, 1 and 0
- * for bn, layernorm and groupnorm; running variance 1. */
+ * for bn, layernorm and groupnorm, 0.25 for prelu; running variance 1. */
 static int init_params(struct cpu *b, struct hp_error *err)
 {
 	uint64_t st = hp__rng_mix(b->o->seed ^ 0x5eedull);
@@ -1873,7 +1920,7 @@ static int init_params(struct cpu *b, struct hp_error *err)
 
 	for (int i = 0; i < b->nparams; i++) {
 		const struct hp_engine_param *pi = &ps[i];
-		const struct hp_engine_param *w = (i & 1) ? &ps[i - 1] : pi;
+		const struct hp_engine_param *w = pi->slot ? &ps[i - 1] : pi;
 		enum hp_spec_layer_type lt = b->p->layers[pi->layer].L.type;
 		bool bn = lt == HP_LAYER_BN || lt == HP_LAYER_LAYERNORM ||
 			  lt == HP_LAYER_GROUPNORM;
@@ -1884,9 +1931,10 @@ static int init_params(struct cpu *b, struct hp_error *err)
 		if (!v)
 			return nomem(err);
 		for (int64_t j = 0; j < pi->numel; j++)
-			v[j] = bn ? ((i & 1) ? 0.0f : 1.0f)
-				  : (float)((2 * hp__rng_uniform(&st) - 1) *
-					    bound);
+			v[j] = lt == HP_LAYER_PRELU ? 0.25f
+			       : bn		    ? (pi->slot ? 0.0f : 1.0f)
+				    : (float)((2 * hp__rng_uniform(&st) - 1) *
+					      bound);
 		rc = cpu_param_io(b, i, 0, 1, v, err);
 		free(v);
 		if (rc)
@@ -2019,6 +2067,9 @@ static int build(struct cpu *b, struct hp_error *err)
 			break;
 		case HP_LAYER_GROUPNORM:
 			rc = build_gnorm(b, i, err);
+			break;
+		case HP_LAYER_PRELU:
+			rc = build_prelu(b, i, err);
 			break;
 		case HP_LAYER_GELU:
 		case HP_LAYER_SOFTPLUS:

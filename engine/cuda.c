@@ -386,7 +386,7 @@ static int build_layer(struct cuda *b, int i, int *pidx, struct hp_error *err)
 
 	if (pl->has_params) {
 		l->pw = *pidx;
-		*pidx += 2;
+		*pidx += pl->nparams;
 		c = pl->L.type == HP_LAYER_CONV ? pl->L.filters
 		    : pl->L.type == HP_LAYER_FC ? pl->L.units
 						: xa->dims[1];
@@ -609,7 +609,7 @@ static int init_params(struct cuda *b, struct hp_error *err)
 
 	for (int i = 0; i < b->p->nparams; i++) {
 		const struct hp_engine_param *pi = &ps[i];
-		const struct hp_engine_param *w = (i & 1) ? &ps[i - 1] : pi;
+		const struct hp_engine_param *w = pi->slot ? &ps[i - 1] : pi;
 		bool bn = b->p->layers[pi->layer].L.type == HP_LAYER_BN;
 		double fan_in = (double)(w->numel / w->dims[0]);
 		double bound = 1 / sqrt(fan_in);
@@ -618,7 +618,7 @@ static int init_params(struct cuda *b, struct hp_error *err)
 		if (!v)
 			return nomem(err);
 		for (int64_t j = 0; j < pi->numel; j++)
-			v[j] = bn ? ((i & 1) ? 0.0f : 1.0f)
+			v[j] = bn ? (pi->slot ? 0.0f : 1.0f)
 				  : (float)((2 * hp__rng_uniform(&st) - 1) *
 					    bound);
 		rc = cuda_param_io(b, i, 0, 1, v, err);
@@ -788,8 +788,7 @@ static int build(struct cuda *b, struct hp_error *err)
 	}
 	for (int i = 0; i < p->nlayers; i++) {
 		if (p->layers[i].noop) {
-			if (p->layers[i].has_params)
-				pidx += 2;
+			pidx += p->layers[i].nparams;
 			continue;
 		}
 		if ((rc = build_layer(b, i, &pidx, err))) {

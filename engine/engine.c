@@ -142,6 +142,7 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_GELU:
 	case HP_LAYER_TANH:
 	case HP_LAYER_SOFTPLUS:
+	case HP_LAYER_PRELU:
 		break;
 	case HP_LAYER_SCALE:
 		if (!(L->alpha != 0 && fabs(L->alpha) <= 1e6 &&
@@ -187,16 +188,16 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 }
 
 /*
- * Layer L's two parameters as PyTorch lists them (a conv's or an fc's
- * weight and bias, a norm's scale and shift) on an input of x's shape:
- * their ranks and dims in w and b (the rest zero).  false for a layer
- * without parameters.  The one list of which layers have which: the
- * plan's count, the flat gradient buffer and hp_engine_param_info() all
- * read it.
+ * Layer L's parameters as PyTorch lists them (a conv's or an fc's weight
+ * and bias, a norm's scale and shift, a prelu's weight alone) on an input
+ * of x's shape: their ranks and dims in w and b (the rest zero), and how
+ * many there are (2, 1: w only, 0).  The one list of which layers have
+ * which: the plan's count, the flat gradient buffer and
+ * hp_engine_param_info() all read it.
  */
-static bool layer_params(const struct hp_spec_layer *L,
-			 const struct hp__plan_act *x,
-			 struct hp_engine_param *w, struct hp_engine_param *b)
+static int layer_params(const struct hp_spec_layer *L,
+			const struct hp__plan_act *x, struct hp_engine_param *w,
+			struct hp_engine_param *b)
 {
 	memset(w, 0, sizeof(*w));
 	memset(b, 0, sizeof(*b));
@@ -208,20 +209,26 @@ static bool layer_params(const struct hp_spec_layer *L,
 		w->dims[1] = x->dims[1] / (L->groups > 1 ? L->groups : 1);
 		w->dims[2] = L->kernel;
 		w->dims[3] = hp_spec_kernel_w(L);
-		return true;
+		return 2;
 	case HP_LAYER_BN:
 	case HP_LAYER_LAYERNORM:
 	case HP_LAYER_GROUPNORM:
 		w->rank = 1;
 		w->dims[0] = b->dims[0] = x->dims[1];
-		return true;
+		return 2;
+	case HP_LAYER_PRELU:
+		/* one slope, or one a channel (PyTorch's num_parameters) */
+		w->rank = 1;
+		w->dims[0] = L->per_channel ? x->dims[1] : 1;
+		b->rank = 0;
+		return 1;
 	case HP_LAYER_FC:
 		w->rank = 2;
 		w->dims[0] = b->dims[0] = L->units;
 		w->dims[1] = x->dims[1] * x->dims[2] * x->dims[3];
-		return true;
+		return 2;
 	default:
-		return false;
+		return 0;
 	}
 }
 
@@ -340,7 +347,8 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		xa = &p->acts[pl->x];
 		{
 			struct hp_engine_param pw, pb;
-			pl->has_params = layer_params(L, xa, &pw, &pb);
+			pl->nparams = layer_params(L, xa, &pw, &pb);
+			pl->has_params = pl->nparams > 0;
 		}
 		pl->need_dsrc = up;
 		pl->bwd = pl->has_params || pl->need_dsrc;
@@ -349,7 +357,7 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 			continue;
 		}
 		if (pl->has_params) {
-			p->nparams += 2;
+			p->nparams += pl->nparams;
 			any_params = true;
 		}
 		if ((L->type == HP_LAYER_RELU || L->type == HP_LAYER_DROPOUT ||
@@ -466,9 +474,10 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		int64_t nw, nb;
 		if (pl->noop || !pl->has_params)
 			continue;
-		layer_params(&pl->L, &p->acts[pl->x], &w, &b);
+		nb = layer_params(&pl->L, &p->acts[pl->x], &w, &b) > 1
+			 ? hp_dims_numel(b.dims, b.rank)
+			 : 0;
 		nw = hp_dims_numel(w.dims, w.rank);
-		nb = hp_dims_numel(b.dims, b.rank);
 		if (nw < 0 || nb < 0 ||
 		    !hp_add_i64(p->param_elems, nw, &p->param_elems) ||
 		    !hp_add_i64(p->param_elems, nb, &p->param_elems) ||
@@ -694,15 +703,16 @@ static int list_params(struct hp_engine *e)
 	for (int i = 0; i < p->nlayers; i++) {
 		const struct hp__plan_layer *pl = &p->layers[i];
 		const struct hp__plan_act *x = &p->acts[pl->x];
-		struct hp_engine_param *w = &e->params[k];
-		struct hp_engine_param *b = &e->params[k + 1];
+		struct hp_engine_param w, b;
 		static const char *const sfx[2] = {"weight", "bias"};
 		if (!pl->has_params)
 			continue;
-		layer_params(&pl->L, x, w, b);
-		w->layer = b->layer = i;
-		for (int j = 0; j < 2; j++) {
+		layer_params(&pl->L, x, &w, &b);
+		for (int j = 0; j < pl->nparams; j++) {
 			struct hp_engine_param *q = &e->params[k + j];
+			*q = j ? b : w;
+			q->layer = i;
+			q->slot = j;
 			/* checked when the plan was built */
 			q->numel = hp_dims_numel(q->dims, q->rank);
 			snprintf(e->param_names[k + j],
@@ -710,7 +720,7 @@ static int list_params(struct hp_engine *e)
 				 hp_spec_layer_name(pl->L.type), i, sfx[j]);
 			q->name = e->param_names[k + j];
 		}
-		k += 2;
+		k += pl->nparams;
 	}
 	return 0;
 }

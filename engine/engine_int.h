@@ -30,7 +30,8 @@ struct hp__plan_layer {
 	bool fuse_relu;	 /* bn: fused with the relu that follows */
 	bool bwd;	 /* runs backward at all */
 	bool need_dsrc;	 /* computes the gradient of its input */
-	bool has_params; /* conv, bn, fc */
+	bool has_params; /* conv, bn, fc, ... */
+	int nparams;	 /* 2 (weight, bias), 1 (prelu's weight) or 0 */
 };
 
 /* An activation tensor: N, C, H, W (H = W = 1 and rank 2 after an fc). */

@@ -3,11 +3,11 @@
 
 torchvision's models (tools/gen_test_models.py) are one exporter's forms of one
 library's code. Users' own models and exports differ: they end in log_softmax, scale
-their input in forward(), use tanh, LeakyReLU and ELU, adaptive max pooling, group and
-instance norm, export at an old opset or without their parameters. Each model here is one
-of those forms; every one runs in hetpool's engine, and tests/cli/onnx_engine.sh checks
-that each converts, which layers its spec has, and that the analysis counts PyTorch's
-parameters.
+their input in forward(), use tanh, LeakyReLU, PReLU and ELU, adaptive max pooling, group
+and instance norm, export at an old opset or without their parameters. Each model here is
+one of those forms; every one runs in hetpool's engine, and tests/cli/onnx_engine.sh
+checks that each converts, which layers its spec has, and that the analysis counts
+PyTorch's parameters.
 
 Writes into --out (default tests/data/onnx):
   user_*.onnx   training-mode exports (torch.onnx.export, TrainingMode.TRAINING), input
@@ -156,6 +156,22 @@ class InstanceNormNet(nn.Module):
         return self.f(x)
 
 
+class PReluNet(nn.Module):
+    """PReLU as face-recognition backbones (ArcFace's IR blocks) and ENet use
+    it: a learned slope per channel after conv and batch norm, and
+    nn.PReLU()'s single shared slope on the embedding."""
+
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.PReLU(16),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(32), nn.PReLU(32),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 64), nn.PReLU(), nn.Linear(64, 10))
+
+    def forward(self, x):
+        return self.f(x)
+
+
 def params(m):
     return sum(p.numel() for p in m.parameters() if p.requires_grad)
 
@@ -179,6 +195,8 @@ MODELS = [
      "GroupNorm (Reshape, InstanceNormalization, Reshape, Mul, Add) in a residual net"),
     ("user_instancenorm", InstanceNormNet, (3, 32, 32), 13, True,
      "InstanceNorm2d with and without affine, GroupNorm without affine"),
+    ("user_prelu", PReluNet, (3, 32, 32), 13, True,
+     "PReLU with a slope per channel and nn.PReLU()'s one shared slope"),
 ]
 
 

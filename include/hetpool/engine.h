@@ -109,6 +109,7 @@ int hp_engine_update(struct hp_engine *e, struct hp_error *err);
 struct hp_engine_param {
 	const char *name; /* e.g. "conv0.weight", "bn1.bias"; the engine's */
 	int layer;	  /* index into spec->layers */
+	int slot;	  /* 0: the layer's weight (or scale), 1: its bias */
 	int rank;
 	int64_t dims[4];
 	int64_t numel;

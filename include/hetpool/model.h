@@ -204,9 +204,11 @@ enum hp_spec_layer_type {
 				 added), then scaled and shifted per
 				 channel; groups = channels is an instance
 				 norm.  Independent of the batch. */
+	HP_LAYER_PRELU,	      /* x for x > 0, else a x, a learned: one a, or
+				 one a channel (per_channel) */
 };
 /* The last layer type (for tables indexed by type). */
-#define HP_LAYER_LAST HP_LAYER_GROUPNORM
+#define HP_LAYER_LAST HP_LAYER_PRELU
 /* A layer type's name in specs ("conv", "bn", ...); "?" for a value out of
  * range. */
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);
@@ -217,18 +219,19 @@ const char *hp_spec_layer_name(enum hp_spec_layer_type t);
 struct hp_spec_layer {
 	enum hp_spec_layer_type type;
 	int64_t filters, kernel, stride,
-	    pad;	/* conv; pool uses kernel/stride/pad */
-	bool pool_max;	/* pool: max (true) or avg */
-	bool ceil_mode; /* max pool: output sizes rounded up (ONNX and
-			   PyTorch ceil_mode): a last window that runs past
-			   the input, as long as it starts inside it */
-	int64_t units;	/* fc */
-	double p;	/* dropout */
-	int64_t groups; /* conv: 0 or 1 dense; filters and input channels
-			   divide by it (depthwise: groups == channels);
-			   shuffle: the groups, 2 or more, dividing the
-			   channels; groupnorm: the groups, dividing the
-			   channels */
+	    pad;	  /* conv; pool uses kernel/stride/pad */
+	bool pool_max;	  /* pool: max (true) or avg */
+	bool per_channel; /* prelu: a slope for each channel (else one) */
+	bool ceil_mode;	  /* max pool: output sizes rounded up (ONNX and
+			     PyTorch ceil_mode): a last window that runs past
+			     the input, as long as it starts inside it */
+	int64_t units;	  /* fc */
+	double p;	  /* dropout */
+	int64_t groups;	  /* conv: 0 or 1 dense; filters and input channels
+			     divide by it (depthwise: groups == channels);
+			     shuffle: the groups, 2 or more, dividing the
+			     channels; groupnorm: the groups, dividing the
+			     channels */
 	int64_t start, channels; /* slice */
 	/* conv: a kernel that is not square, or pads that differ between
 	 * the axes (Inception's 1x7 and 7x1): kernel and pad are the

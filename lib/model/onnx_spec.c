@@ -1152,6 +1152,33 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "node %s (%s): alpha %g (the "
 					    "engine's is in [0, 1e6])",
 					    n->name, op, L.alpha);
+	} else if (!strcmp(op, "PRelu")) {
+		/* nn.PReLU: a stored slope, one (its default) or one a
+		 * channel, broadcast over the channels (C, 1, 1 on an
+		 * image; C on flat data) */
+		int sl = n->ninputs > 1 ? n->inputs[1] : -1;
+		const struct hp_tensor *xt, *st;
+		int64_t ns;
+		bool along_c;
+		if (x0 < 0 || c->val[x0] == VAL_NONE || sl < 0 ||
+		    c->val[sl] != VAL_NONE)
+			return pass_through(c, n, ins[0],
+					    "PRelu (of a computed slope)");
+		xt = &g->tensors[x0];
+		st = &g->tensors[sl];
+		ns = hp_tensor_numel(st);
+		along_c = xt->rank >= 2 && ns == xt->dims[1] &&
+			  (xt->rank == 2
+			       ? st->rank == 1
+			       : (st->rank == 3 && st->dims[1] == 1 &&
+				  st->dims[2] == 1) ||
+				     (st->rank == 4 && st->dims[0] == 1 &&
+				      st->dims[2] == 1 && st->dims[3] == 1));
+		if (ns != 1 && !along_c)
+			return pass_through(c, n, ins[0],
+					    "PRelu (a slope not per channel)");
+		L.type = HP_LAYER_PRELU;
+		L.per_channel = ns != 1;
 	} else if (!strcmp(op, "HardSigmoid")) {
 		/* MobileNetV3's hardswish is x * HardSigmoid(x), alpha 1/6 */
 		L.type = HP_LAYER_HARDSIGMOID;
@@ -1449,9 +1476,21 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	 * does not fit its stored weights at this input shape (an adaptive
 	 * pool exported as a fixed one) still converts. */
 	{
+		/* at the model's own input channels, when the file says
+		 * them: the engine's first conv takes the spec's (a 3-channel
+		 * model trained on 1-channel data), and every size after it
+		 * is the same, which the patterns below read */
 		struct hp_error ignored = {0};
-		hp_shape_infer(g, 1, input_shape, input_shape ? 3 : 0,
-			       &ignored);
+		const struct hp_tensor *x0 = &g->tensors[g->inputs[0]];
+		int ci = hp__input_nhwc(g, g->inputs[0]) ? 3 : 1;
+		int64_t sh[3] = {0};
+		if (input_shape) {
+			memcpy(sh, input_shape, sizeof(sh));
+			if (x0->rank == 4 && x0->dims[ci] > 0)
+				sh[0] = x0->dims[ci];
+		}
+		hp_shape_infer(g, 1, input_shape ? sh : NULL,
+			       input_shape ? 3 : 0, &ignored);
 	}
 	in = g->inputs[0];
 	x = &g->tensors[in];

@@ -52,6 +52,7 @@ static const char *const layer_names[] = {
     [HP_LAYER_SCALE] = "scale",
     [HP_LAYER_SOFTPLUS] = "softplus",
     [HP_LAYER_GROUPNORM] = "groupnorm",
+    [HP_LAYER_PRELU] = "prelu",
 };
 
 const char *hp_spec_layer_name(enum hp_spec_layer_type t)
@@ -199,6 +200,8 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 						NULL};
 	static const char *const k_lnorm[] = {"type", "eps", "inputs", NULL};
 	static const char *const k_gnorm[] = {"type", "groups", "eps", "inputs",
+					      NULL};
+	static const char *const k_prelu[] = {"type", "per_channel", "inputs",
 					      NULL};
 	static const char *const k_alpha[] = {"type", "alpha", "inputs", NULL};
 	static const char *const k_scale[] = {"type", "factor", "shift",
@@ -411,6 +414,18 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 			return hp_error_set(err, HP_ERANGE,
 					    "%s: \"eps\" must be in (0, 1]",
 					    where);
+	} else if (!strcmp(type, "prelu")) {
+		/* PyTorch's nn.PReLU: one slope unless per channel */
+		json_t *pc = json_object_get(lj, "per_channel");
+		L->type = HP_LAYER_PRELU;
+		if ((rc = check_keys(lj, k_prelu, where, err)))
+			return rc;
+		if (pc && !json_is_boolean(pc))
+			return hp_error_set(err, HP_EINVAL,
+					    "%s: \"per_channel\" must be true "
+					    "or false",
+					    where);
+		L->per_channel = pc && json_is_true(pc);
 	} else if (!strcmp(type, "scale")) {
 		/* factor x + shift: a model's constant arithmetic on its
 		 * data (x / 255, (x - 0.5) / 0.5, a residual branch * 0.2) */
@@ -474,7 +489,8 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		return hp_error_set(
 		    err, HP_EINVAL,
 		    "%s: unknown type (conv, bn, layernorm, "
-		    "groupnorm, relu, leakyrelu, elu, clip, sigmoid, tanh, "
+		    "groupnorm, relu, leakyrelu, prelu, elu, clip, sigmoid, "
+		    "tanh, "
 		    "hardsigmoid, gelu, softplus, scale, "
 		    "pool, gap, dropout, fc, softmax, add, mul, "
 		    "concat, flatten, slice, shuffle)",
@@ -1136,6 +1152,20 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			nin = 3;
 			break;
 		}
+		case HP_LAYER_PRELU: {
+			/* its slope broadcast over the image: C, 1, 1 as
+			 * PyTorch exports it, or one value */
+			char wn[112];
+			int64_t wd[3] = {L->per_channel ? c : 1, 1, 1};
+			snprintf(wn, sizeof(wn), "%s.weight", nm);
+			if ((ins[1] = add_init(
+				 g, wn, L->per_channel && !in_flat ? 3 : 1, wd,
+				 HP_DT_FLOAT)) < 0)
+				goto nomem;
+			op = "PRelu";
+			nin = 2;
+			break;
+		}
 		case HP_LAYER_MUL:
 			op = "Mul";
 			break;
@@ -1485,6 +1515,10 @@ char *hp_spec_to_json(const struct hp_spec *s)
 		case HP_LAYER_LAYERNORM:
 			o = json_pack("{s:s, s:f}", "type", "layernorm", "eps",
 				      L->eps);
+			break;
+		case HP_LAYER_PRELU:
+			o = json_pack("{s:s, s:b}", "type", "prelu",
+				      "per_channel", L->per_channel);
 			break;
 		case HP_LAYER_GROUPNORM:
 			o = json_pack("{s:s, s:I, s:f}", "type", "groupnorm",

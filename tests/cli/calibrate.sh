@@ -258,7 +258,8 @@ grep -q "not calibrated: this host's calibration is for another CPU fit" "$TMP/o
 
 # a calibration much slower than the last one (here the last one's
 # yardstick made 100x faster in its file) warns that the host may be
-# slowed, and says by how much
+# slowed, and says by how much (100x, times the machine's own drift
+# between the two calibrations: 4x seen under a parallel build)
 python3 - "$f" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -270,7 +271,7 @@ expect_err calibrate_slower_than_last_warns "warning: this host ran [0-9.]+x slo
 python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))["slower_than_last"]
-assert r is not None and 50 < r < 200, r
+assert r is not None and 10 < r < 1000, r
 ' "$TMP/out" && ok calibrate_slower_than_last_json || fail calibrate_slower_than_last_json "$(head -c 300 "$TMP/out")"
 # the same again: now no slower than the last, no warning
 expect_status calibrate_again 0 "$HP" calibrate --threads 1 --seconds 12 --max-pressure 1 --json

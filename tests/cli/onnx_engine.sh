@@ -140,7 +140,8 @@ done
 # of the map), dilated convs, Mish (softplus, tanh, mul), GELU on flat
 # data, opset 9's ceil-mode pools (GoogLeNet's 4 of stride 2), the
 # parameters as graph inputs (ResNet-18's 20 convs), GroupNorm's five ops
-# (one groupnorm layer each), InstanceNorm2d (a group per channel)
+# (one groupnorm layer each), InstanceNorm2d (a group per channel), PReLU
+# (a slope per channel, and one shared)
 UD=$ROOT/tests/data/onnx
 while IFS=, read -r f inp params _; do
 	[ "$f" = file ] && continue
@@ -201,6 +202,9 @@ want("resnet18_noparams", (c["conv"], c["add"]) == (20, 8))
 d, c, L = spec("user_groupnorm")
 want("groupnorm", [l["groups"] for l in L if l["type"] == "groupnorm"] == [8, 8, 8, 32] and
      c["add"] == 1 and c["scale"] == 0 and c["mul"] == 0)
+d, c, L = spec("user_prelu")
+want("prelu", [l["per_channel"] for l in L if l["type"] == "prelu"] == [True, True, False] and
+     c["bn"] == 2)
 d, c, L = spec("user_instancenorm")
 want("instancenorm", [l["groups"] for l in L if l["type"] == "groupnorm"] == [16, 16, 4] and
      c["scale"] == 0 and c["leakyrelu"] == 1)
@@ -208,6 +212,18 @@ if bad:
     print("forms not as expected: " + ", ".join(bad))
 sys.exit(1 if bad else 0)
 PY
+# a 3-channel model at a 1-channel --input-shape (Fashion-MNIST): the sizes
+# after the first conv are the model's own, so the forms that read them (a
+# group norm's Reshape to its groups) still convert
+"$HP" profile "$UD/user_groupnorm.onnx" --batch 2 --input-shape 1x28x28 --threads 1 \
+	--max-seconds 0.2 --retries 0 --out "$TMP/gn1.csv" --save-spec "$TMP/gn1.json" \
+	>/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["input"] == [1, 28, 28] and sum(l["type"] == "groupnorm" for l in d["layers"]) == 4 else 1)' "$TMP/gn1.json"; then
+	ok profile_onnx_other_input_channels
+else
+	fail profile_onnx_other_input_channels "exit $rc: $(cat "$TMP/err")"
+fi
 # ViT's attention (a Concat of the class token along the sequence) does not
 expect_status profile_onnx_unsupported 2 "$HP" profile "$TV/vit_b_16.train.onnx" --batch 2 \
 	--input-shape 3x32x32 --out "$TMP/s.csv"

@@ -551,6 +551,8 @@ int ref_nparams(const struct hp_spec *s)
 		    s->layers[i].type == HP_LAYER_GROUPNORM ||
 		    s->layers[i].type == HP_LAYER_FC)
 			k += 2;
+		else if (s->layers[i].type == HP_LAYER_PRELU)
+			k += 1; /* a weight, no bias */
 	return k;
 }
 
@@ -585,15 +587,18 @@ int64_t ref_param_numel(const struct hp_spec *s, int idx)
 			nw = L->units * a.c * a.h * a.w;
 			nb = L->units;
 			break;
+		case HP_LAYER_PRELU:
+			nw = L->per_channel ? a.c : 1;
+			break;
 		default:
 			break;
 		}
 		if (nw >= 0) {
 			if (k == idx)
 				ret = nw;
-			else if (k + 1 == idx)
+			else if (nb >= 0 && k + 1 == idx)
 				ret = nb;
-			k += 2;
+			k += nb >= 0 ? 2 : 1;
 		}
 	}
 	free(sh);
@@ -733,6 +738,19 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			for (int64_t k = 0; k < na; k++)
 				y[k] = in[k] > 0 ? in[k] : L->alpha * in[k];
 			break;
+		case HP_LAYER_PRELU: {
+			/* slope a[c] (or a[0]) below 0 */
+			const double *A = r->params[pk];
+			int64_t hw = a.h * a.w;
+			pidx[i] = pk;
+			for (int64_t k = 0; k < na; k++) {
+				double sl =
+				    A[L->per_channel ? (k / hw) % a.c : 0];
+				y[k] = in[k] > 0 ? in[k] : sl * in[k];
+			}
+			pk += 1;
+			break;
+		}
 		case HP_LAYER_ELU:
 			for (int64_t k = 0; k < na; k++)
 				y[k] =
@@ -873,7 +891,7 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 
 		if (q >= 0 && dparams) {
 			dw = dparams[q];
-			db = dparams[q + 1];
+			db = L->type == HP_LAYER_PRELU ? NULL : dparams[q + 1];
 		}
 		switch (L->type) {
 		case HP_LAYER_CONV: {
@@ -961,6 +979,23 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 			for (int64_t k = 0; k < na; k++)
 				g[k] = in[k] > 0 ? dy[k] : L->alpha * dy[k];
 			break;
+		case HP_LAYER_PRELU: {
+			const double *A = r->params[q];
+			int64_t hw = a.h * a.w, nw = L->per_channel ? a.c : 1;
+			double *tw =
+			    dw ? dw : malloc((size_t)nw * sizeof(double));
+			for (int64_t c = 0; c < nw; c++)
+				tw[c] = 0;
+			for (int64_t k = 0; k < na; k++) {
+				int64_t c = L->per_channel ? (k / hw) % a.c : 0;
+				g[k] = in[k] > 0 ? dy[k] : A[c] * dy[k];
+				if (in[k] <= 0)
+					tw[c] += dy[k] * in[k];
+			}
+			if (!dw)
+				free(tw);
+			break;
+		}
 		case HP_LAYER_SCALE:
 			for (int64_t k = 0; k < na; k++)
 				g[k] = L->alpha * dy[k];

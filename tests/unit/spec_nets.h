@@ -75,6 +75,8 @@
 #define LN "{\"type\":\"layernorm\"}"
 #define LNE(eps) "{\"type\":\"layernorm\",\"eps\":" #eps "}"
 #define LNI(in) "{\"type\":\"layernorm\"" IN(in) "}"
+#define PRELU "{\"type\":\"prelu\"}"
+#define PRELUC "{\"type\":\"prelu\",\"per_channel\":true}"
 #define GN(g) "{\"type\":\"groupnorm\",\"groups\":" #g "}"
 #define GNE(g, eps)                                                            \
 	"{\"type\":\"groupnorm\",\"groups\":" #g ",\"eps\":" #eps "}"

@@ -1084,6 +1084,25 @@ HP_TEST(engine_groupnorm)
 		  3, 1);
 }
 
+HP_TEST(engine_prelu)
+{
+	/* a slope a channel after a blocked conv and after a bn (its relu
+	 * not fused: prelu is not one), a shared one after a pooling and on
+	 * flat data, a dropout after it; one of the network input itself
+	 * with a second reader */
+	check_net(
+	    NET("[3,6,6]", 3,
+		CONV(8, 3, 1, 1) "," PRELUC "," CONV(
+		    8, 3, 1, 1) "," BN "," PRELUC
+				"," POOL("max", 2, 2, 0) "," PRELU "," DROPOUT(
+				    0.3) "," FC(8) "," PRELU "," FC(3)),
+	    4, 2);
+	check_net(NET("[2,4,4]", 3,
+		      PRELUC "," CONV(2, 3, 1, 1) "," ADD("0,1") "," FC(
+			  6) "," PRELUC "," FC(3)),
+		  3, 1);
+}
+
 HP_TEST(engine_leakyrelu_tanh_elu)
 {
 	/* each after a bn, a conv and an fc; each followed by a dropout,
@@ -2701,6 +2720,64 @@ HP_TEST(engine_onnx_groupnorm_forms)
 	ASSERT_EQ_INT(s.layers[3].type, HP_LAYER_GROUPNORM);
 	ASSERT(has_note(&s, "1 instance norm without a scale and shift"));
 	hp_spec_release(&s);
+}
+
+/* PRelu as exported: nn.PReLU(8)'s slope of 8, 1, 1 on an image, then
+ * nn.PReLU()'s one slope on the fc's flat output.  Variants: 1, a slope of
+ * 8 on the image (it would broadcast along the width); 2, a slope that an
+ * op computes. */
+static uint8_t *prelu_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 3, 8, 8}, w0[4] = {8, 3, 3, 3},
+		c811[3] = {8, 1, 1}, c8[1] = {8}, one[1] = {1}, hw[2] = {5, 8},
+		hb[1] = {5}, fw[2] = {3, 5}, fb[1] = {3};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w0", 4, w0);
+	ob_init(b, "a0", variant == 1 ? 1 : 3, variant == 1 ? c8 : c811);
+	ob_init(b, "a1", 1, one);
+	ob_init(b, "hw", 2, hw);
+	ob_init(b, "hb", 1, hb);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_conv(b, "x,w0", "c0", 3, 1);
+	if (variant == 2) {
+		ob_node(b, "ReduceMean", "c0", "am");
+		ob_node(b, "PRelu", "c0,am", "p0");
+	} else {
+		ob_node(b, "PRelu", "c0,a0", "p0");
+	}
+	ob_node(b, "GlobalAveragePool", "p0", "gp");
+	ob_node(b, "Flatten", "gp", "fl");
+	n = ob_node(b, "Gemm", "fl,hw,hb", "h");
+	ob_attr_i(b, n, "transB", 1);
+	ob_node(b, "PRelu", "h,a1", "h1");
+	n = ob_node(b, "Gemm", "h1,fw,fb", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_prelu_forms)
+{
+	struct hp_spec s;
+	size_t len;
+	uint8_t *buf = prelu_onnx(&len, 0);
+	int64_t shape[3] = {3, 8, 8};
+
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.nlayers, 7);
+	ASSERT_EQ_INT(s.layers[1].type, HP_LAYER_PRELU);
+	ASSERT(s.layers[1].per_channel);
+	ASSERT_EQ_INT(s.layers[5].type, HP_LAYER_PRELU);
+	ASSERT(!s.layers[5].per_channel);
+	free(check_spec_net(&s));
+	buf = prelu_onnx(&len, 1);
+	onnx_refused(buf, len, shape, "PRelu (a slope not per channel)", 1);
+	buf = prelu_onnx(&len, 2);
+	onnx_refused(buf, len, shape, "PRelu (of a computed slope)", 2);
 }
 
 /* The update applies the gradients hp_engine_grads_set() gave (an

@@ -599,6 +599,58 @@ HP_TEST(model_spec_groupnorm)
 	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
 }
 
+HP_TEST(model_spec_prelu)
+{
+	/* one slope by default, one a channel when asked: the analysis's
+	 * PRelu with a slope of 1, or of C, 1, 1 on an image and C on flat
+	 * data; bad per_channel named */
+	static const char js[] =
+	    "{\"input\":[3,6,6],\"layers\":[{\"type\":\"conv\",\"filters\":8,"
+	    "\"kernel\":3,\"pad\":1},{\"type\":\"prelu\",\"per_channel\":"
+	    "true},{\"type\":\"prelu\"},{\"type\":\"fc\",\"units\":6},"
+	    "{\"type\":\"prelu\",\"per_channel\":true}]}";
+	static const char *const bad[] = {
+	    "{\"input\":[8,4,4],\"layers\":[{\"type\":\"prelu\","
+	    "\"per_channel\":1}]}",
+	    "{\"input\":[8,4,4],\"layers\":[{\"type\":\"prelu\","
+	    "\"alpha\":0.25}]}"};
+	static const char *const why[] = {
+	    "\"per_channel\" must be true or false", "alpha"};
+	static const int64_t slope[3][3] = {{3, 8, 1}, {1, 1, 0}, {1, 6, 0}};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_spec s;
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+	int np = 0;
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	for (int i = 0; i < g->nnodes; i++)
+		if (!strcmp(g->nodes[i].op, "PRelu")) {
+			const struct hp_tensor *t =
+			    &g->tensors[g->nodes[i].inputs[1]];
+			ASSERT(np < 3);
+			ASSERT_EQ_INT(t->rank, slope[np][0]);
+			ASSERT_EQ_INT(t->dims[0], slope[np][1]);
+			np++;
+		}
+	ASSERT_EQ_INT(np, 3);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	/* conv 3*9*8 + 8, slopes 8 and 1, fc 8*36*6 + 6, slopes 6 */
+	ASSERT_EQ_INT(f.params, 224 + 9 + 1734 + 6);
+	hp_features_release(&f);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT(s.layers[1].per_channel && !s.layers[2].per_channel);
+	back = hp_spec_to_json(&s);
+	ASSERT(back &&
+	       strstr(back, "{\"type\":\"prelu\",\"per_channel\":false}"));
+	free(back);
+	hp_spec_release(&s);
+	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
+}
+
 HP_TEST(model_spec_conv_rectangular)
 {
 	/* a 1x7 conv padded 0, 3 on a 3x5x9 input, then a 3x1 padded 1, 0:
