@@ -61,7 +61,7 @@ struct op {
 	dnnl_exec_arg_t exec[MAX_ARGS];
 	/* custom ops */
 	int layer;
-	struct mem *a, *b, *c, *d, *e, *f, *g;
+	struct mem *a, *b, *c, *d, *e, *f, *g, *h;
 };
 
 struct oplist {
@@ -971,13 +971,23 @@ static int build_gnorm(struct cpu *b, int i, struct hp_error *err)
 	op->e = dsrc;
 	op->f = gscale;
 	op->g = gshift;
+	/* per sample and channel, two partial sums (gn_bwd()) */
+	op->h =
+	    mem_raw(b, 2 * sizeof(double) * (size_t)xa->dims[0] * (size_t)c);
+	if (!op->h)
+		return nomem(err);
 	if (dsrc)
 		return reorder_back(b, &ls->bwd, dsrc, X->g, err);
 	return 0;
 }
 
-/* prelu: oneDNN's, its weight (one slope, or one a channel) viewed as
- * 1, C, 1, 1 for the broadcast; its gradient from its input. */
+/*
+ * prelu: oneDNN's.  Its weight (one slope, or one a channel) is 1, C, 1, 1
+ * for the broadcast, stored in the layout oneDNN's kernel picks (the
+ * source's channel blocks: its JIT kernel takes no other, and the
+ * reference one is 80x slower); plain, that is the parameter's C values.
+ * Its gradient comes from its input.
+ */
 static int build_prelu(struct cpu *b, int i, struct hp_error *err)
 {
 	const struct hp__plan_layer *pl = &b->p->layers[i];
@@ -985,42 +995,43 @@ static int build_prelu(struct cpu *b, int i, struct hp_error *err)
 	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
 	struct lstate *ls = &b->ls[i];
 	int64_t nw = pl->L.per_channel ? xa->dims[1] : 1, wd[4] = {1, nw, 1, 1};
-	dnnl_memory_desc_t wplain, wview;
+	dnnl_memory_desc_t wplain, wany, wmd;
 	dnnl_prelu_desc_t d;
 	dnnl_primitive_desc_t fpd, bpd;
-	struct mem *w, *gw, *wv, *gwv, *dsrc;
+	struct mem *w, *gw, *dw, *dsrc;
 	int rc;
 
-	md_plain(&wplain, 1, &nw);
-	md_plain(&wview, xa->rank, wd);
-	if ((rc = add_param(b, &wplain, &wplain, &w, &gw, err)))
-		return rc;
-	wv = mem_alias(b, w, &wview);
-	gwv = mem_alias(b, gw, &wview);
-	if (!wv || !gwv)
-		return nomem(err);
+	md_plain(&wplain, xa->rank, wd);
+	md_any(&wany, xa->rank, wd);
 	CK(dnnl_prelu_forward_desc_init(&d, dnnl_forward_training, &X->d->md,
-					&wview),
+					&wany),
 	   "prelu forward");
-	if ((rc = pd_make(b, &fpd, &d, NULL, "prelu forward", err)) ||
+	if ((rc = pd_make(b, &fpd, &d, NULL, "prelu forward", err)))
+		return rc;
+	wmd = *qmd(fpd, DNNL_ARG_WEIGHTS);
+	if ((rc = add_param(b, &wmd, &wplain, &w, &gw, err)) ||
 	    (rc = act_make(b, pl->y, qmd(fpd, DNNL_ARG_DST), err)) ||
 	    (rc = prim_op(b, &ls->fwd, fpd, "prelu forward", err, 3,
-			  DNNL_ARG_SRC, X->d, DNNL_ARG_WEIGHTS, wv,
-			  DNNL_ARG_DST, Y->d)))
+			  DNNL_ARG_SRC, X->d, DNNL_ARG_WEIGHTS, w, DNNL_ARG_DST,
+			  Y->d)))
 		return rc;
-	CK(dnnl_prelu_backward_desc_init(&d, &X->d->md, &wview, &X->d->md,
-					 &wview),
+	CK(dnnl_prelu_backward_desc_init(&d, &X->d->md, &wmd, &X->d->md, &wany),
 	   "prelu backward");
-	if ((rc = pd_make(b, &bpd, &d, fpd, "prelu backward", err)))
+	if ((rc = pd_make(b, &bpd, &d, fpd, "prelu backward", err)) ||
+	    (rc = as_md(b, NULL, gw, qmd(bpd, DNNL_ARG_DIFF_WEIGHTS), false,
+			&dw, err)))
 		return rc;
 	/* oneDNN computes the input's gradient either way: a buffer of its
 	 * own when nothing upstream needs it */
 	dsrc = pl->need_dsrc ? X->g : mem_md(b, &X->d->md, false);
 	if (!dsrc)
 		return nomem(err);
-	return prim_op(b, &ls->bwd, bpd, "prelu backward", err, 5, DNNL_ARG_SRC,
-		       X->d, DNNL_ARG_WEIGHTS, wv, DNNL_ARG_DIFF_DST, Y->g,
-		       DNNL_ARG_DIFF_SRC, dsrc, DNNL_ARG_DIFF_WEIGHTS, gwv);
+	if ((rc = prim_op(b, &ls->bwd, bpd, "prelu backward", err, 5,
+			  DNNL_ARG_SRC, X->d, DNNL_ARG_WEIGHTS, w,
+			  DNNL_ARG_DIFF_DST, Y->g, DNNL_ARG_DIFF_SRC, dsrc,
+			  DNNL_ARG_DIFF_WEIGHTS, dw)))
+		return rc;
+	return reorder_back(b, &ls->bwd, dw, gw, err);
 }
 
 /* gelu (the erf form), softplus (log(1 + e^x)) and scale (alpha x + beta,
@@ -2251,9 +2262,32 @@ static struct gn_dims gn_dims(const struct cpu *b, const struct op *op)
 	return d;
 }
 
+/* The sum of a channel's hw values, and of their squares about m: one
+ * vector pass each (a group is a few rows of a channel's positions, in
+ * cache after the first), in float within a row, in double across. */
+static float row_sum(const float *r, int64_t hw)
+{
+	float s = 0;
+
+#pragma omp simd reduction(+ : s)
+	for (int64_t j = 0; j < hw; j++)
+		s += r[j];
+	return s;
+}
+
+static float row_sq(const float *r, int64_t hw, float m)
+{
+	float q = 0;
+
+#pragma omp simd reduction(+ : q)
+	for (int64_t j = 0; j < hw; j++)
+		q += (r[j] - m) * (r[j] - m);
+	return q;
+}
+
 /* y = (x - mean) / sqrt(var + eps) * scale + shift over each sample's
- * group; the mean and 1 / sqrt(var + eps) kept for the backward (sums in
- * double, the variance about the mean). */
+ * group; the mean and 1 / sqrt(var + eps) kept for the backward (the
+ * variance about the mean, not E[x^2] - mean^2). */
 static void gn_fwd(struct cpu *b, const struct op *op)
 {
 	const struct gn_dims d = gn_dims(b, op);
@@ -2266,27 +2300,32 @@ static void gn_fwd(struct cpu *b, const struct op *op)
 		const float *xg = x + ng * d.k;
 		float *yg = y + ng * d.k;
 		int64_t c0 = (ng % d.g) * d.cg;
-		double sum = 0, sq = 0, m, is;
-		for (int64_t j = 0; j < d.k; j++)
-			sum += xg[j];
-		m = sum / (double)d.k;
-		for (int64_t j = 0; j < d.k; j++)
-			sq += ((double)xg[j] - m) * ((double)xg[j] - m);
-		is = 1 / sqrt(sq / (double)d.k + eps);
-		st[2 * ng] = (float)m;
-		st[2 * ng + 1] = (float)is;
+		double sum = 0, sq = 0;
+		float m, is;
+		for (int64_t c = 0; c < d.cg; c++)
+			sum += row_sum(xg + c * d.hw, d.hw);
+		m = (float)(sum / (double)d.k);
+		for (int64_t c = 0; c < d.cg; c++)
+			sq += row_sq(xg + c * d.hw, d.hw, m);
+		is = (float)(1 / sqrt(sq / (double)d.k + eps));
+		st[2 * ng] = m;
+		st[2 * ng + 1] = is;
 		for (int64_t c = 0; c < d.cg; c++) {
-			float a = (float)is * sc[c0 + c], o = sh[c0 + c];
-			for (int64_t j = c * d.hw; j < (c + 1) * d.hw; j++)
-				yg[j] = (xg[j] - (float)m) * a + o;
+			const float *r = xg + c * d.hw;
+			float *o = yg + c * d.hw, a = is * sc[c0 + c],
+			      s0 = sh[c0 + c];
+#pragma omp simd
+			for (int64_t j = 0; j < d.hw; j++)
+				o[j] = (r[j] - m) * a + s0;
 		}
 	}
 }
 
 /*
- * The scale's and shift's gradients (sums over samples and positions of
- * dy xhat and of dy), and, when wanted, the input's: with dxh = dy scale,
- * dx = is (dxh - mean(dxh) - xhat mean(dxh xhat)) over the group.
+ * Per sample and channel, the sums of dy and of dy xhat (kept in h); the
+ * scale's and shift's gradients are their sums over the samples.  When
+ * wanted, the input's: with dxh = dy scale, dx = is (dxh - mean(dxh) -
+ * xhat mean(dxh xhat)) over the group, the means from the same sums.
  */
 static void gn_bwd(struct cpu *b, const struct op *op)
 {
@@ -2295,48 +2334,50 @@ static void gn_bwd(struct cpu *b, const struct op *op)
 	const float *x = op->a->p, *dy = op->b->p, *sc = op->c->p,
 		    *st = op->d->p;
 	float *dsc = op->f->p, *dsh = op->g->p;
+	double *part = op->h->p; /* n, c: sum dy, sum dy xhat */
 
-#pragma omp parallel for schedule(static)
-	for (int64_t c = 0; c < nc; c++) {
-		double s1 = 0, s2 = 0;
-		const float *sg = st + 2 * (c / d.cg);
-		for (int64_t in = 0; in < d.n; in++) {
-			int64_t o = (in * nc + c) * d.hw;
-			double m = sg[2 * in * d.g], is = sg[2 * in * d.g + 1];
-			for (int64_t j = 0; j < d.hw; j++) {
-				s1 += (double)dy[o + j] *
-				      (((double)x[o + j] - m) * is);
-				s2 += dy[o + j];
-			}
-		}
-		dsc[c] = (float)s1;
-		dsh[c] = (float)s2;
-	}
-	if (!op->e)
-		return;
 #pragma omp parallel for schedule(static)
 	for (int64_t ng = 0; ng < d.n * d.g; ng++) {
 		const float *xg = x + ng * d.k, *dyg = dy + ng * d.k;
-		float *dxg = (float *)op->e->p + ng * d.k;
-		int64_t c0 = (ng % d.g) * d.cg;
-		double m = st[2 * ng], is = st[2 * ng + 1], s1 = 0, s2 = 0;
-		float fm = (float)m, fis = (float)is, b1, b2;
-		for (int64_t c = 0; c < d.cg; c++)
-			for (int64_t j = c * d.hw; j < (c + 1) * d.hw; j++) {
-				double g = (double)dyg[j] * sc[c0 + c];
-				s1 += g;
-				s2 += g * (((double)xg[j] - m) * is);
-			}
-		s1 /= (double)d.k;
-		s2 /= (double)d.k;
-		b1 = (float)(is * s1);
-		b2 = (float)(is * s2);
+		int64_t c0 = (ng % d.g) * d.cg, in = ng / d.g;
+		float m = st[2 * ng], is = st[2 * ng + 1], b1, b2;
+		double s1 = 0, s2 = 0;
 		for (int64_t c = 0; c < d.cg; c++) {
-			float gs = fis * sc[c0 + c];
-			for (int64_t j = c * d.hw; j < (c + 1) * d.hw; j++)
-				dxg[j] =
-				    dyg[j] * gs - (xg[j] - fm) * fis * b2 - b1;
+			const float *r = xg + c * d.hw, *g = dyg + c * d.hw;
+			float sdy = 0, sdx = 0;
+			double *pc = part + 2 * (in * nc + c0 + c);
+#pragma omp simd reduction(+ : sdy, sdx)
+			for (int64_t j = 0; j < d.hw; j++) {
+				sdy += g[j];
+				sdx += g[j] * (r[j] - m);
+			}
+			pc[0] = sdy;
+			pc[1] = (double)sdx * is;
+			s1 += (double)sc[c0 + c] * pc[0];
+			s2 += (double)sc[c0 + c] * pc[1];
 		}
+		if (!op->e)
+			continue;
+		/* dx = is dxh - is mean(dxh) - xhat is mean(dxh xhat) */
+		b1 = (float)(is * s1 / (double)d.k);
+		b2 = (float)(is * s2 / (double)d.k);
+		for (int64_t c = 0; c < d.cg; c++) {
+			const float *r = xg + c * d.hw, *g = dyg + c * d.hw;
+			float *o = (float *)op->e->p + ng * d.k + c * d.hw;
+			float gs = is * sc[c0 + c], xs = is * b2;
+#pragma omp simd
+			for (int64_t j = 0; j < d.hw; j++)
+				o[j] = g[j] * gs - (r[j] - m) * xs - b1;
+		}
+	}
+	for (int64_t c = 0; c < nc; c++) {
+		double a = 0, s = 0;
+		for (int64_t in = 0; in < d.n; in++) {
+			s += part[2 * (in * nc + c)];
+			a += part[2 * (in * nc + c) + 1];
+		}
+		dsc[c] = (float)a;
+		dsh[c] = (float)s;
 	}
 }
 
