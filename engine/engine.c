@@ -464,7 +464,7 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 	if (!any_params) {
 		rc = hp_error_set(err, HP_EINVAL,
 				  "the spec has no trainable layer (conv, bn, "
-				  "layernorm, groupnorm or fc)");
+				  "layernorm, groupnorm, prelu or fc)");
 		goto fail;
 	}
 	/* Parameter elements (overflow-checked: sizes come from input). */
@@ -553,9 +553,12 @@ int64_t hp__plan_bytes(const struct hp__plan *p, enum hp_optimizer opt)
 			break;
 		case HP_LAYER_GROUPNORM:
 			/* its input and input gradient in nchw, a mean and
-			 * an inverse deviation a sample's group */
-			b += 2 * 4 * ex + 2.0 * 4 * (double)x->dims[0] *
-					      (double)pl->L.groups;
+			 * an inverse deviation a sample's group, two sums a
+			 * sample's channel (doubles) */
+			b += 2 * 4 * ex +
+			     2.0 * 4 * (double)x->dims[0] *
+				 (double)pl->L.groups +
+			     2.0 * 8 * (double)x->dims[0] * (double)x->dims[1];
 			wb = 4.0 * 2 * (double)x->dims[1];
 			break;
 		case HP_LAYER_POOL:

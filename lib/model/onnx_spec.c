@@ -846,8 +846,8 @@ static int groupnorm_node(struct conv_ctx *c, const struct hp_node *n,
 	memset(&L, 0, sizeof(L));
 	L.type = HP_LAYER_GROUPNORM;
 	if (!strcmp(op, "Reshape") && act_a && whole(c, a) && !tt->cl &&
-	    (x->rank == 4 || x->rank == 2) && y->rank == 3 &&
-	    y->dims[0] == x->dims[0] && y->dims[1] >= 1 &&
+	    (x->rank == 4 || x->rank == 2) && y->rank == 3 && x->dims[0] >= 1 &&
+	    ch >= 1 && y->dims[0] == x->dims[0] && y->dims[1] >= 1 &&
 	    ch % y->dims[1] == 0 &&
 	    y->dims[2] == hp_tensor_numel(x) / x->dims[0] / y->dims[1] &&
 	    c->ti[n->outputs[0]].readers == 1) {
