@@ -390,24 +390,15 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 			return hp_error_set(err, HP_ERANGE,
 					    "%s: \"alpha\" must be in [0, 1e6]",
 					    where);
-	} else if (!strcmp(type, "layernorm")) {
-		/* PyTorch's nn.LayerNorm default */
-		L->type = HP_LAYER_LAYERNORM;
+	} else if (!strcmp(type, "layernorm") || !strcmp(type, "groupnorm")) {
+		/* PyTorch's nn.LayerNorm and nn.GroupNorm (its groups
+		 * required): eps 1e-5 */
+		bool gn = !strcmp(type, "groupnorm");
+		L->type = gn ? HP_LAYER_GROUPNORM : HP_LAYER_LAYERNORM;
 		L->eps = 1e-5;
-		if ((rc = check_keys(lj, k_lnorm, where, err)) ||
-		    (rc = get_num(lj, "eps", &L->eps, where, err)))
-			return rc;
-		if (!(L->eps > 0 && L->eps <= 1))
-			return hp_error_set(err, HP_ERANGE,
-					    "%s: \"eps\" must be in (0, 1]",
-					    where);
-	} else if (!strcmp(type, "groupnorm")) {
-		/* PyTorch's nn.GroupNorm: groups required, eps 1e-5 */
-		L->type = HP_LAYER_GROUPNORM;
-		L->eps = 1e-5;
-		if ((rc = check_keys(lj, k_gnorm, where, err)) ||
-		    (rc = get_int(lj, "groups", -1, 1, SPEC_MAX_SIZE,
-				  &L->groups, where, err)) ||
+		if ((rc = check_keys(lj, gn ? k_gnorm : k_lnorm, where, err)) ||
+		    (gn && (rc = get_int(lj, "groups", -1, 1, SPEC_MAX_SIZE,
+					 &L->groups, where, err))) ||
 		    (rc = get_num(lj, "eps", &L->eps, where, err)))
 			return rc;
 		if (!(L->eps > 0 && L->eps <= 1))
@@ -893,6 +884,21 @@ static int add_init(struct hp_graph *g, const char *name, int rank,
 	return t;
 }
 
+/* A norm's "NAME.weight" and "NAME.bias", c values each, into ins[0] and
+ * ins[1]; < 0 on ENOMEM. */
+static int add_scale_shift(struct hp_graph *g, const char *nm, int64_t c,
+			   int *ins)
+{
+	char wn[112];
+
+	for (int k = 0; k < 2; k++) {
+		snprintf(wn, sizeof(wn), "%s.%s", nm, k ? "bias" : "weight");
+		if ((ins[k] = add_init(g, wn, 1, &c, HP_DT_FLOAT)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* An int64 constant of n values (a shape, a slice's bounds) whose value
  * shape propagation reads; < 0 on ENOMEM. */
 static int add_ints(struct hp_graph *g, const char *name, const int64_t *v,
@@ -1096,7 +1102,7 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			 * channels-last, LayerNormalization over the last
 			 * axis, Transpose back (the engine's reorders) */
 			char wn[112];
-			int ln, ni2, k;
+			int ln, ni2;
 			struct hp_attr *a;
 			if (!in_flat) {
 				snprintf(wn, sizeof(wn), "%s.nhwc", nm);
@@ -1111,13 +1117,8 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 					goto nomem;
 				ins[0] = ln;
 			}
-			for (k = 0; k < 2; k++) {
-				snprintf(wn, sizeof(wn), "%s.%s", nm,
-					 k ? "bias" : "weight");
-				if ((ins[1 + k] = add_init(g, wn, 1, &c,
-							   HP_DT_FLOAT)) < 0)
-					goto nomem;
-			}
+			if (add_scale_shift(g, nm, c, ins + 1))
+				goto nomem;
 			op = "LayerNormalization";
 			nin = 3;
 			if (in_flat)
@@ -1137,21 +1138,14 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			nin = 1;
 			break;
 		}
-		case HP_LAYER_GROUPNORM: {
+		case HP_LAYER_GROUPNORM:
 			/* ONNX's GroupNormalization (opset 21: a scale and
 			 * a bias per channel) */
-			char wn[112];
-			for (int k = 0; k < 2; k++) {
-				snprintf(wn, sizeof(wn), "%s.%s", nm,
-					 k ? "bias" : "weight");
-				if ((ins[1 + k] = add_init(g, wn, 1, &c,
-							   HP_DT_FLOAT)) < 0)
-					goto nomem;
-			}
+			if (add_scale_shift(g, nm, c, ins + 1))
+				goto nomem;
 			op = "GroupNormalization";
 			nin = 3;
 			break;
-		}
 		case HP_LAYER_PRELU: {
 			/* its slope broadcast over the image: C, 1, 1 as
 			 * PyTorch exports it, or one value */

@@ -1337,6 +1337,18 @@ static void onnx_converted(uint8_t *buf, size_t len, const int64_t *shape,
 	hp_graph_free(g);
 }
 
+/* A converted spec of exactly n layers, of the types want[]. */
+static void expect_layers(const struct hp_spec *s,
+			  const enum hp_spec_layer_type *want, int n)
+{
+	ASSERT_EQ_INT(s->nlayers, n);
+	for (int i = 0; i < n; i++)
+		if (s->layers[i].type != want[i])
+			HP_FAIL("layer %d is %s, not %s", i,
+				hp_spec_layer_name(s->layers[i].type),
+				hp_spec_layer_name(want[i]));
+}
+
 /* An ONNX model (buf, freed here) that the converter must refuse, saying
  * needle; variant names it in a failure. */
 static void onnx_refused(uint8_t *buf, size_t len, const int64_t *shape,
@@ -2592,11 +2604,7 @@ HP_TEST(engine_onnx_convnext_forms)
 	    HP_LAYER_FLATTEN,	HP_LAYER_FC};
 
 	onnx_converted(buf, len, shape, &s);
-	ASSERT_EQ_INT(s.nlayers, 11);
-	for (int i = 0; i < 11; i++)
-		if (s.layers[i].type != want[i])
-			HP_FAIL("layer %d is %s", i,
-				hp_spec_layer_name(s.layers[i].type));
+	expect_layers(&s, want, 11);
 	/* the layer norms' eps, the MatMuls' 1x1 convs, the residual */
 	ASSERT(fabs(s.layers[1].eps - 1e-6) < 1e-9);
 	ASSERT_EQ_INT(s.layers[2].groups, 8);
@@ -2699,11 +2707,7 @@ HP_TEST(engine_onnx_groupnorm_forms)
 	    HP_LAYER_FLATTEN,	HP_LAYER_FC};
 
 	onnx_converted(buf, len, shape, &s);
-	ASSERT_EQ_INT(s.nlayers, 8);
-	for (int i = 0; i < 8; i++)
-		if (s.layers[i].type != want[i])
-			HP_FAIL("layer %d is %s", i,
-				hp_spec_layer_name(s.layers[i].type));
+	expect_layers(&s, want, 8);
 	ASSERT_EQ_INT(s.layers[1].groups, 2);
 	ASSERT(fabs(s.layers[1].eps - 1e-3) < 1e-9);
 	ASSERT_EQ_INT(s.layers[3].groups, 8);
