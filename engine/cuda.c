@@ -599,28 +599,17 @@ static void cuda_counters(void *be, struct hp_engine_counters *c, int dir)
 	}
 }
 
-/* PyTorch's default, drawn exactly as the CPU backend draws it:
- * uniform(+-1/sqrt(fan_in)) for conv and fc, 1 and 0 for bn; running
- * variance 1. */
+/* hp__param_init()'s values, the CPU backend's; running variance 1. */
 static int init_params(struct cuda *b, struct hp_error *err)
 {
 	uint64_t st = hp__rng_mix(b->o->seed ^ 0x5eedull);
-	const struct hp_engine_param *ps = b->e->params;
 
 	for (int i = 0; i < b->p->nparams; i++) {
-		const struct hp_engine_param *pi = &ps[i];
-		const struct hp_engine_param *w = pi->slot ? &ps[i - 1] : pi;
-		bool bn = b->p->layers[pi->layer].L.type == HP_LAYER_BN;
-		double fan_in = (double)(w->numel / w->dims[0]);
-		double bound = 1 / sqrt(fan_in);
-		float *v = malloc((size_t)pi->numel * sizeof(*v));
+		float *v = malloc((size_t)b->e->params[i].numel * sizeof(*v));
 		int rc;
 		if (!v)
 			return nomem(err);
-		for (int64_t j = 0; j < pi->numel; j++)
-			v[j] = bn ? (pi->slot ? 0.0f : 1.0f)
-				  : (float)((2 * hp__rng_uniform(&st) - 1) *
-					    bound);
+		hp__param_init(b->e->params, b->p, i, &st, v);
 		rc = cuda_param_io(b, i, 0, 1, v, err);
 		free(v);
 		if (rc)

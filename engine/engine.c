@@ -495,6 +495,29 @@ fail:
 	return rc;
 }
 
+void hp__param_init(const struct hp_engine_param *ps, const struct hp__plan *p,
+		    int i, uint64_t *st, float *v)
+{
+	const struct hp_engine_param *pi = &ps[i];
+	const struct hp_engine_param *w = pi->slot ? &ps[i - 1] : pi;
+	enum hp_spec_layer_type lt = p->layers[pi->layer].L.type;
+	double bound = 1 / sqrt((double)(w->numel / w->dims[0]));
+
+	for (int64_t j = 0; j < pi->numel; j++)
+		switch (lt) {
+		case HP_LAYER_BN:
+		case HP_LAYER_LAYERNORM:
+		case HP_LAYER_GROUPNORM:
+			v[j] = pi->slot ? 0.0f : 1.0f;
+			break;
+		case HP_LAYER_PRELU:
+			v[j] = 0.25f;
+			break;
+		default:
+			v[j] = (float)((2 * hp__rng_uniform(st) - 1) * bound);
+		}
+}
+
 /* Elements of an activation as a backend stores it: channels padded to 16
  * for the blocked layouts oneDNN picks. */
 static int64_t act_elems(const struct hp__plan_act *a, bool blocked)

@@ -57,6 +57,13 @@ struct hp__plan {
 int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 		   struct hp__plan *p, struct hp_error *err);
 void hp__plan_release(struct hp__plan *p);
+/* Parameter i's first values into v (its numel floats), as PyTorch
+ * draws them: uniform(+-1/sqrt(fan_in)) for conv and fc weights and
+ * biases, 1 and 0 for a norm's scale and shift, 0.25 for a prelu's
+ * slope; the random ones from *st, so that every backend, drawing the
+ * parameters in order, starts from the same weights. */
+void hp__param_init(const struct hp_engine_param *ps, const struct hp__plan *p,
+		    int i, uint64_t *st, float *v);
 /* A rough figure of the bytes a plan needs with optimizer opt, from its
  * shapes alone: the first check of hp_engine_new() and the estimate of
  * backends without an estimate op. */
