@@ -3,8 +3,13 @@
  * time limit, and ends with the lines "unit: N skipped" (tests that cannot
  * run on this machine, HP_SKIP) and "unit: N passed, N failed".
  *
+ * Each test gets a folder of its own for its files (hp_test_tmpdir()),
+ * removed after it ends, pass or fail.
+ *
  * Usage: hp_unit [-l] [SUBSTRING...]   (-l lists the tests)
  */
+#define _XOPEN_SOURCE 700 /* nftw() */
+#include <ftw.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -53,6 +58,34 @@ const char *hp_test_shared(const char *rel)
 	return access(b, R_OK) == 0 ? b : NULL;
 }
 
+/* The running test's folder (made before the fork, removed after). */
+static char test_dir[4096];
+
+const char *hp_test_tmpdir(const char *prefix)
+{
+	static char buf[32][4200];
+	static int k;
+	char *b;
+
+	if (k == 32)
+		HP_FAIL("more than 32 folders for one test");
+	b = buf[k++];
+	snprintf(b, sizeof(buf[0]), "%s/%sXXXXXX", test_dir, prefix);
+	if (!test_dir[0] || !mkdtemp(b))
+		HP_FAIL("cannot make a folder '%s' for the test", b);
+	return b;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct entry *)a)->name,
@@ -90,6 +123,13 @@ int main(int argc, char **argv)
 			printf("%s\n", tests[i].name);
 			continue;
 		}
+		{
+			const char *t = getenv("TMPDIR");
+			snprintf(test_dir, sizeof(test_dir),
+				 "%s/hp_unit.XXXXXX", t && t[0] ? t : "/tmp");
+			if (!mkdtemp(test_dir))
+				test_dir[0] = '\0'; /* hp_test_tmpdir() fails */
+		}
 		fflush(stdout);
 		pid_t pid = fork();
 		if (pid < 0) {
@@ -105,6 +145,8 @@ int main(int argc, char **argv)
 		int st = 0;
 		while (waitpid(pid, &st, 0) < 0)
 			;
+		if (test_dir[0])
+			nftw(test_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
 			printf("ok   %s\n", tests[i].name);
 			passed++;

@@ -78,6 +78,12 @@ void hp_test_register(const char *name, hp_test_fn fn);
 				vb_, (double)(tol));                           \
 	} while (0)
 
+/* A new folder for this test: PREFIX and six random characters, under
+ * the folder the runner made for the test (in $TMPDIR, else /tmp), which
+ * it removes when the test's process ends, however it ends.  Up to 32 a
+ * test; each path stays good for the test's life. */
+const char *hp_test_tmpdir(const char *prefix);
+
 /* Path of a file in the source tree. */
 const char *hp_test_path(const char *rel);
 /* Path of the shared/ folder beside the checkout, or NULL if absent. */

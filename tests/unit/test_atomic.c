@@ -19,12 +19,6 @@
 #include "hetpool/util.h"
 #include "test.h"
 
-static void fresh_dir(char dir[32])
-{
-	snprintf(dir, 32, "/tmp/hp-atomic-XXXXXX");
-	ASSERT(mkdtemp(dir));
-}
-
 /* The entries of dir, "." and ".." aside. */
 static int entries(const char *dir)
 {
@@ -73,13 +67,13 @@ static void remove_dir(const char *dir)
 
 HP_TEST(atomic_writes_and_replaces)
 {
-	char dir[32], path[64];
+	const char *dir = hp_test_tmpdir("hp-atomic-");
+	char path[64];
 	struct hp_error err = {0};
 	struct hp_atomic_file af;
 	struct stat st;
 	char tmp[sizeof(af.tmp)];
 
-	fresh_dir(dir);
 	snprintf(path, sizeof(path), "%s/out.json", dir);
 	ASSERT_EQ_INT(hp_write_file_atomic(path, "old\n", 4, 0644, &err), 0);
 	ASSERT_STR_EQ(contents(path), "old\n");
@@ -114,11 +108,11 @@ HP_TEST(atomic_writes_and_replaces)
 /* The mode goes through the umask as open(2)'s does. */
 HP_TEST(atomic_mode_follows_umask)
 {
-	char dir[32], path[64];
+	const char *dir = hp_test_tmpdir("hp-atomic-");
+	char path[64];
 	struct hp_error err = {0};
 	struct stat st;
 
-	fresh_dir(dir);
 	snprintf(path, sizeof(path), "%s/run.sh", dir);
 	umask(027);
 	ASSERT_EQ_INT(hp_write_file_atomic(path, "#!/bin/sh\n", 10, 0755, &err),
@@ -133,12 +127,12 @@ HP_TEST(atomic_mode_follows_umask)
  * and the system's reason, and nothing is created. */
 HP_TEST(atomic_open_failure_names_path_and_reason)
 {
-	char dir[32], parent[64], path[96], msg[160];
+	const char *dir = hp_test_tmpdir("hp-atomic-");
+	char parent[64], path[96], msg[160];
 	struct hp_error err = {0};
 	struct hp_atomic_file af;
 	char *huge;
 
-	fresh_dir(dir);
 	snprintf(parent, sizeof(parent), "%s/file", dir);
 	ASSERT_EQ_INT(hp_write_file_atomic(parent, "x", 1, 0644, &err), 0);
 	snprintf(path, sizeof(path), "%s/out.json", parent);
@@ -174,13 +168,13 @@ HP_TEST(atomic_open_failure_names_path_and_reason)
  * temporary. */
 HP_TEST(atomic_failure_leaves_target_unchanged)
 {
-	char dir[32], path[64], sub[64], msg[160];
+	const char *dir = hp_test_tmpdir("hp-atomic-");
+	char path[64], sub[64], msg[160];
 	struct hp_error err = {0};
 	struct hp_atomic_file af;
 	struct rlimit rl = {.rlim_cur = 16, .rlim_max = RLIM_INFINITY};
 	char big[64];
 
-	fresh_dir(dir);
 	snprintf(sub, sizeof(sub), "%s/taken", dir);
 	ASSERT(mkdir(sub, 0755) == 0);
 	snprintf(path, sizeof(path), "%s/taken/keep", dir);
@@ -216,11 +210,11 @@ HP_TEST(atomic_failure_leaves_target_unchanged)
 
 HP_TEST(atomic_abort_leaves_nothing)
 {
-	char dir[32], path[64];
+	const char *dir = hp_test_tmpdir("hp-atomic-");
+	char path[64];
 	struct hp_error err = {0};
 	struct hp_atomic_file af, other;
 
-	fresh_dir(dir);
 	snprintf(path, sizeof(path), "%s/ckpt", dir);
 	ASSERT_EQ_INT(hp_atomic_open(&af, path, 0644, &err), 0);
 	ASSERT_EQ_INT(hp_atomic_write(&af, "half", 4, &err), 0);
@@ -268,14 +262,14 @@ static void *write_many(void *ud)
 
 HP_TEST(atomic_threads_on_one_path)
 {
-	char dir[32], path[64];
+	const char *dir = hp_test_tmpdir("hp-atomic-");
+	char path[64];
 	struct writer w[4];
 	pthread_t th[4];
 	const char *c;
 	char want[256];
 	int id, i;
 
-	fresh_dir(dir);
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	for (int k = 0; k < 4; k++) {
 		w[k] = (struct writer){.path = path, .id = k};

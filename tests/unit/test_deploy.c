@@ -31,16 +31,10 @@
 #include "hetpool/recommend.h"
 #include "test.h"
 
-/* A fresh folder under /tmp for one test (left for the runner's process
- * to end; each test is its own process). */
+/* A fresh folder for one test (the runner removes it when it ends). */
 static const char *tmpdir(void)
 {
-	static char dir[256];
-
-	snprintf(dir, sizeof(dir), "/tmp/hp-deploy-test.XXXXXX");
-	if (!mkdtemp(dir))
-		HP_FAIL("mkdtemp: %s", strerror(errno));
-	return dir;
+	return hp_test_tmpdir("hp-deploy-test.");
 }
 
 static void write_file(const char *path, const char *text)

@@ -1788,11 +1788,11 @@ HP_TEST(estimate_bad_rows_refused_or_skipped)
 	    {"power_w", 0.01, 1, -3, 16},
 	};
 	struct hp_catalog *cat = test_catalog();
-	char dir[] = "/tmp/hp-test-badrows-XXXXXX", path[128];
+	const char *dir = hp_test_tmpdir("hp-test-badrows-");
+	char path[128];
 	struct hp_fit_options o = {0};
 	const char *ds[1] = {path};
 
-	ASSERT(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/x.csv", dir);
 	o.datasets = ds;
 	o.ndatasets = 1;
@@ -1839,11 +1839,11 @@ HP_TEST(estimate_bad_rows_refused_or_skipped)
 HP_TEST(estimate_dataset_given_twice_refused)
 {
 	struct hp_catalog *cat = test_catalog();
-	char dir[] = "/tmp/hp-test-twice-XXXXXX", a[128], b[128], c[128];
+	const char *dir = hp_test_tmpdir("hp-test-twice-");
+	char a[128], b[128], c[128];
 	const char *pairs[3][2] = {{a, a}, {a, b}, {a, c}};
 	const char *why[3] = {"same file", "same file", "same content"};
 
-	ASSERT(mkdtemp(dir));
 	snprintf(a, sizeof(a), "%s/a.csv", dir);
 	snprintf(b, sizeof(b), "%s/b.csv", dir);
 	snprintf(c, sizeof(c), "%s/c.csv", dir);
@@ -1890,8 +1890,8 @@ HP_TEST(estimate_save_checked_first_and_atomic)
 {
 	struct hp_catalog *cat = test_catalog();
 	struct hp_estimator_file f;
-	char dir[] = "/tmp/hp-test-save-XXXXXX", path[128],
-	     tmp[sizeof(f.af.tmp)];
+	const char *dir = hp_test_tmpdir("hp-test-save-");
+	char path[128], tmp[sizeof(f.af.tmp)];
 	struct hp_error err = {0};
 	struct hp_estimator *est, *back;
 	struct hp__set set;
@@ -1899,7 +1899,6 @@ HP_TEST(estimate_save_checked_first_and_atomic)
 	struct dirent *e;
 	int files = 0;
 
-	ASSERT(mkdtemp(dir));
 	ASSERT_EQ_INT(
 	    hp_estimator_save_open(&f, "/nonexistent-hp/x.json", &err), HP_EIO);
 	ASSERT_STR_EQ(err.msg, "cannot write '/nonexistent-hp/x.json': No "
@@ -2057,7 +2056,8 @@ HP_TEST(estimate_fit_same_for_any_thread_count)
 HP_TEST(estimate_ref_scaling_by_hand)
 {
 	struct hp_catalog *cat = test_catalog();
-	char dir[] = "/tmp/hp-test-ref-XXXXXX", path[128];
+	const char *dir = hp_test_tmpdir("hp-test-ref-");
+	char path[128];
 	const char *ds[1] = {path};
 	struct hp_fit_options o = {0};
 	struct hp_error err = {0};
@@ -2065,7 +2065,6 @@ HP_TEST(estimate_ref_scaling_by_hand)
 	struct hp_estimator *est, *back;
 	char *text, *p;
 
-	ASSERT(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/x.csv", dir);
 	read_small();
 	/* 15 rows at 2 ms, 14 at 3 ms, 15 at 4 ms, one without: median 3 */

@@ -103,10 +103,9 @@ static void fake_cache(const char *sys, int i, const char *level,
 
 HP_TEST(host_caches_from_fake_sysfs)
 {
-	char sys[] = "/tmp/hp_sysfs_XXXXXX";
+	const char *sys = hp_test_tmpdir("hp_sysfs_");
 	struct hp_host h;
 
-	ASSERT(mkdtemp(sys));
 	fake_cache(sys, 0, "1\n", "Data\n", "48K\n", "0,28\n");
 	fake_cache(sys, 1, "1\n", "Instruction\n", "32K\n", "0,28\n");
 	fake_cache(sys, 2, "2\n", "Unified\n", "2048K\n", "0,28\n");
@@ -346,14 +345,14 @@ static struct hp_device_type *cpu_type(struct hp_catalog *cat)
 
 HP_TEST(host_file_save_load_apply)
 {
-	char dir[] = "/tmp/hp_state_XXXXXX", path[4200];
+	const char *dir = hp_test_tmpdir("hp_state_");
+	char path[4200];
 	struct hp_error err = {0};
 	struct hp_catalog *cat = shipped_catalog();
 	struct hp_device_type *t = cpu_type(cat);
 	struct hp_host h;
 	struct hp_host_file f, g;
 
-	ASSERT(mkdtemp(dir));
 	sample_host(&h);
 	hp_host_apply(&h, t);
 	/* no host file: the type keeps the detected figures, plus the
@@ -757,10 +756,10 @@ HP_TEST(host_estimator_keeps_profiled_host_figures)
 
 HP_TEST(host_rapl_from_fake_sysfs)
 {
-	char sys[] = "/tmp/hp_rapl_XXXXXX", d[256];
+	const char *sys = hp_test_tmpdir("hp_rapl_");
+	char d[256];
 	double j = -1;
 
-	ASSERT(mkdtemp(sys));
 	ASSERT_EQ_INT(hp_host_rapl_energy_j(sys, &j), HP_ENOENT);
 	ASSERT_NEAR(j, -1, 0);
 	snprintf(d, sizeof(d), "%s/class", sys);
@@ -783,7 +782,8 @@ HP_TEST(host_rapl_from_fake_sysfs)
 
 HP_TEST(host_measured_power_makes_energy_known)
 {
-	char dir[] = "/tmp/hp_state_XXXXXX", path[4200];
+	const char *dir = hp_test_tmpdir("hp_state_");
+	char path[4200];
 	struct hp_error err = {0};
 	struct hp_catalog *cat = shipped_catalog();
 	struct hp_estimator *est = shipped_estimator();
@@ -793,7 +793,6 @@ HP_TEST(host_measured_power_makes_energy_known)
 	struct hp_host h;
 	struct hp_host_file f;
 
-	ASSERT(mkdtemp(dir));
 	sample_host(&h);
 	hp_host_apply(&h, t);
 	spec_workload(spec_k5, 32, &w);
@@ -835,7 +834,8 @@ HP_TEST(host_cpu_only_node_choosable_with_power)
 	    "\"count\":1,\"free\":1}],\"cpu_cores\":2,\"memory_gb\":16,"
 	    "\"intra_bw_gbps\":10,\"net_bw_gbps\":10,\"net_latency_us\":50,"
 	    "\"base_power_w\":0}]}";
-	char dir[] = "/tmp/hp_state_XXXXXX", path[4200];
+	const char *dir = hp_test_tmpdir("hp_state_");
+	char path[4200];
 	struct hp_error err = {0};
 	struct hp_catalog *cat = shipped_catalog();
 	struct hp_estimator *est = shipped_estimator();
@@ -847,7 +847,6 @@ HP_TEST(host_cpu_only_node_choosable_with_power)
 	struct hp_host h;
 	struct hp_host_file f;
 
-	ASSERT(mkdtemp(dir));
 	sample_host(&h);
 	hp_host_apply(&h, t);
 	ASSERT_EQ_INT(hp_host_file_apply_catalog(dir, &h, cat, &err), 0);

@@ -455,20 +455,16 @@ HP_TEST(measure_load_dir_is_the_sum)
 }
 
 /* Write text to NAME in a fresh folder (Zeus takes the GPU from the name). */
-static char tmp_dir[128];
+static const char *tmp_dir;
 
 static const char *write_tmp(const char *name, const char *text)
 {
 	static char path[256];
-	char *dir = tmp_dir;
 	FILE *f;
 
-	if (!dir[0]) {
-		snprintf(dir, sizeof(tmp_dir), "/tmp/hp_measure_XXXXXX");
-		if (!mkdtemp(dir))
-			HP_FAIL("mkdtemp failed");
-	}
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!tmp_dir)
+		tmp_dir = hp_test_tmpdir("hp_measure_");
+	snprintf(path, sizeof(path), "%s/%s", tmp_dir, name);
 	f = fopen(path, "w");
 	if (!f)
 		HP_FAIL("cannot write %s", path);

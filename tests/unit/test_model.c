@@ -1489,12 +1489,12 @@ HP_TEST(model_json_survives_bad_utf8_names)
 
 HP_TEST(util_read_file_refuses_fifo)
 {
-	char dir[] = "/tmp/hp_fifo_XXXXXX", path[64];
+	const char *dir = hp_test_tmpdir("hp_fifo_");
+	char path[64];
 	struct hp_error err = {0};
 	char *data;
 	size_t len;
 
-	ASSERT(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/f", dir);
 	ASSERT_EQ_INT(mkfifo(path, 0600), 0);
 	ASSERT_EQ_INT(hp_read_file(path, 1024, &data, &len, &err), HP_EINVAL);

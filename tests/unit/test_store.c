@@ -42,13 +42,12 @@
 
 /* A fresh folder and database path for one test (each test is its own
  * process: the folder is removed by rm_db() at the end). */
-static char g_dir[256], g_db[320];
+static const char *g_dir;
+static char g_db[320];
 
 static const char *tmp_db(void)
 {
-	snprintf(g_dir, sizeof(g_dir), "/tmp/hp-store-test.XXXXXX");
-	if (!mkdtemp(g_dir))
-		HP_FAIL("mkdtemp: %s", strerror(errno));
+	g_dir = hp_test_tmpdir("hp-store-test.");
 	snprintf(g_db, sizeof(g_db), "%s/store.db", g_dir);
 	return g_db;
 }

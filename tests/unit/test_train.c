@@ -18,14 +18,9 @@
 
 /* ---- helpers ---- */
 
-static char *tmpdir(void)
+static const char *tmpdir(void)
 {
-	static char d[64];
-
-	snprintf(d, sizeof(d), "/tmp/hp_train_XXXXXX");
-	if (!mkdtemp(d))
-		HP_FAIL("mkdtemp");
-	return d;
+	return hp_test_tmpdir("hp_train_");
 }
 
 /* An IDX file of unsigned bytes: rank and dims, then data. */
@@ -162,7 +157,8 @@ HP_TEST(train_idx_refusals)
 
 HP_TEST(train_dataset_dir_and_gather)
 {
-	char *d = tmpdir(), p[256];
+	const char *d = tmpdir();
+	char p[256];
 	unsigned char px[3 * 2 * 2], lab[3] = {2, 0, 1}, buf[128], zb[256];
 	uint32_t di[3] = {3, 2, 2}, dl[1] = {3};
 	struct hp_dataset ds;
@@ -657,7 +653,8 @@ HP_TEST(train_lr)
 
 HP_TEST(train_checkpoint_roundtrip)
 {
-	char *d = tmpdir(), path[128];
+	const char *d = tmpdir();
+	char path[128];
 	float a[5] = {1.5f, -2, 0, 3e-39f, 1e30f}, b[1] = {NAN};
 	struct hp_ckpt c, r;
 	struct hp_error err = {0};
@@ -774,7 +771,8 @@ HP_TEST(train_metrics)
 	    .samples_per_s = 32 / 0.6,
 	    .elapsed_s = 9,
 	};
-	char *s = hp_step_record_json(&r), *d = tmpdir(), path[128];
+	char *s = hp_step_record_json(&r), path[128];
+	const char *d = tmpdir();
 	json_error_t je;
 	json_t *o = json_loads(s, 0, &je);
 	struct hp_error err = {0};
