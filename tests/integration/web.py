@@ -113,10 +113,7 @@ nb = tempfile.mkdtemp(prefix="hetpool-noweb-")
 try:
     os.makedirs(os.path.join(nb, "bin"))
     shutil.copy(HETPOOLD, os.path.join(nb, "bin", "hetpoold"))
-    d = Daemon(["--hetpool", os.path.abspath(HETPOOL)])
-    d.tmp = nb
-    d.db = os.path.join(nb, "pool.db")
-    d.log_path = os.path.join(nb, "log")
+    d = Daemon(["--hetpool", os.path.abspath(HETPOOL)], tmp=nb)
     saved = hplib.HETPOOLD
     hplib.HETPOOLD = os.path.join(nb, "bin", "hetpoold")
     try:
