@@ -368,8 +368,9 @@ static bool const_ints(const struct hp_graph *g, const struct hp_node *n,
 	return false;
 }
 
-/* A ReduceMean of a 4-D input over exactly axes 2 and 3 (or -2 and -1). */
-static bool mean_over_hw(const struct hp_graph *g, const struct hp_node *n)
+/* A ReduceMean or ReduceMax of a 4-D input over exactly axes 2 and 3 (or
+ * -2 and -1). */
+static bool over_hw(const struct hp_graph *g, const struct hp_node *n)
 {
 	const int64_t *ax;
 	int64_t na;
@@ -1036,9 +1037,10 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	/* the ops below that look at their data input's tensor need it to be
 	 * an activation */
 	if ((!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
-	     !strcmp(op, "GlobalMaxPool") || !strcmp(op, "Slice") ||
-	     !strcmp(op, "Split") || !strcmp(op, "Transpose") ||
-	     !strcmp(op, "Reshape") || !strcmp(op, "Pad")) &&
+	     !strcmp(op, "GlobalMaxPool") || !strcmp(op, "ReduceMax") ||
+	     !strcmp(op, "Slice") || !strcmp(op, "Split") ||
+	     !strcmp(op, "Transpose") || !strcmp(op, "Reshape") ||
+	     !strcmp(op, "Pad")) &&
 	    (x0 < 0 || c->val[x0] == VAL_NONE))
 		return hp_error_set(err, HP_EUNSUPP,
 				    "node %s (%s): its data input is not an "
@@ -1268,16 +1270,20 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    n->name, op);
 	} else if (!strcmp(op, "GlobalAveragePool")) {
 		L.type = HP_LAYER_GAP;
-	} else if (!strcmp(op, "GlobalMaxPool")) {
-		/* (adaptive_max_pool2d(x, 1)): a max pool of the whole
-		 * square map */
+	} else if (!strcmp(op, "GlobalMaxPool") || !strcmp(op, "ReduceMax")) {
+		/* (adaptive_max_pool2d(x, 1), x.amax((2, 3))): a max pool of
+		 * the whole square map; without keepdims the next layer
+		 * reads it flat, as an fc reads any input */
 		const struct hp_tensor *xt = &g->tensors[x0];
+		if (!strcmp(op, "ReduceMax") && !over_hw(g, n))
+			return pass_through(c, n, ins[0],
+					    "ReduceMax (not over H and W)");
 		if (xt->rank != 4 || xt->dims[2] < 1 ||
 		    xt->dims[2] != xt->dims[3] || xt->dims[2] > 4096)
 			return hp_error_set(err, HP_EUNSUPP,
-					    "node %s (GlobalMaxPool): only of "
-					    "a square map of known size",
-					    n->name);
+					    "node %s (%s): only of a square "
+					    "map of known size",
+					    n->name, op);
 		L.type = HP_LAYER_POOL;
 		L.pool_max = true;
 		L.kernel = L.stride = xt->dims[2];
@@ -1285,7 +1291,7 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		/* the mean over H and W (x.mean([2, 3]) in PyTorch): a global
 		 * average pool; without keepdims the next layer reads it flat,
 		 * as an fc reads any input */
-		if (!mean_over_hw(g, n))
+		if (!over_hw(g, n))
 			return pass_through(c, n, ins[0],
 					    "ReduceMean (not over H and W)");
 		L.type = HP_LAYER_GAP;

@@ -1835,8 +1835,9 @@ HP_TEST(engine_onnx_maxpool_end_pads)
 }
 
 /* adaptive_max_pool2d(x, 1) after a conv: GlobalMaxPool of a 5x5 map (or
- * a 5x4 one: wide) */
-static uint8_t *gmp_onnx(size_t *len, bool wide)
+ * a 5x4 one: wide); with amax, x.amax((2, 3)) (ReduceMax over H and W,
+ * without keepdims: no Flatten), or over the width alone when also wide */
+static uint8_t *gmp_onnx(size_t *len, bool wide, bool amax)
 {
 	struct ob *b = ob_new(13);
 	int64_t in[4] = {-1, 2, 5, wide ? 4 : 5}, w1[4] = {4, 2, 3, 3},
@@ -1848,9 +1849,16 @@ static uint8_t *gmp_onnx(size_t *len, bool wide)
 	ob_init(b, "fw", 2, fw);
 	ob_init(b, "fb", 1, fb);
 	ob_conv(b, "x,w1", "c1", 3, 1);
-	ob_node(b, "GlobalMaxPool", "c1", "g1");
-	n = ob_node(b, "Flatten", "g1", "fl");
-	ob_attr_i(b, n, "axis", 1);
+	if (amax) {
+		n = ob_node(b, "ReduceMax", "c1", "fl");
+		ob_attr_ints(b, n, "axes", wide ? 1 : 2,
+			     wide ? (int64_t[]){3} : (int64_t[]){2, 3});
+		ob_attr_i(b, n, "keepdims", 0);
+	} else {
+		ob_node(b, "GlobalMaxPool", "c1", "g1");
+		n = ob_node(b, "Flatten", "g1", "fl");
+		ob_attr_i(b, n, "axis", 1);
+	}
 	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
 	ob_attr_i(b, n, "transB", 1);
 	ob_output(b, "y");
@@ -1862,7 +1870,7 @@ HP_TEST(engine_onnx_global_max_pool)
 	struct hp_spec s;
 	size_t len;
 	int64_t shape[3] = {2, 5, 5}, wide[3] = {2, 5, 4};
-	uint8_t *buf = gmp_onnx(&len, false);
+	uint8_t *buf = gmp_onnx(&len, false, false);
 
 	onnx_converted(buf, len, shape, &s);
 	/* conv, max pool 5x5 / 5, flatten, fc */
@@ -1872,9 +1880,19 @@ HP_TEST(engine_onnx_global_max_pool)
 	ASSERT_EQ_INT(s.layers[1].kernel, 5);
 	ASSERT_EQ_INT(s.layers[1].stride, 5);
 	free(check_spec_net(&s));
-	buf = gmp_onnx(&len, true);
+	buf = gmp_onnx(&len, true, false);
 	onnx_refused(buf, len, wide, "(GlobalMaxPool): only of a square map",
 		     1);
+	/* x.amax((2, 3)): the same pool, the fc reading it flat */
+	buf = gmp_onnx(&len, false, true);
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.nlayers, 3);
+	ASSERT(s.layers[1].type == HP_LAYER_POOL && s.layers[1].pool_max &&
+	       s.layers[1].kernel == 5);
+	ASSERT_EQ_INT(s.layers[2].type, HP_LAYER_FC);
+	free(check_spec_net(&s));
+	buf = gmp_onnx(&len, true, true);
+	onnx_refused(buf, len, wide, "ReduceMax (not over H and W)", 2);
 }
 
 /* A model's constant arithmetic as PyTorch exports it: the input
