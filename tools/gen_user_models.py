@@ -172,6 +172,24 @@ class PReluNet(nn.Module):
         return self.f(x)
 
 
+class ZeroPadNet(nn.Module):
+    """Explicit zero padding before convs, as Keras ports and TensorFlow's
+    "same" emulation write it: nn.ZeroPad2d(1), and (0, 1, 0, 1) before a
+    stride-2 conv (PyTorch computes F.pad's pads with ConstantOfShape,
+    Concat, Reshape, a reversing Slice, Transpose and Cast), then
+    x.amax((2, 3)) as the global pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(
+            nn.ZeroPad2d(1), nn.Conv2d(3, 16, 3), nn.ReLU(), nn.ZeroPad2d((0, 1, 0, 1)),
+            nn.Conv2d(16, 32, 3, stride=2), nn.ReLU())
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc(self.f(x).amax((2, 3)))
+
+
 def params(m):
     return sum(p.numel() for p in m.parameters() if p.requires_grad)
 
@@ -197,6 +215,8 @@ MODELS = [
      "InstanceNorm2d with and without affine, GroupNorm without affine"),
     ("user_prelu", PReluNet, (3, 32, 32), 13, True,
      "PReLU with a slope per channel and nn.PReLU()'s one shared slope"),
+    ("user_zeropad", ZeroPadNet, (3, 32, 32), 13, True,
+     "nn.ZeroPad2d before convs (even and one-sided), x.amax((2, 3))"),
 ]
 
 

@@ -77,10 +77,10 @@ struct conv_ctx {
 	 * N, g, C/g, H, W: g; then its Transpose (0, 2, 1, 3, 4): -g; the
 	 * Reshape back makes the layer); 0 for the rest */
 	int64_t *shuf;
-	/* per tensor: the zeros a Pad put around its image (a side, H and W
-	 * alike), for the AveragePool after it to take as its own padding;
-	 * 0 for the rest */
-	int64_t *padded;
+	/* per tensor: the zeros a Pad put around its image (top, left,
+	 * bottom, right), for the Conv or AveragePool after it to take as
+	 * its own padding; zeros for the rest */
+	int64_t (*padded)[4];
 	struct tinfo *ti; /* per tensor */
 	char bad[256];
 	size_t nbad;
@@ -386,30 +386,49 @@ static bool over_hw(const struct hp_graph *g, const struct hp_node *n)
 	       g->tensors[n->inputs[0]].rank == 4;
 }
 
-/*
- * A Pad's zeros around an N, C, H, W image: the amount on every side of
- * H and W when it is the same on all four and N and C get none, 0 for no
- * padding at all, -1 for anything else (another mode, a value other than
- * 0, uneven sides).
- */
-static int64_t zero_pads(const struct hp_graph *g, const struct hp_node *n)
+/* A Pad of zeros on H and W of a 4-D tensor (none on N and C): its pads
+ * (top, left, bottom, right) in p; -1 for another Pad (other values,
+ * reflect or edge mode, pads on N or C, a pad removed). */
+static int zero_pads(const struct hp_graph *g, const struct hp_node *n,
+		     int64_t p[4])
 {
 	const char *mode = hp_node_attr_s(n, "mode", "constant");
-	const int64_t *p;
-	int64_t np, side;
+	const int64_t *v;
+	int64_t np;
 
-	if (!const_ints(g, n, "pads", 1, &p, &np) || np < 1)
+	memset(p, 0, 4 * sizeof(p[0]));
+	if (!const_ints(g, n, "pads", 1, &v, &np) || np < 1)
 		return -1;
-	side = np == 8 ? p[2] : 0;
-	for (int64_t i = 0; i < np; i++)
-		if (p[i] != (np == 8 && i % 4 >= 2 ? side : 0))
+	if (np != 8) {
+		/* padding nothing (DenseNet's), or not an image's */
+		for (int64_t i = 0; i < np; i++)
+			if (v[i])
+				return -1;
+		return 0;
+	}
+	/* ONNX: x1_begin .. x4_begin, x1_end .. x4_end */
+	p[0] = v[2];
+	p[1] = v[3];
+	p[2] = v[6];
+	p[3] = v[7];
+	if (v[0] || v[1] || v[4] || v[5])
+		return -1;
+	for (int i = 0; i < 4; i++)
+		if (p[i] < 0 || p[i] > 4096)
 			return -1;
-	if (side > 0 && (strcmp(mode, "constant") ||
-			 const_f(g, n, 2, hp_node_attr_f(n, "value", 0)) != 0 ||
-			 (n->ninputs > 2 && n->inputs[2] >= 0 &&
-			  g->tensors[n->inputs[2]].nfvals != 1)))
+	if (strcmp(mode, "constant") ||
+	    const_f(g, n, 2, hp_node_attr_f(n, "value", 0)) != 0 ||
+	    (n->ninputs > 2 && n->inputs[2] >= 0 &&
+	     g->tensors[n->inputs[2]].nfvals != 1))
 		return -1;
-	return side < 0 || side > 4096 ? -1 : side;
+	return 0;
+}
+
+static bool is_padded(const struct conv_ctx *c, int t)
+{
+	const int64_t *p = c->padded[t];
+
+	return p[0] || p[1] || p[2] || p[3];
 }
 
 static int add_layer(struct conv_ctx *c, const struct hp_node *n,
@@ -1053,8 +1072,11 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		int t = n->inputs[k];
 		if (t < 0)
 			continue;
-		if (c->padded[t] && (k > 0 || strcmp(op, "AveragePool")))
-			return pass_through(c, n, ins[0], "Pad (not of zeros)");
+		if (is_padded(c, t) && (k > 0 || (strcmp(op, "AveragePool") &&
+						  strcmp(op, "Conv"))))
+			return pass_through(c, n, ins[0],
+					    "Pad (of zeros, before an op that "
+					    "does not take it as padding)");
 		if (c->shuf[t] &&
 		    (k > 0 ||
 		     strcmp(op, c->shuf[t] > 0 ? "Transpose" : "Reshape")))
@@ -1117,6 +1139,12 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 				 xt && xt->rank == 4 ? xt->dims + 2 : NULL,
 				 &L.dilation, pend, err)))
 			return rc;
+		/* a Pad of zeros before it (nn.ZeroPad2d, TensorFlow's
+		 * "same" as Keras ports write it): the conv's own padding */
+		L.pad += c->padded[x0][0];
+		L.pad_w += c->padded[x0][1];
+		pend[0] += c->padded[x0][2];
+		pend[1] += c->padded[x0][3];
 		/* pads unlike on the sides of an axis: "same" padding of an
 		 * even span */
 		L.asym = pend[0] != L.pad || pend[1] != L.pad_w;
@@ -1255,13 +1283,17 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "left out of the average is not "
 					    "supported",
 					    n->name);
-		/* the Pad's zeros before it, for a pool without padding of
-		 * its own (nor ceil mode, which max pools alone have) */
-		if (c->padded[x0] > 0) {
-			if (L.pad > 0)
+		/* the Pad's zeros before it, the same on every side, for a
+		 * pool without padding of its own (nor ceil mode, which max
+		 * pools alone have) */
+		if (is_padded(c, x0)) {
+			const int64_t *pp = c->padded[x0];
+			if (L.pad > 0 || pp[1] != pp[0] || pp[2] != pp[0] ||
+			    pp[3] != pp[0])
 				return pass_through(c, n, ins[0],
-						    "Pad (not of zeros)");
-			L.pad = c->padded[x0];
+						    "Pad (of zeros, unlike on "
+						    "the sides of a pool)");
+			L.pad = pp[0];
 		}
 		if (2 * L.pad > L.kernel)
 			return hp_error_set(err, HP_EUNSUPP,
@@ -1299,12 +1331,14 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		/* PyTorch exports an average pool with padding as a Pad of
 		 * zeros and the pool: the pool takes the padding (the
 		 * engine's average counts it, as count_include_pad does);
-		 * DenseNet's pads nothing */
-		int64_t side = zero_pads(g, n);
-		if (side > 0)
-			c->padded[n->outputs[0]] = side;
+		 * DenseNet's pads nothing; nn.ZeroPad2d before a conv is
+		 * the conv's padding */
+		int64_t p[4];
+		int zp = zero_pads(g, n, p);
+		if (zp == 0)
+			memcpy(c->padded[n->outputs[0]], p, sizeof(p));
 		return pass_through(c, n, ins[0],
-				    side >= 0 ? NULL : "Pad (not of zeros)");
+				    zp == 0 ? NULL : "Pad (not of zeros)");
 	} else if (!strcmp(op, "Add") || !strcmp(op, "Sum")) {
 		L.type = HP_LAYER_ADD;
 		if (nin != n->ninputs || nin < 2)

@@ -1003,13 +1003,54 @@ static int op_reshape(struct hp_graph *g, struct hp_node *n,
 	return has_val(x) ? set_val(g, n, 0, x->ival, x->nival, err) : 0;
 }
 
+/*
+ * Output 0's value from input 0's, when that is known whole and small
+ * (shape arithmetic: the pads PyTorch computes for F.pad go through a
+ * Reshape to pairs, a reversing Slice and a Transpose): output element j
+ * (a multi-index over o, row-major) is input element first[a] + j[a] x
+ * step[a] on each axis a (a Slice), or, with perm, the one at j[i] on
+ * axis perm[i] (a Transpose).  0 when nothing is known.
+ */
+static int gather_val(struct hp_graph *g, struct hp_node *n, const int64_t *o,
+		      const int64_t *first, const int64_t *step,
+		      const int64_t *perm, struct hp_error *err)
+{
+	const struct hp_tensor *x = in(g, n, 0);
+	int64_t ne = 1, v[MAXC];
+
+	if (!has_val(x) || x->nival != hp_tensor_numel(x))
+		return 0;
+	for (int a = 0; a < x->rank; a++)
+		if ((ne *= o[a]) > MAXC)
+			return 0;
+	for (int64_t k = 0; k < ne; k++) {
+		int64_t rem = k, idx[HP_MAX_RANK], src = 0;
+		for (int a = x->rank - 1; a >= 0; a--) {
+			int64_t j = rem % o[a];
+			rem /= o[a];
+			if (perm)
+				idx[perm[a]] = j;
+			else
+				idx[a] = first[a] + j * step[a];
+		}
+		for (int a = 0; a < x->rank; a++) {
+			if (idx[a] < 0 || idx[a] >= x->dims[a])
+				return 0;
+			src = src * x->dims[a] + idx[a];
+		}
+		v[k] = x->ival[src];
+	}
+	return set_val(g, n, 0, v, ne, err);
+}
+
 static int op_transpose(struct hp_graph *g, struct hp_node *n,
 			struct hp_error *err)
 {
 	struct hp_tensor *x = in(g, n, 0);
 	const struct hp_attr *p = hp_node_attr(n, "perm");
-	int64_t o[HP_MAX_RANK];
+	int64_t o[HP_MAX_RANK], perm[HP_MAX_RANK];
 	bool seen[HP_MAX_RANK] = {0};
+	int rc;
 
 	if (!known(x))
 		return 2;
@@ -1024,8 +1065,10 @@ static int op_transpose(struct hp_graph *g, struct hp_node *n,
 			return bad(err, n, "perm is not a permutation");
 		seen[pi] = true;
 		o[i] = x->dims[pi];
+		perm[i] = pi;
 	}
-	return set_shape(g, n, 0, x->dtype, x->rank, o, err);
+	rc = set_shape(g, n, 0, x->dtype, x->rank, o, err);
+	return rc ? rc : gather_val(g, n, o, NULL, NULL, perm, err);
 }
 
 static int op_squeeze(struct hp_graph *g, struct hp_node *n,
@@ -1135,17 +1178,7 @@ static int op_slice(struct hp_graph *g, struct hp_node *n, struct hp_error *err)
 	rc = set_shape(g, n, 0, x->dtype, x->rank, o, err);
 	if (rc)
 		return rc;
-	if (has_val(x) && x->rank == 1) {
-		int64_t v[MAXC];
-		for (int64_t i = 0; i < o[0]; i++) {
-			int64_t j = first[0] + i * step[0];
-			if (j < 0 || j >= x->nival)
-				return 0;
-			v[i] = x->ival[j];
-		}
-		return set_val(g, n, 0, v, o[0], err);
-	}
-	return 0;
+	return gather_val(g, n, o, first, step, NULL, err);
 }
 
 static int op_pad(struct hp_graph *g, struct hp_node *n, struct hp_error *err)

@@ -141,7 +141,8 @@ done
 # data, opset 9's ceil-mode pools (GoogLeNet's 4 of stride 2), the
 # parameters as graph inputs (ResNet-18's 20 convs), GroupNorm's five ops
 # (one groupnorm layer each), InstanceNorm2d (a group per channel), PReLU
-# (a slope per channel, and one shared)
+# (a slope per channel, and one shared), nn.ZeroPad2d before convs (their
+# padding, one-sided too) and x.amax((2, 3)) (a max pool of the map)
 UD=$ROOT/tests/data/onnx
 while IFS=, read -r f inp params _; do
 	[ "$f" = file ] && continue
@@ -205,6 +206,10 @@ want("groupnorm", [l["groups"] for l in L if l["type"] == "groupnorm"] == [8, 8,
 d, c, L = spec("user_prelu")
 want("prelu", [l["per_channel"] for l in L if l["type"] == "prelu"] == [True, True, False] and
      c["bn"] == 2)
+d, c, L = spec("user_zeropad")
+convs = [l for l in L if l["type"] == "conv"]
+want("zeropad", [x.get("pad") for x in convs] == [1, [0, 0, 1, 1]] and
+     c["pool"] == 1 and [l for l in L if l["type"] == "pool"][0]["op"] == "max")
 d, c, L = spec("user_instancenorm")
 want("instancenorm", [l["groups"] for l in L if l["type"] == "groupnorm"] == [16, 16, 4] and
      c["scale"] == 0 and c["leakyrelu"] == 1)

@@ -1503,8 +1503,8 @@ static uint8_t *torchvision_forms_onnx(size_t *len, int variant)
 HP_TEST(engine_onnx_torchvision_forms)
 {
 	static const char *const refused[] = {
-	    NULL, "ceil_mode is supported on max pools only",
-	    "Pad (not of zeros)", "ReduceMean (not over H and W)"};
+	    NULL, "ceil_mode is supported on max pools only", NULL,
+	    "ReduceMean (not over H and W)"};
 	struct hp_error err = {0};
 	struct hp_spec s;
 	size_t len;
@@ -1532,9 +1532,18 @@ HP_TEST(engine_onnx_torchvision_forms)
 	ASSERT(strstr(js, "\"ceil_mode\":true"));
 	free(js);
 	for (int v = 1; v < 4; v++) {
+		if (!refused[v])
+			continue;
 		buf = torchvision_forms_onnx(&len, v);
 		onnx_refused(buf, len, shape, refused[v], v);
 	}
+	/* a Pad of one zero a side before the 1x1 convs: their padding */
+	buf = torchvision_forms_onnx(&len, 2);
+	onnx_converted(buf, len, shape, &s);
+	ASSERT_EQ_INT(s.nlayers, 7);
+	ASSERT(s.layers[2].type == HP_LAYER_CONV && s.layers[2].pad == 1 &&
+	       s.layers[3].pad == 1 && !s.layers[2].rect);
+	free(check_spec_net(&s));
 }
 
 /* EfficientNet's block as torchvision exports it: SiLU as Sigmoid and
@@ -2318,8 +2327,12 @@ HP_TEST(engine_onnx_inception_forms)
 	ASSERT(strstr(js, "\"kernel\":[1,7]") && strstr(js, "\"pad\":[0,3]"));
 	free(js);
 	for (int v = 1; v < 4; v++) {
+		static const char *const why[4] = {
+		    NULL, "Pad (of zeros, before an op that does not take it",
+		    "Pad (not of zeros)",
+		    "Pad (of zeros, unlike on the sides of a pool)"};
 		buf = inception_onnx(&len, v);
-		onnx_refused(buf, len, shape, "Pad (not of zeros)", v);
+		onnx_refused(buf, len, shape, why[v], v);
 	}
 }
 

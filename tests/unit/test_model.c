@@ -835,6 +835,55 @@ HP_TEST(shape_folds_shape_chain)
 	hp_graph_free(g);
 }
 
+/* F.pad's pads as PyTorch computes them (nn.ZeroPad2d((0, 1, 0, 1))):
+ * (left, right, top, bottom) and zeros for the other axes, Reshape to
+ * pairs, a Slice reversing the rows, Transpose, Reshape flat, Cast: the
+ * values go through each step, so the Pad's pads are known. */
+HP_TEST(shape_folds_pad_pairs)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 2, 4, 4}, lrtb[4] = {0, 1, 0, 1}, z[4] = {0},
+		pairs[2] = {-1, 2}, flat = -1, st = -1, en = INT64_MIN, ax = 0,
+		sp = -1;
+	static const int64_t want[8] = {0, 0, 0, 0, 0, 0, 1, 1};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_const_i64(b, "lrtb", 4, lrtb);
+	ob_const_i64(b, "zeros", 4, z);
+	n = ob_node(b, "Concat", "lrtb,zeros", "c");
+	ob_attr_i(b, n, "axis", 0);
+	ob_const_i64(b, "pairs", 2, pairs);
+	ob_node(b, "Reshape", "c,pairs", "r");
+	ob_const_i64(b, "st", 1, &st);
+	ob_const_i64(b, "en", 1, &en);
+	ob_const_i64(b, "ax", 1, &ax);
+	ob_const_i64(b, "sp", 1, &sp);
+	ob_node(b, "Slice", "r,st,en,ax,sp", "rev");
+	n = ob_node(b, "Transpose", "rev", "t");
+	ob_attr_ints(b, n, "perm", 2, (int64_t[]){1, 0});
+	ob_const_i64(b, "flat", 1, &flat);
+	ob_node(b, "Reshape", "t,flat", "tf");
+	ob_attr_i(b, ob_node(b, "Cast", "tf", "pads"), "to", 7);
+	ob_node(b, "Pad", "x,pads", "y");
+	ob_output(b, "y");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	if (hp_analyze(g, 3, NULL, 0, &f, &err))
+		HP_FAIL("%s", err.msg);
+	ASSERT_EQ_INT(T(g, "rev")->nival, 8);
+	ASSERT_EQ_INT(T(g, "rev")->ival[0], 0); /* the last pair first */
+	ASSERT_EQ_INT(T(g, "pads")->nival, 8);
+	for (int i = 0; i < 8; i++)
+		ASSERT_EQ_INT(T(g, "pads")->ival[i], want[i]);
+	ASSERT_DIMS(T(g, "y"), 3, 2, 5, 5);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
 /* A model exported without its parameters (export_params=False): its
  * weights are graph inputs with no initializer; they count as parameters,
  * and the data input stays the one input.  A second input an Add reads is
