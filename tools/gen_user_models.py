@@ -190,6 +190,22 @@ class ZeroPadNet(nn.Module):
         return self.fc(self.f(x).amax((2, 3)))
 
 
+class PoolFormsNet(nn.Module):
+    """Global pooling as older and hand-written code spells it, three
+    branches concatenated: adaptive_avg_pool2d(x, 1).squeeze(-1).squeeze(-1),
+    x.mean(3).mean(2) and x.sum((2, 3))."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 16, 3, padding=1)
+        self.fc = nn.Linear(48, 10)
+
+    def forward(self, x):
+        x = F.relu(self.c(x))
+        a = F.adaptive_avg_pool2d(x, 1).squeeze(-1).squeeze(-1)
+        return self.fc(torch.cat([a, x.mean(3).mean(2), x.sum((2, 3)) / 1024], 1))
+
+
 def params(m):
     return sum(p.numel() for p in m.parameters() if p.requires_grad)
 
@@ -217,6 +233,8 @@ MODELS = [
      "PReLU with a slope per channel and nn.PReLU()'s one shared slope"),
     ("user_zeropad", ZeroPadNet, (3, 32, 32), 13, True,
      "nn.ZeroPad2d before convs (even and one-sided), x.amax((2, 3))"),
+    ("user_pool_forms", PoolFormsNet, (3, 32, 32), 13, True,
+     "global pooling as squeeze(-1).squeeze(-1), mean(3).mean(2) and sum((2, 3))"),
 ]
 
 

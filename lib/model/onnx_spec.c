@@ -36,6 +36,7 @@ enum part {
 	P_GERF,	     /* erf of it */
 	P_GERF1,     /* + 1 */
 	P_GHALF,     /* src * (1 + erf(src / sqrt(2))) */
+	P_MEAN_W,    /* src's mean over W or H: x.mean(3), .mean(2) to come */
 	P_GN_GROUPS, /* src reshaped to N, groups, the rest */
 	P_GN_NORM,   /* its InstanceNormalization (scale 1, bias 0) */
 	P_PARTIAL,   /* the last of those */
@@ -53,7 +54,7 @@ static const char *const part_next[P_PARTIAL] = {
     [P_STD] = "Div",	     [P_GDIV] = "Erf",
     [P_GERF] = "Add",	     [P_GERF1] = "Mul",
     [P_GHALF] = "Mul",	     [P_GN_GROUPS] = "InstanceNormalization",
-    [P_GN_NORM] = "Reshape",
+    [P_GN_NORM] = "Reshape", [P_MEAN_W] = "ReduceMean",
 };
 
 struct tinfo {
@@ -67,6 +68,7 @@ struct tinfo {
 	int readers;	/* nodes reading it */
 	double eps;	/* P_VAREPS, P_STD, P_GN_NORM */
 	int64_t groups; /* P_GN_GROUPS, P_GN_NORM */
+	int8_t axis;	/* P_MEAN_W: the axis src's mean was over (2, 3) */
 };
 
 struct conv_ctx {
@@ -366,6 +368,21 @@ static bool const_ints(const struct hp_graph *g, const struct hp_node *n,
 		return true;
 	}
 	return false;
+}
+
+/* The one axis node n reduces or squeezes (of an input of rank r), in
+ * 0 .. r - 1; false when it names none or several. */
+static bool one_axis(const struct hp_graph *g, const struct hp_node *n, int r,
+		     int64_t *ax)
+{
+	const int64_t *v;
+	int64_t nv;
+
+	if (!const_ints(g, n, "axes", 1, &v, &nv) || nv != 1 || v[0] < -r ||
+	    v[0] >= r)
+		return false;
+	*ax = v[0] < 0 ? v[0] + r : v[0];
+	return true;
 }
 
 /* A ReduceMean or ReduceMax of a 4-D input over exactly axes 2 and 3 (or
@@ -1016,6 +1033,32 @@ static bool graph_output(const struct hp_graph *g, int t)
 	return false;
 }
 
+/*
+ * Layer L of node n, then, for a global pool that ONNX gives as N, C (a
+ * Reduce without keepdims) that anything but a Gemm reads (a Concat with
+ * flattened data, a scale), a flatten (no work): the flat data those
+ * readers take; a Gemm reads any input as it is.
+ */
+static int add_reduce(struct conv_ctx *c, const struct hp_node *n,
+		      const struct hp_spec_layer *L, const int *ins, int nin,
+		      struct hp_error *err)
+{
+	const struct hp_graph *g = c->g;
+	int t = n->outputs[0], rc = add_layer(c, n, L, ins, nin, err), last;
+	struct hp_spec_layer F = {.type = HP_LAYER_FLATTEN};
+	bool other = false;
+
+	if (rc || g->tensors[t].rank != 2)
+		return rc;
+	for (int i = 0; i < g->nnodes && !other; i++)
+		for (int k = 0; k < g->nodes[i].ninputs; k++)
+			if (g->nodes[i].inputs[k] == t &&
+			    strcmp(g->nodes[i].op, "Gemm"))
+				other = true;
+	last = c->s->nlayers - 1;
+	return other ? add_layer(c, n, &F, &last, 1, err) : 0;
+}
+
 static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			struct hp_error *err)
 {
@@ -1057,9 +1100,10 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 	 * an activation */
 	if ((!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
 	     !strcmp(op, "GlobalMaxPool") || !strcmp(op, "ReduceMax") ||
-	     !strcmp(op, "Slice") || !strcmp(op, "Split") ||
-	     !strcmp(op, "Transpose") || !strcmp(op, "Reshape") ||
-	     !strcmp(op, "Pad")) &&
+	     !strcmp(op, "ReduceMean") || !strcmp(op, "ReduceSum") ||
+	     !strcmp(op, "Squeeze") || !strcmp(op, "Slice") ||
+	     !strcmp(op, "Split") || !strcmp(op, "Transpose") ||
+	     !strcmp(op, "Reshape") || !strcmp(op, "Pad")) &&
 	    (x0 < 0 || c->val[x0] == VAL_NONE))
 		return hp_error_set(err, HP_EUNSUPP,
 				    "node %s (%s): its data input is not an "
@@ -1087,9 +1131,12 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		    (c->ti[t].part == P_CENT
 			 ? strcmp(op, "Pow") && strcmp(op, "Div")
 			 : strcmp(op, part_next[c->ti[t].part])))
-			return pass_through(c, n, ins[0],
-					    "a layer or group norm or gelu in "
-					    "another form");
+			return pass_through(
+			    c, n, ins[0],
+			    c->ti[t].part == P_MEAN_W
+				? "ReduceMean (not over H and W)"
+				: "a layer or group norm or "
+				  "gelu in another form");
 	}
 	if ((rc = convnext_node(c, n, err)) <= 0 ||
 	    (rc = groupnorm_node(c, n, err)) <= 0)
@@ -1319,14 +1366,50 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		L.type = HP_LAYER_POOL;
 		L.pool_max = true;
 		L.kernel = L.stride = xt->dims[2];
-	} else if (!strcmp(op, "ReduceMean")) {
+		return add_reduce(c, n, &L, ins, nin, err);
+	} else if (!strcmp(op, "ReduceMean") || !strcmp(op, "ReduceSum")) {
 		/* the mean over H and W (x.mean([2, 3]) in PyTorch): a global
 		 * average pool; without keepdims the next layer reads it flat,
-		 * as an fc reads any input */
-		if (!over_hw(g, n))
-			return pass_through(c, n, ins[0],
-					    "ReduceMean (not over H and W)");
+		 * as an fc reads any input.  Older code's x.mean(3).mean(2)
+		 * is the same pool in two steps; the sum over H and W, the
+		 * pool times H x W (a scale after it). */
+		const struct hp_tensor *xt = &g->tensors[x0];
+		const struct tinfo *tx = &c->ti[x0];
+		bool sum = !strcmp(op, "ReduceSum");
+		int64_t ax;
 		L.type = HP_LAYER_GAP;
+		if (!sum && xt->rank == 4 && !tx->cl && tx->part == P_NONE &&
+		    one_axis(g, n, 4, &ax) && ax >= 2) {
+			part_of(c, n, ins[0], P_MEAN_W, x0, 0);
+			c->ti[n->outputs[0]].axis = (int8_t)ax;
+			return 0;
+		}
+		/* the other spatial axis: 2 of the 3 left without keepdims */
+		if (!sum && tx->part == P_MEAN_W &&
+		    one_axis(g, n, xt->rank, &ax) &&
+		    ax == (xt->rank == 3 ? 2 : 5 - tx->axis)) {
+			int src = c->val[tx->src];
+			return add_reduce(c, n, &L, &src, 1, err);
+		}
+		if (!over_hw(g, n))
+			return pass_through(
+			    c, n, ins[0],
+			    sum ? "ReduceSum (not over H and W)"
+				: "ReduceMean (not over H and W)");
+		if (sum) {
+			struct hp_spec_layer S = {.type = HP_LAYER_SCALE};
+			int gap = c->s->nlayers;
+			S.alpha = (double)(xt->dims[2] * xt->dims[3]);
+			if (xt->dims[2] < 1 || xt->dims[3] < 1)
+				return hp_error_set(err, HP_EUNSUPP,
+						    "node %s (ReduceSum): of a "
+						    "map of unknown size",
+						    n->name);
+			if ((rc = add_layer(c, n, &L, ins, nin, err)))
+				return rc;
+			return add_reduce(c, n, &S, &gap, 1, err);
+		}
+		return add_reduce(c, n, &L, ins, nin, err);
 	} else if (!strcmp(op, "Pad")) {
 		/* PyTorch exports an average pool with padding as a Pad of
 		 * zeros and the pool: the pool takes the padding (the
@@ -1383,6 +1466,27 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		/* N, C, H, W to N, g, C/g, H, W: a shuffle begins */
 		c->shuf[n->outputs[0]] = g->tensors[n->outputs[0]].dims[1];
 		return pass_through(c, n, ins[0], NULL);
+	} else if (!strcmp(op, "Squeeze")) {
+		/* x.squeeze(-1).squeeze(-1) after a global pool: size-1 axes
+		 * of the map dropped (never N or C); to N, C it is a flatten
+		 * (no work), the step between passes the data through */
+		const struct hp_tensor *xt = &g->tensors[x0];
+		const struct hp_tensor *yt = &g->tensors[n->outputs[0]];
+		const int64_t *v;
+		int64_t nv;
+		bool ok = const_ints(g, n, "axes", 1, &v, &nv) && nv >= 1 &&
+			  xt->rank >= 3 && yt->rank >= 2 &&
+			  yt->dims[1] == xt->dims[1];
+		for (int64_t i = 0; ok && i < nv; i++) {
+			int64_t a = v[i] < 0 ? v[i] + xt->rank : v[i];
+			ok = a >= 2 && a < xt->rank && xt->dims[a] == 1;
+		}
+		if (!ok)
+			return pass_through(
+			    c, n, ins[0], "Squeeze (not of H or W of size 1)");
+		if (yt->rank > 2)
+			return pass_through(c, n, ins[0], NULL);
+		L.type = HP_LAYER_FLATTEN;
 	} else if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")) {
 		int t = n->outputs[0];
 		L.type = HP_LAYER_FLATTEN;

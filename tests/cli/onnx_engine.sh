@@ -142,7 +142,8 @@ done
 # parameters as graph inputs (ResNet-18's 20 convs), GroupNorm's five ops
 # (one groupnorm layer each), InstanceNorm2d (a group per channel), PReLU
 # (a slope per channel, and one shared), nn.ZeroPad2d before convs (their
-# padding, one-sided too) and x.amax((2, 3)) (a max pool of the map)
+# padding, one-sided too) and x.amax((2, 3)) (a max pool of the map),
+# global pooling as squeeze(-1).squeeze(-1), mean(3).mean(2) and sum((2, 3))
 UD=$ROOT/tests/data/onnx
 while IFS=, read -r f inp params _; do
 	[ "$f" = file ] && continue
@@ -210,6 +211,8 @@ d, c, L = spec("user_zeropad")
 convs = [l for l in L if l["type"] == "conv"]
 want("zeropad", [x.get("pad") for x in convs] == [1, [0, 0, 1, 1]] and
      c["pool"] == 1 and [l for l in L if l["type"] == "pool"][0]["op"] == "max")
+d, c, L = spec("user_pool_forms")
+want("pool_forms", c["gap"] == 3 and c["concat"] == 1 and c["scale"] == 2)
 d, c, L = spec("user_instancenorm")
 want("instancenorm", [l["groups"] for l in L if l["type"] == "groupnorm"] == [16, 16, 4] and
      c["scale"] == 0 and c["leakyrelu"] == 1)

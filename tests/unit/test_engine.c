@@ -1904,6 +1904,81 @@ HP_TEST(engine_onnx_global_max_pool)
 	onnx_refused(buf, len, wide, "ReduceMax (not over H and W)", 2);
 }
 
+/* Global pooling as hand-written code spells it, before a Gemm:
+ * variant 0, x.mean(3).mean(2); 1, x.mean(3) then a Relu; 2, a Squeeze of
+ * the size-1 axes after a GlobalAveragePool; 3, a Squeeze of the channels
+ * (of a 1-channel map); 4, x.sum((2, 3)). */
+static uint8_t *pool_forms_onnx(size_t *len, int variant)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 2, 4, 4}, w1[4] = {variant == 3 ? 1 : 4, 2, 3, 3},
+		fw[2] = {3, 4}, fb[1] = {3};
+	int n;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "w1", 4, w1);
+	ob_init(b, "fw", 2, fw);
+	ob_init(b, "fb", 1, fb);
+	ob_conv(b, "x,w1", "c1", 3, 1);
+	if (variant <= 1) {
+		n = ob_node(b, "ReduceMean", "c1", "m3");
+		ob_attr_ints(b, n, "axes", 1, (int64_t[]){3});
+		ob_attr_i(b, n, "keepdims", 0);
+		if (variant == 1) {
+			ob_node(b, "Relu", "m3", "fl");
+		} else {
+			n = ob_node(b, "ReduceMean", "m3", "fl");
+			ob_attr_ints(b, n, "axes", 1, (int64_t[]){-1});
+			ob_attr_i(b, n, "keepdims", 0);
+		}
+	} else if (variant <= 3) {
+		ob_node(b, variant == 2 ? "GlobalAveragePool" : "Relu", "c1",
+			"g1");
+		n = ob_node(b, "Squeeze", variant == 2 ? "g1,ax23" : "g1,ax1",
+			    "fl");
+		ob_const_i64(b, "ax23", 2, (int64_t[]){2, 3});
+		ob_const_i64(b, "ax1", 1, (int64_t[]){1});
+	} else {
+		n = ob_node(b, "ReduceSum", "c1,ax23", "fl");
+		ob_const_i64(b, "ax23", 2, (int64_t[]){2, 3});
+		ob_attr_i(b, n, "keepdims", 0);
+	}
+	n = ob_node(b, "Gemm", "fl,fw,fb", "y");
+	ob_attr_i(b, n, "transB", 1);
+	ob_output(b, "y");
+	return ob_finish(b, len);
+}
+
+HP_TEST(engine_onnx_pool_forms)
+{
+	static const enum hp_spec_layer_type
+	    mean[] = {HP_LAYER_CONV, HP_LAYER_GAP, HP_LAYER_FC},
+	    squeeze[] = {HP_LAYER_CONV, HP_LAYER_GAP, HP_LAYER_FLATTEN,
+			 HP_LAYER_FC},
+	    sum[] = {HP_LAYER_CONV, HP_LAYER_GAP, HP_LAYER_SCALE, HP_LAYER_FC};
+	struct hp_spec s;
+	size_t len;
+	int64_t shape[3] = {2, 4, 4};
+	uint8_t *buf = pool_forms_onnx(&len, 0);
+
+	onnx_converted(buf, len, shape, &s);
+	expect_layers(&s, mean, 3);
+	free(check_spec_net(&s));
+	buf = pool_forms_onnx(&len, 1);
+	onnx_refused(buf, len, shape, "ReduceMean (not over H and W)", 1);
+	buf = pool_forms_onnx(&len, 2);
+	onnx_converted(buf, len, shape, &s);
+	expect_layers(&s, squeeze, 4);
+	free(check_spec_net(&s));
+	buf = pool_forms_onnx(&len, 3);
+	onnx_refused(buf, len, shape, "Squeeze (not of H or W of size 1)", 3);
+	buf = pool_forms_onnx(&len, 4);
+	onnx_converted(buf, len, shape, &s);
+	expect_layers(&s, sum, 4);
+	ASSERT(fabs(s.layers[2].alpha - 16) < 1e-12);
+	free(check_spec_net(&s));
+}
+
 /* A model's constant arithmetic as PyTorch exports it: the input
  * (x / 255 - 0.5) / 0.5 (three ops, one layer), a residual branch times
  * 0.2, 1 - x of the sum; variant 1: a Div of a constant by the data
