@@ -49,7 +49,8 @@ enum op_kind {
 	OP_DW_WGRAD,
 	OP_GN_FWD,
 	OP_GN_BWD,
-	OP_ZERO /* a: set to 0 */
+	OP_CHSCALE, /* a: x, b: y, factor and shift per channel (layer) */
+	OP_ZERO	    /* a: set to 0 */
 };
 
 struct op {
@@ -1032,6 +1033,46 @@ static int build_prelu(struct cpu *b, int i, struct hp_error *err)
 			  DNNL_ARG_DIFF_WEIGHTS, dw)))
 		return rc;
 	return reorder_back(b, &ls->bwd, dw, gw, err);
+}
+
+/*
+ * scale with a factor and a shift per channel (an image's input
+ * normalization): y = f[c] x + s[c] on plain nchw, and the input's
+ * gradient f[c] dy when one is wanted (the network input's is not, as a
+ * rule).  The engine's own loop (chscale()).
+ */
+static int build_chscale(struct cpu *b, int i, struct hp_error *err)
+{
+	const struct hp__plan_layer *pl = &b->p->layers[i];
+	const struct hp__plan_act *xa = &b->p->acts[pl->x];
+	struct act *X = &b->acts[pl->x], *Y = &b->acts[pl->y];
+	struct lstate *ls = &b->ls[i];
+	dnnl_memory_desc_t plain;
+	struct mem *xs, *dsrc;
+	struct op *op;
+	int rc;
+
+	md_plain(&plain, xa->rank, xa->dims);
+	if ((rc = as_md(b, &ls->fwd, X->d, &plain, true, &xs, err)) ||
+	    (rc = act_make(b, pl->y, &plain, err)))
+		return rc;
+	if (!(op = op_new(&ls->fwd)))
+		return nomem(err);
+	op->kind = OP_CHSCALE;
+	op->layer = i;
+	op->a = xs;
+	op->b = Y->d;
+	if (!pl->need_dsrc)
+		return 0;
+	if ((rc = as_md(b, NULL, X->g, &plain, false, &dsrc, err)) ||
+	    !(op = op_new(&ls->bwd)))
+		return rc ? rc : nomem(err);
+	/* the same product: dx = f[c] dy */
+	op->kind = OP_CHSCALE;
+	op->layer = -1 - i;
+	op->a = Y->g;
+	op->b = dsrc;
+	return reorder_back(b, &ls->bwd, dsrc, X->g, err);
 }
 
 /* gelu (the erf form), softplus (log(1 + e^x)) and scale (alpha x + beta,
@@ -2069,9 +2110,12 @@ static int build(struct cpu *b, struct hp_error *err)
 		case HP_LAYER_PRELU:
 			rc = build_prelu(b, i, err);
 			break;
+		case HP_LAYER_SCALE:
+			rc = pl->L.nch > 0 ? build_chscale(b, i, err)
+					   : build_eltwise_src(b, i, err);
+			break;
 		case HP_LAYER_GELU:
 		case HP_LAYER_SOFTPLUS:
-		case HP_LAYER_SCALE:
 			rc = build_eltwise_src(b, i, err);
 			break;
 		case HP_LAYER_RELU:
@@ -2368,6 +2412,31 @@ static void gn_bwd(struct cpu *b, const struct op *op)
 	}
 }
 
+/* y = f[c] x + s[c] (op->layer i), or the backward's dx = f[c] dy
+ * (op->layer -1 - i), over plain N, C, H, W. */
+static void chscale(struct cpu *b, const struct op *op)
+{
+	bool bwd = op->layer < 0;
+	const struct hp__plan_layer *pl =
+	    &b->p->layers[bwd ? -1 - op->layer : op->layer];
+	const struct hp__plan_act *x = &b->p->acts[pl->x];
+	const int64_t c = x->dims[1],
+		      hw = x->rank == 4 ? x->dims[2] * x->dims[3] : 1;
+	const float *in = op->a->p;
+	float *out = op->b->p;
+
+#pragma omp parallel for schedule(static)
+	for (int64_t nc = 0; nc < x->dims[0] * c; nc++) {
+		float f = (float)pl->L.chf[nc % c],
+		      s = bwd ? 0.0f : (float)pl->L.chs[nc % c];
+		const float *r = in + nc * hw;
+		float *o = out + nc * hw;
+#pragma omp simd
+		for (int64_t j = 0; j < hw; j++)
+			o[j] = r[j] * f + s;
+	}
+}
+
 static void dropout_bwd(const struct op *op)
 {
 	const float *dy = op->a->p, *m = op->c->p;
@@ -2575,6 +2644,9 @@ static int run(struct cpu *b, struct oplist *l, struct hp_error *err)
 			break;
 		case OP_GN_BWD:
 			gn_bwd(b, op);
+			break;
+		case OP_CHSCALE:
+			chscale(b, op);
 			break;
 		case OP_ZERO:
 			memset(op->a->p, 0, op->a->bytes);

@@ -144,14 +144,22 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 	case HP_LAYER_SOFTPLUS:
 	case HP_LAYER_PRELU:
 		break;
-	case HP_LAYER_SCALE:
-		if (!(L->alpha != 0 && fabs(L->alpha) <= 1e6 &&
-		      fabs(L->beta) <= 1e6))
+	case HP_LAYER_SCALE: /* its channels: hp_spec_shapes() */
+		if (L->nch < 0 || L->nch > HP_SPEC_SCALE_CH)
 			return hp_error_set(err, HP_ERANGE,
-					    "layer %d (scale): factor must "
-					    "not be 0, factor and shift "
-					    "within +-1e6",
-					    i);
+					    "layer %d (scale): %d channels' "
+					    "factors (0 to %d)",
+					    i, L->nch, HP_SPEC_SCALE_CH);
+		for (int k = 0; k <= L->nch; k++) {
+			double f = k < L->nch ? L->chf[k] : L->alpha,
+			       s = k < L->nch ? L->chs[k] : L->beta;
+			if (!(f != 0 && fabs(f) <= 1e6 && fabs(s) <= 1e6))
+				return hp_error_set(err, HP_ERANGE,
+						    "layer %d (scale): factor "
+						    "must not be 0, factor and "
+						    "shift within +-1e6",
+						    i);
+		}
 		break;
 	case HP_LAYER_LEAKYRELU:
 	case HP_LAYER_ELU:

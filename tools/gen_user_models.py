@@ -206,6 +206,27 @@ class PoolFormsNet(nn.Module):
         return self.fc(torch.cat([a, x.mean(3).mean(2), x.sum((2, 3)) / 1024], 1))
 
 
+class InputNormNet(nn.Module):
+    """torchvision's input normalization inside the model, (x - mean) / std
+    with ImageNet's mean and std per channel as buffers (timm's and Keras's
+    Normalization layers do the same)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
+        self.f = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                               nn.Flatten(), nn.Linear(16, 10))
+
+    def forward(self, x):
+        return self.f((x - self.mean) / self.std)
+
+
+# models whose small stored constants (at most 16 values: a mean and std per
+# channel) keep their data, which the conversion reads
+KEEP_SMALL = {"user_input_norm"}
+
+
 def params(m):
     return sum(p.numel() for p in m.parameters() if p.requires_grad)
 
@@ -235,6 +256,8 @@ MODELS = [
      "nn.ZeroPad2d before convs (even and one-sided), x.amax((2, 3))"),
     ("user_pool_forms", PoolFormsNet, (3, 32, 32), 13, True,
      "global pooling as squeeze(-1).squeeze(-1), mean(3).mean(2) and sum((2, 3))"),
+    ("user_input_norm", InputNormNet, (3, 32, 32), 13, True,
+     "(x - mean) / std per channel inside the model (buffers of 3 values)"),
 ]
 
 
@@ -256,7 +279,13 @@ def main():
                               input_names=["input"], output_names=["output"],
                               dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
         model = onnx.load_from_string(buf.getvalue())
+        small = {t.name: onnx.TensorProto.FromString(t.SerializeToString())
+                 for t in model.graph.initializer
+                 if name in KEEP_SMALL and 0 < len(t.raw_data) <= 64}
         strip(model)
+        for t in model.graph.initializer:
+            if t.name in small:
+                t.CopyFrom(small[t.name])
         path = os.path.join(args.out, name + ".onnx")
         onnx.save(model, path)
         rows.append([name + ".onnx", "x".join(map(str, chw)), str(params(m)), str(opset), what])

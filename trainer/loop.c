@@ -1374,11 +1374,13 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 		const struct hp_spec_layer *L = &t->spec.layers[i];
 		if (L->type == HP_LAYER_SCALE &&
 		    (L->ninputs ? L->inputs[0] : i - 1) == -1)
-			tr_note("the model scales its input (%g x + %g): "
+			tr_note("the model scales its input (%g x + %g%s): "
 				"the pixels it gets are standardized already "
 				"((x / 255 - mean) / std of the training "
 				"set), not 0 to 255",
-				L->alpha, L->beta);
+				L->nch ? L->chf[0] : L->alpha,
+				L->nch ? L->chs[0] : L->beta,
+				L->nch ? " on the first channel" : "");
 	}
 	js = hp_spec_to_json(&t->spec);
 	if (!js)

@@ -214,6 +214,8 @@ enum hp_spec_layer_type {
 const char *hp_spec_layer_name(enum hp_spec_layer_type t);
 /* Inputs one layer may name (add, concat). */
 #define HP_SPEC_MAX_INPUTS 64
+/* Channels a scale layer may have a factor and shift for. */
+#define HP_SPEC_SCALE_CH 4
 /* Notes a converted spec carries (struct hp_spec). */
 #define HP_SPEC_MAX_NOTES 5
 struct hp_spec_layer {
@@ -250,7 +252,13 @@ struct hp_spec_layer {
 	int64_t dilation;
 	double lo, hi;	    /* clip */
 	double alpha, beta; /* hardsigmoid, scale; alpha: leakyrelu, elu */
-	double eps;	    /* layernorm: added to the variance */
+	/* scale: a factor and a shift per channel in place of alpha and beta
+	 * (nch of them, 1 to HP_SPEC_SCALE_CH: an image's input
+	 * normalization, (x - mean) / std with a mean and std per channel);
+	 * 0: alpha and beta */
+	int nch;
+	double chf[HP_SPEC_SCALE_CH], chs[HP_SPEC_SCALE_CH];
+	double eps; /* layernorm: added to the variance */
 	/* The layers whose outputs this one reads (indices of earlier
 	 * layers; -1: the network input).  ninputs 0: the previous layer's
 	 * output (the network input for layer 0), as in a plain chain. */

@@ -361,6 +361,40 @@ static void cost_node(struct state *s, int ni, struct hp_layer_stats *L)
 	}
 }
 
+/*
+ * Whether node ni is arithmetic with a stored constant on the network
+ * input itself, directly or after more of it, that begins with a Sub or
+ * Div: an input normalization, (x - mean) / std with a mean and std per
+ * channel (PyTorch buffers, not parameters; ONNX cannot say which, and a
+ * subtraction or division is how preprocessing is written, while a
+ * learned shift or scale is an Add or Mul).
+ */
+static bool on_input_arith(const struct hp_graph *g, int ni)
+{
+	bool sub_div = false;
+
+	for (int hops = 0; ni >= 0 && hops < 8; hops++) {
+		const struct hp_node *n = &g->nodes[ni];
+		int x = -1;
+		if (strcmp(n->op, "Sub") && strcmp(n->op, "Div") &&
+		    strcmp(n->op, "Mul") && strcmp(n->op, "Add"))
+			return false;
+		if (n->ninputs != 2)
+			return false;
+		sub_div = sub_div || n->op[0] == 'S' || n->op[0] == 'D';
+		for (int k = 0; k < 2; k++)
+			if (n->inputs[k] >= 0 &&
+			    weight_source(g, n->inputs[k]) < 0)
+				x = n->inputs[k];
+		if (x < 0)
+			return false;
+		if (g->ninputs > 0 && x == g->inputs[0])
+			return sub_div;
+		ni = g->tensors[x].producer;
+	}
+	return false;
+}
+
 static void attribute_params(struct state *s, int ni, struct hp_layer_stats *L)
 {
 	struct hp_graph *g = s->g;
@@ -383,6 +417,11 @@ static void attribute_params(struct state *s, int ni, struct hp_layer_stats *L)
 		    (numel(w) == 1 && !strncmp(w->name, "onnx::", 6)))
 			continue;
 		s->counted[src] = true;
+		if (on_input_arith(g, ni)) {
+			sat_add(&s->f->nontrainable, numel(w));
+			sat_add(&s->f->buffers_bytes, tbytes(w));
+			continue;
+		}
 		if (buffer_slot(n->op, k)) {
 			if (!strcmp(n->op, "BatchNormalization")) {
 				sat_add(&s->f->nontrainable, numel(w));

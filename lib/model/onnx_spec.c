@@ -961,8 +961,12 @@ static int groupnorm_node(struct conv_ctx *c, const struct hp_node *n,
 /*
  * An activation times, over, plus or minus a constant scalar (x / 255,
  * (x - 0.5) / 0.5, a residual branch * 0.2): a scale layer, or folded
- * into the scale layer just before it that nothing else reads.  Returns 0
- * when node n was one, 1 when not, < 0 on error.
+ * into the scale layer just before it that nothing else reads.  On the
+ * network input, a constant of a value per channel (C, 1, 1 or 1, C, 1,
+ * 1; up to HP_SPEC_SCALE_CH) too: an input normalization, (x - mean) /
+ * std, a factor and a shift per channel.  (Deeper in a net such a stored
+ * vector is as likely a weight that trains.)  Returns 0 when node n was
+ * one, 1 when not, < 0 on error.
  */
 static int scale_node(struct conv_ctx *c, const struct hp_node *n, int in,
 		      struct hp_error *err)
@@ -972,55 +976,102 @@ static int scale_node(struct conv_ctx *c, const struct hp_node *n, int in,
 	int b = n->ninputs == 2 ? n->inputs[1] : -1;
 	bool act_a = a >= 0 && c->val[a] != VAL_NONE;
 	bool act_b = b >= 0 && c->val[b] != VAL_NONE;
-	int x = act_a ? a : b;
-	double v = tconst(c, act_a ? b : a), f = 1, s = 0;
-	struct hp_spec_layer L;
+	int x = act_a ? a : b, k = act_a ? b : a, nch = 0, nv = 1;
+	double v[HP_SPEC_SCALE_CH], f[HP_SPEC_SCALE_CH], sh[HP_SPEC_SCALE_CH];
+	struct hp_spec_layer L, *p = NULL;
 	struct hp_spec *sp = c->s;
 
 	/* a whole activation: a part of a layer norm or gelu under way
 	 * (its pattern's view of the input, nothing computed) is not */
-	if (a < 0 || b < 0 || act_a == act_b || !isfinite(v) || !whole(c, x))
+	if (a < 0 || b < 0 || act_a == act_b || !whole(c, x))
 		return 1;
-	if (!strcmp(op, "Mul"))
-		f = v;
-	else if (!strcmp(op, "Div") && act_a && v != 0)
-		f = 1 / v;
-	else if (!strcmp(op, "Add"))
-		s = v;
-	else if (!strcmp(op, "Sub") && act_a) /* x - v */
-		s = -v;
-	else if (!strcmp(op, "Sub")) { /* v - x */
-		f = -1;
-		s = v;
-	} else {
-		return 1;
-	}
 	if (c->val[x] == sp->nlayers - 1 && c->val[x] >= 0 &&
 	    sp->layers[c->val[x]].type == HP_LAYER_SCALE &&
-	    c->ti[x].readers == 1 && c->ti[x].excl) {
-		/* f (alpha x + beta) + s */
-		struct hp_spec_layer *p = &sp->layers[c->val[x]];
-		p->alpha *= f;
-		p->beta = p->beta * f + s;
-		if (!(p->alpha != 0 && fabs(p->alpha) <= 1e6 &&
-		      fabs(p->beta) <= 1e6))
+	    c->ti[x].readers == 1 && c->ti[x].excl)
+		p = &sp->layers[c->val[x]];
+	v[0] = tconst(c, k);
+	if (!isfinite(v[0])) {
+		/* a value per channel, on the input (or its scale) */
+		const struct hp_tensor *xt = &c->g->tensors[x];
+		const struct hp_tensor *kt = &c->g->tensors[k];
+		int64_t ch = xt->rank == 4 && !c->ti[x].cl ? xt->dims[1] : 0;
+		bool on_input =
+		    c->val[x] == -1 ||
+		    (p && (p->ninputs ? p->inputs[0] == -1 : c->val[x] == 0));
+		if (!on_input || ch < 2 || ch > HP_SPEC_SCALE_CH ||
+		    kt->nfvals != ch || hp_tensor_numel(kt) != ch ||
+		    !((kt->rank == 3 && kt->dims[0] == ch) ||
+		      (kt->rank == 4 && kt->dims[1] == ch)))
+			return 1;
+		nch = nv = (int)ch;
+		for (int i = 0; i < nv; i++)
+			v[i] = kt->fvals[i];
+	}
+	for (int i = 0; i < nv; i++) {
+		f[i] = 1;
+		sh[i] = 0;
+		if (!isfinite(v[i]))
+			return 1;
+		if (!strcmp(op, "Mul"))
+			f[i] = v[i];
+		else if (!strcmp(op, "Div") && act_a && v[i] != 0)
+			f[i] = 1 / v[i];
+		else if (!strcmp(op, "Add"))
+			sh[i] = v[i];
+		else if (!strcmp(op, "Sub") && act_a) /* x - v */
+			sh[i] = -v[i];
+		else if (!strcmp(op, "Sub")) { /* v - x */
+			f[i] = -1;
+			sh[i] = v[i];
+		} else
+			return 1;
+	}
+	memset(&L, 0, sizeof(L));
+	L.type = HP_LAYER_SCALE;
+	L.alpha = f[0];
+	L.beta = sh[0];
+	if (p) {
+		/* f (the scale before) + s, channel by channel when either
+		 * has a value per channel */
+		L = *p;
+		if (nch || p->nch) {
+			int m = nch ? nch : p->nch;
+			if (p->nch && nch && p->nch != nch)
+				return 1;
+			for (int i = 0; i < m; i++) {
+				double pf = p->nch ? p->chf[i] : p->alpha,
+				       ps = p->nch ? p->chs[i] : p->beta,
+				       fi = f[nch ? i : 0],
+				       si = sh[nch ? i : 0];
+				L.chf[i] = pf * fi;
+				L.chs[i] = ps * fi + si;
+			}
+			L.nch = m;
+			L.alpha = 1;
+			L.beta = 0;
+		} else {
+			L.alpha = p->alpha * f[0];
+			L.beta = p->beta * f[0] + sh[0];
+		}
+	} else if (nch) {
+		L.nch = nch;
+		memcpy(L.chf, f, sizeof(f));
+		memcpy(L.chs, sh, sizeof(sh));
+	}
+	for (int i = 0; i <= L.nch; i++) {
+		double fi = i < L.nch ? L.chf[i] : L.alpha,
+		       si = i < L.nch ? L.chs[i] : L.beta;
+		if (!(fi != 0 && fabs(fi) <= 1e6 && fabs(si) <= 1e6))
 			return hp_error_set(err, HP_EUNSUPP,
 					    "node %s (%s): a scale of %g and "
 					    "shift of %g (the engine's are "
 					    "within +-1e6, not 0)",
-					    n->name, op, p->alpha, p->beta);
+					    n->name, op, fi, si);
+	}
+	if (p) {
+		*p = L;
 		return pass_through(c, n, c->val[x], NULL);
 	}
-	memset(&L, 0, sizeof(L));
-	L.type = HP_LAYER_SCALE;
-	L.alpha = f;
-	L.beta = s;
-	if (!(f != 0 && fabs(f) <= 1e6 && fabs(s) <= 1e6))
-		return hp_error_set(err, HP_EUNSUPP,
-				    "node %s (%s): a scale of %g and shift "
-				    "of %g (the engine's are within +-1e6, "
-				    "not 0)",
-				    n->name, op, f, s);
 	return add_layer(c, n, &L, &in, 1, err);
 }
 

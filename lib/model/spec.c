@@ -157,6 +157,42 @@ static int get_num(json_t *o, const char *key, double *out, const char *where,
 	return 0;
 }
 
+/* A scale layer's "factor" and "shift" per channel: arrays of the same
+ * length, 1 to HP_SPEC_SCALE_CH numbers (an absent one: factors 1, shifts
+ * 0), factors not 0, all within +-1e6. */
+static int scale_channels(json_t *lj, struct hp_spec_layer *L,
+			  const char *where, struct hp_error *err)
+{
+	json_t *fa = json_object_get(lj, "factor");
+	json_t *sa = json_object_get(lj, "shift");
+	size_t n = json_array_size(fa ? fa : sa);
+
+	if ((fa && !json_is_array(fa)) || (sa && !json_is_array(sa)) ||
+	    (fa && sa && json_array_size(sa) != n) || n < 1 ||
+	    n > HP_SPEC_SCALE_CH)
+		return hp_error_set(err, HP_EINVAL,
+				    "%s: \"factor\" and \"shift\" per channel "
+				    "are arrays of the same length, 1 to %d",
+				    where, HP_SPEC_SCALE_CH);
+	L->nch = (int)n;
+	for (size_t i = 0; i < n; i++) {
+		json_t *f = fa ? json_array_get(fa, i) : NULL;
+		json_t *s = sa ? json_array_get(sa, i) : NULL;
+		L->chf[i] = f ? json_number_value(f) : 1;
+		L->chs[i] = s ? json_number_value(s) : 0;
+		if ((f && !json_is_number(f)) || (s && !json_is_number(s)) ||
+		    !(L->chf[i] != 0 && fabs(L->chf[i]) <= 1e6 &&
+		      fabs(L->chs[i]) <= 1e6))
+			return hp_error_set(
+			    err, HP_ERANGE,
+			    "%s: channel %zu: \"factor\" must be a number "
+			    "other than 0, and \"factor\" and \"shift\" "
+			    "within +-1e6",
+			    where, i);
+	}
+	return 0;
+}
+
 static int check_keys(json_t *o, const char *const *allowed, const char *where,
 		      struct hp_error *err)
 {
@@ -419,12 +455,18 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 		L->per_channel = pc && json_is_true(pc);
 	} else if (!strcmp(type, "scale")) {
 		/* factor x + shift: a model's constant arithmetic on its
-		 * data (x / 255, (x - 0.5) / 0.5, a residual branch * 0.2) */
+		 * data (x / 255, (x - 0.5) / 0.5, a residual branch * 0.2);
+		 * or a factor and a shift per channel, as arrays (an image's
+		 * input normalization) */
 		L->type = HP_LAYER_SCALE;
 		L->alpha = 1;
 		L->beta = 0;
-		if ((rc = check_keys(lj, k_scale, where, err)) ||
-		    (rc = get_num(lj, "factor", &L->alpha, where, err)) ||
+		if ((rc = check_keys(lj, k_scale, where, err)))
+			return rc;
+		if (json_is_array(json_object_get(lj, "factor")) ||
+		    json_is_array(json_object_get(lj, "shift")))
+			return scale_channels(lj, L, where, err);
+		if ((rc = get_num(lj, "factor", &L->alpha, where, err)) ||
 		    (rc = get_num(lj, "shift", &L->beta, where, err)))
 			return rc;
 		if (L->alpha == 0 || fabs(L->alpha) > 1e6 ||
@@ -677,6 +719,17 @@ int hp_spec_shapes(const struct hp_spec *s, int64_t (*out)[3], bool *flat,
 			}
 			c = L->channels;
 			break;
+		case HP_LAYER_SCALE:
+			if (L->nch > 0 && (f || c != L->nch)) {
+				rc = hp_error_set(
+				    err, HP_ESHAPE,
+				    "layer %d (scale): %d factors for %s%lld "
+				    "channels",
+				    i, L->nch, f ? "a flat input of " : "",
+				    (long long)c);
+				goto out;
+			}
+			break;
 		case HP_LAYER_GROUPNORM:
 			if (L->groups < 1 || c % L->groups) {
 				rc = hp_error_set(
@@ -928,6 +981,21 @@ static int add_const_f(struct hp_graph *g, const char *name, double v)
 	return hp_tensor_set_fvals(&g->tensors[t], &v, 1) ? -1 : t;
 }
 
+/* A Constant node's output: n floats v of shape n, 1, 1 (a value per
+ * channel, broadcast over an image); < 0 on ENOMEM. */
+static int add_const_ch(struct hp_graph *g, const char *name, const double *v,
+			int n)
+{
+	int t = add_const_f(g, name, v[0]);
+
+	if (t < 0 || hp_tensor_set_fvals(&g->tensors[t], v, n))
+		return -1;
+	g->tensors[t].rank = 3;
+	g->tensors[t].dims[0] = n;
+	g->tensors[t].dims[1] = g->tensors[t].dims[2] = 1;
+	return t;
+}
+
 /* Node n's integer-list attribute name: the cnt values v. */
 static struct hp_attr *set_list(struct hp_node *n, const char *name,
 				const int64_t *v, int cnt)
@@ -1062,17 +1130,21 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 			 * (either left out when it does nothing) */
 			char wn[112];
 			int ln, ni2;
+			bool ch = L->nch > 0;
 			op = "Identity";
-			if (L->alpha != 1) {
+			if (ch || L->alpha != 1) {
 				snprintf(wn, sizeof(wn), "%s.factor", nm);
-				if ((ins[1] = add_const_f(g, wn, L->alpha)) < 0)
+				if ((ins[1] =
+					 ch ? add_const_ch(g, wn, L->chf,
+							   L->nch)
+					    : add_const_f(g, wn, L->alpha)) < 0)
 					goto nomem;
 				op = "Mul";
 				nin = 2;
 			}
-			if (L->beta == 0)
+			if (!ch && L->beta == 0)
 				break;
-			if (L->alpha != 1) {
+			if (ch || L->alpha != 1) {
 				snprintf(wn, sizeof(wn), "%s.mul", nm);
 				if ((ln = hp_graph_tensor(g, wn)) < 0 ||
 				    (ni2 = hp_graph_add_node(g, wn, "Mul", ins,
@@ -1082,7 +1154,8 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 				ins[0] = ln;
 			}
 			snprintf(wn, sizeof(wn), "%s.shift", nm);
-			if ((ins[1] = add_const_f(g, wn, L->beta)) < 0)
+			if ((ins[1] = ch ? add_const_ch(g, wn, L->chs, L->nch)
+					 : add_const_f(g, wn, L->beta)) < 0)
 				goto nomem;
 			op = "Add";
 			nin = 2;
@@ -1470,10 +1543,6 @@ char *hp_spec_to_json(const struct hp_spec *s)
 			o = json_pack("{s:s, s:f, s:f}", "type", "hardsigmoid",
 				      "alpha", L->alpha, "beta", L->beta);
 			break;
-		case HP_LAYER_SCALE:
-			o = json_pack("{s:s, s:f, s:f}", "type", "scale",
-				      "factor", L->alpha, "shift", L->beta);
-			break;
 		case HP_LAYER_LEAKYRELU:
 		case HP_LAYER_ELU:
 			o = json_pack("{s:s, s:f}", "type",
@@ -1513,6 +1582,24 @@ char *hp_spec_to_json(const struct hp_spec *s)
 		case HP_LAYER_PRELU:
 			o = json_pack("{s:s, s:b}", "type", "prelu",
 				      "per_channel", L->per_channel);
+			break;
+		case HP_LAYER_SCALE:
+			if (L->nch > 0) {
+				json_t *f = json_array(), *sh = json_array();
+				for (int k = 0; k < L->nch; k++) {
+					json_array_append_new(
+					    f, json_real(L->chf[k]));
+					json_array_append_new(
+					    sh, json_real(L->chs[k]));
+				}
+				o = json_pack("{s:s, s:o, s:o}", "type",
+					      "scale", "factor", f, "shift",
+					      sh);
+			} else {
+				o = json_pack("{s:s, s:f, s:f}", "type",
+					      "scale", "factor", L->alpha,
+					      "shift", L->beta);
+			}
 			break;
 		case HP_LAYER_GROUPNORM:
 			o = json_pack("{s:s, s:I, s:f}", "type", "groupnorm",

@@ -143,7 +143,8 @@ done
 # (one groupnorm layer each), InstanceNorm2d (a group per channel), PReLU
 # (a slope per channel, and one shared), nn.ZeroPad2d before convs (their
 # padding, one-sided too) and x.amax((2, 3)) (a max pool of the map),
-# global pooling as squeeze(-1).squeeze(-1), mean(3).mean(2) and sum((2, 3))
+# global pooling as squeeze(-1).squeeze(-1), mean(3).mean(2) and sum((2, 3)),
+# (x - mean) / std per channel on the input (one scale, per channel)
 UD=$ROOT/tests/data/onnx
 while IFS=, read -r f inp params _; do
 	[ "$f" = file ] && continue
@@ -213,6 +214,9 @@ want("zeropad", [x.get("pad") for x in convs] == [1, [0, 0, 1, 1]] and
      c["pool"] == 1 and [l for l in L if l["type"] == "pool"][0]["op"] == "max")
 d, c, L = spec("user_pool_forms")
 want("pool_forms", c["gap"] == 3 and c["concat"] == 1 and c["scale"] == 2)
+d, c, L = spec("user_input_norm")
+want("input_norm", L[0]["type"] == "scale" and len(L[0]["factor"]) == 3 and
+     abs(L[0]["factor"][0] * 0.229 - 1) < 1e-6 and abs(L[0]["shift"][2] + 0.406 / 0.225) < 1e-6)
 d, c, L = spec("user_instancenorm")
 want("instancenorm", [l["groups"] for l in L if l["type"] == "groupnorm"] == [16, 16, 4] and
      c["scale"] == 0 and c["leakyrelu"] == 1)

@@ -727,8 +727,11 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 				y[k] = tanh(in[k]);
 			break;
 		case HP_LAYER_SCALE:
-			for (int64_t k = 0; k < na; k++)
-				y[k] = L->alpha * in[k] + L->beta;
+			for (int64_t k = 0; k < na; k++) {
+				int64_t ch = (k / (a.h * a.w)) % a.c;
+				y[k] = L->nch ? L->chf[ch] * in[k] + L->chs[ch]
+					      : L->alpha * in[k] + L->beta;
+			}
 			break;
 		case HP_LAYER_SOFTPLUS:
 			for (int64_t k = 0; k < na; k++)
@@ -998,7 +1001,9 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		}
 		case HP_LAYER_SCALE:
 			for (int64_t k = 0; k < na; k++)
-				g[k] = L->alpha * dy[k];
+				g[k] = (L->nch ? L->chf[(k / (a.h * a.w)) % a.c]
+					       : L->alpha) *
+				       dy[k];
 			break;
 		case HP_LAYER_SOFTPLUS:
 			/* its derivative, the logistic function */

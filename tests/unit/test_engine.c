@@ -1153,6 +1153,17 @@ HP_TEST(engine_scale)
 			     "," CONV(8, 3, 1, 1) "," SCALE(0.2, 0) "," ADD(
 				 "2,4") "," FC(6) "," SCALE(-1, 0.5) "," FC(3)),
 		  4, 2);
+	/* a factor and a shift per channel: the input normalized as
+	 * torchvision's (x - mean) / std, and after a blocked conv of 3
+	 * channels (reordered to nchw and back); one thread */
+	check_net(NET("[3,5,5]", 3,
+		      "{\"type\":\"scale\",\"factor\":[4.367,4.464,4.444],"
+		      "\"shift\":[-2.118,-2.036,-1.804]}," CONV(
+			  3, 3, 1,
+			  1) ","
+			     "{\"type\":\"scale\",\"factor\":[0.5,-2,3]}," RELU
+			     "," FC(3)),
+		  4, 1);
 }
 
 HP_TEST(engine_conv_dilated)

@@ -651,6 +651,60 @@ HP_TEST(model_spec_prelu)
 	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
 }
 
+HP_TEST(model_spec_scale_per_channel)
+{
+	/* a factor and a shift per channel: the analysis's Mul and Add of
+	 * C, 1, 1 constants, the arrays written back; bad arrays named */
+	static const char js[] =
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"scale\",\"factor\":"
+	    "[2,4,8],\"shift\":[-1,0,1]},{\"type\":\"conv\",\"filters\":2,"
+	    "\"kernel\":3}]}";
+	static const char *const bad[] = {
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"scale\","
+	    "\"factor\":[1,2],\"shift\":[0,0,0]}]}",
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"scale\","
+	    "\"factor\":[1,0,2]}]}",
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"scale\","
+	    "\"factor\":[1,2,3,4,5]}]}",
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"scale\","
+	    "\"factor\":[1,2]}]}",
+	    "{\"input\":[3,4,4],\"layers\":[{\"type\":\"scale\","
+	    "\"factor\":[1,\"a\",2]}]}"};
+	static const char *const why[] = {
+	    "arrays of the same length", "channel 1", "1 to 4",
+	    "2 factors for 3 channels", "channel 1"};
+	struct hp_error err = {0};
+	struct hp_spec s;
+	char *back;
+	struct hp_graph *g = hp_spec_parse(js, strlen(js), &err);
+	int mul = 0, add = 0;
+
+	if (!g)
+		HP_FAIL("%s", err.msg);
+	for (int i = 0; i < g->nnodes; i++) {
+		const struct hp_node *n = &g->nodes[i];
+		if (!strcmp(n->op, "Mul") || !strcmp(n->op, "Add")) {
+			const struct hp_tensor *t = &g->tensors[n->inputs[1]];
+			ASSERT(t->rank == 3 && t->dims[0] == 3 &&
+			       t->nfvals == 3);
+			ASSERT(t->fvals[2] == (n->op[0] == 'M' ? 8 : 1));
+			mul += n->op[0] == 'M';
+			add += n->op[0] == 'A';
+		}
+	}
+	ASSERT(mul == 1 && add == 1);
+	hp_graph_free(g);
+	ASSERT_EQ_INT(hp_spec_parse_only(js, strlen(js), &s, &err), 0);
+	ASSERT(s.layers[0].nch == 3 && s.layers[0].chf[1] == 4 &&
+	       s.layers[0].chs[0] == -1);
+	back = hp_spec_to_json(&s);
+	ASSERT(back && strstr(back, "\"factor\":[2.0,4.0,8.0],\"shift\":[-1.0,"
+				    "0.0,1.0]"));
+	free(back);
+	hp_spec_release(&s);
+	specs_refused(bad, why, sizeof(bad) / sizeof(bad[0]));
+}
+
 HP_TEST(model_spec_conv_rectangular)
 {
 	/* a 1x7 conv padded 0, 3 on a 3x5x9 input, then a 3x1 padded 1, 0:
@@ -880,6 +934,37 @@ HP_TEST(shape_folds_pad_pairs)
 	for (int i = 0; i < 8; i++)
 		ASSERT_EQ_INT(T(g, "pads")->ival[i], want[i]);
 	ASSERT_DIMS(T(g, "y"), 3, 2, 5, 5);
+	hp_features_release(&f);
+	hp_graph_free(g);
+}
+
+/* An input normalization inside the model, (x - mean) / std with a mean
+ * and a std per channel stored (PyTorch buffers): not parameters, as a
+ * stored shift added to a conv's output is. */
+HP_TEST(analysis_input_normalization_is_not_trained)
+{
+	struct ob *b = ob_new(13);
+	int64_t in[4] = {-1, 3, 4, 4}, c311[3] = {3, 1, 1}, w[4] = {2, 3, 1, 1},
+		c211[3] = {2, 1, 1};
+	struct hp_error err = {0};
+	struct hp_features f;
+	struct hp_graph *g;
+
+	ob_input(b, "x", 4, in);
+	ob_init(b, "mean", 3, c311);
+	ob_init(b, "std", 3, c311);
+	ob_init(b, "w", 4, w);
+	ob_init(b, "shift", 3, c211);
+	ob_node(b, "Sub", "x,mean", "xc");
+	ob_node(b, "Div", "xc,std", "xn");
+	ob_node(b, "Conv", "xn,w", "c");
+	ob_node(b, "Add", "c,shift", "y");
+	ob_output(b, "y");
+	g = parse_ob(b, &err);
+	ASSERT(g);
+	ASSERT_EQ_INT(hp_analyze(g, 2, NULL, 0, &f, &err), 0);
+	ASSERT_EQ_INT(f.params, 6 + 2);	  /* the conv's weight, the shift */
+	ASSERT_EQ_INT(f.nontrainable, 6); /* the mean and the std */
 	hp_features_release(&f);
 	hp_graph_free(g);
 }
