@@ -1252,8 +1252,12 @@ static int build_pool(struct cpu *b, int i, struct hp_error *err)
 	/* ceil mode: the right padding reaches the last window's end (a max
 	 * pool never takes its padding) */
 	dnnl_dims_t pad_r = {pad[0], pad[1]};
-	dnnl_alg_kind_t alg = !gap && pl->L.pool_max
-				  ? dnnl_pooling_max
+	/* an average in ceil mode leaves the last window's overhang out
+	 * (PyTorch's divisor; the spec allows it with no padding or with the
+	 * padding left out too) */
+	dnnl_alg_kind_t alg = !gap && pl->L.pool_max ? dnnl_pooling_max
+			      : !gap && (pl->L.pool_exclude || pl->L.ceil_mode)
+				  ? dnnl_pooling_avg_exclude_padding
 				  : dnnl_pooling_avg_include_padding;
 	const dnnl_memory_desc_t *q;
 	struct mem *ws = NULL, *ddst;

@@ -412,10 +412,11 @@ static int build_layer(struct cuda *b, int i, int *pidx, struct hp_error *err)
 		    pad = (int)pl->L.pad;
 		/* cuDNN pads both sides alike; a ceil-mode pool needs more on
 		 * the right */
-		if (pl->L.ceil_mode)
+		if (pl->L.ceil_mode || pl->L.pool_exclude)
 			return hp_error_set(err, HP_EUNSUPP,
-					    "layer %d: a max pool in ceil mode "
-					    "runs on the CPU backend only",
+					    "layer %d: a pool in ceil mode, or "
+					    "an average leaving its padding "
+					    "out, runs on the CPU backend only",
 					    i);
 		DNN(cudnnCreatePoolingDescriptor(&l->pool),
 		    "pooling descriptor");

@@ -101,6 +101,14 @@ static int plan_checks(const struct hp_spec_layer *L, int i, const char *tn,
 					    "window is for convs only, sizes "
 					    "positive",
 					    i, tn);
+		if (L->type == HP_LAYER_POOL && !L->pool_max && L->ceil_mode &&
+		    !L->pool_exclude && L->pad > 0)
+			return hp_error_set(err, HP_EINVAL,
+					    "layer %d (pool): an average in "
+					    "ceil mode with its padding "
+					    "counted (count_include_pad false "
+					    "needed)",
+					    i);
 		if (L->type == HP_LAYER_POOL && 2 * L->pad > L->kernel)
 			return hp_error_set(err, HP_EINVAL,
 					    "layer %d (pool): pad %lld is more "

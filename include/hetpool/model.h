@@ -221,19 +221,22 @@ const char *hp_spec_layer_name(enum hp_spec_layer_type t);
 struct hp_spec_layer {
 	enum hp_spec_layer_type type;
 	int64_t filters, kernel, stride,
-	    pad;	  /* conv; pool uses kernel/stride/pad */
-	bool pool_max;	  /* pool: max (true) or avg */
-	bool per_channel; /* prelu: a slope for each channel (else one) */
-	bool ceil_mode;	  /* max pool: output sizes rounded up (ONNX and
-			     PyTorch ceil_mode): a last window that runs past
-			     the input, as long as it starts inside it */
-	int64_t units;	  /* fc */
-	double p;	  /* dropout */
-	int64_t groups;	  /* conv: 0 or 1 dense; filters and input channels
-			     divide by it (depthwise: groups == channels);
-			     shuffle: the groups, 2 or more, dividing the
-			     channels; groupnorm: the groups, dividing the
-			     channels */
+	    pad;	   /* conv; pool uses kernel/stride/pad */
+	bool pool_max;	   /* pool: max (true) or avg */
+	bool per_channel;  /* prelu: a slope for each channel (else one) */
+	bool pool_exclude; /* avg pool: the padding (and a ceil-mode last
+			      window's overhang) left out of the average:
+			      PyTorch's count_include_pad=False */
+	bool ceil_mode;	   /* max pool: output sizes rounded up (ONNX and
+			      PyTorch ceil_mode): a last window that runs past
+			      the input, as long as it starts inside it */
+	int64_t units;	   /* fc */
+	double p;	   /* dropout */
+	int64_t groups;	   /* conv: 0 or 1 dense; filters and input channels
+			      divide by it (depthwise: groups == channels);
+			      shuffle: the groups, 2 or more, dividing the
+			      channels; groupnorm: the groups, dividing the
+			      channels */
 	int64_t start, channels; /* slice */
 	/* conv: a kernel that is not square, or pads that differ between
 	 * the axes (Inception's 1x7 and 7x1): kernel and pad are the

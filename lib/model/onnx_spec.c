@@ -1369,17 +1369,16 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			return rc;
 		if (L.ceil_mode && !hp_node_attr_i(n, "ceil_mode", 0))
 			c->ceil_pads++;
-		if (L.ceil_mode && !L.pool_max)
+		/* ONNX's default, and PyTorch's export of
+		 * count_include_pad=False: the padding left out */
+		L.pool_exclude = !L.pool_max && L.pad > 0 &&
+				 !hp_node_attr_i(n, "count_include_pad", 0);
+		if (L.ceil_mode && !L.pool_max && L.pad > 0 && !L.pool_exclude)
 			return hp_error_set(err, HP_EUNSUPP,
 					    "node %s (AveragePool): ceil_mode "
-					    "is supported on max pools only",
-					    n->name);
-		if (!L.pool_max && L.pad > 0 &&
-		    !hp_node_attr_i(n, "count_include_pad", 0))
-			return hp_error_set(err, HP_EUNSUPP,
-					    "node %s (AveragePool): padding "
-					    "left out of the average is not "
-					    "supported",
+					    "with the padding counted (the "
+					    "engine's averages in ceil mode "
+					    "leave it out)",
 					    n->name);
 		/* the Pad's zeros before it, the same on every side, for a
 		 * pool without padding of its own (nor ceil mode, which max

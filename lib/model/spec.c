@@ -220,9 +220,15 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 	static const char *const k_conv[] = {"type",	 "filters", "kernel",
 					     "stride",	 "pad",	    "groups",
 					     "dilation", "inputs",  NULL};
-	static const char *const k_pool[] = {"type",   "op",  "kernel",
-					     "stride", "pad", "ceil_mode",
-					     "inputs", NULL};
+	static const char *const k_pool[] = {"type",
+					     "op",
+					     "kernel",
+					     "stride",
+					     "pad",
+					     "ceil_mode",
+					     "count_include_pad",
+					     "inputs",
+					     NULL};
 	static const char *const k_fc[] = {"type", "units", "inputs", NULL};
 	static const char *const k_drop[] = {"type", "p", "inputs", NULL};
 	static const char *const k_hsig[] = {"type", "alpha", "beta", "inputs",
@@ -370,12 +376,26 @@ static int parse_layer(json_t *lj, int idx, struct hp_spec_layer *L,
 						    "true or false",
 						    where);
 			L->ceil_mode = json_is_true(cm);
-			if (L->ceil_mode && !L->pool_max)
-				return hp_error_set(err, HP_EINVAL,
-						    "%s: \"ceil_mode\" is for "
-						    "max pools only",
-						    where);
 		}
+		if ((cm = json_object_get(lj, "count_include_pad"))) {
+			if (!json_is_boolean(cm) || L->pool_max)
+				return hp_error_set(err, HP_EINVAL,
+						    "%s: \"count_include_pad\" "
+						    "is true or false, on an "
+						    "average pool",
+						    where);
+			L->pool_exclude = json_is_false(cm);
+		}
+		/* an average's last window in ceil mode is cut at the input
+		 * (PyTorch's divisor): with padding counted that is neither
+		 * of the averages the engine has */
+		if (L->ceil_mode && !L->pool_max && !L->pool_exclude &&
+		    L->pad > 0)
+			return hp_error_set(err, HP_EINVAL,
+					    "%s: \"ceil_mode\" on an average "
+					    "pool with padding needs "
+					    "\"count_include_pad\": false",
+					    where);
 	} else if (!strcmp(type, "fc")) {
 		L->type = HP_LAYER_FC;
 		if ((rc = check_keys(lj, k_fc, where, err)) ||
@@ -1364,6 +1384,13 @@ struct hp_graph *hp_spec_to_graph(const struct hp_spec *s, struct hp_error *err)
 					goto nomem;
 				a->i = 1;
 			}
+			if (L->type == HP_LAYER_POOL && !L->pool_max) {
+				struct hp_attr *a = hp_node_add_attr(
+				    n, "count_include_pad", HP_ATTR_INT);
+				if (!a)
+					goto nomem;
+				a->i = !L->pool_exclude;
+			}
 		} else if (L->type == HP_LAYER_FC) {
 			struct hp_attr *a =
 			    hp_node_add_attr(n, "transB", HP_ATTR_INT);
@@ -1557,6 +1584,9 @@ char *hp_spec_to_json(const struct hp_spec *s)
 			if (o && L->ceil_mode)
 				json_object_set_new(o, "ceil_mode",
 						    json_true());
+			if (o && L->pool_exclude)
+				json_object_set_new(o, "count_include_pad",
+						    json_false());
 			break;
 		case HP_LAYER_FC:
 			o = json_pack("{s:s, s:I}", "type", "fc", "units",

@@ -145,11 +145,23 @@ void ref_conv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 	ref_gconv_bwd(x, n, c, h, w, wt, o, k, s, p, 1, dy, dx, dw, db);
 }
 
+/* Taps of output (i, j)'s window inside the input. */
+static int64_t taps_in(int64_t i, int64_t j, int64_t k, int64_t s, int64_t p,
+		       int64_t h, int64_t w)
+{
+	int64_t m = 0;
+
+	for (int64_t r = 0; r < k * k; r++)
+		m += tap(i, j, r / k, r % k, s, p, h, w) >= 0;
+	return m;
+}
+
 /* Max pool picks the first maximum in the window; padding never wins.
- * Avg pool divides by k*k (padding counted, as PyTorch's default). */
+ * Avg pool divides by k*k (padding counted, as PyTorch's default), or with
+ * exclude by the taps inside the input. */
 void ref_pool_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		  int64_t k, int64_t s, int64_t p, int ceil_mode, int is_max,
-		  double *y)
+		  int exclude, double *y)
 {
 	int64_t oh = pool_size(h, k, s, p, ceil_mode),
 		ow = pool_size(w, k, s, p, ceil_mode);
@@ -168,13 +180,15 @@ void ref_pool_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 			else
 				acc += val;
 		}
-		y[q] = is_max ? acc : acc / (double)(k * k);
+		y[q] = is_max	 ? acc
+		       : exclude ? acc / (double)taps_in(i, j, k, s, p, h, w)
+				 : acc / (double)(k * k);
 	}
 }
 
 void ref_pool_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		  int64_t k, int64_t s, int64_t p, int ceil_mode, int is_max,
-		  const double *dy, double *dx)
+		  int exclude, const double *dy, double *dx)
 {
 	int64_t oh = pool_size(h, k, s, p, ceil_mode),
 		ow = pool_size(w, k, s, p, ceil_mode);
@@ -190,7 +204,10 @@ void ref_pool_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 			if (t < 0)
 				continue;
 			if (!is_max)
-				dx[xi] += dy[q] / (double)(k * k);
+				dx[xi] += dy[q] /
+					  (double)(exclude ? taps_in(i, j, k, s,
+								     p, h, w)
+							   : k * k);
 			else if (x[xi] > best) {
 				best = x[xi];
 				arg = xi;
@@ -776,7 +793,8 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		}
 		case HP_LAYER_POOL:
 			ref_pool_fwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
-				     L->pad, L->ceil_mode, L->pool_max, y);
+				     L->pad, L->ceil_mode, L->pool_max,
+				     L->pool_exclude || L->ceil_mode, y);
 			break;
 		case HP_LAYER_GAP:
 			for (int64_t q = 0; q < n * a.c; q++) {
@@ -1036,7 +1054,8 @@ double ref_net_run(const struct ref_net *r, const double *x, double *logits,
 		}
 		case HP_LAYER_POOL:
 			ref_pool_bwd(in, n, a.c, a.h, a.w, L->kernel, L->stride,
-				     L->pad, L->ceil_mode, L->pool_max, dy, g);
+				     L->pad, L->ceil_mode, L->pool_max,
+				     L->pool_exclude || L->ceil_mode, dy, g);
 			break;
 		case HP_LAYER_GAP:
 			for (int64_t k = 0; k < na; k++)

@@ -62,12 +62,14 @@ void ref_gconv_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		   const double *wt, int64_t o, int64_t k, int64_t s, int64_t p,
 		   int64_t g, const double *dy, double *dx, double *dw,
 		   double *db);
+/* exclude: an average over the window's taps inside the input, not
+ * k x k (PyTorch's count_include_pad=False, and its ceil-mode overhang) */
 void ref_pool_fwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		  int64_t k, int64_t s, int64_t p, int ceil_mode, int is_max,
-		  double *y);
+		  int exclude, double *y);
 void ref_pool_bwd(const double *x, int64_t n, int64_t c, int64_t h, int64_t w,
 		  int64_t k, int64_t s, int64_t p, int ceil_mode, int is_max,
-		  const double *dy, double *dx);
+		  int exclude, const double *dy, double *dx);
 void ref_bn_fwd(const double *x, int64_t n, int64_t c, int64_t hw,
 		const double *g, const double *b, double eps, double *y);
 void ref_bn_bwd(const double *x, int64_t n, int64_t c, int64_t hw,

@@ -20,6 +20,11 @@
 #define POOLC(k, s, p)                                                         \
 	"{\"type\":\"pool\",\"op\":\"max\",\"kernel\":" #k ",\"stride\":" #s   \
 	",\"pad\":" #p ",\"ceil_mode\":true}"
+/* an average pool with its padding left out (count_include_pad false),
+ * and in ceil mode (c: true or false) */
+#define POOLX(k, s, p, c)                                                      \
+	"{\"type\":\"pool\",\"op\":\"avg\",\"kernel\":" #k ",\"stride\":" #s   \
+	",\"pad\":" #p ",\"count_include_pad\":false,\"ceil_mode\":" #c "}"
 #define FC(u) "{\"type\":\"fc\",\"units\":" #u "}"
 #define BN "{\"type\":\"bn\"}"
 #define RELU "{\"type\":\"relu\"}"

@@ -341,6 +341,27 @@ HP_TEST(engine_pool_avg)
 		  4, 2);
 }
 
+HP_TEST(engine_pool_avg_exclude_and_ceil)
+{
+	/* PyTorch's count_include_pad=False: the border windows average
+	 * their taps inside the input; in ceil mode the last window's
+	 * overhang is left out too, padded (7 -> 4 at k3 s2 p1) or not (7
+	 * -> 4 at k2 s2: ResNet-D's downsampling), which with no padding is
+	 * also what PyTorch's default divides by */
+	check_net(NET("[3,7,7]", 3,
+		      CONV(4, 3, 1, 1) "," POOLX(3, 2, 1, false) "," FC(3)),
+		  3, 2);
+	check_net(NET("[3,7,7]", 3,
+		      CONV(4, 3, 1, 1) "," POOLX(3, 2, 1, true) "," FC(3)),
+		  3, 2);
+	check_net(NET("[3,7,7]", 3,
+		      CONV(4, 3, 1,
+			   1) ","
+			      "{\"type\":\"pool\",\"op\":\"avg\",\"kernel\":2,"
+			      "\"stride\":2,\"ceil_mode\":true}," FC(3)),
+		  3, 1);
+}
+
 HP_TEST(engine_dropout)
 {
 	check_net(
@@ -1513,9 +1534,8 @@ static uint8_t *torchvision_forms_onnx(size_t *len, int variant)
 
 HP_TEST(engine_onnx_torchvision_forms)
 {
-	static const char *const refused[] = {
-	    NULL, "ceil_mode is supported on max pools only", NULL,
-	    "ReduceMean (not over H and W)"};
+	static const char *const refused[] = {NULL, NULL, NULL,
+					      "ReduceMean (not over H and W)"};
 	struct hp_error err = {0};
 	struct hp_spec s;
 	size_t len;
@@ -1548,6 +1568,13 @@ HP_TEST(engine_onnx_torchvision_forms)
 		buf = torchvision_forms_onnx(&len, v);
 		onnx_refused(buf, len, shape, refused[v], v);
 	}
+	/* an average pool in ceil mode (no padding: its last window's
+	 * overhang left out, as PyTorch's divisor does) */
+	buf = torchvision_forms_onnx(&len, 1);
+	onnx_converted(buf, len, shape, &s);
+	ASSERT(s.layers[1].ceil_mode && !s.layers[1].pool_max &&
+	       !s.layers[1].pool_exclude);
+	free(check_spec_net(&s));
 	/* a Pad of one zero a side before the 1x1 convs: their padding */
 	buf = torchvision_forms_onnx(&len, 2);
 	onnx_converted(buf, len, shape, &s);

@@ -1333,8 +1333,14 @@ HP_TEST(bad_spec_inputs)
 	     "\"ceil_mode\":1}]}",
 	     "\"ceil_mode\" must be true or false"},
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"op\":\"avg\","
-	     "\"kernel\":3,\"ceil_mode\":true}]}",
-	     "\"ceil_mode\" is for max pools only"},
+	     "\"kernel\":3,\"pad\":1,\"ceil_mode\":true}]}",
+	     "needs \"count_include_pad\": false"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"op\":\"max\","
+	     "\"kernel\":3,\"count_include_pad\":false}]}",
+	     "on an average pool"},
+	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"pool\",\"op\":\"avg\","
+	     "\"kernel\":3,\"count_include_pad\":0}]}",
+	     "is true or false"},
 	    {"{\"input\":[3,8,8],\"layers\":[{\"type\":\"hardsigmoid\","
 	     "\"alpha\":0}]}",
 	     "\"alpha\" must not be 0"},
