@@ -139,11 +139,18 @@ function testPage(root: HTMLElement, id: number): () => void {
   async function poll(): Promise<void> {
     let r: LrFind;
     try {
+      // not launched yet (queued): nothing to read, wait for it, without
+      // asking for the analysis (a 409 the browser would log as an error)
+      const job = await get<{ deployment: unknown }>(`/v1/jobs/${id}`);
+      if (!job.deployment) {
+        clear(head, h("h1", null, `Range test, job #${id}`), h("p", null, "Not launched yet."));
+        return;
+      }
       r = await get<LrFind>(`/v1/jobs/${id}/lr-find`);
     } catch (e) {
       if (e instanceof ApiError && e.problem.status === 401) throw e;
       if (e instanceof ApiError && e.problem.status === 409) {
-        // not launched yet: wait for it
+        // launched in between: the next look has it
         clear(head, h("h1", null, `Range test, job #${id}`), h("p", null, "Not launched yet."));
         return;
       }
