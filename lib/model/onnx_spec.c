@@ -627,19 +627,26 @@ static double tconst(const struct conv_ctx *c, int t)
 	return x->nfvals == 1 ? x->fvals[0] : NAN;
 }
 
-/* A stored vector of n values (a weight, not computed): of shape n, or
- * with 3d, also n, 1, 1 (a layer scale's, broadcast over an image). */
+/* Whether x, of n values, lines up with n channels: with img, of an
+ * N, C, H, W image, as C, 1, 1 or 1, C, 1, 1 (broadcast over H and W: a
+ * layer scale, a PReLU slope, a per-channel constant); else as C (an
+ * op's own per-channel input; channels-last or flat data, whose last axis
+ * is the channels). */
+static bool along_channels(const struct hp_tensor *x, int64_t n, bool img)
+{
+	if (n < 1 || hp_tensor_numel(x) != n)
+		return false;
+	if (!img)
+		return x->rank == 1;
+	return (x->rank == 3 && x->dims[0] == n) ||
+	       (x->rank == 4 && x->dims[1] == n);
+}
+
+/* A stored vector (a weight, not computed) along_channels(). */
 static bool stored_vec(const struct conv_ctx *c, int t, int64_t n, bool img)
 {
-	const struct hp_tensor *x;
-
-	if (t < 0 || c->val[t] != VAL_NONE || n < 1)
-		return false;
-	x = &c->g->tensors[t];
-	if (x->rank == 1)
-		return x->dims[0] == n;
-	return img && x->rank == 3 && x->dims[0] == n && x->dims[1] == 1 &&
-	       x->dims[2] == 1;
+	return t >= 0 && c->val[t] == VAL_NONE &&
+	       along_channels(&c->g->tensors[t], n, img);
 }
 
 static int add_layer(struct conv_ctx *c, const struct hp_node *n,
@@ -873,6 +880,7 @@ static int groupnorm_node(struct conv_ctx *c, const struct hp_node *n,
 	struct tinfo *tt;
 	struct hp_spec_layer L;
 	int64_t ch;
+	bool img;
 
 	if (act_a == act_b || n->noutputs < 1 || n->outputs[0] < 0)
 		return 1;
@@ -942,18 +950,19 @@ static int groupnorm_node(struct conv_ctx *c, const struct hp_node *n,
 	if (n->ninputs != 2 || tt->readers != 1 ||
 	    (tt->part != P_GN_OUT && tt->part != P_GN_SCALE))
 		return 1;
+	img = x->rank == 4;
 	/* without affine (PyTorch's affine=False), the Mul is by a
 	 * constant 1 and the Add of a 0 */
 	if (!strcmp(op, "Mul") && tt->part == P_GN_OUT &&
-	    (const_all(c, k, 1, 1, true) || stored_vec(c, k, ch, true))) {
+	    (const_all(c, k, 1, 1, true) || stored_vec(c, k, ch, img))) {
 		/* the group norm's weight: the layer's own */
-		c->gn_affine += stored_vec(c, k, ch, true);
+		c->gn_affine += stored_vec(c, k, ch, img);
 		pass_through(c, n, c->val[t], NULL);
 		c->ti[n->outputs[0]].part = P_GN_SCALE;
 		return 0;
 	}
 	if (!strcmp(op, "Add") && tt->part == P_GN_SCALE &&
-	    (const_all(c, k, 1, 0, true) || stored_vec(c, k, ch, true)))
+	    (const_all(c, k, 1, 0, true) || stored_vec(c, k, ch, img)))
 		return pass_through(c, n, c->val[t], NULL);
 	return 1;
 }
@@ -999,9 +1008,7 @@ static int scale_node(struct conv_ctx *c, const struct hp_node *n, int in,
 		    c->val[x] == -1 ||
 		    (p && (p->ninputs ? p->inputs[0] == -1 : c->val[x] == 0));
 		if (!on_input || ch < 2 || ch > HP_SPEC_SCALE_CH ||
-		    kt->nfvals != ch || hp_tensor_numel(kt) != ch ||
-		    !((kt->rank == 3 && kt->dims[0] == ch) ||
-		      (kt->rank == 4 && kt->dims[1] == ch)))
+		    kt->nfvals != ch || !along_channels(kt, ch, true))
 			return 1;
 		nch = nv = (int)ch;
 		for (int i = 0; i < nv; i++)
@@ -1287,7 +1294,6 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		int sl = n->ninputs > 1 ? n->inputs[1] : -1;
 		const struct hp_tensor *xt, *st;
 		int64_t ns;
-		bool along_c;
 		if (x0 < 0 || c->val[x0] == VAL_NONE || sl < 0 ||
 		    c->val[sl] != VAL_NONE)
 			return pass_through(c, n, ins[0],
@@ -1295,14 +1301,9 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		xt = &g->tensors[x0];
 		st = &g->tensors[sl];
 		ns = hp_tensor_numel(st);
-		along_c = xt->rank >= 2 && ns == xt->dims[1] &&
-			  (xt->rank == 2
-			       ? st->rank == 1
-			       : (st->rank == 3 && st->dims[1] == 1 &&
-				  st->dims[2] == 1) ||
-				     (st->rank == 4 && st->dims[0] == 1 &&
-				      st->dims[2] == 1 && st->dims[3] == 1));
-		if (ns != 1 && !along_c)
+		if (ns != 1 &&
+		    !((xt->rank == 2 || xt->rank == 4) &&
+		      along_channels(st, xt->dims[1], xt->rank == 4)))
 			return pass_through(c, n, ins[0],
 					    "PRelu (a slope not per channel)");
 		L.type = HP_LAYER_PRELU;
@@ -1632,20 +1633,16 @@ static void notes(const struct conv_ctx *c, bool nhwc, struct hp_spec *s)
 	if (nhwc)
 		note(s, "the input is N, H, W, C (read through a Transpose): "
 			"the spec and --input-shape say C x H x W");
-	if (c->gn_made > c->gn_affine)
-		note(s,
-		     "%d group norm%s without a scale and shift train%s with "
-		     "them (the engine's group norm has both, from 1 and 0)",
-		     c->gn_made - c->gn_affine,
-		     c->gn_made - c->gn_affine == 1 ? "" : "s",
-		     c->gn_made - c->gn_affine == 1 ? "s" : "");
-	if (c->in_plain)
-		note(s,
-		     "%d instance norm%s without a scale and shift train%s "
-		     "with them (the engine's group norm has both, from 1 and "
-		     "0)",
-		     c->in_plain, c->in_plain == 1 ? "" : "s",
-		     c->in_plain == 1 ? "s" : "");
+	for (int k = 0; k < 2; k++) {
+		int m = k ? c->in_plain : c->gn_made - c->gn_affine;
+		if (m > 0)
+			note(s,
+			     "%d %s norm%s without a scale and shift train%s "
+			     "with them (the engine's group norm has both, "
+			     "from 1 and 0)",
+			     m, k ? "instance" : "group", m == 1 ? "" : "s",
+			     m == 1 ? "s" : "");
+	}
 	if (c->cl_flattens)
 		note(s, "channels-last data flattened: the fc after it reads "
 			"the same features in C, H, W order (its weights are "
