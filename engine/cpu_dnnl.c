@@ -49,8 +49,9 @@ enum op_kind {
 	OP_DW_WGRAD,
 	OP_GN_FWD,
 	OP_GN_BWD,
-	OP_CHSCALE, /* a: x, b: y, factor and shift per channel (layer) */
-	OP_ZERO	    /* a: set to 0 */
+	OP_CHSCALE_FWD, /* a: x, b: y; the layer's factor and shift */
+	OP_CHSCALE_BWD, /* a: dy, b: dx; the layer's factor */
+	OP_ZERO		/* a: set to 0 */
 };
 
 struct op {
@@ -1058,7 +1059,7 @@ static int build_chscale(struct cpu *b, int i, struct hp_error *err)
 		return rc;
 	if (!(op = op_new(&ls->fwd)))
 		return nomem(err);
-	op->kind = OP_CHSCALE;
+	op->kind = OP_CHSCALE_FWD;
 	op->layer = i;
 	op->a = xs;
 	op->b = Y->d;
@@ -1067,9 +1068,8 @@ static int build_chscale(struct cpu *b, int i, struct hp_error *err)
 	if ((rc = as_md(b, NULL, X->g, &plain, false, &dsrc, err)) ||
 	    !(op = op_new(&ls->bwd)))
 		return rc ? rc : nomem(err);
-	/* the same product: dx = f[c] dy */
-	op->kind = OP_CHSCALE;
-	op->layer = -1 - i;
+	op->kind = OP_CHSCALE_BWD;
+	op->layer = i;
 	op->a = Y->g;
 	op->b = dsrc;
 	return reorder_back(b, &ls->bwd, dsrc, X->g, err);
@@ -2416,13 +2416,11 @@ static void gn_bwd(struct cpu *b, const struct op *op)
 	}
 }
 
-/* y = f[c] x + s[c] (op->layer i), or the backward's dx = f[c] dy
- * (op->layer -1 - i), over plain N, C, H, W. */
-static void chscale(struct cpu *b, const struct op *op)
+/* y = f[c] x + s[c], or the backward's dx = f[c] dy (bwd), over plain
+ * N, C, H, W. */
+static void chscale(struct cpu *b, const struct op *op, bool bwd)
 {
-	bool bwd = op->layer < 0;
-	const struct hp__plan_layer *pl =
-	    &b->p->layers[bwd ? -1 - op->layer : op->layer];
+	const struct hp__plan_layer *pl = &b->p->layers[op->layer];
 	const struct hp__plan_act *x = &b->p->acts[pl->x];
 	const int64_t c = x->dims[1],
 		      hw = x->rank == 4 ? x->dims[2] * x->dims[3] : 1;
@@ -2649,8 +2647,9 @@ static int run(struct cpu *b, struct oplist *l, struct hp_error *err)
 		case OP_GN_BWD:
 			gn_bwd(b, op);
 			break;
-		case OP_CHSCALE:
-			chscale(b, op);
+		case OP_CHSCALE_FWD:
+		case OP_CHSCALE_BWD:
+			chscale(b, op, op->kind == OP_CHSCALE_BWD);
 			break;
 		case OP_ZERO:
 			memset(op->a->p, 0, op->a->bytes);

@@ -381,7 +381,8 @@ static bool on_input_arith(const struct hp_graph *g, int ni)
 			return false;
 		if (n->ninputs != 2)
 			return false;
-		sub_div = sub_div || n->op[0] == 'S' || n->op[0] == 'D';
+		sub_div =
+		    sub_div || !strcmp(n->op, "Sub") || !strcmp(n->op, "Div");
 		for (int k = 0; k < 2; k++)
 			if (n->inputs[k] >= 0 &&
 			    weight_source(g, n->inputs[k]) < 0)
