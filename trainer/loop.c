@@ -248,15 +248,19 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 		}
 		snprintf(t->data_desc, sizeof(t->data_desc), "%s (%s)", d, dir);
 	}
-	if (memcmp(t->train.shape, t->spec.input, sizeof(t->spec.input)) ||
-	    memcmp(t->test.shape, t->spec.input, sizeof(t->spec.input)))
-		return hp_error_set(
-		    err, HP_ESHAPE,
-		    "the data's samples are %lldx%lldx%lld, the model's "
-		    "input is %lldx%lldx%lld",
-		    (long long)t->train.shape[0], (long long)t->train.shape[1],
-		    (long long)t->train.shape[2], (long long)t->spec.input[0],
-		    (long long)t->spec.input[1], (long long)t->spec.input[2]);
+	for (int k = 0; k < 2; k++) {
+		const struct hp_dataset *ds = k ? &t->test : &t->train;
+		if (memcmp(ds->shape, t->spec.input, sizeof(t->spec.input)))
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "the data's %s samples are %lldx%lldx%lld, the "
+			    "model's input is %lldx%lldx%lld",
+			    k ? "test" : "training", (long long)ds->shape[0],
+			    (long long)ds->shape[1], (long long)ds->shape[2],
+			    (long long)t->spec.input[0],
+			    (long long)t->spec.input[1],
+			    (long long)t->spec.input[2]);
+	}
 	if (t->train.classes > t->spec.classes ||
 	    t->test.classes > t->spec.classes)
 		return hp_error_set(err, HP_ESHAPE,
@@ -438,9 +442,11 @@ static int open_engine(struct tr_run *t, struct hp_error *err)
 
 /* ---- the gradient all-reduce ---------------------------------------- */
 
-static int setup_reduce(struct tr_run *t, struct hp_error *err)
+/* The flat buffer the gradients and running statistics go through (this
+ * rank's own: no other rank is asked). */
+static int setup_flat(struct tr_run *t, struct hp_error *err)
 {
-	int not_gpu = strncmp(t->device, "cuda", 4) != 0, nb = 0;
+	int nb = 0;
 
 	t->nparam_elems = hp_engine_param_elems(t->e);
 	for (int k = 0; k < hp_engine_state_count(t->e); k++) {
@@ -465,9 +471,20 @@ static int setup_reduce(struct tr_run *t, struct hp_error *err)
 			 sizeof(float));
 	if (!t->flat)
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	return 0;
+}
+
+/*
+ * NCCL when every rank is a GPU and the build has it, else MPI.  Every
+ * rank calls it, and only once all have set up (agree()): a rank that
+ * failed before it would leave the others waiting in its collective.
+ */
+static int setup_transport(struct tr_run *t, struct hp_error *err)
+{
+	int not_gpu = strncmp(t->device, "cuda", 4) != 0;
+
 	if (t->R < 2)
 		return 0;
-	/* NCCL when every rank is a GPU and the build has it */
 	if (tr_allreduce_max_int(t->c, &not_gpu))
 		return hp_error_set(err, HP_EIO, "MPI all-reduce failed");
 	if (!not_gpu && tr_nccl_available()) {
@@ -639,6 +656,10 @@ static int checkpoint(struct tr_run *t, struct hp_error *err)
 				    json_integer((json_int_t)cn.updates));
 		json_object_set_new(ck.meta, "forwards",
 				    json_integer((json_int_t)cn.forwards));
+		json_object_set_new(ck.meta, "momentum",
+				    json_real(t->o->momentum));
+		json_object_set_new(ck.meta, "weight_decay",
+				    json_real(t->o->weight_decay));
 	}
 	if (ck.meta) {
 		char hx[24];
@@ -677,6 +698,59 @@ static int64_t meta_int(json_t *m, const char *k, int64_t def)
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
 }
 
+/*
+ * The figures of a checkpoint's meta the run goes on from, in range (its
+ * CRC says the bytes are the ones written, not that a hand or another
+ * program wrote sense): the step within this run, a split of the global
+ * batch, counters that count.
+ */
+static int check_meta(const struct tr_run *t, json_t *m, struct hp_error *err)
+{
+	json_t *step = json_object_get(m, "step"),
+	       *lb = json_object_get(m, "local_batches");
+	int64_t sum = 0;
+	static const char *const counts[] = {"updates", "forwards",
+					     "rebalances"};
+
+	if (!json_is_integer(step) || json_integer_value(step) < 0)
+		return hp_error_set(err, HP_EINVAL,
+				    "the checkpoint's \"step\" is not a "
+				    "count of steps: the file is damaged");
+	if (json_integer_value(step) > t->total)
+		return hp_error_set(
+		    err, HP_EINVAL,
+		    "the checkpoint in '%s' is at step %lld, past this run's "
+		    "%lld steps: give more --steps (or --epochs) to go on",
+		    t->o->out, (long long)json_integer_value(step),
+		    (long long)t->total);
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		json_t *c = json_object_get(m, counts[i]);
+		if (c && (!json_is_integer(c) || json_integer_value(c) < 0))
+			return hp_error_set(err, HP_EINVAL,
+					    "the checkpoint's \"%s\" is not "
+					    "a count: the file is damaged",
+					    counts[i]);
+	}
+	if (!lb)
+		return 0; /* the split planned */
+	for (int r = 0; r < t->R && json_array_size(lb) == (size_t)t->R; r++) {
+		json_t *b = json_array_get(lb, r);
+		if (!json_is_integer(b) || json_integer_value(b) < 1 ||
+		    json_integer_value(b) > t->B) {
+			sum = -1;
+			break;
+		}
+		sum += json_integer_value(b);
+	}
+	if (sum != t->B)
+		return hp_error_set(err, HP_EINVAL,
+				    "the checkpoint's \"local_batches\" is "
+				    "not a split of the global batch %lld "
+				    "among %d rank%s: the file is damaged",
+				    (long long)t->B, t->R, t->R > 1 ? "s" : "");
+	return 0;
+}
+
 /* --resume: rank 0 reads the checkpoint and sends its bytes to all. */
 static int resume(struct tr_run *t, struct hp_error *err)
 {
@@ -684,7 +758,7 @@ static int resume(struct tr_run *t, struct hp_error *err)
 	size_t len = 0;
 	int64_t n = 0;
 	struct hp_ckpt ck;
-	json_t *m, *lb;
+	json_t *m, *lb, *v;
 	int rc = 0, missing = 0;
 	const char *s;
 	char hx[24];
@@ -697,6 +771,8 @@ static int resume(struct tr_run *t, struct hp_error *err)
 		if (rc == HP_ENOENT) {
 			missing = 1;
 			rc = 0;
+		} else if (rc) {
+			hp_error_prefix(err, "%s", path);
 		}
 		n = rc ? -1 : (int64_t)len;
 	}
@@ -759,6 +835,25 @@ static int resume(struct tr_run *t, struct hp_error *err)
 				  "optimizer or --seed");
 		goto done;
 	}
+	/* the optimizer's settings (checkpoints since 2 December say them) */
+	if (t->o->opt == HP_OPT_SGD && (v = json_object_get(m, "momentum")) &&
+	    json_number_value(v) != t->o->momentum) {
+		rc = hp_error_set(err, HP_EINVAL,
+				  "the checkpoint was written with --momentum "
+				  "%g; this run has %g",
+				  json_number_value(v), t->o->momentum);
+		goto done;
+	}
+	if ((v = json_object_get(m, "weight_decay")) &&
+	    json_number_value(v) != t->o->weight_decay) {
+		rc = hp_error_set(err, HP_EINVAL,
+				  "the checkpoint was written with "
+				  "--weight-decay %g; this run has %g",
+				  json_number_value(v), t->o->weight_decay);
+		goto done;
+	}
+	if ((rc = check_meta(t, m, err)))
+		goto done;
 	/* the data by content: a copy staged elsewhere is the same data */
 	snprintf(hx, sizeof(hx), "%016llx", (unsigned long long)t->data_hash);
 	s = json_string_value(json_object_get(m, "data_hash"));
@@ -772,17 +867,8 @@ static int resume(struct tr_run *t, struct hp_error *err)
 	}
 	/* the split in force when it was written (rebalancing moves it) */
 	lb = json_object_get(m, "local_batches");
-	if (json_array_size(lb) == (size_t)t->R) {
-		int64_t sum = 0, v[TR_MAX_RANKS];
-		for (int r = 0; r < t->R; r++) {
-			v[r] = json_integer_value(json_array_get(lb, r));
-			sum += v[r];
-		}
-		if (sum == t->B) {
-			for (int r = 0; r < t->R; r++)
-				t->local[r] = v[r] > 0 ? v[r] : 1;
-		}
-	}
+	for (int r = 0; lb && r < t->R; r++)
+		t->local[r] = json_integer_value(json_array_get(lb, r));
 	hp_split_offsets(t->local, t->R, t->off);
 	if ((rc = rebuild(t, t->local[t->r], err)))
 		goto done;
@@ -1195,6 +1281,27 @@ done:
 	return j;
 }
 
+/* An explicit --catalog or --estimator that does not load is bad input,
+ * said before the training, not in results.json after it. */
+static void check_energy_files(struct tr_run *t, struct hp_error *err)
+{
+	struct hp_catalog *cat = NULL;
+	struct hp_estimator *est = NULL;
+
+	if (t->o->catalog && !(cat = hp_catalog_load(t->o->catalog, err))) {
+		hp_error_prefix(err, "--catalog");
+		if (err->code == HP_EIO)
+			err->code = HP_EINVAL;
+	} else if (t->o->estimator &&
+		   !(est = hp_estimator_load(t->o->estimator, err))) {
+		hp_error_prefix(err, "--estimator");
+		if (err->code == HP_EIO)
+			err->code = HP_EINVAL;
+	}
+	hp_estimator_free(est);
+	hp_catalog_free(cat);
+}
+
 /* ---- results ------------------------------------------------------- */
 
 /* What each rank ran on, gathered for results.json. */
@@ -1342,7 +1449,8 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 	while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\t' ||
 			   buf[i] == '\r'))
 		i++;
-	if (i < len && buf[i] != '{' && (unsigned char)buf[i] != 0xef) {
+	if (i < len && buf[i] != '{' && buf[i] != '[' &&
+	    (unsigned char)buf[i] != 0xef) {
 		/* an ONNX CNN: its layers, at --input-shape */
 		struct hp_graph *g = hp_onnx_parse(buf, len, err);
 		free(buf);
@@ -1357,6 +1465,12 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 		for (int i = 0; !rc && !t->r && i < t->spec.nnotes; i++)
 			tr_note("%s", t->spec.notes[i]);
 	} else {
+		if (t->o->input_shape[0]) {
+			free(buf);
+			return hp_error_set(err, HP_EINVAL,
+					    "--input-shape is for ONNX models; "
+					    "a spec says its own \"input\"");
+		}
 		rc = hp_spec_parse_only(buf, len, &t->spec, err);
 		free(buf);
 	}
@@ -1490,6 +1604,140 @@ static int agree(struct tr_run *t, int status, const char *msg)
 	return s;
 }
 
+/*
+ * What every rank must be given alike, a line an option: "--name value",
+ * or "--name #" + a hash where the value is long (the model and the data
+ * by content, so that a staged copy in another folder is the same).
+ * --threads, --out, --catalog, --estimator and --cpu-fallback may differ
+ * (the deployment gives each rank its threads).
+ */
+#define OPTS_TEXT 1024
+static void options_text(const struct tr_run *t, char *buf, size_t n)
+{
+	const struct tr_opts *o = t->o;
+	const struct hp_lr_plan *l = &o->lr;
+	const char *lb = o->local_batches ? o->local_batches : "";
+	const char *dv = o->devices ? o->devices : "";
+
+	memset(buf, 0, n);
+	snprintf(
+	    buf, n,
+	    "--model #%016llx\n--data #%016llx\n--batch %lld\n"
+	    "--local-batches #%016llx\n--steps %lld\n--epochs %.17g\n"
+	    "--seed %llu\n--devices #%016llx\n--optimizer %d\n"
+	    "--momentum %.17g\n--weight-decay %.17g\n--lr %.17g\n"
+	    "--lr-rule %d\n--ref-batch %lld\n--warmup-steps %lld\n"
+	    "--lr-schedule %d\n--lr-step-every %lld\n--lr-gamma %.17g\n"
+	    "--lr-min %.17g\n--lr-max %.17g\n--stop-on-divergence %.17g\n"
+	    "--eval-every %lld\n--eval-samples %lld\n"
+	    "--checkpoint-every %lld\n--resume %d\n--overwrite %d\n"
+	    "--rebalance %d\n--rebalance-window %d\n"
+	    "--rebalance-threshold %.17g\n--rebalance-memory %d\n"
+	    "--max-seconds %.17g\n",
+	    (unsigned long long)t->model_hash, (unsigned long long)t->data_hash,
+	    (long long)o->batch,
+	    (unsigned long long)hp_fnv1a64(lb, strlen(lb), HP_FNV1A64_INIT),
+	    (long long)o->steps, o->epochs, (unsigned long long)o->seed,
+	    (unsigned long long)hp_fnv1a64(dv, strlen(dv), HP_FNV1A64_INIT),
+	    (int)o->opt, o->momentum, o->weight_decay, l->lr, (int)l->rule,
+	    (long long)l->ref_batch, (long long)l->warmup_steps, (int)l->sched,
+	    (long long)l->step_every, l->gamma, l->lr_min, l->lr_max,
+	    o->stop_div, (long long)o->eval_every, (long long)o->eval_samples,
+	    (long long)o->ckpt_every, (int)o->resume, (int)o->overwrite,
+	    (int)o->rebalance, o->rebal_window, o->rebal_threshold,
+	    o->rebal_memory, o->max_seconds);
+}
+
+/* Every rank's options against rank 0's: the first that differs, named
+ * (a launcher given per-rank arguments by mistake would otherwise train
+ * a silently different run, or hang in a collective only some call). */
+static int same_options(struct tr_run *t, struct hp_error *err)
+{
+	char mine[OPTS_TEXT], *all;
+	int rc = 0;
+
+	if (t->R < 2)
+		return 0;
+	options_text(t, mine, sizeof(mine));
+	all = malloc((size_t)t->R * OPTS_TEXT);
+	if (!all)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	if (tr_allgather_bytes(t->c, mine, OPTS_TEXT, all)) {
+		free(all);
+		return hp_error_set(err, HP_EIO, "MPI all-gather failed");
+	}
+	for (int r = 1; !rc && r < t->R; r++) {
+		const char *a = all, *b = all + (size_t)r * OPTS_TEXT;
+		while (*a && !rc) {
+			size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n"),
+			       k = strcspn(a, " ");
+			if (la != lb || memcmp(a, b, la)) {
+				if (a[k + 1] == '#')
+					rc = hp_error_set(
+					    err, HP_EINVAL,
+					    "rank %d was given another %.*s "
+					    "than rank 0: every rank needs "
+					    "the same options (only --threads "
+					    "may differ)",
+					    r, (int)k, a);
+				else
+					rc = hp_error_set(
+					    err, HP_EINVAL,
+					    "rank %d was given %.*s %.*s, "
+					    "rank 0 %.*s: every rank needs "
+					    "the same options (only --threads "
+					    "may differ)",
+					    r, (int)k, a, (int)(lb - k - 1),
+					    b + k + 1, (int)(la - k - 1),
+					    a + k + 1);
+			}
+			a += la + (a[la] != '\0');
+			b += lb + (b[lb] != '\0');
+		}
+	}
+	free(all);
+	return rc;
+}
+
+/*
+ * --out: made if missing; a folder this process can write; and, unless
+ * --resume or --overwrite says what to do with it, not the folder of an
+ * earlier run (its checkpoint, metrics and results would be replaced).
+ */
+static int out_dir(const struct tr_opts *o, struct hp_error *err)
+{
+	struct stat st;
+	char p[4200];
+
+	if (mkdir(o->out, 0755) && errno != EEXIST)
+		return hp_error_set(err, HP_EINVAL,
+				    "--out: cannot create '%s': %s", o->out,
+				    strerror(errno));
+	if (stat(o->out, &st) || !S_ISDIR(st.st_mode))
+		return hp_error_set(err, HP_EINVAL,
+				    "--out '%s' is not a folder", o->out);
+	if (access(o->out, W_OK | X_OK))
+		return hp_error_set(err, HP_EINVAL,
+				    "--out '%s' is not writable: %s", o->out,
+				    strerror(errno));
+	if (o->resume || o->overwrite)
+		return 0;
+	for (int i = 0; i < 3; i++) {
+		static const char *const f[] = {"checkpoint", "results.json",
+						"metrics.jsonl"};
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", o->out, f[i]) <
+			sizeof(p) &&
+		    !stat(p, &st) && (i < 2 || st.st_size > 0))
+			return hp_error_set(
+			    err, HP_EINVAL,
+			    "--out '%s' holds an earlier run (%s): --resume "
+			    "continues it, --overwrite starts over, or give "
+			    "another --out",
+			    o->out, f[i]);
+	}
+	return 0;
+}
+
 /* Temporary files a killed run left (checkpoint.tmp.PID and the like). */
 static void remove_stale(const char *dir)
 {
@@ -1580,28 +1828,32 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 		rc = plan(&t, &lr, &err);
 	if (!err.code) {
 		o2.lr = lr;
-		if ((rc = open_engine(&t, &err)))
-			hp_error_prefix(&err, "rank %d (%s)", t.r, t.device);
+		rc = open_engine(&t, &err); /* its message names the device */
 	}
 	if (!err.code && (rc = alloc_buffers(&t, &err)) == 0 &&
-	    (rc = setup_reduce(&t, &err)) == 0)
+	    (rc = setup_flat(&t, &err)) == 0)
 		rc = hp_rebalance_init(&t.rb, t.R, o->rebal_window,
 				       o->rebal_threshold, 2);
 	if (!err.code && !rc && o->rebal_memory > 0)
 		t.rb.memory = o->rebal_memory;
 	if (!err.code && rc)
 		hp_error_set(&err, rc, "rebalancing: bad window or threshold");
+	if (!err.code)
+		check_energy_files(&t, &err);
 	status = err.code ? status_of(err.code) : 0;
+	if ((status = agree(&t, status, err.msg)))
+		goto out;
+	/* what needs every rank: only once all have set up */
+	if ((rc = same_options(&t, &err)) == 0)
+		rc = setup_transport(&t, &err);
+	status = rc ? status_of(rc) : 0;
 	if ((status = agree(&t, status, err.msg)))
 		goto out;
 	t.min_local = t.has_bn ? (t.B / t.R < 8 ? t.B / t.R : 8) : 1;
 	if (t.min_local < 1)
 		t.min_local = 1;
-	if (t.r == 0 && mkdir(o->out, 0755) && errno != EEXIST) {
-		hp_error_set(&err, HP_EINVAL, "cannot create '%s': %s", o->out,
-			     strerror(errno));
-		status = TR_EXIT_USAGE;
-	}
+	if (t.r == 0 && (rc = out_dir(o, &err)))
+		status = status_of(rc);
 	if ((status = agree(&t, status, err.msg)))
 		goto out;
 	if (t.r == 0)

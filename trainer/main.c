@@ -76,6 +76,9 @@ static const char usage[] =
     "                           (default: all)\n"
     "  --checkpoint-every N     a checkpoint every N steps (and at the end)\n"
     "  --resume                 continue from DIR/checkpoint\n"
+    "  --overwrite              start over in a DIR that holds an earlier\n"
+    "                           run (without it, or --resume, such a DIR\n"
+    "                           is refused: nothing is lost by mistake)\n"
     "  --max-seconds S          stop cleanly after S seconds of training\n"
     "\n"
     "balance:\n"
@@ -200,6 +203,7 @@ enum {
 	O_EVAL_SAMPLES,
 	O_CKPT_EVERY,
 	O_RESUME,
+	O_OVERWRITE,
 	O_REBAL,
 	O_REBAL_WIN,
 	O_REBAL_THR,
@@ -242,6 +246,7 @@ static const struct option longopts[] = {
     {"eval-samples", required_argument, NULL, O_EVAL_SAMPLES},
     {"checkpoint-every", required_argument, NULL, O_CKPT_EVERY},
     {"resume", no_argument, NULL, O_RESUME},
+    {"overwrite", no_argument, NULL, O_OVERWRITE},
     {"rebalance", required_argument, NULL, O_REBAL},
     {"rebalance-window", required_argument, NULL, O_REBAL_WIN},
     {"rebalance-threshold", required_argument, NULL, O_REBAL_THR},
@@ -408,6 +413,9 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 		case O_RESUME:
 			o->resume = true;
 			break;
+		case O_OVERWRITE:
+			o->overwrite = true;
+			break;
 		case O_REBAL:
 			rc = on_off("rebalance", optarg, &o->rebalance);
 			break;
@@ -449,7 +457,12 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 				printf("hetpool-train %s\n", hp_version());
 			exit(0);
 		default:
-			if (optopt >= O_MODEL)
+			if (optopt == O_RESUME || optopt == O_OVERWRITE ||
+			    optopt == O_HELP || optopt == O_VERSION)
+				rc = usage_error("option '%.40s' takes no "
+						 "value",
+						 name);
+			else if (optopt >= O_MODEL)
 				rc = usage_error("option '%.40s' needs a value",
 						 name);
 			else
@@ -468,6 +481,8 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 				   "required (see --help)");
 	if (have_steps && have_epochs)
 		return usage_error("give --steps or --epochs, not both");
+	if (o->resume && o->overwrite)
+		return usage_error("give --resume or --overwrite, not both");
 	if (o->lr.sched == HP_LR_EXP_RAMP &&
 	    !(o->lr.lr_min > 0 && o->lr.lr_max > o->lr.lr_min))
 		return usage_error("--lr-schedule exp-ramp needs 0 < --lr-min "

@@ -43,6 +43,7 @@ struct tr_opts {
 	int64_t eval_samples; /* 0: the whole test set */
 	int64_t ckpt_every;   /* 0: only at the end */
 	bool resume;
+	bool overwrite; /* start over in a --out that holds a run */
 	bool rebalance;
 	int rebal_window;
 	double rebal_threshold;

@@ -103,7 +103,12 @@ double hp_lr_at(const struct hp_lr_plan *p, int64_t step)
 		double f = p->total_steps > 1
 			       ? (double)step / (double)(p->total_steps - 1)
 			       : 0;
-		return p->lr_min * pow(p->lr_max / p->lr_min, f);
+		/* in logs: lr_max / lr_min overflows for a range such as
+		 * 1e-303 to 1e6 */
+		if (f >= 1)
+			return p->lr_max;
+		return exp(log(p->lr_min) +
+			   f * (log(p->lr_max) - log(p->lr_min)));
 	}
 	if (step < p->warmup_steps)
 		return peak * (double)(step + 1) / (double)p->warmup_steps;

@@ -89,6 +89,56 @@ if [ $FM = 1 ]; then
 	expect_err usage_shape_says "1x28x28, the model's input is 3x32x32"
 fi
 if "$TRAIN" --help | grep -q -- "--local-batches b1"; then ok help; else fail help "no --local-batches in --help"; fi
+expect_status usage_spec_input_shape 2 "$TRAIN" --model "$CNN" --input-shape 3x32x32 --data synthetic --batch 8 --out "$TMP/x"
+expect_err usage_spec_input_shape_says "for ONNX models"
+expect_status usage_flag_value 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --out "$TMP/x" --resume=yes
+expect_err usage_flag_value_says "takes no value"
+expect_status usage_catalog 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --out "$TMP/x" --catalog "$TMP/none.csv"
+expect_err usage_catalog_says "^hetpool-train: --catalog"
+[ -e "$TMP/x/metrics.jsonl" ] && fail usage_catalog_before "trained before refusing" || ok usage_catalog_before
+: >"$TMP/afile"
+expect_status usage_out_file 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --out "$TMP/afile"
+expect_err usage_out_file_says "is not a folder"
+# an earlier run's folder is neither replaced nor resumed by mistake
+small=(--model "$CNN" --data synthetic --batch 8 --threads 1 --eval-samples 64 --synthetic-samples 256 --rebalance off)
+"$TRAIN" "${small[@]}" --steps 4 --out "$TMP/prev" >/dev/null 2>&1
+cp "$TMP/prev/checkpoint" "$TMP/prev.ck"
+expect_status out_holds_run 2 "$TRAIN" "${small[@]}" --steps 1 --out "$TMP/prev"
+expect_err out_holds_run_says "holds an earlier run.*--overwrite"
+cmp -s "$TMP/prev/checkpoint" "$TMP/prev.ck" && ok out_holds_run_kept || fail out_holds_run_kept "the checkpoint changed"
+expect_status resume_past_end 2 "$TRAIN" "${small[@]}" --steps 2 --out "$TMP/prev" --resume
+expect_err resume_past_end_says "at step 4, past this run's 2 steps"
+# a checkpoint whose meta is damaged but whose CRC was rewritten to match:
+# refused by name, and metrics.jsonl is left as it was
+ck_edit() { # SRC DST JSON: set meta keys, rewrite the CRC
+	"$PY" - "$@" <<'PY'
+import json, struct, sys, zlib
+src, dst, edits = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+b = open(src, 'rb').read()
+n = struct.unpack('<Q', b[8:16])[0]
+h = json.loads(b[16:16 + n])
+h['meta'].update(edits)
+hb = json.dumps(h, separators=(',', ':')).encode()
+body = b[:8] + struct.pack('<Q', len(hb)) + hb + b[16 + n:-4]
+open(dst, 'wb').write(body + struct.pack('<I', zlib.crc32(body) & 0xffffffff))
+PY
+}
+cp "$TMP/prev/metrics.jsonl" "$TMP/prev.m"
+for bad in '{"step": -1}' '{"step": "x"}' '{"local_batches": [-4, 12]}' '{"updates": -3}'; do
+	ck_edit "$TMP/prev.ck" "$TMP/prev/checkpoint" "$bad"
+	expect_status "resume_damaged_meta $bad" 2 "$TRAIN" "${small[@]}" --steps 6 --out "$TMP/prev" --resume &&
+		expect_err "resume_damaged_meta_says $bad" "damaged"
+	cmp -s "$TMP/prev/metrics.jsonl" "$TMP/prev.m" && ok "resume_damaged_kept $bad" ||
+		fail "resume_damaged_kept $bad" "metrics.jsonl changed"
+done
+ck_edit "$TMP/prev.ck" "$TMP/prev/checkpoint" '{"momentum": 0.5}'
+expect_status resume_other_momentum 2 "$TRAIN" "${small[@]}" --steps 6 --out "$TMP/prev" --resume
+expect_err resume_other_momentum_says "momentum 0.5; this run has 0.9"
+if "$TRAIN" "${small[@]}" --steps 1 --out "$TMP/prev" --overwrite >/dev/null 2>"$TMP/err"; then
+	check overwrite_starts_over "$TMP/prev/results.json" "j['steps'] == 1 and j['resumed_from_step'] is None"
+else
+	fail overwrite_starts_over "exit $?: $(cat "$TMP/err")"
+fi
 
 # ---- one rank on Fashion-MNIST ----
 if [ $FM = 1 ]; then
@@ -170,6 +220,26 @@ if [ $MPI = 1 ]; then
 		--lr 0.002 --optimizer adam --synthetic-samples 2048
 else
 	echo "skip split_3to1: no mpirun"
+fi
+
+# ---- a rank that fails its set-up ends the job (no rank left waiting in
+# a collective the failed one never enters), and options that differ
+# between ranks are refused by name ----
+if [ $MPI = 1 ]; then
+	ASAN_OPTIONS=$MPI_ASAN timeout -k 5 60 mpirun --oversubscribe -np 2 "$TRAIN" "${small[@]}" --steps 2 \
+		--devices cpu,gpu --out "$TMP/hang" >/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "rank 1: --devices: 'gpu'" "$TMP/err" && ok rank_setup_fails_ends ||
+		fail rank_setup_fails_ends "exit $rc (124: hung): $(head -c 300 "$TMP/err")"
+	ASAN_OPTIONS=$MPI_ASAN timeout -k 5 60 mpirun --oversubscribe -np 1 "$TRAIN" "${small[@]}" --steps 2 --out "$TMP/mm" : \
+		-np 1 "$TRAIN" "${small[@]}" --steps 2 --batch 16 --out "$TMP/mm" >/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "rank 1 was given --batch 16, rank 0 8" "$TMP/err" && ok ranks_options_differ ||
+		fail ranks_options_differ "exit $rc: $(head -c 300 "$TMP/err")"
+	ASAN_OPTIONS=$MPI_ASAN timeout -k 5 60 mpirun --oversubscribe -np 1 "$TRAIN" "${small[@]}" --steps 2 --out "$TMP/mt" : \
+		-np 1 "$TRAIN" "${small[@]}" --steps 2 --threads 2 --out "$TMP/mt" >/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 0 ] && ok ranks_threads_may_differ || fail ranks_threads_may_differ "exit $rc: $(head -c 300 "$TMP/err")"
 fi
 
 # ---- SIGKILL, then --resume: the weights of an uninterrupted run ----

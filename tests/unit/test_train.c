@@ -636,6 +636,17 @@ HP_TEST(train_lr)
 	ASSERT_NEAR(hp_lr_at(&p, 25) / 1e-3, 1, 1e-12);
 	ASSERT_NEAR(hp_lr_at(&p, 100), 1, 1e-12);
 	ASSERT(hp_lr_plan_check(&p, &err) == 0);
+	/* a range whose ratio overflows a double (1e-303 to 1e6): each rate
+	 * finite, rising, the middle at the geometric mean */
+	p.lr_min = 1e-303;
+	p.lr_max = 1e6;
+	p.total_steps = 3;
+	ASSERT(isfinite(hp_lr_at(&p, 1)) && hp_lr_at(&p, 1) > 1e-303);
+	ASSERT_NEAR(log10(hp_lr_at(&p, 1)), (-303.0 + 6.0) / 2, 1e-9);
+	ASSERT(hp_lr_at(&p, 2) == 1e6);
+	p.lr_min = 1e-4;
+	p.lr_max = 1;
+	p.total_steps = 101;
 	p.lr_max = 1e-5;
 	ASSERT(hp_lr_plan_check(&p, &err) == HP_ERANGE);
 	ASSERT(strstr(err.msg, "exp-ramp"));
