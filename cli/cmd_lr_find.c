@@ -269,7 +269,8 @@ static int find_trainer(const char *given, char *buf, size_t n)
 
 	if (given || (env && *env)) {
 		const char *p = given ? given : env;
-		if (access(p, X_OK))
+		struct stat st;
+		if (stat(p, &st) || !S_ISREG(st.st_mode) || access(p, X_OK))
 			return cli_error(EXIT_USAGE,
 					 "lr-find: trainer '%s' (%s) is not an "
 					 "executable file",
@@ -313,6 +314,28 @@ static int make_dir(const char *path)
 		}
 	if (mkdir(buf, 0777) && errno != EEXIST)
 		return -1;
+	return 0;
+}
+
+/* --out made (mkdir -p) and a folder; bad input, exit 2, when it cannot
+ * be. */
+static int out_folder(const char *path)
+{
+	struct stat st;
+
+	if (!*path)
+		return cli_error(EXIT_USAGE, "lr-find: --out is empty");
+	if (make_dir(path))
+		return cli_error(EXIT_USAGE,
+				 "lr-find: cannot make --out '%s': %s", path,
+				 strerror(errno));
+	if (stat(path, &st) || !S_ISDIR(st.st_mode))
+		return cli_error(EXIT_USAGE,
+				 "lr-find: --out '%s' is not a folder", path);
+	if (access(path, W_OK | X_OK))
+		return cli_error(EXIT_USAGE,
+				 "lr-find: --out '%s' is not writable: %s",
+				 path, strerror(errno));
 	return 0;
 }
 
@@ -417,6 +440,7 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 	bool tty = isatty(STDERR_FILENO);
 	double t0 = hp_now_s(), last_poll = 0;
 	int argc = 0, st = 0, rc, status = EXIT_OK;
+	bool resume = false;
 	pid_t pid;
 
 	if (!join(log_path, sizeof(log_path), a->out, "trainer.log") ||
@@ -454,14 +478,44 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 		argv[argc++] = "--threads";
 		argv[argc++] = s_threads;
 	}
+	/* An earlier range test in DIR (its trainer.log says so) is
+	 * replaced; a training run's folder is not a range test's to
+	 * replace. */
+	for (int i = 0; i < a->npass; i++)
+		resume |= !strcmp(a->pass[i], "--resume");
+	if (access(log_path, F_OK) == 0) {
+		if (!resume)
+			argv[argc++] = "--overwrite";
+	} else {
+		static const char *const run[] = {"checkpoint", "results.json",
+						  "metrics.jsonl"};
+		for (size_t i = 0; i < sizeof(run) / sizeof(run[0]); i++) {
+			char p[4096];
+			if (join(p, sizeof(p), a->out, run[i]) &&
+			    access(p, F_OK) == 0)
+				return cli_error(
+				    EXIT_USAGE,
+				    "lr-find: --out '%s' holds a training "
+				    "run (%s), not a range test: give the "
+				    "range test a folder of its own",
+				    a->out, run[i]);
+		}
+	}
 	argv[argc++] = "--out";
 	argv[argc++] = a->out;
 	for (int i = 0; i < a->npass; i++)
 		argv[argc++] = a->pass[i];
 	argv[argc] = NULL;
 
-	/* An earlier test's steps must not be read as this one's. */
+	/* An earlier test's steps and results must not be read as this
+	 * one's (should this one fail, no old suggestion is left). */
 	unlink(metrics);
+	for (int i = 0; i < 2; i++) {
+		char p[4096];
+		if (join(p, sizeof(p), a->out,
+			 i ? "lr-find.svg" : "lr-find.json"))
+			unlink(p);
+	}
 	if (posix_spawn_file_actions_init(&fa))
 		return cli_error(EXIT_FAIL, "lr-find: out of memory");
 	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null",
@@ -525,12 +579,14 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 				   "signal %d; its log: %s",
 				   WTERMSIG(st), log_path);
 	} else if (WEXITSTATUS(st) != 0) {
+		/* the trainer's bad input (the model, an option after --)
+		 * is this command's */
 		last_line(log_path, msg, sizeof(msg));
-		status = cli_error(EXIT_FAIL,
-				   "lr-find: hetpool-train failed (exit %d): "
-				   "%s; its log: %s",
-				   WEXITSTATUS(st), msg[0] ? msg : "no output",
-				   log_path);
+		status = cli_error(
+		    WEXITSTATUS(st) == EXIT_USAGE ? EXIT_USAGE : EXIT_FAIL,
+		    "lr-find: hetpool-train failed (exit %d): "
+		    "%s; its log: %s",
+		    WEXITSTATUS(st), msg[0] ? msg : "no output", log_path);
 	}
 out:
 	sigaction(SIGINT, &old_int, NULL);
@@ -711,18 +767,15 @@ static int cmd_lr_find(int argc, char **argv)
 			return cli_error(EXIT_USAGE,
 					 "lr-find: --from '%s' is not a folder",
 					 a.from);
-		if (a.out && make_dir(a.out))
-			return cli_error(EXIT_FAIL,
-					 "lr-find: cannot make '%s': %s", a.out,
-					 strerror(errno));
+		if (a.out && (rc = out_folder(a.out)))
+			return rc;
 		return analyse(&a, a.from, a.out ? a.out : a.from, 0);
 	}
 	if ((rc = check_model(a.model)) ||
 	    (rc = find_trainer(a.trainer, trainer, sizeof(trainer))))
 		return rc;
-	if (make_dir(a.out))
-		return cli_error(EXIT_FAIL, "lr-find: cannot make '%s': %s",
-				 a.out, strerror(errno));
+	if ((rc = out_folder(a.out)))
+		return rc;
 	if ((rc = run_trainer(&a, trainer)))
 		return rc;
 	return analyse(&a, a.out, a.out, a.steps);

@@ -154,7 +154,7 @@ assert opt("--lr-schedule") == "exp-ramp" and opt("--stop-on-divergence") == "4"
 assert opt("--data") == "fashion-mnist" and opt("--batch") == "32" and opt("--seed") == "7", a
 if os.environ.get("STANDIN_FAIL"):
     print("loading data\nstand-in: boom", file=sys.stderr)
-    sys.exit(3)
+    sys.exit(int(os.environ.get("STANDIN_STATUS", "3")))
 steps, lo, hi = int(opt("--steps")), float(opt("--lr-min")), float(opt("--lr-max"))
 out = opt("--out")
 with open(os.path.join(out, "argv.json"), "w") as f:
@@ -194,6 +194,28 @@ then ok lr_find_spawn_argv; else fail lr_find_spawn_argv "$(cat "$TMP/run/argv.j
 STANDIN_FAIL=1 expect_status lr_find_trainer_fails 1 "$HP" lr-find --model "$TMP/model.json" --batch 32 --seed 7 \
 	--out "$TMP/run-fail" --trainer "$TMP/stand-in-train"
 expect_err lr_find_trainer_fails_says "hetpool-train failed \(exit 3\): stand-in: boom; its log: .*trainer.log"
+# the trainer's bad input is lr-find's (exit 2)
+STANDIN_FAIL=1 STANDIN_STATUS=2 expect_status lr_find_trainer_usage 2 "$HP" lr-find --model "$TMP/model.json" --batch 32 \
+	--seed 7 --out "$TMP/run-fail" --trainer "$TMP/stand-in-train"
+# a test run again in its folder replaces the earlier one's files (the
+# trainer is told --overwrite); one that fails leaves no earlier suggestion
+expect_status lr_find_again 0 "$HP" lr-find --model "$TMP/model.json" --data fashion-mnist --batch 32 --seed 7 \
+	--steps 200 --out "$TMP/run" --trainer "$TMP/stand-in-train" --json
+grep -q -- '"--overwrite"' "$TMP/run/argv.json" && ok lr_find_again_overwrites || fail lr_find_again_overwrites "$(cat "$TMP/run/argv.json")"
+STANDIN_FAIL=1 expect_status lr_find_again_fails 1 "$HP" lr-find --model "$TMP/model.json" --batch 32 --seed 7 \
+	--out "$TMP/run" --trainer "$TMP/stand-in-train"
+[ ! -e "$TMP/run/lr-find.json" ] && [ ! -e "$TMP/run/lr-find.svg" ] && ok lr_find_no_stale_result ||
+	fail lr_find_no_stale_result "the earlier test's lr-find.json or .svg is still there"
+# a training run's folder is not the range test's to replace
+mkdir -p "$TMP/trainrun" && echo ck >"$TMP/trainrun/checkpoint"
+expect_status lr_find_training_folder 2 "$HP" lr-find --model "$TMP/model.json" --batch 32 --seed 7 \
+	--out "$TMP/trainrun" --trainer "$TMP/stand-in-train"
+expect_err lr_find_training_folder_says "holds a training run \(checkpoint\)"
+[ "$(cat "$TMP/trainrun/checkpoint")" = ck ] && ok lr_find_training_folder_kept || fail lr_find_training_folder_kept "changed"
+: >"$TMP/a-file"
+expect_status lr_find_out_file 2 "$HP" lr-find --model "$TMP/model.json" --out "$TMP/a-file" --trainer "$TMP/stand-in-train"
+expect_err lr_find_out_file_says "is not a folder"
+expect_status lr_find_trainer_dir 2 "$HP" lr-find --model "$TMP/model.json" --out "$TMP/x" --trainer "$TMP"
 
 # The real trainer, when this build has it.
 if [ -x "$HP_BIN/hetpool-train" ]; then
