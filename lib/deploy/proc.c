@@ -186,6 +186,11 @@ int hp__run(char *const argv[], double timeout_s, struct hp_buf *out,
 	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
 	clean_signals(&at, &flags);
+	/* its own process group: a command that runs too long is stopped
+	 * with whatever it started (a grandchild would otherwise live on,
+	 * and hold the pipes open) */
+	flags |= POSIX_SPAWN_SETPGROUP;
+	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setflags(&at, flags);
 	rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
@@ -206,7 +211,7 @@ int hp__run(char *const argv[], double timeout_s, struct hp_buf *out,
 
 		if (left <= 0) {
 			timed_out = true;
-			kill(pid, SIGKILL);
+			kill(-pid, SIGKILL);
 			break;
 		}
 		k = poll(pf, 2, (int)(left * 1000) + 1);

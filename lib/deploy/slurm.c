@@ -193,6 +193,16 @@ static int slurm_start(struct hp__submit *s, struct hp_error *err)
 	hp_buf_init(&out, 1u << 16);
 	hp_buf_init(&eout, 1u << 20);
 	rc = hp__run(argv, s->d->cmd_timeout_s, &out, &eout, &status, err);
+	if (rc && status < 0) {
+		/* no answer (timed out): Slurm may have queued it all the
+		 * same; its batch step then sees the job failed and ends */
+		char m[sizeof(err->msg)];
+		snprintf(m, sizeof(m), "%s", err->msg);
+		rc = hp_error_set(err, rc,
+				  "%.400s; should Slurm have queued it all the "
+				  "same, its batch step ends without training",
+				  m);
+	}
 	if (!rc && status != 0)
 		rc = hp_error_set(
 		    err, HP_EIO, "sbatch refused the job: %s",
@@ -418,8 +428,9 @@ enum hp_job_state hp__slurm_job_state(const struct hp__slurm_state *st,
 	return HP_JOB_SUCCEEDED;
 }
 
+/* Run a query; its stderr's last line in why (for a query that failed). */
 static int ask(struct hp_deploy *d, char *const argv[], struct hp_buf *out,
-	       int *status, struct hp_error *err)
+	       int *status, char *why, size_t nwhy, struct hp_error *err)
 {
 	struct hp_buf eout;
 	int rc;
@@ -427,8 +438,20 @@ static int ask(struct hp_deploy *d, char *const argv[], struct hp_buf *out,
 	hp_buf_init(&eout, 1u << 20);
 	hp_buf_reset(out);
 	rc = hp__run(argv, d->cmd_timeout_s, out, &eout, status, err);
+	hp__last_line(hp_buf_str(&eout), why, nwhy);
 	hp_buf_release(&eout);
 	return rc;
+}
+
+/*
+ * Did squeue answer about the job?  It exits 0 listing it, or listing
+ * nothing; for an id slurmctld has dropped from memory it exits 1 with
+ * "Invalid job id specified".  Any other failure (the controller down or
+ * unreachable, no configuration) says nothing about the job.
+ */
+static bool squeue_answered(int status, const char *why)
+{
+	return status == 0 || strstr(why, "Invalid job id") != NULL;
 }
 
 static void set_exit(struct hp_job *j, void *ud)
@@ -458,27 +481,33 @@ static int slurm_refresh(struct hp_deploy *d, struct hp_job *job,
 		      NULL};
 	struct hp__slurm_state st = {0};
 	struct hp_buf out;
-	char reason[256], path[HP_DEPLOY_PATH_MAX + 64];
+	char reason[256], path[HP_DEPLOY_PATH_MAX + 64], why[256];
 	enum hp_job_state state;
 	int status = 0, rc;
 
 	if (!job->slurm_id[0])
 		return 0; /* not submitted yet (or sbatch refused it) */
 	hp_buf_init(&out, HP_CMD_OUT_MAX);
-	rc = ask(d, sq, &out, &status, err);
+	rc = ask(d, sq, &out, &status, why, sizeof(why), err);
 	if (!rc && status == 0)
 		rc = hp__slurm_parse_squeue(hp_buf_str(&out), job->slurm_id,
 					    &st, err);
+	if (!rc && !squeue_answered(status, why))
+		rc = hp_error_set(err, HP_EIO,
+				  "cannot ask Slurm about job %s (the state "
+				  "is left as it was): squeue exited %d: %s",
+				  job->slurm_id, status,
+				  why[0] ? why : "no message");
 	if (!rc && st.ncomps == 0) {
 		/* Gone from slurmctld's memory: ask the accounting, or the
 		 * job completion file when there is no accounting storage. */
 		status = 0;
-		rc = ask(d, sa, &out, &status, err);
+		rc = ask(d, sa, &out, &status, why, sizeof(why), err);
 		if (!rc && status == 0)
 			rc = hp__slurm_parse_sacct(hp_buf_str(&out),
 						   job->slurm_id, &st, err);
 		if (!rc && (status != 0 || st.ncomps == 0)) {
-			rc = ask(d, sc, &out, &status, err);
+			rc = ask(d, sc, &out, &status, why, sizeof(why), err);
 			if (!rc && status == 0)
 				rc = hp__slurm_parse_sacct(
 				    hp_buf_str(&out), job->slurm_id, &st, err);
@@ -488,6 +517,7 @@ static int slurm_refresh(struct hp_deploy *d, struct hp_job *job,
 	if (rc)
 		return rc;
 	if (st.ncomps == 0) {
+		/* squeue answered that it does not know the job */
 		if (hp__wall_now() - job->created_s > 300)
 			return hp__job_update(job->dir, HP_JOB_FAILED,
 					      "Slurm no longer knows the job "
@@ -824,6 +854,24 @@ int hp_deploy_slurm_batch(const char *script, volatile sig_atomic_t *stop,
 	if (!hp__path_ok(jobdir))
 		return hp_error_set(err, HP_EINVAL, "'%s' names no job folder",
 				    script);
+	{
+		/* A job hetpool has already ended (sbatch took too long and
+		 * the job was failed without a Slurm id, or it was cancelled
+		 * meanwhile) is not trained: nobody follows it. */
+		struct hp_job j;
+		if ((rc = hp__job_load(jobdir, &j, err)))
+			return rc;
+		rc = hp_job_state_terminal(j.state)
+			 ? hp_error_set(err, HP_ESTATE,
+					"job %s is %s already (%s): not "
+					"training it",
+					j.id, hp_job_state_name(j.state),
+					j.reason[0] ? j.reason : "no reason")
+			 : 0;
+		hp_job_release(&j);
+		if (rc)
+			return rc;
+	}
 	if ((rc = hp__launch_load(jobdir, &l, err)))
 		return rc;
 	snprintf(log, sizeof(log), "%s/%s", jobdir, HP_LAUNCHER_LOG);

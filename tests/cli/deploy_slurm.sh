@@ -18,7 +18,7 @@ SLURM_SH=$HP_ROOT/tests/slurm/slurm.sh
 if ! why=$("$SLURM_SH" check); then
 	echo "skip slurm_*: $why"
 elif have_trainer slurm_start slurm_run slurm_hetjob slurm_gres_per_component \
-	slurm_cpu_fallback slurm_results slurm_stuck_srun_ends slurm_cancel slurm_refused; then
+	slurm_cpu_fallback slurm_results slurm_stuck_srun_ends slurm_cancel slurm_unreachable_status slurm_refused; then
 
 BASE=$TMP/slurm
 trap 'cancel_all; "$SLURM_SH" stop "$BASE"; rm -rf "$TMP"' EXIT
@@ -151,6 +151,14 @@ ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/plan1.json" --model "$MODEL" --data synth
 ID=$(cat "$TMP/id")
 if wait_state "$ID" running 30; then
 	SID=$("$HP" status "$ID" --json | sed -n 's/^  "slurm_id": "\(.*\)",$/\1/p')
+	# Slurm that cannot be asked (the real squeue, given no configuration
+	# it can read, as when the controller is down) says nothing of the
+	# job: status fails saying so, and the job is not marked failed.
+	SLURM_CONF=$TMP/no-slurm.conf expect_status slurm_unreachable_status 1 "$HP" status "$ID"
+	expect_err slurm_unreachable_says "cannot ask Slurm about job $SID \(the state is left as it was\)"
+	SLURM_CONF=$TMP/no-slurm.conf "$HP" jobs >/dev/null 2>&1
+	wait_state "$ID" running 1 && ok slurm_unreachable_state_kept ||
+		fail slurm_unreachable_state_kept "$("$HP" status "$ID" | head -3 | tr '\n' ' ')"
 	expect_status slurm_cancel 0 "$HP" cancel "$ID"
 	for i in $(seq 1 50); do
 		[ -z "$(squeue -h -j "$SID" 2>/dev/null)" ] && break
