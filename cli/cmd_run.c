@@ -488,13 +488,25 @@ static int cmd_run(int argc, char **argv)
 			status = cli_error(EXIT_USAGE, "run: %s", err.msg);
 			goto out;
 		}
+		/* the model before any job: a bad one would otherwise cost a
+		 * queue wait and an allocation before its ranks refuse it */
+		{
+			struct hp_graph *g =
+			    cli_load_graph("run", a.model, &status);
+			if (!g)
+				goto out;
+			hp_graph_free(g);
+		}
 		so->recommendation = plantext;
 	} else {
 		if (a.model) {
-			status = cli_error(EXIT_USAGE,
-					   "run: '%s' is read as the model; "
-					   "give --model only with a plan",
-					   input);
+			status =
+			    cli_error(EXIT_USAGE,
+				      "run: '%s' is not a plan (a JSON "
+				      "object with \"choice\" or "
+				      "\"devices\"), so it is read as the "
+				      "model; give --model only with a plan",
+				      input);
 			goto out;
 		}
 		t->model = input;

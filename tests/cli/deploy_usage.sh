@@ -25,6 +25,13 @@ expect_status usage_no_data 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --trai
 expect_err usage_no_data_says "give --data"
 expect_status usage_plan_needs_model 2 "$HP" run "$TMP/plan.json" --data synthetic --trainer "$TRUE"
 expect_err usage_plan_needs_model_says "give --model FILE"
+# the plan form checks the model before any job is made
+printf '{"name": "broken", "layers": [' >"$TMP/broken.json"
+expect_status usage_plan_bad_model 2 "$HP" run "$TMP/plan.json" --model "$TMP/broken.json" --data synthetic \
+	--trainer "$TRUE"
+expect_err usage_plan_bad_model_says "broken.json"
+[ -z "$(ls -A "$HETPOOL_JOBS_DIR" 2>/dev/null)" ] && ok usage_plan_bad_model_no_job ||
+	fail usage_plan_bad_model_no_job "a job was made: $(ls "$HETPOOL_JOBS_DIR")"
 expect_status usage_bad_backend 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --backend ssh
 expect_status usage_steps_and_epochs 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
 	--steps 2 --epochs 1
