@@ -43,9 +43,28 @@ static bool mpijob(const struct hp__submit *s)
 	return s->plan->ncomps == 1;
 }
 
-/* The nvidia.com/gpu.product label of a type: the map's, else the
- * catalog's product name as GPU feature discovery writes it ("NVIDIA A100
- * SXM4 80GB" -> "NVIDIA-A100-SXM4-80GB"), else the type. */
+/* The nvidia.com/gpu.product label of a type: the map's, else the name
+ * the driver gives the GPU as GPU feature discovery writes it (spaces to
+ * '-': "NVIDIA A100-PCIE-40GB" -> "NVIDIA-A100-PCIE-40GB"), else the type.
+ * The driver's name is the catalog's first alias in the driver's form
+ * (it begins with the brand: "NVIDIA ", "Tesla ", "Quadro ", "GeForce "),
+ * else its product name: the datasheet's name ("NVIDIA A100 PCIe 40GB")
+ * is not the label ("NVIDIA-A100-PCIE-40GB"; an H100 SXM5 is
+ * "NVIDIA-H100-80GB-HBM3"), and a selector that no node has leaves the
+ * pods pending for ever. */
+static const char *driver_name(const struct hp_device_type *t)
+{
+	static const char *const brands[] = {"NVIDIA ", "Tesla ", "Quadro ",
+					     "GeForce "};
+
+	for (int i = 0; i < t->naliases; i++)
+		for (size_t b = 0; b < sizeof(brands) / sizeof(brands[0]); b++)
+			if (!strncmp(t->aliases[i], brands[b],
+				     strlen(brands[b])))
+				return t->aliases[i];
+	return t->product;
+}
+
 static int product_label(const struct hp__submit *s, const char *type,
 			 char *out, size_t n, struct hp_error *err)
 {
@@ -60,7 +79,7 @@ static int product_label(const struct hp__submit *s, const char *type,
 	if (strcmp(out, type) || !s->opts->cat ||
 	    !(t = hp_catalog_find(s->opts->cat, type)) || !t->product[0])
 		return 0;
-	snprintf(src, sizeof(src), "%s", t->product);
+	snprintf(src, sizeof(src), "%s", driver_name(t));
 	for (const char *p = src; *p && *p != '(' && k + 1 < n; p++) {
 		char c = *p;
 		if (c == ' ')
@@ -556,6 +575,34 @@ static bool have_cluster(struct hp_deploy *d)
 	return ok;
 }
 
+#define APPLY_REFUSED "kubectl apply refused the job: "
+
+/* After a failed apply: delete whatever of the manifests it made; when
+ * that fails too, the error says so and how to do it by hand. */
+static void unapply(struct hp_deploy *d, const char *path, struct hp_error *err)
+{
+	char *argv[] = {
+	    d->kubectl,		  "delete",	  "-f", (char *)path,
+	    "--ignore-not-found", "--wait=false", NULL};
+	int status = -1;
+	char m[sizeof(err->msg)];
+
+	if (!hp__run(argv, d->cmd_timeout_s, NULL, NULL, &status, NULL) &&
+	    status == 0)
+		return;
+	/* first what to do (a message is 255 characters): the job's
+	 * folder is beside the reason */
+	snprintf(m, sizeof(m), "%s",
+		 strncmp(err->msg, APPLY_REFUSED, strlen(APPLY_REFUSED))
+		     ? err->msg
+		     : err->msg + strlen(APPLY_REFUSED));
+	hp_error_set(err, err->code,
+		     "kubectl apply failed, and so did deleting what it made: "
+		     "run 'kubectl delete -f k8s/manifests.json' in the job's "
+		     "folder; apply said: %s",
+		     m);
+}
+
 static int k8s_start(struct hp__submit *s, struct hp_error *err)
 {
 	char path[HP_DEPLOY_PATH_MAX + 64], line[300];
@@ -573,13 +620,17 @@ static int k8s_start(struct hp__submit *s, struct hp_error *err)
 		rc = hp__run(argv, s->d->cmd_timeout_s, NULL, &eout, &status,
 			     err);
 		if (!rc && status != 0)
-			rc = hp_error_set(err, HP_EIO,
-					  "kubectl apply refused the job: %s",
+			rc = hp_error_set(err, HP_EIO, APPLY_REFUSED "%s",
 					  hp__last_line(hp_buf_str(&eout), line,
 							sizeof(line)));
 		hp_buf_release(&eout);
-		if (rc)
+		if (rc) {
+			/* kubectl goes on past an object it cannot make:
+			 * what it did make (workers asking for GPUs) must
+			 * not outlive the failed job */
+			unapply(s->d, path, err);
 			return rc;
+		}
 		a.applied = true;
 	}
 	return hp__job_update(s->job->dir, -1, NULL, set_applied, &a, NULL,

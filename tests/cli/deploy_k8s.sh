@@ -115,6 +115,53 @@ assert "--host %s-worker-1.%s.team-a.svc" % (name, name) in ctx[7], ctx[7]
 assert "CUDA_VISIBLE_DEVICES=3" in ctx[7] and "--data synthetic" in ctx[7]
 PY
 
+# The selector is the label GPU feature discovery writes from the driver's
+# name (nvidia-smi's), not the datasheet's: "NVIDIA A100 PCIe 40GB" is
+# "NVIDIA-A100-PCIE-40GB" on a real node, an H100 SXM5 "NVIDIA-H100-80GB-HBM3".
+cat >"$TMP/types.json" <<'JSON'
+{"choice": {"devices": [
+  {"node": "n1", "type": "a100-pcie-40", "count": 1, "local_batch": 8},
+  {"node": "n2", "type": "h100-sxm", "count": 1, "local_batch": 8},
+  {"node": "n3", "type": "v100-pcie", "count": 1, "local_batch": 8},
+  {"node": "n4", "type": "h200", "count": 1, "local_batch": 8}],
+ "global_batch": 32, "steps": 3}}
+JSON
+expect_status k8s_driver_labels_run 0 "$HP" run "$TMP/types.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply --json
+pycheck k8s_driver_labels "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+sel = sorted(i["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"]
+             for i in m if i["kind"] == "Job" and "nodeSelector" in i["spec"]["template"]["spec"])
+assert sel == ["NVIDIA-A100-PCIE-40GB", "NVIDIA-H100-80GB-HBM3", "NVIDIA-H200", "Tesla-V100-PCIE-16GB"], sel
+PY
+
+# kubectl apply that fails part way (here: a cluster that does not
+# answer, the real kubectl) is followed by a delete of what it may have
+# made; that failing too, the job's reason says what to run by hand.
+if command -v kubectl >/dev/null 2>&1; then
+	cat >"$TMP/kc.yaml" <<'YAML'
+apiVersion: v1
+kind: Config
+clusters:
+- cluster: {server: "https://127.0.0.1:9"}
+  name: none
+contexts:
+- context: {cluster: none, user: u}
+  name: none
+current-context: none
+users:
+- name: u
+  user: {token: x}
+YAML
+	KUBECONFIG=$TMP/kc.yaml expect_status k8s_apply_fails 1 "$HP" run "$TMP/types.json" --model "$MODEL" \
+		--data synthetic --backend kubernetes
+	expect_err k8s_apply_fails_says "kubectl apply failed, and so did deleting what it made: run 'kubectl delete -f k8s/manifests.json'"
+else
+	echo "skip k8s_apply_fails: no kubectl"
+fi
+
 expect_status k8s_mpijob_mixed_refused 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
 	--data synthetic --backend kubernetes --k8s-flavor mpijob --no-apply
 expect_err k8s_mpijob_mixed_says "an MPIJob has one kind of worker"
