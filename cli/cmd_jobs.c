@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@
 #include "deploy_cli.h"
 #include "hetpool/deploy.h"
 #include "opt.h"
+
+extern char **environ;
 
 static const char jobs_help[] =
     "usage: hetpool jobs [--state S] [--jobs-dir DIR] [--json]\n"
@@ -395,6 +398,32 @@ static bool pump(int fd, off_t *off, bool tty)
 	return !ferror(stdout);
 }
 
+/* A Kubernetes job's log is its launcher pod's: kubectl prints it (and
+ * follows it with --follow, ending when the pod does). */
+static int k8s_logs(struct hp_deploy *d, const struct hp_job *j, bool follow)
+{
+	struct hp_error err = {0};
+	char **av;
+	pid_t pid;
+	int rc, st = 0;
+
+	fflush(stdout);
+	if ((rc = hp_deploy_k8s_logs_argv(d, j, follow, &av, &err)))
+		return cli_error(rc == HP_ESTATE ? EXIT_USAGE : EXIT_FAIL,
+				 "logs: %s", err.msg);
+	rc = posix_spawnp(&pid, av[0], NULL, NULL, av, environ);
+	if (rc) {
+		cli_error(EXIT_FAIL, "logs: cannot run '%s': %s", av[0],
+			  strerror(rc));
+		hp_deploy_argv_free(av);
+		return EXIT_FAIL;
+	}
+	hp_deploy_argv_free(av);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
 static int cmd_logs(int argc, char **argv)
 {
 	struct fopts o = {0};
@@ -431,6 +460,10 @@ static int cmd_logs(int argc, char **argv)
 		status =
 		    cli_error(rc == HP_ENOENT ? EXIT_USAGE : cli_status_for(rc),
 			      "logs: %s", err.msg);
+		goto out;
+	}
+	if (j.backend == HP_BACKEND_KUBERNETES) {
+		status = k8s_logs(d, &j, o.follow);
 		goto out;
 	}
 	if (!o.launcher && rank >= j.nranks) {

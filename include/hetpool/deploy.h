@@ -362,6 +362,17 @@ int hp_deploy_submit(struct hp_deploy *d, const struct hp_plan *plan,
  */
 int hp_deploy_status(struct hp_deploy *d, const char *id, bool refresh,
 		     struct hp_job *out, struct hp_error *err);
+/*
+ * A Kubernetes job's output is in its pods, not its folder: the kubectl
+ * command (an argv array, NULL-terminated; hp_deploy_argv_free()) that
+ * prints its launcher pod's log, which holds mpirun's and the ranks'
+ * output, following it with follow.  HP_ESTATE for a job whose manifests
+ * were written and not applied (no pod ran), HP_EINVAL for a job of
+ * another backend.
+ */
+int hp_deploy_k8s_logs_argv(const struct hp_deploy *d, const struct hp_job *j,
+			    bool follow, char ***argv, struct hp_error *err);
+void hp_deploy_argv_free(char **argv);
 /* Every job, oldest first, into a new array (hp_job_list_free()). */
 int hp_deploy_list(struct hp_deploy *d, bool refresh, struct hp_job **out,
 		   int *n, struct hp_error *err);

@@ -793,6 +793,41 @@ static int k8s_cancel(struct hp_deploy *d, struct hp_job *job,
 			      mark_cancel, NULL, NULL, err);
 }
 
+int hp_deploy_k8s_logs_argv(const struct hp_deploy *d, const struct hp_job *j,
+			    bool follow, char ***argv, struct hp_error *err)
+{
+	struct hp__argv a = {0};
+
+	*argv = NULL;
+	if (j->backend != HP_BACKEND_KUBERNETES)
+		return hp_error_set(err, HP_EINVAL,
+				    "job %s is not a Kubernetes job", j->id);
+	if (!j->applied)
+		return hp_error_set(err, HP_ESTATE,
+				    "job %s's manifests were written, not "
+				    "applied: no pod has run, so there is no "
+				    "log (apply them with 'kubectl apply -f "
+				    "%.300s/k8s/manifests.json')",
+				    j->id, j->dir);
+	hp__argv_add(&a, d->kubectl);
+	hp__argv_add(&a, "logs");
+	hp__argv_add(&a, "-n");
+	hp__argv_add(&a, j->k8s_namespace[0] ? j->k8s_namespace : "default");
+	hp__argv_add(&a, "-l");
+	hp__argv_addf(&a, "hetpool.io/job=%s,hetpool.io/role=launcher", j->id);
+	hp__argv_add(&a, "--tail=-1");
+	if (follow)
+		hp__argv_add(&a, "-f");
+	if (!(*argv = hp__argv_take(&a)))
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	return 0;
+}
+
+void hp_deploy_argv_free(char **argv)
+{
+	hp__argv_free(argv);
+}
+
 const struct hp__backend_ops hp__backend_k8s = {
     .name = "kubernetes",
     .check = k8s_check,

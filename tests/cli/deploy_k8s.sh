@@ -172,6 +172,10 @@ expect_status k8s_bad_namespace 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
 ID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/mixed-job.json")
 expect_status k8s_cancel_written 0 "$HP" cancel "$ID"
 grep -q "cancelled" "$TMP/out" && ok k8s_cancel_written_state || fail k8s_cancel_written_state "$(cat "$TMP/out")"
+# Its log would be its pods': none ran, which logs says (and does not
+# wait for ever with --follow).
+expect_status k8s_logs_not_applied 2 timeout 20 "$HP" logs "$ID" --follow
+expect_err k8s_logs_not_applied_says "not applied: no pod has run"
 
 # Applied when kubectl has a cluster.
 if ! command -v kubectl >/dev/null 2>&1; then
