@@ -743,6 +743,44 @@ HP_TEST(lrfind_refuses_what_it_cannot_analyse)
 	hp_lrfind_series_release(&s);
 }
 
+/* Pure noise is no descent: 40 flat series of 100 steps (Gaussian, sd 2%
+ * of the loss: the multiplicative noise of make_series, without its
+ * spikes).  The noise measured about a 5-step smoother alone (0.74 of the
+ * true noise) let 12 of 40 such series through, the second differences
+ * (6 times the noise's variance whatever the trend) keep it honest; and
+ * with the EWMA as the curve read, a clear descent is still one (its
+ * noise is measured about the centred smoother, not about the lagging
+ * curve, which counted the descent itself as noise). */
+HP_TEST(lrfind_pure_noise_is_no_descent)
+{
+	struct hp_lrfind_result r;
+	struct hp_error err = {0};
+	struct hp_lrfind_series s;
+	struct hp_lrfind_options o = {.smoother = HP_LRFIND_SMOOTH_EWMA};
+	int passed = 0;
+
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		struct rng g = {seed * 7919};
+		hp_lrfind_series_init(&s);
+		for (int i = 0; i < 100; i++)
+			ASSERT_EQ_INT(hp_lrfind_series_add(
+					  &s, i + 1, 1e-5 * pow(1e6, i / 99.0),
+					  2.3 * (1 + 0.02 * normal(&g)), NAN,
+					  &err),
+				      0);
+		if (hp_lrfind_analyse(&s, NULL, &r, &err) == 0)
+			passed++;
+		hp_lrfind_result_release(&r);
+		hp_lrfind_series_release(&s);
+	}
+	ASSERT(passed <= 4);
+	make_series(&s, &shapes[0], 100, -5, 1, 0.03, 5, true);
+	ASSERT_EQ_INT(hp_lrfind_analyse(&s, &o, &r, &err), 0);
+	ASSERT(r.suggested.lr > 1e-5 && r.suggested.lr < 10);
+	hp_lrfind_result_release(&r);
+	hp_lrfind_series_release(&s);
+}
+
 HP_TEST(lrfind_warns_when_range_cuts_the_curve)
 {
 	struct hp_lrfind_result r;
