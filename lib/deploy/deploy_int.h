@@ -186,6 +186,11 @@ bool hp__proc_alive(long pid, unsigned long long start);
 const char *hp__argv_str(char *const argv[], char *buf, size_t n);
 /* The last non-empty line of text (for reasons), escaped, into buf. */
 const char *hp__last_line(const char *text, char *buf, size_t n);
+/* The line of a log that says what went wrong: the first that reads as an
+ * error (the trainer's "hetpool-train: ..." but not its warnings and
+ * notes, or one with "error", "Could not", "refused", ...), else the last
+ * that is not a message box's frame ("-----") or blank. */
+const char *hp__telling_line(const char *text, char *buf, size_t n);
 
 /* A NULL-terminated argv built by appending (strings are copied). */
 struct hp__argv {

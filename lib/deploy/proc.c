@@ -133,6 +133,63 @@ const char *hp__last_line(const char *text, char *buf, size_t n)
 	return hp_str_escape(line, buf, n);
 }
 
+/* Whether a line is a frame of a launcher's message box ("-----"), or
+ * blank. */
+static bool is_rule(const char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != '-' && p[i] != '=' && p[i] != ' ' && p[i] != '\t' &&
+		    p[i] != '\r')
+			return false;
+	return true;
+}
+
+const char *hp__telling_line(const char *text, char *buf, size_t n)
+{
+	static const char *const marks[] = {
+	    "hetpool-train: ",	 "error",     "Error",	 "ERROR",
+	    "Could not",	 "could not", "refused", "not found",
+	    "Permission denied", "No such",   "cannot",	 "unable"};
+	const char *p = text, *last = NULL, *hit = NULL;
+	size_t last_len = 0, hit_len = 0;
+	char line[512];
+
+	while (*p) {
+		size_t len = strcspn(p, "\n");
+		bool warn =
+		    len > 15 && (!strncmp(p, "hetpool-train: warning", 22) ||
+				 !strncmp(p, "hetpool-train: note", 19));
+		if (!is_rule(p, len)) {
+			last = p;
+			last_len = len;
+			for (size_t k = 0; !hit && !warn &&
+					   k < sizeof(marks) / sizeof(marks[0]);
+			     k++) {
+				const char *m = strstr(p, marks[k]);
+				if (m && m < p + len) {
+					hit = p;
+					hit_len = len;
+				}
+			}
+		}
+		p += len + (p[len] == '\n');
+	}
+	if (hit) {
+		last = hit;
+		last_len = hit_len;
+	}
+	if (!last) {
+		if (n)
+			buf[0] = '\0';
+		return buf;
+	}
+	if (last_len >= sizeof(line))
+		last_len = sizeof(line) - 1;
+	memcpy(line, last, last_len);
+	line[last_len] = '\0';
+	return hp_str_escape(line, buf, n);
+}
+
 static double now_s(void)
 {
 	return hp_now_s();

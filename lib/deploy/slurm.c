@@ -811,7 +811,7 @@ static bool failed_rank(const struct hp__launch *l, const char *log,
 	line[0] = '\0';
 	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", l->jobdir, rank);
 	if (!hp_read_file(path, 4u << 20, &text, &len, NULL)) {
-		hp__last_line(text, line, sizeof(line));
+		hp__telling_line(text, line, sizeof(line));
 		free(text);
 	}
 	if (!strncmp(how, "Exited with exit code ", 22))

@@ -661,6 +661,25 @@ static bool mpirun_failure(const char *text, int *rank, int *code)
 	return true;
 }
 
+/* Rank k's log's telling line into line; true when it is the trainer's
+ * error (not a warning or a note). */
+static bool rank_says(const struct hp__launch *l, int k, char *line, size_t n)
+{
+	char path[HP_DEPLOY_PATH_MAX + 64], *text;
+	size_t len;
+	bool err;
+
+	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", l->jobdir, k);
+	if (hp_read_file(path, 4u << 20, &text, &len, NULL))
+		return false;
+	hp__telling_line(text, line, n);
+	free(text);
+	err = !strncmp(line, "hetpool-train: ", 15) &&
+	      strncmp(line, "hetpool-train: warning", 22) &&
+	      strncmp(line, "hetpool-train: note", 19);
+	return err;
+}
+
 static void failure_reason(const struct hp__launch *l, int status, char *reason,
 			   size_t n)
 {
@@ -681,12 +700,19 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 	}
 	line[0] = '\0';
 	if (rank >= 0) {
-		snprintf(path, sizeof(path), "%s/logs/rank-%d.log", l->jobdir,
-			 rank);
-		if (!hp_read_file(path, 4u << 20, &text, &len, NULL)) {
-			hp__last_line(text, line, sizeof(line));
-			free(text);
-		}
+		/* mpirun names the first rank to exit, which need not be the
+		 * one that said why: the trainer's ranks agree on a set-up
+		 * failure and only the lowest failing one prints it */
+		if (!rank_says(l, rank, line, sizeof(line)))
+			for (int k = 0; k < l->nranks; k++) {
+				char other[sizeof(line)];
+				if (k != rank &&
+				    rank_says(l, k, other, sizeof(other))) {
+					rank = k;
+					memcpy(line, other, sizeof(line));
+					break;
+				}
+			}
 		if (code >= 128 && l->nranks == 1)
 			snprintf(reason, n,
 				 "rank 0 was killed by signal %d%s%s",
@@ -698,7 +724,7 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 	}
 	snprintf(path, sizeof(path), "%s/%s", l->jobdir, HP_LAUNCHER_LOG);
 	if (!hp_read_file(path, 4u << 20, &text, &len, NULL)) {
-		hp__last_line(text, line, sizeof(line));
+		hp__telling_line(text, line, sizeof(line));
 		free(text);
 	}
 	snprintf(reason, n, "%s exited with status %d%s%s", l->launcher[0],

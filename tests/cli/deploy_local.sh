@@ -127,6 +127,9 @@ pycheck local_rank_fails_reason "$TMP/out" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["state"] == "failed" and "rank" in j["reason"], j
+# the trainer's own error (printed by the lowest failing rank), whichever
+# rank mpirun names as the first to exit
+assert "hetpool-train: " in j["reason"] and ("3x32x32" in j["reason"] or "fashion-mnist" in j["reason"]), j["reason"]
 PY
 
 # Cancel: a long run is stopped at once (the trainers get SIGTERM) and no

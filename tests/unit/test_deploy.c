@@ -122,6 +122,34 @@ HP_TEST(deploy_sha256_file_matches_sha256sum)
 }
 
 /* The recommender's own JSON, from a real search on the sample pool. */
+/* What a failed job's reason quotes of a log: the line that says what
+ * went wrong, not the last (mpirun ends in a box of dashes and advice). */
+HP_TEST(deploy_telling_line_of_a_log)
+{
+	char buf[300];
+	const char *mpirun =
+	    "ssh: Could not resolve hostname n1: Name or service not known\n"
+	    "------------------------------------------------------------\n"
+	    "ORTE was unable to reliably start one or more daemons.\n"
+	    "* not finding the required libraries and/or binaries on\n"
+	    "------------------------------------------------------------\n";
+	const char *rank =
+	    "hetpool-train: warning: rank 0: cuda not usable\n"
+	    "hetpool-train: rank 1: --devices: 'gpu' is not cpu\n"
+	    "step 3/10\n";
+
+	ASSERT_STR_EQ(hp__telling_line(mpirun, buf, sizeof(buf)),
+		      "ssh: Could not resolve hostname n1: Name or service "
+		      "not known");
+	ASSERT_STR_EQ(hp__telling_line(rank, buf, sizeof(buf)),
+		      "hetpool-train: rank 1: --devices: 'gpu' is not cpu");
+	ASSERT_STR_EQ(
+	    hp__telling_line("starting\nstep 1\n-----\n\n", buf, sizeof(buf)),
+	    "step 1");
+	ASSERT_STR_EQ(hp__telling_line("-----\n", buf, sizeof(buf)), "");
+	ASSERT_STR_EQ(hp__telling_line("", buf, sizeof(buf)), "");
+}
+
 HP_TEST(deploy_plan_from_recommend_json)
 {
 	struct hp_error err = {0};
