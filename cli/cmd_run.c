@@ -73,7 +73,10 @@ static const char help[] =
     "  --ref-batch N       the batch X was tuned at (default: the plan's)\n"
     "  --warmup-steps N    (default: the plan's)\n"
     "  --optimizer O       sgd or adam (default: the trainer's)\n"
-    "  --seed S, --checkpoint-every N, --max-seconds S, --resume\n"
+    "  --seed S, --checkpoint-every N, --max-seconds S\n"
+    "  --resume-from ID    continue job ID (ended, with a checkpoint): its\n"
+    "                      checkpoint starts this job's out/ (same model,\n"
+    "                      data, plan and seed; --steps may extend it)\n"
     "  --threads N         per rank (default: local, the rank's CPUs)\n"
     "\n"
     "a plan from a model (MODEL form; as 'hetpool recommend'):\n"
@@ -340,6 +343,7 @@ static const struct cli_opt run_opts[] = {
 		(int64_t)1 << 40),
     CLI_OPT_NUM("max-seconds", RA, t.max_seconds, 1, 1e9),
     CLI_OPT_FLAG("resume", RA, t.resume),
+    CLI_OPT_STR("resume-from", RA, t.resume_from),
     CLI_OPT_INT("threads", RA, t.threads, 1, 4096),
     CLI_OPT_STR("pool", RA, ra.pool),
     CLI_OPT_INT("samples", RA, ra.job.samples, 1, (int64_t)1 << 40),
@@ -429,6 +433,11 @@ static int cmd_run(int argc, char **argv)
 	if (t->steps && t->epochs)
 		return cli_error(EXIT_USAGE,
 				 "run: give --steps or --epochs, not both");
+	if (t->resume && !t->resume_from)
+		return cli_error(EXIT_USAGE,
+				 "run: --resume alone has nothing to resume (a "
+				 "new job's out/ is empty): give --resume-from "
+				 "ID, the job to continue");
 	/* A data folder is passed on as an absolute path. */
 	if (strcmp(t->data, "fashion-mnist") && strcmp(t->data, "synthetic")) {
 		if (!realpath(t->data, data))

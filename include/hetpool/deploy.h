@@ -288,6 +288,12 @@ struct hp_train_opts {
 	double max_seconds;
 	int threads; /* per rank; 0: the rank's share of its cores (local) */
 	bool resume;
+	/* A job id: its out/checkpoint (and metrics.jsonl) start this job's
+	 * out/ and the trainer resumes from it (the trainer checks that the
+	 * model, data, ranks, global batch, optimizer and seed match).  The
+	 * job must have ended and have a checkpoint; not for Kubernetes,
+	 * whose checkpoints stay in its pods.  NULL: none. */
+	const char *resume_from;
 	/* > 0: a learning-rate range test instead of training: the rate
 	 * rises exponentially from lr_range_min to lr_range_max over the
 	 * steps and the run stops once the loss diverges (hetpool-train

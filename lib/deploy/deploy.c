@@ -170,6 +170,9 @@ static const char *base_name(const char *p)
 }
 
 /* Check what the caller gave before anything is written. */
+static int job_dir(const struct hp_deploy *d, const char *id, char *buf,
+		   size_t n, struct hp_error *err);
+
 static int check_opts(struct hp__submit *s, struct hp_error *err)
 {
 	const struct hp_train_opts *t = s->train;
@@ -225,6 +228,35 @@ static int check_opts(struct hp__submit *s, struct hp_error *err)
 			return hp_error_set(err, HP_EINVAL,
 					    "a range test sets every step's "
 					    "rate: give no lr with it");
+	}
+	if (t->resume_from) {
+		char old[HP_DEPLOY_PATH_MAX + 64];
+		struct hp_job j;
+		int rc;
+		if (o->backend == HP_BACKEND_KUBERNETES)
+			return hp_error_set(err, HP_EINVAL,
+					    "a Kubernetes job cannot resume "
+					    "another: checkpoints stay in the "
+					    "pods' volume");
+		if ((rc = job_dir(s->d, t->resume_from, old, sizeof(old),
+				  err)) ||
+		    (rc = hp__job_load(old, &j, err)))
+			return rc;
+		rc = hp_job_state_terminal(j.state)
+			 ? 0
+			 : hp_error_set(err, HP_EINVAL,
+					"job %s is %s: cancel it (or let it "
+					"end) before resuming from it",
+					j.id, hp_job_state_name(j.state));
+		hp_job_release(&j);
+		if (rc)
+			return rc;
+		strncat(old, "/out/checkpoint", sizeof(old) - strlen(old) - 1);
+		if (access(old, R_OK))
+			return hp_error_set(err, HP_EINVAL,
+					    "job %s left no checkpoint to "
+					    "resume from (%s)",
+					    t->resume_from, old);
 	}
 	if (!(t->lr >= 0 && t->lr < 1e6) || !(t->max_seconds >= 0) ||
 	    t->threads < 0 || t->steps < 0 || t->epochs < 0 ||
@@ -340,7 +372,7 @@ int hp__trainer_argv(const struct hp__submit *s, const char *trainer,
 		hp__argv_add(&a, "--checkpoint-every");
 		hp__argv_addf(&a, "%lld", (long long)t->checkpoint_every);
 	}
-	if (t->resume)
+	if (t->resume || t->resume_from)
 		hp__argv_add(&a, "--resume");
 	if (t->max_seconds > 0) {
 		hp__argv_add(&a, "--max-seconds");
@@ -476,6 +508,38 @@ static void remove_tree(const char *dir)
 
 /* Fill the new job folder tmp: the model, the plan, the recommendation,
  * the data manifest, the state file. */
+/* A resumed job's out/ starts as the old one's ended: its checkpoint and
+ * its metrics (which the trainer cuts back to the checkpoint's step). */
+static int seed_out(const struct hp_deploy *d, const char *from,
+		    const char *tmp, struct hp_error *err)
+{
+	static const char *const files[] = {"checkpoint", "metrics.jsonl"};
+	char old[HP_DEPLOY_PATH_MAX], src[HP_DEPLOY_PATH_MAX + 64],
+	    dst[HP_DEPLOY_PATH_MAX + 64];
+	int rc;
+
+	if ((rc = job_dir(d, from, old, sizeof(old), err)))
+		return rc;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct hp_atomic_file af;
+		if ((rc = hp__path(src, sizeof(src), err, "%s/out/%s", old,
+				   files[i])) ||
+		    (rc = hp__path(dst, sizeof(dst), err, "%s/out/%s", tmp,
+				   files[i])))
+			return rc;
+		if (i > 0 && access(src, F_OK))
+			continue; /* no metrics: the checkpoint is enough */
+		if ((rc = hp_atomic_open(&af, dst, 0644, err)))
+			return rc;
+		if ((rc = hp__copy_into(src, &af, err)) ||
+		    (rc = hp_atomic_commit(&af, err))) {
+			hp_atomic_abort(&af);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static int fill_new(struct hp__submit *s, const char *tmp, const char *id,
 		    bool *staged, char *dest, size_t ndest,
 		    struct hp_error *err)
@@ -512,6 +576,9 @@ static int fill_new(struct hp__submit *s, const char *tmp, const char *id,
 					    "cannot make folder '%s': %s", path,
 					    strerror(errno));
 	}
+	if (s->train->resume_from &&
+	    (rc = seed_out(s->d, s->train->resume_from, tmp, err)))
+		return rc;
 	if (s->opts->stage_dir)
 		snprintf(root, sizeof(root), "%s", s->opts->stage_dir);
 	else if (s->opts->backend == HP_BACKEND_LOCAL) {

@@ -186,6 +186,10 @@ bool hp__proc_alive(long pid, unsigned long long start);
 const char *hp__argv_str(char *const argv[], char *buf, size_t n);
 /* The last non-empty line of text (for reasons), escaped, into buf. */
 const char *hp__last_line(const char *text, char *buf, size_t n);
+/* src's bytes into the temporary of af (hp_atomic_write() removes it
+ * when a write fails). */
+int hp__copy_into(const char *src, struct hp_atomic_file *af,
+		  struct hp_error *err);
 /* The line of a log that says what went wrong: the first that reads as an
  * error (the trainer's "hetpool-train: ..." but not its warnings and
  * notes, or one with "error", "Could not", "refused", ...), else the last

@@ -257,8 +257,8 @@ out:
 
 /* src's bytes into the temporary of af (hp_atomic_write() removes it
  * when a write fails). */
-static int copy_into(const char *src, struct hp_atomic_file *af,
-		     struct hp_error *err)
+int hp__copy_into(const char *src, struct hp_atomic_file *af,
+		  struct hp_error *err)
 {
 	char buf[1 << 16];
 	int in, rc = 0;
@@ -319,7 +319,7 @@ int hp_deploy_stage(const char *manifest, const char *dest,
 		 * (or a crash) never sees part of a file */
 		if ((rc = hp_atomic_open(&af, path, 0644, err)))
 			break;
-		if ((rc = copy_into(files[i].source, &af, err)) ||
+		if ((rc = hp__copy_into(files[i].source, &af, err)) ||
 		    (rc = hp__sha256_file(af.tmp, hex, &size, err))) {
 			hp_atomic_abort(&af);
 			break;

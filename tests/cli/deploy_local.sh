@@ -10,7 +10,7 @@
 . "$(dirname "$0")/deploy.inc"
 
 if have_trainer local_run local_split local_pinning local_staging local_results \
-	local_jobs local_logs local_model_form local_rank_fails local_cancel local_cancel_no_process; then
+	local_jobs local_logs local_model_form local_rank_fails local_resume_from local_cancel local_cancel_no_process; then
 
 cat >"$TMP/plan.json" <<JSON
 {"choice": {"devices": [
@@ -131,6 +131,28 @@ assert j["state"] == "failed" and "rank" in j["reason"], j
 # rank mpirun names as the first to exit
 assert "hetpool-train: " in j["reason"] and ("3x32x32" in j["reason"] or "fashion-mnist" in j["reason"]), j["reason"]
 PY
+
+# --resume-from: a new job continues an ended one from its checkpoint (its
+# out/ starts as the old one's), and --resume alone, which has nothing to
+# resume in a new job's empty out/, is refused.
+expect_status local_resume_first 0 mpi_run_wait "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--steps 6 --seed 3 --wait --json
+RA=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/out")
+expect_status local_resume_from 0 mpi_run_wait "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--steps 10 --seed 3 --resume-from "$RA" --wait --json
+pycheck local_resume_from_continues "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = j["results"]
+assert r["resumed_from_step"] == 6 and r["steps"] == 10 and r["state"] == "completed", r
+steps = [json.loads(l)["step"] for l in open(j["dir"] + "/out/metrics.jsonl") if '"step"' in l]
+assert steps == list(range(1, 11)), steps
+PY
+expect_status local_resume_alone 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --steps 10 --resume
+expect_err local_resume_alone_says "give --resume-from ID"
+expect_status local_resume_from_missing 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--steps 10 --resume-from 20990101-000000-abcd
+expect_err local_resume_from_missing_says "no job '20990101-000000-abcd'"
 
 # Cancel: a long run is stopped at once (the trainers get SIGTERM) and no
 # process of the job is left.
