@@ -610,6 +610,14 @@ void hd_h_datasets_add(struct hd *d, struct hd_req *r, struct hd_resp *out)
 		hd_problem_from(out, &pb);
 		return;
 	}
+	if (!strcmp(q.name, "fashion-mnist") || !strcmp(q.name, "synthetic")) {
+		/* jobs naming these get the trainer's own data */
+		hd_problem(out, 422, "unprocessable", "name",
+			   "'%s' is the trainer's own data: give the dataset "
+			   "another name",
+			   q.name);
+		return;
+	}
 	if (stat(q.path, &st) || !S_ISDIR(st.st_mode)) {
 		hd_problem(out, 422, "unprocessable", "path",
 			   "'%s' is not a folder on the server", q.path);

@@ -178,6 +178,12 @@ void hd_h_jobs_list(struct hd *d, struct hd_req *r, struct hd_resp *out)
 	if (state) {
 		/* a comma-separated list of states */
 		char buf[128];
+		if (strlen(state) >= sizeof(buf)) {
+			hd_problem(out, 400, "invalid-field", "state",
+				   "'state' is longer than the six states "
+				   "comma-separated");
+			return;
+		}
 		snprintf(buf, sizeof(buf), "%s", state);
 		for (char *p = buf, *e; p && *p; p = e) {
 			enum hp_job_state st;
@@ -365,11 +371,45 @@ void hd_h_job_logs(struct hd *d, struct hd_req *r, struct hd_resp *out)
 	}
 	if (deployment(d, r, &sj, out))
 		return;
+	{
+		/* a rank the job has, and a log that will be written here
+		 * (a client following one that never is would wait for
+		 * ever) */
+		struct hp_job dj = {0};
+		if (hp_deploy_status(d->deploy, sj.deploy_id, false, &dj,
+				     &err)) {
+			hd_problem_err(out, &err);
+			goto done;
+		}
+		if (rank >= dj.nranks) {
+			hd_problem(out, 404, "not-found", "rank",
+				   "job %lld has %d rank%s (0 to %d)",
+				   (long long)sj.id, dj.nranks,
+				   dj.nranks == 1 ? "" : "s", dj.nranks - 1);
+			hp_job_release(&dj);
+			goto done;
+		}
+		if (dj.backend == HP_BACKEND_KUBERNETES) {
+			hd_problem(out, 409, "logs-in-pods", NULL,
+				   dj.applied
+				       ? "job %lld runs in Kubernetes: its "
+					 "logs are its pods' (kubectl logs "
+					 "-l hetpool.io/job=%s)"
+				       : "job %lld's manifests were written, "
+					 "not applied: no pod ran, so there "
+					 "is no log (%s)",
+				   (long long)sj.id, dj.id);
+			hp_job_release(&dj);
+			goto done;
+		}
+		hp_job_release(&dj);
+	}
 	if (hp_deploy_log_path(d->deploy, sj.deploy_id, (int)rank, path,
 			       sizeof(path), &err))
 		hd_problem_err(out, &err);
 	else
 		serve_file(r, path, "text/plain; charset=utf-8", out);
+done:
 	hp_store_job_release(&sj);
 }
 

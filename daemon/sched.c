@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hetpool/model.h"
 #include "hetpoold.h"
 
 #define LABEL_PREFIX "hetpoold-"
@@ -244,7 +245,7 @@ static bool cpu_fallback_ok(struct hd *d, const struct hp_api_job *j)
 {
 	return d->cfg.backend == HP_BACKEND_LOCAL && d->self_name[0] &&
 	       (!j->device_type[0] || !strcmp(j->device_type, "cpu")) &&
-	       j->nodes <= 1;
+	       j->nodes <= 1 && j->devices <= 1; /* the host's CPU is one */
 }
 
 /* The CPU plan on this host: its predicted step, and the stored form. */
@@ -487,6 +488,15 @@ static int try_start(struct hd *d, const struct hp_store_job *sj, bool *started,
 			rc = 0;
 			continue;
 		}
+		if (rc == HP_ESTATE) {
+			/* no longer queued: the request that submitted it
+			 * started it meanwhile (or it was cancelled), from
+			 * the queue this tick had read; not a failure */
+			plan_release(&pl);
+			hp_error_clear(err);
+			rc = 0;
+			goto out;
+		}
 		if (!rc) {
 			struct hp_store_job_patch pt = {0};
 			double now = wall_now();
@@ -510,6 +520,59 @@ out:
 	hd_model_put(m);
 	hp_workload_release(&w);
 	hp_api_job_release(&j);
+	return rc;
+}
+
+/*
+ * What the trainer would refuse at its launch, refused at submission (a
+ * 422, no job made, no devices held): the model as the trainer reads it
+ * (a spec, or an ONNX CNN converted for training: ops it does not run are
+ * named), a classifier of at least 2 classes, and for Fashion-MNIST an
+ * input of 1x28x28.  A registered dataset's shape is the trainer's to
+ * check.
+ */
+static int check_trainable(struct hd *d, const struct hp_api_job *j,
+			   struct hp_error *err)
+{
+	struct hp_store_model sm = {0};
+	struct hp_spec spec;
+	int rc;
+
+	memset(&spec, 0, sizeof(spec));
+	if (!j->model_id) {
+		rc = hp_spec_parse_only(j->spec, strlen(j->spec), &spec, err);
+	} else if ((rc = hp_store_model_get(d->store, j->model_id, true, &sm,
+					    err)) == 0) {
+		if (sm.kind == HP_MODEL_ONNX) {
+			struct hp_graph *g =
+			    hp_onnx_parse(sm.data, (size_t)sm.size, err);
+			rc = g ? hp_spec_from_graph(g, NULL, true, &spec, err)
+			       : (err->code ? err->code : HP_EINVAL);
+			hp_graph_free(g);
+			if (rc)
+				hp_error_prefix(err,
+						"the trainer cannot train "
+						"model %lld",
+						(long long)j->model_id);
+		} else {
+			rc = hp_spec_parse_only(sm.data, (size_t)sm.size, &spec,
+						err);
+		}
+		hp_store_model_release(&sm);
+	}
+	if (!rc && spec.classes < 2)
+		rc = hp_error_set(err, HP_EINVAL,
+				  "the model has no \"classes\" (at least 2): "
+				  "the trainer trains classifiers");
+	if (!rc && !strcmp(j->data, "fashion-mnist") &&
+	    (spec.input[0] != 1 || spec.input[1] != 28 || spec.input[2] != 28))
+		rc = hp_error_set(err, HP_ESHAPE,
+				  "fashion-mnist's samples are 1x28x28, the "
+				  "model's input is %lldx%lldx%lld",
+				  (long long)spec.input[0],
+				  (long long)spec.input[1],
+				  (long long)spec.input[2]);
+	hp_spec_release(&spec);
 	return rc;
 }
 
@@ -540,7 +603,8 @@ int hd_sched_submit(struct hd *d, const struct hp_api_job *j,
 		}
 		hp_store_dataset_release(&ds);
 	}
-	if ((rc = job_workload(d, j, &m, &w, &w1, err)))
+	if ((rc = job_workload(d, j, &m, &w, &w1, err)) ||
+	    (rc = check_trainable(d, j, err)))
 		goto out;
 	/* A job no configuration of the whole pool can run is refused. */
 	if (!(pa = job_pool(d, true, err))) {
@@ -946,8 +1010,11 @@ static void follow(struct hd *d, const struct hp_store_job *sj)
 	}
 	if (dj.state == HP_JOB_RUNNING && sj->state == HP_JOB_STARTING)
 		job_transition(d, sj->id, HP_JOB_RUNNING, NULL, NULL);
+	/* why the backend waits, unless a cancel was asked for: its
+	 * "cancelled by NAME" stays (a backend's "apply the manifests" on a
+	 * cancelled job would tell the operator to start it) */
 	if ((dj.state == HP_JOB_QUEUED || dj.state == HP_JOB_STARTING) &&
-	    dj.reason[0])
+	    dj.reason[0] && !sj->cancel_requested)
 		set_reason(d, sj->id, sj->reason, dj.reason);
 	if (hp_job_state_terminal(dj.state)) {
 		if (dj.state == HP_JOB_SUCCEEDED) {

@@ -552,7 +552,14 @@ int hp_store_dataset_list(struct hp_store *s, struct hp_store_dataset **out,
 int hp_store_dataset_remove(struct hp_store *s, const char *name,
 			    struct hp_error *err)
 {
-	static const char sql[] = "DELETE FROM datasets WHERE name = ?";
+	/* not while a job that has not ended reads it (it would fail at its
+	 * launch); one statement, so no job can come between the look and
+	 * the delete */
+	static const char sql[] =
+	    "DELETE FROM datasets WHERE name = ?1 AND NOT EXISTS (SELECT 1 "
+	    "FROM jobs WHERE data = ?1 AND state IN ('queued', 'starting', "
+	    "'running'))";
+	static const char exists[] = "SELECT 1 FROM datasets WHERE name = ?";
 	struct hp__conn *c;
 	sqlite3_stmt *st;
 	int rc;
@@ -566,9 +573,22 @@ int hp_store_dataset_remove(struct hp_store *s, const char *name,
 		goto out;
 	}
 	hp__bind_text(st, 1, name);
-	if (!(rc = hp__step_done(c, st, "dataset", NULL, err)) &&
-	    sqlite3_changes(c->db) == 0)
-		rc = hp_error_set(err, HP_ENOENT, "no dataset '%s'", name);
+	if ((rc = hp__step_done(c, st, "dataset", NULL, err)) ||
+	    sqlite3_changes(c->db) > 0)
+		goto out;
+	if (!(st = hp__stmt(c, exists, err))) {
+		rc = err ? err->code : HP_EIO;
+		goto out;
+	}
+	hp__bind_text(st, 1, name);
+	rc = sqlite3_step(st);
+	hp__stmt_done(st);
+	rc = rc == SQLITE_ROW
+		 ? hp_error_set(err, HP_EBUSY,
+				"dataset '%s': jobs that have not ended use "
+				"it (cancel them, or wait for them to end)",
+				name)
+		 : hp_error_set(err, HP_ENOENT, "no dataset '%s'", name);
 out:
 	hp__conn_put(s, c);
 	return rc;

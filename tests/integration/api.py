@@ -273,6 +273,9 @@ else:
     skip("a dataset folder is registered", "dataset-fashion-mnist is not installed")
 problem("a dataset folder without the IDX files: 422", d.post("/v1/datasets", {"name": "empty", "path": d.tmp}, A), 422)
 problem("a relative dataset path: 400", d.post("/v1/datasets", {"name": "rel", "path": "data/x"}, A), 400, "invalid-field", "path")
+problem("a dataset named as the trainer's own data: 422",
+        d.post("/v1/datasets", {"name": "synthetic", "path": fmdirs[0] if fmdirs else d.tmp}, A), 422,
+        "unprocessable", "name")
 
 # ---- jobs
 jobbody = {"spec": SPEC, "samples": 2048, "steps": 40, "batch": 32, "deadline_s": 3600, "data": "synthetic",
@@ -287,6 +290,23 @@ problem("an encoded NUL in a path: 400, not job 1", d.get("/v1/jobs/1%00x", R), 
 r = d.get("/v1/jobs/%2531", R)  # "%31" once decoded: no such job, and no second decoding
 check("a path is decoded once", r.status == 404, r)
 problem("jobs: a bad state filter: 400", d.get("/v1/jobs?state=done", R), 400, "invalid-field", "state")
+problem("jobs: a state filter too long to read whole: 400, not a shorter filter",
+        d.get("/v1/jobs?state=" + ",".join(["queued"] * 20 + ["succeeded"]), R), 400, "invalid-field", "state")
+# what the trainer would refuse at its launch is refused here, no job made
+njobs = len(d.get("/v1/jobs?limit=1000", A).json()["jobs"])
+problem("a job whose model has no classes: 422",
+        d.post("/v1/jobs", dict(jobbody, spec={k: v for k, v in SPEC.items() if k != "classes"}), U), 422,
+        "unprocessable")
+problem("a job whose model's input is not Fashion-MNIST's: 422",
+        d.post("/v1/jobs", dict(jobbody, data="fashion-mnist", spec=dict(SPEC, input=[3, 32, 32])), U), 422,
+        "unprocessable")
+problem("a job of an ONNX model at 3x224x224 on Fashion-MNIST: 422",
+        d.post("/v1/jobs", {"model_id": r18, "samples": 60000, "steps": 2, "batch": 32, "deadline_s": 36000,
+                            "data": "fashion-mnist"}, U), 422, "unprocessable")
+problem("a job asking for more CPU devices than the host's one: 422",
+        d.post("/v1/jobs", dict(jobbody, constraints={"device_type": "cpu", "devices": 8}), U), 422,
+        "unprocessable")
+check("no job was made for them", len(d.get("/v1/jobs?limit=1000", A).json()["jobs"]) == njobs)
 
 if not os.access(TRAINER, os.X_OK):
     skip("a job runs to its end with the local backend", "no hetpool-train in " + BIN)
@@ -310,6 +330,13 @@ else:
     check("its owner cancels a queued job (200, cancelled)", r.status == 200 and r.json()["state"] == "cancelled", r)
     problem("cancelling an ended job: 409", d.post("/v1/jobs/%d/cancel" % j3["id"], None, U2), 409)
     problem("the results of a job never launched: 409", d.get("/v1/jobs/%d/results" % j3["id"], R), 409, "not-launched")
+    if fmdirs:
+        r = d.post("/v1/jobs", dict(jobbody, name="on-copy", data="fm-copy"), U2)
+        jc = r.json() if r.status == 201 else {}
+        check("a job on a registered dataset waits for the CPU", r.status == 201 and jc["state"] == "queued", r)
+        problem("a dataset a queued job reads cannot be removed: 409",
+                d.request("DELETE", "/v1/datasets/fm-copy", token=A), 409, "conflict")
+        d.post("/v1/jobs/%d/cancel" % jc.get("id", 0), None, U2)
     # the scheduler predicts a queued job's start on its next pass; under
     # a sanitizer on a loaded machine that can take a few seconds
     for _ in range(150):
@@ -335,6 +362,8 @@ else:
     check("its launcher's log is served", r.status == 200, r)
     r = d.get("/v1/jobs/%d/logs?rank=0" % j1["id"], R)
     check("its rank's log is served", r.status == 200 and len(r.body) > 0, r)
+    problem("a rank the job does not have: 404, not an empty log to follow for ever",
+            d.get("/v1/jobs/%d/logs?rank=5" % j1["id"], R), 404, "not-found", "rank")
     end2 = d.wait_job(j2["id"], U2)
     check("the queued job started when the CPU freed up, and ended", end2 and end2["state"] == "succeeded", end2)
     problem("a range test of an ordinary job: 404", d.get("/v1/jobs/%d/lr-find" % j1["id"], R), 404, "not-a-range-test")

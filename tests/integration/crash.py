@@ -131,6 +131,18 @@ for jid, reason in failed_jobs[:5]:
     print("crash: job %d failed: %s" % (jid, reason), flush=True)
 con.close()
 check("every failed job says why", all(r for _, r in failed_jobs), failed_jobs[:5])
+# the scheduler's pass and a submission's own start race for a new job; the
+# loser must let it be (it once failed a job it had not started: "only a
+# queued job starts")
+raced = [(j, r) for j, r in failed_jobs if "only a queued job" in (r or "")]
+check("no job is failed by losing the race to start it", not raced, raced[:5])
+con = sqlite3.connect("file:%s?mode=ro" % d.db, uri=True)
+told = con.execute("SELECT id, reason FROM jobs WHERE state = 'cancelled' AND "
+                   "(reason IS NULL OR reason NOT LIKE 'cancelled%')").fetchall()
+con.close()
+# a cancel's "cancelled by NAME" is kept (the backend's "apply the
+# manifests" once replaced it: advice to start a cancelled job)
+check("every cancelled job says it was cancelled", not told, told[:5])
 print("crash: %d SIGKILLs in %.0f s; %d submissions answered 201, %d cancels answered 200; "
       "jobs by state %s; devices held now %d" % (ROUNDS, elapsed, len(acked), len(cancelled_ok),
                                                  json.dumps(states), held), flush=True)
