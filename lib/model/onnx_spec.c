@@ -1569,7 +1569,13 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    n->name);
 	} else if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) &&
 		   graph_output(g, n->outputs[0]) && nin == 1 &&
-		   g->tensors[x0].rank == 2 &&
+		   (g->tensors[x0].rank == 2 ||
+		    /* an fc's output is N x units, also when the graph's
+		     * shapes, inferred at another --input-shape than the
+		     * model's, lost it at a Gemm whose stored weight (of
+		     * the model's own input size) no longer fits */
+		    (c->val[x0] >= 0 &&
+		     c->s->layers[c->val[x0]].type == HP_LAYER_FC)) &&
 		   (hp_node_attr_i(n, "axis", -1) == 1 ||
 		    hp_node_attr_i(n, "axis", -1) == -1)) {
 		/* the classes' (log-)probabilities as the model's output
