@@ -627,7 +627,9 @@ static int read_fits(const struct hp_lrfind_series *s,
 		    err, HP_EINVAL,
 		    "the loss does not fall over lr %.3g..%.3g: the fitted "
 		    "loss drops only %.2g from %.3g (noise %.2g per step); "
-		    "start the range lower or train longer",
+		    "widen the range (a higher --lr-max if the loss never "
+		    "moved, a lower --lr-min if it was low from the start) "
+		    "or train longer",
 		    s->pts[r->fit_start].lr, s->pts[r->fit_end - 1].lr,
 		    drop > 0 ? drop : 0, val[gp], r->noise);
 	for (ga = gp; ga < gs && val[ga] > val[gp] - DESCENT_BEGUN * drop; ga++)
@@ -873,10 +875,23 @@ int hp_lrfind_analyse(const struct hp_lrfind_series *s,
 	r->beta = o.beta > 0 ? o.beta : 0.98;
 	r->diverge_factor = o.diverge_factor > 0 ? o.diverge_factor : 4;
 	r->n = s->n;
-	if (s->n < MIN_FIT_POINTS)
+	if (s->n < MIN_FIT_POINTS) {
+		/* a series the trainer cut short because it diverged says
+		 * so: the fix is a lower start, not more steps */
+		const struct hp_lrfind_point *e =
+		    s->n > 0 ? &s->pts[s->n - 1] : NULL;
+		if (e && (!isfinite(e->loss) ||
+			  e->loss > r->diverge_factor * s->pts[0].loss))
+			return hp_error_set(
+			    err, HP_EINVAL,
+			    "the loss diverged at step %lld (lr %.3g), %d "
+			    "steps in: too few to analyse (a range test needs "
+			    "at least %d); start the range lower",
+			    (long long)e->step, e->lr, s->n, MIN_FIT_POINTS);
 		return hp_error_set(err, HP_EINVAL,
 				    "%d steps: a range test needs at least %d",
 				    s->n, MIN_FIT_POINTS);
+	}
 	y = malloc((size_t)s->n * sizeof(*y));
 	acc = malloc((size_t)s->n * sizeof(*acc));
 	r->ewma = malloc((size_t)s->n * sizeof(*r->ewma));

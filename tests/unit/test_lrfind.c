@@ -716,6 +716,15 @@ HP_TEST(lrfind_refuses_what_it_cannot_analyse)
 	/* Too few steps. */
 	ASSERT_EQ_INT(analyse_curve(&shapes[0], -5, 1, 6, &r, &err), HP_EINVAL);
 	hp_lrfind_result_release(&r);
+	/* ... because the trainer stopped it diverging: said so */
+	hp_lrfind_series_init(&s);
+	ASSERT_EQ_INT(hp_lrfind_series_add(&s, 1, 10, 2.3, NAN, &err), 0);
+	ASSERT_EQ_INT(hp_lrfind_series_add(&s, 2, 20, INFINITY, NAN, &err), 0);
+	ASSERT_EQ_INT(hp_lrfind_analyse(&s, NULL, &r, &err), HP_EINVAL);
+	ASSERT(strstr(err.msg, "diverged at step 2") &&
+	       strstr(err.msg, "start the range lower"));
+	hp_lrfind_result_release(&r);
+	hp_lrfind_series_release(&s);
 	/* Bad options. */
 	make_series(&s, &shapes[0], 100, -5, 1, 0.03, 1, true);
 	{
