@@ -462,14 +462,14 @@ static int cmd_logs(int argc, char **argv)
 			      "logs: %s", err.msg);
 		goto out;
 	}
-	if (j.backend == HP_BACKEND_KUBERNETES) {
-		status = k8s_logs(d, &j, o.follow);
-		goto out;
-	}
 	if (!o.launcher && rank >= j.nranks) {
 		status = cli_error(
 		    EXIT_USAGE, "logs: job %s has %d rank%s (0 to %d)", id,
 		    j.nranks, j.nranks == 1 ? "" : "s", j.nranks - 1);
+		goto out;
+	}
+	if (j.backend == HP_BACKEND_KUBERNETES) {
+		status = k8s_logs(d, &j, o.follow);
 		goto out;
 	}
 	if (o.launcher) {

@@ -41,6 +41,36 @@ static bool opt_ok(const char *s, const char *extra)
 	return true;
 }
 
+/* A time limit in one of sbatch's forms: M, M:S, H:M:S, D-H, D-H:M,
+ * D-H:M:S (digits), or UNLIMITED / INFINITE. */
+static bool slurm_time_ok(const char *t)
+{
+	const char *p = t, *dash = strchr(t, '-');
+	int parts = 0;
+
+	if (!strcmp(t, "UNLIMITED") || !strcmp(t, "INFINITE") ||
+	    !strcmp(t, "unlimited") || !strcmp(t, "infinite"))
+		return true;
+	if (dash) {
+		if (dash == t || strspn(t, "0123456789") != (size_t)(dash - t))
+			return false;
+		p = dash + 1; /* D-H[:M[:S]] */
+	}
+	for (;;) {
+		size_t k = strspn(p, "0123456789");
+		if (k == 0 || k > 9)
+			return false;
+		parts++;
+		p += k;
+		if (*p == '\0')
+			break;
+		if (*p != ':')
+			return false;
+		p++;
+	}
+	return parts <= 3;
+}
+
 static int slurm_check(struct hp__submit *s, struct hp_error *err)
 {
 	const struct hp_submit_opts *o = s->opts;
@@ -59,14 +89,27 @@ static int slurm_check(struct hp__submit *s, struct hp_error *err)
 				    "the jobs folder '%s' must have no blanks "
 				    "or quotes: #SBATCH lines name it",
 				    s->d->jobs_dir);
-	if ((o->partition && !opt_ok(o->partition, "-_.")) ||
-	    (o->account && !opt_ok(o->account, "-_.")) ||
-	    (o->time_limit && !opt_ok(o->time_limit, ":-")) ||
-	    (o->slurm_mpi && !opt_ok(o->slurm_mpi, "-_")))
+	if (o->partition && !opt_ok(o->partition, "-_."))
 		return hp_error_set(err, HP_EINVAL,
-				    "a Slurm option (partition, account, time "
-				    "limit, MPI type) holds characters other "
-				    "than letters, digits and '-_.:'");
+				    "partition '%.64s': give letters, digits "
+				    "and '-_.'",
+				    o->partition);
+	if (o->account && !opt_ok(o->account, "-_."))
+		return hp_error_set(err, HP_EINVAL,
+				    "account '%.64s': give letters, digits and "
+				    "'-_.'",
+				    o->account);
+	if (o->time_limit && !slurm_time_ok(o->time_limit))
+		return hp_error_set(err, HP_EINVAL,
+				    "time limit '%.64s': give one of sbatch's "
+				    "forms, minutes (90), H:M:S (1:30:00), "
+				    "D-H[:M[:S]] (2-12) or UNLIMITED",
+				    o->time_limit);
+	if (o->slurm_mpi && !opt_ok(o->slurm_mpi, "-_"))
+		return hp_error_set(err, HP_EINVAL,
+				    "Slurm MPI type '%.64s': give letters, "
+				    "digits and '-_'",
+				    o->slurm_mpi);
 	for (int c = 0; c < s->plan->ncomps; c++)
 		if (s->plan->comps[c].gpu &&
 		    (rc = hp__map_get(o->gres_map, s->plan->comps[c].type, gres,

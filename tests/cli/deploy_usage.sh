@@ -25,6 +25,13 @@ expect_status usage_no_data 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --trai
 expect_err usage_no_data_says "give --data"
 expect_status usage_plan_needs_model 2 "$HP" run "$TMP/plan.json" --data synthetic --trainer "$TRUE"
 expect_err usage_plan_needs_model_says "give --model FILE"
+# Slurm's options are checked one by one, the time limit in sbatch's forms
+expect_status usage_slurm_time 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--backend slurm --time forever --trainer "$TRUE"
+expect_err usage_slurm_time_says "time limit 'forever'"
+expect_status usage_slurm_partition 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--backend slurm --partition 'gpu;rm' --trainer "$TRUE"
+expect_err usage_slurm_partition_says "partition 'gpu;rm'"
 # the plan form checks the model before any job is made
 printf '{"name": "broken", "layers": [' >"$TMP/broken.json"
 expect_status usage_plan_bad_model 2 "$HP" run "$TMP/plan.json" --model "$TMP/broken.json" --data synthetic \
