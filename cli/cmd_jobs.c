@@ -419,9 +419,10 @@ static int k8s_logs(struct hp_deploy *d, const struct hp_job *j, bool follow)
 		return EXIT_FAIL;
 	}
 	hp_deploy_argv_free(av);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while ((rc = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? EXIT_OK : EXIT_FAIL;
+	return rc == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? EXIT_OK
+								  : EXIT_FAIL;
 }
 
 static int cmd_logs(int argc, char **argv)

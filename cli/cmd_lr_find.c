@@ -427,6 +427,10 @@ static void last_line(const char *path, char *buf, size_t n)
 	free(text);
 }
 
+/* In DIR: the folder is a range test's (lr-find made it), which a new
+ * test may replace. */
+#define LRF_MARKER ".lr-find"
+
 /* Run the trainer; 0 when it ran to its end (its steps are in
  * DIR/metrics.jsonl), else the exit status to return. */
 static int run_trainer(const struct lr_find *a, const char *trainer)
@@ -440,7 +444,8 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 	bool tty = isatty(STDERR_FILENO);
 	double t0 = hp_now_s(), last_poll = 0;
 	int argc = 0, st = 0, rc, status = EXIT_OK;
-	bool resume = false;
+	bool resume = false, overwrite = false;
+	char marker[4096], p[4096];
 	pid_t pid;
 
 	if (!join(log_path, sizeof(log_path), a->out, "trainer.log") ||
@@ -478,19 +483,25 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 		argv[argc++] = "--threads";
 		argv[argc++] = s_threads;
 	}
-	/* An earlier range test in DIR (its trainer.log says so) is
-	 * replaced; a training run's folder is not a range test's to
-	 * replace. */
-	for (int i = 0; i < a->npass; i++)
+	/* An earlier range test in DIR (its marker, or its lr-find.json,
+	 * says so: only lr-find writes them) is replaced; a training run's
+	 * folder is not a range test's to replace, unless the trainer is
+	 * told so after --. */
+	for (int i = 0; i < a->npass; i++) {
 		resume |= !strcmp(a->pass[i], "--resume");
-	if (access(log_path, F_OK) == 0) {
-		if (!resume)
+		overwrite |= !strcmp(a->pass[i], "--overwrite");
+	}
+	if (!join(marker, sizeof(marker), a->out, LRF_MARKER) ||
+	    !join(p, sizeof(p), a->out, "lr-find.json"))
+		return cli_error(EXIT_USAGE, "lr-find: --out '%s' is too long",
+				 a->out);
+	if (access(marker, F_OK) == 0 || access(p, F_OK) == 0) {
+		if (!resume && !overwrite)
 			argv[argc++] = "--overwrite";
-	} else {
+	} else if (!overwrite) {
 		static const char *const run[] = {"checkpoint", "results.json",
 						  "metrics.jsonl"};
 		for (size_t i = 0; i < sizeof(run) / sizeof(run[0]); i++) {
-			char p[4096];
 			if (join(p, sizeof(p), a->out, run[i]) &&
 			    access(p, F_OK) == 0)
 				return cli_error(
@@ -501,6 +512,14 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 				    a->out, run[i]);
 		}
 	}
+	{
+		int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return cli_error(EXIT_FAIL,
+					 "lr-find: cannot write '%s': %s",
+					 marker, strerror(errno));
+		close(fd);
+	}
 	argv[argc++] = "--out";
 	argv[argc++] = a->out;
 	for (int i = 0; i < a->npass; i++)
@@ -510,12 +529,10 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 	/* An earlier test's steps and results must not be read as this
 	 * one's (should this one fail, no old suggestion is left). */
 	unlink(metrics);
-	for (int i = 0; i < 2; i++) {
-		char p[4096];
+	for (int i = 0; i < 2; i++)
 		if (join(p, sizeof(p), a->out,
 			 i ? "lr-find.svg" : "lr-find.json"))
 			unlink(p);
-	}
 	if (posix_spawn_file_actions_init(&fa))
 		return cli_error(EXIT_FAIL, "lr-find: out of memory");
 	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null",

@@ -764,8 +764,11 @@ static int resume(struct tr_run *t, struct hp_error *err)
 	char hx[24];
 
 	hp_ckpt_init(&ck);
-	if (!path)
-		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	if (!path) {
+		/* the other ranks are in the broadcasts below: end them all */
+		tr_error("rank %d: --resume: out of memory", t->r);
+		tr_comm_abort(t->c, TR_EXIT_FAIL);
+	}
 	if (t->r == 0) {
 		rc = hp_read_file(path, (size_t)1 << 40, &buf, &len, err);
 		if (rc == HP_ENOENT) {
@@ -796,8 +799,11 @@ static int resume(struct tr_run *t, struct hp_error *err)
 		goto done;
 	}
 	if (t->r != 0 && !(buf = malloc((size_t)n + 1))) {
-		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
-		goto done;
+		/* rank 0 is in the broadcast below: end them all */
+		tr_error("rank %d: --resume: out of memory for the %lld-byte "
+			 "checkpoint",
+			 t->r, (long long)n);
+		tr_comm_abort(t->c, TR_EXIT_FAIL);
 	}
 	if (tr_bcast(t->c, buf, n, 0)) {
 		rc = hp_error_set(err, HP_EIO, "MPI broadcast failed");
@@ -1677,16 +1683,18 @@ static int same_options(struct tr_run *t, struct hp_error *err)
 					    err, HP_EINVAL,
 					    "rank %d was given another %.*s "
 					    "than rank 0: every rank needs "
-					    "the same options (only --threads "
-					    "may differ)",
+					    "the same options (only --threads, "
+					    "--out, --catalog, --estimator and "
+					    "--cpu-fallback may differ)",
 					    r, (int)k, a);
 				else
 					rc = hp_error_set(
 					    err, HP_EINVAL,
 					    "rank %d was given %.*s %.*s, "
 					    "rank 0 %.*s: every rank needs "
-					    "the same options (only --threads "
-					    "may differ)",
+					    "the same options (only --threads, "
+					    "--out, --catalog, --estimator and "
+					    "--cpu-fallback may differ)",
 					    r, (int)k, a, (int)(lb - k - 1),
 					    b + k + 1, (int)(la - k - 1),
 					    a + k + 1);
@@ -1720,14 +1728,26 @@ static int out_dir(const struct tr_opts *o, struct hp_error *err)
 		return hp_error_set(err, HP_EINVAL,
 				    "--out '%s' is not writable: %s", o->out,
 				    strerror(errno));
-	if (o->resume || o->overwrite)
+	if (o->resume)
 		return 0;
 	for (int i = 0; i < 3; i++) {
 		static const char *const f[] = {"checkpoint", "results.json",
 						"metrics.jsonl"};
-		if ((size_t)snprintf(p, sizeof(p), "%s/%s", o->out, f[i]) <
-			sizeof(p) &&
-		    !stat(p, &st) && (i < 2 || st.st_size > 0))
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", o->out, f[i]) >=
+		    sizeof(p))
+			continue;
+		if (o->overwrite) {
+			/* gone before this run writes anything: a run that
+			 * dies before its first checkpoint must not leave
+			 * the old checkpoint beside its new metrics */
+			if (unlink(p) && errno != ENOENT)
+				return hp_error_set(err, HP_EINVAL,
+						    "--overwrite: cannot "
+						    "remove '%s': %s",
+						    p, strerror(errno));
+			continue;
+		}
+		if (!stat(p, &st) && (i < 2 || st.st_size > 0))
 			return hp_error_set(
 			    err, HP_EINVAL,
 			    "--out '%s' holds an earlier run (%s): --resume "

@@ -71,7 +71,7 @@ int tr_comm_init(struct tr_comm *c, int *argc, char ***argv, char *msg,
 		 size_t n);
 void tr_comm_finalize(struct tr_comm *c);
 /* End every rank now (a rank failed mid-run). */
-void tr_comm_abort(struct tr_comm *c, int status);
+void tr_comm_abort(struct tr_comm *c, int status) __attribute__((noreturn));
 /* In place: buf[i] = sum over ranks. */
 int tr_allreduce_f32(struct tr_comm *c, float *buf, int64_t n);
 int tr_allreduce_f64(struct tr_comm *c, double *buf, int n);

@@ -238,9 +238,12 @@ static int check_opts(struct hp__submit *s, struct hp_error *err)
 					    "a Kubernetes job cannot resume "
 					    "another: checkpoints stay in the "
 					    "pods' volume");
+		/* its state brought up to date (a Slurm job may have ended
+		 * since it was last asked) */
 		if ((rc = job_dir(s->d, t->resume_from, old, sizeof(old),
 				  err)) ||
-		    (rc = hp__job_load(old, &j, err)))
+		    (rc =
+			 hp_deploy_status(s->d, t->resume_from, true, &j, err)))
 			return rc;
 		rc = hp_job_state_terminal(j.state)
 			 ? 0

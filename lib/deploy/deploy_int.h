@@ -195,6 +195,11 @@ int hp__copy_into(const char *src, struct hp_atomic_file *af,
  * notes, or one with "error", "Could not", "refused", ...), else the last
  * that is not a message box's frame ("-----") or blank. */
 const char *hp__telling_line(const char *text, char *buf, size_t n);
+/* Rank k's log's telling line into line; true when it is the trainer's
+ * error (not a warning or a note).  The launcher names the first rank to
+ * exit, which need not be the one that said why: the trainer's ranks
+ * agree on a set-up failure and only the lowest failing one prints it. */
+bool hp__rank_says(const char *jobdir, int k, char *line, size_t n);
 
 /* A NULL-terminated argv built by appending (strings are copied). */
 struct hp__argv {

@@ -199,7 +199,11 @@ static json_t *role_labels(const struct hp__submit *s, const char *role)
 			 "hetpool.io/role", role);
 }
 
-static json_t *mounts(bool data, bool out)
+/* The job's mounts; on a claim (--k8s-volume) its outputs go to a folder
+ * of the job's own (out_sub, its id): jobs on one claim would otherwise
+ * write into each other's out/ (and the trainer refuses a folder holding
+ * another run). */
+static json_t *mounts(bool data, bool out, const char *sub)
 {
 	json_t *m = json_array();
 
@@ -209,10 +213,19 @@ static json_t *mounts(bool data, bool out)
 	if (data)
 		json_array_append_new(m, json_pack("{s:s, s:s}", "name", "data",
 						   "mountPath", POD_DATA));
-	if (out)
+	if (out && sub)
+		json_array_append_new(m, json_pack("{s:s, s:s, s:s}", "name",
+						   "out", "mountPath", POD_OUT,
+						   "subPath", sub));
+	else if (out)
 		json_array_append_new(m, json_pack("{s:s, s:s}", "name", "out",
 						   "mountPath", POD_OUT));
 	return m;
+}
+
+static const char *out_sub(const struct hp__submit *s)
+{
+	return s->opts->k8s_volume ? s->job->id : NULL;
 }
 
 static json_t *volumes(const struct hp__submit *s, const char *name)
@@ -265,9 +278,10 @@ static json_t *worker_pod(const struct hp__submit *s, const char *name, int c,
 				per, "hetpool.io/device-type", pc->type);
 	}
 	hp_buf_release(&lb);
-	ctr = json_pack("{s:s, s:s, s:[s, s], s:o, s:o}", "name", "worker",
-			"image", image, "command", "/usr/sbin/sshd", "-De",
-			"env", env, "volumeMounts", mounts(true, true));
+	ctr =
+	    json_pack("{s:s, s:s, s:[s, s], s:o, s:o}", "name", "worker",
+		      "image", image, "command", "/usr/sbin/sshd", "-De", "env",
+		      env, "volumeMounts", mounts(true, true, out_sub(s)));
 	if (pc->gpu)
 		json_object_set_new(ctr, "resources",
 				    json_pack("{s:{s:i}, s:{s:i}}", "limits",
@@ -280,7 +294,7 @@ static json_t *worker_pod(const struct hp__submit *s, const char *name, int c,
 		    json_pack("{s:s, s:s, s:[s, s, s, s], s:o}", "name",
 			      "stage", "image", image, "command", "hetpool",
 			      "_stage", POD_JOB "/stage.json", l->stage_dest,
-			      "volumeMounts", mounts(true, false)));
+			      "volumeMounts", mounts(true, false, NULL)));
 	spec = json_pack("{s:[o], s:o, s:o}", "containers", ctr,
 			 "initContainers", init, "volumes", volumes(s, name));
 	if (pc->gpu) {
@@ -409,9 +423,10 @@ json_t *hp__k8s_manifests(const struct hp__submit *s, struct hp_error *err)
 		hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto fail;
 	}
-	launcher_ctr = json_pack("{s:s, s:s, s:o, s:o}", "name", "launcher",
-				 "image", image, "command", argv_array(largv),
-				 "volumeMounts", mounts(false, true));
+	launcher_ctr =
+	    json_pack("{s:s, s:s, s:o, s:o}", "name", "launcher", "image",
+		      image, "command", argv_array(largv), "volumeMounts",
+		      mounts(false, true, out_sub(s)));
 	if (mpijob(s)) {
 		json_t *w = worker_pod(s, name, 0, image, err);
 		if (!w)
@@ -423,22 +438,22 @@ json_t *hp__k8s_manifests(const struct hp__submit *s, struct hp_error *err)
 			      "Never", "volumes", volumes(s, name));
 		json_array_append_new(
 		    items,
-		    json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:i, s:{s:s}, "
-			      "s:{s:{s:i, s:o}, s:{s:i, s:o}}}}",
+		    json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:i, s:{s:s, "
+			      "s:i}, s:{s:{s:i, s:o}, s:{s:i, s:o}}}}",
 			      "apiVersion", "kubeflow.org/v2beta1", "kind",
 			      "MPIJob", "metadata", "name", name, "namespace",
 			      ns, "labels", labels(s), "spec", "slotsPerWorker",
 			      p->comps[0].per_node, "runPolicy",
-			      "cleanPodPolicy", "Running", "mpiReplicaSpecs",
-			      "Launcher", "replicas", 1, "template",
-			      launcher_pod, "Worker", "replicas",
+			      "cleanPodPolicy", "Running", "backoffLimit", 0,
+			      "mpiReplicaSpecs", "Launcher", "replicas", 1,
+			      "template", launcher_pod, "Worker", "replicas",
 			      p->comps[0].nnodes, "template", w));
 	} else {
-		json_t *init =
-		    json_pack("[{s:s, s:s, s:[s, s, s, s], s:o}]", "name",
-			      "wait-hosts", "image", image, "command",
-			      "hetpool", "_wait-hosts", POD_JOB "/hostfile",
-			      "300", "volumeMounts", mounts(false, false));
+		json_t *init = json_pack(
+		    "[{s:s, s:s, s:[s, s, s, s], s:o}]", "name", "wait-hosts",
+		    "image", image, "command", "hetpool", "_wait-hosts",
+		    POD_JOB "/hostfile", "300", "volumeMounts",
+		    mounts(false, false, NULL));
 		json_array_append_new(
 		    items,
 		    json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:s, s:b, "

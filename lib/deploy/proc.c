@@ -144,39 +144,58 @@ static bool is_rule(const char *p, size_t len)
 	return true;
 }
 
+/* Whether line p[0..len) holds s. */
+static bool line_has(const char *p, size_t len, const char *s)
+{
+	return memmem(p, len, s, strlen(s)) != NULL;
+}
+
+/* The trainer's own error line (not a warning or a note). */
+static bool trainer_error(const char *p, size_t len)
+{
+	return len > 15 && !strncmp(p, "hetpool-train: ", 15) &&
+	       !(len >= 22 && !strncmp(p, "hetpool-train: warning", 22)) &&
+	       !(len >= 19 && !strncmp(p, "hetpool-train: note", 19));
+}
+
 const char *hp__telling_line(const char *text, char *buf, size_t n)
 {
 	static const char *const marks[] = {
-	    "hetpool-train: ",	 "error",     "Error",	 "ERROR",
-	    "Could not",	 "could not", "refused", "not found",
-	    "Permission denied", "No such",   "cannot",	 "unable"};
-	const char *p = text, *last = NULL, *hit = NULL;
-	size_t last_len = 0, hit_len = 0;
+	    "error",	 "Error",   "ERROR",	 "Could not",
+	    "could not", "refused", "not found", "Permission denied",
+	    "No such",	 "cannot",  "unable"};
+	const char *p = text, *last = NULL, *mark = NULL, *own = NULL;
+	size_t last_len = 0, mark_len = 0, own_len = 0, len;
 	char line[512];
 
-	while (*p) {
-		size_t len = strcspn(p, "\n");
-		bool warn =
-		    len > 15 && (!strncmp(p, "hetpool-train: warning", 22) ||
-				 !strncmp(p, "hetpool-train: note", 19));
-		if (!is_rule(p, len)) {
-			last = p;
-			last_len = len;
-			for (size_t k = 0; !hit && !warn &&
-					   k < sizeof(marks) / sizeof(marks[0]);
-			     k++) {
-				const char *m = strstr(p, marks[k]);
-				if (m && m < p + len) {
-					hit = p;
-					hit_len = len;
-				}
-			}
+	/* the trainer's error first (Open MPI's start-up warnings, "unable
+	 * to open ... cannot open shared object", land in every rank's
+	 * log), then the first line that reads as an error, then the last
+	 * that is not a message box's frame */
+	for (; *p; p += len + (p[len] == '\n')) {
+		len = strcspn(p, "\n");
+		if (is_rule(p, len))
+			continue;
+		last = p;
+		last_len = len;
+		if (!own && trainer_error(p, len)) {
+			own = p;
+			own_len = len;
 		}
-		p += len + (p[len] == '\n');
+		for (size_t k = 0;
+		     !mark && k < sizeof(marks) / sizeof(marks[0]); k++)
+			if (line_has(p, len, marks[k]) &&
+			    !(len > 15 && !strncmp(p, "hetpool-train: ", 15))) {
+				mark = p;
+				mark_len = len;
+			}
 	}
-	if (hit) {
-		last = hit;
-		last_len = hit_len;
+	if (own) {
+		last = own;
+		last_len = own_len;
+	} else if (mark) {
+		last = mark;
+		last_len = mark_len;
 	}
 	if (!last) {
 		if (n)
@@ -188,6 +207,20 @@ const char *hp__telling_line(const char *text, char *buf, size_t n)
 	memcpy(line, last, last_len);
 	line[last_len] = '\0';
 	return hp_str_escape(line, buf, n);
+}
+
+bool hp__rank_says(const char *jobdir, int k, char *line, size_t n)
+{
+	char path[HP_DEPLOY_PATH_MAX + 64], *text;
+	size_t len;
+
+	line[0] = '\0';
+	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", jobdir, k);
+	if (hp_read_file(path, 4u << 20, &text, &len, NULL))
+		return false;
+	hp__telling_line(text, line, n);
+	free(text);
+	return trainer_error(line, strlen(line));
 }
 
 static double now_s(void)

@@ -152,6 +152,19 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 		hp__argv_add(&argv, "--threads");
 		hp__argv_addf(&argv, "%d", x->threads);
 	}
+	{
+		/* Slurm requeued the job (a node failed; its batch step runs
+		 * again on the same out/): go on from the last checkpoint,
+		 * or from step 0 where none was written yet */
+		const char *rq = getenv("SLURM_RESTART_COUNT");
+		int64_t n = 0;
+		bool has_resume = false;
+		for (int i = 0; l.trainer[i]; i++)
+			has_resume |= !strcmp(l.trainer[i], "--resume");
+		if (rq && !hp_parse_i64(rq, 0, INT32_MAX, &n) && n > 0 &&
+		    !has_resume)
+			hp__argv_add(&argv, "--resume");
+	}
 	/* A CPU rank sees no GPU; a GPU rank its own (also when it falls
 	 * back to the CPU: the variable stays what it was given). */
 	hp__argv_addf(&env, "CUDA_VISIBLE_DEVICES=%s", x->gpu ? cuda : "");

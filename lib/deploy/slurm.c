@@ -236,14 +236,16 @@ static int slurm_start(struct hp__submit *s, struct hp_error *err)
 	hp_buf_init(&out, 1u << 16);
 	hp_buf_init(&eout, 1u << 20);
 	rc = hp__run(argv, s->d->cmd_timeout_s, &out, &eout, &status, err);
-	if (rc && status < 0) {
-		/* no answer (timed out): Slurm may have queued it all the
-		 * same; its batch step then sees the job failed and ends */
+	if (rc && strstr(err->msg, "took more than")) {
+		/* no answer in time: Slurm may have queued it all the same;
+		 * its batch step then sees the job failed and ends (the
+		 * advice first: a message is 255 characters) */
 		char m[sizeof(err->msg)];
 		snprintf(m, sizeof(m), "%s", err->msg);
 		rc = hp_error_set(err, rc,
-				  "%.400s; should Slurm have queued it all the "
-				  "same, its batch step ends without training",
+				  "sbatch did not answer in time (should Slurm "
+				  "have queued the job all the same, its batch "
+				  "step ends without training): %s",
 				  m);
 	}
 	if (!rc && status != 0)
@@ -851,11 +853,15 @@ static bool failed_rank(const struct hp__launch *l, const char *log,
 	if (comp < 0 || task >= l->comps[comp].nranks)
 		return false;
 	rank = l->comps[comp].first_rank + task;
-	line[0] = '\0';
-	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", l->jobdir, rank);
-	if (!hp_read_file(path, 4u << 20, &text, &len, NULL)) {
-		hp__telling_line(text, line, sizeof(line));
-		free(text);
+	if (!hp__rank_says(l->jobdir, rank, line, sizeof(line))) {
+		char other[sizeof(line) - 40];
+		for (int k = 0; k < l->nranks; k++)
+			if (k != rank &&
+			    hp__rank_says(l->jobdir, k, other, sizeof(other))) {
+				snprintf(line, sizeof(line), "rank %d said: %s",
+					 k, other);
+				break;
+			}
 	}
 	if (!strncmp(how, "Exited with exit code ", 22))
 		snprintf(reason, n,

@@ -661,25 +661,6 @@ static bool mpirun_failure(const char *text, int *rank, int *code)
 	return true;
 }
 
-/* Rank k's log's telling line into line; true when it is the trainer's
- * error (not a warning or a note). */
-static bool rank_says(const struct hp__launch *l, int k, char *line, size_t n)
-{
-	char path[HP_DEPLOY_PATH_MAX + 64], *text;
-	size_t len;
-	bool err;
-
-	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", l->jobdir, k);
-	if (hp_read_file(path, 4u << 20, &text, &len, NULL))
-		return false;
-	hp__telling_line(text, line, n);
-	free(text);
-	err = !strncmp(line, "hetpool-train: ", 15) &&
-	      strncmp(line, "hetpool-train: warning", 22) &&
-	      strncmp(line, "hetpool-train: note", 19);
-	return err;
-}
-
 static void failure_reason(const struct hp__launch *l, int status, char *reason,
 			   size_t n)
 {
@@ -703,11 +684,12 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 		/* mpirun names the first rank to exit, which need not be the
 		 * one that said why: the trainer's ranks agree on a set-up
 		 * failure and only the lowest failing one prints it */
-		if (!rank_says(l, rank, line, sizeof(line)))
+		if (!hp__rank_says(l->jobdir, rank, line, sizeof(line)))
 			for (int k = 0; k < l->nranks; k++) {
 				char other[sizeof(line)];
 				if (k != rank &&
-				    rank_says(l, k, other, sizeof(other))) {
+				    hp__rank_says(l->jobdir, k, other,
+						  sizeof(other))) {
 					rank = k;
 					memcpy(line, other, sizeof(line));
 					break;

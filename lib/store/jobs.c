@@ -119,6 +119,8 @@ static int exists_id(struct hp__conn *c, const char *sql, int64_t id, bool *yes,
 
 static const char sql_token_exists[] = "SELECT 1 FROM tokens WHERE id = ?";
 static const char sql_model_exists[] = "SELECT 1 FROM models WHERE id = ?";
+static const char sql_dataset_exists[] =
+    "SELECT 1 FROM datasets WHERE name = ?";
 
 int hp_store_job_add(struct hp_store *s, const struct hp_store_job_new *in,
 		     int64_t *id, struct hp_error *err)
@@ -163,6 +165,33 @@ int hp_store_job_add(struct hp_store *s, const struct hp_store_job_new *in,
 		if (!yes) {
 			rc = hp_error_set(err, HP_ENOENT, "no model %lld",
 					  (long long)in->model_id);
+			goto out;
+		}
+	}
+	if (strcmp(in->data, "fashion-mnist") &&
+	    strcmp(in->data, "synthetic")) {
+		/* a registered dataset, in the same transaction as the
+		 * insert: one removed meanwhile (the caller checked it before
+		 * planning) is not left to fail the job at its launch */
+		sqlite3_stmt *q = hp__stmt(c, sql_dataset_exists, err);
+		if (!q) {
+			rc = err ? err->code : HP_EIO;
+			goto out;
+		}
+		hp__bind_text(q, 1, in->data);
+		rc = sqlite3_step(q);
+		yes = rc == SQLITE_ROW;
+		rc = rc == SQLITE_ROW || rc == SQLITE_DONE
+			 ? 0
+			 : hp__dberr(c, rc, "lookup", err);
+		hp__stmt_done(q);
+		if (rc)
+			goto out;
+		if (!yes) {
+			rc = hp_error_set(err, HP_EINVAL,
+					  "data '%s' is not fashion-mnist, "
+					  "synthetic or a registered dataset",
+					  in->data);
 			goto out;
 		}
 	}

@@ -588,7 +588,12 @@ int hp_store_dataset_remove(struct hp_store *s, const char *name,
 				"dataset '%s': jobs that have not ended use "
 				"it (cancel them, or wait for them to end)",
 				name)
-		 : hp_error_set(err, HP_ENOENT, "no dataset '%s'", name);
+	     : rc == SQLITE_DONE
+		 ? hp_error_set(err, HP_ENOENT, "no dataset '%s'", name)
+		 : hp_error_set(err, HP_EIO,
+				"dataset '%s': the store could not be read "
+				"(SQLite %d)",
+				name, rc);
 out:
 	hp__conn_put(s, c);
 	return rc;

@@ -146,6 +146,14 @@ HP_TEST(deploy_telling_line_of_a_log)
 	ASSERT_STR_EQ(
 	    hp__telling_line("starting\nstep 1\n-----\n\n", buf, sizeof(buf)),
 	    "step 1");
+	/* the trainer's error before a library's start-up warning */
+	ASSERT_STR_EQ(
+	    hp__telling_line("mca_base_component_repository_open: unable to "
+			     "open mca_btl_openib: cannot open shared "
+			     "object file\nhetpool-train: warning: x\n"
+			     "hetpool-train: --model m.json: bad\nstep 1\n",
+			     buf, sizeof(buf)),
+	    "hetpool-train: --model m.json: bad");
 	ASSERT_STR_EQ(hp__telling_line("-----\n", buf, sizeof(buf)), "");
 	ASSERT_STR_EQ(hp__telling_line("", buf, sizeof(buf)), "");
 }

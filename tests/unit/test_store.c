@@ -2093,6 +2093,23 @@ HP_TEST(store_datasets_and_estimator_versions)
 	ASSERT_EQ_INT(hp_store_dataset_list(s, &dl, &n, &err), 0);
 	ASSERT_EQ_INT(n, 1);
 	hp_store_dataset_list_free(dl, n);
+	{
+		/* a job reads it: not removed until the job has ended; a
+		 * job on a dataset that is not registered is not added */
+		struct hp_store_job_new in = {.description = "{}",
+					      .data = "mnist-local"};
+		int64_t jid = 0;
+		ASSERT_EQ_INT(hp_store_job_add(s, &in, &jid, &err), 0);
+		ASSERT_EQ_INT(hp_store_dataset_remove(s, "mnist-local", &err),
+			      HP_EBUSY);
+		ASSERT(strstr(err.msg, "not ended") != NULL);
+		ASSERT_EQ_INT(hp_store_job_transition(s, jid, HP_JOB_CANCELLED,
+						      "cancelled", &err),
+			      0);
+		in.data = "never-registered";
+		ASSERT_EQ_INT(hp_store_job_add(s, &in, &jid, &err), HP_EINVAL);
+		ASSERT(strstr(err.msg, "never-registered") != NULL);
+	}
 	ASSERT_EQ_INT(hp_store_dataset_remove(s, "mnist-local", &err), 0);
 	ASSERT_EQ_INT(hp_store_dataset_remove(s, "mnist-local", &err),
 		      HP_ENOENT);
