@@ -734,11 +734,37 @@ static int read_fits(const struct hp_lrfind_series *s,
 		     r->logfit.a, r->logfit.b < 0 ? "-" : "+",
 		     fabs(r->logfit.b), floor_loss);
 
-	if (gm == GRID - 1 && r->fit_end == r->analysed && r->diverged_at < 0)
-		warn(r,
-		     "the loss was still falling at the highest rate tried "
-		     "(%.3g): its minimum may lie beyond; widen the range",
-		     s->pts[r->fit_end - 1].lr);
+	if (r->fit_end == r->analysed && r->diverged_at < 0) {
+		/* No rise seen up to the highest rate.  Whether the loss was
+		 * still falling there is the data's to say (the smoothed loss
+		 * lowest at the end, and lower by more than the noise than a
+		 * decade before), not the polynomial's: at a flat end its
+		 * minimum lands at the edge, and a loss still falling can
+		 * have the fit dip below it inside the range. */
+		const double *sm = r->smooth;
+		int last = r->analysed - 1, j0 = last, lo = 0;
+		bool at_end, falling;
+		for (int i = 1; i <= last; i++)
+			if (sm[i] < sm[lo])
+				lo = i;
+		while (j0 > 0 && s->pts[j0 - 1].lr >= s->pts[last].lr / 10)
+			j0--;
+		at_end = lo >= last - r->window / 2;
+		falling = at_end && sm[j0] - sm[lo] > NOISE_DROP * r->noise;
+		if (falling)
+			warn(r,
+			     "the loss was still falling at the highest rate "
+			     "tried (%.3g): its minimum may lie beyond; widen "
+			     "the range",
+			     s->pts[last].lr);
+		else if (gm == GRID - 1 || at_end)
+			warn(r,
+			     "the loss stayed at its floor up to the highest "
+			     "rate tried (%.3g): no rise was seen, so where "
+			     "larger rates stop helping is not known; a wider "
+			     "range would show it",
+			     s->pts[last].lr);
+	}
 	if (log10(s->pts[r->descent_idx].lr) - log10(s->pts[0].lr) <
 	    NO_PLATEAU_DECADES)
 		warn(r,

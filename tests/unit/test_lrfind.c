@@ -812,6 +812,19 @@ HP_TEST(lrfind_warns_when_range_cuts_the_curve)
 	ASSERT_EQ_INT(analyse_curve(&shapes[0], -5, 1, 200, &r, &err), 0);
 	ASSERT_EQ_INT(r.nwarnings, 0);
 	hp_lrfind_result_release(&r);
+
+	/* Falls, then stays at its floor to the top with no blow-up: not
+	 * "still falling" (the data is flat there), but no rise was seen */
+	{
+		const struct curve flat_end = {2.3, 2.0, -3.0, 0.3, 0, 10, 1};
+		ASSERT_EQ_INT(analyse_curve(&flat_end, -5, 1, 200, &r, &err),
+			      0);
+		ASSERT(r.nwarnings >= 1);
+		ASSERT(strstr(r.warnings[0], "stayed at its floor") != NULL);
+		for (int i = 0; i < r.nwarnings; i++)
+			ASSERT(strstr(r.warnings[i], "still falling") == NULL);
+		hp_lrfind_result_release(&r);
+	}
 }
 
 /* ---- metrics.jsonl ---- */
