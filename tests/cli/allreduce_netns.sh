@@ -82,11 +82,12 @@ fi
 	model=$(cd "${HP_ROOT:-.}" && pwd)/tests/data/train/wide-mlp.json
 	# Open MPI leaks at exit (its plugins); the sanitizer build's ranks
 	# keep every other check (as tests/cli/train.sh runs them)
-	train() { # OUT [MCA]: 5 steps between the 2 namespaces
+	train() { # OUT [MCA]: 5 steps between the 2 namespaces (a second
+		# try, on a busy machine, starts over in the same OUT)
 		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 			NETNS_MCA="${2:-}" netns_mpirun 2 "$HP_BIN/hetpool-train \
 			--model $model --data synthetic --batch 8 --steps 5 \
-			--threads 1 --eval-samples 8 --out $1" >"$1.out" 2>&1
+			--threads 1 --eval-samples 8 --overwrite --out $1" >"$1.out" 2>&1
 	}
 	exchange() { # METRICS: the median exchange, seconds
 		python3 - "$1" <<'EOF2'
