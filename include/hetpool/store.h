@@ -326,7 +326,8 @@ struct hp_store_job_patch {
 	double predicted_start_at_s, predicted_end_at_s;
 	enum hp_backend backend;
 };
-/* Write the fields named in p->fields (any state). */
+/* Write the fields named in p->fields (any state; the reason only while
+ * the job has not ended: an ended job's reason is the one its end gave). */
 int hp_store_job_update(struct hp_store *s, int64_t id,
 			const struct hp_store_job_patch *p,
 			struct hp_error *err);

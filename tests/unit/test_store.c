@@ -1264,6 +1264,17 @@ HP_TEST(store_jobs_listed_by_state_owner_and_page_and_updated)
 		ASSERT_STR_EQ(j.deploy_id, "j-7");
 		hp_store_job_release(&j);
 		ASSERT_EQ_INT(hp_store_job_update(s, 999, &p, &err), HP_ENOENT);
+		/* an ended job's reason is final */
+		ASSERT_EQ_INT(
+		    hp_store_job_transition(s, ids[1], HP_JOB_CANCELLED,
+					    "cancelled by alice", &err),
+		    0);
+		p.fields = HP_JOB_F_REASON;
+		p.reason = "waiting for devices";
+		ASSERT_EQ_INT(hp_store_job_update(s, ids[1], &p, &err), 0);
+		ASSERT_EQ_INT(hp_store_job_get(s, ids[1], &j, &err), 0);
+		ASSERT_STR_EQ(j.reason, "cancelled by alice");
+		hp_store_job_release(&j);
 	}
 	/* A description is required. */
 	{
