@@ -137,6 +137,43 @@ sel = sorted(i["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.produ
 assert sel == ["NVIDIA-A100-PCIE-40GB", "NVIDIA-H100-80GB-HBM3", "NVIDIA-H200", "Tesla-V100-PCIE-16GB"], sel
 PY
 
+# On a claim (--k8s-volume) each job's outputs go to a folder of its own
+# (subPath: its id), for the launcher and the workers alike; the launcher
+# is not retried.
+expect_status k8s_claim_run 0 "$HP" run "$TMP/single.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply --k8s-volume shared-out --json
+pycheck k8s_claim_subpath "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+outs = []
+def walk(x):
+    if isinstance(x, dict):
+        if x.get("name") == "out" and "mountPath" in x:
+            outs.append(x)
+        for v in x.values():
+            walk(v)
+    elif isinstance(x, list):
+        for v in x:
+            walk(v)
+walk(m)
+assert len(outs) >= 2 and all(o.get("subPath") == j["id"] for o in outs), outs
+vols = []
+def vwalk(x):
+    if isinstance(x, dict):
+        if x.get("name") == "out" and "persistentVolumeClaim" in x:
+            vols.append(x)
+        for v in x.values():
+            vwalk(v)
+    elif isinstance(x, list):
+        for v in x:
+            vwalk(v)
+vwalk(m)
+assert vols and all(v["persistentVolumeClaim"]["claimName"] == "shared-out" for v in vols), vols
+mj = [i for i in m if i["kind"] == "MPIJob"]
+assert not mj or mj[0]["spec"]["runPolicy"]["backoffLimit"] == 0, mj[0]["spec"]["runPolicy"]
+PY
+
 # kubectl apply that fails part way (here: a cluster that does not
 # answer, the real kubectl) is followed by a delete of what it may have
 # made; that failing too, the job's reason says what to run by hand.
