@@ -540,30 +540,18 @@ static int check_trainable(struct hd *d, const struct hp_api_job *j,
 
 	memset(&spec, 0, sizeof(spec));
 	if (!j->model_id) {
-		rc = hp_spec_parse_only(j->spec, strlen(j->spec), &spec, err);
+		rc = hp_spec_for_training(j->spec, strlen(j->spec), NULL, &spec,
+					  err);
 	} else if ((rc = hp_store_model_get(d->store, j->model_id, true, &sm,
 					    err)) == 0) {
-		if (sm.kind == HP_MODEL_ONNX) {
-			struct hp_graph *g =
-			    hp_onnx_parse(sm.data, (size_t)sm.size, err);
-			rc = g ? hp_spec_from_graph(g, NULL, true, &spec, err)
-			       : (err->code ? err->code : HP_EINVAL);
-			hp_graph_free(g);
-			if (rc)
-				hp_error_prefix(err,
-						"the trainer cannot train "
-						"model %lld",
-						(long long)j->model_id);
-		} else {
-			rc = hp_spec_parse_only(sm.data, (size_t)sm.size, &spec,
-						err);
-		}
+		rc = hp_spec_for_training(sm.data, (size_t)sm.size, NULL, &spec,
+					  err);
+		if (rc)
+			hp_error_prefix(err,
+					"the trainer cannot train model %lld",
+					(long long)j->model_id);
 		hp_store_model_release(&sm);
 	}
-	if (!rc && spec.classes < 2)
-		rc = hp_error_set(err, HP_EINVAL,
-				  "the model has no \"classes\" (at least 2): "
-				  "the trainer trains classifiers");
 	if (!rc && !strcmp(j->data, "fashion-mnist") &&
 	    (spec.input[0] != 1 || spec.input[1] != 28 || spec.input[2] != 28))
 		rc = hp_error_set(err, HP_ESHAPE,

@@ -842,21 +842,27 @@ static int resume(struct tr_run *t, struct hp_error *err)
 		goto done;
 	}
 	/* the optimizer's settings (checkpoints since 2 December say them) */
-	if (t->o->opt == HP_OPT_SGD && (v = json_object_get(m, "momentum")) &&
-	    json_number_value(v) != t->o->momentum) {
-		rc = hp_error_set(err, HP_EINVAL,
-				  "the checkpoint was written with --momentum "
-				  "%g; this run has %g",
-				  json_number_value(v), t->o->momentum);
-		goto done;
-	}
-	if ((v = json_object_get(m, "weight_decay")) &&
-	    json_number_value(v) != t->o->weight_decay) {
-		rc = hp_error_set(err, HP_EINVAL,
-				  "the checkpoint was written with "
-				  "--weight-decay %g; this run has %g",
-				  json_number_value(v), t->o->weight_decay);
-		goto done;
+	{
+		const struct {
+			const char *key, *opt;
+			double now;
+			bool used;
+		} set[] = {{"momentum", "--momentum", t->o->momentum,
+			    t->o->opt == HP_OPT_SGD},
+			   {"weight_decay", "--weight-decay",
+			    t->o->weight_decay, true}};
+		for (size_t k = 0; k < sizeof(set) / sizeof(set[0]); k++)
+			if (set[k].used &&
+			    (v = json_object_get(m, set[k].key)) &&
+			    json_number_value(v) != set[k].now) {
+				rc = hp_error_set(
+				    err, HP_EINVAL,
+				    "the checkpoint was written with %s %g; "
+				    "this run has %g",
+				    set[k].opt, json_number_value(v),
+				    set[k].now);
+				goto done;
+			}
 	}
 	if ((rc = check_meta(t, m, err)))
 		goto done;
@@ -1448,44 +1454,20 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 	size_t len = 0;
 	int rc =
 	    hp_read_file(t->o->model, HP_MODEL_MAX_FILE_BYTES, &buf, &len, err);
-	size_t i = 0;
 
 	if (rc)
 		return rc;
-	while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\t' ||
-			   buf[i] == '\r'))
-		i++;
-	if (i < len && buf[i] != '{' && buf[i] != '[' &&
-	    (unsigned char)buf[i] != 0xef) {
-		/* an ONNX CNN: its layers, at --input-shape */
-		struct hp_graph *g = hp_onnx_parse(buf, len, err);
-		free(buf);
-		if (!g)
-			return err->code ? err->code : HP_EINVAL;
-		rc = hp_spec_from_graph(
-		    g, t->o->input_shape[0] ? t->o->input_shape : NULL, true,
-		    &t->spec, err);
-		hp_graph_free(g);
-		/* what the conversion took otherwise than the file writes
-		 * (rank 0 says it once) */
-		for (int i = 0; !rc && !t->r && i < t->spec.nnotes; i++)
-			tr_note("%s", t->spec.notes[i]);
-	} else {
-		if (t->o->input_shape[0]) {
-			free(buf);
-			return hp_error_set(err, HP_EINVAL,
-					    "--input-shape is for ONNX models; "
-					    "a spec says its own \"input\"");
-		}
-		rc = hp_spec_parse_only(buf, len, &t->spec, err);
-		free(buf);
-	}
+	/* a spec, or an ONNX CNN's layers at --input-shape */
+	rc = hp_spec_for_training(
+	    buf, len, t->o->input_shape[0] ? t->o->input_shape : NULL, &t->spec,
+	    err);
+	free(buf);
 	if (rc)
 		return rc;
-	if (t->spec.classes < 2)
-		return hp_error_set(err, HP_EINVAL,
-				    "the spec has no \"classes\" (at least "
-				    "2): the trainer trains classifiers");
+	/* what an ONNX conversion took otherwise than the file writes
+	 * (rank 0 says it once) */
+	for (int i = 0; !t->r && i < t->spec.nnotes; i++)
+		tr_note("%s", t->spec.notes[i]);
 	/* a model that scales its own input (x / 255) gets the data the
 	 * trainer gives every model, standardized already */
 	for (int i = 0; t->r == 0 && strcmp(t->o->data, "synthetic") &&

@@ -338,6 +338,19 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 		       bool with_loss, struct hp_spec *out,
 		       struct hp_error *err);
 
+/*
+ * The spec the trainer trains, from a model file's bytes: a hetpool spec
+ * (JSON: it begins with '{', '[' or a UTF-8 BOM), or an ONNX CNN converted
+ * with its loss (hp_spec_from_graph()) at input_shape (NULL: its own; a
+ * spec takes none, HP_EINVAL).  Refuses a model without "classes" (at
+ * least 2): the trainer trains classifiers.  Release with
+ * hp_spec_release().  (hetpool-train, and hetpoold before it accepts a
+ * job.)
+ */
+int hp_spec_for_training(const void *data, size_t len,
+			 const int64_t *input_shape, struct hp_spec *out,
+			 struct hp_error *err);
+
 /* Build the graph of a parsed spec. */
 struct hp_graph *hp_spec_to_graph(const struct hp_spec *s,
 				  struct hp_error *err);

@@ -1786,3 +1786,37 @@ out:
 		hp_spec_release(s);
 	return rc;
 }
+
+int hp_spec_for_training(const void *data, size_t len,
+			 const int64_t *input_shape, struct hp_spec *out,
+			 struct hp_error *err)
+{
+	const unsigned char *b = data;
+	size_t i = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	while (i < len &&
+	       (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r'))
+		i++;
+	if (i < len && b[i] != '{' && b[i] != '[' && b[i] != 0xef) {
+		struct hp_graph *g = hp_onnx_parse(data, len, err);
+		if (!g)
+			return err && err->code ? err->code : HP_EINVAL;
+		rc = hp_spec_from_graph(g, input_shape, true, out, err);
+		hp_graph_free(g);
+	} else if (input_shape) {
+		return hp_error_set(err, HP_EINVAL,
+				    "--input-shape is for ONNX models; a spec "
+				    "says its own \"input\"");
+	} else {
+		rc = hp_spec_parse_only(data, len, out, err);
+	}
+	if (!rc && out->classes < 2) {
+		hp_spec_release(out);
+		rc = hp_error_set(err, HP_EINVAL,
+				  "the model has no \"classes\" (at least 2): "
+				  "the trainer trains classifiers");
+	}
+	return rc;
+}
