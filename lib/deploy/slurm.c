@@ -89,27 +89,28 @@ static int slurm_check(struct hp__submit *s, struct hp_error *err)
 				    "the jobs folder '%s' must have no blanks "
 				    "or quotes: #SBATCH lines name it",
 				    s->d->jobs_dir);
-	if (o->partition && !opt_ok(o->partition, "-_."))
-		return hp_error_set(err, HP_EINVAL,
-				    "partition '%.64s': give letters, digits "
-				    "and '-_.'",
-				    o->partition);
-	if (o->account && !opt_ok(o->account, "-_."))
-		return hp_error_set(err, HP_EINVAL,
-				    "account '%.64s': give letters, digits and "
-				    "'-_.'",
-				    o->account);
+	{
+		const struct {
+			const char *what, *value, *extra;
+		} opts[] = {{"partition", o->partition, "-_."},
+			    {"account", o->account, "-_."},
+			    {"Slurm MPI type", o->slurm_mpi, "-_"}};
+		for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
+			if (opts[k].value &&
+			    !opt_ok(opts[k].value, opts[k].extra))
+				return hp_error_set(err, HP_EINVAL,
+						    "%s '%.64s': give letters, "
+						    "digits and '%s'",
+						    opts[k].what, opts[k].value,
+						    opts[k].extra);
+	}
 	if (o->time_limit && !slurm_time_ok(o->time_limit))
 		return hp_error_set(err, HP_EINVAL,
 				    "time limit '%.64s': give one of sbatch's "
 				    "forms, minutes (90), H:M:S (1:30:00), "
 				    "D-H[:M[:S]] (2-12) or UNLIMITED",
 				    o->time_limit);
-	if (o->slurm_mpi && !opt_ok(o->slurm_mpi, "-_"))
-		return hp_error_set(err, HP_EINVAL,
-				    "Slurm MPI type '%.64s': give letters, "
-				    "digits and '-_'",
-				    o->slurm_mpi);
+
 	for (int c = 0; c < s->plan->ncomps; c++)
 		if (s->plan->comps[c].gpu &&
 		    (rc = hp__map_get(o->gres_map, s->plan->comps[c].type, gres,

@@ -146,29 +146,20 @@ pycheck k8s_claim_subpath "$TMP/out" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
-outs = []
-def walk(x):
+def find(x, pred, found):
+    """every object in the manifests that pred accepts"""
     if isinstance(x, dict):
-        if x.get("name") == "out" and "mountPath" in x:
-            outs.append(x)
+        if pred(x):
+            found.append(x)
         for v in x.values():
-            walk(v)
+            find(v, pred, found)
     elif isinstance(x, list):
         for v in x:
-            walk(v)
-walk(m)
+            find(v, pred, found)
+    return found
+outs = find(m, lambda x: x.get("name") == "out" and "mountPath" in x, [])
 assert len(outs) >= 2 and all(o.get("subPath") == j["id"] for o in outs), outs
-vols = []
-def vwalk(x):
-    if isinstance(x, dict):
-        if x.get("name") == "out" and "persistentVolumeClaim" in x:
-            vols.append(x)
-        for v in x.values():
-            vwalk(v)
-    elif isinstance(x, list):
-        for v in x:
-            vwalk(v)
-vwalk(m)
+vols = find(m, lambda x: x.get("name") == "out" and "persistentVolumeClaim" in x, [])
 assert vols and all(v["persistentVolumeClaim"]["claimName"] == "shared-out" for v in vols), vols
 mj = [i for i in m if i["kind"] == "MPIJob"]
 assert not mj or mj[0]["spec"]["runPolicy"]["backoffLimit"] == 0, mj[0]["spec"]["runPolicy"]
