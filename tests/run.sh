@@ -21,7 +21,9 @@ skipped=0
 unit_limit=${HP_UNIT_TIMEOUT:-1200}
 script_limit=${HP_SCRIPT_TIMEOUT:-900}
 out=$(mktemp)
+t0=$SECONDS
 timeout -k 10 "$unit_limit" "$HP_BIN/hp_unit" | tee "$out"
+echo "time hp_unit $((SECONDS - t0)) s"
 line=$(grep -E '^unit: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
 s=$(grep -E '^unit: [0-9]+ skipped$' "$out" | tail -n 1 | sed -E 's/unit: ([0-9]+) skipped/\1/')
 skipped=$((skipped + ${s:-0}))
@@ -39,9 +41,11 @@ rm -f "$out"
 for t in "$root"/tests/cli/*.sh "$root"/tests/integration/*.sh; do
 	[ -f "$t" ] || continue
 	out=$(mktemp)
+	t0=$SECONDS
 	timeout -k 10 "$script_limit" bash "$t" >"$out" 2>&1
 	rc=$?
 	cat "$out"
+	echo "time $(basename "$t") $((SECONDS - t0)) s"
 	p=$(grep -c '^ok ' "$out")
 	f=$(grep -c '^FAIL ' "$out")
 	s=$(grep -c '^skip ' "$out")
@@ -59,5 +63,6 @@ for t in "$root"/tests/cli/*.sh "$root"/tests/integration/*.sh; do
 done
 
 echo "$skipped skipped (cannot run on this machine: see the 'skip' lines above)"
+echo "time: $SECONDS s in all"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -25,6 +26,7 @@
 struct entry {
 	const char *name;
 	hp_test_fn fn;
+	double seconds; /* wall time of its run, for the slowest list */
 };
 static struct entry tests[MAX_TESTS];
 static int ntests;
@@ -92,6 +94,40 @@ static int cmp(const void *a, const void *b)
 		      ((const struct entry *)b)->name);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int by_seconds(const void *a, const void *b)
+{
+	double x = (*(const struct entry *const *)a)->seconds;
+	double y = (*(const struct entry *const *)b)->seconds;
+	return (x < y) - (x > y);
+}
+
+/* The slowest tests and the total, where the suite's time goes. */
+static void print_slowest(int n)
+{
+	static struct entry *order[MAX_TESTS];
+	double total = 0;
+	int m = 0;
+
+	for (int i = 0; i < ntests; i++)
+		if (tests[i].seconds > 0) {
+			order[m++] = &tests[i];
+			total += tests[i].seconds;
+		}
+	qsort(order, (size_t)m, sizeof(order[0]), by_seconds);
+	printf("unit: %.0f s in %d tests; the slowest:", total, m);
+	for (int i = 0; i < m && i < n; i++)
+		printf(" %s %.1f s%s", order[i]->name, order[i]->seconds,
+		       i + 1 < m && i + 1 < n ? "," : "");
+	printf("\n");
+}
+
 static bool selected(const char *name, int argc, char **argv)
 {
 	if (argc == 0)
@@ -131,6 +167,7 @@ int main(int argc, char **argv)
 				test_dir[0] = '\0'; /* hp_test_tmpdir() fails */
 		}
 		fflush(stdout);
+		double t0 = now_s();
 		pid_t pid = fork();
 		if (pid < 0) {
 			perror("fork");
@@ -145,6 +182,7 @@ int main(int argc, char **argv)
 		int st = 0;
 		while (waitpid(pid, &st, 0) < 0)
 			;
+		tests[i].seconds = now_s() - t0;
 		if (test_dir[0])
 			nftw(test_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
@@ -167,6 +205,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!list) {
+		print_slowest(12);
 		printf("unit: %d skipped\n", skipped);
 		printf("unit: %d passed, %d failed\n", passed, failed);
 	}
