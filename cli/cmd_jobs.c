@@ -47,8 +47,9 @@ static const char jobs_help[] =
     "                  else ~/.local/state/hetpool/jobs\n"
     "  --json          print a JSON array of the jobs\n"
     "\n"
-    "exit status: 0 listed, 1 the jobs folder cannot be read, 2 bad "
-    "options.\n"
+    "exit status: 0 listed, 1 the jobs folder cannot be read (or a job's\n"
+    "job.json is damaged: that job is named on stderr and the rest are\n"
+    "listed), 2 bad options.\n"
     "\n"
     "examples:\n"
     "  hetpool jobs\n"
@@ -184,6 +185,17 @@ static int one_id(int argc, char **argv, const char *cmd, const char **id)
 	return 0;
 }
 
+/* A job folder whose job.json is damaged: said on stderr, the list goes
+ * on, and the command ends with status 1 (as ls does for what it could
+ * not read). */
+static void damaged_job(const char *id, const char *why, void *ud)
+{
+	int *status = ud;
+
+	fprintf(stderr, "hetpool: jobs: job %s is left out: %s\n", id, why);
+	*status = EXIT_FAIL;
+}
+
 static int cmd_jobs(int argc, char **argv)
 {
 	struct fopts o = {0};
@@ -205,7 +217,8 @@ static int cmd_jobs(int argc, char **argv)
 				 o.state);
 	if (!(d = open_jobs(&o, "jobs", &status)))
 		return status;
-	if ((rc = hp_deploy_list(d, true, &jobs, &n, &err))) {
+	if ((rc = hp_deploy_list(d, true, &jobs, &n, damaged_job, &status,
+				 &err))) {
 		status = cli_error(cli_status_for(rc), "jobs: %s", err.msg);
 		goto out;
 	}

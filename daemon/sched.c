@@ -693,7 +693,7 @@ static int find_deployment(struct hd *d, int64_t id, char *dep, size_t n,
 	int k = 0, rc = HP_ENOENT;
 
 	snprintf(label, sizeof(label), LABEL_PREFIX "%lld", (long long)id);
-	if (hp_deploy_list(d->deploy, false, &jobs, &k, NULL))
+	if (hp_deploy_list(d->deploy, false, &jobs, &k, NULL, NULL, NULL))
 		return HP_EIO;
 	for (int i = 0; i < k; i++)
 		if (!strcmp(jobs[i].name, label)) {

@@ -379,9 +379,17 @@ int hp_deploy_status(struct hp_deploy *d, const char *id, bool refresh,
 int hp_deploy_k8s_logs_argv(const struct hp_deploy *d, const struct hp_job *j,
 			    bool follow, char ***argv, struct hp_error *err);
 void hp_deploy_argv_free(char **argv);
-/* Every job, oldest first, into a new array (hp_job_list_free()). */
+/*
+ * Every job, oldest first, into a new array (hp_job_list_free()).  A folder
+ * without a state file is not a job (or one still being made) and is
+ * passed over; one whose state file cannot be read or parsed is left out
+ * of the list and, when damaged is not NULL, reported to it (the job's id
+ * and why), so that a caller can say so rather than lose the job silently.
+ */
+typedef void hp_deploy_damaged_fn(const char *id, const char *why, void *ud);
 int hp_deploy_list(struct hp_deploy *d, bool refresh, struct hp_job **out,
-		   int *n, struct hp_error *err);
+		   int *n, hp_deploy_damaged_fn *damaged, void *ud,
+		   struct hp_error *err);
 /*
  * Cancel a job: the backend is told to stop it (SIGTERM to its workers,
  * which stop at a step boundary; SIGKILL after grace_s; scancel; kubectl

@@ -757,7 +757,8 @@ static int by_time(const void *a, const void *b)
 }
 
 int hp_deploy_list(struct hp_deploy *d, bool refresh, struct hp_job **out,
-		   int *n, struct hp_error *err)
+		   int *n, hp_deploy_damaged_fn *damaged, void *ud,
+		   struct hp_error *err)
 {
 	DIR *dir = opendir(d->jobs_dir);
 	struct dirent *e;
@@ -788,11 +789,20 @@ int hp_deploy_list(struct hp_deploy *d, bool refresh, struct hp_job **out,
 			jobs = nj;
 			cap = nc;
 		}
-		/* A folder that is not a job (no state file) is skipped; a
-		 * backend that cannot be asked leaves the state as it was. */
-		if (load_refreshed(d, path, refresh, &jobs[*n], &lerr) &&
-		    hp__job_load(path, &jobs[*n], NULL))
-			continue;
+		/* A backend that cannot be asked leaves the state as it was;
+		 * a folder that is not a job (no state file) is passed over,
+		 * one whose state file is damaged is reported. */
+		if (load_refreshed(d, path, refresh, &jobs[*n], &lerr)) {
+			struct hp_error perr = {0};
+			int prc = hp__job_load(path, &jobs[*n], &perr);
+			if (prc == HP_ENOENT)
+				continue;
+			if (prc) {
+				if (damaged)
+					damaged(e->d_name, perr.msg, ud);
+				continue;
+			}
+		}
 		(*n)++;
 	}
 	closedir(dir);

@@ -371,15 +371,16 @@ int hp_store_job_update(struct hp_store *s, int64_t id,
 			struct hp_error *err)
 {
 	/* Each field is written when its flag (?1) has the bit; the reason
-	 * only while the job has not ended: the one its end gave it (a
-	 * cancel's "cancelled by NAME", a failure's why) is final, whatever
-	 * a scheduler pass that read the job before it ended writes after
-	 * ("waiting for devices" over a cancelled job's reason). */
+	 * only while the job has not ended and no cancel was asked for: the
+	 * one its end or the cancel gave it (a cancel's "cancelled by NAME",
+	 * a failure's why) is final, whatever a scheduler pass that read the
+	 * job before writes after ("waiting for devices", or a backend's
+	 * "apply the manifests", over a cancelled job's reason). */
 	static const char sql[] =
 	    "UPDATE jobs SET"
 	    " plan = CASE WHEN ?1 & 1 THEN ?2 ELSE plan END,"
 	    " reason = CASE WHEN ?1 & 2 AND state IN ('queued', 'starting',"
-	    "  'running') THEN ?3 ELSE reason END,"
+	    "  'running') AND NOT cancel_requested THEN ?3 ELSE reason END,"
 	    " predicted_start_at_s = CASE WHEN ?1 & 4 THEN ?4"
 	    "  ELSE predicted_start_at_s END,"
 	    " predicted_end_at_s = CASE WHEN ?1 & 4 THEN ?5"

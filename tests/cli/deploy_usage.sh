@@ -90,6 +90,18 @@ expect_status usage_cancel_once 0 "$HP" cancel "$ID"
 expect_status usage_cancel_twice 2 "$HP" cancel "$ID"
 expect_err usage_cancel_twice_says "already been cancelled"
 
+# A job whose job.json is damaged is named, not silently left out; the
+# other jobs are still listed, and stdout stays a JSON array.
+expect_status usage_k8s_job_damaged 0 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply
+BAD=$(cat "$TMP/out")
+printf '{"id": "%s", "state": ' "$BAD" >"$HETPOOL_JOBS_DIR/$BAD/job.json"
+expect_status usage_jobs_damaged 1 "$HP" jobs --json
+expect_err usage_jobs_damaged_says "job $BAD is left out"
+if /usr/bin/python3 -c 'import json,sys; ids=[j["id"] for j in json.load(open(sys.argv[1]))]; sys.exit(0 if ids == [sys.argv[2]] else 1)' \
+	"$TMP/out" "$ID"; then ok usage_jobs_damaged_lists_rest; else fail usage_jobs_damaged_lists_rest "$(cat "$TMP/out")"; fi
+rm -rf "${HETPOOL_JOBS_DIR:?}/$BAD"
+
 # The job's own steps, run by its launchers, refuse wrong arguments.
 expect_status usage_helper_args 2 "$HP" _rank
 expect_status usage_helper_stage 2 "$HP" _stage "$TMP/nonexistent.json" "$TMP/dest"

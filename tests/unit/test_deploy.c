@@ -932,7 +932,7 @@ static void *submit_thread(void *p)
 		if (hp_deploy_submit(x->d, &x->s->plan, &x->s->t, &x->s->o,
 				     x->ids[i], &err))
 			HP_FAIL("submit: %s", err.msg);
-		if (hp_deploy_list(x->d, true, &jobs, &n, &err))
+		if (hp_deploy_list(x->d, true, &jobs, &n, NULL, NULL, &err))
 			HP_FAIL("list: %s", err.msg);
 		hp_job_list_free(jobs, n);
 	}
@@ -962,7 +962,7 @@ HP_TEST(deploy_submit_from_many_threads)
 	}
 	for (int i = 0; i < 8; i++)
 		pthread_join(t[i], NULL);
-	ASSERT_EQ_INT(hp_deploy_list(d, true, &jobs, &n, &err), 0);
+	ASSERT_EQ_INT(hp_deploy_list(d, true, &jobs, &n, NULL, NULL, &err), 0);
 	ASSERT_EQ_INT(n, 40);
 	for (int i = 0; i < n; i++) {
 		char path[1200];

@@ -1275,6 +1275,23 @@ HP_TEST(store_jobs_listed_by_state_owner_and_page_and_updated)
 		ASSERT_EQ_INT(hp_store_job_get(s, ids[1], &j, &err), 0);
 		ASSERT_STR_EQ(j.reason, "cancelled by alice");
 		hp_store_job_release(&j);
+		/* and so is a running job's once a cancel was asked for: a
+		 * pass that read the job before the cancel does not replace
+		 * "cancelled by NAME" with the backend's waiting reason */
+		{
+			enum hp_job_state now;
+			ASSERT_EQ_INT(hp_store_job_cancel(s, ids[3], 0,
+							  "cancelled by bob",
+							  &now, &err),
+				      0);
+			ASSERT_EQ_INT(now, HP_JOB_RUNNING);
+		}
+		p.reason = "apply the manifests";
+		ASSERT_EQ_INT(hp_store_job_update(s, ids[3], &p, &err), 0);
+		ASSERT_EQ_INT(hp_store_job_get(s, ids[3], &j, &err), 0);
+		ASSERT_STR_EQ(j.reason, "cancelled by bob");
+		ASSERT(j.cancel_requested);
+		hp_store_job_release(&j);
 	}
 	/* A description is required. */
 	{
