@@ -29,35 +29,47 @@ bool tr_nccl_available(void)
 	return true;
 }
 
+/*
+ * Every rank goes through the same collectives whatever fails on it (a
+ * rank that returned before them would leave the others waiting in them
+ * for ever): each sets itself up (memory, its device; rank 0 the unique
+ * id), all learn whether any failed, and only then is the id broadcast
+ * and the communicator made.
+ */
 struct tr_nccl *tr_nccl_new(struct tr_comm *c, int dev, struct hp_error *err)
 {
 	struct tr_nccl *n = calloc(1, sizeof(*n));
 	ncclUniqueId id;
 	ncclResult_t nr;
-	int ok = 1;
+	int failed = 0;
 
+	memset(&id, 0, sizeof(id));
 	if (!n) {
 		hp_error_set(err, HP_ENOMEM, "out of memory");
-		return NULL;
-	}
-	n->dev = dev;
-	memset(&id, 0, sizeof(id));
-	if (c->rank == 0 && (nr = ncclGetUniqueId(&id)) != ncclSuccess) {
+		failed = 1;
+	} else if (cudaSetDevice(dev) != cudaSuccess) {
+		hp_error_set(err, HP_EDEVICE, "cudaSetDevice(%d) failed", dev);
+		failed = 1;
+	} else if (c->rank == 0 && (nr = ncclGetUniqueId(&id)) != ncclSuccess) {
 		hp_error_set(err, HP_EDEVICE, "ncclGetUniqueId: %s",
 			     ncclGetErrorString(nr));
-		ok = 0;
+		failed = 1;
+	} else {
+		n->dev = dev;
 	}
-	/* every rank learns whether rank 0 has an id */
-	if (tr_bcast(c, &ok, sizeof(ok), 0) || !ok ||
-	    tr_bcast(c, &id, sizeof(id), 0)) {
-		if (c->rank != 0)
-			hp_error_set(err, HP_EDEVICE,
-				     "NCCL: rank 0 has no unique id");
-		free(n);
-		return NULL;
+	/* every rank learns whether any rank failed */
+	if (tr_allreduce_max_int(c, &failed)) {
+		hp_error_set(err, HP_EIO, "NCCL set-up: MPI all-reduce failed");
+		failed = 1;
+	} else if (failed && !err->code) {
+		hp_error_set(err, HP_EDEVICE,
+			     "NCCL set-up failed on another rank (see its "
+			     "message)");
 	}
-	if (cudaSetDevice(dev) != cudaSuccess) {
-		hp_error_set(err, HP_EDEVICE, "cudaSetDevice(%d) failed", dev);
+	if (failed || tr_bcast(c, &id, sizeof(id), 0)) {
+		if (!failed)
+			hp_error_set(err, HP_EIO,
+				     "NCCL set-up: MPI broadcast failed");
 		free(n);
 		return NULL;
 	}
