@@ -68,7 +68,7 @@ static void remove_dir(const char *dir)
 HP_TEST(atomic_writes_and_replaces)
 {
 	const char *dir = hp_test_tmpdir("hp-atomic-");
-	char path[64];
+	char path[4096];
 	struct hp_error err = {0};
 	struct hp_atomic_file af;
 	struct stat st;
@@ -109,7 +109,7 @@ HP_TEST(atomic_writes_and_replaces)
 HP_TEST(atomic_mode_follows_umask)
 {
 	const char *dir = hp_test_tmpdir("hp-atomic-");
-	char path[64];
+	char path[4096];
 	struct hp_error err = {0};
 	struct stat st;
 
@@ -128,7 +128,7 @@ HP_TEST(atomic_mode_follows_umask)
 HP_TEST(atomic_open_failure_names_path_and_reason)
 {
 	const char *dir = hp_test_tmpdir("hp-atomic-");
-	char parent[64], path[96], msg[160];
+	char parent[4096], path[4200], msg[4400];
 	struct hp_error err = {0};
 	struct hp_atomic_file af;
 	char *huge;
@@ -169,7 +169,7 @@ HP_TEST(atomic_open_failure_names_path_and_reason)
 HP_TEST(atomic_failure_leaves_target_unchanged)
 {
 	const char *dir = hp_test_tmpdir("hp-atomic-");
-	char path[64], sub[64], msg[160];
+	char path[4096], sub[4096], msg[4300];
 	struct hp_error err = {0};
 	struct hp_atomic_file af;
 	struct rlimit rl = {.rlim_cur = 16, .rlim_max = RLIM_INFINITY};
@@ -211,7 +211,7 @@ HP_TEST(atomic_failure_leaves_target_unchanged)
 HP_TEST(atomic_abort_leaves_nothing)
 {
 	const char *dir = hp_test_tmpdir("hp-atomic-");
-	char path[64];
+	char path[4096];
 	struct hp_error err = {0};
 	struct hp_atomic_file af, other;
 
@@ -263,7 +263,7 @@ static void *write_many(void *ud)
 HP_TEST(atomic_threads_on_one_path)
 {
 	const char *dir = hp_test_tmpdir("hp-atomic-");
-	char path[64];
+	char path[4096];
 	struct writer w[4];
 	pthread_t th[4];
 	const char *c;
