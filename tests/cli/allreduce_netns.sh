@@ -12,6 +12,7 @@
 # (benchmarks/allreduce_netns.sh, make bench): a suite running beside
 # other work moves measured times by tens of percent.  Skips where
 # namespaces cannot be made (not root, no iproute2/tc, no mpirun).
+# hp-test: alone (it times transfers; tests/run.sh runs nothing beside it)
 . "$(dirname "$0")/lib.sh"
 
 FIT=${HP_BIN}/bench_allreduce_fit
