@@ -124,6 +124,9 @@ static const char help[] =
     "                      label (default: the catalog's product name)\n"
     "  --wait              wait for the job to end; then exit 0 only if it "
     "succeeded\n"
+    "                      (a Kubernetes job whose manifests were not "
+    "applied:\n"
+    "                      exit 1 at once, saying so)\n"
     "  --json              print JSON ({\"id\", \"state\", \"backend\", "
     "\"dir\"})\n"
     "\n"
@@ -270,6 +273,10 @@ static int wait_job(struct hp_deploy *d, const char *id, struct hp_job *job)
 				hp_job_state_name(job->state));
 		last = job->state;
 		if (hp_job_state_terminal(job->state))
+			return 0;
+		/* manifests written, not applied (no cluster): nothing will
+		 * ever move it; the caller says so with its reason */
+		if (job->backend == HP_BACKEND_KUBERNETES && !job->applied)
 			return 0;
 		hp_job_release(job);
 		nanosleep(&ts, NULL);
@@ -450,6 +457,11 @@ static int cmd_run(int argc, char **argv)
 			    t->data);
 		t->data = data;
 	}
+	if (a.wait && so->k8s_no_apply)
+		return cli_error(EXIT_USAGE,
+				 "run: --wait with --no-apply: a job whose "
+				 "manifests are only written never runs here; "
+				 "drop one of them");
 	if (so->stage_dir && so->stage_dir[0] != '/') {
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof(cwd)) ||

@@ -202,6 +202,11 @@ const char *hp__telling_line(const char *text, char *buf, size_t n)
 			buf[0] = '\0';
 		return buf;
 	}
+	/* a line ended "\r\n" (ssh's, through mpirun) keeps no "\r" */
+	while (last_len > 0 &&
+	       (last[last_len - 1] == '\r' || last[last_len - 1] == ' ' ||
+		last[last_len - 1] == '\t'))
+		last_len--;
 	if (last_len >= sizeof(line))
 		last_len = sizeof(line) - 1;
 	memcpy(line, last, last_len);

@@ -661,6 +661,13 @@ static bool mpirun_failure(const char *text, int *rank, int *code)
 	return true;
 }
 
+/* Whether the launcher is the one rank itself (the local backend's 1-rank
+ * job) rather than mpirun, whose exit status is its own. */
+static bool launcher_is_rank(const struct hp__launch *l)
+{
+	return l->backend == HP_BACKEND_LOCAL && l->nranks == 1;
+}
+
 static void failure_reason(const struct hp__launch *l, int status, char *reason,
 			   size_t n)
 {
@@ -668,7 +675,7 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 	size_t len;
 	int rank = -1, code = status;
 
-	if (l->nranks == 1) {
+	if (launcher_is_rank(l)) {
 		rank = 0;
 	} else {
 		snprintf(path, sizeof(path), "%s/%s", l->jobdir,
@@ -695,7 +702,7 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 					break;
 				}
 			}
-		if (code >= 128 && l->nranks == 1)
+		if (code >= 128 && launcher_is_rank(l))
 			snprintf(reason, n,
 				 "rank 0 was killed by signal %d%s%s",
 				 code - 128, line[0] ? ": " : "", line);

@@ -76,4 +76,18 @@ if wait_state "$ID" running 30; then
 else
 	fail mpi_cancel "job $ID never ran: $("$HP" status "$ID" 2>&1 | head -3)"
 fi
+
+# One rank on a node mpirun cannot reach: the reason is mpirun's, not a
+# rank "killed by signal 127" (mpirun's exit 255 read as the rank's)
+cat >"$TMP/far.json" <<JSON
+{"choice": {"devices": [{"node": "no-such-node.invalid", "type": "cpu", "count": 1, "local_batch": 8}],
+ "global_batch": 8, "steps": 1}}
+JSON
+expect_status mpi_unreachable_node 1 timeout 120 env ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/far.json" \
+	--model "$MODEL" --data synthetic --backend mpi --wait
+if grep -q "mpirun exited with status" "$TMP/err" && ! grep -q "signal" "$TMP/err" && ! grep -qF '\r' "$TMP/err"; then
+	ok mpi_unreachable_node_reason
+else
+	fail mpi_unreachable_node_reason "$(tail -n 2 "$TMP/err")"
+fi
 fi

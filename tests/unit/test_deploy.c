@@ -155,6 +155,12 @@ HP_TEST(deploy_telling_line_of_a_log)
 			     buf, sizeof(buf)),
 	    "hetpool-train: --model m.json: bad");
 	ASSERT_STR_EQ(hp__telling_line("-----\n", buf, sizeof(buf)), "");
+	/* ssh's "\r\n" through mpirun: no "\r" in the reason */
+	ASSERT_STR_EQ(hp__telling_line("ssh: Could not resolve hostname n1: "
+				       "Name or service not known\r\n",
+				       buf, sizeof(buf)),
+		      "ssh: Could not resolve hostname n1: Name or service "
+		      "not known");
 	ASSERT_STR_EQ(hp__telling_line("", buf, sizeof(buf)), "");
 }
 
