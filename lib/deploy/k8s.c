@@ -558,6 +558,7 @@ static int k8s_prepare(struct hp__submit *s, struct hp_error *err)
 struct applied {
 	bool applied;
 	const char *ns;
+	const char *why_not; /* when not applied */
 };
 
 static void set_applied(struct hp_job *j, void *ud)
@@ -571,8 +572,7 @@ static void set_applied(struct hp_job *j, void *ud)
 			 "manifests written to k8s/manifests.json, not "
 			 "applied (%s): apply them with 'kubectl apply -f "
 			 "%.300s/k8s/manifests.json'",
-			 "no Kubernetes cluster is configured for kubectl",
-			 j->dir);
+			 a->why_not, j->dir);
 }
 
 /* Whether kubectl has a cluster to talk to: a current context. */
@@ -623,7 +623,10 @@ static int k8s_start(struct hp__submit *s, struct hp_error *err)
 	char path[HP_DEPLOY_PATH_MAX + 64], line[300];
 	char *argv[] = {s->d->kubectl, "apply", "-f", path, NULL};
 	struct applied a = {
-	    false, s->opts->k8s_namespace ? s->opts->k8s_namespace : "default"};
+	    false, s->opts->k8s_namespace ? s->opts->k8s_namespace : "default",
+	    s->opts->k8s_no_apply
+		? "--no-apply was given"
+		: "no Kubernetes cluster is configured for kubectl"};
 	struct hp_buf eout;
 	int status, rc;
 

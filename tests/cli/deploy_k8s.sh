@@ -33,7 +33,7 @@ pycheck k8s_mixed_manifests "$TMP/mixed-job.json" "$MODEL" <<'PY'
 import json, re, sys
 j = json.load(open(sys.argv[1]))
 model = open(sys.argv[2]).read()
-assert j["state"] == "queued" and "not applied" in j["reason"] and j["applied"] is False, j
+assert j["state"] == "queued" and "not applied (--no-apply was given)" in j["reason"] and j["applied"] is False, j
 m = json.load(open(j["dir"] + "/k8s/manifests.json"))
 assert m["kind"] == "List" and m["apiVersion"] == "v1"
 items = m["items"]
@@ -189,6 +189,14 @@ YAML
 else
 	echo "skip k8s_apply_fails: no kubectl"
 fi
+
+# --wait on a job nothing will apply ends at once (it waited for ever)
+KUBECONFIG=$TMP/none.yaml expect_status k8s_wait_not_applied 1 timeout 60 "$HP" run "$TMP/single.json" \
+	--model "$MODEL" --data synthetic --backend kubernetes --wait
+expect_err k8s_wait_not_applied_says "queued: manifests written to k8s/manifests.json, not applied .no Kubernetes cluster"
+expect_status k8s_wait_no_apply_refused 2 "$HP" run "$TMP/single.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --no-apply --wait
+expect_err k8s_wait_no_apply_says "--wait with --no-apply"
 
 expect_status k8s_mpijob_mixed_refused 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
 	--data synthetic --backend kubernetes --k8s-flavor mpijob --no-apply
