@@ -76,8 +76,18 @@ static int product_label(const struct hp__submit *s, const char *type,
 	if ((rc = hp__map_get(s->opts->product_map, type, out, n, "product map",
 			      err)))
 		return rc;
-	if (strcmp(out, type) || !s->opts->cat ||
-	    !(t = hp_catalog_find(s->opts->cat, type)) || !t->product[0])
+	if (strcmp(out, type) || !s->opts->cat)
+		return 0;
+	/* a type the catalog does not know has no known label: its own name
+	 * would select no node, and the pods would wait for ever */
+	if (!(t = hp_catalog_find(s->opts->cat, type)))
+		return hp_error_set(err, HP_EINVAL,
+				    "GPU type '%s' is not in the device "
+				    "catalog, so its node label "
+				    "(nvidia.com/gpu.product) is not known: "
+				    "give --product-map %s=LABEL",
+				    type, type);
+	if (!t->product[0])
 		return 0;
 	snprintf(src, sizeof(src), "%s", driver_name(t));
 	for (const char *p = src; *p && *p != '(' && k + 1 < n; p++) {

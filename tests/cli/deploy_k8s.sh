@@ -204,6 +204,28 @@ expect_err k8s_mpijob_mixed_says "an MPIJob has one kind of worker"
 expect_status k8s_bad_namespace 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
 	--data synthetic --backend kubernetes --namespace 'Team A' --no-apply
 
+# A GPU type the catalog does not know has no product label: refused
+# (its name as the label would select no node), unless --product-map
+# gives one.
+cat >"$TMP/unknown.json" <<'JSON'
+{"choice": {"devices": [{"node": "n1", "type": "b200x", "count": 2, "local_batch": 8}],
+ "global_batch": 16, "steps": 1}}
+JSON
+before=$(ls "$HETPOOL_JOBS_DIR" | wc -l)
+expect_status k8s_unknown_type 2 "$HP" run "$TMP/unknown.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --no-apply
+expect_err k8s_unknown_type_says "GPU type 'b200x' is not in the device catalog.*--product-map b200x=LABEL"
+[ "$(ls "$HETPOOL_JOBS_DIR" | wc -l)" = "$before" ] && ok k8s_unknown_type_no_job ||
+	fail k8s_unknown_type_no_job "a job folder was made"
+expect_status k8s_unknown_type_mapped 0 "$HP" run "$TMP/unknown.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --no-apply --product-map b200x=NVIDIA-B200 --json
+pycheck k8s_unknown_type_mapped_label "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["dir"]
+m = json.dumps(json.load(open(d + "/k8s/manifests.json")))
+assert '"nvidia.com/gpu.product": "NVIDIA-B200"' in m, m[:300]
+PY
+
 # Cancel of a job that was only written: cancelled, nothing to delete.
 ID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/mixed-job.json")
 expect_status k8s_cancel_written 0 "$HP" cancel "$ID"
