@@ -65,7 +65,9 @@ static const char help[] =
     "Fashion-MNIST\n"
     "                      IDX files (plain or .gz)\n"
     "  --steps S           training steps, or --epochs E (default: the "
-    "plan's)\n"
+    "plan's;\n"
+    "                      with a MODEL, E passes over --samples N: "
+    "ceil(N/B) steps each)\n"
     "  --lr X              learning rate at the reference batch (default: "
     "the\n"
     "                      trainer's); the plan's rule scales it\n"
@@ -557,6 +559,16 @@ static int cmd_run(int argc, char **argv)
 		if ((status = recommend(input, ra, &plan, &rec, snap)))
 			goto out;
 		so->recommendation = rec;
+		/* the work planned is E passes over N samples: the trainer
+		 * gets those steps, not E epochs of its own data set (16384
+		 * synthetic samples, 60000 images), which is other work
+		 * than the deadline was judged on */
+		if (t->epochs) {
+			t->steps = (ra->job.samples + ra->job.batch - 1) /
+				   ra->job.batch * t->epochs;
+			t->epochs = 0;
+			plan.steps = t->steps;
+		}
 	}
 	if (!(d = deploy_cli_open(jobs_dir, "run", &status)))
 		goto out;

@@ -799,6 +799,17 @@ static void launch(struct hd *d, const struct hp_store_job *sj)
 	}
 	t.steps = j.steps;
 	t.epochs = j.epochs;
+	/* E passes over the job's samples, the work it was planned on,
+	 * not E epochs of the trainer's own data set */
+	{
+		int64_t steps;
+		if (!t.steps && t.epochs && j.samples > 0 && j.batch > 0 &&
+		    hp_mul_i64((j.samples + j.batch - 1) / j.batch, j.epochs,
+			       &steps)) {
+			t.steps = steps;
+			t.epochs = 0;
+		}
+	}
 	t.lr = j.training.lr;
 	t.lr_range_min = j.training.lr_range_min;
 	t.lr_range_max = j.training.lr_range_max;

@@ -115,6 +115,16 @@ l = json.load(open(j["dir"] + "/launch.json"))
 assert l["launcher"][1] == "_rank", l["launcher"]       # no mpirun for one rank
 assert "training on its CPU with 1 rank" in err, err
 PY
+# --epochs with a MODEL is E passes over --samples N, the work the plan was
+# judged on: 512 samples at batch 32 is 16 steps (not an epoch of the
+# trainer's 16384 synthetic samples)
+expect_status local_model_form_epochs 0 run_wait "$MODEL" --data synthetic --samples 512 --batch 32 \
+	--epochs 1 --deadline 1h --wait --json
+pycheck local_model_form_epochs_steps "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["state"] == "succeeded" and j["results"]["steps"] == 16, j["results"]
+PY
 
 # A rank that fails (a model the data cannot feed: 3x32x32 inputs) leaves
 # the job failed, naming a rank and what it said.

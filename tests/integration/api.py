@@ -318,7 +318,9 @@ else:
     check("it was planned on this host's CPU", j1.get("devices") and j1["devices"][0]["node"] == host
           and j1["devices"][0]["type"] == "cpu", j1.get("devices"))
     # a second one waits for the CPU
-    r = d.post("/v1/jobs", dict(jobbody, name="second"), U2)
+    # (given in epochs: 2 passes over its 256 samples at batch 32)
+    body2 = {k: v for k, v in jobbody.items() if k != "steps"}
+    r = d.post("/v1/jobs", dict(body2, name="second", samples=256, epochs=2), U2)
     j2 = r.json() if r.status == 201 else {}
     check("a job that cannot start now is queued", r.status == 201 and j2["state"] == "queued"
           and "waiting" in (j2["reason"] or ""), r)
@@ -366,6 +368,9 @@ else:
             d.get("/v1/jobs/%d/logs?rank=5" % j1["id"], R), 404, "not-found", "rank")
     end2 = d.wait_job(j2["id"], U2)
     check("the queued job started when the CPU freed up, and ended", end2 and end2["state"] == "succeeded", end2)
+    r = d.get("/v1/jobs/%d/results" % j2["id"], R)
+    check("a job given in epochs trains E passes over its samples (2 x 256 / 32 = 16 steps)",
+          r.status == 200 and r.json()["steps"] == 16, r)
     problem("a range test of an ordinary job: 404", d.get("/v1/jobs/%d/lr-find" % j1["id"], R), 404, "not-a-range-test")
     # a learning-rate range test run as a job, and its analysis
     rt = dict(jobbody, steps=120, batch=64, data="fashion-mnist" if fmdirs else "synthetic", name="range-test",
