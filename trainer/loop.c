@@ -1770,6 +1770,7 @@ static int status_of(int code)
 	case HP_ESHAPE:
 	case HP_EUNSUPP:
 	case HP_ETOOBIG:
+	case HP_ECYCLE:
 		return TR_EXIT_USAGE;
 	default:
 		return TR_EXIT_FAIL;

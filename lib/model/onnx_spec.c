@@ -1549,6 +1549,21 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 						? "Flatten (not to 2-D)"
 						: "Reshape (not to 2-D)");
 		}
+		/* a Reshape to [-1, k] with k not every feature of a sample
+		 * moves features into the batch: not a flatten */
+		if (!strcmp(op, "Reshape") && x0 >= 0 &&
+		    g->tensors[x0].rank >= 2 && g->tensors[t].dims[1] > 0) {
+			int64_t feat = 1;
+			for (int k = 1; k < g->tensors[x0].rank && feat > 0;
+			     k++)
+				feat = g->tensors[x0].dims[k] > 0
+					   ? feat * g->tensors[x0].dims[k]
+					   : -1;
+			if (feat > 0 && feat != g->tensors[t].dims[1])
+				return pass_through(
+				    c, n, ins[0],
+				    "Reshape (not keeping the batch)");
+		}
 	} else if (!strcmp(op, "Gemm")) {
 		int w = n->ninputs > 1 ? n->inputs[1] : -1;
 		bool tb = hp_node_attr_i(n, "transB", 0) != 0;
@@ -1714,7 +1729,13 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	 * HardSwish's two (each with an output tensor of its own) */
 	s->layers = calloc((size_t)g->nnodes + (size_t)g->ntensors + 1,
 			   sizeof(*s->layers));
-	s->name = hp_strdup(g->name ? g->name : "onnx");
+	{
+		/* a graph's name need not be UTF-8, JSON's strings (the
+		 * spec's, the trainer's checkpoint) must: escaped */
+		char name[256];
+		s->name = hp_strdup(hp_str_escape(g->name ? g->name : "onnx",
+						  name, sizeof(name)));
+	}
 	if (!c.val || !c.shuf || !c.padded || !c.ti || !order || !s->layers ||
 	    !s->name) {
 		rc = hp_error_set(err, HP_ENOMEM, "out of memory");

@@ -299,4 +299,9 @@ PY
 	fi
 	expect_status train_onnx_shape 2 "$TRAIN" --model "$R18" --input-shape 1x28 \
 		--data fashion-mnist --batch 16 --steps 1 --out "$TMP/tr2"
+	# a graph with a cycle is bad input (exit 2), like any other the
+	# converter refuses
+	expect_status train_onnx_cycle 2 "$TRAIN" --model "$HP_ROOT/tests/data/onnx/cycle.onnx" \
+		--data synthetic --batch 2 --steps 1 --out "$TMP/tr3"
+	expect_err train_onnx_cycle_says "graph has a cycle through node 'Add_h'"
 fi

@@ -1477,6 +1477,25 @@ HP_TEST(engine_onnx_net)
 	if (!strstr(err.msg, "Selu"))
 		HP_FAIL("message without the op: %s", err.msg);
 	hp_graph_free(g);
+
+	/* a graph named in bytes that are not UTF-8 ("caf\xe9" in Latin-1):
+	 * the spec's name is escaped, so its JSON (and the trainer's
+	 * checkpoint) can be written ("out of memory" before) */
+	buf = small_onnx(&len, false);
+	g = hp_onnx_parse(buf, len, &err);
+	free(buf);
+	ASSERT(g != NULL);
+	free(g->name);
+	ASSERT((g->name = strdup("caf\xe9")) != NULL);
+	ASSERT_EQ_INT(hp_spec_from_graph(g, shape, true, &s, &err), 0);
+	ASSERT_STR_EQ(s.name, "caf\\xe9");
+	{
+		char *js = hp_spec_to_json(&s);
+		ASSERT(js != NULL);
+		free(js);
+	}
+	hp_spec_release(&s);
+	hp_graph_free(g);
 }
 
 /*
@@ -2131,7 +2150,9 @@ HP_TEST(engine_onnx_dilated)
  * rescaled (x / 255, Keras's Rescaling) before its Transpose; 4: the conv
  * padded "same" (auto_pad SAME_UPPER: 1 a side); 5: the same at stride 2
  * (1 in all: none at the top and left, 1 at the bottom and right); 6: an
- * Identity between the input and its Transpose. */
+ * Identity between the input and its Transpose; 7: the Reshape to
+ * (-1, 18), half a sample's 36 features a row (twice the rows: not a
+ * flatten). */
 static uint8_t *keras_onnx(size_t *len, int variant)
 {
 	struct ob *b = ob_new(13);
@@ -2140,7 +2161,7 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 		k2[2] = {2, 2}, to_nchw[4] = {0, 3, 1, 2},
 		to_nhwc[4] = {0, 2, 3, 1}, flat[2] = {-1, 36},
 		flat3[3] = {-1, 4, 9}, flat4[2] = {-1, 64}, flat5[2] = {-1, 16},
-		s2[2] = {2, 2};
+		flat7[2] = {-1, 18}, s2[2] = {2, 2};
 	int n;
 
 	ob_input(b, "x", 4, in);
@@ -2148,6 +2169,8 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 	ob_init(b, "b1", 1, c4);
 	if (variant == 4 || variant == 5)
 		d1[0] = variant == 4 ? 64 : 16;
+	if (variant == 7)
+		d1[0] = 18;
 	ob_init(b, "dw1", 2, d1);
 	ob_init(b, "db1", 1, c8);
 	ob_init(b, "dw2", 2, d2);
@@ -2156,6 +2179,7 @@ static uint8_t *keras_onnx(size_t *len, int variant)
 		    variant == 2   ? flat3
 		    : variant == 4 ? flat4
 		    : variant == 5 ? flat5
+		    : variant == 7 ? flat7
 				   : flat);
 	if (variant == 3) {
 		ob_const_f32(b, "k255", 255.0f);
@@ -2271,6 +2295,8 @@ HP_TEST(engine_onnx_keras_nhwc)
 	onnx_refused(buf, len, NULL, "does not run these ops: Transpose", 1);
 	buf = keras_onnx(&len, 2);
 	onnx_refused(buf, len, NULL, "Reshape (of channels-last data)", 2);
+	buf = keras_onnx(&len, 7);
+	onnx_refused(buf, len, NULL, "Reshape (not keeping the batch)", 7);
 }
 
 /* ShuffleNetV2's stride-1 unit as torchvision exports it: the channels
