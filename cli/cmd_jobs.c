@@ -169,6 +169,16 @@ static struct hp_deploy *open_jobs(const struct fopts *o, const char *cmd,
 	return deploy_cli_open(dir, cmd, status);
 }
 
+/* The exit status for a job that cannot be read: 2 for no such job (a
+ * wrong id), 1 for one whose job.json is damaged or cannot be asked
+ * about (as --help says). */
+static int job_read_status(int rc)
+{
+	return rc == HP_ENOENT	 ? EXIT_USAGE
+	       : rc == HP_EPARSE ? EXIT_FAIL
+				 : cli_status_for(rc);
+}
+
 static int one_id(int argc, char **argv, const char *cmd, const char **id)
 {
 	if (optind != argc - 1)
@@ -318,9 +328,7 @@ static int cmd_status(int argc, char **argv)
 	if (!(d = open_jobs(&o, "status", &status)))
 		return status;
 	if ((rc = hp_deploy_status(d, id, true, &j, &err))) {
-		status =
-		    cli_error(rc == HP_ENOENT ? EXIT_USAGE : cli_status_for(rc),
-			      "status: %s", err.msg);
+		status = cli_error(job_read_status(rc), "status: %s", err.msg);
 		goto out;
 	}
 	if (o.json) {
@@ -471,9 +479,7 @@ static int cmd_logs(int argc, char **argv)
 	if (!(d = open_jobs(&o, "logs", &status)))
 		return status;
 	if ((rc = hp_deploy_status(d, id, false, &j, &err))) {
-		status =
-		    cli_error(rc == HP_ENOENT ? EXIT_USAGE : cli_status_for(rc),
-			      "logs: %s", err.msg);
+		status = cli_error(job_read_status(rc), "logs: %s", err.msg);
 		goto out;
 	}
 	if (!o.launcher && rank >= j.nranks) {

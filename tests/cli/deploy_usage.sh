@@ -100,6 +100,8 @@ expect_status usage_jobs_damaged 1 "$HP" jobs --json
 expect_err usage_jobs_damaged_says "job $BAD is left out"
 if /usr/bin/python3 -c 'import json,sys; ids=[j["id"] for j in json.load(open(sys.argv[1]))]; sys.exit(0 if ids == [sys.argv[2]] else 1)' \
 	"$TMP/out" "$ID"; then ok usage_jobs_damaged_lists_rest; else fail usage_jobs_damaged_lists_rest "$(cat "$TMP/out")"; fi
+expect_status usage_status_damaged 1 "$HP" status "$BAD"
+expect_status usage_logs_damaged 1 "$HP" logs "$BAD"
 rm -rf "${HETPOOL_JOBS_DIR:?}/$BAD"
 
 # The job's own steps, run by its launchers, refuse wrong arguments.
