@@ -33,6 +33,11 @@
 #define K8S_MODEL_MAX (900u << 10)
 /* Most ranks one mpirun command line names. */
 #define K8S_MAX_RANKS 1024
+/* Most bytes of the launcher's command: it repeats the trainer's arguments
+ * (the local batches and devices of every rank) once per rank, so it grows
+ * with the square of the ranks, and it must fit an object (etcd's limit is
+ * 1.5 MiB) and an exec (ARG_MAX, 2 MiB with the environment). */
+#define K8S_ARGV_MAX (1u << 20)
 
 static bool mpijob(const struct hp__submit *s)
 {
@@ -432,6 +437,23 @@ json_t *hp__k8s_manifests(const struct hp__submit *s, struct hp_error *err)
 	if (!(largv = launcher_argv(s, name, ns))) {
 		hp_error_set(err, HP_ENOMEM, "out of memory");
 		goto fail;
+	}
+	{
+		size_t bytes = 0;
+		for (int i = 0; largv[i]; i++)
+			bytes += strlen(largv[i]) + 1;
+		if (bytes > K8S_ARGV_MAX) {
+			hp_error_set(err, HP_EINVAL,
+				     "%d ranks: the launcher's mpirun command "
+				     "would be %.1f MiB (one app context per "
+				     "rank, each with every rank's batch), "
+				     "over the %u MiB a Kubernetes object and "
+				     "an exec hold: use fewer ranks, or the "
+				     "mpi or slurm backend",
+				     s->plan->nranks, (double)bytes / 1048576.0,
+				     K8S_ARGV_MAX >> 20);
+			goto fail;
+		}
 	}
 	launcher_ctr =
 	    json_pack("{s:s, s:s, s:o, s:o}", "name", "launcher", "image",

@@ -226,6 +226,18 @@ m = json.dumps(json.load(open(d + "/k8s/manifests.json")))
 assert '"nvidia.com/gpu.product": "NVIDIA-B200"' in m, m[:300]
 PY
 
+# 512 ranks: one app context per rank, each repeating every rank's batch,
+# is a launcher command of about 2 MiB, which no object or exec holds: the
+# job fails saying so (it was written, and could never start)
+"$PY" - "$TMP/big.json" <<'PY'
+import json, sys
+devs = [{"node": "h-%03d" % i, "type": "h100-sxm", "count": 8, "local_batch": 16} for i in range(64)]
+json.dump({"choice": {"devices": devs, "global_batch": 64 * 8 * 16, "steps": 10}}, open(sys.argv[1], "w"))
+PY
+expect_status k8s_too_many_ranks 1 "$HP" run "$TMP/big.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --no-apply
+expect_err k8s_too_many_ranks_says "512 ranks: the launcher's mpirun command would be [0-9.]+ MiB"
+
 # Cancel of a job that was only written: cancelled, nothing to delete.
 ID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/mixed-job.json")
 expect_status k8s_cancel_written 0 "$HP" cancel "$ID"
