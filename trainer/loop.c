@@ -204,18 +204,31 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 
 	if (!strcmp(d, "synthetic")) {
 		int64_t cls = t->spec.classes;
+		/* the test set is what the evaluation reads: --eval-samples
+		 * of it when fewer (sample i is the same whatever the size) */
+		int64_t ntest =
+		    t->o->eval_samples > 0 && t->o->eval_samples < SYNTH_TEST
+			? t->o->eval_samples
+			: SYNTH_TEST;
 		rc =
 		    hp_dataset_synthetic(t->o->synthetic_samples, t->spec.input,
 					 cls, SYNTH_SEED, 0, &t->train, err);
-		if (!rc)
-			rc =
-			    hp_dataset_synthetic(SYNTH_TEST, t->spec.input, cls,
-						 SYNTH_SEED, 1, &t->test, err);
-		snprintf(t->data_desc, sizeof(t->data_desc),
-			 "synthetic: %lld training and %d test samples",
-			 (long long)t->o->synthetic_samples, SYNTH_TEST);
-		if (rc)
+		if (rc) {
+			hp_error_prefix(err, "--synthetic-samples %lld",
+					(long long)t->o->synthetic_samples);
 			return rc;
+		}
+		rc = hp_dataset_synthetic(ntest, t->spec.input, cls, SYNTH_SEED,
+					  1, &t->test, err);
+		if (rc) {
+			hp_error_prefix(err,
+					"the test set (--eval-samples %lld)",
+					(long long)ntest);
+			return rc;
+		}
+		snprintf(t->data_desc, sizeof(t->data_desc),
+			 "synthetic: %lld training and %lld test samples",
+			 (long long)t->o->synthetic_samples, (long long)ntest);
 	} else {
 		if (!strcmp(d, "fashion-mnist")) {
 			if (dpkg_data_dir("dataset-fashion-mnist",

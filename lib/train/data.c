@@ -139,18 +139,24 @@ int hp_dataset_synthetic(int64_t n, const int64_t shape[3], int64_t classes,
 	bool store;
 
 	memset(out, 0, sizeof(*out));
-	if (n < 1 || classes < 1 || classes > HP_DATASET_MAX_CLASSES ||
-	    shape[0] < 1 || shape[1] < 1 || shape[2] < 1)
+	if (n < 1 || shape[0] < 1 || shape[1] < 1 || shape[2] < 1)
 		return hp_error_set(err, HP_EINVAL,
-				    "synthetic data: sizes must be positive "
-				    "and classes at most %d",
-				    HP_DATASET_MAX_CLASSES);
+				    "synthetic data: sizes must be positive");
+	if (classes < 1 || classes > HP_DATASET_MAX_CLASSES)
+		return hp_error_set(err, HP_EINVAL,
+				    "synthetic data: %lld classes: give 1 to "
+				    "%d",
+				    (long long)classes, HP_DATASET_MAX_CLASSES);
 	if (!hp_mul_i64(shape[0], shape[1], &px) ||
 	    !hp_mul_i64(px, shape[2], &px) || !hp_mul_i64(n, px, &total) ||
 	    (uint64_t)total > HP_DATASET_MAX_BYTES)
-		return hp_error_set(err, HP_ETOOBIG,
-				    "synthetic data larger than %zu bytes",
-				    HP_DATASET_MAX_BYTES);
+		return hp_error_set(
+		    err, HP_ETOOBIG,
+		    "synthetic data: %lld samples of %lldx%lldx%lld are more "
+		    "than the %.0f GiB a data set holds",
+		    (long long)n, (long long)shape[0], (long long)shape[1],
+		    (long long)shape[2],
+		    (double)HP_DATASET_MAX_BYTES / (1024.0 * 1024 * 1024));
 	store = classes * px <= ((int64_t)1 << 26);
 	out->x = malloc((size_t)total);
 	out->y = malloc((size_t)n * sizeof(*out->y));

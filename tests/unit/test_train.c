@@ -291,7 +291,27 @@ HP_TEST(train_dataset_synthetic)
 	}
 	ASSERT(hp_dataset_synthetic(10, shape, HP_DATASET_MAX_CLASSES + 1, 9, 0,
 				    &a, &err) == HP_EINVAL);
-	ASSERT(strstr(err.msg, "classes at most 65536") != NULL);
+	ASSERT_STR_EQ(err.msg,
+		      "synthetic data: 65537 classes: give 1 to 65536");
+	{
+		/* past the 4 GiB a data set holds: the samples and their
+		 * shape named; sample i is the same in a smaller set (the
+		 * trainer makes the test set only as large as it reads) */
+		int64_t huge[3] = {3, 1024, 1024};
+		struct hp_dataset b;
+		ASSERT(hp_dataset_synthetic(2048, huge, 10, 9, 1, &a, &err) ==
+		       HP_ETOOBIG);
+		ASSERT_STR_EQ(err.msg,
+			      "synthetic data: 2048 samples of 3x1024x1024 are "
+			      "more than the 4 GiB a data set holds");
+		ASSERT(hp_dataset_synthetic(8, shape, 10, 9, 1, &a, &err) == 0);
+		ASSERT(hp_dataset_synthetic(3, shape, 10, 9, 1, &b, &err) == 0);
+		ASSERT(!memcmp(a.x, b.x,
+			       (size_t)(3 * shape[0] * shape[1] * shape[2])));
+		ASSERT(!memcmp(a.y, b.y, 3 * sizeof(*a.y)));
+		hp_dataset_release(&a);
+		hp_dataset_release(&b);
+	}
 }
 
 /* ---- shuffle and split ---- */
