@@ -622,10 +622,9 @@ static bool have_cluster(struct hp_deploy *d)
 	return ok;
 }
 
-#define APPLY_REFUSED "kubectl apply refused the job: "
-
 /* After a failed apply: delete whatever of the manifests it made; when
- * that fails too, the error says so and how to do it by hand. */
+ * that fails too, the error (apply's reason first) says so and how to do
+ * it by hand.  What kubectl said in full is in k8s/apply.log. */
 static void unapply(struct hp_deploy *d, const char *path, struct hp_error *err)
 {
 	char *argv[] = {
@@ -633,21 +632,19 @@ static void unapply(struct hp_deploy *d, const char *path, struct hp_error *err)
 	    "--ignore-not-found", "--wait=false", NULL};
 	int status = -1;
 	char m[sizeof(err->msg)];
+	const char *p = strstr(err->msg, ": ");
 
 	if (!hp__run(argv, d->cmd_timeout_s, NULL, NULL, &status, NULL) &&
 	    status == 0)
 		return;
-	/* first what to do (a message is 255 characters): the job's
-	 * folder is beside the reason */
-	snprintf(m, sizeof(m), "%s",
-		 strncmp(err->msg, APPLY_REFUSED, strlen(APPLY_REFUSED))
-		     ? err->msg
-		     : err->msg + strlen(APPLY_REFUSED));
+	snprintf(m, sizeof(m), "%s", p ? p + 2 : err->msg);
 	hp_error_set(err, err->code,
-		     "kubectl apply failed, and so did deleting what it made: "
-		     "run 'kubectl delete -f k8s/manifests.json' in the job's "
-		     "folder; apply said: %s",
+		     "kubectl apply failed, and so did deleting what it may "
+		     "have made: run 'kubectl delete -f k8s/manifests.json' "
+		     "in the job's folder (all kubectl said: k8s/apply.log): "
+		     "%s",
 		     m);
+	hp_str_cut_utf8(err->msg);
 }
 
 static int k8s_start(struct hp__submit *s, struct hp_error *err)
@@ -669,10 +666,18 @@ static int k8s_start(struct hp__submit *s, struct hp_error *err)
 		hp_buf_init(&eout, 1u << 20);
 		rc = hp__run(argv, s->d->cmd_timeout_s, NULL, &eout, &status,
 			     err);
-		if (!rc && status != 0)
-			rc = hp_error_set(err, HP_EIO, APPLY_REFUSED "%s",
+		if (!rc && status != 0) {
+			char log[HP_DEPLOY_PATH_MAX + 64];
+			rc = hp_error_set(err, HP_EIO,
+					  "kubectl apply refused the job: %s",
 					  hp__last_line(hp_buf_str(&eout), line,
 							sizeof(line)));
+			/* the whole of what it said, which a reason cuts */
+			if (!hp__path(log, sizeof(log), NULL,
+				      "%s/k8s/apply.log", s->job->dir))
+				hp_write_file_atomic(log, hp_buf_str(&eout),
+						     eout.len, 0644, NULL);
+		}
 		hp_buf_release(&eout);
 		if (rc) {
 			/* kubectl goes on past an object it cannot make:
@@ -852,6 +857,12 @@ int hp_deploy_k8s_logs_argv(const struct hp_deploy *d, const struct hp_job *j,
 	if (j->backend != HP_BACKEND_KUBERNETES)
 		return hp_error_set(err, HP_EINVAL,
 				    "job %s is not a Kubernetes job", j->id);
+	if (!j->applied && hp_job_state_terminal(j->state))
+		return hp_error_set(err, HP_ESTATE,
+				    "job %s %s before any pod ran, so there is "
+				    "no log%s%s",
+				    j->id, hp_job_state_name(j->state),
+				    j->reason[0] ? ": " : "", j->reason);
 	if (!j->applied)
 		return hp_error_set(err, HP_ESTATE,
 				    "job %s's manifests were written, not "

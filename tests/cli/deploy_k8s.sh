@@ -185,7 +185,9 @@ users:
 YAML
 	KUBECONFIG=$TMP/kc.yaml expect_status k8s_apply_fails 1 "$HP" run "$TMP/types.json" --model "$MODEL" \
 		--data synthetic --backend kubernetes
-	expect_err k8s_apply_fails_says "kubectl apply failed, and so did deleting what it made: run 'kubectl delete -f k8s/manifests.json'"
+	expect_err k8s_apply_fails_says "kubectl apply failed, and so did deleting what it may have made: run 'kubectl delete -f k8s/manifests.json' in the job's folder .all kubectl said: k8s/apply.log."
+	ID=$(ls -t "$HETPOOL_JOBS_DIR" | head -n 1)
+	grep -q 'connect\|refused\|Unable\|error' "$HETPOOL_JOBS_DIR/$ID/k8s/apply.log" && ok k8s_apply_fails_log_kept || fail k8s_apply_fails_log_kept "$(ls "$HETPOOL_JOBS_DIR/$ID/k8s")"
 else
 	echo "skip k8s_apply_fails: no kubectl"
 fi
@@ -238,14 +240,17 @@ expect_status k8s_too_many_ranks 1 "$HP" run "$TMP/big.json" --model "$MODEL" \
 	--data synthetic --backend kubernetes --no-apply
 expect_err k8s_too_many_ranks_says "512 ranks: the launcher's mpirun command would be [0-9.]+ MiB"
 
-# Cancel of a job that was only written: cancelled, nothing to delete.
+# A job that was only written: its log would be its pods', none ran,
+# which logs says (and does not wait for ever with --follow).
 ID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/mixed-job.json")
-expect_status k8s_cancel_written 0 "$HP" cancel "$ID"
-grep -q "cancelled" "$TMP/out" && ok k8s_cancel_written_state || fail k8s_cancel_written_state "$(cat "$TMP/out")"
-# Its log would be its pods': none ran, which logs says (and does not
-# wait for ever with --follow).
 expect_status k8s_logs_not_applied 2 timeout 20 "$HP" logs "$ID" --follow
 expect_err k8s_logs_not_applied_says "not applied: no pod has run"
+# Cancelled: nothing to delete; its logs now says it ended before any
+# pod ran (not to apply it)
+expect_status k8s_cancel_written 0 "$HP" cancel "$ID"
+grep -q "cancelled" "$TMP/out" && ok k8s_cancel_written_state || fail k8s_cancel_written_state "$(cat "$TMP/out")"
+expect_status k8s_logs_cancelled_unapplied 2 timeout 20 "$HP" logs "$ID"
+expect_err k8s_logs_cancelled_unapplied_says "cancelled before any pod ran, so there is no log: cancelled"
 
 # Applied when kubectl has a cluster.
 if ! command -v kubectl >/dev/null 2>&1; then
