@@ -508,11 +508,15 @@ static int cmd_logs(int argc, char **argv)
 		fds[nf] = open(path, O_RDONLY | O_CLOEXEC);
 		offs[nf] = 0;
 		if (fds[nf] < 0 && !o.follow && !all) {
-			status = cli_error(EXIT_USAGE,
-					   "logs: no %s log yet for job %s "
-					   "(state %s)",
-					   k < 0 ? "launcher" : "rank", id,
-					   hp_job_state_name(j.state));
+			bool ended = hp_job_state_terminal(j.state);
+			status = cli_error(
+			    EXIT_USAGE, "logs: no %s log %sfor job %s (%s)%s",
+			    k < 0 ? "launcher" : "rank", ended ? "" : "yet ",
+			    id, hp_job_state_name(j.state),
+			    ended && k >= 0 ? ": it ended before the rank "
+					      "started; see its launcher's "
+					      "log (--launcher)"
+					    : "");
 			goto out;
 		}
 		nf++;

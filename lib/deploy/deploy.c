@@ -773,9 +773,12 @@ int hp_deploy_list(struct hp_deploy *d, bool refresh, struct hp_job **out,
 	while ((e = readdir(dir))) {
 		char path[HP_DEPLOY_PATH_MAX];
 		struct hp_error lerr = {0};
+		struct stat st;
+		/* only folders are jobs: a stray file is passed over */
 		if (!hp_job_id_valid(e->d_name) ||
 		    hp__path(path, sizeof(path), NULL, "%s/%s", d->jobs_dir,
-			     e->d_name))
+			     e->d_name) ||
+		    stat(path, &st) || !S_ISDIR(st.st_mode))
 			continue;
 		if (*n == cap) {
 			int nc = cap ? 2 * cap : 32;

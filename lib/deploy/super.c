@@ -644,12 +644,25 @@ static int run_stoppable(char *const argv[], const char *log,
 	return 0;
 }
 
-/* From mpirun's report, the first rank that failed and its exit code. */
-static bool mpirun_failure(const char *text, int *rank, int *code)
+/* From mpirun's report, the first rank that failed and its exit code
+ * (128 + the signal for one killed: "mpirun noticed that process rank 1
+ * with PID 7 on node n exited on signal 11 (Segmentation fault)."). */
+static bool mpirun_failure(const char *text, int *rank, int *code,
+			   char *signame, size_t sn)
 {
 	const char *p = strstr(text, "Process name: [[");
-	const char *c;
+	const char *c, *q = strstr(text, "mpirun noticed that process rank ");
 
+	signame[0] = '\0';
+	if (q && (c = strstr(q, " exited on signal ")) &&
+	    !memchr(q, '\n', (size_t)(c - q))) {
+		const char *o = strchr(c, '('), *e = o ? strchr(o, ')') : NULL;
+		*rank = (int)strtol(q + 33, NULL, 10);
+		*code = 128 + (int)strtol(c + 18, NULL, 10);
+		if (e && !memchr(c, '\n', (size_t)(e - c)))
+			snprintf(signame, sn, "%.*s", (int)(e - o - 1), o + 1);
+		return true;
+	}
 	if (!p)
 		return false;
 	p = strstr(p, "],");
@@ -674,6 +687,8 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 	char path[HP_DEPLOY_PATH_MAX + 64], line[300], *text;
 	size_t len;
 	int rank = -1, code = status;
+	bool signalled = false;
+	char signame[64] = "";
 
 	if (launcher_is_rank(l)) {
 		rank = 0;
@@ -681,8 +696,11 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 		snprintf(path, sizeof(path), "%s/%s", l->jobdir,
 			 HP_LAUNCHER_LOG);
 		if (!hp_read_file(path, 4u << 20, &text, &len, NULL)) {
-			if (!mpirun_failure(text, &rank, &code))
+			if (!mpirun_failure(text, &rank, &code, signame,
+					    sizeof(signame)))
 				rank = -1;
+			else
+				signalled = code > 128;
 			free(text);
 		}
 	}
@@ -702,10 +720,12 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 					break;
 				}
 			}
-		if (code >= 128 && launcher_is_rank(l))
+		if (code > 128 && (launcher_is_rank(l) || signalled))
 			snprintf(reason, n,
-				 "rank 0 was killed by signal %d%s%s",
-				 code - 128, line[0] ? ": " : "", line);
+				 "rank %d was killed by signal %d%s%s%s%s%s",
+				 rank, code - 128, signame[0] ? " (" : "",
+				 signame, signame[0] ? ")" : "",
+				 line[0] ? ": " : "", line);
 		else
 			snprintf(reason, n, "rank %d exited with status %d%s%s",
 				 rank, code, line[0] ? ": " : "", line);

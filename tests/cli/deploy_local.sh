@@ -142,6 +142,18 @@ assert j["state"] == "failed" and "rank" in j["reason"], j
 assert "hetpool-train: " in j["reason"] and ("3x32x32" in j["reason"] or "fashion-mnist" in j["reason"]), j["reason"]
 PY
 
+# A rank killed by a signal (here a trainer that sends itself SIGSEGV as
+# rank 1): mpirun's "exited on signal 11" is the rank's, named as such
+cat >"$TMP/segv-trainer" <<'SH'
+#!/bin/sh
+[ "$OMPI_COMM_WORLD_RANK" = 1 ] && kill -SEGV $$
+sleep 2
+SH
+chmod +x "$TMP/segv-trainer"
+expect_status local_rank_signal 1 mpi_run_wait "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--steps 1 --trainer "$TMP/segv-trainer" --wait
+expect_err local_rank_signal_says "rank 1 was killed by signal 11 .Segmentation fault."
+
 # --resume-from: a new job continues an ended one from its checkpoint (its
 # out/ starts as the old one's), and --resume alone, which has nothing to
 # resume in a new job's empty out/, is refused.

@@ -90,4 +90,8 @@ if grep -q "mpirun exited with status" "$TMP/err" && ! grep -q "signal" "$TMP/er
 else
 	fail mpi_unreachable_node_reason "$(tail -n 2 "$TMP/err")"
 fi
+# its rank never started: logs says so and points to the launcher's log
+FAR=$(grep -o 'job [0-9a-z-]* failed' "$TMP/err" | head -n 1 | cut -d' ' -f2)
+expect_status mpi_unreachable_logs 2 "$HP" logs "$FAR" --rank 0
+expect_err mpi_unreachable_logs_says "ended before the rank started; see its launcher's log .--launcher."
 fi

@@ -100,6 +100,12 @@ expect_status usage_jobs_damaged 1 "$HP" jobs --json
 expect_err usage_jobs_damaged_says "job $BAD is left out"
 if /usr/bin/python3 -c 'import json,sys; ids=[j["id"] for j in json.load(open(sys.argv[1]))]; sys.exit(0 if ids == [sys.argv[2]] else 1)' \
 	"$TMP/out" "$ID"; then ok usage_jobs_damaged_lists_rest; else fail usage_jobs_damaged_lists_rest "$(cat "$TMP/out")"; fi
+# a stray file named like a job is not one: passed over, not named (the
+# exit 1 is the damaged job above, still there)
+touch "$HETPOOL_JOBS_DIR/20200101-000000-0001"
+expect_status usage_jobs_stray_file 1 "$HP" jobs
+if grep -q "20200101-000000-0001" "$TMP/err"; then fail usage_jobs_stray_file_passed_over "$(cat "$TMP/err")"; else ok usage_jobs_stray_file_passed_over; fi
+rm -f "$HETPOOL_JOBS_DIR/20200101-000000-0001"
 expect_status usage_status_damaged 1 "$HP" status "$BAD"
 expect_status usage_logs_damaged 1 "$HP" logs "$BAD"
 rm -rf "${HETPOOL_JOBS_DIR:?}/$BAD"
