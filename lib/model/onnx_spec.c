@@ -187,11 +187,12 @@ static bool pads_are_ceil(const int64_t *p, const int64_t *hw, int64_t k,
  * refuses when they differ (a square kernel, equal pads: pools).  *ceil
  * (NULL: refused) gets ceil_mode; given the input's size (hw, or NULL),
  * a max pool's pads longer at the ends that are its ceil mode are taken
- * so, and auto_pad SAME_* is worked out.
+ * so, and auto_pad SAME_* is worked out.  Without kernel_shape the kernel
+ * is kernel0 (square), or refused when that is 0.
  * *dil (NULL: refused) gets dilations alike on both axes; pend (NULL:
  * refused) the bottom's and right's pads where they differ from the top's
  * and left's (a conv's). */
-static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
+static int window(const struct hp_node *n, int64_t kernel0, int64_t *k,
 		  int64_t *st, int64_t *pad, int64_t *kw, int64_t *padw,
 		  bool *ceil, const int64_t *hw, int64_t *dil, int64_t *pend,
 		  struct hp_error *err)
@@ -213,7 +214,7 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 				    "integers",
 				    n->name, n->op);
 
-	*k = 0;
+	*k = kernel0;
 	*st = 1;
 	*pad = 0;
 	if (kw)
@@ -228,7 +229,7 @@ static int window(const struct hp_node *n, bool need_kernel, int64_t *k,
 		*k = ks->ints[0];
 		if (kw)
 			*kw = ks->ints[1];
-	} else if (need_kernel || ks) {
+	} else if (!kernel0 || ks) {
 		return hp_error_set(err, HP_EUNSUPP,
 				    "node %s (%s): only %s2-D kernels", n->name,
 				    n->op, kw ? "" : "square ");
@@ -1239,8 +1240,14 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		L.type = HP_LAYER_CONV;
 		const struct hp_tensor *xt = x0 >= 0 ? &g->tensors[x0] : NULL;
 		int64_t pend[2];
-		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad,
-				 &L.kernel_w, &L.pad_w, NULL,
+		/* kernel_shape may be left out: the weight's H and W say it
+		 * (square kernels; others must name it) */
+		bool wk = !hp_node_attr(n, "kernel_shape") && w >= 0 &&
+			  g->tensors[w].rank == 4 &&
+			  g->tensors[w].dims[2] > 0 &&
+			  g->tensors[w].dims[2] == g->tensors[w].dims[3];
+		if ((rc = window(n, wk ? g->tensors[w].dims[2] : 0, &L.kernel,
+				 &L.stride, &L.pad, &L.kernel_w, &L.pad_w, NULL,
 				 xt && xt->rank == 4 ? xt->dims + 2 : NULL,
 				 &L.dilation, pend, err)))
 			return rc;
@@ -1363,8 +1370,8 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 		L.type = HP_LAYER_POOL;
 		L.pool_max = !strcmp(op, "MaxPool");
 		const struct hp_tensor *xt = &g->tensors[x0];
-		if ((rc = window(n, true, &L.kernel, &L.stride, &L.pad, NULL,
-				 NULL, &L.ceil_mode,
+		if ((rc = window(n, 0, &L.kernel, &L.stride, &L.pad, NULL, NULL,
+				 &L.ceil_mode,
 				 xt->rank == 4 ? xt->dims + 2 : NULL, NULL,
 				 NULL, err)))
 			return rc;

@@ -1496,6 +1496,28 @@ HP_TEST(engine_onnx_net)
 	}
 	hp_spec_release(&s);
 	hp_graph_free(g);
+
+	/* a Conv without kernel_shape (ONNX lets the weight say it): the
+	 * weight's 3 x 3, padded "same" by auto_pad; 5 x 5 out of 5 x 5 */
+	{
+		struct ob *b = ob_new(13);
+		int64_t in[4] = {-1, 3, 5, 5}, w[4] = {4, 3, 3, 3},
+			fw[2] = {2, 4}, fb[1] = {2};
+		int k;
+		ob_input(b, "x", 4, in);
+		ob_init(b, "w", 4, w);
+		ob_init(b, "fw", 2, fw);
+		ob_init(b, "fb", 1, fb);
+		k = ob_node(b, "Conv", "x,w", "c");
+		ob_attr_s(b, k, "auto_pad", "SAME_UPPER");
+		ob_classifier(b, "c");
+		buf = ob_finish(b, &len);
+		onnx_converted(buf, len, NULL, &s);
+		ASSERT_EQ_INT(s.layers[0].type, HP_LAYER_CONV);
+		ASSERT_EQ_INT(s.layers[0].kernel, 3);
+		ASSERT_EQ_INT(s.layers[0].pad, 1);
+		free(check_spec_net(&s));
+	}
 }
 
 /*
