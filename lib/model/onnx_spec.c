@@ -89,6 +89,9 @@ struct conv_ctx {
 	/* what was taken otherwise than written, for the spec's notes */
 	const char *final_softmax; /* the op, or NULL */
 	int scales_folded, ceil_pads, cl_flattens;
+	/* per-channel constants on the input averaged: --input-shape gave it
+	 * other channels than they are for */
+	int in_consts_averaged;
 	/* group norms made of PyTorch's pattern, and those of them with
 	 * their scale's Mul; instance norms with constant scale and bias */
 	int gn_made, gn_affine, in_plain;
@@ -1008,12 +1011,30 @@ static int scale_node(struct conv_ctx *c, const struct hp_node *n, int in,
 		bool on_input =
 		    c->val[x] == -1 ||
 		    (p && (p->ninputs ? p->inputs[0] == -1 : c->val[x] == 0));
-		if (!on_input || ch < 2 || ch > HP_SPEC_SCALE_CH ||
-		    kt->nfvals != ch || !along_channels(kt, ch, true))
+		int64_t kn = kt->nfvals;
+		/* the input's channels are the spec's (a broadcast with a
+		 * constant of other channels widens the tensor's) */
+		if (on_input && ch && sp->input[0] > 0)
+			ch = sp->input[0];
+		if (on_input && ch >= 1 && kn >= 2 && kn != ch &&
+		    kn <= HP_SPEC_SCALE_CH && along_channels(kt, kn, true)) {
+			/* --input-shape gave the input other channels than
+			 * these constants are for (a 3-channel
+			 * normalization on 1-channel data): their mean, on
+			 * every channel */
+			double m = 0;
+			for (int64_t i = 0; i < kn; i++)
+				m += kt->fvals[i];
+			v[0] = m / (double)kn;
+			c->in_consts_averaged++;
+		} else if (!on_input || ch < 2 || ch > HP_SPEC_SCALE_CH ||
+			   kn != ch || !along_channels(kt, ch, true)) {
 			return 1;
-		nch = nv = (int)ch;
-		for (int i = 0; i < nv; i++)
-			v[i] = kt->fvals[i];
+		} else {
+			nch = nv = (int)ch;
+			for (int i = 0; i < nv; i++)
+				v[i] = kt->fvals[i];
+		}
 	}
 	for (int i = 0; i < nv; i++) {
 		f[i] = 1;
@@ -1671,6 +1692,12 @@ static void notes(const struct conv_ctx *c, bool nhwc, struct hp_spec *s)
 			     m, k ? "instance" : "group", m == 1 ? "" : "s",
 			     m == 1 ? "s" : "");
 	}
+	if (c->in_consts_averaged)
+		note(s,
+		     "the input's per-channel constants (%d) are for other "
+		     "channels than --input-shape gives: their mean is "
+		     "taken on every channel",
+		     c->in_consts_averaged);
 	if (c->cl_flattens)
 		note(s, "channels-last data flattened: the fc after it reads "
 			"the same features in C, H, W order (its weights are "

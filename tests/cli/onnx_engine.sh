@@ -236,6 +236,23 @@ if [ $rc -eq 0 ] && "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); s
 else
 	fail profile_onnx_other_input_channels "exit $rc: $(cat "$TMP/err")"
 fi
+# an input normalized per channel inside the model ((x - mean) / std of 3
+# values) at a 1-channel --input-shape: their means on the one channel,
+# said so (it was refused as "does not run Sub")
+"$HP" profile "$UD/user_input_norm.onnx" --batch 2 --input-shape 1x28x28 --threads 1 \
+	--max-seconds 0.2 --retries 0 --out "$TMP/in1.csv" --save-spec "$TMP/in1.json" \
+	>/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && "$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1])); L = d["layers"][0]
+m, s = (0.485 + 0.456 + 0.406) / 3, (0.229 + 0.224 + 0.225) / 3
+sys.exit(0 if d["input"] == [1, 28, 28] and L["type"] == "scale" and abs(L["factor"] * s - 1) < 1e-5
+         and abs(L["shift"] + m / s) < 1e-5 else 1)' "$TMP/in1.json"; then
+	ok profile_onnx_input_norm_other_channels
+else
+	fail profile_onnx_input_norm_other_channels "exit $rc: $(cat "$TMP/err") $(head -c 300 "$TMP/in1.json")"
+fi
 # ViT's attention (a Concat of the class token along the sequence) does not
 expect_status profile_onnx_unsupported 2 "$HP" profile "$TV/vit_b_16.train.onnx" --batch 2 \
 	--input-shape 3x32x32 --out "$TMP/s.csv"
