@@ -19,6 +19,23 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
+def save(nodes, name, weights, out, check=True):
+    """The graph of nodes on a 3x8x8 input with 3 logits, as OUT/NAME.onnx."""
+    g = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                       ["batch", 3, 8, 8])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                       ["batch", 3])],
+        weights)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.producer_name = "hetpool tools/gen_unrun_ops_onnx.py"
+    if check:
+        onnx.checker.check_model(m)
+    os.makedirs(out, exist_ok=True)
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -26,45 +43,22 @@ def main():
     w = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")
     fw = numpy_helper.from_array(np.zeros((3, 4), np.float32), "fw")
     fb = numpy_helper.from_array(np.zeros((3,), np.float32), "fb")
-    nodes = [
-        helper.make_node("Conv", ["input", "w"], ["c"], kernel_shape=[3, 3],
-                         pads=[1, 1, 1, 1]),
-        helper.make_node("LRN", ["c"], ["n"], size=3),
-        helper.make_node("Selu", ["n"], ["s"]),
-        helper.make_node("GlobalAveragePool", ["s"], ["g"]),
+    conv = helper.make_node("Conv", ["input", "w"], ["c"],
+                            kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    head = [
         helper.make_node("Flatten", ["g"], ["f"], axis=1),
         helper.make_node("Gemm", ["f", "fw", "fb"], ["logits"], transB=1),
     ]
-    g = helper.make_graph(
-        nodes, "lrn_selu",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT,
-                                       ["batch", 3, 8, 8])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                       ["batch", 3])],
-        [w, fw, fb])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.producer_name = "hetpool tools/gen_unrun_ops_onnx.py"
-    onnx.checker.check_model(m)
-    os.makedirs(a.out, exist_ok=True)
-    onnx.save(m, os.path.join(a.out, "lrn_selu.onnx"))
-
-    nodes = [
-        nodes[0],
-        helper.make_node("Add", ["c", "h"], ["h"], name="Add_h"),
-        helper.make_node("GlobalAveragePool", ["h"], ["g"]),
-        nodes[4], nodes[5],
-    ]
-    g = helper.make_graph(
-        nodes, "cycle",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT,
-                                       ["batch", 3, 8, 8])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                       ["batch", 3])],
-        [w, fw, fb])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.producer_name = "hetpool tools/gen_unrun_ops_onnx.py"
-    # no onnx.checker: the cycle is the point
-    onnx.save(m, os.path.join(a.out, "cycle.onnx"))
+    save([conv,
+          helper.make_node("LRN", ["c"], ["n"], size=3),
+          helper.make_node("Selu", ["n"], ["s"]),
+          helper.make_node("GlobalAveragePool", ["s"], ["g"])] + head,
+         "lrn_selu", [w, fw, fb], a.out)
+    # no onnx.checker here: the cycle is the point
+    save([conv,
+          helper.make_node("Add", ["c", "h"], ["h"], name="Add_h"),
+          helper.make_node("GlobalAveragePool", ["h"], ["g"])] + head,
+         "cycle", [w, fw, fb], a.out, check=False)
 
 
 if __name__ == "__main__":
