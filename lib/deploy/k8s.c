@@ -666,17 +666,20 @@ static int k8s_start(struct hp__submit *s, struct hp_error *err)
 		hp_buf_init(&eout, 1u << 20);
 		rc = hp__run(argv, s->d->cmd_timeout_s, NULL, &eout, &status,
 			     err);
-		if (!rc && status != 0) {
-			char log[HP_DEPLOY_PATH_MAX + 64];
+		if (!rc && status != 0)
 			rc = hp_error_set(err, HP_EIO,
 					  "kubectl apply refused the job: %s",
 					  hp__last_line(hp_buf_str(&eout), line,
 							sizeof(line)));
-			/* the whole of what it said, which a reason cuts */
+		if (rc) {
+			/* the whole of what it said, which a reason cuts (or
+			 * why it could not run) */
+			char log[HP_DEPLOY_PATH_MAX + 64];
+			const char *t = eout.len ? hp_buf_str(&eout) : err->msg;
 			if (!hp__path(log, sizeof(log), NULL,
 				      "%s/k8s/apply.log", s->job->dir))
-				hp_write_file_atomic(log, hp_buf_str(&eout),
-						     eout.len, 0644, NULL);
+				hp_write_file_atomic(log, t, strlen(t), 0644,
+						     NULL);
 		}
 		hp_buf_release(&eout);
 		if (rc) {
