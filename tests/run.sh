@@ -39,7 +39,7 @@ case $jobs in '' | *[!0-9]* | 0)
 esac
 # short: the tasks' TMPDIRs are under it, and Unix sockets (Open MPI's,
 # hetpoold's) have room for 107 bytes of path
-work=$(mktemp -d /tmp/hpt.XXXX)
+work=$(mktemp -d /tmp/hpt.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 # The tasks: the scripts marked alone, one by one, then the unit tests and
@@ -57,18 +57,15 @@ for t in "$root"/tests/cli/*.sh "$root"/tests/integration/*.sh; do
 done
 
 running=0
-ntasks=0
-declare -A started=()
+declare -A started=() pids=()
 
 # Start task NAME (a script, or "hp_unit") in the background.
 start() {
 	local name=$1 t=$2
 	local o="$work/$name"
 	started[$name]=$SECONDS
-	ntasks=$((ntasks + 1))
-	echo "$work/$ntasks" >"$o.tmpdir"
 	(
-		export TMPDIR="$work/$ntasks"
+		export TMPDIR="$o.d"
 		mkdir -p "$TMPDIR"
 		if [ "$t" = hp_unit ]; then
 			timeout -k 10 "$unit_limit" "$HP_BIN/hp_unit" >"$o.out" 2>&1
@@ -78,7 +75,7 @@ start() {
 		echo $? >"$o.rc.tmp"
 		mv "$o.rc.tmp" "$o.rc"
 	) &
-	echo $! >"$o.pid"
+	pids[$name]=$!
 	running=$((running + 1))
 }
 
@@ -116,8 +113,8 @@ report() {
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
-	rm -rf "$o.out" "$o.rc" "$o.pid" "$(cat "$o.tmpdir")" "$o.tmpdir"
-	unset "started[$name]"
+	rm -rf "$o.out" "$o.rc" "$o.d"
+	unset "started[$name]" "pids[$name]"
 	running=$((running - 1))
 }
 
@@ -128,7 +125,7 @@ drain() {
 		ended=0
 		for name in "${!started[@]}"; do
 			if [ -e "$work/$name.rc" ]; then
-				wait "$(cat "$work/$name.pid")" 2>/dev/null
+				wait "${pids[$name]}" 2>/dev/null
 				report "$name"
 				ended=1
 			fi
