@@ -5,8 +5,8 @@
 # the 1-rank loss curve; SIGKILL then --resume ends with the weights of an
 # uninterrupted run, bit for bit; SIGTERM stops at a step boundary with a
 # checkpoint; divergence stops a learning-rate ramp; batch norm over 2
-# ranks keeps the ranks' states equal; a rank slowed by CPU hogs gets a
-# smaller share; energy is predicted, and said so, where not measured.
+# ranks keeps the ranks' states equal; energy is predicted, and said so,
+# where not measured.  Rebalancing under CPU hogs is train_hog.sh (alone).
 . "$(dirname "$0")/lib.sh"
 TRAIN=$HP_BIN/hetpool-train
 ROOT=${HP_ROOT:?}
@@ -15,12 +15,6 @@ BN=$ROOT/tests/data/train/cnn_bn.json
 PY=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none # no CMA in containers
-HOGS=()
-cleanup() {
-	for p in "${HOGS[@]}"; do kill "$p" 2>/dev/null; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
 
 if [ ! -x "$TRAIN" ]; then
 	echo "skip train: no $TRAIN (a build without the engine)"
@@ -348,30 +342,6 @@ if [ $MPI = 1 ]; then
 		--out "$TMP/lop" 2>"$TMP/err"
 	check rebalance_from_lopsided "$TMP/lop/metrics.jsonl" "[x for x in e if x['event'] == 'rebalance'][0]['local_batches_after'][1] > 4 and s[-1]['local_batches'][1] > 4"
 	check rebalance_event_fields "$TMP/lop/metrics.jsonl" "all(k in x for x in e if x['event'] == 'rebalance' for k in ('at_step', 'local_batches_before', 'local_batches_after', 'rank_step_s_before', 'rank_step_s_after', 'rank_step_s_predicted', 'spread_before', 'spread_after'))"
-fi
-
-# ---- rebalancing with a rank slowed by CPU hogs on its core: the split
-# moves, samples going to the rank that finished its share first (on this
-# shared machine other people's processes may make either core the slower
-# one: the direction is checked against the times the trainer logged), and
-# the global batch stays ----
-if [ $MPI = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-	for _ in 1 2; do
-		taskset -c 1 sh -c 'while :; do :; done' &
-		HOGS+=($!)
-	done
-	ASAN_OPTIONS=$MPI_ASAN mpirun -np 2 --bind-to core --map-by core "$TRAIN" --model "$CNN" --data synthetic \
-		--batch 256 --steps 30 --threads 1 --rebalance-window 6 --eval-samples 64 \
-		--synthetic-samples 2048 --out "$TMP/hog" 2>"$TMP/err"
-	rc=$?
-	for p in "${HOGS[@]}"; do kill "$p" 2>/dev/null; done
-	HOGS=()
-	[ $rc -eq 0 ] && ok hog_runs || fail hog_runs "exit $rc: $(tail -n 3 "$TMP/err")"
-	check hog_resplit "$TMP/hog/metrics.jsonl" "len([x for x in e if x['event'] == 'rebalance']) > 0"
-	check hog_towards_faster "$TMP/hog/metrics.jsonl" "all((x['local_batches_after'][0] > x['local_batches_before'][0]) == (x['rank_step_s_before'][0] < x['rank_step_s_before'][1]) for x in e if x['event'] == 'rebalance')"
-	check hog_global_kept "$TMP/hog/metrics.jsonl" "all(sum(x['local_batches']) == 256 for x in s)"
-else
-	echo "skip hog: needs mpirun, 2 cores and taskset"
 fi
 
 # ---- energy: predicted from a catalog that knows the CPU's power ----
