@@ -4,7 +4,12 @@ engine does not run (LRN, as the original AlexNet normalised, and SELU),
 so that tests can check that every such op is named at once; and
 tests/data/onnx/cycle.onnx: the same CNN with an Add that reads its own
 output (a graph with a cycle, which no exporter writes: a file damaged or
-written by hand), which the trainer must refuse as bad input.
+written by hand), which the trainer must refuse as bad input; and three
+files whose Conv contradicts its own weight (also hand-made, never
+exported): conv_kernel_mismatch.onnx (kernel_shape 5x5, a 3x3 weight),
+conv_channels_mismatch.onnx (a 3-channel input, a weight for 7) and
+conv_group_mismatch.onnx (group 2 on a weight that takes all 3 channels),
+which must be refused rather than trained as some other conv.
 
     /usr/bin/python3 tools/gen_unrun_ops_onnx.py --out tests/data/onnx
 
@@ -59,6 +64,21 @@ def main():
           helper.make_node("Add", ["c", "h"], ["h"], name="Add_h"),
           helper.make_node("GlobalAveragePool", ["h"], ["g"])] + head,
          "cycle", [w, fw, fb], a.out, check=False)
+    # a Conv that its weight contradicts (the checker does not look at
+    # shapes: onnx.shape_inference would refuse them)
+    for name, shape, attrs in (
+            ("conv_kernel_mismatch", (4, 3, 3, 3),
+             dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2])),
+            ("conv_channels_mismatch", (4, 7, 3, 3),
+             dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
+            ("conv_group_mismatch", (4, 3, 3, 3),
+             dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2))):
+        bw = numpy_helper.from_array(np.zeros(shape, np.float32), "w")
+        save([helper.make_node("Conv", ["input", "w"], ["c"],
+                               name="Conv_c", **attrs),
+              helper.make_node("Relu", ["c"], ["r"]),
+              helper.make_node("GlobalAveragePool", ["r"], ["g"])] + head,
+             name, [bw, fw, fb], a.out)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,10 @@ struct conv_ctx {
 	/* per-channel constants on the input averaged: --input-shape gave it
 	 * other channels than they are for */
 	int in_consts_averaged;
+	/* the input's channels as the file gives them (0: not given):
+	 * --input-shape may give the data others, which the first conv then
+	 * takes, so a conv on the input is checked against the file's */
+	int64_t file_channels;
 	/* group norms made of PyTorch's pattern, and those of them with
 	 * their scale's Mul; instance norms with constant scale and bias */
 	int gn_made, gn_affine, in_plain;
@@ -1296,6 +1300,37 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 					    "shape",
 					    n->name);
 		L.filters = g->tensors[w].dims[0];
+		/* the file's weight is the layer: a kernel_shape or group
+		 * that contradicts it is a broken model, not another conv */
+		{
+			const int64_t *wd = g->tensors[w].dims;
+			int64_t kw = L.rect ? L.kernel_w : L.kernel;
+			if (wd[2] != L.kernel || wd[3] != kw)
+				return hp_error_set(
+				    err, HP_ESHAPE,
+				    "node %s (Conv): kernel_shape %lldx%lld, "
+				    "the weight's kernel %lldx%lld",
+				    n->name, (long long)L.kernel, (long long)kw,
+				    (long long)wd[2], (long long)wd[3]);
+			if (L.groups < 1 || wd[0] % L.groups)
+				return hp_error_set(
+				    err, HP_ESHAPE,
+				    "node %s (Conv): %lld filters do not "
+				    "make %lld groups",
+				    n->name, (long long)wd[0],
+				    (long long)L.groups);
+			int64_t ch = x0 == g->inputs[0]	   ? c->file_channels
+				     : xt && xt->rank == 4 ? xt->dims[1]
+							   : 0;
+			if (ch > 0 && wd[1] * L.groups != ch)
+				return hp_error_set(
+				    err, HP_ESHAPE,
+				    "node %s (Conv): its input has %lld "
+				    "channels, the weight takes %lld in each "
+				    "of %lld groups",
+				    n->name, (long long)ch, (long long)wd[1],
+				    (long long)L.groups);
+		}
 	} else if (!strcmp(op, "BatchNormalization")) {
 		L.type = HP_LAYER_BN;
 	} else if (!strcmp(op, "Relu")) {
@@ -1743,6 +1778,8 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 	/* an N, H, W, C input (Keras's, through tf2onnx) is channels-last
 	 * data, which its Transpose to N, C, H, W brings back */
 	nhwc = hp__input_nhwc(g, in);
+	if (x->rank == 4 && x->dims[nhwc ? 3 : 1] > 0)
+		c.file_channels = x->dims[nhwc ? 3 : 1];
 	if (input_shape && x->rank == 4)
 		for (int k = 0; k < 3; k++)
 			g->tensors[in].dims[nhwc ? (k + 2) % 3 + 1 : k + 1] =

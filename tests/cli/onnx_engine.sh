@@ -321,4 +321,17 @@ PY
 	expect_status train_onnx_cycle 2 "$TRAIN" --model "$HP_ROOT/tests/data/onnx/cycle.onnx" \
 		--data synthetic --batch 2 --steps 1 --out "$TMP/tr3"
 	expect_err train_onnx_cycle_says "graph has a cycle through node 'Add_h'"
+	# a Conv its own weight contradicts is refused, not trained as
+	# another conv; at a 1-channel --input-shape too (the first conv
+	# takes the data's channels, checked against the file's)
+	for m in "kernel_mismatch:kernel_shape 5x5, the weight's kernel 3x3" \
+		"channels_mismatch:its input has 3 channels, the weight takes 7 in each of 1 groups" \
+		"group_mismatch:its input has 3 channels, the weight takes 3 in each of 2 groups"; do
+		for shape in "" 1x8x8; do
+			expect_status "train_onnx_conv_${m%%:*}${shape:+_$shape}" 2 "$TRAIN" \
+				--model "$HP_ROOT/tests/data/onnx/conv_${m%%:*}.onnx" ${shape:+--input-shape $shape} \
+				--data synthetic --batch 2 --steps 1 --out "$TMP/tr4"
+			expect_err "train_onnx_conv_${m%%:*}${shape:+_$shape}_says" "node Conv_c \(Conv\): ${m#*:}"
+		done
+	done
 fi
