@@ -432,7 +432,7 @@ static int open_engine(struct tr_run *t, struct hp_error *err)
 	t->eo.momentum = t->o->momentum;
 	t->eo.weight_decay = t->o->weight_decay;
 	t->eo.seed = t->o->seed;
-	t->eo.lr = hp_lr_at(&t->o->lr, 0);
+	t->eo.lr = 0; /* the plan's, once the data sets the steps */
 	if (!strncmp(t->device, "cuda:", 5))
 		hp_parse_i64(t->device + 5, 0, 1023, &k);
 	t->cuda_index = (int)k;
@@ -449,6 +449,13 @@ static int open_engine(struct tr_run *t, struct hp_error *err)
 		snprintf(t->device, sizeof(t->device), "cpu");
 		t->eo.device = t->device;
 		t->e = engine_at(t, t->local[t->r], err);
+	}
+	if (!t->e && err->code == HP_ETOOBIG) {
+		size_t n;
+		hp_error_prefix(err, "rank %d on %s", t->r, t->device);
+		n = strlen(err->msg);
+		snprintf(err->msg + n, sizeof(err->msg) - n,
+			 "; give a smaller --batch, or more ranks to share it");
 	}
 	return t->e ? 0 : (err->code ? err->code : HP_EINTERNAL);
 }
@@ -1506,7 +1513,18 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 }
 
 /* Steps from --steps or --epochs; the split; the learning-rate plan. */
-static int plan(struct tr_run *t, struct hp_lr_plan *lr, struct hp_error *err)
+static int batch_over_samples(int64_t batch, int64_t n, struct hp_error *err)
+{
+	return hp_error_set(err, HP_EINVAL,
+			    "--batch %lld is larger than the %lld training "
+			    "samples",
+			    (long long)batch, (long long)n);
+}
+
+/* The split of the global batch, before the model's engine is built (so
+ * that a net too large for this device is refused before any data is
+ * read or made). */
+static int plan_split(struct tr_run *t, struct hp_error *err)
 {
 	const struct tr_opts *o = t->o;
 	int rc;
@@ -1516,16 +1534,9 @@ static int plan(struct tr_run *t, struct hp_lr_plan *lr, struct hp_error *err)
 		return hp_error_set(err, HP_EINVAL,
 				    "--batch %lld is smaller than the %d ranks",
 				    (long long)t->B, t->R);
-	t->spe = t->train.n / t->B;
-	if (t->spe < 1)
-		return hp_error_set(err, HP_EINVAL,
-				    "--batch %lld is larger than the %lld "
-				    "training samples",
-				    (long long)t->B, (long long)t->train.n);
-	t->total =
-	    o->steps > 0 ? o->steps : (int64_t)ceil(o->epochs * (double)t->spe);
-	if (t->total < 1)
-		t->total = 1;
+	if (!strcmp(o->data, "synthetic") && o->synthetic_samples > 0 &&
+	    t->B > o->synthetic_samples)
+		return batch_over_samples(t->B, o->synthetic_samples, err);
 	if (o->local_batches) {
 		rc =
 		    hp_split_parse(o->local_batches, t->R, t->B, t->local, err);
@@ -1537,6 +1548,22 @@ static int plan(struct tr_run *t, struct hp_lr_plan *lr, struct hp_error *err)
 		hp_split_even(t->B, t->R, t->local);
 	}
 	hp_split_offsets(t->local, t->R, t->off);
+	return 0;
+}
+
+/* The steps and the learning-rate plan, once the data is there. */
+static int plan_steps(struct tr_run *t, struct hp_lr_plan *lr,
+		      struct hp_error *err)
+{
+	const struct tr_opts *o = t->o;
+
+	t->spe = t->train.n / t->B;
+	if (t->spe < 1)
+		return batch_over_samples(t->B, t->train.n, err);
+	t->total =
+	    o->steps > 0 ? o->steps : (int64_t)ceil(o->epochs * (double)t->spe);
+	if (t->total < 1)
+		t->total = 1;
 	*lr = o->lr;
 	lr->global_batch = t->B;
 	lr->total_steps = t->total;
@@ -1837,14 +1864,20 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 	/* set-up: every rank does it; all must succeed */
 	if (!err.code && (rc = load_model(&t, &err)))
 		hp_error_prefix(&err, "--model %s", o->model);
-	if (!err.code &&
-	    (rc = rank_device(&t, t.device, sizeof(t.device), &err)) == 0)
-		rc = load_data(&t, &err);
 	if (!err.code)
-		rc = plan(&t, &lr, &err);
-	if (!err.code) {
-		o2.lr = lr;
+		rc = rank_device(&t, t.device, sizeof(t.device), &err);
+	if (!err.code)
+		rc = plan_split(&t, &err);
+	/* the engine before the data: a net this device cannot hold is
+	 * refused before seconds go into reading or making samples */
+	if (!err.code)
 		rc = open_engine(&t, &err); /* its message names the device */
+	if (!err.code)
+		rc = load_data(&t, &err);
+	if (!err.code && (rc = plan_steps(&t, &lr, &err)) == 0) {
+		o2.lr = lr;
+		t.eo.lr = hp_lr_at(&o2.lr, 0);
+		hp_engine_set_lr(t.e, t.eo.lr);
 	}
 	if (!err.code && (rc = alloc_buffers(&t, &err)) == 0 &&
 	    (rc = setup_flat(&t, &err)) == 0)

@@ -82,6 +82,12 @@ if [ $FM = 1 ]; then
 	expect_status usage_shape 2 "$TRAIN" --model "$TMP/c32.json" --data fashion-mnist --batch 8 --out "$TMP/x"
 	expect_err usage_shape_says "1x28x28, the model's input is 3x32x32"
 fi
+# a net this host cannot hold is refused before the data is made: 2^30
+# synthetic samples of 3x256x256 would pass the data's own limit, so the
+# message shows which check came first
+printf '{"name":"big","input":[3,256,256],"classes":10,"layers":[{"type":"conv","filters":512,"kernel":3,"stride":1,"pad":1},{"type":"relu"},{"type":"conv","filters":512,"kernel":3,"stride":1,"pad":1},{"type":"fc","units":10}]}' >"$TMP/big.json"
+expect_status usage_too_big 2 "$TRAIN" --model "$TMP/big.json" --data synthetic --synthetic-samples 1073741824 --batch 256 --out "$TMP/x"
+expect_err usage_too_big_first "^hetpool-train: rank 0 on cpu: batch 256 needs about [0-9.]+ MiB, over the limit .*smaller --batch"
 if "$TRAIN" --help | grep -q -- "--local-batches b1"; then ok help; else fail help "no --local-batches in --help"; fi
 expect_status usage_spec_input_shape 2 "$TRAIN" --model "$CNN" --input-shape 3x32x32 --data synthetic --batch 8 --out "$TMP/x"
 expect_err usage_spec_input_shape_says "for ONNX models"
