@@ -716,6 +716,17 @@ static int job_dir(const struct hp_deploy *d, const char *id, char *buf,
 	if (access(buf, F_OK))
 		return hp_error_set(err, HP_ENOENT, "no job '%s' in '%s'", id,
 				    d->jobs_dir);
+	/* a folder without the job file is not a job (hetpool jobs passes
+	 * over it too): say so, not that a file could not be opened */
+	{
+		char f[HP_DEPLOY_PATH_MAX + 32];
+		if (!hp__path(f, sizeof(f), NULL, "%s/%s", buf, HP_JOB_FILE) &&
+		    access(f, F_OK) && errno == ENOENT)
+			return hp_error_set(err, HP_ENOENT,
+					    "no job '%s' in '%s' (its "
+					    "folder there holds no %s)",
+					    id, d->jobs_dir, HP_JOB_FILE);
+	}
 	return 0;
 }
 

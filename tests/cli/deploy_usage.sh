@@ -106,6 +106,13 @@ touch "$HETPOOL_JOBS_DIR/20200101-000000-0001"
 expect_status usage_jobs_stray_file 1 "$HP" jobs
 if grep -q "20200101-000000-0001" "$TMP/err"; then fail usage_jobs_stray_file_passed_over "$(cat "$TMP/err")"; else ok usage_jobs_stray_file_passed_over; fi
 rm -f "$HETPOOL_JOBS_DIR/20200101-000000-0001"
+# nor is a folder without job.json: status, logs and cancel say so
+mkdir "$HETPOOL_JOBS_DIR/20200101-000000-0002"
+for c in status logs cancel; do
+	expect_status "usage_${c}_folder_not_job" 2 "$HP" "$c" 20200101-000000-0002
+	expect_err "usage_${c}_folder_not_job_says" "no job '20200101-000000-0002' in '.*' \(its folder there holds no job.json\)"
+done
+rmdir "$HETPOOL_JOBS_DIR/20200101-000000-0002"
 expect_status usage_status_damaged 1 "$HP" status "$BAD"
 expect_status usage_logs_damaged 1 "$HP" logs "$BAD"
 rm -rf "${HETPOOL_JOBS_DIR:?}/$BAD"
