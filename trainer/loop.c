@@ -263,16 +263,28 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 	}
 	for (int k = 0; k < 2; k++) {
 		const struct hp_dataset *ds = k ? &t->test : &t->train;
+		size_t ml = strlen(t->o->model);
+		/* an ONNX model (not a .json spec) trains at the data's
+		 * shape when told it */
+		bool onnx = ml < 5 || strcmp(t->o->model + ml - 5, ".json");
+		char hint[96] = "";
+		if (onnx)
+			snprintf(hint, sizeof(hint),
+				 "; --input-shape %lldx%lldx%lld trains an "
+				 "ONNX model at the data's",
+				 (long long)ds->shape[0],
+				 (long long)ds->shape[1],
+				 (long long)ds->shape[2]);
 		if (memcmp(ds->shape, t->spec.input, sizeof(t->spec.input)))
 			return hp_error_set(
 			    err, HP_ESHAPE,
 			    "the data's %s samples are %lldx%lldx%lld, the "
-			    "model's input is %lldx%lldx%lld",
+			    "model's input is %lldx%lldx%lld%s",
 			    k ? "test" : "training", (long long)ds->shape[0],
 			    (long long)ds->shape[1], (long long)ds->shape[2],
 			    (long long)t->spec.input[0],
 			    (long long)t->spec.input[1],
-			    (long long)t->spec.input[2]);
+			    (long long)t->spec.input[2], hint);
 	}
 	if (t->train.classes > t->spec.classes ||
 	    t->test.classes > t->spec.classes)

@@ -316,6 +316,10 @@ PY
 	fi
 	expect_status train_onnx_shape 2 "$TRAIN" --model "$R18" --input-shape 1x28 \
 		--data fashion-mnist --batch 16 --steps 1 --out "$TMP/tr2"
+	# at its own 3x224x224 on Fashion-MNIST: the message says how to train it
+	expect_status train_onnx_data_shape 2 "$TRAIN" --model "$R18" \
+		--data fashion-mnist --batch 4 --steps 1 --out "$TMP/tr2"
+	expect_err train_onnx_data_shape_says "samples are 1x28x28, the model's input is 3x224x224; --input-shape 1x28x28 trains"
 	# a graph with a cycle is bad input (exit 2), like any other the
 	# converter refuses
 	expect_status train_onnx_cycle 2 "$TRAIN" --model "$HP_ROOT/tests/data/onnx/cycle.onnx" \
