@@ -267,7 +267,7 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 		/* an ONNX model (not a .json spec) trains at the data's
 		 * shape when told it */
 		bool onnx = ml < 5 || strcmp(t->o->model + ml - 5, ".json");
-		char hint[96] = "";
+		char hint[160] = "";
 		if (onnx)
 			snprintf(hint, sizeof(hint),
 				 "; --input-shape %lldx%lldx%lld trains an "
@@ -1524,7 +1524,6 @@ static int load_model(struct tr_run *t, struct hp_error *err)
 	return 0;
 }
 
-/* Steps from --steps or --epochs; the split; the learning-rate plan. */
 static int batch_over_samples(int64_t batch, int64_t n, struct hp_error *err)
 {
 	return hp_error_set(err, HP_EINVAL,
@@ -1563,7 +1562,8 @@ static int plan_split(struct tr_run *t, struct hp_error *err)
 	return 0;
 }
 
-/* The steps and the learning-rate plan, once the data is there. */
+/* Steps from --steps or --epochs and the learning-rate plan, once the
+ * data is there. */
 static int plan_steps(struct tr_run *t, struct hp_lr_plan *lr,
 		      struct hp_error *err)
 {
