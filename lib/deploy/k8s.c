@@ -113,6 +113,49 @@ static int product_label(const struct hp__submit *s, const char *type,
 	return 0;
 }
 
+/* Whether name is a Kubernetes object name: a DNS-1123 label (a
+ * namespace: at most 63 characters) or subdomain (a claim: 253, dots
+ * too) of lowercase letters, digits and '-' that starts and ends with a
+ * letter or digit.  The error names the first thing wrong. */
+static int k8s_name_check(const char *what, const char *name, size_t max,
+			  bool dots, struct hp_error *err)
+{
+	const char *allowed = dots ? "lowercase letters, digits, '-' and '.'"
+				   : "lowercase letters, digits and '-'";
+	size_t n = strlen(name);
+
+	if (n == 0)
+		return hp_error_set(err, HP_EINVAL, "%s is empty: give %s",
+				    what, allowed);
+	if (n > max)
+		return hp_error_set(err, HP_EINVAL,
+				    "%s '%.24s...' is %zu characters; "
+				    "Kubernetes takes at most %zu",
+				    what, name, n, max);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || (dots && c == '.'))
+			continue;
+		if (c > ' ' && c < 0x7f)
+			return hp_error_set(err, HP_EINVAL,
+					    "%s '%s': '%c' (character %zu) "
+					    "is not allowed; give %s",
+					    what, name, c, i + 1, allowed);
+		return hp_error_set(err, HP_EINVAL,
+				    "%s: byte 0x%02x (character %zu) is not "
+				    "allowed; give %s",
+				    what, c, i + 1, allowed);
+	}
+	/* every character is one of those above */
+	if (strchr("-.", name[0]) || strchr("-.", name[n - 1]))
+		return hp_error_set(err, HP_EINVAL,
+				    "%s '%s' must start and end with a "
+				    "letter or digit",
+				    what, name);
+	return 0;
+}
+
 static int k8s_check(struct hp__submit *s, struct hp_error *err)
 {
 	const struct hp_submit_opts *o = s->opts;
@@ -131,16 +174,13 @@ static int k8s_check(struct hp__submit *s, struct hp_error *err)
 				    "plan has %d (mixed types or device "
 				    "counts): use Indexed Jobs",
 				    s->plan->ncomps);
-	if (o->k8s_namespace && !hp_job_id_valid(o->k8s_namespace))
-		return hp_error_set(err, HP_EINVAL,
-				    "namespace '%s': give lowercase letters, "
-				    "digits and '-'",
-				    o->k8s_namespace);
-	if (o->k8s_volume && !hp_job_id_valid(o->k8s_volume))
-		return hp_error_set(err, HP_EINVAL,
-				    "volume claim '%s': give lowercase "
-				    "letters, digits and '-'",
-				    o->k8s_volume);
+	if (o->k8s_namespace &&
+	    (rc =
+		 k8s_name_check("namespace", o->k8s_namespace, 63, false, err)))
+		return rc;
+	if (o->k8s_volume && (rc = k8s_name_check("volume claim", o->k8s_volume,
+						  253, true, err)))
+		return rc;
 	if (o->image &&
 	    (!*o->image || strlen(o->image) > 255 || strpbrk(o->image, " \t") ||
 	     hp_str_has_control(o->image)))

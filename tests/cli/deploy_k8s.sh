@@ -205,6 +205,20 @@ expect_status k8s_mpijob_mixed_refused 2 "$HP" run "$TMP/mixed.json" --model "$M
 expect_err k8s_mpijob_mixed_says "an MPIJob has one kind of worker"
 expect_status k8s_bad_namespace 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
 	--data synthetic --backend kubernetes --namespace 'Team A' --no-apply
+expect_err k8s_bad_namespace_says "namespace 'Team A': 'T' \(character 1\) is not allowed"
+# a namespace is a DNS-1123 label: up to 63 characters, not 31
+ns63=$(printf 'n%.0s' $(seq 63))
+expect_status k8s_namespace_63 0 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --namespace "$ns63" --no-apply --json
+expect_status k8s_namespace_64 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --namespace "${ns63}x" --no-apply
+expect_err k8s_namespace_64_says "is 64 characters; Kubernetes takes at most 63"
+expect_status k8s_namespace_dash_end 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --namespace team- --no-apply
+expect_err k8s_namespace_dash_end_says "namespace 'team-' must start and end with a letter or digit"
+# a claim is a DNS-1123 subdomain: dots are allowed
+expect_status k8s_claim_dots 0 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --k8s-volume runs.team-a --no-apply --json
 
 # A GPU type the catalog does not know has no product label: refused
 # (its name as the label would select no node), unless --product-map
