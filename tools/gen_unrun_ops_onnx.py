@@ -9,7 +9,11 @@ files whose Conv contradicts its own weight (also hand-made, never
 exported): conv_kernel_mismatch.onnx (kernel_shape 5x5, a 3x3 weight),
 conv_channels_mismatch.onnx (a 3-channel input, a weight for 7) and
 conv_group_mismatch.onnx (group 2 on a weight that takes all 3 channels),
-which must be refused rather than trained as some other conv.
+which must be refused rather than trained as some other conv.  Also
+three the engine's messages are checked on: concat_neg_axis.onnx (two
+convs joined by a Concat on axis -3, which is the channels, as ONNX counts
+from the end), flat_input.onnx (an MLP on a flat N x 192 input) and
+reshape_3d.onnx (a conv's output reshaped to N x 4 x 64, then flattened).
 
     /usr/bin/python3 tools/gen_unrun_ops_onnx.py --out tests/data/onnx
 
@@ -24,12 +28,13 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def save(nodes, name, weights, out, check=True):
-    """The graph of nodes on a 3x8x8 input with 3 logits, as OUT/NAME.onnx."""
+def save(nodes, name, weights, out, check=True, shape=(3, 8, 8)):
+    """The graph of nodes on an input of SHAPE with 3 logits, as
+    OUT/NAME.onnx."""
     g = helper.make_graph(
         nodes, name,
         [helper.make_tensor_value_info("input", TensorProto.FLOAT,
-                                       ["batch", 3, 8, 8])],
+                                       ["batch", *shape])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
                                        ["batch", 3])],
         weights)
@@ -79,6 +84,23 @@ def main():
               helper.make_node("Relu", ["c"], ["r"]),
               helper.make_node("GlobalAveragePool", ["r"], ["g"])] + head,
              name, [bw, fw, fb], a.out)
+    fw8 = numpy_helper.from_array(np.zeros((3, 8), np.float32), "fw")
+    w2 = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w2")
+    save([conv,
+          helper.make_node("Conv", ["input", "w2"], ["c2"],
+                           kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          helper.make_node("Concat", ["c", "c2"], ["k"], axis=-3),
+          helper.make_node("GlobalAveragePool", ["k"], ["g"])] + head,
+         "concat_neg_axis", [w, w2, fw8, fb], a.out)
+    fw192 = numpy_helper.from_array(np.zeros((3, 192), np.float32), "fw")
+    save([helper.make_node("Gemm", ["input", "fw", "fb"], ["logits"],
+                           transB=1)],
+         "flat_input", [fw192, fb], a.out, shape=(192,))
+    fw256 = numpy_helper.from_array(np.zeros((3, 256), np.float32), "fw")
+    to3 = numpy_helper.from_array(np.array([0, 4, 64], np.int64), "to3")
+    save([conv,
+          helper.make_node("Reshape", ["c", "to3"], ["g"])] + head,
+         "reshape_3d", [w, to3, fw256, fb], a.out)
 
 
 if __name__ == "__main__":

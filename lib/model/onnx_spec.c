@@ -1219,6 +1219,9 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			    c, n, ins[0],
 			    c->ti[t].part == P_MEAN_W
 				? "ReduceMean (not over H and W)"
+			    : c->ti[t].part == P_GN_GROUPS
+				? "Reshape (to 3-D, not followed by a "
+				  "group norm's InstanceNormalization)"
 				: "a layer or group norm or "
 				  "gelu in another form");
 	}
@@ -1542,8 +1545,11 @@ static int convert_node(struct conv_ctx *c, const struct hp_node *n,
 			return pass_through(c, n, ins[0],
 					    "Add (of a constant)");
 	} else if (!strcmp(op, "Concat")) {
+		int64_t axis = hp_node_attr_i(n, "axis", 0);
 		L.type = HP_LAYER_CONCAT;
-		if (hp_node_attr_i(n, "axis", 0) != 1 || nin != n->ninputs)
+		if (axis < 0 && x0 >= 0) /* from the end, as ONNX allows */
+			axis += g->tensors[x0].rank;
+		if (axis != 1 || nin != n->ninputs)
 			return hp_error_set(
 			    err, HP_EUNSUPP,
 			    "node %s (Concat): only activations "
@@ -1784,6 +1790,14 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 		for (int k = 0; k < 3; k++)
 			g->tensors[in].dims[nhwc ? (k + 2) % 3 + 1 : k + 1] =
 			    input_shape[k];
+	if (x->rank != 4 && x->rank > 0)
+		return hp_error_set(
+		    err, HP_EUNSUPP,
+		    "input %s has %d dimensions, not 4: the "
+		    "engine trains image batches N,C,H,W "
+		    "(--input-shape gives C,H,W of a 4-D input "
+		    "of unknown size, it cannot add dimensions)",
+		    x->name, x->rank);
 	if (x->rank != 4 || x->dims[1] < 1 || x->dims[2] < 1 || x->dims[3] < 1)
 		return hp_error_set(err, HP_EUNSUPP,
 				    "input %s is not an image batch N,C,H,W "

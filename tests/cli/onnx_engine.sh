@@ -338,4 +338,21 @@ PY
 			expect_err "train_onnx_conv_${m%%:*}${shape:+_$shape}_says" "node Conv_c \(Conv\): ${m#*:}"
 		done
 	done
+	# a Concat's axis may count from the end: -3 of N,C,H,W is the
+	# channels
+	expect_status train_onnx_concat_neg_axis 0 "$TRAIN" \
+		--model "$HP_ROOT/tests/data/onnx/concat_neg_axis.onnx" \
+		--data synthetic --batch 2 --steps 1 --out "$TMP/tr5"
+	# a flat input is not an image batch, whatever --input-shape says
+	for shape in "" 1x8x8; do
+		expect_status "train_onnx_flat_input${shape:+_$shape}" 2 "$TRAIN" \
+			--model "$HP_ROOT/tests/data/onnx/flat_input.onnx" ${shape:+--input-shape $shape} \
+			--data synthetic --batch 2 --steps 1 --out "$TMP/tr6"
+		expect_err "train_onnx_flat_input${shape:+_$shape}_says" "input input has 2 dimensions, not 4: .*cannot add dimensions"
+	done
+	# a Reshape to 3-D that is not a group norm's is named as what it is
+	expect_status train_onnx_reshape_3d 2 "$TRAIN" \
+		--model "$HP_ROOT/tests/data/onnx/reshape_3d.onnx" \
+		--data synthetic --batch 2 --steps 1 --out "$TMP/tr7"
+	expect_err train_onnx_reshape_3d_says "Reshape \(to 3-D, not followed by a group norm's InstanceNormalization\)"
 fi
