@@ -1973,13 +1973,29 @@ static int init_params(struct cpu *b, struct hp_error *err)
 	uint64_t st = hp__rng_mix(b->o->seed ^ 0x5eedull);
 
 	for (int i = 0; i < b->nparams; i++) {
-		float *v = malloc((size_t)b->e->params[i].numel * sizeof(*v));
+		struct param *P = &b->params[i];
+		float *v;
 		int rc;
+		size_t bytes = (size_t)b->e->params[i].numel * sizeof(*v);
+		/* no buffer beyond those materialize() counted: a value
+		 * stored plain is made in place, one in a blocked layout in
+		 * its gradient's memory (unused yet, zeroed after), then
+		 * reordered.  A copy of VGG16's first fc is 392 MiB. */
+		if (md_eq(&P->w->md, &P->plain)) {
+			hp__param_init(b->e->params, b->p, i, &st, P->w->p);
+			continue;
+		}
+		bool in_grad = P->g && P->g->p && !P->g->scratch &&
+			       !P->g->alias && P->g->bytes >= bytes;
+		v = in_grad ? P->g->p : malloc(bytes);
 		if (!v)
 			return nomem(err);
 		hp__param_init(b->e->params, b->p, i, &st, v);
 		rc = cpu_param_io(b, i, 0, 1, v, err);
-		free(v);
+		if (in_grad)
+			memset(P->g->p, 0, P->g->bytes);
+		else
+			free(v);
 		if (rc)
 			return rc;
 	}

@@ -765,6 +765,79 @@ HP_TEST(engine_too_big)
 	hp_spec_release(&s);
 }
 
+/* splitmix64, as engine.h documents the initial weights' stream */
+static uint64_t mix64(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+HP_TEST(engine_init_values_in_place)
+{
+	/* The initial weights whatever layout oneDNN stores them in (the
+	 * conv's and the wide fc's are blocked, the biases plain): uniform
+	 * on +-1/sqrt(fan in) from the seed's stream, in parameter order,
+	 * batch norm 1 and 0.  They are made in the engine's own buffers:
+	 * the process grows by no more than the engine counts (a copy of
+	 * the 128 MiB fc weight, made and freed, did before). */
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct hp_spec s;
+	struct hp_engine *e;
+	long rss0;
+	uint64_t st;
+	float *v;
+	size_t peak;
+
+	parse(NET("[16,16,16]", 10,
+		  CONV(16, 3, 1, 1) "," BN "," RELU "," FC(8192) "," RELU
+								 "," FC(10)),
+	      &s);
+	hp_engine_opts_init(&o);
+	o.threads = 1;
+	o.batch = 2;
+	o.seed = 11;
+	rss0 = maxrss_kb();
+	e = hp_engine_new(&s, &o, &err);
+	if (!e)
+		HP_FAIL("%s", err.msg);
+	peak = hp_engine_peak_bytes(e);
+	/* an eighth more for ASan's shadow of what the engine allocates */
+	if (maxrss_kb() - rss0 > (long)(peak / 1024 * 9 / 8) + 32 * 1024)
+		HP_FAIL("the process grew %ld KiB, the engine counts %zu",
+			maxrss_kb() - rss0, peak / 1024);
+	st = mix64(o.seed ^ 0x5eedull);
+	for (int i = 0; i < hp_engine_param_count(e); i++) {
+		struct hp_engine_param pi, w;
+		ASSERT(hp_engine_param_info(e, i, &pi) == 0);
+		ASSERT(hp_engine_param_info(e, pi.slot ? i - 1 : i, &w) == 0);
+		v = malloc((size_t)pi.numel * sizeof(*v));
+		ASSERT(v && hp_engine_param_get(e, i, v, &err) == 0);
+		bool bn = s.layers[pi.layer].type == HP_LAYER_BN;
+		double bound = 1 / sqrt((double)(w.numel / w.dims[0]));
+		for (int64_t j = 0; j < pi.numel; j++) {
+			float want;
+			if (bn) {
+				want = pi.slot ? 0.0f : 1.0f;
+			} else {
+				st += 0x9e3779b97f4a7c15ull;
+				want = (float)((2 * ((double)(mix64(st) >> 11) *
+						     0x1.0p-53) -
+						1) *
+					       bound);
+			}
+			if (v[j] != want)
+				HP_FAIL("%s[%lld] = %.9g, want %.9g", pi.name,
+					(long long)j, v[j], want);
+		}
+		free(v);
+	}
+	hp_engine_free(e);
+	hp_spec_release(&s);
+}
+
 HP_TEST(engine_estimate_vs_peak)
 {
 	struct hp_engine_opts o;
