@@ -637,6 +637,12 @@ static int energy_j(struct tr_run *t, double *j)
  * A checkpoint after step t->step: every rank checks its weights against
  * rank 0's (they must be the same bits), then rank 0 writes the file.
  */
+/* hp_ckpt_write_from()'s fill: the engine's state tensor i */
+static int state_fill(void *e, int i, float *buf, struct hp_error *err)
+{
+	return hp_engine_state_get(e, i, buf, err);
+}
+
 static int checkpoint(struct tr_run *t, struct hp_error *err)
 {
 	struct hp_ckpt ck;
@@ -703,21 +709,20 @@ static int checkpoint(struct tr_run *t, struct hp_error *err)
 		json_object_set_new(ck.meta, "data_hash", json_string(hx));
 	}
 	rc = ck.meta ? 0 : HP_ENOMEM;
+	/* declared here, each tensor's floats got from the engine as it
+	 * is written: VGG16's state copied whole was 1.1 GB more */
 	for (int k = 0; !rc && k < hp_engine_state_count(t->e); k++) {
 		struct hp_engine_state_info si;
-		float *buf;
 		hp_engine_state_info(t->e, k, &si);
-		buf = malloc((size_t)(si.numel ? si.numel : 1) * sizeof(*buf));
-		rc = buf ? hp_engine_state_get(t->e, k, buf, err) : HP_ENOMEM;
-		if (!rc)
-			rc = hp_ckpt_add(&ck, si.name, si.numel, buf);
-		free(buf);
+		rc = hp_ckpt_add(&ck, si.name, si.numel, NULL);
 	}
 	if (rc == HP_ENOMEM)
 		hp_error_set(err, rc, "out of memory");
 	path = path_in(t, "checkpoint");
-	if (!rc && path)
-		rc = hp_ckpt_write(path, &ck, err);
+	if (!rc && !path)
+		rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+	if (!rc)
+		rc = hp_ckpt_write_from(path, &ck, state_fill, t->e, err);
 	free(path);
 	hp_ckpt_release(&ck);
 	return rc;

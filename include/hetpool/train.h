@@ -303,7 +303,9 @@ struct hp_ckpt {
 
 void hp_ckpt_init(struct hp_ckpt *c);
 void hp_ckpt_release(struct hp_ckpt *c);
-/* Append a tensor; name and data are copied. */
+/* Append a tensor; name and data are copied.  data NULL declares it
+ * only: hp_ckpt_write_from()'s fill gives its floats as they are
+ * written. */
 int hp_ckpt_add(struct hp_ckpt *c, const char *name, int64_t numel,
 		const float *data);
 /* The tensor called name, or NULL. */
@@ -316,6 +318,17 @@ const struct hp_ckpt_tensor *hp_ckpt_find(const struct hp_ckpt *c,
  */
 int hp_ckpt_write(const char *path, const struct hp_ckpt *c,
 		  struct hp_error *err);
+/*
+ * The same, the floats of each tensor declared without data got from
+ * fill(ctx, i, buf, err) (tensor i's numel floats into buf) as it is
+ * written: a buffer as large as the largest such tensor is all the extra
+ * memory (a model's state is not copied whole).  A fill that fails (not 0)
+ * removes the temporary file and its status is returned.
+ */
+typedef int (*hp_ckpt_fill_fn)(void *ctx, int i, float *buf,
+			       struct hp_error *err);
+int hp_ckpt_write_from(const char *path, const struct hp_ckpt *c,
+		       hp_ckpt_fill_fn fill, void *ctx, struct hp_error *err);
 /*
  * Read a checkpoint held in buf (or a file).  A wrong magic, a header that
  * is not the format above, sizes that disagree or a wrong CRC are refused

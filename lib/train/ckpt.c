@@ -59,8 +59,7 @@ int hp_ckpt_add(struct hp_ckpt *c, const char *name, int64_t numel,
 {
 	struct hp_ckpt_tensor *t;
 
-	if (!name || numel < 0 || (numel && !data) ||
-	    c->n >= HP_CKPT_MAX_TENSORS)
+	if (!name || numel < 0 || c->n >= HP_CKPT_MAX_TENSORS)
 		return HP_EINVAL;
 	if (c->n == c->alloc) {
 		int na = c->alloc ? 2 * c->alloc : 16;
@@ -74,13 +73,15 @@ int hp_ckpt_add(struct hp_ckpt *c, const char *name, int64_t numel,
 	t = &c->t[c->n];
 	t->name = hp_strdup(name);
 	t->numel = numel;
-	t->data = malloc(numel ? (size_t)numel * sizeof(float) : 1);
-	if (!t->name || !t->data) {
+	/* without data: declared, its floats filled at the write */
+	t->data =
+	    data ? malloc(numel ? (size_t)numel * sizeof(float) : 1) : NULL;
+	if (!t->name || (data && !t->data)) {
 		free(t->name);
 		free(t->data);
 		return HP_ENOMEM;
 	}
-	if (numel)
+	if (data && numel)
 		memcpy(t->data, data, (size_t)numel * sizeof(float));
 	c->n++;
 	return 0;
@@ -129,18 +130,42 @@ static int put(struct hp_atomic_file *af, const void *p, size_t n, uLong *crc,
 int hp_ckpt_write(const char *path, const struct hp_ckpt *c,
 		  struct hp_error *err)
 {
+	return hp_ckpt_write_from(path, c, NULL, NULL, err);
+}
+
+int hp_ckpt_write_from(const char *path, const struct hp_ckpt *c,
+		       hp_ckpt_fill_fn fill, void *ctx, struct hp_error *err)
+{
 	struct hp_atomic_file af;
-	char *hdr = header_json(c);
+	char *hdr;
+	float *buf = NULL;
+	int64_t most = 0;
 	uint64_t hlen;
 	uint32_t crc32le;
 	uLong crc = crc32(0, NULL, 0);
 	int rc;
 
-	if (!hdr)
+	/* one buffer, as large as the largest tensor to fill */
+	for (int i = 0; i < c->n; i++)
+		if (!c->t[i].data && c->t[i].numel > most)
+			most = c->t[i].numel;
+	if (most && !fill)
+		return hp_error_set(err, HP_EINVAL,
+				    "checkpoint tensor without data and "
+				    "nothing to fill it");
+	if (most && !(buf = malloc((size_t)most * sizeof(*buf))))
+		return hp_error_set(err, HP_ENOMEM,
+				    "out of memory (checkpoint buffer of "
+				    "%lld floats)",
+				    (long long)most);
+	if (!(hdr = header_json(c))) {
+		free(buf);
 		return hp_error_set(err, HP_ENOMEM,
 				    "out of memory (checkpoint header)");
+	}
 	if ((rc = hp_atomic_open(&af, path, 0644, err))) {
 		free(hdr);
+		free(buf);
 		return rc;
 	}
 	hlen = strlen(hdr);
@@ -149,13 +174,24 @@ int hp_ckpt_write(const char *path, const struct hp_ckpt *c,
 		rc = put(&af, &hlen, 8, &crc, err);
 	if (!rc)
 		rc = put(&af, hdr, hlen, &crc, err);
-	for (int i = 0; !rc && i < c->n; i++)
-		rc = put(&af, c->t[i].data,
-			 (size_t)c->t[i].numel * sizeof(float), &crc, err);
+	for (int i = 0; !rc && i < c->n; i++) {
+		const float *d = c->t[i].data;
+		if (!d && c->t[i].numel) {
+			if ((rc = fill(ctx, i, buf, err))) {
+				hp_atomic_abort(&af);
+				break;
+			}
+			d = buf;
+		}
+		if (c->t[i].numel)
+			rc = put(&af, d, (size_t)c->t[i].numel * sizeof(float),
+				 &crc, err);
+	}
 	crc32le = (uint32_t)crc;
 	if (!rc)
 		rc = put(&af, &crc32le, 4, &crc, err);
 	free(hdr);
+	free(buf);
 	/* a failed put has removed the temporary already */
 	return rc ? rc : hp_atomic_commit(&af, err);
 }

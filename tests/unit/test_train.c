@@ -746,6 +746,75 @@ HP_TEST(train_checkpoint_roundtrip)
 	hp_ckpt_release(&c);
 }
 
+/* write_from's fill: tensor i is i + 1, i + 2, ...; tensor 2 fails when
+ * *ctx says so */
+static int fill_seq(void *ctx, int i, float *buf, struct hp_error *err)
+{
+	static const int64_t numel[] = {7, 3, 5};
+
+	if (i == 2 && *(int *)ctx)
+		return hp_error_set(err, HP_EIO, "fill %d failed", i);
+	for (int64_t j = 0; j < numel[i]; j++)
+		buf[j] = (float)(i + 1 + j);
+	return 0;
+}
+
+HP_TEST(train_checkpoint_write_from_fills)
+{
+	/* tensors declared without data, filled as they are written, make
+	 * the same file as tensors added with their data; a fill that fails
+	 * leaves the old file whole and no temporary */
+	const char *d = tmpdir();
+	char p1[128], p2[128], *b1, *b2;
+	size_t l1, l2;
+	float v0[7], v1[3], v2[5];
+	struct hp_ckpt c, f;
+	struct hp_error err = {0};
+	int fail = 0, files = 0;
+	DIR *dir;
+	struct dirent *de;
+
+	for (int j = 0; j < 7; j++)
+		v0[j] = (float)(1 + j), v1[j % 3] = (float)(2 + j % 3),
+		v2[j % 5] = (float)(3 + j % 5);
+	hp_ckpt_init(&c);
+	hp_ckpt_init(&f);
+	c.meta = json_pack("{s:I}", "step", (json_int_t)9);
+	f.meta = json_incref(c.meta);
+	ASSERT(hp_ckpt_add(&c, "a", 7, v0) == 0);
+	ASSERT(hp_ckpt_add(&c, "b", 3, v1) == 0);
+	ASSERT(hp_ckpt_add(&c, "c", 5, v2) == 0);
+	ASSERT(hp_ckpt_add(&f, "a", 7, NULL) == 0);
+	ASSERT(hp_ckpt_add(&f, "b", 3, v1) == 0); /* data and fills mix */
+	ASSERT(hp_ckpt_add(&f, "c", 5, NULL) == 0);
+	ASSERT(f.t[0].data == NULL && f.t[1].data != NULL);
+	snprintf(p1, sizeof(p1), "%s/with", d);
+	snprintf(p2, sizeof(p2), "%s/filled", d);
+	ASSERT(hp_ckpt_write(p1, &c, &err) == 0);
+	ASSERT(hp_ckpt_write_from(p2, &f, fill_seq, &fail, &err) == 0);
+	ASSERT(hp_read_file(p1, 1 << 20, &b1, &l1, &err) == 0);
+	ASSERT(hp_read_file(p2, 1 << 20, &b2, &l2, &err) == 0);
+	ASSERT_EQ_INT(l1, l2);
+	ASSERT(!memcmp(b1, b2, l1));
+	free(b2);
+	/* nothing to fill with: refused, nothing written */
+	ASSERT(hp_ckpt_write(p2, &f, &err) == HP_EINVAL);
+	fail = 1;
+	ASSERT(hp_ckpt_write_from(p2, &f, fill_seq, &fail, &err) == HP_EIO);
+	ASSERT(strstr(err.msg, "fill 2 failed"));
+	ASSERT(hp_read_file(p2, 1 << 20, &b2, &l2, &err) == 0);
+	ASSERT(l1 == l2 && !memcmp(b1, b2, l1));
+	free(b1);
+	free(b2);
+	dir = opendir(d);
+	while ((de = readdir(dir)))
+		files += de->d_name[0] != '.';
+	closedir(dir);
+	ASSERT_EQ_INT(files, 2);
+	hp_ckpt_release(&c);
+	hp_ckpt_release(&f);
+}
+
 /* A checkpoint whose header lies about the sizes, with a right CRC. */
 HP_TEST(train_checkpoint_sizes_checked)
 {
