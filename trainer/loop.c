@@ -846,10 +846,13 @@ static int resume(struct tr_run *t, struct hp_error *err)
 		rc = hp_error_set(err, HP_EIO, "MPI broadcast failed");
 		goto done;
 	}
-	if ((rc = hp_ckpt_parse(buf, (size_t)n, &ck, err))) {
+	/* in place: a second copy of the floats was the checkpoint's size
+	 * again (1.1 GB for VGG16) on top of the engine */
+	if ((rc = hp_ckpt_parse_in_place(buf, (size_t)n, &ck, err))) {
 		hp_error_prefix(err, "%s", path);
 		goto done;
 	}
+	buf = NULL; /* ck's */
 	m = ck.meta;
 	snprintf(hx, sizeof(hx), "%016llx", (unsigned long long)t->model_hash);
 	s = json_string_value(json_object_get(m, "model_hash"));

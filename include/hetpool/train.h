@@ -297,6 +297,7 @@ struct hp_ckpt {
 	struct json_t *meta; /* owned (a reference) */
 	struct hp_ckpt_tensor *t;
 	int n, alloc;
+	void *block; /* hp_ckpt_parse_in_place()'s buffer, the tensors' */
 };
 #define HP_CKPT_MAX_TENSORS 65536
 #define HP_CKPT_MAX_HEADER ((size_t)16 << 20)
@@ -337,6 +338,17 @@ int hp_ckpt_write_from(const char *path, const struct hp_ckpt *c,
  */
 int hp_ckpt_parse(const void *buf, size_t len, struct hp_ckpt *out,
 		  struct hp_error *err);
+/*
+ * The same, reading buf (malloc()'d, len bytes) in place: on success the
+ * tensors' floats are in buf, moved within it to a 16-byte boundary, and
+ * out owns it (hp_ckpt_release() frees it): a checkpoint read needs no
+ * second copy of its floats.  On failure buf is the caller's still, to
+ * free (its bytes may have moved).
+ * Tensors added to out after it are refused (HP_EINVAL).
+ */
+int hp_ckpt_parse_in_place(void *buf, size_t len, struct hp_ckpt *out,
+			   struct hp_error *err);
+/* Read path in place (hp_ckpt_parse_in_place()). */
 int hp_ckpt_read(const char *path, struct hp_ckpt *out, struct hp_error *err);
 
 /* FNV-1a 64 of n bytes, continuing from h (start with HP_FNV1A64_INIT). */

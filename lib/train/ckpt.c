@@ -47,9 +47,11 @@ void hp_ckpt_release(struct hp_ckpt *c)
 		return;
 	for (int i = 0; i < c->n; i++) {
 		free(c->t[i].name);
-		free(c->t[i].data);
+		if (!c->block) /* else the tensors are in it */
+			free(c->t[i].data);
 	}
 	free(c->t);
+	free(c->block);
 	json_decref(c->meta);
 	memset(c, 0, sizeof(*c));
 }
@@ -59,7 +61,7 @@ int hp_ckpt_add(struct hp_ckpt *c, const char *name, int64_t numel,
 {
 	struct hp_ckpt_tensor *t;
 
-	if (!name || numel < 0 || c->n >= HP_CKPT_MAX_TENSORS)
+	if (!name || numel < 0 || c->n >= HP_CKPT_MAX_TENSORS || c->block)
 		return HP_EINVAL;
 	if (c->n == c->alloc) {
 		int na = c->alloc ? 2 * c->alloc : 16;
@@ -201,8 +203,11 @@ static int bad(struct hp_error *err, const char *what)
 	return hp_error_set(err, HP_EPARSE, "not a valid checkpoint: %s", what);
 }
 
-int hp_ckpt_parse(const void *buf, size_t len, struct hp_ckpt *out,
-		  struct hp_error *err)
+/* hp_ckpt_parse(); with own (buf, writable), the floats are moved to the
+ * 16-byte boundary at or before where they start (over the header's end,
+ * read by then) and the tensors point there: out owns buf */
+static int parse(const void *buf, size_t len, struct hp_ckpt *out,
+		 unsigned char *own, struct hp_error *err)
 {
 	const unsigned char *p = buf;
 	uint64_t hlen;
@@ -285,6 +290,40 @@ int hp_ckpt_parse(const void *buf, size_t len, struct hp_ckpt *out,
 		rc = bad(err, "tensor sizes disagree with the data");
 		goto done;
 	}
+	if (own) {
+		size_t off = MAGIC_LEN + 8 + (size_t)hlen;
+		unsigned char *to = own + (off & ~(size_t)15);
+		if (!(out->t = calloc(nt ? nt : 1, sizeof(*out->t)))) {
+			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
+			goto done;
+		}
+		out->alloc = (int)(nt ? nt : 1);
+		memmove(to, own + off, (size_t)data_bytes);
+		for (size_t i = 0; i < nt; i++) {
+			json_t *t = json_array_get(ts, i);
+			int64_t n =
+			    json_integer_value(json_object_get(t, "numel"));
+			out->t[i].name = hp_strdup(
+			    json_string_value(json_object_get(t, "name")));
+			out->t[i].numel = n;
+			out->t[i].data = (float *)(void *)to;
+			if (!out->t[i].name) {
+				/* nothing of buf stays in out */
+				for (int k = 0; k < out->n; k++)
+					free(out->t[k].name);
+				free(out->t);
+				hp_ckpt_init(out);
+				rc = hp_error_set(err, HP_ENOMEM,
+						  "out of memory");
+				goto done;
+			}
+			out->n++;
+			to += n * 4;
+		}
+		out->block = own;
+		out->meta = json_incref(meta);
+		goto done;
+	}
 	for (size_t i = 0; i < nt; i++) {
 		json_t *t = json_array_get(ts, i);
 		int64_t n = json_integer_value(json_object_get(t, "numel"));
@@ -303,6 +342,18 @@ done:
 	return rc;
 }
 
+int hp_ckpt_parse(const void *buf, size_t len, struct hp_ckpt *out,
+		  struct hp_error *err)
+{
+	return parse(buf, len, out, NULL, err);
+}
+
+int hp_ckpt_parse_in_place(void *buf, size_t len, struct hp_ckpt *out,
+			   struct hp_error *err)
+{
+	return parse(buf, len, out, buf, err);
+}
+
 int hp_ckpt_read(const char *path, struct hp_ckpt *out, struct hp_error *err)
 {
 	char *buf = NULL;
@@ -313,7 +364,8 @@ int hp_ckpt_read(const char *path, struct hp_ckpt *out, struct hp_error *err)
 	rc = hp_read_file(path, (size_t)1 << 40, &buf, &len, err);
 	if (rc)
 		return rc;
-	rc = hp_ckpt_parse(buf, len, out, err);
-	free(buf);
+	rc = hp_ckpt_parse_in_place(buf, len, out, err);
+	if (rc)
+		free(buf);
 	return rc;
 }
