@@ -13,7 +13,8 @@ which must be refused rather than trained as some other conv.  Also
 three the engine's messages are checked on: concat_neg_axis.onnx (two
 convs joined by a Concat on axis -3, which is the channels, as ONNX counts
 from the end), flat_input.onnx (an MLP on a flat N x 192 input) and
-reshape_3d.onnx (a conv's output reshaped to N x 4 x 64, then flattened).
+reshape_3d.onnx (a conv's output reshaped to N x 4 x 64, then flattened);
+and seg_map.onnx, a conv whose 4x8x8 output is a map, not class scores.
 
     /usr/bin/python3 tools/gen_unrun_ops_onnx.py --out tests/data/onnx
 
@@ -28,15 +29,16 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def save(nodes, name, weights, out, check=True, shape=(3, 8, 8)):
-    """The graph of nodes on an input of SHAPE with 3 logits, as
-    OUT/NAME.onnx."""
+def save(nodes, name, weights, out, check=True, shape=(3, 8, 8),
+         out_shape=(3,)):
+    """The graph of nodes on an input of SHAPE with outputs of OUT_SHAPE
+    (3 logits), as OUT/NAME.onnx."""
     g = helper.make_graph(
         nodes, name,
         [helper.make_tensor_value_info("input", TensorProto.FLOAT,
                                        ["batch", *shape])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                       ["batch", 3])],
+                                       ["batch", *out_shape])],
         weights)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.producer_name = "hetpool tools/gen_unrun_ops_onnx.py"
@@ -101,6 +103,9 @@ def main():
     save([conv,
           helper.make_node("Reshape", ["c", "to3"], ["g"])] + head,
          "reshape_3d", [w, to3, fw256, fb], a.out)
+    save([helper.make_node("Conv", ["input", "w"], ["logits"],
+                           kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+         "seg_map", [w], a.out, out_shape=(4, 8, 8))
 
 
 if __name__ == "__main__":

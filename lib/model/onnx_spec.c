@@ -1865,6 +1865,16 @@ int hp_spec_from_graph(struct hp_graph *g, const int64_t *input_shape,
 		if (!rc) {
 			const int64_t *o = sh[s->nlayers - 1];
 			s->classes = o[0] * o[1] * o[2];
+			/* a segmentation map's or a detector's output is
+			 * not one score a class: say what it trains as */
+			if (o[1] * o[2] > 1)
+				note(s,
+				     "the output %lldx%lldx%lld is a map, not "
+				     "one score a class: trained as %lld "
+				     "classes (the step's time and memory "
+				     "hold, the task does not)",
+				     (long long)o[0], (long long)o[1],
+				     (long long)o[2], (long long)s->classes);
 		}
 		free(sh);
 		if (rc)

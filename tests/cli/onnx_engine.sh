@@ -350,6 +350,12 @@ PY
 			--data synthetic --batch 2 --steps 1 --out "$TMP/tr6"
 		expect_err "train_onnx_flat_input${shape:+_$shape}_says" "input input has 2 dimensions, not 4: .*cannot add dimensions"
 	done
+	# a map output (segmentation) trains as its elements' classes, and
+	# says so
+	expect_status train_onnx_seg_map 0 "$TRAIN" \
+		--model "$HP_ROOT/tests/data/onnx/seg_map.onnx" \
+		--data synthetic --batch 2 --steps 1 --out "$TMP/tr8"
+	expect_err train_onnx_seg_map_says "note: the output 4x8x8 is a map, not one score a class: trained as 256 classes"
 	# a Reshape to 3-D that is not a group norm's is named as what it is
 	expect_status train_onnx_reshape_3d 2 "$TRAIN" \
 		--model "$HP_ROOT/tests/data/onnx/reshape_3d.onnx" \
