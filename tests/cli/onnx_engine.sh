@@ -320,10 +320,17 @@ PY
 	expect_status train_onnx_data_shape 2 "$TRAIN" --model "$R18" \
 		--data fashion-mnist --batch 4 --steps 1 --out "$TMP/tr2"
 	expect_err train_onnx_data_shape_says "samples are 1x28x28, the model's input is 3x224x224; --input-shape 1x28x28 trains"
+	# one step of a small test model (tests/data/onnx/MODEL.onnx) on
+	# synthetic data: NAME STATUS MODEL [ARGS...]
+	onnx_step() {
+		local name=$1 want=$2 m=$3
+		shift 3
+		expect_status "$name" "$want" "$TRAIN" --model "$HP_ROOT/tests/data/onnx/$m.onnx" "$@" \
+			--data synthetic --batch 2 --steps 1 --out "$TMP/tr-$name"
+	}
 	# a graph with a cycle is bad input (exit 2), like any other the
 	# converter refuses
-	expect_status train_onnx_cycle 2 "$TRAIN" --model "$HP_ROOT/tests/data/onnx/cycle.onnx" \
-		--data synthetic --batch 2 --steps 1 --out "$TMP/tr3"
+	onnx_step train_onnx_cycle 2 cycle
 	expect_err train_onnx_cycle_says "graph has a cycle through node 'Add_h'"
 	# a Conv its own weight contradicts is refused, not trained as
 	# another conv; at a 1-channel --input-shape too (the first conv
@@ -332,33 +339,23 @@ PY
 		"channels_mismatch:its input has 3 channels, the weight takes 7 in each of 1 groups" \
 		"group_mismatch:its input has 3 channels, the weight takes 3 in each of 2 groups"; do
 		for shape in "" 1x8x8; do
-			expect_status "train_onnx_conv_${m%%:*}${shape:+_$shape}" 2 "$TRAIN" \
-				--model "$HP_ROOT/tests/data/onnx/conv_${m%%:*}.onnx" ${shape:+--input-shape $shape} \
-				--data synthetic --batch 2 --steps 1 --out "$TMP/tr4"
+			onnx_step "train_onnx_conv_${m%%:*}${shape:+_$shape}" 2 "conv_${m%%:*}" ${shape:+--input-shape $shape}
 			expect_err "train_onnx_conv_${m%%:*}${shape:+_$shape}_says" "node Conv_c \(Conv\): ${m#*:}"
 		done
 	done
 	# a Concat's axis may count from the end: -3 of N,C,H,W is the
 	# channels
-	expect_status train_onnx_concat_neg_axis 0 "$TRAIN" \
-		--model "$HP_ROOT/tests/data/onnx/concat_neg_axis.onnx" \
-		--data synthetic --batch 2 --steps 1 --out "$TMP/tr5"
+	onnx_step train_onnx_concat_neg_axis 0 concat_neg_axis
 	# a flat input is not an image batch, whatever --input-shape says
 	for shape in "" 1x8x8; do
-		expect_status "train_onnx_flat_input${shape:+_$shape}" 2 "$TRAIN" \
-			--model "$HP_ROOT/tests/data/onnx/flat_input.onnx" ${shape:+--input-shape $shape} \
-			--data synthetic --batch 2 --steps 1 --out "$TMP/tr6"
+		onnx_step "train_onnx_flat_input${shape:+_$shape}" 2 flat_input ${shape:+--input-shape $shape}
 		expect_err "train_onnx_flat_input${shape:+_$shape}_says" "input input has 2 dimensions, not 4: .*cannot add dimensions"
 	done
 	# a map output (segmentation) trains as its elements' classes, and
 	# says so
-	expect_status train_onnx_seg_map 0 "$TRAIN" \
-		--model "$HP_ROOT/tests/data/onnx/seg_map.onnx" \
-		--data synthetic --batch 2 --steps 1 --out "$TMP/tr8"
+	onnx_step train_onnx_seg_map 0 seg_map
 	expect_err train_onnx_seg_map_says "note: the output 4x8x8 is a map, not one score a class: trained as 256 classes"
 	# a Reshape to 3-D that is not a group norm's is named as what it is
-	expect_status train_onnx_reshape_3d 2 "$TRAIN" \
-		--model "$HP_ROOT/tests/data/onnx/reshape_3d.onnx" \
-		--data synthetic --batch 2 --steps 1 --out "$TMP/tr7"
+	onnx_step train_onnx_reshape_3d 2 reshape_3d
 	expect_err train_onnx_reshape_3d_says "Reshape \(to 3-D, not followed by a group norm's InstanceNormalization\)"
 fi
