@@ -244,7 +244,10 @@ fi
 
 # ---- SIGKILL, then --resume: the weights of an uninterrupted run ----
 if [ $MPI = 1 ] && [ $FM = 1 ]; then
-	args=(--model "$CNN" --data fashion-mnist --batch 16 --local-batches 12,4 --steps 150
+	# 2000 steps: the kill must land between step 25 and the end, and
+	# this CNN's steps take 0.7 ms (150 left 86 ms for it, which a
+	# loaded machine missed)
+	args=(--model "$CNN" --data fashion-mnist --batch 16 --local-batches 12,4 --steps 2000
 		--lr 0.05 --threads 1 --eval-samples 256 --checkpoint-every 10 --rebalance off)
 	mpi 2 "$TRAIN" "${args[@]}" --out "$TMP/whole" 2>"$TMP/err"
 	ASAN_OPTIONS=$MPI_ASAN timeout -k 5 300 mpirun --oversubscribe -np 2 "$TRAIN" "${args[@]}" \
@@ -258,7 +261,7 @@ if [ $MPI = 1 ] && [ $FM = 1 ]; then
 	[ -n "$pids" ] && kill -9 $pids
 	wait $mp 2>/dev/null
 	done_before=$(grep -c '"step"' "$TMP/killed/metrics.jsonl")
-	if [ "$done_before" -lt 150 ] && [ -n "$pids" ]; then
+	if [ "$done_before" -lt 2000 ] && [ -n "$pids" ]; then
 		ok "kill_midway (ranks killed after step $done_before)"
 	else
 		fail kill_midway "the run ended before the kill ($done_before steps)"
@@ -277,13 +280,13 @@ def tensors(p):
 ha, ta = tensors(sys.argv[1])
 hb, tb = tensors(sys.argv[2])
 ra, rb = (json.load(open(p + '/results.json')) for p in sys.argv[1:])
-assert ha['meta']['step'] == hb['meta']['step'] == 150
+assert ha['meta']['step'] == hb['meta']['step'] == 2000
 assert ha['tensors'] == hb['tensors']
 assert ta == tb, 'checkpoint tensors differ'
 assert ra['weights_hash'] == rb['weights_hash'] and ra['state_hash'] == rb['state_hash']
 assert rb['resumed_from_step'] >= 20 and rb['resumed_from_step'] % 10 == 0
 steps = [json.loads(l)['step'] for l in open(sys.argv[2] + '/metrics.jsonl') if '"step"' in l]
-assert steps == list(range(1, 151)), 'metrics lines lost or doubled'
+assert steps == list(range(1, 2001)), 'metrics lines lost or doubled'
 print('%d bytes of state equal, resumed from step %d' % (len(ta), rb['resumed_from_step']))
 PY
 	ls "$TMP/killed" | grep -q tmp && fail no_temp_left "$(ls "$TMP/killed")" || ok no_temp_left
