@@ -633,16 +633,16 @@ static int energy_j(struct tr_run *t, double *j)
 	return 0;
 }
 
-/*
- * A checkpoint after step t->step: every rank checks its weights against
- * rank 0's (they must be the same bits), then rank 0 writes the file.
- */
 /* hp_ckpt_write_from()'s fill: the engine's state tensor i */
 static int state_fill(void *e, int i, float *buf, struct hp_error *err)
 {
 	return hp_engine_state_get(e, i, buf, err);
 }
 
+/*
+ * A checkpoint after step t->step: every rank checks its weights against
+ * rank 0's (they must be the same bits), then rank 0 writes the file.
+ */
 static int checkpoint(struct tr_run *t, struct hp_error *err)
 {
 	struct hp_ckpt ck;

@@ -215,6 +215,7 @@ static int parse(const void *buf, size_t len, struct hp_ckpt *out,
 	json_t *h = NULL, *ts, *fmt, *ver, *meta;
 	json_error_t je;
 	const unsigned char *data;
+	unsigned char *to = NULL;
 	uint64_t data_bytes, need = 0;
 	size_t nt;
 	int rc = 0;
@@ -290,52 +291,29 @@ static int parse(const void *buf, size_t len, struct hp_ckpt *out,
 		rc = bad(err, "tensor sizes disagree with the data");
 		goto done;
 	}
-	if (own) {
-		size_t off = MAGIC_LEN + 8 + (size_t)hlen;
-		unsigned char *to = own + (off & ~(size_t)15);
-		if (!(out->t = calloc(nt ? nt : 1, sizeof(*out->t)))) {
-			rc = hp_error_set(err, HP_ENOMEM, "out of memory");
-			goto done;
-		}
-		out->alloc = (int)(nt ? nt : 1);
-		memmove(to, own + off, (size_t)data_bytes);
-		for (size_t i = 0; i < nt; i++) {
-			json_t *t = json_array_get(ts, i);
-			int64_t n =
-			    json_integer_value(json_object_get(t, "numel"));
-			out->t[i].name = hp_strdup(
-			    json_string_value(json_object_get(t, "name")));
-			out->t[i].numel = n;
-			out->t[i].data = (float *)(void *)to;
-			if (!out->t[i].name) {
-				/* nothing of buf stays in out */
-				for (int k = 0; k < out->n; k++)
-					free(out->t[k].name);
-				free(out->t);
-				hp_ckpt_init(out);
-				rc = hp_error_set(err, HP_ENOMEM,
-						  "out of memory");
-				goto done;
-			}
-			out->n++;
-			to += n * 4;
-		}
-		out->block = own;
-		out->meta = json_incref(meta);
-		goto done;
+	if (own) { /* the floats where they will stay, aligned */
+		to = own + ((size_t)(data - p) & ~(size_t)15);
+		memmove(to, data, (size_t)data_bytes);
 	}
+	/* in place the tensors are declared, and pointed into own once all
+	 * are (a failure leaves nothing of own in out) */
 	for (size_t i = 0; i < nt; i++) {
 		json_t *t = json_array_get(ts, i);
 		int64_t n = json_integer_value(json_object_get(t, "numel"));
-		rc = hp_ckpt_add(out,
-				 json_string_value(json_object_get(t, "name")),
-				 n, (const float *)(const void *)data);
+		rc = hp_ckpt_add(
+		    out, json_string_value(json_object_get(t, "name")), n,
+		    own ? NULL : (const float *)(const void *)data);
 		if (rc) {
 			rc = hp_error_set(err, rc, "out of memory");
 			goto done;
 		}
 		data += n * 4;
 	}
+	for (int i = 0; own && i < out->n; i++) {
+		out->t[i].data = (float *)(void *)to;
+		to += out->t[i].numel * 4;
+	}
+	out->block = own;
 	out->meta = json_incref(meta);
 done:
 	json_decref(h);
