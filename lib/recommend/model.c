@@ -557,6 +557,9 @@ void hp__rec_config_judge(const struct hp__rec_model *m,
 	double comp = 0, clo = 0, chi = 0, zl = -8, zh = 8;
 
 	c->time_judged_s = c->time_s;
+	/* a front's point or a rejected set was costed in a search of its
+	 * own deadline (the front's, the fastest's): judged on the job's */
+	c->meets_deadline = c->time_judged_s <= deadline_s;
 	for (int j = 0; j < c->ntypes; j++) {
 		int i = hp__rec_type_index(m, c->types[j].type);
 		int64_t b = c->types[j].local_max;

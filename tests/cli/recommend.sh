@@ -74,6 +74,24 @@ assert pa[0]["predicted_time_s"] <= min(x["predicted_time_s"] for x in b["pareto
 assert pa[-1]["predicted_energy_j"] <= min(x["predicted_energy_j"] for x in b["pareto"]) + 1e-6
 PY
 then ok rec_front_exact; else fail rec_front_exact "$(head -c 400 "$TMP/out")"; fi
+# meets_deadline is judged on the job's deadline for every configuration
+# listed: the front's points and the rejected sets were costed in searches
+# of their own deadlines, and once said 'true' at 54896 s against a
+# deadline of 1 s (and 'false' at 54648 s against 1000 days)
+for dl in 1s 1000d; do
+	expect_status rec_meets_$dl 0 "$HP" recommend "$R50" --pool "$POOL" --samples 1281167 --epochs 1 --batch 1 --deadline $dl --json
+	if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+cs = [d["choice"]] + d["pareto"] + d["rejected"]
+cs = [c for c in cs if c and "meets_deadline" in c]
+assert len(cs) >= 3, len(cs)
+bad = [(c["meets_deadline"], c["judged_time_s"]) for c in cs
+       if c["meets_deadline"] != (c["judged_time_s"] <= d["deadline_s"])]
+assert not bad, (d["deadline_s"], bad)
+PY
+	then ok rec_meets_deadline_$dl; else fail rec_meets_deadline_$dl "$(head -c 400 "$TMP/out")"; fi
+done
 expect_status rec_bad_front 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --front 1
 grep -q -- '--front 1' "$TMP/err" && ok rec_bad_front_says || fail rec_bad_front_says "$(cat "$TMP/err")"
 
