@@ -112,7 +112,8 @@ static const char help[] =
     "a file\n"
     "could not be written; 2 bad input (options, the model, a "
     "metrics.jsonl that\n"
-    "does not parse, a loss that never falls).\n"
+    "does not parse, a loss that never falls, steps that are not a "
+    "range test's).\n"
     "\n"
     "examples:\n"
     "  hetpool lr-find --model cnn.json --data fashion-mnist --out "
@@ -483,10 +484,12 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 		argv[argc++] = "--threads";
 		argv[argc++] = s_threads;
 	}
-	/* An earlier range test in DIR (its marker, or its lr-find.json,
-	 * says so: only lr-find writes them) is replaced; a training run's
-	 * folder is not a range test's to replace, unless the trainer is
-	 * told so after --. */
+	/* An earlier range test in DIR (its marker says so: only a range
+	 * test writes it) is replaced; a training run's folder is not a
+	 * range test's to replace, unless the trainer is told so after --.
+	 * An lr-find.json does not make a folder a range test's: --from
+	 * writes one into a training run's folder, which the next test
+	 * then replaced, checkpoint and all. */
 	for (int i = 0; i < a->npass; i++) {
 		resume |= !strcmp(a->pass[i], "--resume");
 		overwrite |= !strcmp(a->pass[i], "--overwrite");
@@ -495,7 +498,7 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 	    !join(p, sizeof(p), a->out, "lr-find.json"))
 		return cli_error(EXIT_USAGE, "lr-find: --out '%s' is too long",
 				 a->out);
-	if (access(marker, F_OK) == 0 || access(p, F_OK) == 0) {
+	if (access(marker, F_OK) == 0) {
 		if (!resume && !overwrite)
 			argv[argc++] = "--overwrite";
 	} else if (!overwrite) {
@@ -508,7 +511,8 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 				    EXIT_USAGE,
 				    "lr-find: --out '%s' holds a training "
 				    "run (%s), not a range test: give the "
-				    "range test a folder of its own",
+				    "range test a folder of its own (or "
+				    "'-- --overwrite' to replace the run)",
 				    a->out, run[i]);
 		}
 	}
@@ -527,8 +531,10 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 	argv[argc] = NULL;
 
 	/* An earlier test's steps and results must not be read as this
-	 * one's (should this one fail, no old suggestion is left). */
-	unlink(metrics);
+	 * one's (should this one fail, no old suggestion is left); a run
+	 * resumed (-- --resume) goes on from its steps. */
+	if (!resume)
+		unlink(metrics);
 	for (int i = 0; i < 2; i++)
 		if (join(p, sizeof(p), a->out,
 			 i ? "lr-find.svg" : "lr-find.json"))
@@ -737,9 +743,15 @@ static int analyse(const struct lr_find *a, const char *dir,
 		goto out;
 	}
 	if (arc) {
+		/* the plot is this series' now: an earlier analysis's
+		 * suggestion beside it would be read as this one's */
+		bool stale = unlink(jpath) == 0;
 		status = cli_error(cli_status_for(arc),
-				   "lr-find: %s: %s (the plot: %s)", metrics,
-				   aerr.msg, svg);
+				   "lr-find: %s: %s (the plot: %s%s)", metrics,
+				   aerr.msg, svg,
+				   stale ? "; the earlier lr-find.json there "
+					   "is removed"
+					 : "");
 		goto out;
 	}
 	if (!(json = hp_lrfind_result_json(&s, &r, &run))) {
@@ -758,8 +770,9 @@ static int analyse(const struct lr_find *a, const char *dir,
 	if (a->json) {
 		fputs(hp_buf_str(&b), stdout);
 	} else {
+		char jesc[4096];
 		print_text(&s, &r, requested, cli_esc(svg, esc, sizeof(esc)),
-			   jpath);
+			   cli_esc(jpath, jesc, sizeof(jesc)));
 	}
 out:
 	free(text);

@@ -945,6 +945,32 @@ int hp_lrfind_analyse(const struct hp_lrfind_series *s,
 				  s->pts[r->diverged_at].lr, m);
 		goto out;
 	}
+	/* A range test's rate rises from step to step (or in short
+	 * stairs): a quarter of the steps at one rate is a training run's
+	 * warm-up and constant rate, or a few rates, which the fits would
+	 * read as a curve through rates never tried. */
+	{
+		int at = 0, most = 0;
+		for (int i = 0, run = 0; i < m; i++) {
+			run = i > 0 && s->pts[i].lr == s->pts[i - 1].lr
+				  ? run + 1
+				  : 1;
+			if (run > most) {
+				most = run;
+				at = i;
+			}
+		}
+		if (4 * most > m) {
+			rc = hp_error_set(
+			    err, HP_EINVAL,
+			    "%d of the %d steps analysed (steps %lld to "
+			    "%lld) share one rate, %.6g: not a range test, "
+			    "whose rate rises from step to step",
+			    most, m, (long long)s->pts[at - most + 1].step,
+			    (long long)s->pts[at].step, s->pts[at].lr);
+			goto out;
+		}
+	}
 	r->window = o.window > 0 ? o.window : auto_window(m);
 	if (r->window > m)
 		r->window = m % 2 ? m : m - 1;

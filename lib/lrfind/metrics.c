@@ -42,11 +42,12 @@ int hp_lrfind_series_add(struct hp_lrfind_series *s, int64_t step, double lr,
 				    "step %lld does not follow step %lld",
 				    (long long)step, (long long)last->step);
 	if (last && lr < last->lr)
-		return hp_error_set(err, HP_EINVAL,
-				    "step %lld: lr %g is below the previous "
-				    "step's %g: the rate must rise in a range "
-				    "test",
-				    (long long)step, lr, last->lr);
+		return hp_error_set(
+		    err, HP_EINVAL,
+		    "step %lld: lr %.17g is below the previous "
+		    "step's %.17g: the rate must rise in a range "
+		    "test",
+		    (long long)step, lr, last->lr);
 	if (s->n >= HP_LRFIND_MAX_POINTS)
 		return hp_error_set(err, HP_ETOOBIG,
 				    "more than %d steps: too many for a range "

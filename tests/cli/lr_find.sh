@@ -157,6 +157,9 @@ if os.environ.get("STANDIN_FAIL"):
     sys.exit(int(os.environ.get("STANDIN_STATUS", "3")))
 steps, lo, hi = int(opt("--steps")), float(opt("--lr-min")), float(opt("--lr-max"))
 out = opt("--out")
+if "--resume" in a and not os.path.exists(os.path.join(out, "metrics.jsonl")):
+    print("stand-in: --resume, and no steps to resume from", file=sys.stderr)
+    sys.exit(3)
 with open(os.path.join(out, "argv.json"), "w") as f:
     json.dump(a, f)
 random.seed(int(opt("--seed")))
@@ -202,6 +205,11 @@ STANDIN_FAIL=1 STANDIN_STATUS=2 expect_status lr_find_trainer_usage 2 "$HP" lr-f
 expect_status lr_find_again 0 "$HP" lr-find --model "$TMP/model.json" --data fashion-mnist --batch 32 --seed 7 \
 	--steps 200 --out "$TMP/run" --trainer "$TMP/stand-in-train" --json
 grep -q -- '"--overwrite"' "$TMP/run/argv.json" && ok lr_find_again_overwrites || fail lr_find_again_overwrites "$(cat "$TMP/run/argv.json")"
+cp -r "$TMP/run" "$TMP/spawned"
+# a test resumed (-- --resume) goes on from its steps: they are not
+# removed first (the stand-in fails without them)
+expect_status lr_find_resume_keeps_steps 0 "$HP" lr-find --model "$TMP/model.json" --data fashion-mnist --batch 32 \
+	--seed 7 --steps 200 --out "$TMP/run" --trainer "$TMP/stand-in-train" --json -- --resume
 STANDIN_FAIL=1 expect_status lr_find_again_fails 1 "$HP" lr-find --model "$TMP/model.json" --batch 32 --seed 7 \
 	--out "$TMP/run" --trainer "$TMP/stand-in-train"
 [ ! -e "$TMP/run/lr-find.json" ] && [ ! -e "$TMP/run/lr-find.svg" ] && ok lr_find_no_stale_result ||
@@ -212,6 +220,33 @@ expect_status lr_find_training_folder 2 "$HP" lr-find --model "$TMP/model.json" 
 	--out "$TMP/trainrun" --trainer "$TMP/stand-in-train"
 expect_err lr_find_training_folder_says "holds a training run \(checkpoint\)"
 [ "$(cat "$TMP/trainrun/checkpoint")" = ck ] && ok lr_find_training_folder_kept || fail lr_find_training_folder_kept "changed"
+# nor when --from wrote an lr-find.json into it: that made the folder a
+# range test's, which the next test replaced, checkpoint and all
+mkdir -p "$TMP/trainrun2" && echo ck >"$TMP/trainrun2/checkpoint"
+cp "$TMP/spawned/metrics.jsonl" "$TMP/trainrun2/"
+expect_status lr_find_from_training_folder 0 "$HP" lr-find --from "$TMP/trainrun2" --json
+expect_status lr_find_from_then_test 2 "$HP" lr-find --model "$TMP/model.json" --batch 32 --seed 7 \
+	--out "$TMP/trainrun2" --trainer "$TMP/stand-in-train"
+expect_err lr_find_from_then_test_says "holds a training run \(checkpoint\).*-- --overwrite"
+[ "$(cat "$TMP/trainrun2/checkpoint")" = ck ] && cmp -s "$TMP/spawned/metrics.jsonl" "$TMP/trainrun2/metrics.jsonl" &&
+	ok lr_find_from_then_test_kept || fail lr_find_from_then_test_kept "the run's checkpoint or steps changed"
+# a training run's steps (warm-up, then one rate for a third of them) are
+# not a range test: refused, not a curve fitted through rates never tried
+mkdir -p "$TMP/warmup"
+python3 - "$TMP/warmup/metrics.jsonl" <<'PY'
+import json, math, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(60):
+        f.write(json.dumps({"step": i + 1, "lr": 0.05 * min(1, (i + 1) / 40),
+                            "loss": 2.3 * math.exp(-i / 30) + 0.1}) + "\n")
+PY
+expect_status lr_find_not_range_test 2 "$HP" lr-find --from "$TMP/warmup"
+expect_err lr_find_not_range_test_says "21 of the 60 steps analysed \(steps 40 to 60\) share one rate, 0.05: not a range test"
+# an analysis that fails replaces the plot in --out: the earlier
+# suggestion there is removed with it, not left beside another's plot
+expect_status lr_find_from_fails_in_old 2 "$HP" lr-find --from "$TMP/warmup" --out "$TMP/spawned"
+[ ! -e "$TMP/spawned/lr-find.json" ] && [ -s "$TMP/spawned/lr-find.svg" ] && grep -q "the earlier lr-find.json there is removed" "$TMP/err" &&
+	ok lr_find_from_fails_no_stale_json || fail lr_find_from_fails_no_stale_json "$(cat "$TMP/err"; ls "$TMP/spawned")"
 : >"$TMP/a-file"
 expect_status lr_find_out_file 2 "$HP" lr-find --model "$TMP/model.json" --out "$TMP/a-file" --trainer "$TMP/stand-in-train"
 expect_err lr_find_out_file_says "is not a folder"
