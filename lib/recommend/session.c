@@ -384,8 +384,21 @@ static int reject_set(struct search *X, int s, int bi,
 	if (bi < 0)
 		return 0;
 	if (X->phase == HP__REC_ENERGY) {
-		snprintf(reason, sizeof(reason), "uses %.0f%% more energy",
-			 100 * (sb->cfg.energy_j / out->choice.energy_j - 1));
+		/* ranked on the judged time's energy, not the point's the
+		 * JSON lists (which may order them the other way) */
+		double q = X->S->m->confidence;
+		if (q > 0 && q != 0.5)
+			snprintf(
+			    reason, sizeof(reason),
+			    "uses %.0f%% more energy at its time judged "
+			    "at confidence %g",
+			    100 * (sb->cfg.energy_j / out->choice.energy_j - 1),
+			    q);
+		else
+			snprintf(
+			    reason, sizeof(reason), "uses %.0f%% more energy",
+			    100 *
+				(sb->cfg.energy_j / out->choice.energy_j - 1));
 	} else {
 		char a[32];
 		dur_text(sb->cfg.time_s - X->S->q.deadline_s, a, sizeof(a));

@@ -92,6 +92,18 @@ assert not bad, (d["deadline_s"], bad)
 PY
 	then ok rec_meets_deadline_$dl; else fail rec_meets_deadline_$dl "$(head -c 400 "$TMP/out")"; fi
 done
+# an alternative rejected on energy says the energy compared is its judged
+# time's: 8 L4s listed 8% under the 8 A100s chosen said "uses 16% more
+# energy" (their 90% times'), contradicting the figures beside it
+expect_status rec_energy_reason 0 "$HP" recommend "$R50" --pool "$POOL" --samples 1281167 --epochs 1 --batch 1021 --deadline 1h --json
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rs = [r for r in d["rejected"] if "more energy" in r["reason"]]
+assert rs and d["confidence"] == 0.9
+assert all(r["reason"].endswith("more energy at its time judged at confidence 0.9") for r in rs), rs
+PY
+then ok rec_energy_reason_judged; else fail rec_energy_reason_judged "$(head -c 400 "$TMP/out")"; fi
 expect_status rec_bad_front 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1h --front 1
 grep -q -- '--front 1' "$TMP/err" && ok rec_bad_front_says || fail rec_bad_front_says "$(cat "$TMP/err")"
 
