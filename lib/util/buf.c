@@ -136,11 +136,16 @@ int hp_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
 	f = fd >= 0 ? fdopen(fd, "rb") : NULL;
 	if (fd >= 0 && !f)
 		close(fd);
+	/* a path that cannot name a file (a symlink loop, a file taken for
+	 * a folder, too long) is the caller's bad input, as a missing one */
 	if (!f)
 		return hp_error_set(err,
-				    errno == ENOENT   ? HP_ENOENT
-				    : errno == EACCES ? HP_EINVAL
-						      : HP_EIO,
+				    errno == ENOENT ? HP_ENOENT
+				    : errno == EACCES || errno == ELOOP ||
+					    errno == ENOTDIR ||
+					    errno == ENAMETOOLONG
+					? HP_EINVAL
+					: HP_EIO,
 				    "cannot open: %s", strerror(errno));
 	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
 		fclose(f);

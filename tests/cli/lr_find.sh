@@ -230,6 +230,10 @@ expect_status lr_find_from_then_test 2 "$HP" lr-find --model "$TMP/model.json" -
 expect_err lr_find_from_then_test_says "holds a training run \(checkpoint\).*-- --overwrite"
 [ "$(cat "$TMP/trainrun2/checkpoint")" = ck ] && cmp -s "$TMP/spawned/metrics.jsonl" "$TMP/trainrun2/metrics.jsonl" &&
 	ok lr_find_from_then_test_kept || fail lr_find_from_then_test_kept "the run's checkpoint or steps changed"
+# a metrics.jsonl that is a symlink loop is bad input (it was exit 1)
+mkdir -p "$TMP/loop" && ln -s metrics.jsonl "$TMP/loop/metrics.jsonl"
+expect_status lr_find_from_symlink_loop 2 "$HP" lr-find --from "$TMP/loop"
+expect_err lr_find_from_symlink_loop_says "metrics.jsonl': cannot open: Too many levels of symbolic links"
 # a training run's steps (warm-up, then one rate for a third of them) are
 # not a range test: refused, not a curve fitted through rates never tried
 mkdir -p "$TMP/warmup"
