@@ -494,8 +494,7 @@ static int run_trainer(const struct lr_find *a, const char *trainer)
 		resume |= !strcmp(a->pass[i], "--resume");
 		overwrite |= !strcmp(a->pass[i], "--overwrite");
 	}
-	if (!join(marker, sizeof(marker), a->out, LRF_MARKER) ||
-	    !join(p, sizeof(p), a->out, "lr-find.json"))
+	if (!join(marker, sizeof(marker), a->out, LRF_MARKER))
 		return cli_error(EXIT_USAGE, "lr-find: --out '%s' is too long",
 				 a->out);
 	if (access(marker, F_OK) == 0) {

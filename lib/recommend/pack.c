@@ -355,7 +355,6 @@ static void cost_actual(const struct hp__rec_session *S,
 	cfg->energy_j = cfg->time_s * cfg->power_w;
 	cfg->energy_lo_j = cfg->time_lo_s * cfg->power_w;
 	cfg->energy_hi_j = cfg->time_hi_s * cfg->power_w;
-	cfg->meets_deadline = cfg->time_s <= q->deadline_s;
 }
 
 static int cmp_group(const void *a, const void *b)

@@ -387,18 +387,13 @@ static int reject_set(struct search *X, int s, int bi,
 		/* ranked on the judged time's energy, not the point's the
 		 * JSON lists (which may order them the other way) */
 		double q = X->S->m->confidence;
+		char at[64] = "";
 		if (q > 0 && q != 0.5)
-			snprintf(
-			    reason, sizeof(reason),
-			    "uses %.0f%% more energy at its time judged "
-			    "at confidence %g",
-			    100 * (sb->cfg.energy_j / out->choice.energy_j - 1),
-			    q);
-		else
-			snprintf(
-			    reason, sizeof(reason), "uses %.0f%% more energy",
-			    100 *
-				(sb->cfg.energy_j / out->choice.energy_j - 1));
+			snprintf(at, sizeof(at),
+				 " at its time judged at confidence %g", q);
+		snprintf(reason, sizeof(reason), "uses %.0f%% more energy%s",
+			 100 * (sb->cfg.energy_j / out->choice.energy_j - 1),
+			 at);
 	} else {
 		char a[32];
 		dur_text(sb->cfg.time_s - X->S->q.deadline_s, a, sizeof(a));
