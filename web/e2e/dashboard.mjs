@@ -195,7 +195,11 @@ try {
   page.expected.length = 0;
 
   // ---- submit a short job (local backend: this host's CPU) and follow it
+  // for its 12 s budget: 10 epochs, which it does not finish (one epoch,
+  // 313 steps, could all fall between two of the page's polls: 313 then
+  // 313)
   await page.fill("#name", "e2e-train");
+  await page.fill("#epochs", "10");
   await page.fill("#maxsec", "12");
   await page.fill("#ranks", "2");
   await page.click("#submit");
