@@ -1024,13 +1024,24 @@ static int evaluate(struct tr_run *t, struct hp_error *err)
 
 /* ---- metrics ------------------------------------------------------- */
 
+/*
+ * One line of metrics.jsonl, flushed.  A line that cannot be written (a
+ * full disk) ends the run as a checkpoint that cannot be written does:
+ * training on while the record of it is lost would end in a run that
+ * looks whole and is not.
+ */
 static void metrics_line(struct tr_run *t, const char *s)
 {
 	if (t->r != 0 || !t->metrics || !s)
 		return;
-	fputs(s, t->metrics);
-	fputc('\n', t->metrics);
-	fflush(t->metrics);
+	errno = 0;
+	if (fputs(s, t->metrics) == EOF || fputc('\n', t->metrics) == EOF ||
+	    fflush(t->metrics) == EOF || ferror(t->metrics)) {
+		tr_error("cannot write '%s/metrics.jsonl' at step %lld: %s",
+			 t->o->out, (long long)t->step,
+			 errno ? strerror(errno) : "write error");
+		tr_comm_abort(t->c, TR_EXIT_FAIL);
+	}
 }
 
 static void metrics_json(struct tr_run *t, json_t *o)

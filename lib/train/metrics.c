@@ -87,8 +87,10 @@ int hp_metrics_truncate(const char *path, int64_t step, struct hp_error *err)
 		hp_error_clear(err);
 		return 0;
 	}
-	if (rc)
+	if (rc) {
+		hp_error_prefix(err, "'%s'", path);
 		return rc;
+	}
 	/* whole lines only: a line cut by a kill is dropped */
 	for (size_t i = 0; i < len;) {
 		const char *nl = memchr(buf + i, '\n', len - i);

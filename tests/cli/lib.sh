@@ -20,7 +20,7 @@ expect_status() {
 		fail "$name" "exit $rc, expected $want; stderr: $(head -c 300 "$TMP/err")"
 		return 1
 	fi
-	if [ "$want" -ne 0 ] && [ "$(grep -vc '^hetpool: warning' "$TMP/err")" -ne 1 ]; then
+	if [ "$want" -ne 0 ] && [ "$(grep -vEc '^hetpool(-train)?: warning' "$TMP/err")" -ne 1 ]; then
 		fail "$name" "expected one error line, got: $(cat "$TMP/err")"
 		return 1
 	fi

@@ -134,6 +134,15 @@ done
 ck_edit "$TMP/prev.ck" "$TMP/prev/checkpoint" '{"momentum": 0.5}'
 expect_status resume_other_momentum 2 "$TRAIN" "${small[@]}" --steps 6 --out "$TMP/prev" --resume
 expect_err resume_other_momentum_says "momentum 0.5; this run has 0.9"
+# metrics.jsonl that cannot be written (a full disk: /dev/full) ends the
+# run, exit 1, naming the file; it trained on to exit 0 until 3 December
+cp "$TMP/prev.ck" "$TMP/prev/checkpoint"
+rm -f "$TMP/prev/metrics.jsonl"
+ln -s /dev/full "$TMP/prev/metrics.jsonl"
+expect_status metrics_full_disk 1 "$TRAIN" "${small[@]}" --steps 6 --out "$TMP/prev" --resume
+expect_err metrics_full_disk_says "cannot write '.*/metrics.jsonl' at step 5: No space left"
+rm -f "$TMP/prev/metrics.jsonl"
+cp "$TMP/prev.m" "$TMP/prev/metrics.jsonl"
 if "$TRAIN" "${small[@]}" --steps 1 --out "$TMP/prev" --overwrite >/dev/null 2>"$TMP/err"; then
 	check overwrite_starts_over "$TMP/prev/results.json" "j['steps'] == 1 and j['resumed_from_step'] is None"
 else
