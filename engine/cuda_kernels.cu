@@ -191,14 +191,21 @@ __global__ static void k_loss(const float *z, const int32_t *lab, float *g,
 		loss[blockIdx.x] = lse - zi[y];
 }
 
+/*
+ * The updates round every operation on its own, in the CPU backend's
+ * order (cpu_update: gcc, ISO C, no contraction): nvcc would otherwise
+ * fuse multiply-adds (--fmad is on by default), and a job whose ranks
+ * mix CPU and GPU would see its ranks' states differ from the second
+ * step on, which the trainer's checkpoint refuses.
+ */
 __global__ static void k_sgd(float *w, const float *g, float *m, int64_t n,
 			     float lr, float wd, float mu)
 {
 	FOR_EACH(i, n)
 	{
-		float d = g[i] + wd * w[i];
-		m[i] = mu * m[i] + d;
-		w[i] -= lr * m[i];
+		float d = __fadd_rn(g[i], __fmul_rn(wd, w[i]));
+		m[i] = __fadd_rn(__fmul_rn(mu, m[i]), d);
+		w[i] = __fsub_rn(w[i], __fmul_rn(lr, m[i]));
 	}
 }
 
@@ -206,12 +213,19 @@ __global__ static void k_adam(float *w, const float *g, float *m, float *v,
 			      int64_t n, float step, float rbc2, float b1,
 			      float b2, float eps, float wd)
 {
+	float c1 = __fsub_rn(1.0f, b1), c2 = __fsub_rn(1.0f, b2);
+
 	FOR_EACH(i, n)
 	{
-		float d = g[i] + wd * w[i];
-		m[i] = b1 * m[i] + (1 - b1) * d;
-		v[i] = b2 * v[i] + (1 - b2) * d * d;
-		w[i] -= step * m[i] / (sqrtf(v[i]) * rbc2 + eps);
+		float d = __fadd_rn(g[i], __fmul_rn(wd, w[i]));
+		m[i] = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(c1, d));
+		v[i] = __fadd_rn(__fmul_rn(b2, v[i]),
+				 __fmul_rn(__fmul_rn(c2, d), d));
+		w[i] = __fsub_rn(
+		    w[i],
+		    __fdiv_rn(__fmul_rn(step, m[i]),
+			      __fadd_rn(__fmul_rn(__fsqrt_rn(v[i]), rbc2),
+					eps)));
 	}
 }
 

@@ -64,7 +64,6 @@ int hp__nvml_open(const char *lib, const char *pci_bus_id, int index,
 {
 	struct hp__nvml *n;
 	nvmlReturn_t (*init)(void) = NULL;
-	nvmlReturn_t (*by_index)(unsigned int, nvmlDevice_t *) = NULL;
 	nvmlReturn_t (*by_pci)(const char *, nvmlDevice_t *) = NULL;
 	nvmlReturn_t (*drv)(char *, unsigned int) = NULL;
 	nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int) = NULL;
@@ -89,8 +88,7 @@ int hp__nvml_open(const char *lib, const char *pci_bus_id, int index,
 	}
 	SYM(n->lib, "nvmlErrorString", n->errstr);
 	if (!SYM(n->lib, "nvmlInit_v2", init) ||
-	    !SYM(n->lib, "nvmlShutdown", n->shutdown) ||
-	    !SYM(n->lib, "nvmlDeviceGetHandleByIndex_v2", by_index)) {
+	    !SYM(n->lib, "nvmlShutdown", n->shutdown)) {
 		rc = hp_error_set(err, HP_EUNSUPP,
 				  "nvml: '%s' lacks nvmlInit_v2", lib);
 		goto fail;
@@ -106,11 +104,22 @@ int hp__nvml_open(const char *lib, const char *pci_bus_id, int index,
 		goto fail;
 	}
 	n->inited = true;
-	r = !(pci_bus_id && by_pci) ? 1 : by_pci(pci_bus_id, &n->dev);
-	if (r != NVML_SUCCESS &&
-	    (r = by_index((unsigned)index, &n->dev)) != NVML_SUCCESS) {
-		rc = hp_error_set(err, HP_EUNSUPP, "nvml: no device %d: %s",
-				  index, nv_err(n, r));
+	/* By PCI bus id only: NVML's index is not CUDA's ordinal (NVML
+	 * ignores CUDA_VISIBLE_DEVICES, and CUDA orders fastest first
+	 * unless CUDA_DEVICE_ORDER=PCI_BUS_ID), so an index would read
+	 * another GPU's energy.  Not known: energy is not measured. */
+	if (!pci_bus_id || !by_pci) {
+		rc = hp_error_set(err, HP_EUNSUPP,
+				  "nvml: CUDA device %d's PCI bus id is not "
+				  "known: which GPU it is cannot be told",
+				  index);
+		goto fail;
+	}
+	if ((r = by_pci(pci_bus_id, &n->dev)) != NVML_SUCCESS) {
+		rc = hp_error_set(err, HP_EUNSUPP,
+				  "nvml: no device at PCI bus id %s (CUDA "
+				  "device %d): %s",
+				  pci_bus_id, index, nv_err(n, r));
 		goto fail;
 	}
 	if (drv && drv(n->driver, sizeof(n->driver)) != NVML_SUCCESS)
