@@ -450,7 +450,8 @@ static int open_engine(struct tr_run *t, struct hp_error *err)
 	t->cuda_index = (int)k;
 	t->e = engine_at(t, t->local[t->r], err);
 	if (!t->e && !strncmp(t->device, "cuda", 4) && t->o->cpu_fallback &&
-	    (err->code == HP_EDEVICE || err->code == HP_EINTERNAL)) {
+	    (err->code == HP_EDEVICE || err->code == HP_EINTERNAL ||
+	     err->code == HP_EUNSUPP)) {
 		snprintf(
 		    t->note, sizeof(t->note),
 		    "%.15s requested, not usable here (%.250s): ran on the "
