@@ -1443,7 +1443,7 @@ static int write_results(struct tr_run *t, const char *state,
 				    "note", d->note[0] ? d->note : NULL));
 	}
 	o = json_pack(
-	    "{s:s, s:b, s:o, s:o, s:o, s:I, s:I, s:f, s:I, s:o, s:f, s:f, "
+	    "{s:s, s:b, s:o, s:o, s:o, s:o, s:I, s:f, s:I, s:o, s:f, s:f, "
 	    "s:f, s:o, s:s, s:o, s:o, s:i, s:i, s:s, s:s, s:s, s:s, s:o, "
 	    "s:o, s:s}",
 	    "state", state, "stopped_early", t->stop_reason != NULL,
@@ -1453,8 +1453,9 @@ static int write_results(struct tr_run *t, const char *state,
 	    t->evaluated ? json_real(t->test_acc) : json_null(), "test_loss",
 	    t->evaluated && isfinite(t->test_loss) ? json_real(t->test_loss)
 						   : json_null(),
-	    "test_samples", (json_int_t)(t->evaluated ? t->test_n : 0), "steps",
-	    (json_int_t)t->step, "epochs",
+	    "test_samples",
+	    t->evaluated ? json_integer((json_int_t)t->test_n) : json_null(),
+	    "steps", (json_int_t)t->step, "epochs",
 	    (double)t->step * (double)t->B / (double)t->train.n, "global_batch",
 	    (json_int_t)t->B, "local_batches", i64_array(t->local, t->R),
 	    "wall_s", hp_now_s() - t->t0, "wall_s_total", wall_total(t),

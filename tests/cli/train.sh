@@ -326,7 +326,7 @@ kill -TERM $tp
 wait $tp
 rc=$?
 [ $rc -eq 143 ] && ok sigterm_status || fail sigterm_status "exit $rc, expected 143"
-check sigterm_results "$TMP/term/results.json" "j['state'] == 'cancelled' and j['stopped_early'] and 'SIGTERM' in j['stop_reason'] and j['test_accuracy'] is None"
+check sigterm_results "$TMP/term/results.json" "j['state'] == 'cancelled' and j['stopped_early'] and 'SIGTERM' in j['stop_reason'] and j['test_accuracy'] is None and j['test_samples'] is None"
 n=$(json "$TMP/term/results.json" "j['steps']")
 "$TRAIN" --model "$CNN" --data synthetic --batch 16 --steps $((n + 5)) --threads 1 \
 	--eval-samples 64 --synthetic-samples 1024 --out "$TMP/term" --resume 2>"$TMP/err"
