@@ -115,7 +115,9 @@ static const char help[] =
     "      --link-gbps 6\n"
     "  hetpool predict data/models/resnet50.train.onnx --device a40 "
     "--batch 256 \\\n"
-    "      --input-cores 4          # 4 loader cores per GPU: input-bound?\n";
+    "      --input-cores 4          # 4 loader cores per GPU: input-bound?\n"
+    "                               # (after hetpool host --measure, or with\n"
+    "                               # --input-rate R)\n";
 
 static json_t *num(double v)
 {
