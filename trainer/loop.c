@@ -174,7 +174,7 @@ static int dpkg_data_dir(const char *pkg, const char *file, char *dir, size_t n)
 		posix_spawn_file_actions_destroy(&fa);
 		close(fd[0]);
 		close(fd[1]);
-		return -1;
+		return -2; /* no dpkg to ask */
 	}
 	posix_spawn_file_actions_destroy(&fa);
 	close(fd[1]);
@@ -200,6 +200,7 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 {
 	const char *d = t->o->data;
 	char dir[4096];
+	bool from_pkg = false;
 	int rc;
 
 	if (!strcmp(d, "synthetic")) {
@@ -231,9 +232,19 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 			 (long long)t->o->synthetic_samples, (long long)ntest);
 	} else {
 		if (!strcmp(d, "fashion-mnist")) {
-			if (dpkg_data_dir("dataset-fashion-mnist",
-					  "train-images-idx3-ubyte.gz", dir,
-					  sizeof(dir)))
+			int dr = dpkg_data_dir("dataset-fashion-mnist",
+					       "train-images-idx3-ubyte.gz",
+					       dir, sizeof(dir));
+			if (dr == -2)
+				return hp_error_set(
+				    err, HP_EINVAL,
+				    "--data fashion-mnist: cannot run dpkg "
+				    "(not on PATH?) to find the files of the "
+				    "Debian package dataset-fashion-mnist; "
+				    "give --data DIR, the folder of its IDX "
+				    "files");
+			from_pkg = true;
+			if (dr)
 				return hp_error_set(
 				    err, HP_ENOENT,
 				    "--data fashion-mnist: the Debian package "
@@ -255,6 +266,13 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 		rc = hp_dataset_load_dir(dir, "train", &t->train, err);
 		if (!rc)
 			rc = hp_dataset_load_dir(dir, "t10k", &t->test, err);
+		if (rc == HP_ENOENT && from_pkg) {
+			size_t l = strlen(err->msg);
+			snprintf(err->msg + l, sizeof(err->msg) - l,
+				 " (dpkg lists it: the package's files are "
+				 "gone; apt-get install --reinstall "
+				 "dataset-fashion-mnist, or give --data DIR)");
+		}
 		if (rc) {
 			hp_error_prefix(err, "--data %s", d);
 			return rc;

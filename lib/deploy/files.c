@@ -120,8 +120,15 @@ int hp__sha256_file(const char *path, char hex[65], int64_t *size,
 	int64_t total = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
+	/* a file the user named that is not there or not theirs to read
+	 * is bad input, not an I/O failure */
 	if (fd < 0)
-		return hp_error_set(err, HP_EIO, "cannot read '%s': %s", path,
+		return hp_error_set(err,
+				    errno == EACCES || errno == ENOENT ||
+					    errno == ELOOP || errno == ENOTDIR
+					? HP_EINVAL
+					: HP_EIO,
+				    "cannot read '%s': %s", path,
 				    strerror(errno));
 	hp__sha256_init(&s);
 	for (;;) {

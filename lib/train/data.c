@@ -73,7 +73,8 @@ int hp_dataset_from_idx(const struct hp_idx *images,
 	return 0;
 }
 
-/* dir/name or dir/name.gz, whichever exists (the plain one first). */
+/* dir/name or dir/name.gz, whichever exists (the plain one first); one
+ * that cannot be read is found, and its loading says why. */
 static int find_file(const char *dir, const char *name, char *buf, size_t n)
 {
 	static const char *const ext[2] = {"", ".gz"};
@@ -81,7 +82,7 @@ static int find_file(const char *dir, const char *name, char *buf, size_t n)
 	for (int i = 0; i < 2; i++) {
 		if ((size_t)snprintf(buf, n, "%s/%s%s", dir, name, ext[i]) >= n)
 			return -1;
-		if (access(buf, R_OK) == 0)
+		if (access(buf, F_OK) == 0)
 			return 0;
 	}
 	return -1;
@@ -98,13 +99,11 @@ int hp_dataset_load_dir(const char *dir, const char *prefix,
 	snprintf(iname, sizeof(iname), "%s-images-idx3-ubyte", prefix);
 	snprintf(lname, sizeof(lname), "%s-labels-idx1-ubyte", prefix);
 	if (find_file(dir, iname, ipath, sizeof(ipath)))
-		return hp_error_set(err, HP_ENOENT,
-				    "no %s or %s.gz in the data folder", iname,
-				    iname);
+		return hp_error_set(err, HP_ENOENT, "no %s or %s.gz in '%s'",
+				    iname, iname, dir);
 	if (find_file(dir, lname, lpath, sizeof(lpath)))
-		return hp_error_set(err, HP_ENOENT,
-				    "no %s or %s.gz in the data folder", lname,
-				    lname);
+		return hp_error_set(err, HP_ENOENT, "no %s or %s.gz in '%s'",
+				    lname, lname, dir);
 	rc = hp_idx_load(ipath, &im, err);
 	if (rc) {
 		hp_error_prefix(err, "%s", strrchr(ipath, '/') + 1);

@@ -184,6 +184,27 @@ PY
 	rc=$?
 	[ $rc -eq 2 ] && grep -q "other data" "$TMP/err" && ok resume_other_data ||
 		fail resume_other_data "exit $rc: $(cat "$TMP/err")"
+	# no dpkg on PATH is not "not installed"; a folder without the files is named
+	expect_status data_no_dpkg 2 env -i PATH=/nonexistent "$TRAIN" --model "$CNN" --data fashion-mnist \
+		--batch 8 --steps 1 --out "$TMP/x"
+	expect_err data_no_dpkg_says "cannot run dpkg .*give --data DIR"
+	mkdir -p "$TMP/fmempty"
+	expect_status data_dir_empty 2 "$TRAIN" --model "$CNN" --data "$TMP/fmempty" --batch 8 --steps 1 --out "$TMP/x"
+	expect_err data_dir_empty_says "no train-images-idx3-ubyte or train-images-idx3-ubyte.gz in '.*/fmempty'"
+	# a file there that this user cannot read is said so, not called missing
+	asnobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+		"${asnobody[@]}" "$TRAIN" --help >/dev/null 2>&1 && "${asnobody[@]}" test -r "$CNN"; then
+		mkdir -p "$TMP/fmnoread"
+		cp "$TMP"/fmdir/* "$TMP/fmnoread/"
+		chmod 000 "$TMP/fmnoread/train-images-idx3-ubyte"
+		chmod 755 "$TMP" "$TMP/fmnoread"
+		expect_status data_unreadable 2 "${asnobody[@]}" "$TRAIN" --model "$CNN" --data "$TMP/fmnoread" --batch 8 --steps 1 --out "$TMP/x"
+		expect_err data_unreadable_says "train-images-idx3-ubyte: cannot open: Permission denied"
+		chmod 700 "$TMP"
+	else
+		echo "skip data_unreadable: needs root, setpriv, and a trainer and model that user 65534 can reach"
+	fi
 else
 	echo "skip fashion_mnist: the Debian package dataset-fashion-mnist is not installed"
 fi
