@@ -1785,15 +1785,41 @@ static int same_options(struct tr_run *t, struct hp_error *err)
  * --resume or --overwrite says what to do with it, not the folder of an
  * earlier run (its checkpoint, metrics and results would be replaced).
  */
+/* The folders above path that are missing, made (mkdir -p's): errno is
+ * mkdir's when one cannot be. */
+static void mkdir_parents(const char *path)
+{
+	char buf[4200];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return;
+	memcpy(buf, path, n + 1);
+	for (char *q = buf + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return;
+		*q = '/';
+	}
+}
+
 static int out_dir(const struct tr_opts *o, struct hp_error *err)
 {
 	struct stat st;
 	char p[4200];
 
-	if (mkdir(o->out, 0755) && errno != EEXIST)
+	int e = mkdir(o->out, 0755) ? errno : 0;
+
+	if (e == ENOENT) { /* the folders above it too, as mkdir -p */
+		mkdir_parents(o->out);
+		e = mkdir(o->out, 0755) ? errno : 0;
+	}
+	if (e && e != EEXIST)
 		return hp_error_set(err, HP_EINVAL,
 				    "--out: cannot create '%s': %s", o->out,
-				    strerror(errno));
+				    strerror(e));
 	if (stat(o->out, &st) || !S_ISDIR(st.st_mode))
 		return hp_error_set(err, HP_EINVAL,
 				    "--out '%s' is not a folder", o->out);

@@ -99,6 +99,10 @@ expect_err usage_catalog_says "^hetpool-train: --catalog"
 : >"$TMP/afile"
 expect_status usage_out_file 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --out "$TMP/afile"
 expect_err usage_out_file_says "is not a folder"
+# --out's missing parents are made, as mkdir -p (until 3 December: exit 2)
+"$TRAIN" --model "$CNN" --data synthetic --batch 8 --steps 1 --threads 1 --eval-samples 64 \
+	--synthetic-samples 256 --out "$TMP/deep/er/run" >/dev/null 2>"$TMP/err" &&
+	[ -s "$TMP/deep/er/run/results.json" ] && ok out_parents_made || fail out_parents_made "$(cat "$TMP/err")"
 # an earlier run's folder is neither replaced nor resumed by mistake
 small=(--model "$CNN" --data synthetic --batch 8 --threads 1 --eval-samples 64 --synthetic-samples 256 --rebalance off)
 "$TRAIN" "${small[@]}" --steps 4 --out "$TMP/prev" >/dev/null 2>&1
