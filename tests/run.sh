@@ -70,7 +70,12 @@ start() {
 		if [ "$t" = hp_unit ]; then
 			timeout -k 10 "$unit_limit" "$HP_BIN/hp_unit" >"$o.out" 2>&1
 		else
-			timeout -k 10 "$script_limit" bash "$t" >"$o.out" 2>&1
+			# the CLI and integration tests plan for a CPU-only
+			# host: a GPU host's GPUs are hidden from them (the
+			# unit tests' GPU checks and benchmarks/gpu_check.sh
+			# still see them)
+			CUDA_VISIBLE_DEVICES= timeout -k 10 "$script_limit" \
+				bash "$t" >"$o.out" 2>&1
 		fi
 		echo $? >"$o.rc.tmp"
 		mv "$o.rc.tmp" "$o.rc"

@@ -300,8 +300,18 @@ struct hp__gpu {
 };
 /* Parse one /proc/driver/nvidia/gpus/BUS/information text. */
 int hp__gpu_parse_info(const char *text, struct hp__gpu *out);
+/*
+ * Whether a CUDA_VISIBLE_DEVICES of this value (NULL: unset) leaves CUDA
+ * no device: set and empty, or its first entry not an index or a UUID
+ * ("-1", "none", Slurm's "NoDevFiles"; CUDA stops at the first entry that
+ * is not a device).  The way a user hides this host's GPUs from hetpool.
+ */
+bool hp__cuda_hides_all(const char *value);
 /* This host's NVIDIA GPUs in PCI bus order (the order CUDA numbers them
- * with CUDA_DEVICE_ORDER=PCI_BUS_ID); returns how many (at most max). */
+ * with CUDA_DEVICE_ORDER=PCI_BUS_ID); returns how many (at most max).
+ * None when CUDA_VISIBLE_DEVICES hides them all (hp__cuda_hides_all());
+ * a list of devices in it is not applied (CUDA's own order may differ
+ * from the bus order). */
 int hp__gpus_detect(struct hp__gpu *out, int max);
 /*
  * This host's network as sysfs shows it (sys_root: "/sys", or a copy of

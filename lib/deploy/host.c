@@ -1,8 +1,9 @@
 /*
  * host.c - this host as the local backend sees it: its NVIDIA GPUs (from
  * the driver's /proc files, in PCI bus order, which is how CUDA numbers
- * them when CUDA_DEVICE_ORDER=PCI_BUS_ID) and the CPUs this process may
- * use, split among ranks for pinning.
+ * them when CUDA_DEVICE_ORDER=PCI_BUS_ID; none when CUDA_VISIBLE_DEVICES
+ * hides them all) and the CPUs this process may use, split among ranks
+ * for pinning.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -61,14 +62,47 @@ static int by_bus(const void *a, const void *b)
 		      ((const struct hp__gpu *)b)->bus);
 }
 
+/* One entry of CUDA_VISIBLE_DEVICES names a device: an index (digits) or
+ * a UUID ("GPU-...", "MIG-..."), blanks around it aside. */
+static bool cuda_entry_ok(const char *p, size_t len)
+{
+	while (len && (*p == ' ' || *p == '\t')) {
+		p++;
+		len--;
+	}
+	while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+		len--;
+	if (len > 4 && (!strncmp(p, "GPU-", 4) || !strncmp(p, "MIG-", 4)))
+		return true;
+	if (!len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	return true;
+}
+
+bool hp__cuda_hides_all(const char *value)
+{
+	if (!value)
+		return false;
+	return !cuda_entry_ok(value, strcspn(value, ","));
+}
+
 int hp__gpus_detect(struct hp__gpu *out, int max)
 {
 	const char *root = "/proc/driver/nvidia/gpus";
-	DIR *dir = opendir(root);
+	DIR *dir;
 	struct dirent *e;
 	int n = 0;
 
-	if (!dir)
+	/* Hidden from CUDA, hidden from hetpool.  A list that names devices
+	 * is not applied to /proc's list: CUDA numbers them in its own
+	 * order (fastest first) unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so an
+	 * index here need not be the GPU at that place in bus order. */
+	if (hp__cuda_hides_all(getenv("CUDA_VISIBLE_DEVICES")))
+		return 0;
+	if (!(dir = opendir(root)))
 		return 0;
 	while ((e = readdir(dir)) && n < max) {
 		char path[512], *text;

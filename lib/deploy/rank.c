@@ -3,7 +3,8 @@
  * by the launcher on the rank's node just before the trainer): which rank
  * it is (from the launcher's environment), its device (the GPU the plan
  * or Slurm gives it, or the CPU, said so, on a node without an NVIDIA
- * driver), its CPUs and threads, its log; recorded in logs/rank-K.json.
+ * driver or whose GPUs CUDA_VISIBLE_DEVICES hides), its CPUs and threads,
+ * its log; recorded in logs/rank-K.json.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,7 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 	char host[HP_NAME_MAX], cuda[64], note[320] = "",
 					  path[HP_DEPLOY_PATH_MAX + 64];
 	bool use_cpu, any_gpu, fallback, has_threads = false, multi = false;
+	bool hidden, no_gpu;
 	enum hp_net_transport net;
 	const char *ib_disable;
 	int k, rc;
@@ -95,11 +97,18 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 	}
 	x = &l.ranks[k];
 	hp__hostname(host, sizeof(host));
+	/* CUDA_VISIBLE_DEVICES that leaves CUDA no device (the user's, or
+	 * Slurm's "NoDevFiles"): this node's GPUs are hidden, and a GPU rank
+	 * takes the path of a node without a driver, whatever GPU the plan
+	 * gives it. */
+	given = getenv("CUDA_VISIBLE_DEVICES");
+	hidden = hp__cuda_hides_all(given);
 	cuda[0] = '\0';
-	if (x->gpu && strcmp(x->cuda, "-")) {
+	if (x->gpu && hidden) {
+		/* stays "": the trainer sees no GPU either */
+	} else if (x->gpu && strcmp(x->cuda, "-")) {
 		snprintf(cuda, sizeof(cuda), "%s", x->cuda);
-	} else if (x->gpu && (given = getenv("CUDA_VISIBLE_DEVICES")) &&
-		   *given && strlen(given) < sizeof(cuda)) {
+	} else if (x->gpu && given && *given && strlen(given) < sizeof(cuda)) {
 		/* Slurm gave this task's component its GPUs on this node: the
 		 * task takes the one at its local index. */
 		int li = env_index(local_vars, 1 << 16, &which);
@@ -114,21 +123,34 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 	any_gpu = false;
 	for (int r = 0; r < l.nranks; r++)
 		any_gpu |= l.ranks[r].gpu;
-	fallback = any_gpu && l.cpu_fallback && !hp__nvidia_driver();
-	if (x->gpu && !hp__nvidia_driver()) {
+	no_gpu = hidden || !hp__nvidia_driver();
+	fallback = any_gpu && l.cpu_fallback && no_gpu;
+	if (x->gpu && no_gpu) {
 		if (!l.cpu_fallback) {
-			rc = hp_error_set(err, HP_EDEVICE,
-					  "rank %d: the plan gives it a %s GPU "
-					  "but node '%s' has no NVIDIA driver",
-					  k, x->type, host);
+			rc = hp_error_set(
+			    err, HP_EDEVICE,
+			    hidden ? "rank %d: the plan gives it a %s GPU but "
+				     "CUDA_VISIBLE_DEVICES hides every GPU of "
+				     "node '%s'"
+				   : "rank %d: the plan gives it a %s GPU but "
+				     "node '%s' has no NVIDIA driver",
+			    k, x->type, host);
 			goto out;
 		}
 		use_cpu = true;
-		snprintf(note, sizeof(note),
-			 "planned for GPU type %s (CUDA_VISIBLE_DEVICES=%s); "
-			 "host '%s' has no NVIDIA driver, so it trained on the "
-			 "CPU",
-			 x->type, cuda[0] ? cuda : "none", host);
+		if (hidden)
+			snprintf(
+			    note, sizeof(note),
+			    "planned for GPU type %s; CUDA_VISIBLE_DEVICES "
+			    "hides every GPU of host '%s', so it trained "
+			    "on the CPU",
+			    x->type, host);
+		else
+			snprintf(note, sizeof(note),
+				 "planned for GPU type %s "
+				 "(CUDA_VISIBLE_DEVICES=%s); host '%s' has no "
+				 "NVIDIA driver, so it trained on the CPU",
+				 x->type, cuda[0] ? cuda : "none", host);
 	}
 	for (int i = 0; l.trainer[i]; i++) {
 		if (i == l.ndev_arg && fallback) {
@@ -166,7 +188,8 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 			hp__argv_add(&argv, "--resume");
 	}
 	/* A CPU rank sees no GPU; a GPU rank its own (also when it falls
-	 * back to the CPU: the variable stays what it was given). */
+	 * back to the CPU for want of a driver: the variable stays what it
+	 * was given), or none where its GPUs are hidden. */
 	hp__argv_addf(&env, "CUDA_VISIBLE_DEVICES=%s", x->gpu ? cuda : "");
 	hp__argv_add(&env, "CUDA_DEVICE_ORDER=PCI_BUS_ID");
 	hp__argv_addf(&env, "HETPOOL_JOB_ID=%s", l.id);

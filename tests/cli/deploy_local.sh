@@ -5,12 +5,17 @@
 # trainer's metrics and results collected; jobs, status and logs show it;
 # a one-rank run from a model (no mpirun); a rank that fails leaves the job
 # failed naming the rank; cancel stops a running job at once and leaves no
-# process of it.
+# process of it; with the GPUs hidden, a GPU plan is refused unless
+# --host-gpus names them, and its rank then trains on the CPU.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/deploy.inc"
+# The suite's CLI and integration tests plan for a CPU-only host; GPU runs
+# are benchmarks/gpu_check.sh's.  Hidden, a GPU host's GPUs stay out.
+export CUDA_VISIBLE_DEVICES=
 
 if have_trainer local_run local_split local_pinning local_staging local_results \
-	local_jobs local_logs local_model_form local_rank_fails local_resume_from local_cancel local_cancel_no_process; then
+	local_jobs local_logs local_model_form local_rank_fails local_resume_from local_cancel local_cancel_no_process \
+	local_hidden_gpus_refused local_host_gpus_wins; then
 
 cat >"$TMP/plan.json" <<JSON
 {"choice": {"devices": [
@@ -124,6 +129,28 @@ pycheck local_model_form_epochs_steps "$TMP/out" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["state"] == "succeeded" and j["results"]["steps"] == 16, j["results"]
+PY
+
+# GPUs hidden (CUDA_VISIBLE_DEVICES=, above): a plan for a t4 here is
+# refused, as on a host without one; --host-gpus still says what the host
+# has, and the t4 rank then trains on the CPU, said so, with no GPU visible.
+cat >"$TMP/t4.json" <<JSON
+{"choice": {"devices": [{"node": "$HOST", "type": "t4", "count": 1, "local_batch": 8}],
+ "global_batch": 8, "steps": 1}}
+JSON
+expect_status local_hidden_gpus_refused 2 "$HP" run "$TMP/t4.json" --model "$MODEL" --data synthetic --steps 1
+expect_err local_hidden_gpus_refused_says "the plan wants 1 x t4 on this host, which has 0 .0 NVIDIA GPUs seen."
+expect_status local_host_gpus_wins 0 run_wait "$TMP/t4.json" --model "$MODEL" --data synthetic --steps 1 \
+	--host-gpus t4 --wait --json
+pycheck local_host_gpus_wins_on_cpu "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["state"] == "succeeded" and j["ranks"] == 1, j
+l = json.load(open(j["dir"] + "/launch.json"))
+assert [(x["type"], x["cuda_visible_devices"]) for x in l["ranks"]] == [("t4", "0")], l["ranks"]
+r = json.load(open(j["dir"] + "/logs/rank-0.json"))
+assert r["requested"] == "cuda" and r["device"] == "cpu" and r["cuda_visible_devices"] == "", r
+assert "CUDA_VISIBLE_DEVICES hides every GPU" in r["note"], r["note"]
 PY
 
 # A rank that fails (a model the data cannot feed: 3x32x32 inputs) leaves

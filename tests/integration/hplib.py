@@ -16,6 +16,11 @@ import sys
 import tempfile
 import time
 
+# The suite's CLI and integration tests plan for a CPU-only host; GPU runs
+# are benchmarks/gpu_check.sh's.  Every hetpoold and hetpool started from
+# here (--register-self, jobs, their ranks) sees this host's GPUs hidden.
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+
 ROOT = os.environ.get("HP_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("HP_BIN") or os.path.join(ROOT, "build", "bin")
