@@ -107,7 +107,7 @@ static const char help[] =
     "                      hetpool, else on PATH)\n"
     "  --stage-dir DIR     node-local staging root (default: local, "
     "JOBS/.stage;\n"
-    "                      mpi and slurm, /tmp/hetpool-stage)\n"
+    "                      mpi and slurm, /tmp/hetpool-stage-UID)\n"
     "  --no-cpu-fallback   a GPU rank on a node without an NVIDIA driver "
     "fails\n"
     "                      (default: it trains on the CPU, and says so)\n"

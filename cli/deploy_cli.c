@@ -60,6 +60,29 @@ int deploy_cli_jobs_dir(const char *given, const char *cmd, char *buf, size_t n)
 	/* "a/b/" and "a/./b" read the same as "a/b" */
 	for (size_t len = strlen(buf); len > 1 && buf[len - 1] == '/';)
 		buf[--len] = '\0';
+	/* "../jobs" from a folder: the path it names, as the folder (or,
+	 * not made yet, the one above it) resolves; the library refuses a
+	 * path with ".." in it */
+	if (strstr(buf, "/../") || strstr(buf, "/./") ||
+	    (strlen(buf) >= 3 && !strcmp(buf + strlen(buf) - 3, "/..")) ||
+	    (strlen(buf) >= 2 && !strcmp(buf + strlen(buf) - 2, "/."))) {
+		char real[PATH_MAX], up[PATH_MAX], *slash;
+		if (realpath(buf, real)) {
+			k = snprintf(buf, n, "%s", real);
+		} else if (snprintf(up, sizeof(up), "%s", buf) <
+			       (int)sizeof(up) &&
+			   (slash = strrchr(up, '/')) && slash != up &&
+			   strcmp(slash, "/..") && strcmp(slash, "/.")) {
+			*slash = '\0';
+			if (realpath(up, real))
+				k = snprintf(buf, n, "%s%s%s", real,
+					     strcmp(real, "/") ? "/" : "",
+					     slash + 1);
+		}
+		if (k < 0 || (size_t)k >= n)
+			return cli_error(EXIT_USAGE,
+					 "%s: jobs folder path too long", cmd);
+	}
 	return 0;
 }
 

@@ -74,9 +74,8 @@ struct hp_deploy *hp_deploy_new(const struct hp_deploy_config *cfg,
 
 	if (!cfg->jobs_dir || !hp__path_ok(cfg->jobs_dir)) {
 		hp_error_set(err, HP_EINVAL,
-			     "jobs folder '%s' is not an absolute path "
-			     "(without control characters or '..', at most "
-			     "%d bytes)",
+			     "jobs folder '%s': give an absolute path without "
+			     "'..' or control characters, of at most %d bytes",
 			     cfg->jobs_dir ? cfg->jobs_dir : "",
 			     HP_DEPLOY_PATH_MAX - 160);
 		return NULL;
@@ -89,8 +88,14 @@ struct hp_deploy *hp_deploy_new(const struct hp_deploy_config *cfg,
 			     cfg->hetpool ? cfg->hetpool : "");
 		return NULL;
 	}
-	if (hp__mkdirs(cfg->jobs_dir, err))
+	if (hp__mkdirs(cfg->jobs_dir, err)) {
+		size_t l = strlen(err->msg);
+		snprintf(err->msg + l, sizeof(err->msg) - l,
+			 " (the jobs folder '%s': give --jobs-dir DIR or set "
+			 "HETPOOL_JOBS_DIR)",
+			 cfg->jobs_dir);
 		return NULL;
+	}
 	if (!(d = calloc(1, sizeof(*d)))) {
 		hp_error_set(err, HP_ENOMEM, "out of memory");
 		return NULL;
@@ -590,8 +595,9 @@ static int fill_new(struct hp__submit *s, const char *tmp, const char *id,
 			return rc;
 	} else if (s->opts->backend == HP_BACKEND_KUBERNETES)
 		snprintf(root, sizeof(root), "/hetpool/data");
-	else
-		snprintf(root, sizeof(root), "/tmp/hetpool-stage");
+	else /* one per user: another's would refuse this one's copies */
+		snprintf(root, sizeof(root), "/tmp/hetpool-stage-%u",
+			 (unsigned)geteuid());
 	if ((rc = hp__stage_manifest(s->d, s->train->data, tmp, root, staged,
 				     dest, ndest, err)))
 		return rc;
@@ -713,9 +719,12 @@ static int job_dir(const struct hp_deploy *d, const char *id, char *buf,
 				    id);
 	if (hp__path(buf, n, err, "%s/%s", d->jobs_dir, id))
 		return HP_ERANGE;
-	if (access(buf, F_OK))
+	if (access(buf, F_OK) && errno == ENOENT)
 		return hp_error_set(err, HP_ENOENT, "no job '%s' in '%s'", id,
 				    d->jobs_dir);
+	if (access(buf, F_OK)) /* a folder this user may not look in */
+		return hp_error_set(err, HP_EIO, "cannot read '%s': %s", buf,
+				    strerror(errno));
 	/* a folder without the job file is not a job (hetpool jobs passes
 	 * over it too): say so, not that a file could not be opened */
 	{

@@ -376,8 +376,10 @@ int hp__job_load(const char *jobdir, struct hp_job *out, struct hp_error *err)
 	if ((rc = hp__path(path, sizeof(path), err, "%s/%s", jobdir,
 			   HP_JOB_FILE)))
 		return rc;
-	if ((rc = hp_read_file(path, JOB_MAX_BYTES, &text, &len, err)))
+	if ((rc = hp_read_file(path, JOB_MAX_BYTES, &text, &len, err))) {
+		hp_error_prefix(err, "'%s'", path);
 		return rc;
+	}
 	rc = hp_job_parse(text, len, out, err);
 	free(text);
 	if (rc) {

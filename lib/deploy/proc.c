@@ -158,27 +158,75 @@ static bool trainer_error(const char *p, size_t len)
 	       !(len >= 19 && !strncmp(p, "hetpool-train: note", 19));
 }
 
+/* The error of hetpool's own step on a node ("hetpool: _stage: ...",
+ * _rank's, _supervise's: they print nothing else). */
+static bool step_error(const char *p, size_t len)
+{
+	return len > 10 && !strncmp(p, "hetpool: _", 10);
+}
+
+/*
+ * A line ending in ':' introduces what follows (Open MPI's "A call to
+ * mkdir was unable to create the desired directory:", then, after a blank
+ * line, "Directory: ..." and "Error: ..."): the next lines with text, up
+ * to two, go on after it, their runs of blanks made one.
+ */
+static void add_continuation(char *line, size_t cap, const char *next)
+{
+	size_t at = strlen(line), len;
+	int taken = 0, skipped = 0;
+
+	if (at == 0 || line[at - 1] != ':')
+		return;
+	for (const char *p = next; *p && taken < 2;
+	     p += len + (p[len] == '\n')) {
+		len = strcspn(p, "\n");
+		if (is_rule(p, len)) {
+			if (taken || ++skipped > 2)
+				break;
+			continue;
+		}
+		for (size_t i = 0; i < len && at + 2 < cap; i++) {
+			bool blank =
+			    p[i] == ' ' || p[i] == '\t' || p[i] == '\r';
+			if (blank && (line[at - 1] == ' '))
+				continue;
+			line[at++] = blank ? ' ' : p[i];
+		}
+		while (at > 0 && line[at - 1] == ' ')
+			at--;
+		if (at + 2 < cap)
+			line[at++] = ' ';
+		line[at] = '\0';
+		taken++;
+	}
+	while (at > 0 && line[at - 1] == ' ')
+		line[--at] = '\0';
+}
+
 const char *hp__telling_line(const char *text, char *buf, size_t n)
 {
 	static const char *const marks[] = {
-	    "error",	 "Error",   "ERROR",	 "Could not",
-	    "could not", "refused", "not found", "Permission denied",
-	    "No such",	 "cannot",  "unable"};
-	const char *p = text, *last = NULL, *mark = NULL, *own = NULL;
+	    "error",	    "Error",	    "ERROR",	 "Could not",
+	    "could not",    "refused",	    "not found", "Permission denied",
+	    "No such",	    "cannot",	    "unable",	 "unrecognized",
+	    "Unrecognized", "No space left"};
+	const char *p = text, *last = NULL, *mark = NULL, *own = NULL, *nl;
 	size_t last_len = 0, mark_len = 0, own_len = 0, len;
 	char line[512];
 
-	/* the trainer's error first (Open MPI's start-up warnings, "unable
-	 * to open ... cannot open shared object", land in every rank's
-	 * log), then the first line that reads as an error, then the last
-	 * that is not a message box's frame */
+	/* the trainer's error (or a node step's) first (Open MPI's
+	 * start-up warnings, "unable to open ... cannot open shared
+	 * object", land in every rank's log), then the first line that
+	 * reads as an error, then the last that is not a message box's
+	 * frame */
 	for (; *p; p += len + (p[len] == '\n')) {
 		len = strcspn(p, "\n");
 		if (is_rule(p, len))
 			continue;
 		last = p;
 		last_len = len;
-		if (!own && trainer_error(p, len)) {
+		if (!own && (trainer_error(p, len) || step_error(p, len))) {
 			own = p;
 			own_len = len;
 		}
@@ -211,6 +259,8 @@ const char *hp__telling_line(const char *text, char *buf, size_t n)
 		last_len = sizeof(line) - 1;
 	memcpy(line, last, last_len);
 	line[last_len] = '\0';
+	nl = strchr(last, '\n');
+	add_continuation(line, sizeof(line), nl ? nl + 1 : "");
 	return hp_str_escape(line, buf, n);
 }
 

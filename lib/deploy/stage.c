@@ -282,6 +282,59 @@ int hp__copy_into(const char *src, struct hp_atomic_file *af,
 	return rc;
 }
 
+/*
+ * The staging folder must be this user's, and its parent this user's or
+ * root's (and, if others may write there, sticky, as /tmp is): a folder
+ * someone else made first (another user's run, or one laid in wait in
+ * /tmp) could have its copies swapped under the workers.
+ */
+static int stage_dir_ours(const char *dest, struct hp_error *err)
+{
+	char parent[HP_DEPLOY_PATH_MAX];
+	struct stat st;
+	uid_t me = geteuid();
+	char *slash;
+
+	if (lstat(dest, &st))
+		return hp_error_set(err, HP_EIO, "cannot read '%s': %s", dest,
+				    strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return hp_error_set(err, HP_EINVAL,
+				    "staging folder '%s' is not a folder (a "
+				    "link?): give --stage-dir another",
+				    dest);
+	if (st.st_uid != me)
+		return hp_error_set(err, HP_EINVAL,
+				    "staging folder '%s' belongs to uid %u, "
+				    "not to this user (uid %u): give "
+				    "--stage-dir a folder of your own",
+				    dest, (unsigned)st.st_uid, (unsigned)me);
+	if (st.st_mode & 022)
+		return hp_error_set(err, HP_EINVAL,
+				    "staging folder '%s' may be written by "
+				    "others (mode %04o): chmod go-w it, or "
+				    "give --stage-dir another",
+				    dest, (unsigned)(st.st_mode & 07777));
+	snprintf(parent, sizeof(parent), "%s", dest);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return 0;
+	*slash = '\0';
+	if (stat(parent, &st))
+		return hp_error_set(err, HP_EIO, "cannot read '%s': %s", parent,
+				    strerror(errno));
+	if ((st.st_uid != me && st.st_uid != 0) ||
+	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
+		return hp_error_set(
+		    err, HP_EINVAL,
+		    "staging root '%s' (uid %u, mode %04o) lets another user "
+		    "replace the copies in it: give --stage-dir a folder of "
+		    "your own",
+		    parent, (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
 int hp_deploy_stage(const char *manifest, const char *dest,
 		    struct hp_error *err)
 {
@@ -298,7 +351,7 @@ int hp_deploy_stage(const char *manifest, const char *dest,
 				    dest);
 	if ((rc = read_manifest(manifest, files, &n, err)))
 		return rc;
-	if ((rc = hp__mkdirs(dest, err)))
+	if ((rc = hp__mkdirs(dest, err)) || (rc = stage_dir_ours(dest, err)))
 		return rc;
 	/* Several ranks of one node may stage at once: one copies, the
 	 * others find its verified copy. */

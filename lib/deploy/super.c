@@ -34,7 +34,9 @@ static void sleep_s(double s)
 
 /* ---- this host's GPUs */
 
-/* The device type of each of this host's GPUs, by CUDA index. */
+/* The device type of each of this host's GPUs, by CUDA index: --host-gpus
+ * when given, else detected (none when CUDA_VISIBLE_DEVICES hides them
+ * all, hp__gpus_detect()). */
 static int host_gpu_types(const struct hp_submit_opts *o,
 			  char types[][HP_TYPE_MAX], int max,
 			  struct hp_error *err)
@@ -200,7 +202,8 @@ static int local_prepare(struct hp__submit *s, struct hp_error *err)
 
 	if ((n = host_gpu_types(s->opts, types, 64, err)) < 0)
 		return n;
-	/* The gpu_index-th GPU of its type, by CUDA index. */
+	/* The gpu_index-th GPU of its type, by CUDA index (a rank where
+	 * CUDA_VISIBLE_DEVICES hides every GPU gets none: rank.c). */
 	for (int r = 0; r < l->nranks; r++) {
 		struct hp__launch_rank *x = &l->ranks[r];
 		int seen = 0;
@@ -787,12 +790,24 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 			src = run_stoppable(l.stage_argv, log, &l, stop, false,
 					    &e, &serr);
 			status = e.status;
-			if (!src && status != 0 && !*stop)
+			if (!src && status != 0 && !*stop) {
+				/* what it said (a folder it could not make),
+				 * not only that it failed */
+				char said[300] = "", *text;
+				size_t len;
+				if (!hp_read_file(log, 4u << 20, &text, &len,
+						  NULL)) {
+					hp__telling_line(text, said,
+							 sizeof(said));
+					free(text);
+				}
 				src = hp_error_set(
 				    &serr, HP_EIO,
-				    "'%s _stage' exited with status %d (see "
-				    "%s)",
-				    l.hetpool, status, HP_LAUNCHER_LOG);
+				    "'%s _stage' exited with status %d%s%s "
+				    "(see %s)",
+				    l.hetpool, status, said[0] ? ": " : "",
+				    said, HP_LAUNCHER_LOG);
+			}
 		} else {
 			src = hp_deploy_stage(l.stage_manifest, l.stage_dest,
 					      &serr);

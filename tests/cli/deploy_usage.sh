@@ -122,3 +122,10 @@ expect_status usage_helper_args 2 "$HP" _rank
 expect_status usage_helper_stage 2 "$HP" _stage "$TMP/nonexistent.json" "$TMP/dest"
 expect_status usage_jobs_dir_flag 0 "$HP" jobs --jobs-dir "$TMP/other"
 [ -d "$TMP/other" ] && ok usage_jobs_dir_made || fail usage_jobs_dir_made "no $TMP/other"
+# a relative jobs folder through '..' is the folder it names (it was
+# refused as "not an absolute path" until 3 December)
+mkdir -p "$TMP/here/sub"
+(cd "$TMP/here/sub" && "$HP" jobs --jobs-dir ../up >/dev/null 2>"$TMP/err") &&
+	[ -d "$TMP/here/up" ] && ok usage_jobs_dir_dotdot || fail usage_jobs_dir_dotdot "$(cat "$TMP/err")"
+(cd "$TMP/here/sub" && HETPOOL_JOBS_DIR=../../up2 "$HP" jobs >/dev/null 2>"$TMP/err") &&
+	[ -d "$TMP/up2" ] && ok usage_jobs_dir_dotdot_env || fail usage_jobs_dir_dotdot_env "$(cat "$TMP/err")"

@@ -6,7 +6,8 @@
  * states, many processes and threads updating one job under its lock);
  * squeue, sacct and kubectl output; staging (copies verified, a damaged
  * copy repaired, a changed source refused, several stagers at once);
- * outside commands (output, status, time limit); what a rank starts as;
+ * outside commands (output, status, time limit); which
+ * CUDA_VISIBLE_DEVICES hides this host's GPUs; what a rank starts as;
  * submitting from many threads at once; a backend that refuses leaves the
  * job failed with the reason; a vanished supervisor is noticed; a
  * launcher (mpirun, srun) that does not exit after its ranks is stopped
@@ -162,6 +163,38 @@ HP_TEST(deploy_telling_line_of_a_log)
 		      "ssh: Could not resolve hostname n1: Name or service "
 		      "not known");
 	ASSERT_STR_EQ(hp__telling_line("", buf, sizeof(buf)), "");
+	/* a line ending in ':' goes on with what it introduces (Open MPI's
+	 * TMPDIR box: the folder and the error were cut off until 3
+	 * December) */
+	ASSERT_STR_EQ(
+	    hp__telling_line(
+		"-----------------------------------------------\n"
+		"A call to mkdir was unable to create the desired "
+		"directory:\n\n"
+		"    Directory: /ro/ompi.vm.65534\n"
+		"    Error:     Permission denied\n\n"
+		"Please check to ensure you have adequate permissions\n"
+		"-----------------------------------------------\n",
+		buf, sizeof(buf)),
+	    "A call to mkdir was unable to create the desired directory: "
+	    "Directory: /ro/ompi.vm.65534 Error: Permission denied");
+	/* another MPI's launcher: its first complaint, not its last */
+	ASSERT_STR_EQ(hp__telling_line("[mpiexec@vm] match_arg: unrecognized "
+				       "argument allow-run-as-root\n"
+				       "[mpiexec@vm] HYDU_parse_array: "
+				       "argument matching returned error\n",
+				       buf, sizeof(buf)),
+		      "[mpiexec@vm] match_arg: unrecognized argument "
+		      "allow-run-as-root");
+	/* a node step's own error before mpirun's box about its exit */
+	ASSERT_STR_EQ(hp__telling_line("hetpool: _stage: staging root '/s' "
+				       "lets another user replace it\n"
+				       "-----\nmpirun detected that one or "
+				       "more processes exited\n"
+				       "  Exit code:    2\n-----\n",
+				       buf, sizeof(buf)),
+		      "hetpool: _stage: staging root '/s' lets another user "
+		      "replace it");
 }
 
 HP_TEST(deploy_plan_from_recommend_json)
@@ -667,6 +700,53 @@ HP_TEST(deploy_host_facts)
 		ASSERT(first[k] == k % 2 && count[k] == 1);
 }
 
+/* CUDA_VISIBLE_DEVICES hides every GPU when CUDA would see none: set and
+ * empty, or a first entry that is not an index or a UUID (CUDA stops at
+ * the first invalid entry); a list of devices hides nothing here. */
+HP_TEST(deploy_cuda_visible_devices_hides)
+{
+	static const char *const hides[] = {
+	    "",		  " ",	  "\t",	 "-1",	 "-1,0",   "none",
+	    "NoDevFiles", ",0",	  "abc", "0x1",	 "1.5",	   "GPU-",
+	    "gpu-abc",	  " , 0", "-0",	 "MIG-", "void,1", NULL};
+	static const char *const shows[] = {
+	    "0",	  "1",
+	    "0,1",	  "3,-1",
+	    " 0",	  "0 ",
+	    "12,x",	  "GPU-8d3c2f1e-4b5a-11ee-9c4d-0242ac120002",
+	    "GPU-8d3c,0", "MIG-5c2a1f0e-7d3b-5a4c-8e2f-1b0a9c8d7e6f",
+	    NULL};
+	struct hp__gpu g[4];
+
+	ASSERT(!hp__cuda_hides_all(NULL));
+	for (int i = 0; hides[i]; i++)
+		if (!hp__cuda_hides_all(hides[i]))
+			HP_FAIL("'%s' should hide every GPU", hides[i]);
+	for (int i = 0; shows[i]; i++)
+		if (hp__cuda_hides_all(shows[i]))
+			HP_FAIL("'%s' should hide no GPU", shows[i]);
+	/* what hetpool sees of this host, whatever its GPUs */
+	setenv("CUDA_VISIBLE_DEVICES", "", 1);
+	ASSERT_EQ_INT(hp__gpus_detect(g, 4), 0);
+	{
+		struct hp_error err = {0};
+		struct hp_catalog *cat =
+		    hp_catalog_load(hp_test_path("data/devices.csv"), &err);
+		char *text = cat ? hp_deploy_host_pool(cat, &err) : NULL;
+		json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+		json_t *devs = json_object_get(
+		    json_array_get(json_object_get(o, "nodes"), 0), "devices");
+		ASSERT(o && json_array_size(devs) == 1);
+		ASSERT_STR_EQ(json_string_value(json_object_get(
+				  json_array_get(devs, 0), "type")),
+			      "cpu");
+		json_decref(o);
+		free(text);
+		hp_catalog_free(cat);
+	}
+	unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
 /* mkdir -p for a test tree */
 static void mkdirs(const char *root, const char *rel)
 {
@@ -884,6 +964,30 @@ HP_TEST(deploy_stage_copies_and_verifies)
 					 sizeof(dest), &err),
 		      HP_EINVAL);
 	ASSERT(strstr(err.msg, "train-images-idx3-ubyte"));
+	/* a staging folder others may write in, or under a root others may
+	 * write in (not sticky), or another user's, is refused before any
+	 * copy: its files could be swapped under the workers */
+	snprintf(dest, sizeof(dest), "%s/open", dir);
+	mkdir(dest, 0755);
+	chmod(dest, 0777);
+	ASSERT_EQ_INT(hp_deploy_stage(manifest, dest, &err), HP_EINVAL);
+	ASSERT(strstr(err.msg, "may be written by others (mode 0777)"));
+	snprintf(path, sizeof(path), "%s/openroot", dir);
+	mkdir(path, 0755);
+	chmod(path, 0777);
+	snprintf(dest, sizeof(dest), "%s/openroot/x", dir);
+	ASSERT_EQ_INT(hp_deploy_stage(manifest, dest, &err), HP_EINVAL);
+	ASSERT(strstr(err.msg, "lets another user replace"));
+	chmod(path, 01777); /* as /tmp: sticky */
+	ASSERT(hp_deploy_stage(manifest, dest, &err) != HP_EINVAL ||
+	       !strstr(err.msg, "staging"));
+	if (geteuid() == 0) {
+		snprintf(dest, sizeof(dest), "%s/theirs", dir);
+		mkdir(dest, 0755);
+		ASSERT_EQ_INT(chown(dest, 65534, 65534), 0);
+		ASSERT_EQ_INT(hp_deploy_stage(manifest, dest, &err), HP_EINVAL);
+		ASSERT(strstr(err.msg, "belongs to uid 65534"));
+	}
 	hp_deploy_free(d);
 	rm_rf(dir);
 }
@@ -1114,6 +1218,94 @@ HP_TEST(deploy_rank_prepare_slurm_rank)
 	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), HP_EINVAL);
 	ASSERT(strstr(err.msg, "SLURM_PROCID is not a rank of this 3-rank "
 			       "job"));
+	hp_deploy_free(d);
+	hp_plan_release(&s.plan);
+	rm_rf(s.dir);
+}
+
+/* A GPU rank on a node whose GPUs CUDA_VISIBLE_DEVICES hides takes the
+ * path of a node without a driver, driver or not: the CPU, said so, every
+ * rank told so, and the trainer sees no GPU; with --no-cpu-fallback, an
+ * error naming the variable. */
+HP_TEST(deploy_rank_prepare_hidden_gpus)
+{
+	struct sub s;
+	struct hp_deploy_config cfg = {0};
+	struct hp_deploy *d;
+	struct hp_error err = {0};
+	struct hp_rank_exec x;
+	char id[HP_JOB_ID_MAX], jobdir[1024], path[1200];
+	const char *note;
+	bool saw = false;
+	json_t *rec;
+
+	sub_init(&s, mixed_plan);
+	cfg.jobs_dir = s.jobs;
+	cfg.hetpool = "/bin/true";
+	cfg.sbatch = "/bin/echo"; /* not a job id: the job dir stays */
+	d = hp_deploy_new(&cfg, &err);
+	s.o.backend = HP_BACKEND_SLURM;
+	s.o.trainer = "/bin/true";
+	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
+		      HP_EIO);
+	snprintf(jobdir, sizeof(jobdir), "%s/%s", s.jobs, id);
+	setenv("SLURM_PROCID", "2", 1);
+	setenv("SLURM_LOCALID", "0", 1);
+	setenv("CUDA_VISIBLE_DEVICES", "NoDevFiles", 1);
+	unsetenv("SLURMD_NODENAME");
+	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), 0);
+	ASSERT_EQ_INT(x.rank, 2);
+	for (int i = 0; x.argv[i]; i++)
+		if (!strcmp(x.argv[i], "--devices")) {
+			ASSERT_STR_EQ(x.argv[i + 1], "cpu,cpu,cpu");
+			saw = true;
+		}
+	ASSERT(saw);
+	ASSERT_STR_EQ(x.env[0], "CUDA_VISIBLE_DEVICES=");
+	hp_rank_exec_release(&x);
+	snprintf(path, sizeof(path), "%s/logs/rank-2.json", jobdir);
+	rec = hp__read_json(path, 1 << 16, &err);
+	ASSERT(rec);
+	ASSERT_STR_EQ(json_string_value(json_object_get(rec, "requested")),
+		      "cuda");
+	ASSERT_STR_EQ(json_string_value(json_object_get(rec, "device")), "cpu");
+	ASSERT_STR_EQ(
+	    json_string_value(json_object_get(rec, "cuda_visible_devices")),
+	    "");
+	note = json_string_value(json_object_get(rec, "note"));
+	ASSERT(note &&
+	       strstr(note, "planned for GPU type t4; "
+			    "CUDA_VISIBLE_DEVICES hides every GPU") &&
+	       strstr(note, "so it trained on the CPU"));
+	json_decref(rec);
+	/* a list of devices hides nothing: the rank takes the one at its
+	 * local index (on the CPU only where there is no driver) */
+	setenv("CUDA_VISIBLE_DEVICES", "3", 1);
+	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), 0);
+	ASSERT_STR_EQ(x.env[0], "CUDA_VISIBLE_DEVICES=3");
+	hp_rank_exec_release(&x);
+	hp_deploy_free(d);
+	hp_plan_release(&s.plan);
+	rm_rf(s.dir);
+
+	/* --no-cpu-fallback: the rank fails, naming the variable */
+	sub_init(&s, mixed_plan);
+	cfg.jobs_dir = s.jobs;
+	d = hp_deploy_new(&cfg, &err);
+	s.o.backend = HP_BACKEND_SLURM;
+	s.o.trainer = "/bin/true";
+	s.o.no_cpu_fallback = true;
+	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
+		      HP_EIO);
+	snprintf(jobdir, sizeof(jobdir), "%s/%s", s.jobs, id);
+	setenv("SLURM_PROCID", "0", 1);
+	setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
+	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), HP_EDEVICE);
+	ASSERT(strstr(err.msg, "rank 0: the plan gives it a a100 GPU but "
+			       "CUDA_VISIBLE_DEVICES hides every GPU of node"));
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	unsetenv("SLURM_PROCID");
+	unsetenv("SLURM_LOCALID");
 	hp_deploy_free(d);
 	hp_plan_release(&s.plan);
 	rm_rf(s.dir);
