@@ -723,6 +723,18 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 					break;
 				}
 			}
+		/* no rank said why: the rank's own step may have, before the
+		 * trainer started (a GPU the node lacks), in the launcher's
+		 * log */
+		snprintf(path, sizeof(path), "%s/%s", l->jobdir,
+			 HP_LAUNCHER_LOG);
+		if (!line[0] &&
+		    !hp_read_file(path, 4u << 20, &text, &len, NULL)) {
+			hp__telling_line(text, line, sizeof(line));
+			free(text);
+			if (strncmp(line, "hetpool: _", 10))
+				line[0] = '\0';
+		}
 		if (code > 128 && (launcher_is_rank(l) || signalled))
 			snprintf(reason, n,
 				 "rank %d was killed by signal %d%s%s%s%s%s",

@@ -152,6 +152,12 @@ r = json.load(open(j["dir"] + "/logs/rank-0.json"))
 assert r["requested"] == "cuda" and r["device"] == "cpu" and r["cuda_visible_devices"] == "", r
 assert "CUDA_VISIBLE_DEVICES hides every GPU" in r["note"], r["note"]
 PY
+# ... and with --no-cpu-fallback the job fails, its reason saying why
+# (the rank's own step said it before any trainer ran; the reason was
+# only "rank 0 exited with status 1" until 3 December)
+expect_status local_no_fallback_fails 1 run_wait "$TMP/t4.json" --model "$MODEL" --data synthetic --steps 1 \
+	--host-gpus t4 --no-cpu-fallback --wait
+expect_err local_no_fallback_reason "rank 0 exited with status 1: hetpool: _rank: rank 0: the plan gives it a t4 GPU but CUDA_VISIBLE_DEVICES hides every GPU"
 
 # A rank that fails (a model the data cannot feed: 3x32x32 inputs) leaves
 # the job failed, naming a rank and what it said.
