@@ -453,7 +453,7 @@ int hp__super_refresh(struct hp_deploy *d, struct hp_job *job,
 {
 	struct hp_job j;
 	int fd, rc;
-	char reason[256];
+	char reason[512], said[300] = "";
 
 	(void)d;
 	if (job->pid && hp__proc_alive(job->pid, job->pid_start))
@@ -467,12 +467,18 @@ int hp__super_refresh(struct hp_deploy *d, struct hp_job *job,
 	if (!hp_job_state_terminal(j.state) &&
 	    !(j.pid && hp__proc_alive(j.pid, j.pid_start))) {
 		signal_ranks(j.dir, j.nranks, SIGKILL);
+		/* a rank's own error may be why (its supervisor could not
+		 * record it: a full disk) */
+		for (int k = 0; k < j.nranks && !said[0]; k++)
+			if (!hp__rank_says(j.dir, k, said, sizeof(said)))
+				said[0] = '\0';
 		if (j.pid)
 			snprintf(reason, sizeof(reason),
 				 "its supervisor (pid %ld) ended without "
-				 "recording the outcome (killed, or the host "
-				 "restarted); its workers were stopped",
-				 j.pid);
+				 "recording the outcome (killed, the host "
+				 "restarted, or its disk full); its workers "
+				 "were stopped%s%s",
+				 j.pid, said[0] ? "; a rank said: " : "", said);
 		else
 			snprintf(reason, sizeof(reason),
 				 "its supervisor never started");

@@ -1464,6 +1464,29 @@ HP_TEST(deploy_vanished_supervisor_is_noticed)
 	ASSERT_EQ_INT(k.state, HP_JOB_FAILED);
 	ASSERT(strstr(k.reason, "supervisor"));
 	hp_job_release(&k);
+	/* a rank that said why (its supervisor could not record it: a full
+	 * disk) has its line in the reason */
+	snprintf(jobdir, sizeof(jobdir), "%s/full", jobs);
+	mkdir(jobdir, 0755);
+	{
+		char logs[700];
+		snprintf(logs, sizeof(logs), "%s/logs", jobdir);
+		mkdir(logs, 0755);
+		snprintf(logs, sizeof(logs), "%s/logs/rank-0.log", jobdir);
+		write_file(logs, "step 1499\nhetpool-train: checkpoint at step "
+				 "1500: cannot write 'c': No space left on "
+				 "device\n");
+	}
+	snprintf(j.id, sizeof(j.id), "full");
+	snprintf(j.dir, sizeof(j.dir), "%s", jobdir);
+	j.nranks = 1;
+	ASSERT_EQ_INT(hp__job_save(&j, &err), 0);
+	ASSERT_EQ_INT(hp_deploy_status(d, "full", true, &k, &err), 0);
+	ASSERT_EQ_INT(k.state, HP_JOB_FAILED);
+	ASSERT(strstr(k.reason, "supervisor") &&
+	       strstr(k.reason, "a rank said: hetpool-train: checkpoint at "
+				"step 1500: cannot write 'c': No space left"));
+	hp_job_release(&k);
 	ASSERT_EQ_INT(hp_deploy_status(d, "nope", true, &k, &err), HP_ENOENT);
 	ASSERT_EQ_INT(hp_deploy_status(d, "../x", true, &k, &err), HP_EINVAL);
 	hp_deploy_free(d);
