@@ -304,13 +304,17 @@ static int load_data(struct tr_run *t, struct hp_error *err)
 			    (long long)t->spec.input[1],
 			    (long long)t->spec.input[2], hint);
 	}
-	if (t->train.classes > t->spec.classes ||
-	    t->test.classes > t->spec.classes)
-		return hp_error_set(err, HP_ESHAPE,
-				    "the data has %lld classes, the model "
-				    "%lld",
-				    (long long)t->train.classes,
-				    (long long)t->spec.classes);
+	for (int k = 0; k < 2; k++) {
+		const struct hp_dataset *ds = k ? &t->test : &t->train;
+		if (ds->classes > t->spec.classes)
+			return hp_error_set(
+			    err, HP_ESHAPE,
+			    "--data %s: the %s labels go up to %lld (%lld "
+			    "classes), the model has %lld",
+			    t->o->data, k ? "test" : "training",
+			    (long long)ds->classes - 1, (long long)ds->classes,
+			    (long long)t->spec.classes);
+	}
 	t->data_hash =
 	    hp_fnv1a64(t->train.x,
 		       (size_t)(t->train.n * t->train.shape[0] *

@@ -154,10 +154,12 @@ static int parse_raw(const unsigned char *p, size_t len, struct hp_idx *out,
 		int64_t v = ((int64_t)d[0] << 24) | ((int64_t)d[1] << 16) |
 			    ((int64_t)d[2] << 8) | d[3];
 		if (v < 1 || v > IDX_MAX_DIM)
-			return hp_error_set(err, HP_EPARSE,
-					    "IDX dimension %d is %lld (must be "
-					    "positive)",
-					    i, (long long)v);
+			return hp_error_set(
+			    err, HP_EPARSE,
+			    "IDX dimension %d is %lld (must be "
+			    "positive; the magic 0x0000%02x%02x "
+			    "says %d dimensions)",
+			    i, (long long)v, p[2], p[3], out->rank);
 		out->dims[i] = v;
 		if (!hp_mul_i64(count, v, &count) ||
 		    count > (int64_t)HP_IDX_MAX_BYTES)
