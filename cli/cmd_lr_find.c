@@ -87,7 +87,9 @@ static const char help[] =
     "--out\n"
     "  --trainer PATH    the hetpool-train to run (default: "
     "$HETPOOL_TRAIN, else\n"
-    "                    the one beside this hetpool)\n"
+    "                    $HETPOOL_TRAINER as run uses, else the one "
+    "beside\n"
+    "                    this hetpool)\n"
     "  --json            print the analysis as JSON instead of text\n"
     "  -- TRAINER-ARGS   everything after -- goes to hetpool-train as it "
     "is\n"
@@ -259,14 +261,20 @@ static int check_model(const char *path)
 	return status;
 }
 
-/* The trainer: --trainer, $HETPOOL_TRAIN, or hetpool-train beside this
+/* The trainer: --trainer, $HETPOOL_TRAIN, $HETPOOL_TRAINER (the name
+ * `hetpool run` and hetpoold read), or hetpool-train beside this
  * program. */
 static int find_trainer(const char *given, char *buf, size_t n)
 {
-	const char *env = getenv("HETPOOL_TRAIN");
+	const char *env = getenv("HETPOOL_TRAIN"), *name = "HETPOOL_TRAIN";
 	char exe[4096];
 	ssize_t len;
 	char *slash;
+
+	if (!env || !*env) {
+		env = getenv("HETPOOL_TRAINER");
+		name = "HETPOOL_TRAINER";
+	}
 
 	if (given || (env && *env)) {
 		const char *p = given ? given : env;
@@ -275,8 +283,7 @@ static int find_trainer(const char *given, char *buf, size_t n)
 			return cli_error(EXIT_USAGE,
 					 "lr-find: trainer '%s' (%s) is not an "
 					 "executable file",
-					 p,
-					 given ? "--trainer" : "HETPOOL_TRAIN");
+					 p, given ? "--trainer" : name);
 		snprintf(buf, n, "%s", p);
 		return 0;
 	}

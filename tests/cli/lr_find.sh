@@ -140,6 +140,9 @@ cat >"$TMP/model.json" <<'SPEC'
 SPEC
 expect_status lr_find_trainer_missing 2 "$HP" lr-find --model "$TMP/model.json" --out "$TMP/x" --trainer "$TMP/no-such-trainer"
 HETPOOL_TRAIN=$TMP/no-such-trainer expect_status lr_find_trainer_env_missing 2 "$HP" lr-find --model "$TMP/model.json" --out "$TMP/x"
+# HETPOOL_TRAINER, the name run and hetpoold read, is taken too
+HETPOOL_TRAINER=$TMP/no-such-trainer expect_status lr_find_trainer_env2_missing 2 "$HP" lr-find --model "$TMP/model.json" --out "$TMP/x"
+expect_err lr_find_trainer_env2_says "[(]HETPOOL_TRAINER[)] is not an executable file"
 
 # The spawn path, with a stand-in for hetpool-train (this is not the
 # trainer: it checks the command line lr-find builds, writes a range test's
