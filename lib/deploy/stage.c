@@ -283,10 +283,11 @@ int hp__copy_into(const char *src, struct hp_atomic_file *af,
 }
 
 /*
- * The staging folder must be this user's, and its parent this user's or
- * root's (and, if others may write there, sticky, as /tmp is): a folder
- * someone else made first (another user's run, or one laid in wait in
- * /tmp) could have its copies swapped under the workers.
+ * The staging folder must be this user's and not writable by others, and
+ * its parent this user's or root's: a folder someone else made first
+ * (another user's run, or one laid in wait in /tmp) could have its copies
+ * swapped under the workers.  A parent root owns may be open to all (a
+ * pod's emptyDir is 0777; /tmp is sticky).
  */
 static int stage_dir_ours(const char *dest, struct hp_error *err)
 {
@@ -323,8 +324,7 @@ static int stage_dir_ours(const char *dest, struct hp_error *err)
 	if (stat(parent, &st))
 		return hp_error_set(err, HP_EIO, "cannot read '%s': %s", parent,
 				    strerror(errno));
-	if ((st.st_uid != me && st.st_uid != 0) ||
-	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
+	if (st.st_uid != me && st.st_uid != 0)
 		return hp_error_set(
 		    err, HP_EINVAL,
 		    "staging root '%s' (uid %u, mode %04o) lets another user "

@@ -964,21 +964,19 @@ HP_TEST(deploy_stage_copies_and_verifies)
 					 sizeof(dest), &err),
 		      HP_EINVAL);
 	ASSERT(strstr(err.msg, "train-images-idx3-ubyte"));
-	/* a staging folder others may write in, or under a root others may
-	 * write in (not sticky), or another user's, is refused before any
-	 * copy: its files could be swapped under the workers */
+	/* a staging folder others may write in, or another user's, or
+	 * under a root another user owns, is refused before any copy: its
+	 * files could be swapped under the workers */
 	snprintf(dest, sizeof(dest), "%s/open", dir);
 	mkdir(dest, 0755);
 	chmod(dest, 0777);
 	ASSERT_EQ_INT(hp_deploy_stage(manifest, dest, &err), HP_EINVAL);
 	ASSERT(strstr(err.msg, "may be written by others (mode 0777)"));
+	/* a root of this user's open to all (a pod's emptyDir is 0777) */
 	snprintf(path, sizeof(path), "%s/openroot", dir);
 	mkdir(path, 0755);
 	chmod(path, 0777);
 	snprintf(dest, sizeof(dest), "%s/openroot/x", dir);
-	ASSERT_EQ_INT(hp_deploy_stage(manifest, dest, &err), HP_EINVAL);
-	ASSERT(strstr(err.msg, "lets another user replace"));
-	chmod(path, 01777); /* as /tmp: sticky */
 	ASSERT(hp_deploy_stage(manifest, dest, &err) != HP_EINVAL ||
 	       !strstr(err.msg, "staging"));
 	if (geteuid() == 0) {
@@ -987,6 +985,10 @@ HP_TEST(deploy_stage_copies_and_verifies)
 		ASSERT_EQ_INT(chown(dest, 65534, 65534), 0);
 		ASSERT_EQ_INT(hp_deploy_stage(manifest, dest, &err), HP_EINVAL);
 		ASSERT(strstr(err.msg, "belongs to uid 65534"));
+		ASSERT_EQ_INT(chown(path, 65534, 65534), 0);
+		snprintf(dest, sizeof(dest), "%s/openroot/y", dir);
+		ASSERT_EQ_INT(hp_deploy_stage(manifest, dest, &err), HP_EINVAL);
+		ASSERT(strstr(err.msg, "lets another user replace"));
 	}
 	hp_deploy_free(d);
 	rm_rf(dir);
