@@ -1784,13 +1784,8 @@ static int same_options(struct tr_run *t, struct hp_error *err)
 	return rc;
 }
 
-/*
- * --out: made if missing; a folder this process can write; and, unless
- * --resume or --overwrite says what to do with it, not the folder of an
- * earlier run (its checkpoint, metrics and results would be replaced).
- */
-/* The folders above path that are missing, made (mkdir -p's): errno is
- * mkdir's when one cannot be. */
+/* The folders above path that are missing, made (mkdir -p's); the
+ * mkdir of path itself then says what is wrong. */
 static void mkdir_parents(const char *path)
 {
 	char buf[4200];
@@ -1809,6 +1804,12 @@ static void mkdir_parents(const char *path)
 	}
 }
 
+/*
+ * --out: made if missing (its parents too); a folder this process can
+ * write; and, unless --resume or --overwrite says what to do with it, not
+ * the folder of an earlier run (its checkpoint, metrics and results would
+ * be replaced).
+ */
 static int out_dir(const struct tr_opts *o, struct hp_error *err)
 {
 	struct stat st;
