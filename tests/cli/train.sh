@@ -195,20 +195,26 @@ PY
 	mkdir -p "$TMP/fmempty"
 	expect_status data_dir_empty 2 "$TRAIN" --model "$CNN" --data "$TMP/fmempty" --batch 8 --steps 1 --out "$TMP/x"
 	expect_err data_dir_empty_says "no train-images-idx3-ubyte or train-images-idx3-ubyte.gz in '.*/fmempty'"
-	# a file there that this user cannot read is said so, not called missing
+	# a file there that this user cannot read is said so, not called
+	# missing: run as user 65534 on a copy in a folder of /tmp it can
+	# reach (the suite's own TMPDIR may sit under a folder only root can)
 	asnobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
-		"${asnobody[@]}" "$TRAIN" --help >/dev/null 2>&1 && "${asnobody[@]}" test -r "$CNN"; then
-		mkdir -p "$TMP/fmnoread"
-		cp "$TMP"/fmdir/* "$TMP/fmnoread/"
-		chmod 000 "$TMP/fmnoread/train-images-idx3-ubyte"
-		chmod 755 "$TMP" "$TMP/fmnoread"
-		expect_status data_unreadable 2 "${asnobody[@]}" "$TRAIN" --model "$CNN" --data "$TMP/fmnoread" --batch 8 --steps 1 --out "$TMP/x"
+	noread=
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && noread=$(mktemp -d /tmp/hp-noread.XXXXXX); then
+		cp "$TMP"/fmdir/* "$noread/"
+		chmod 755 "$noread"
+		chmod 644 "$noread"/*
+		chmod 000 "$noread/train-images-idx3-ubyte"
+	fi
+	if [ -n "$noread" ] && "${asnobody[@]}" "$TRAIN" --help >/dev/null 2>&1 &&
+		"${asnobody[@]}" test -r "$CNN" && "${asnobody[@]}" test -r "$noread/t10k-labels-idx1-ubyte"; then
+		expect_status data_unreadable 2 "${asnobody[@]}" "$TRAIN" --model "$CNN" --data "$noread" \
+			--batch 8 --steps 1 --out "$noread/out"
 		expect_err data_unreadable_says "train-images-idx3-ubyte: cannot open: Permission denied"
-		chmod 700 "$TMP"
 	else
 		echo "skip data_unreadable: needs root, setpriv, and a trainer and model that user 65534 can reach"
 	fi
+	[ -n "$noread" ] && rm -rf "$noread"
 else
 	echo "skip fashion_mnist: the Debian package dataset-fashion-mnist is not installed"
 fi
