@@ -195,6 +195,22 @@ PY
 	mkdir -p "$TMP/fmempty"
 	expect_status data_dir_empty 2 "$TRAIN" --model "$CNN" --data "$TMP/fmempty" --batch 8 --steps 1 --out "$TMP/x"
 	expect_err data_dir_empty_says "no train-images-idx3-ubyte or train-images-idx3-ubyte.gz in '.*/fmempty'"
+	# damaged files are named with what is wrong in them
+	mkdir -p "$TMP/fmbad"
+	cp "$TMP"/fmdir/* "$TMP/fmbad/"
+	"$PY" - "$TMP/fmbad/train-labels-idx1-ubyte" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read()); b[8 + 5] = 200; open(sys.argv[1], 'wb').write(b)
+PY
+	expect_status data_label_range 2 "$TRAIN" --model "$CNN" --data "$TMP/fmbad" --batch 8 --steps 1 --out "$TMP/x"
+	expect_err data_label_range_says "--data .*/fmbad: the training labels go up to 200 .201 classes., the model has 10"
+	cp "$TMP/fmdir/train-labels-idx1-ubyte" "$TMP/fmbad/"
+	"$PY" - "$TMP/fmbad/train-images-idx3-ubyte" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read()); b[3] = 4; open(sys.argv[1], 'wb').write(b)
+PY
+	expect_status data_bad_magic 2 "$TRAIN" --model "$CNN" --data "$TMP/fmbad" --batch 8 --steps 1 --out "$TMP/x"
+	expect_err data_bad_magic_says "train-images-idx3-ubyte: IDX dimension 3 is 0 .must be positive; the magic 0x00000804 says 4 dimensions."
 	# a file there that this user cannot read is said so, not called
 	# missing: run as user 65534 on a copy in a folder of /tmp it can
 	# reach (the suite's own TMPDIR may sit under a folder only root can)
