@@ -129,3 +129,15 @@ mkdir -p "$TMP/here/sub"
 	[ -d "$TMP/here/up" ] && ok usage_jobs_dir_dotdot || fail usage_jobs_dir_dotdot "$(cat "$TMP/err")"
 (cd "$TMP/here/sub" && HETPOOL_JOBS_DIR=../../up2 "$HP" jobs >/dev/null 2>"$TMP/err") &&
 	[ -d "$TMP/up2" ] && ok usage_jobs_dir_dotdot_env || fail usage_jobs_dir_dotdot_env "$(cat "$TMP/err")"
+# 'status ID' in a jobs folder this user may not look in says so (it said
+# "no job 'ID'" until 3 December): as user 65534, on a root-only folder
+asnobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && "${asnobody[@]}" "$HP" --help >/dev/null 2>&1 &&
+	closed=$(mktemp -d /tmp/hp-closed.XXXXXX); then
+	chmod 700 "$closed"
+	expect_status usage_status_closed_folder 1 "${asnobody[@]}" "$HP" status 20261203-000000-abcd --jobs-dir "$closed"
+	expect_err usage_status_closed_folder_says "cannot read '$closed/20261203-000000-abcd': Permission denied"
+	rm -rf "$closed"
+else
+	echo "skip usage_status_closed_folder: needs root, setpriv, and a hetpool that user 65534 can run"
+fi
