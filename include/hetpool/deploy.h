@@ -149,14 +149,14 @@ char *hp_plan_json(const struct hp_plan *p);
  * A pool of this host alone, as pool JSON text (hp_pool_parse(); the
  * caller frees it): one node named after the host (its short name), its
  * CPU as one "cpu" device, its NVIDIA GPUs (from the driver's /proc
- * files) as the catalog's types (a GPU the catalog does not know is left
- * out), its cores and memory.  Its network from sysfs: with an ACTIVE
- * InfiniBand or RoCE port (/sys/class/infiniband) the transport is "rdma"
- * at the fastest such port's rate; otherwise "auto"
- * (hp_pool_node_transport(): socket with a GPU, tcp without) at the
- * fastest physical Ethernet link that is up (/sys/class/net/IF/speed),
- * else 10 Gbit/s.  Not known, and so fixed: PCIe 3 x16 inside, 10 us a
- * message, a base power of 0 W (not counted).
+ * files; none when CUDA_VISIBLE_DEVICES hides them all) as the catalog's
+ * types (a GPU the catalog does not know is left out), its cores and memory.
+ * Its network from sysfs: with an ACTIVE InfiniBand or RoCE port
+ * (/sys/class/infiniband) the transport is "rdma" at the fastest such port's
+ * rate; otherwise "auto" (hp_pool_node_transport(): socket with a GPU, tcp
+ * without) at the fastest physical Ethernet link that is up
+ * (/sys/class/net/IF/speed), else 10 Gbit/s.  Not known, and so fixed: PCIe 3
+ * x16 inside, 10 us a message, a base power of 0 W (not counted).
  */
 char *hp_deploy_host_pool(const struct hp_catalog *cat, struct hp_error *err);
 
@@ -316,10 +316,13 @@ struct hp_submit_opts {
 	const char *trainer;   /* hetpool-train: must exist here for local,
 				  mpi and slurm; the image's for kubernetes */
 	const char *stage_dir; /* node-local staging root; NULL: the jobs
-				  folder's .stage (local), /tmp/hetpool-stage
-				  (mpi, slurm), /hetpool/data (kubernetes) */
+				  folder's .stage (local),
+				  /tmp/hetpool-stage-UID (mpi, slurm),
+				  /hetpool/data (kubernetes) */
 	bool no_cpu_fallback;  /* a GPU rank on a node without an NVIDIA
-				  driver fails instead of training on the CPU */
+				  driver, or whose GPUs CUDA_VISIBLE_DEVICES
+				  hides, fails instead of training on the
+				  CPU */
 	const char *recommendation;   /* the recommender's JSON, kept as
 					 JOBDIR/recommendation.json; or NULL */
 	const struct hp_catalog *cat; /* product names for kubernetes; or
@@ -440,7 +443,8 @@ struct hp_rank_exec {
  * `hetpool _rank JOBDIR`): K from the environment (OMPI_COMM_WORLD_RANK,
  * PMIX_RANK, SLURM_PROCID, HETPOOL_RANK; 0 for a one-rank job), the
  * rank's device (CUDA_VISIBLE_DEVICES from the plan, or the one Slurm gave
- * this task; the CPU, said so, when the node has no NVIDIA driver), CPUs
+ * this task; the CPU, said so, when the node has no NVIDIA driver or
+ * CUDA_VISIBLE_DEVICES hides every GPU), CPUs
  * and threads; writes JOBDIR/logs/rank-K.json.  environ is read, not changed.
  * out is the caller's (hp_rank_exec_release()).
  */
