@@ -200,6 +200,10 @@ const char *hp__telling_line(const char *text, char *buf, size_t n);
  * exit, which need not be the one that said why: the trainer's ranks
  * agree on a set-up failure and only the lowest failing one prints it. */
 bool hp__rank_says(const char *jobdir, int k, char *line, size_t n);
+/* The telling line of the log at path into line ("" when it cannot be
+ * read); true when it is hetpool's own error: the trainer's, or a node
+ * step's ("hetpool: _stage: ..."). */
+bool hp__log_says(const char *path, char *line, size_t n);
 
 /* A NULL-terminated argv built by appending (strings are copied). */
 struct hp__argv {
@@ -220,8 +224,6 @@ char **hp__argv_dup(char *const v[]);
 /* json_dumps(o) written atomically with hp_write_file_atomic() (o is not
  * consumed). */
 int hp__write_json(const char *path, const json_t *o, struct hp_error *err);
-/* mkdir -p (mode 0755). */
-int hp__mkdirs(const char *path, struct hp_error *err);
 /* snprintf into buf, HP_ERANGE (with err) when it does not fit. */
 int hp__path(char *buf, size_t n, struct hp_error *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -264,18 +264,33 @@ const char *hp__telling_line(const char *text, char *buf, size_t n)
 	return hp_str_escape(line, buf, n);
 }
 
-bool hp__rank_says(const char *jobdir, int k, char *line, size_t n)
+/* The telling line of the log at path into line; false (line "") when
+ * it cannot be read. */
+static bool log_line(const char *path, char *line, size_t n)
 {
-	char path[HP_DEPLOY_PATH_MAX + 64], *text;
+	char *text;
 	size_t len;
 
 	line[0] = '\0';
-	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", jobdir, k);
 	if (hp_read_file(path, 4u << 20, &text, &len, NULL))
 		return false;
 	hp__telling_line(text, line, n);
 	free(text);
-	return trainer_error(line, strlen(line));
+	return true;
+}
+
+bool hp__log_says(const char *path, char *line, size_t n)
+{
+	return log_line(path, line, n) && (trainer_error(line, strlen(line)) ||
+					   step_error(line, strlen(line)));
+}
+
+bool hp__rank_says(const char *jobdir, int k, char *line, size_t n)
+{
+	char path[HP_DEPLOY_PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", jobdir, k);
+	return log_line(path, line, n) && trainer_error(line, strlen(line));
 }
 
 static double now_s(void)

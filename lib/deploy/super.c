@@ -734,13 +734,8 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 		 * log */
 		snprintf(path, sizeof(path), "%s/%s", l->jobdir,
 			 HP_LAUNCHER_LOG);
-		if (!line[0] &&
-		    !hp_read_file(path, 4u << 20, &text, &len, NULL)) {
-			hp__telling_line(text, line, sizeof(line));
-			free(text);
-			if (strncmp(line, "hetpool: _", 10))
-				line[0] = '\0';
-		}
+		if (!line[0] && !hp__log_says(path, line, sizeof(line)))
+			line[0] = '\0';
 		if (code > 128 && (launcher_is_rank(l) || signalled))
 			snprintf(reason, n,
 				 "rank %d was killed by signal %d%s%s%s%s%s",
@@ -753,10 +748,7 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/%s", l->jobdir, HP_LAUNCHER_LOG);
-	if (!hp_read_file(path, 4u << 20, &text, &len, NULL)) {
-		hp__telling_line(text, line, sizeof(line));
-		free(text);
-	}
+	hp__log_says(path, line, sizeof(line));
 	snprintf(reason, n, "%s exited with status %d%s%s", l->launcher[0],
 		 status, line[0] ? ": " : "", line);
 }
@@ -811,14 +803,8 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 			if (!src && status != 0 && !*stop) {
 				/* what it said (a folder it could not make),
 				 * not only that it failed */
-				char said[300] = "", *text;
-				size_t len;
-				if (!hp_read_file(log, 4u << 20, &text, &len,
-						  NULL)) {
-					hp__telling_line(text, said,
-							 sizeof(said));
-					free(text);
-				}
+				char said[300];
+				hp__log_says(log, said, sizeof(said));
 				src = hp_error_set(
 				    &serr, HP_EIO,
 				    "'%s _stage' exited with status %d%s%s "
