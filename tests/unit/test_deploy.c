@@ -1225,6 +1225,37 @@ HP_TEST(deploy_rank_prepare_slurm_rank)
 	rm_rf(s.dir);
 }
 
+/* A Slurm job whose sbatch (/bin/echo) answers no job id: the submission
+ * fails, and its folder stays for hp_deploy_rank_prepare() to read. */
+static void slurm_job(const char *plan, bool no_cpu_fallback, char *jobdir,
+		      size_t n, struct sub *s, struct hp_deploy **d)
+{
+	struct hp_deploy_config cfg = {0};
+	struct hp_error err = {0};
+	char id[HP_JOB_ID_MAX];
+
+	sub_init(s, plan);
+	cfg.jobs_dir = s->jobs;
+	cfg.hetpool = "/bin/true";
+	cfg.sbatch = "/bin/echo"; /* not a job id: the job dir stays */
+	*d = hp_deploy_new(&cfg, &err);
+	s->o.backend = HP_BACKEND_SLURM;
+	s->o.trainer = "/bin/true";
+	s->o.no_cpu_fallback = no_cpu_fallback;
+	ASSERT_EQ_INT(hp_deploy_submit(*d, &s->plan, &s->t, &s->o, id, &err),
+		      HP_EIO);
+	snprintf(jobdir, n, "%s/%s", s->jobs, id);
+}
+
+/* The value after flag in argv, or NULL. */
+static const char *arg_after(char *const *argv, const char *flag)
+{
+	for (int i = 0; argv[i]; i++)
+		if (!strcmp(argv[i], flag))
+			return argv[i + 1];
+	return NULL;
+}
+
 /* A GPU rank on a node whose GPUs CUDA_VISIBLE_DEVICES hides takes the
  * path of a node without a driver, driver or not: the CPU, said so, every
  * rank told so, and the trainer sees no GPU; with --no-cpu-fallback, an
@@ -1232,37 +1263,23 @@ HP_TEST(deploy_rank_prepare_slurm_rank)
 HP_TEST(deploy_rank_prepare_hidden_gpus)
 {
 	struct sub s;
-	struct hp_deploy_config cfg = {0};
 	struct hp_deploy *d;
 	struct hp_error err = {0};
 	struct hp_rank_exec x;
-	char id[HP_JOB_ID_MAX], jobdir[1024], path[1200];
-	const char *note;
-	bool saw = false;
+	char jobdir[1024], path[1200];
+	const char *note, *devices;
 	json_t *rec;
 
-	sub_init(&s, mixed_plan);
-	cfg.jobs_dir = s.jobs;
-	cfg.hetpool = "/bin/true";
-	cfg.sbatch = "/bin/echo"; /* not a job id: the job dir stays */
-	d = hp_deploy_new(&cfg, &err);
-	s.o.backend = HP_BACKEND_SLURM;
-	s.o.trainer = "/bin/true";
-	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
-		      HP_EIO);
-	snprintf(jobdir, sizeof(jobdir), "%s/%s", s.jobs, id);
+	slurm_job(mixed_plan, false, jobdir, sizeof(jobdir), &s, &d);
 	setenv("SLURM_PROCID", "2", 1);
 	setenv("SLURM_LOCALID", "0", 1);
 	setenv("CUDA_VISIBLE_DEVICES", "NoDevFiles", 1);
 	unsetenv("SLURMD_NODENAME");
 	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), 0);
 	ASSERT_EQ_INT(x.rank, 2);
-	for (int i = 0; x.argv[i]; i++)
-		if (!strcmp(x.argv[i], "--devices")) {
-			ASSERT_STR_EQ(x.argv[i + 1], "cpu,cpu,cpu");
-			saw = true;
-		}
-	ASSERT(saw);
+	devices = arg_after(x.argv, "--devices");
+	ASSERT(devices);
+	ASSERT_STR_EQ(devices, "cpu,cpu,cpu");
 	ASSERT_STR_EQ(x.env[0], "CUDA_VISIBLE_DEVICES=");
 	hp_rank_exec_release(&x);
 	snprintf(path, sizeof(path), "%s/logs/rank-2.json", jobdir);
@@ -1291,15 +1308,7 @@ HP_TEST(deploy_rank_prepare_hidden_gpus)
 	rm_rf(s.dir);
 
 	/* --no-cpu-fallback: the rank fails, naming the variable */
-	sub_init(&s, mixed_plan);
-	cfg.jobs_dir = s.jobs;
-	d = hp_deploy_new(&cfg, &err);
-	s.o.backend = HP_BACKEND_SLURM;
-	s.o.trainer = "/bin/true";
-	s.o.no_cpu_fallback = true;
-	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
-		      HP_EIO);
-	snprintf(jobdir, sizeof(jobdir), "%s/%s", s.jobs, id);
+	slurm_job(mixed_plan, true, jobdir, sizeof(jobdir), &s, &d);
 	setenv("SLURM_PROCID", "0", 1);
 	setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
 	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), HP_EDEVICE);
@@ -1335,25 +1344,6 @@ static bool env_has_key(char **env, const char *key)
 	return false;
 }
 
-static void net_job(const char *plan, char *jobdir, size_t n, struct sub *s,
-		    struct hp_deploy **d)
-{
-	struct hp_deploy_config cfg = {0};
-	struct hp_error err = {0};
-	char id[HP_JOB_ID_MAX];
-
-	sub_init(s, plan);
-	cfg.jobs_dir = s->jobs;
-	cfg.hetpool = "/bin/true";
-	cfg.sbatch = "/bin/echo"; /* not a job id: the job dir stays */
-	*d = hp_deploy_new(&cfg, &err);
-	s->o.backend = HP_BACKEND_SLURM;
-	s->o.trainer = "/bin/true";
-	ASSERT_EQ_INT(hp_deploy_submit(*d, &s->plan, &s->t, &s->o, id, &err),
-		      HP_EIO);
-	snprintf(jobdir, n, "%s/%s", s->jobs, id);
-}
-
 HP_TEST(deploy_rank_network_from_plan)
 {
 	static const char *two_nodes =
@@ -1376,7 +1366,7 @@ HP_TEST(deploy_rank_network_from_plan)
 	unsetenv("NCCL_IB_DISABLE");
 	unsetenv("SLURM_LOCALID");
 	setenv("CUDA_VISIBLE_DEVICES", "0", 1);
-	net_job(two_nodes, jobdir, sizeof(jobdir), &s, &d);
+	slurm_job(two_nodes, false, jobdir, sizeof(jobdir), &s, &d);
 	ASSERT(s.plan.nnodes == 2 &&
 	       s.plan.nodes[0].transport == HP_NET_SOCKET);
 	{
@@ -1424,7 +1414,7 @@ HP_TEST(deploy_rank_network_from_plan)
 	hp_plan_release(&s.plan);
 	rm_rf(s.dir);
 	/* one node: NCCL does not use the network */
-	net_job(one_node, jobdir, sizeof(jobdir), &s, &d);
+	slurm_job(one_node, false, jobdir, sizeof(jobdir), &s, &d);
 	setenv("SLURM_PROCID", "1", 1);
 	ASSERT_EQ_INT(hp_deploy_rank_prepare(jobdir, &x, &err), 0);
 	ASSERT(!env_has_key(x.env, "NCCL_IB_DISABLE"));
@@ -1516,9 +1506,9 @@ static void stuck_job(const char *jobdir, const char *backend,
 	waitpid(pid, &st, 0);
 	hp__hostname(host, sizeof(host));
 	snprintf(path, sizeof(path), "%s/logs", jobdir);
-	ASSERT_EQ_INT(hp__mkdirs(path, &err), 0);
+	ASSERT_EQ_INT(hp_mkdirs(path, 0755, &err), 0);
 	snprintf(path, sizeof(path), "%s/out", jobdir);
-	ASSERT_EQ_INT(hp__mkdirs(path, &err), 0);
+	ASSERT_EQ_INT(hp_mkdirs(path, 0755, &err), 0);
 	snprintf(
 	    text, sizeof(text),
 	    "{\"version\": 1, \"id\": \"stuck\", \"backend\": \"%s\", "
