@@ -304,27 +304,6 @@ static int find_trainer(const char *given, char *buf, size_t n)
 	return 0;
 }
 
-/* mkdir -p */
-static int make_dir(const char *path)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(buf))
-		return -1;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(buf, 0777) && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	if (mkdir(buf, 0777) && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 /* --out made (mkdir -p) and a folder; bad input, exit 2, when it cannot
  * be. */
 static int out_folder(const char *path)
@@ -333,7 +312,7 @@ static int out_folder(const char *path)
 
 	if (!*path)
 		return cli_error(EXIT_USAGE, "lr-find: --out is empty");
-	if (make_dir(path))
+	if (hp_mkdirs(path, 0777, NULL))
 		return cli_error(EXIT_USAGE,
 				 "lr-find: cannot make --out '%s': %s", path,
 				 strerror(errno));

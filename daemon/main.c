@@ -170,21 +170,6 @@ static void beside_self(const char *name, char *buf, size_t n)
 		buf[0] = '\0';
 }
 
-static int mkdirs(const char *path)
-{
-	char p[PATH_MAX];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = '\0';
-			if (mkdir(p, 0700) && errno != EEXIST)
-				return -1;
-			*s = '/';
-		}
-	return mkdir(p, 0700) && errno != EEXIST ? -1 : 0;
-}
-
 static char *absolute(const char *p)
 {
 	char cwd[PATH_MAX], buf[PATH_MAX * 2];
@@ -599,7 +584,7 @@ static int prepare(struct hd *d)
 	c->jobs_dir = dirs[1];
 	c->data_dir = dirs[2];
 	snprintf(buf, sizeof(buf), "%s/models", c->data_dir);
-	if (mkdirs(c->jobs_dir) || mkdirs(buf))
+	if (hp_mkdirs(c->jobs_dir, 0700, NULL) || hp_mkdirs(buf, 0700, NULL))
 		return fail("cannot make '%s' or '%s': %s", c->jobs_dir, buf,
 			    strerror(errno));
 	if (!c->hetpool) {

@@ -1784,26 +1784,6 @@ static int same_options(struct tr_run *t, struct hp_error *err)
 	return rc;
 }
 
-/* The folders above path that are missing, made (mkdir -p's); the
- * mkdir of path itself then says what is wrong. */
-static void mkdir_parents(const char *path)
-{
-	char buf[4200];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return;
-	memcpy(buf, path, n + 1);
-	for (char *q = buf + 1; *q; q++) {
-		if (*q != '/')
-			continue;
-		*q = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return;
-		*q = '/';
-	}
-}
-
 /*
  * --out: made if missing (its parents too); a folder this process can
  * write; and, unless --resume or --overwrite says what to do with it, not
@@ -1815,16 +1795,10 @@ static int out_dir(const struct tr_opts *o, struct hp_error *err)
 	struct stat st;
 	char p[4200];
 
-	int e = mkdir(o->out, 0755) ? errno : 0;
-
-	if (e == ENOENT) { /* the folders above it too, as mkdir -p */
-		mkdir_parents(o->out);
-		e = mkdir(o->out, 0755) ? errno : 0;
-	}
-	if (e && e != EEXIST)
+	if (hp_mkdirs(o->out, 0755, NULL))
 		return hp_error_set(err, HP_EINVAL,
 				    "--out: cannot create '%s': %s", o->out,
-				    strerror(e));
+				    strerror(errno));
 	if (stat(o->out, &st) || !S_ISDIR(st.st_mode))
 		return hp_error_set(err, HP_EINVAL,
 				    "--out '%s' is not a folder", o->out);

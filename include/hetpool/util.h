@@ -104,6 +104,16 @@ int hp_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
 		 struct hp_error *err);
 
 /*
+ * mkdir -p: path and the folders above it that are missing, each made with
+ * mode (the umask applies); one that is there is fine.  Failing, the error
+ * names the folder that could not be made and the system's reason
+ * ("cannot make folder 'A/B': Permission denied", HP_EIO; a path too long
+ * or empty is HP_ERANGE), and errno is mkdir's.  It does not check that
+ * path ends up a folder (a file of that name is "there").
+ */
+int hp_mkdirs(const char *path, int mode, struct hp_error *err);
+
+/*
  * Replace a file whole.  hp_atomic_open() creates a temporary file beside
  * path ("PATH.tmp.PID.N", new, close-on-exec, created with mode as open(2)
  * takes it, so the umask applies); the caller writes into fd, directly or

@@ -88,7 +88,7 @@ struct hp_deploy *hp_deploy_new(const struct hp_deploy_config *cfg,
 			     cfg->hetpool ? cfg->hetpool : "");
 		return NULL;
 	}
-	if (hp__mkdirs(cfg->jobs_dir, err)) {
+	if (hp_mkdirs(cfg->jobs_dir, 0755, err)) {
 		size_t l = strlen(err->msg);
 		snprintf(err->msg + l, sizeof(err->msg) - l,
 			 " (the jobs folder '%s': give --jobs-dir DIR or set "

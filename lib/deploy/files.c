@@ -43,30 +43,6 @@ int hp__write_json(const char *path, const json_t *o, struct hp_error *err)
 	return rc;
 }
 
-int hp__mkdirs(const char *path, struct hp_error *err)
-{
-	char buf[HP_DEPLOY_PATH_MAX];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(buf))
-		return hp_error_set(err, HP_ERANGE, "path too long");
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return hp_error_set(err, HP_EIO,
-					    "cannot make folder '%s': %s", buf,
-					    strerror(errno));
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return hp_error_set(err, HP_EIO, "cannot make folder '%s': %s",
-				    buf, strerror(errno));
-	return 0;
-}
-
 int hp__lock(const char *jobdir, struct hp_error *err)
 {
 	char path[HP_DEPLOY_PATH_MAX + 32];

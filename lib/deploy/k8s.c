@@ -616,7 +616,7 @@ static int k8s_prepare(struct hp__submit *s, struct hp_error *err)
 	if (!(list = hp__k8s_manifests(s, err)))
 		return err->code ? err->code : HP_ENOMEM;
 	if ((rc = hp__path(path, sizeof(path), err, "%s/k8s", s->job->dir)) ||
-	    (rc = hp__mkdirs(path, err)) ||
+	    (rc = hp_mkdirs(path, 0755, err)) ||
 	    (rc = hp__path(path, sizeof(path), err, "%s/k8s/manifests.json",
 			   s->job->dir))) {
 		json_decref(list);

@@ -351,7 +351,8 @@ int hp_deploy_stage(const char *manifest, const char *dest,
 				    dest);
 	if ((rc = read_manifest(manifest, files, &n, err)))
 		return rc;
-	if ((rc = hp__mkdirs(dest, err)) || (rc = stage_dir_ours(dest, err)))
+	if ((rc = hp_mkdirs(dest, 0755, err)) ||
+	    (rc = stage_dir_ours(dest, err)))
 		return rc;
 	/* Several ranks of one node may stage at once: one copies, the
 	 * others find its verified copy. */

@@ -566,23 +566,14 @@ int hp_host_file_load(const char *path, struct hp_host_file *f,
 /* mkdir -p of the folder that holds path. */
 static int make_parents(const char *path, struct hp_error *err)
 {
-	char dir[4096];
-	size_t len = strlen(path);
+	char dir[4096], *slash;
 
-	if (len >= sizeof(dir))
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
 		return hp_error_set(err, HP_ETOOBIG, "path too long");
-	memcpy(dir, path, len + 1);
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0755) && errno != EEXIST)
-			return hp_error_set(err, HP_EIO,
-					    "unable to make folder '%s': %s",
-					    dir, strerror(errno));
-		*p = '/';
-	}
-	return 0;
+	if (!(slash = strrchr(dir, '/')) || slash == dir)
+		return 0;
+	*slash = '\0';
+	return hp_mkdirs(dir, 0755, err);
 }
 
 int hp_host_file_save(const char *path, const struct hp_host_file *f,

@@ -176,3 +176,34 @@ int hp_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
 	*len = n;
 	return 0;
 }
+
+int hp_mkdirs(const char *path, int mode, struct hp_error *err)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+	int e;
+
+	if (n == 0 || n >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return hp_error_set(err, HP_ERANGE,
+				    n ? "path too long" : "empty path");
+	}
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, (mode_t)mode) && errno != EEXIST)
+			goto fail;
+		*p = '/';
+	}
+	if (mkdir(buf, (mode_t)mode) && errno != EEXIST)
+		goto fail;
+	return 0;
+fail:
+	e = errno;
+	hp_error_set(err, HP_EIO, "cannot make folder '%s': %s", buf,
+		     strerror(e));
+	errno = e;
+	return HP_EIO;
+}

@@ -288,3 +288,34 @@ HP_TEST(atomic_threads_on_one_path)
 	ASSERT_EQ_INT(entries(dir), 1);
 	remove_dir(dir);
 }
+
+/* hp_mkdirs, the one mkdir -p of the project: the folders above are made,
+ * one that is there is fine, and a failure names the folder it could not
+ * make, with the reason, and leaves mkdir's errno. */
+HP_TEST(mkdirs_makes_parents_and_names_failures)
+{
+	const char *dir = hp_test_tmpdir("hp-mkdirs-");
+	struct hp_error err = {0};
+	struct stat st;
+	char p[1024];
+
+	snprintf(p, sizeof(p), "%s/a/b/c", dir);
+	ASSERT_EQ_INT(hp_mkdirs(p, 0750, &err), 0);
+	ASSERT(stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+	ASSERT_EQ_INT(hp_mkdirs(p, 0750, &err), 0); /* there: fine */
+	snprintf(p, sizeof(p), "%s/a/b/c/", dir);   /* a trailing '/' */
+	ASSERT_EQ_INT(hp_mkdirs(p, 0750, &err), 0);
+	snprintf(p, sizeof(p), "%s/file", dir);
+	ASSERT(contents(p) == NULL);
+	ASSERT_EQ_INT(hp_write_file_atomic(p, "x", 1, 0644, &err), 0);
+	snprintf(p, sizeof(p), "%s/file/under", dir);
+	ASSERT_EQ_INT(hp_mkdirs(p, 0750, &err), HP_EIO);
+	ASSERT_EQ_INT(errno, ENOTDIR);
+	snprintf(p, sizeof(p),
+		 "cannot make folder '%s/file/under': Not a "
+		 "directory",
+		 dir);
+	ASSERT_STR_EQ(err.msg, p);
+	ASSERT_EQ_INT(hp_mkdirs("", 0750, &err), HP_ERANGE);
+	remove_dir(dir);
+}
