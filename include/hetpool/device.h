@@ -152,6 +152,9 @@ void hp_catalog_free(struct hp_catalog *cat);
  */
 const struct hp_device_type *hp_catalog_find(const struct hp_catalog *cat,
 					     const char *name);
+/* Whether two device names are the same name by hp_catalog_find()'s rule
+ * (case and every character but letters and digits ignored). */
+bool hp_device_names_match(const char *a, const char *b);
 
 /*
  * The local host as hetpool sees it.  Peak FP32 is an estimate (physical

@@ -39,9 +39,13 @@ struct hp__launch_rank {
 	bool gpu;
 	int comp, local_rank, gpu_index;
 	int64_t local_batch;
-	char cuda[64]; /* CUDA_VISIBLE_DEVICES the plan gives it (local);
-			  "" for CPU ranks; "-" when the node decides */
-	int *cpus;     /* local: CPUs to pin it to; NULL otherwise */
+	char cuda[64];	   /* CUDA_VISIBLE_DEVICES the plan gives it (local);
+			      "" for CPU ranks; "-" when the node decides */
+	char **gpu_models; /* mpi: the names its GPU type goes by (the
+			      catalog's name and aliases), so that the node
+			      finds the gpu_index-th GPU of that type among
+			      its own; NULL: cuda as it is */
+	int *cpus;	   /* local: CPUs to pin it to; NULL otherwise */
 	int ncpus;
 	int threads;			 /* 0: the trainer's default */
 	enum hp_net_transport transport; /* its node's, as the plan says */
@@ -315,6 +319,13 @@ bool hp__cuda_hides_all(const char *value);
  * a list of devices in it is not applied (CUDA's own order may differ
  * from the bus order). */
 int hp__gpus_detect(struct hp__gpu *out, int max);
+/*
+ * The CUDA index (the place in gpus[], bus order) of the index-th GPU
+ * (from 0) whose model matches one of models (NULL-terminated names, by
+ * hp_device_names_match()); -1 when there are not that many.
+ */
+int hp__gpu_pick(const struct hp__gpu *gpus, int n, char *const *models,
+		 int index);
 /*
  * This host's network as sysfs shows it (sys_root: "/sys", or a copy of
  * its layout for tests).  rdma: an InfiniBand or RoCE port is ACTIVE

@@ -122,6 +122,21 @@ int hp__gpus_detect(struct hp__gpu *out, int max)
 	return n;
 }
 
+int hp__gpu_pick(const struct hp__gpu *gpus, int n, char *const *models,
+		 int index)
+{
+	int seen = 0;
+
+	for (int i = 0; i < n; i++)
+		for (int m = 0; models && models[m]; m++)
+			if (hp_device_names_match(gpus[i].model, models[m])) {
+				if (seen++ == index)
+					return i;
+				break;
+			}
+	return -1;
+}
+
 /* The first line of the file at the formatted path, in out; false when it
  * cannot be read or does not fit. */
 __attribute__((format(printf, 3, 4))) static bool sys_line(char *out, size_t n,

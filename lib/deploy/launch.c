@@ -23,8 +23,10 @@ void hp__launch_release(struct hp__launch *l)
 	hp__argv_free(l->stage_argv);
 	hp__argv_free(l->launcher);
 	hp__argv_free(l->trainer);
-	for (int i = 0; l->ranks && i < l->nranks; i++)
+	for (int i = 0; l->ranks && i < l->nranks; i++) {
 		free(l->ranks[i].cpus);
+		hp__argv_free(l->ranks[i].gpu_models);
+	}
 	free(l->ranks);
 	free(l->comps);
 	memset(l, 0, sizeof(*l));
@@ -86,6 +88,10 @@ json_t *hp__launch_json(const struct hp__launch *l)
 			"net_transport", hp_net_transport_name(r->transport)));
 		if (!r->cpus)
 			json_decref(cpus);
+		if (r->gpu_models)
+			json_object_set_new(json_array_get(ranks, (size_t)i),
+					    "gpu_models",
+					    argv_json(r->gpu_models));
 	}
 	for (int i = 0; i < l->ncomps; i++) {
 		const struct hp__launch_comp *c = &l->comps[i];
@@ -191,6 +197,14 @@ static int parse_rank(json_t *r, struct hp__launch_rank *x)
 	if (!int_into(r, "threads", 0, 4096, &v))
 		return -1;
 	x->threads = (int)v;
+	{
+		/* optional: only the mpi backend's GPU ranks have it */
+		bool ok = true;
+		x->gpu_models =
+		    argv_parse(json_object_get(r, "gpu_models"), &ok);
+		if (!ok)
+			return -1;
+	}
 	if (cpus && !json_is_null(cpus)) {
 		size_t n = json_array_size(cpus);
 		if (!json_is_array(cpus) || n == 0 || n > 4096)

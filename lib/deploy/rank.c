@@ -58,6 +58,50 @@ static void list_elem(const char *list, int k, char *out, size_t n)
 	snprintf(out, n, "%.*s", (int)strcspn(p, ","), p);
 }
 
+/*
+ * mpi: the CUDA index of the gpu_index-th GPU of the rank's type among
+ * this node's GPUs, in bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID below), into
+ * cuda.  The plan's index stays where the driver lists no GPU (the driver
+ * check decides then), and where the node's GPUs are all of one model that
+ * none of the type's names matches (a name the catalog does not know); a
+ * node without enough GPUs of the type is an error naming what it has.
+ */
+static int gpu_on_node(const struct hp__launch_rank *x, int k, const char *host,
+		       char *cuda, size_t n, struct hp_error *err)
+{
+	struct hp__gpu g[64];
+	int ng = hp__gpus_detect(g, 64), at, have = 0;
+	bool one_model = true;
+	char list[256] = "";
+	size_t used = 0;
+
+	if (ng == 0)
+		return 0;
+	if ((at = hp__gpu_pick(g, ng, x->gpu_models, x->gpu_index)) >= 0) {
+		snprintf(cuda, n, "%d", at);
+		return 0;
+	}
+	while (hp__gpu_pick(g, ng, x->gpu_models, have) >= 0)
+		have++;
+	for (int i = 1; i < ng; i++)
+		one_model &= !strcmp(g[i].model, g[0].model);
+	if (!have && one_model && x->gpu_index < ng)
+		return 0;
+	for (int i = 0; i < ng && used + 1 < sizeof(list); i++) {
+		int w = snprintf(list + used, sizeof(list) - used, "%s%s",
+				 i ? ", " : "", g[i].model);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	return hp_error_set(err, HP_EDEVICE,
+			    "rank %d: the plan gives it %s GPU #%d "
+			    "(counting from 0) of node '%s', which has %d of "
+			    "that type among its %d GPU%s (bus order: %s)",
+			    k, x->type, x->gpu_index, host, have, ng,
+			    ng == 1 ? "" : "s", list);
+}
+
 int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 			   struct hp_error *err)
 {
@@ -108,6 +152,9 @@ int hp_deploy_rank_prepare(const char *jobdir, struct hp_rank_exec *out,
 		/* stays "": the trainer sees no GPU either */
 	} else if (x->gpu && strcmp(x->cuda, "-")) {
 		snprintf(cuda, sizeof(cuda), "%s", x->cuda);
+		if (x->gpu_models &&
+		    (rc = gpu_on_node(x, k, host, cuda, sizeof(cuda), err)))
+			goto out;
 	} else if (x->gpu && given && *given && strlen(given) < sizeof(cuda)) {
 		/* Slurm gave this task's component its GPUs on this node: the
 		 * task takes the one at its local index. */

@@ -299,10 +299,27 @@ static int mpi_prepare(struct hp__submit *s, struct hp_error *err)
 	struct hp__argv a = {0};
 	int rc;
 
-	for (int r = 0; r < l->nranks; r++)
-		if (l->ranks[r].gpu)
-			snprintf(l->ranks[r].cuda, sizeof(l->ranks[r].cuda),
-				 "%d", l->ranks[r].gpu_index);
+	/* The plan numbers a rank's GPU within its type on its node; the
+	 * node, which alone knows its GPUs' order, finds that GPU by the
+	 * names of its type (rank.c).  The index stays as the fallback for
+	 * a node whose driver lists no GPU. */
+	for (int r = 0; r < l->nranks; r++) {
+		struct hp__launch_rank *x = &l->ranks[r];
+		const struct hp_device_type *t;
+		struct hp__argv names = {0};
+		if (!x->gpu)
+			continue;
+		snprintf(x->cuda, sizeof(x->cuda), "%d", x->gpu_index);
+		t = hp_catalog_find(s->opts->cat, x->type);
+		hp__argv_add(&names, t ? t->name : x->type);
+		for (int a = 0; t && a < t->naliases; a++)
+			hp__argv_add(&names, t->aliases[a]);
+		if (names.oom) {
+			hp__argv_free(hp__argv_take(&names));
+			return hp_error_set(err, HP_ENOMEM, "out of memory");
+		}
+		x->gpu_models = hp__argv_take(&names);
+	}
 	hp_buf_init(&hf, 16u << 20);
 	hp_buf_init(&sf, 16u << 20);
 	for (int r = 0; r < p->nranks;) {

@@ -719,23 +719,26 @@ struct hp_catalog *hp_catalog_load(const char *path, struct hp_error *err)
 	return cat;
 }
 
+bool hp_device_names_match(const char *a, const char *b)
+{
+	char ka[KEY_MAX], kb[KEY_MAX];
+
+	return a && b && make_key(a, ka, sizeof(ka)) &&
+	       make_key(b, kb, sizeof(kb)) && !strcmp(ka, kb);
+}
+
 const struct hp_device_type *hp_catalog_find(const struct hp_catalog *cat,
 					     const char *name)
 {
-	char key[KEY_MAX], k2[KEY_MAX];
-
-	if (!cat || !name || !make_key(name, key, sizeof(key)))
+	if (!cat || !name)
 		return NULL;
-	for (int i = 0; i < cat->n; i++) {
-		const struct hp_device_type *t = &cat->types[i];
-		if (make_key(t->name, k2, sizeof(k2)) && !strcmp(k2, key))
-			return t;
-	}
+	for (int i = 0; i < cat->n; i++)
+		if (hp_device_names_match(cat->types[i].name, name))
+			return &cat->types[i];
 	for (int i = 0; i < cat->n; i++) {
 		const struct hp_device_type *t = &cat->types[i];
 		for (int a = 0; a < t->naliases; a++)
-			if (make_key(t->aliases[a], k2, sizeof(k2)) &&
-			    !strcmp(k2, key))
+			if (hp_device_names_match(t->aliases[a], name))
 				return t;
 	}
 	return NULL;

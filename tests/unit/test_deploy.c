@@ -1322,6 +1322,81 @@ HP_TEST(deploy_rank_prepare_hidden_gpus)
 	rm_rf(s.dir);
 }
 
+/* The mpi backend on a node with GPUs of two types: the plan numbers each
+ * rank's GPU within its type (both 0 here), so the node must find it among
+ * its own GPUs by the type's names, in bus order; launch.json carries the
+ * names, and hp__gpu_pick() does the finding. */
+HP_TEST(deploy_mpi_gpu_of_its_type_on_a_mixed_node)
+{
+	static const char *two_types =
+	    "{\"choice\": {\"devices\": [{\"node\": \"n1\", \"type\": "
+	    "\"a100\", \"count\": 1, \"local_batch\": 12}, {\"node\": "
+	    "\"n1\", \"type\": \"t4\", \"count\": 2, \"local_batch\": 10}], "
+	    "\"global_batch\": 32, \"steps\": 4}}";
+	struct hp__gpu bus[4] = {{"Tesla T4", "0000:3b:00.0"},
+				 {"NVIDIA A100-SXM4-80GB", "0000:5e:00.0"},
+				 {"Tesla T4", "0000:86:00.0"},
+				 {"NVIDIA GeForce RTX 4090", "0000:af:00.0"}};
+	struct sub s;
+	struct hp_deploy_config cfg = {0};
+	struct hp_deploy *d;
+	struct hp_error err = {0};
+	struct hp_catalog *cat =
+	    hp_catalog_load(hp_test_path("data/devices.csv"), &err);
+	struct hp__launch l;
+	char id[HP_JOB_ID_MAX], jobdir[1024];
+	int a100 = -1, t4[2] = {-1, -1}, nt4 = 0;
+
+	ASSERT(cat);
+	sub_init(&s, two_types);
+	cfg.jobs_dir = s.jobs;
+	cfg.hetpool = "/bin/true";
+	cfg.mpirun = "/bin/true";
+	d = hp_deploy_new(&cfg, &err);
+	ASSERT(d);
+	s.o.backend = HP_BACKEND_MPI;
+	s.o.trainer = "/bin/true";
+	s.o.cat = cat;
+	/* /bin/true is no supervisor: the submission fails after
+	 * launch.json is written, and the job's folder stays */
+	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
+		      HP_EIO);
+	ASSERT(strstr(err.msg, "supervisor did not start"));
+	snprintf(jobdir, sizeof(jobdir), "%s/%s", s.jobs, id);
+	ASSERT_EQ_INT(hp__launch_load(jobdir, &l, &err), 0);
+	ASSERT_EQ_INT(l.nranks, 3);
+	for (int r = 0; r < l.nranks; r++) {
+		const struct hp__launch_rank *x = &l.ranks[r];
+		ASSERT(x->gpu && x->gpu_models);
+		if (!strcmp(x->type, "a100"))
+			a100 = r;
+		else if (nt4 < 2)
+			t4[nt4++] = r;
+		/* the names of its own type only */
+		for (int m = 0; x->gpu_models[m]; m++)
+			ASSERT(hp_catalog_find(cat, x->gpu_models[m]) ==
+			       hp_catalog_find(cat, x->type));
+	}
+	ASSERT(a100 >= 0 && nt4 == 2);
+	/* the plan's numbers: the a100 and the first t4 are both GPU 0 of
+	 * their type */
+	ASSERT_EQ_INT(l.ranks[a100].gpu_index, 0);
+	ASSERT_EQ_INT(l.ranks[t4[0]].gpu_index, 0);
+	ASSERT_EQ_INT(l.ranks[t4[1]].gpu_index, 1);
+	/* the node's: T4, A100, T4, a GPU of no planned type */
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[a100].gpu_models, 0), 1);
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[t4[0]].gpu_models, 0), 0);
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[t4[1]].gpu_models, 1), 2);
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[t4[1]].gpu_models, 2), -1);
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[a100].gpu_models, 1), -1);
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 0, l.ranks[a100].gpu_models, 0), -1);
+	hp__launch_release(&l);
+	hp_deploy_free(d);
+	hp_plan_release(&s.plan);
+	hp_catalog_free(cat);
+	rm_rf(s.dir);
+}
+
 /* The network the plan gives a node reaches its ranks: a GPU rank of a job
  * on more than one node, over sockets, runs with NCCL's InfiniBand
  * transport off, unless the launcher's environment says otherwise; a CPU
