@@ -408,51 +408,93 @@ static struct hp_engine *engine_at(struct tr_run *t, int64_t batch,
 	return hp_engine_new(&t->spec, &t->eo, err);
 }
 
-/* Move the whole training state from engine a to engine b. */
-static int move_state(struct hp_engine *a, struct hp_engine *b,
-		      struct hp_error *err)
-{
+/* The training state (every tensor and the counters) held on the host
+ * while the engine is rebuilt. */
+struct held_state {
+	float **v;
+	int n;
 	struct hp_engine_counters cn;
-	int n = hp_engine_state_count(a), rc = 0;
-	float *buf = NULL;
-	int64_t max = 0;
+};
 
-	for (int k = 0; k < n; k++) {
-		struct hp_engine_state_info si;
-		hp_engine_state_info(a, k, &si);
-		max = si.numel > max ? si.numel : max;
-	}
-	buf = malloc((size_t)(max ? max : 1) * sizeof(*buf));
-	if (!buf)
-		return hp_error_set(err, HP_ENOMEM, "out of memory");
-	for (int k = 0; k < n && !rc; k++)
-		rc = hp_engine_state_get(a, k, buf, err) ||
-			     hp_engine_state_set(b, k, buf, err)
-			 ? HP_EINTERNAL
-			 : 0;
-	free(buf);
-	hp_engine_counters_get(a, &cn);
-	hp_engine_counters_set(b, &cn);
-	return rc;
+static void held_release(struct held_state *h)
+{
+	for (int k = 0; h->v && k < h->n; k++)
+		free(h->v[k]);
+	free(h->v);
+	memset(h, 0, sizeof(*h));
 }
 
-/* This rank's engine at a new local batch, the state carried over. */
+static int hold_state(struct hp_engine *e, struct held_state *h,
+		      struct hp_error *err)
+{
+	int n = hp_engine_state_count(e);
+
+	memset(h, 0, sizeof(*h));
+	if (!(h->v = calloc((size_t)(n ? n : 1), sizeof(*h->v))))
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	h->n = n;
+	for (int k = 0; k < n; k++) {
+		struct hp_engine_state_info si;
+		hp_engine_state_info(e, k, &si);
+		if (!(h->v[k] = malloc((size_t)(si.numel ? si.numel : 1) *
+				       sizeof(float))))
+			return hp_error_set(err, HP_ENOMEM, "out of memory");
+		if (hp_engine_state_get(e, k, h->v[k], err))
+			return err->code ? err->code : HP_EINTERNAL;
+	}
+	hp_engine_counters_get(e, &h->cn);
+	return 0;
+}
+
+static int put_state(struct hp_engine *e, const struct held_state *h,
+		     struct hp_error *err)
+{
+	for (int k = 0; k < h->n; k++)
+		if (hp_engine_state_set(e, k, h->v[k], err))
+			return err->code ? err->code : HP_EINTERNAL;
+	if (hp_engine_counters_set(e, &h->cn))
+		return hp_error_set(err, HP_EINTERNAL,
+				    "the optimizer's step counters did not "
+				    "carry over to the rebuilt engine");
+	return 0;
+}
+
+/*
+ * This rank's engine at a new local batch, the state carried over.  One
+ * engine at a time: on a GPU the old and the new one together need not
+ * fit its memory, so the state waits on the host in between.  A new batch
+ * that does not fit leaves the engine at the old one, its state kept, and
+ * says so.
+ */
 static int rebuild(struct tr_run *t, int64_t batch, struct hp_error *err)
 {
-	struct hp_engine *ne;
+	struct held_state h;
+	int64_t was = t->eo.batch;
+	int rc;
 
-	if (batch == t->eo.batch && t->e)
+	if (batch == was && t->e)
 		return 0;
-	ne = engine_at(t, batch, err);
-	if (!ne)
-		return err->code ? err->code : HP_EINTERNAL;
-	if (move_state(t->e, ne, err)) {
-		hp_engine_free(ne);
-		return HP_EINTERNAL;
+	if ((rc = hold_state(t->e, &h, err))) {
+		held_release(&h);
+		return rc;
 	}
 	hp_engine_free(t->e);
-	t->e = ne;
-	return 0;
+	if (!(t->e = engine_at(t, batch, err))) {
+		struct hp_error back = {0};
+		rc = err->code ? err->code : HP_EINTERNAL;
+		hp_error_prefix(err, "rank %d on %s at local batch %lld", t->r,
+				t->device, (long long)batch);
+		if ((t->e = engine_at(t, was, &back)) &&
+		    put_state(t->e, &h, &back)) {
+			hp_engine_free(t->e);
+			t->e = NULL;
+		}
+		held_release(&h);
+		return rc;
+	}
+	rc = put_state(t->e, &h, err);
+	held_release(&h);
+	return rc;
 }
 
 static int open_engine(struct tr_run *t, struct hp_error *err)
