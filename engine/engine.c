@@ -865,7 +865,12 @@ struct hp_engine *hp_engine_new(const struct hp_spec *spec,
 	}
 	if (hp__plan_build(spec, o->batch, o->input_grad, &e->plan, err))
 		goto fail;
-	limit = o->max_bytes ? o->max_bytes : default_max_bytes();
+	/* A GPU engine's own limit is the device's free memory, which the
+	 * backend checks against its exact total (cuda.c); the host's RAM
+	 * says nothing about it. */
+	limit = o->max_bytes ? o->max_bytes
+		: kind == 1  ? SIZE_MAX
+			     : default_max_bytes();
 	e->o.max_bytes = limit;
 	need = hp__plan_bytes(&e->plan, o->opt);
 	/* The plan's figure is rough: a net it puts over the limit is

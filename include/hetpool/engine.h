@@ -54,7 +54,9 @@ struct hp_engine_opts {
 	double bn_eps;	     /* batch norm epsilon (1e-5) */
 	double bn_momentum;  /* running statistics update (0.1) */
 	uint64_t seed;	     /* weight init, dropout masks */
-	size_t max_bytes;    /* refuse nets that need more; 0: 80% of RAM */
+	size_t max_bytes;    /* refuse nets that need more; 0: 80% of RAM
+				on the CPU, the device's free memory on a
+				GPU */
 	bool input_grad;     /* also compute d loss / d input (tests) */
 	bool layer_times;    /* time every layer (hp_engine_layer_times) */
 };

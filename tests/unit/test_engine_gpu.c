@@ -241,6 +241,41 @@ static void check_gpu_net(const char *js, int64_t n, double tol)
 	hp_spec_release(&s);
 }
 
+/* A GPU engine is bounded by the device's free memory, not by the host's
+ * RAM (until 3 December it was refused at 80% of the host's RAM, which on
+ * a host with less RAM than its GPU left part of the GPU unusable): a net
+ * over both is refused naming the device. */
+HP_TEST(engine_gpu_limit_is_the_devices)
+{
+	struct hp_engine_opts o;
+	struct hp_error err = {0};
+	struct hp_spec s;
+	char js[4096];
+	size_t n;
+
+	have_gpu();
+	/* 48 fc layers of 1024 (and the classifier) at batch 2^20: 4 GiB an
+	 * activation (2^30 floats, each tensor inside int32 sizes), about
+	 * 200 GiB in all */
+	n = (size_t)snprintf(js, sizeof(js),
+			     "{\"name\": \"wide\", \"input\": [1, 32, 32], "
+			     "\"classes\": 10, \"layers\": [");
+	for (int i = 0; i < 48; i++)
+		n += (size_t)snprintf(js + n, sizeof(js) - n, "%s%s",
+				      i ? ", " : "", FC(1024));
+	snprintf(js + n, sizeof(js) - n, ", %s]}", FC(10));
+	parse(js, &s);
+	hp_engine_opts_init(&o);
+	o.device = "cuda:0";
+	o.batch = 1 << 20;
+	ASSERT(!hp_engine_new(&s, &o, &err));
+	ASSERT_EQ_INT(err.code, HP_ETOOBIG);
+	if (!strstr(err.msg, "free on cuda:0"))
+		HP_FAIL("refused, but not for the device's memory: %s",
+			err.msg);
+	hp_spec_release(&s);
+}
+
 HP_TEST(engine_gpu_conv)
 {
 	check_gpu_net(NET("[3,6,6]", 3, CONV(4, 3, 1, 1) "," FC(3)), 4, 2e-3);
