@@ -544,11 +544,30 @@ static int cmd_run(int argc, char **argv)
 		if (!ra->job.samples || !ra->job.batch ||
 		    !(ra->job.deadline_s > 0) ||
 		    (!ra->job.steps && !ra->job.epochs)) {
+			/* name what is missing: the recommender plans the
+			 * job from all four */
+			char miss[160] = "";
+			size_t m = 0;
+			const char *what[4] = {
+			    ra->job.batch ? NULL : "--batch B",
+			    ra->job.deadline_s > 0 ? NULL : "--deadline D",
+			    ra->job.steps || ra->job.epochs
+				? NULL
+				: "--epochs E or --steps S",
+			    ra->job.samples ? NULL
+					    : "--samples N (the data's size)"};
+			for (int i = 0; i < 4; i++)
+				if (what[i])
+					m += (size_t)snprintf(
+					    miss + m, sizeof(miss) - m, "%s%s",
+					    m ? "; " : "", what[i]);
 			status = cli_error(
 			    EXIT_USAGE,
-			    "run: with a MODEL, give --batch B, --deadline D, "
-			    "--epochs E or --steps S, and --samples N (unless "
-			    "--data fashion-mnist)");
+			    "run: with a MODEL, the recommender plans the job "
+			    "from --batch, --deadline, --epochs or --steps, "
+			    "and --samples (known for --data fashion-mnist); "
+			    "missing: %s",
+			    miss);
 			goto out;
 		}
 		if (ra->job.batch > ra->job.samples) {

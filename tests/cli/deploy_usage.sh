@@ -23,6 +23,12 @@ JSON
 expect_status usage_no_args 2 "$HP" run
 expect_status usage_no_data 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --trainer "$TRUE"
 expect_err usage_no_data_says "give --data"
+# a MODEL without what the recommender needs: what is missing is named
+expect_status usage_model_needs_deadline 2 "$HP" run "$MODEL" --data synthetic --batch 32 --steps 5 \
+	--samples 1000 --trainer "$TRUE"
+expect_err usage_model_needs_deadline_says "missing: --deadline D$"
+expect_status usage_model_needs_all 2 "$HP" run "$MODEL" --data synthetic --trainer "$TRUE"
+expect_err usage_model_needs_all_says "missing: --batch B; --deadline D; --epochs E or --steps S; --samples N"
 expect_status usage_plan_needs_model 2 "$HP" run "$TMP/plan.json" --data synthetic --trainer "$TRUE"
 expect_err usage_plan_needs_model_says "give --model FILE"
 # Slurm's options are checked one by one, the time limit in sbatch's forms
