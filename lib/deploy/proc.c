@@ -285,12 +285,45 @@ bool hp__log_says(const char *path, char *line, size_t n)
 					   step_error(line, strlen(line)));
 }
 
+/*
+ * A rank reads the data from the staged copy (JOBS/.stage/HASH), which
+ * the user never named: in its line, that copy's folder becomes the folder
+ * the user gave (--data DIR, in the job's stage.json).  The copy was
+ * checked against the originals' checksums, so what it says of the copy it
+ * says of them.
+ */
+static void unstage(const char *jobdir, char *line, size_t n)
+{
+	char path[HP_DEPLOY_PATH_MAX + 64], *at;
+	const char *data, *dest;
+	json_t *m;
+	size_t dl;
+
+	snprintf(path, sizeof(path), "%s/%s", jobdir, HP_STAGE_FILE);
+	if (!(m = hp__read_json(path, 1u << 20, NULL)))
+		return;
+	data = json_string_value(json_object_get(m, "data"));
+	dest = json_string_value(json_object_get(m, "dest"));
+	if (data && dest && data[0] == '/' && (dl = strlen(dest)) > 1 &&
+	    (at = strstr(line, dest)) &&
+	    (at[dl] == '\0' || at[dl] == '/' || at[dl] == ':' ||
+	     at[dl] == ' ')) {
+		char rest[1024];
+		snprintf(rest, sizeof(rest), "%s", at + dl);
+		snprintf(at, n - (size_t)(at - line), "%s%s", data, rest);
+	}
+	json_decref(m);
+}
+
 bool hp__rank_says(const char *jobdir, int k, char *line, size_t n)
 {
 	char path[HP_DEPLOY_PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", jobdir, k);
-	return log_line(path, line, n) && trainer_error(line, strlen(line));
+	if (!log_line(path, line, n) || !trainer_error(line, strlen(line)))
+		return false;
+	unstage(jobdir, line, n);
+	return true;
 }
 
 static double now_s(void)
