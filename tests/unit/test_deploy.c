@@ -1225,10 +1225,15 @@ HP_TEST(deploy_rank_prepare_slurm_rank)
 	rm_rf(s.dir);
 }
 
-/* A Slurm job whose sbatch (/bin/echo) answers no job id: the submission
- * fails, and its folder stays for hp_deploy_rank_prepare() to read. */
-static void slurm_job(const char *plan, bool no_cpu_fallback, char *jobdir,
-		      size_t n, struct sub *s, struct hp_deploy **d)
+/* A job whose launch stops short (Slurm: sbatch, /bin/echo, answers no
+ * job id; mpi: the supervisor, /bin/true, records nothing): the submission
+ * fails after launch.json is written, and the job's folder stays for
+ * hp_deploy_rank_prepare() and the tests to read.  cat: the submission's
+ * catalog (may be NULL). */
+static void short_job(const char *plan, enum hp_backend backend,
+		      bool no_cpu_fallback, const struct hp_catalog *cat,
+		      char *jobdir, size_t n, struct sub *s,
+		      struct hp_deploy **d)
 {
 	struct hp_deploy_config cfg = {0};
 	struct hp_error err = {0};
@@ -1237,14 +1242,23 @@ static void slurm_job(const char *plan, bool no_cpu_fallback, char *jobdir,
 	sub_init(s, plan);
 	cfg.jobs_dir = s->jobs;
 	cfg.hetpool = "/bin/true";
-	cfg.sbatch = "/bin/echo"; /* not a job id: the job dir stays */
+	cfg.sbatch = "/bin/echo";
+	cfg.mpirun = "/bin/true";
 	*d = hp_deploy_new(&cfg, &err);
-	s->o.backend = HP_BACKEND_SLURM;
+	s->o.backend = backend;
 	s->o.trainer = "/bin/true";
 	s->o.no_cpu_fallback = no_cpu_fallback;
+	s->o.cat = cat;
 	ASSERT_EQ_INT(hp_deploy_submit(*d, &s->plan, &s->t, &s->o, id, &err),
 		      HP_EIO);
 	snprintf(jobdir, n, "%s/%s", s->jobs, id);
+}
+
+static void slurm_job(const char *plan, bool no_cpu_fallback, char *jobdir,
+		      size_t n, struct sub *s, struct hp_deploy **d)
+{
+	short_job(plan, HP_BACKEND_SLURM, no_cpu_fallback, NULL, jobdir, n, s,
+		  d);
 }
 
 /* The value after flag in argv, or NULL. */
@@ -1338,31 +1352,17 @@ HP_TEST(deploy_mpi_gpu_of_its_type_on_a_mixed_node)
 				 {"Tesla T4", "0000:86:00.0"},
 				 {"NVIDIA GeForce RTX 4090", "0000:af:00.0"}};
 	struct sub s;
-	struct hp_deploy_config cfg = {0};
 	struct hp_deploy *d;
 	struct hp_error err = {0};
 	struct hp_catalog *cat =
 	    hp_catalog_load(hp_test_path("data/devices.csv"), &err);
 	struct hp__launch l;
-	char id[HP_JOB_ID_MAX], jobdir[1024];
+	char jobdir[1024];
 	int a100 = -1, t4[2] = {-1, -1}, nt4 = 0;
 
 	ASSERT(cat);
-	sub_init(&s, two_types);
-	cfg.jobs_dir = s.jobs;
-	cfg.hetpool = "/bin/true";
-	cfg.mpirun = "/bin/true";
-	d = hp_deploy_new(&cfg, &err);
-	ASSERT(d);
-	s.o.backend = HP_BACKEND_MPI;
-	s.o.trainer = "/bin/true";
-	s.o.cat = cat;
-	/* /bin/true is no supervisor: the submission fails after
-	 * launch.json is written, and the job's folder stays */
-	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
-		      HP_EIO);
-	ASSERT(strstr(err.msg, "supervisor did not start"));
-	snprintf(jobdir, sizeof(jobdir), "%s/%s", s.jobs, id);
+	short_job(two_types, HP_BACKEND_MPI, false, cat, jobdir, sizeof(jobdir),
+		  &s, &d);
 	ASSERT_EQ_INT(hp__launch_load(jobdir, &l, &err), 0);
 	ASSERT_EQ_INT(l.nranks, 3);
 	for (int r = 0; r < l.nranks; r++) {
