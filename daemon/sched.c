@@ -68,6 +68,8 @@ struct hd_sched {
 	double predicted_at;
 	uint64_t queue_gen; /* pool generation the last queue walk saw */
 	double queue_at;
+	int64_t walk_after; /* a walk cut at QUEUE_WALK_MAX goes on after
+			       this job id at the next tick; 0: none */
 };
 
 static double wall_now(void)
@@ -1130,6 +1132,7 @@ static void tick(struct hd *d)
 	struct hp_store_job_filter f = {0};
 	struct hp_store_job *jobs = NULL, *q = NULL;
 	int n = 0, nq = 0;
+	int64_t after, last = 0;
 	uint64_t gen;
 
 	/* launch and follow the started jobs */
@@ -1147,19 +1150,35 @@ static void tick(struct hd *d)
 	 * devices changed (or every QUEUE_RETRY_S, as deadlines draw near):
 	 * a job that could not start on these devices cannot now either. */
 	gen = atomic_load(&d->pool_gen);
-	if (gen == s->queue_gen && hp_now_s() - s->queue_at < QUEUE_RETRY_S)
+	if (gen != s->queue_gen)
+		s->walk_after = 0; /* the devices changed: from the head */
+	else if (!s->walk_after && hp_now_s() - s->queue_at < QUEUE_RETRY_S)
 		return;
-	s->queue_gen = gen;
-	s->queue_at = hp_now_s();
+	if (!s->walk_after) {
+		s->queue_gen = gen;
+		s->queue_at = hp_now_s();
+	}
 	if (hp_store_queue(d->store, &q, &nq, NULL))
 		return;
-	for (int i = 0, tried = 0;
-	     i < nq && tried < QUEUE_WALK_MAX && !atomic_load(&s->stop); i++) {
+	/* At most QUEUE_WALK_MAX jobs a tick (each is a recommendation); a
+	 * longer queue goes on at the next tick, at once, after the last one
+	 * tried, so that every queued job is tried (until 3 December each
+	 * walk began at the head, and a job behind 64 that could not start
+	 * was never tried). */
+	after = s->walk_after;
+	s->walk_after = 0;
+	for (int i = 0, tried = 0; i < nq && !atomic_load(&s->stop); i++) {
 		bool started = false;
 		struct hp_error err = {0};
-		if (q[i].cancel_requested)
+		if (q[i].cancel_requested || q[i].id <= after)
 			continue;
+		if (tried == QUEUE_WALK_MAX) {
+			s->walk_after = last;
+			hd_sched_kick(d);
+			break;
+		}
 		tried++;
+		last = q[i].id;
 		if (try_start(d, &q[i], &started, &err)) {
 			char reason[400];
 			snprintf(reason, sizeof(reason), "%s", err.msg);
