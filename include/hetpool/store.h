@@ -161,7 +161,9 @@ void hp_store_node_list_free(struct hp_store_node *nodes, int n);
  * file's ranges and type names).  info: JSON text or NULL.  self: this is
  * the host hetpoold runs on (at most one node is; making another one self
  * clears the flag on the old one).  Drained flags are kept across an
- * update.  *id (may be NULL) gets the node's id.
+ * update; so are the self flag and info when info is NULL and self false
+ * (an operator's update of the host's own node).  *id (may be NULL) gets
+ * the node's id.
  */
 int hp_store_node_put(struct hp_store *s, const struct hp_pool_node *n,
 		      const char *info, bool self, int64_t *id,

@@ -262,7 +262,7 @@ int hp_store_node_put(struct hp_store *s, const struct hp_pool_node *n,
 	if (!(c = hp__conn_get(s, err)))
 		return err ? err->code : HP_EIO;
 	if (!(rc = hp__begin(c, true, err)) &&
-	    !(rc = node_put_tx(c, n, info, self, false, id, err)))
+	    !(rc = node_put_tx(c, n, info, self, !self && !info, id, err)))
 		rc = hp__commit(c, err);
 	hp__conn_put(s, c);
 	return rc;

@@ -818,6 +818,19 @@ HP_TEST(store_node_update_and_remove_keep_held_devices)
 	ASSERT(got.info == NULL); /* replaced by the update */
 	ASSERT(got.self);
 	hp_store_node_release(&got);
+	/* An update without info or self (an operator's POST /v1/nodes of
+	 * the host's own node) keeps both; until 3 December it cleared
+	 * them, and the local backend then found no node to run on. */
+	ASSERT_EQ_INT(
+	    hp_store_node_put(s, &n1, "{\"cpu\": \"x\"}", true, NULL, &err), 0);
+	n1.cpu_cores = 24;
+	ASSERT_EQ_INT(hp_store_node_put(s, &n1, NULL, false, NULL, &err), 0);
+	ASSERT_EQ_INT(hp_store_node_get(s, "n1", &got, &err), 0);
+	ASSERT_EQ_INT(got.pool.cpu_cores, 24);
+	ASSERT(got.self);
+	ASSERT(got.info && strstr(got.info, "\"cpu\""));
+	hp_store_node_release(&got);
+	n1.cpu_cores = 32;
 	/* Remove is refused while held; the pool load with replace too. */
 	ASSERT_EQ_INT(hp_store_node_remove(s, "n1", &err), HP_EBUSY);
 	{
