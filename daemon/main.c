@@ -273,7 +273,7 @@ static int parse_args(int argc, char **argv, struct hd_config *c)
 	c->shutdown_grace_s = 10;
 	c->log_level = HP_LOG_INFO;
 	opterr = 0;
-	while ((o = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
 		rc = 0;
 		switch (o) {
 		case O_DB:
@@ -443,6 +443,12 @@ static int admin_token(struct hd *d)
 			       NULL);
 		return 0;
 	}
+	/* one no request could present would lock the operator out */
+	if (!hp_api_token_ok(env))
+		return fail("HETPOOL_ADMIN_TOKEN: an HTTP bearer token cannot "
+			    "carry it; give 16-%d of the characters A-Z a-z "
+			    "0-9 - . _ ~ + / (e.g. openssl rand -hex 32)",
+			    HP_API_MAX_TOKEN);
 	if (!(tok = hp_strdup(env)))
 		return fail("out of memory");
 	unsetenv("HETPOOL_ADMIN_TOKEN");

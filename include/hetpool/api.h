@@ -215,6 +215,9 @@ int hp_api_dataset_parse(const char *body, size_t len,
  */
 #define HP_API_MAX_TOKEN 256
 int hp_api_bearer(const char *header, const char **tok, size_t *len);
+/* Whether a bearer header can carry tok: 1-HP_API_MAX_TOKEN bytes of the
+ * token68 characters (A-Z a-z 0-9 - . _ ~ + /, then = padding). */
+bool hp_api_token_ok(const char *tok);
 /* Whether a Content-Type header names the media type want (its case
  * ignored; parameters such as "; charset=utf-8" allowed; for JSON only a
  * charset of utf-8). */

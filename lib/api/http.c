@@ -29,6 +29,13 @@ static bool token68(const char *s, size_t n)
 	return i == n;
 }
 
+bool hp_api_token_ok(const char *tok)
+{
+	size_t n = tok ? strlen(tok) : 0;
+
+	return n > 0 && n <= HP_API_MAX_TOKEN && token68(tok, n);
+}
+
 int hp_api_bearer(const char *header, const char **tok, size_t *len)
 {
 	const char *p;

@@ -47,11 +47,23 @@ check("TLS: SIGTERM stops it cleanly", d.stop() == 0)
 d.cleanup()
 
 
-def start_rc(args):
+def start_rc(args, admin=None):
     p = subprocess.run([HETPOOLD, "--db", os.path.join(tmp, "x.db")] + args,
                        capture_output=True, text=True, timeout=30,
-                       env=dict(os.environ, HETPOOL_ADMIN_TOKEN=token_text()))
+                       env=dict(os.environ, HETPOOL_ADMIN_TOKEN=admin or token_text()))
     return p.returncode, p.stderr
+
+
+rc, err = start_rc(["--listen"])
+check("an option without its value is named so (exit 2)",
+      rc == 2 and "--listen needs a value" in err and len(err.strip().splitlines()) == 1, (rc, err))
+# an admin token no Authorization header could carry would lock the
+# operator out: refused at start (until 3 December it was taken)
+for bad, why in (("correct-horse!battery#staple", "'!' and '#'"), ("a" * 300, "300 bytes")):
+    rc, err = start_rc(["--listen", "127.0.0.1:0"], admin=bad)
+    check("an admin token of %s is refused at start" % why,
+          rc == 2 and "HETPOOL_ADMIN_TOKEN: an HTTP bearer token cannot carry it" in err
+          and len(err.strip().splitlines()) == 1, (rc, err[-300:]))
 
 
 rc, err = start_rc(["--listen", "0.0.0.0:0"])
