@@ -232,11 +232,14 @@ void hd_h_meas_list(struct hd *d, struct hd_req *r, struct hd_resp *out)
 			return;
 		}
 	}
-	if ((after && hp_api_parse_id(after, &a)) ||
-	    (limit && hp_parse_i64(limit, 1, 10000, &l))) {
-		hd_problem(out, 400, "invalid-field", after ? "after" : "limit",
-			   "'after' must be a measurement id, 'limit' 1 to "
-			   "10000");
+	if (after && hp_api_parse_id(after, &a)) {
+		hd_problem(out, 400, "invalid-field", "after",
+			   "'after' must be a measurement id");
+		return;
+	}
+	if (limit && hp_parse_i64(limit, 1, 10000, &l)) {
+		hd_problem(out, 400, "invalid-field", "limit",
+			   "'limit' must be 1 to 10000");
 		return;
 	}
 	if (hp_store_measurement_list(d->store, k, a, (int)l, &ms, &n, &err)) {

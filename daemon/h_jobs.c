@@ -298,6 +298,15 @@ static int deployment(struct hd *d, struct hd_req *r, struct hp_store_job *sj,
 		hd_problem_err(out, &err);
 		return -1;
 	}
+	if (!sj->deploy_id && hp_job_state_terminal(sj->state)) {
+		/* it ended before it was launched: nothing will come */
+		hd_problem(out, 404, "not-found", NULL,
+			   "job %lld is %s and was never launched: it has no "
+			   "logs, metrics or results",
+			   (long long)id, hp_job_state_name(sj->state));
+		hp_store_job_release(sj);
+		return -1;
+	}
 	if (!sj->deploy_id) {
 		hd_problem(out, 409, "not-launched", NULL,
 			   "job %lld is %s and has not been launched: it has "
@@ -322,12 +331,14 @@ static void serve_file(struct hd_req *r, const char *path, const char *ctype,
 	char *buf;
 	size_t n;
 
-	if ((off && hp_parse_i64(off, 0, INT64_MAX / 2, &o)) ||
-	    (lim && hp_parse_i64(lim, 1, MAX_READ, &l))) {
-		hd_problem(out, 400, "invalid-field", off ? "offset" : "limit",
-			   "'offset' must be a byte offset, 'limit' 1 to %u "
-			   "bytes",
-			   MAX_READ);
+	if (off && hp_parse_i64(off, 0, INT64_MAX / 2, &o)) {
+		hd_problem(out, 400, "invalid-field", "offset",
+			   "'offset' must be a byte offset (0 or more)");
+		return;
+	}
+	if (lim && hp_parse_i64(lim, 1, MAX_READ, &l)) {
+		hd_problem(out, 400, "invalid-field", "limit",
+			   "'limit' must be 1 to %u bytes", MAX_READ);
 		return;
 	}
 	if (!(f = fopen(path, "rb"))) {

@@ -235,6 +235,8 @@ csv = "\n".join(lines[:6]) + "\n"
 r = d.post("/v1/measurements", csv, U, ctype="text/csv")
 check("profiler rows are added (CSV)", r.status == 201 and r.json()["added"] == 5, r)
 problem("a bad CSV row: 400", d.post("/v1/measurements", lines[0] + "\n" + "x," * 5 + "\n", U, ctype="text/csv"), 400, "invalid-csv")
+problem("a bad limit beside a good 'after' names 'limit'",
+        d.get("/v1/measurements?after=1&limit=0", R), 400, "invalid-field", "limit")
 r = d.get("/v1/measurements?kind=profile", R)
 check("measurements are listed", r.status == 200 and len(r.json()["measurements"]) == 5, r)
 pm = r.json()["measurements"][0] if r.status == 200 else {}
@@ -331,7 +333,11 @@ else:
     r = d.post("/v1/jobs/%d/cancel" % j3["id"], None, U2)
     check("its owner cancels a queued job (200, cancelled)", r.status == 200 and r.json()["state"] == "cancelled", r)
     problem("cancelling an ended job: 409", d.post("/v1/jobs/%d/cancel" % j3["id"], None, U2), 409)
-    problem("the results of a job never launched: 409", d.get("/v1/jobs/%d/results" % j3["id"], R), 409, "not-launched")
+    # it ended before it was launched: nothing will come (404; until 3
+    # December a 409 "not launched ... yet", as for a job still queued)
+    problem("the results of a job cancelled before its launch: 404",
+            d.get("/v1/jobs/%d/results" % j3["id"], R), 404, "not-found")
+    problem("its metrics: 404", d.get("/v1/jobs/%d/metrics" % j3["id"], R), 404, "not-found")
     if fmdirs:
         r = d.post("/v1/jobs", dict(jobbody, name="on-copy", data="fm-copy"), U2)
         jc = r.json() if r.status == 201 else {}
@@ -358,6 +364,12 @@ else:
     r2 = d.get("/v1/jobs/%d/metrics?offset=10&limit=20" % j1["id"], R)
     check("metrics by byte range", r2.status == 200 and r2.body == r.body[10:30]
           and int(r2.header("X-Size")) == len(r.body.encode()), r2)
+    # the field named is the one that is wrong (it was 'offset' whenever
+    # an offset was given)
+    problem("a bad limit beside a good offset names 'limit'",
+            d.get("/v1/jobs/%d/metrics?offset=5&limit=0" % j1["id"], R), 400, "invalid-field", "limit")
+    problem("a bad offset names 'offset'",
+            d.get("/v1/jobs/%d/metrics?offset=-1&limit=5" % j1["id"], R), 400, "invalid-field", "offset")
     r = d.get("/v1/jobs/%d/results" % j1["id"], R)
     check("its results are served", r.status == 200 and r.json()["steps"] == 40, r)
     r = d.get("/v1/jobs/%d/logs" % j1["id"], R)

@@ -141,9 +141,12 @@ function testPage(root: HTMLElement, id: number): () => void {
     try {
       // not launched yet (queued): nothing to read, wait for it, without
       // asking for the analysis (a 409 the browser would log as an error)
-      const job = await get<{ deployment: unknown }>(`/v1/jobs/${id}`);
+      const job = await get<{ deployment: unknown; state: string }>(`/v1/jobs/${id}`);
       if (!job.deployment) {
-        clear(head, h("h1", null, `Range test, job #${id}`), h("p", null, "Not launched yet."));
+        const ended = ["succeeded", "failed", "cancelled"].includes(job.state);
+        clear(head, h("h1", null, `Range test, job #${id}`),
+          h("p", null, ended ? `The job was ${job.state} before it was launched: there is no range test to show.` : "Not launched yet."));
+        if (ended) clearInterval(timer);
         return;
       }
       r = await get<LrFind>(`/v1/jobs/${id}/lr-find`);
