@@ -342,8 +342,8 @@ static int parse_args(int argc, char **argv, struct hd_config *c)
 				 &c->request_timeout_s);
 			break;
 		case O_MAXBODY:
-			if (!(rc =
-				  num("--max-body", optarg, 1024, 1 << 30, &v)))
+			if (!(rc = num("--max-body", optarg, 1024,
+				       HP_API_BODY_CAP, &v)))
 				c->max_body = (size_t)v;
 			break;
 		case O_MAXUP:

@@ -39,8 +39,11 @@
 extern "C" {
 #endif
 
-/* Largest JSON request body, deepest nesting a body may have. */
+/* Largest JSON request body by default (hetpoold --max-body sets its own,
+ * at most HP_API_BODY_CAP, the most the parsers take), deepest nesting a
+ * body may have. */
 #define HP_API_MAX_BODY (1u << 20)
+#define HP_API_BODY_CAP (1u << 30)
 #define HP_API_MAX_DEPTH 32
 /* Largest id in a path (JSON numbers are exact up to 2^53). */
 #define HP_API_MAX_ID ((int64_t)1 << 53)

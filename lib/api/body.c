@@ -97,7 +97,8 @@ static json_t *load_max(const char *body, size_t len, size_t max,
 
 static json_t *load(const char *body, size_t len, struct hp_api_problem *pb)
 {
-	return load_max(body, len, HP_API_MAX_BODY, pb);
+	/* the server read at most its --max-body */
+	return load_max(body, len, HP_API_BODY_CAP, pb);
 }
 
 /* "prefix.key", or key alone. */

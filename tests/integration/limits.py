@@ -171,6 +171,23 @@ check("16 recommendations at once give one answer", len(results) == 16 and
       all(s == 200 for s, _ in results) and len(bodies) == 1, [x[:1] for x in results])
 d.cleanup()
 
+# ---- --max-body above the default (1 MiB) is the limit (until 3 December
+# the body parsers refused anything over 1 MiB whatever it said)
+d = Daemon(["--max-body", str(4 << 20)])
+d.start()
+pad = b"{" + b" " * (2 << 20) + b'"name": "big", "role": "reader"}'
+r = d.post("/v1/tokens", pad, d.admin, ctype="application/json")
+check("a 2 MiB body under --max-body 4 MiB is read", r.status == 201, r)
+s = raw_socket(d.port)
+s.settimeout(10)
+s.sendall(("POST /v1/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+           "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (d.admin, 5 << 20)).encode())
+head = s.recv(65536).decode("utf-8", "replace")
+s.close()
+check("a 5 MiB body over it is refused (413)", head.startswith("HTTP/1.1 413") and "body-too-large" in head,
+      head[:200])
+d.cleanup()
+
 # ---- the connection cap
 d = Daemon(["--max-connections", "8", "--threads", "2", "--request-timeout", "60"])
 d.start()
