@@ -120,7 +120,23 @@ static struct hp_pool *body_pool(struct hd *d, struct hd_req *r, bool one_node,
 		else
 			hd_problem(out, 400, "invalid-field", NULL, "%s",
 				   err.msg);
+		return NULL;
 	}
+	/* The jobs go to these nodes through a backend: a name that cannot
+	 * be a host name would be planned on and fail at launch. */
+	for (int i = 0; i < p->n; i++)
+		if (!hp_deploy_host_name_ok(p->nodes[i].name)) {
+			char esc[4 * 64 + 1];
+			hp_str_escape(p->nodes[i].name, esc, sizeof(esc));
+			hd_problem(out, 400, "invalid-field", "name",
+				   "node '%s'%s: the name must be its host "
+				   "name, which the backends reach it by: "
+				   "letters, digits, '.', '_' and '-', not "
+				   "first '.' or '-'",
+				   esc, one_node ? "" : " of the pool");
+			hp_pool_free(p);
+			return NULL;
+		}
 	return p;
 }
 

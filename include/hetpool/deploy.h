@@ -46,6 +46,10 @@ extern "C" {
 #define HP_PLAN_MAX_GROUPS 4096
 /* Longest node name (a host name label), device type, job id. */
 #define HP_NAME_MAX 64
+/* Whether a node name can be a backend's host name (mpirun's hostfile,
+ * Slurm's node list, Kubernetes' node): 1 to HP_NAME_MAX - 1 letters,
+ * digits, '.', '_' and '-', not first '.' or '-'. */
+bool hp_deploy_host_name_ok(const char *name);
 #define HP_TYPE_MAX 32
 #define HP_JOB_ID_MAX 32
 /* Longest path the job directories may have (jobs folder + id + file). */

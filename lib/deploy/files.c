@@ -150,6 +150,11 @@ bool hp__name_ok(const char *s)
 	return true;
 }
 
+bool hp_deploy_host_name_ok(const char *name)
+{
+	return name && hp__name_ok(name);
+}
+
 bool hp__type_ok(const char *s)
 {
 	size_t n = strlen(s);
