@@ -226,6 +226,12 @@ out:
 
 int hp_store_model_remove(struct hp_store *s, int64_t id, struct hp_error *err)
 {
+	/* Ended jobs let it go (their folders hold their own copy); a job
+	 * that has not ended keeps it, through the foreign key.  One
+	 * transaction: no job can start between the two. */
+	static const char sql_let_go[] =
+	    "UPDATE jobs SET model_id = NULL WHERE model_id = ? AND state IN "
+	    "('succeeded', 'failed', 'cancelled')";
 	static const char sql[] = "DELETE FROM models WHERE id = ?";
 	struct hp__conn *c;
 	sqlite3_stmt *st;
@@ -233,6 +239,15 @@ int hp_store_model_remove(struct hp_store *s, int64_t id, struct hp_error *err)
 
 	if (!(c = hp__conn_get(s, err)))
 		return err ? err->code : HP_EIO;
+	if ((rc = hp__begin(c, true, err)))
+		goto out;
+	if (!(st = hp__stmt(c, sql_let_go, err))) {
+		rc = err ? err->code : HP_EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	if ((rc = hp__step_done(c, st, "model", NULL, err)))
+		goto out;
 	if (!(st = hp__stmt(c, sql, err))) {
 		rc = err ? err->code : HP_EIO;
 		goto out;
@@ -240,11 +255,15 @@ int hp_store_model_remove(struct hp_store *s, int64_t id, struct hp_error *err)
 	sqlite3_bind_int64(st, 1, id);
 	rc = hp__step_done(c, st, "model", &src, err);
 	if (rc && (src & 0xff) == SQLITE_CONSTRAINT)
-		rc = hp_error_set(err, HP_EBUSY, "model %lld: jobs refer to it",
+		rc = hp_error_set(err, HP_EBUSY,
+				  "model %lld: jobs that have not ended use it "
+				  "(cancel them, or wait for them to end)",
 				  (long long)id);
 	else if (!rc && sqlite3_changes(c->db) == 0)
 		rc = hp_error_set(err, HP_ENOENT, "no model %lld",
 				  (long long)id);
+	if (!rc)
+		rc = hp__commit(c, err);
 out:
 	hp__conn_put(s, c);
 	return rc;

@@ -1994,9 +1994,19 @@ HP_TEST(store_models_keep_their_bytes_and_hash)
 		ASSERT_EQ_INT(hp_store_job_add(s, &in, NULL, &err), HP_ENOENT);
 	}
 	ASSERT_EQ_INT(hp_store_model_remove(s, id, &err), HP_EBUSY);
+	ASSERT(strstr(err.msg, "jobs that have not ended use it"));
 	ASSERT_EQ_INT(hp_store_model_remove(s, id2, &err), 0);
 	ASSERT_EQ_INT(hp_store_model_get(s, id2, false, &m, &err), HP_ENOENT);
 	ASSERT_EQ_INT(q1(path, "SELECT count(*) FROM model_data"), 1);
+	/* once the job has ended, the model may go (until 3 December an
+	 * ended job held it for ever); the job stays, without it */
+	transition_ok(s, job, HP_JOB_CANCELLED);
+	ASSERT_EQ_INT(hp_store_model_remove(s, id, &err), 0);
+	ASSERT_EQ_INT(hp_store_model_get(s, id, false, &m, &err), HP_ENOENT);
+	ASSERT_EQ_INT(q1(path, "SELECT count(*) FROM model_data"), 0);
+	ASSERT_EQ_INT(q1(path, "SELECT count(*) FROM jobs WHERE model_id IS "
+			       "NULL"),
+		      1);
 	ASSERT_EQ_INT(hp_store_model_add(s, "empty", HP_MODEL_SPEC, "", 0, NULL,
 					 0, NULL, &err),
 		      HP_EINVAL);
