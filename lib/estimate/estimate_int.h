@@ -90,6 +90,10 @@ struct hp__dev_spec {
 	double cap;	   /* FLOP/s no layer runs faster than: this host's
 			      measured sgemm (a CPU whose peaks were
 			      measured); 0: none */
+	double compute_scale; /* the type's fitted correction of its
+				 compute time (exp(log_scale)), applied
+				 before the all-reduce: the network is not
+				 the device's; 0: none */
 	/* Across nodes (predict --nodes): 0 nodes means one node. */
 	int nodes;
 	double net_gbps;       /* each node's network link, 10^9 bits/s */

@@ -265,6 +265,11 @@ double hp__phys_time_cls(const double *th, const struct hp__dev_spec *d,
 		if (cls)
 			cls[L.cls] += tl;
 	}
+	if (d->compute_scale > 0) {
+		t *= d->compute_scale;
+		for (int k = 0; cls && k < HP_EST_NCLASS; k++)
+			cls[k] *= d->compute_scale;
+	}
 	return hp__step_post_net(&e, t, src, w->batch, ndev, w->params, d,
 				 comm);
 }

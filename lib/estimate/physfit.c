@@ -517,12 +517,13 @@ static double group_time(const struct nl_ctx *c, const struct group *G,
 			 double ksum)
 {
 	const struct hp_workload *w = c->keys[G->key].w;
-	double t = hp__step_post(e, ksum, G->src, w->batch, G->ndev, w->params,
-				 G->link_bw, NULL);
 
+	/* the type's scale corrects its compute, before the all-reduce (as
+	 * hp__phys_time_cls() applies it) */
 	if (G->dev >= 0)
-		t *= exp(sc[G->dev]);
-	return t;
+		ksum *= exp(sc[G->dev]);
+	return hp__step_post(e, ksum, G->src, w->batch, G->ndev, w->params,
+			     G->link_bw, NULL);
 }
 
 static double step_res(const struct group *G, double t)

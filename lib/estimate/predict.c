@@ -235,17 +235,16 @@ static int predict_net(const struct hp_estimator *est,
 	switch (fam) {
 	case HP_EST_PHYSICAL: {
 		double cls[HP_EST_NCLASS];
+		/* the type's correction scales its compute, not the
+		 * all-reduce over links that are not the device's */
+		if (!d.cpu && df)
+			d.compute_scale = exp(df->log_scale);
 		step = hp__phys_time_cls(th, &d, w, src, ndevices, &comm, cls);
 		if (calibrated && !own) {
 			step = hp__cpu_calibrated(&t->calib, step - comm, cls) +
 			       comm;
 			for (int k = 0; k < HP_EST_NCLASS; k++)
 				cls[k] *= hp__cpu_calib_factor(&t->calib, k);
-		}
-		if (!d.cpu && df) {
-			step *= exp(df->log_scale);
-			for (int k = 0; k < HP_EST_NCLASS; k++)
-				cls[k] *= exp(df->log_scale);
 		}
 		for (int k = 0; k < HP_EST_NCLASS; k++)
 			out->class_time_s[k] = cls[k];
@@ -408,8 +407,8 @@ static int predict_net(const struct hp_estimator *est,
 	/* Power and energy: a GPU's power follows the share of the step it
 	 * runs kernels (estimators fitted before that: FLOP utilisation). */
 	if (!d.cpu && est->power_busy) {
-		double busy =
-		    hp__busy_time(th, &d, w) * exp(df ? df->log_scale : 0);
+		/* d carries the type's correction (compute_scale) */
+		double busy = hp__busy_time(th, &d, w);
 		out->power_w = hp__power_w(t, busy < step ? busy / step : 1,
 					   est->power_gamma);
 	} else {

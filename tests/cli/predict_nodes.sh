@@ -26,6 +26,24 @@ assert p["4.6"]["step_time_s"] > p["4.50"]["step_time_s"]
 print("predict_nodes: exposed all-reduce %.4f s (1 node), %.4f (4 x 50 Gbit/s), "
       "%.4f (4 x 6), %.4f (8 x 6)" % (c["1.25"], c["4.50"], c["4.6"], c["8.6"]))
 PY
+# A type's fitted correction (the K80's is e^0.45, the V100 PCIe's e^-0.32)
+# scales its compute, not the all-reduce: across nodes the step is the
+# compute at the per-device batch plus the exposed all-reduce (until 3
+# December the correction scaled the all-reduce too)
+for d in k80 v100-pcie t4; do
+	"$HP" predict "$R18" --device $d --batch 64 --devices 4 --nodes 2 --link-gbps 0.5 --json >"$TMP/c.$d.4" &&
+		"$HP" predict "$R18" --device $d --batch 16 --json >"$TMP/c.$d.1" ||
+		fail predict_nodes_correction_run "$d"
+done
+python3 - "$TMP" <<'PY' && ok predict_nodes_correction_is_compute_only || fail predict_nodes_correction_is_compute_only "see above"
+import json, sys
+d = sys.argv[1]
+for t in ("k80", "v100-pcie", "t4"):
+    four = json.load(open(f"{d}/c.{t}.4")); one = json.load(open(f"{d}/c.{t}.1"))
+    compute = four["step_time_s"] - four["comm_time_s"]
+    assert four["comm_time_s"] > one["step_time_s"], (t, four["comm_time_s"], one["step_time_s"])
+    assert abs(compute / one["step_time_s"] - 1) < 1e-6, (t, compute, one["step_time_s"])
+PY
 expect_status predict_nodes_uneven 2 "$HP" predict "$R18" --device t4 --batch 1024 --devices 16 --nodes 3
 expect_err predict_nodes_uneven_names "--nodes 3"
 expect_status predict_nodes_link0 2 "$HP" predict "$R18" --device t4 --batch 1024 --devices 16 --nodes 4 --link-gbps 0
