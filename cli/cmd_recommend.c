@@ -274,8 +274,9 @@ static void print_explain(const struct hp_rec_result *r,
 		printf("why          %s\n", E(r->reason, n2));
 	if (r->npareto > 1) {
 		printf("time-energy front (%d, %s):\n", r->npareto,
-		       r->pareto_exact ? "each the least energy at its time"
-				       : "of the configurations costed");
+		       r->pareto_exact
+			   ? "each the least energy at its judged time"
+			   : "of the configurations costed");
 		for (int i = 0; i < r->npareto; i++)
 			print_config(&r->pareto[i], pool, false);
 	}

@@ -172,6 +172,46 @@ static void judge_all(struct hp_rec_result *out, const struct hp__rec_model *m)
 		hp__rec_config_judge(m, &out->rejected[i].cfg, out->deadline_s);
 }
 
+static int by_time_then_energy(const void *a, const void *b)
+{
+	const struct hp_rec_config *x = a, *y = b;
+
+	if (x->time_s != y->time_s)
+		return x->time_s < y->time_s ? -1 : 1;
+	return (x->energy_j > y->energy_j) - (x->energy_j < y->energy_j);
+}
+
+/*
+ * The front as it is printed, on the point predictions.  The searches
+ * built it on the judged time (a quantile); back on the point times a
+ * point can be both slower and hungrier than another (its interval was
+ * narrower).  Such a point is dropped, never the choice (which the
+ * deadline picks on its judged time), and the rest sorted by time.
+ */
+static void front_on_points(struct hp_rec_result *out)
+{
+	struct hp_rec_config *p = out->pareto;
+	int n = 0;
+
+	for (int i = 0; i < out->npareto; i++) {
+		bool choice = out->found && p[i].time_s == out->choice.time_s &&
+			      p[i].energy_j == out->choice.energy_j,
+		     beaten = false;
+		for (int j = 0; j < out->npareto && !choice && !beaten; j++)
+			beaten = j != i && p[j].time_s <= p[i].time_s &&
+				 p[j].energy_j <= p[i].energy_j &&
+				 (p[j].time_s < p[i].time_s ||
+				  p[j].energy_j < p[i].energy_j);
+		if (beaten)
+			hp_rec_config_release(&p[i]);
+		else
+			p[n++] = p[i];
+	}
+	out->npareto = n;
+	if (n > 1)
+		qsort(p, (size_t)n, sizeof(*p), by_time_then_energy);
+}
+
 /* The distinct device types with free devices in the pool. */
 static int pool_types(const struct hp_pool *pool, const char ***out)
 {
@@ -360,6 +400,7 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 		goto fail;
 	hp__rec_session_free(Sbest);
 	judge_all(out, &m);
+	front_on_points(out);
 	fill_lr_all(out, job);
 	hp__rec_model_release(&m);
 	return 0;
