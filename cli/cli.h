@@ -23,6 +23,10 @@ const char *cli_esc(const char *s, char *buf, size_t n);
 /* Exit status for a library error code: 2 for bad input, else 1. */
 int cli_status_for(int code);
 
+/* Whether s is a number as people write one on a command line: digits,
+ * with a leading '-', a '.' and an exponent; no blanks, '+' or hex (which
+ * strtod and strtoll would also take). */
+bool cli_plain_number(const char *s);
 /* Parse "3x224x224" into dims (at most max); returns count or -1. */
 int cli_parse_dims(const char *s, int64_t *dims, int max);
 /* Format a byte count as "12.3 MiB". */

@@ -468,11 +468,10 @@ static int cmd_recommend(int argc, char **argv)
 		/* a rate, or "measured": this host's JPEG pipeline at the
 		 * model's input size */
 		double rate = 0;
-		char *end;
 		if (strcmp(a.input_rate, "measured")) {
-			rate = strtod(a.input_rate, &end);
-			if (end == a.input_rate || *end || !(rate > 0) ||
-			    !isfinite(rate)) {
+			if (!cli_plain_number(a.input_rate) ||
+			    hp_parse_double(a.input_rate, &rate) ||
+			    !(rate > 0)) {
 				char e[64];
 				status = cli_error(
 				    EXIT_USAGE,

@@ -106,6 +106,24 @@ int cli_status_for(int code)
 	}
 }
 
+bool cli_plain_number(const char *s)
+{
+	const char *p = s;
+
+	if (*p == '-')
+		p++;
+	if (!((*p >= '0' && *p <= '9') ||
+	      (*p == '.' && p[1] >= '0' && p[1] <= '9')))
+		return false;
+	for (; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' ||
+		      *p == 'E' ||
+		      ((*p == '-' || *p == '+') && p > s &&
+		       (p[-1] == 'e' || p[-1] == 'E'))))
+			return false;
+	return true;
+}
+
 int cli_parse_dims(const char *s, int64_t *dims, int max)
 {
 	int n = 0;
@@ -118,7 +136,8 @@ int cli_parse_dims(const char *s, int64_t *dims, int max)
 			return -1;
 		memcpy(part, p, len);
 		part[len] = '\0';
-		if (hp_parse_i64(part, 1, (int64_t)1 << 30, &dims[n]))
+		if (!cli_plain_number(part) ||
+		    hp_parse_i64(part, 1, (int64_t)1 << 30, &dims[n]))
 			return -1;
 		n++;
 		p += len;

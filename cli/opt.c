@@ -51,7 +51,8 @@ static int store(const char *cmd, const struct cli_opt *o, const char *s,
 		*(const char **)p = s;
 		return 0;
 	case CLI_INT:
-		if (hp_parse_i64(s, o->imin, o->imax, &v))
+		if (!cli_plain_number(s) || strpbrk(s, ".eE") ||
+		    hp_parse_i64(s, o->imin, o->imax, &v))
 			return cli_error(EXIT_USAGE,
 					 "%s: --%s '%s': give a whole number "
 					 "from %lld to %lld",
@@ -63,7 +64,7 @@ static int store(const char *cmd, const struct cli_opt *o, const char *s,
 			*(int64_t *)p = v;
 		return 0;
 	case CLI_NUM:
-		if (hp_parse_double(s, &d) ||
+		if (!cli_plain_number(s) || hp_parse_double(s, &d) ||
 		    !(o->min_open ? d > o->min : d >= o->min) || !(d <= o->max))
 			return cli_error(EXIT_USAGE,
 					 o->min_open

@@ -42,6 +42,14 @@ expect_line word_fit "hetpool: fit: --family 'roofline': give physical or linear
 expect_line word_run "hetpool: run: --backend 'ssh': give local, mpi, slurm or kubernetes" "$HP" run --backend ssh
 expect_line word_recommend "hetpool: recommend: --lr-rule 'cubic': give linear, sqrt or none" "$HP" recommend "$M" --lr-rule cubic
 expect_line dims_predict "hetpool: predict: --input-shape '3x': give dimensions like 3x224x224" "$HP" predict "$M" --input-shape 3x
+# Numbers as people write them: no '+', blanks or hex, which strtoll and
+# strtod would also take (until 3 December --batch +8 was 8 and
+# --link-gbps 0x19 was 25)
+expect_line int_plus "hetpool: predict: --batch '+8': give a whole number from 1 to 16777216" "$HP" predict "$M" --batch +8
+expect_line int_blank "hetpool: predict: --batch ' 8': give a whole number from 1 to 16777216" "$HP" predict "$M" --batch ' 8'
+expect_line int_hex "hetpool: predict: --batch '0x10': give a whole number from 1 to 16777216" "$HP" predict "$M" --batch 0x10
+expect_line num_hex "hetpool: predict: --link-gbps '0x19': give a number more than 0 and at most 100000" "$HP" predict "$M" --link-gbps 0x19
+expect_line dims_blank "hetpool: predict: --input-shape '3x224x 224': give dimensions like 3x224x224" "$HP" predict "$M" --input-shape '3x224x 224'
 expect_line value_missing "hetpool: predict: --batch needs a value; see 'hetpool predict --help'" "$HP" predict "$M" --batch
 # An alias is taken (k8s for kubernetes) though not listed.
 expect_line word_alias "hetpool: run: give one PLAN.json or MODEL; see 'hetpool run --help'" "$HP" run --backend k8s
