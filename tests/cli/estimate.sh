@@ -176,3 +176,14 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['provenanc
 	&& ok fit_busy_rows_left_out || fail fit_busy_rows_left_out "$(head -c 400 "$TMP/busy.json")"
 expect_status validate_busy_rows 0 "$HP" validate --profiles "$TMP/busy.csv" --no-public --folds 3
 grep -q "5 rows of .*busy host" "$TMP/out" && ok validate_busy_rows_noted || fail validate_busy_rows_noted "$(tail -3 "$TMP/out")"
+
+# More threads than the host's cores add nothing (the ISA peak counts
+# cores): the prediction is the cores' and its basis says so (until 3
+# December it read "(4096 threads)" on the cores' figures)
+expect_status predict_threads_past_cores 0 "$HP" predict "$TMP/cnn.json" --device cpu --batch 8 --threads 4096 --json
+cp "$TMP/out" "$TMP/t4096.json"
+python3 - "$TMP/t4096.json" <<'PY' && ok predict_threads_past_cores_said || fail predict_threads_past_cores_said "$(head -c 600 "$TMP/t4096.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert "4096 threads asked, on its" in j["basis"] and "predicted as" in j["basis"], j["basis"]
+PY
