@@ -386,6 +386,23 @@ int hp_recommend(const struct hp_estimator *est, const struct hp_catalog *cat,
 			hp__rec_session_free(S);
 		}
 	}
+	if (!out->found && m.ntypes == 0 && !only) {
+		/* no type has a free device: say so, not just that nothing
+		 * can run */
+		int64_t all = 0;
+		for (int i = 0; i < pool->n; i++)
+			for (int d = 0; d < pool->nodes[i].ndevs; d++)
+				all += pool->nodes[i].devs[d].count;
+		if (all)
+			snprintf(out->reason, sizeof(out->reason),
+				 "no free devices in the pool: its %lld "
+				 "device%s are all allocated, reserved or "
+				 "drained",
+				 (long long)all, all == 1 ? "" : "s");
+		else
+			snprintf(out->reason, sizeof(out->reason),
+				 "the pool has no devices");
+	}
 	if (!out->nnotes)
 		for (int i = 0; i < m.ntypes; i++)
 			if (!m.tt[i].ok && out->nnotes < 4)

@@ -282,3 +282,13 @@ expect_err rec_input_measured_says_how "host --measure"
 expect_status rec_input_rate_bad 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1d --input-rate fast
 expect_status rec_input_rate_zero 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1d --input-rate 0
 expect_status rec_input_px_alone 2 "$HP" recommend "$R50" --pool "$POOL" "${JOB[@]}" --deadline 1d --input-source-px 100
+
+# A pool with no free device says so (it said only "no configuration can
+# run", with no reason or note, until 3 December)
+cat >"$TMP/taken.json" <<'JSON'
+{"nodes": [{"name": "n1", "devices": [{"type": "t4", "count": 4, "free": 0}], "cpu_cores": 32, "memory_gb": 256,
+ "intra_bw_gbps": 128, "net_bw_gbps": 25, "net_latency_us": 15, "base_power_w": 350}]}
+JSON
+expect_status rec_nothing_free 0 "$HP" recommend "$R50" --pool "$TMP/taken.json" --samples 60000 --epochs 1 --batch 256 --deadline 1h
+grep -q "no free devices in the pool: its 4 devices are all allocated, reserved or drained" "$TMP/out" &&
+	ok rec_nothing_free_says || fail rec_nothing_free_says "$(cat "$TMP/out")"
