@@ -168,10 +168,11 @@ static void print_json(const char *model, const struct hp_prediction *p,
 			    num(p->class_time_s[HP_EST_FC]), "other",
 			    num(p->class_time_s[HP_EST_OTHER]))
 		: json_null());
-	/* null: not modelled (no --input-cores) */
+	/* null: not modelled (no --input-cores, or a CPU device, whose
+	 * cores compute too: the basis says so) */
 	json_object_set_new(
 	    o, "input_pipeline",
-	    ip->cores > 0
+	    ip->cores > 0 && isfinite(p->input_time_s)
 		? json_pack("{s:f, s:f, s:f, s:o, s:o, s:s}", "cores",
 			    ip->cores, "samples_per_s_per_core",
 			    1 / ip->sample_s, "ceiling_samples_per_s",

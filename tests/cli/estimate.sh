@@ -188,3 +188,8 @@ j = json.load(open(sys.argv[1]))
 b = j["basis"]["step_time"]
 assert "4096 threads asked, on its" in b and "predicted as" in b, b
 PY
+# the input pipeline on a CPU device is not modelled (its cores compute
+# too): null in the JSON, as the text says (it printed a ceiling)
+expect_status predict_cpu_input_pipeline 0 "$HP" predict "$TMP/cnn.json" --device cpu --batch 8 --input-cores 1 --input-rate 1 --json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['input_pipeline'] is None and 'input pipeline not modelled on a CPU' in d['basis']['step_time'], d['input_pipeline']" "$TMP/out" \
+	&& ok predict_cpu_input_pipeline_null || fail predict_cpu_input_pipeline_null "$(head -c 400 "$TMP/out")"
