@@ -134,7 +134,7 @@ static int known_keys(json_t *o, const char *const *known, const char *prefix,
 			hp_str_escape(key, esc, sizeof(esc));
 			return hp_api_fail(pb, 400, "unknown-field",
 					   path(f, sizeof(f), prefix, esc),
-					   "unknown field '%s'%s%s", f,
+					   "unknown field '%s'%s%s", esc,
 					   prefix && *prefix ? " in " : "",
 					   prefix && *prefix ? prefix : "");
 		}
