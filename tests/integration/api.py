@@ -108,9 +108,9 @@ problem("duplicate keys: 400", d.post("/v1/recommendations", '{"batch":1,"batch"
 problem("an unknown field: 400 naming it",
         d.post("/v1/recommendations", {"model_id": 1, "samples": 9, "epochs": 1, "batch": 1, "deadline_s": 60, "colour": 1}, R),
         400, "unknown-field", "colour")
-problem("an unknown nested field: 400 naming it",
-        d.post("/v1/recommendations", {"model_id": 1, "samples": 9, "epochs": 1, "batch": 1, "deadline_s": 60, "constraints": {"gpus": 1}}, R),
-        400, "unknown-field", "constraints.gpus")
+r = d.post("/v1/recommendations", {"model_id": 1, "samples": 9, "epochs": 1, "batch": 1, "deadline_s": 60, "constraints": {"gpus": 1}}, R)
+problem("an unknown nested field: 400 naming it", r, 400, "unknown-field", "constraints.gpus")
+check("... as the docs show it", r.status == 400 and r.json()["detail"] == "unknown field 'gpus' in constraints", r)
 problem("a wrong type: 400", d.post("/v1/recommendations", {"model_id": 1, "samples": "9", "epochs": 1, "batch": 1, "deadline_s": 60}, R),
         400, "invalid-field", "samples")
 problem("a value out of range: 400", d.post("/v1/recommendations", {"model_id": 1, "samples": 9, "epochs": 1, "batch": 1, "deadline_s": -1}, R),
