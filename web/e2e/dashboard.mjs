@@ -118,6 +118,10 @@ try {
   const want = {};
   for (const n of nodes) for (const d of n.device_list) want[d.type] = (want[d.type] || 0) + 1;
   check("totals by type equal the API's devices", totals.length === Object.keys(want).length && totals.every((r) => want[r[0]] === Number(r[1])), JSON.stringify(totals));
+  // free, allocated, drained and reserved add up to the devices (the sample
+  // pool has reserved ones)
+  check("the totals' columns add up (reserved devices counted)", totals.some((r) => Number(r[5]) > 0) &&
+    totals.every((r) => Number(r[1]) === Number(r[2]) + Number(r[3]) + Number(r[4]) + Number(r[5])), JSON.stringify(totals));
   check("this host's devices are shown", (await page.textContent("main")).includes("This host"));
   check("a user is not offered drain", (await page.$$("button[data-node]")).length === 0);
   await shots(page, "pool");
@@ -137,6 +141,13 @@ try {
   await page.setInputFiles("#file", fmnist);
   await page.waitForFunction(() => [...document.querySelectorAll("#model option")].some((o) => o.textContent.startsWith("fmnist-cnn")));
   check("a spec uploaded is stored and picked", (await page.$eval("#model", (s) => s.selectedOptions[0].textContent)).startsWith("fmnist-cnn"));
+  // a file name the API refuses as a model's name: the page makes one from it
+  const odd = join(ART, "fmnist-cnn (1).json");
+  writeFileSync(odd, readFileSync(fmnist));
+  await page.setInputFiles("#file", odd);
+  await page.waitForFunction(() => document.querySelector("#file-err")?.textContent || [...document.querySelectorAll("#model option")].some((o) => o.textContent.startsWith("fmnist-cnn-1 ")), null, { timeout: 10000 }).catch(() => {});
+  check("a file named 'fmnist-cnn (1).json' is stored as fmnist-cnn-1", (await page.$eval("#model", (s) => s.selectedOptions[0].textContent)).startsWith("fmnist-cnn-1 ") && !(await page.textContent("#file-err")),
+    await page.textContent("#file-err"));
   await page.waitForSelector("#front-plot canvas");
   await page.fill("#batch", "abc");
   await page.waitForFunction(() => document.querySelector("#batch-err")?.textContent);
@@ -212,6 +223,16 @@ try {
   await page.waitForFunction((s1) => Number((document.querySelector("#steps-done")?.textContent || "0").split(" ")[0]) > s1, s1, { timeout: 60000 }).catch(() => {});
   const s2 = Number((await page.textContent("#steps-done")).split(" ")[0]);
   check("the job page updates while it trains (steps done grow without a reload)", s2 > s1, `${s1} then ${s2}`);
+  // one failed look (a proxy's 502): shown, and the next look clears it
+  page.expected.push(/status of 502/);
+  let looks502 = 0;
+  await page.route(`**/v1/jobs/${jobId}`, (r) => (looks502++ === 0 ? r.fulfill({ status: 502, contentType: "text/plain", body: "Bad Gateway" }) : r.continue()));
+  await page.waitForFunction(() => document.querySelector("#main > p.error")?.textContent, null, { timeout: 10000 }).catch(() => {});
+  const shown502 = await page.$eval("#main > p.error", (e) => e.textContent);
+  await page.waitForFunction(() => !document.querySelector("#main > p.error")?.textContent, null, { timeout: 10000 }).catch(() => {});
+  check("a failed look is shown, and the job page goes on and clears it", shown502 === "Bad Gateway" && !(await page.$eval("#main > p.error", (e) => e.textContent)) && looks502 >= 2,
+    `${shown502}, then ${await page.$eval("#main > p.error", (e) => e.textContent)}; ${looks502} looks`);
+  await page.unroute(`**/v1/jobs/${jobId}`);
   check("the job page draws its charts", (await page.$$(".charts canvas")).length >= 4);
   const rankSeries = await page.$$eval(".charts section:nth-child(3) .u-legend .u-series", (e) => e.map((x) => x.textContent));
   check("the step-time chart has one series per rank", rankSeries.filter((t) => /rank \d/.test(t)).length === 2, rankSeries.join(","));
@@ -220,6 +241,7 @@ try {
   await shots(page, "job-running");
   await axe(page, "the job page");
   noErrors(page, "the job page");
+  page.expected.length = 0;
 
   // ---- another job, cancelled from its page
   const j2 = await api("POST", "/v1/jobs", T.user, { spec: JSON.parse(readFileSync(fmnist, "utf8")), samples: 60000, epochs: 5, batch: 64, deadline_s: 7200, data: "fashion-mnist", name: "e2e-cancel" });
@@ -235,6 +257,11 @@ try {
     await new Promise((r) => setTimeout(r, 200));
   }
   check("the other job is cancelled from its page", j2s.state === "cancelled", j2s.state);
+  const deadlineDd = () => page.evaluate(() => [...document.querySelectorAll("#job-facts dt")].find((dt) => dt.textContent === "Deadline")?.nextElementSibling?.textContent || "");
+  await page.waitForFunction(() => /cancelled/.test(document.querySelector("#job-state")?.textContent || ""), null, { timeout: 10000 }).catch(() => {});
+  await page.waitForTimeout(300);
+  const dl2 = await deadlineDd();
+  check("a cancelled job's deadline is not judged (not 'missed')", /not judged/.test(dl2) && !/missed/.test(dl2), dl2);
   noErrors(page, "the cancelled job's page");
 
   // ---- jobs list
@@ -242,6 +269,14 @@ try {
   await page.waitForSelector("#jobs");
   const listed = await page.$$eval("#jobs tbody tr", (t) => t.map((tr) => tr.children[0].textContent));
   check("the jobs list shows both jobs", listed.includes("#" + jobId) && listed.includes("#" + j2.json.id), listed.join(","));
+  const row2 = await page.$eval(`#jobs a[href='#/jobs/${j2.json.id}']`, (a) => a.closest("tr").lastElementChild.textContent);
+  check("... the cancelled one's deadline not judged", /not judged/.test(row2), row2);
+  // the keyboard's place survives the list's refresh
+  await page.focus(`#jobs a[href='#/jobs/${jobId}']`);
+  await page.waitForResponse((r) => r.url().includes("/v1/jobs?"), { timeout: 10000 }).catch(() => {});
+  await page.waitForTimeout(300);
+  const focused = await page.evaluate(() => document.activeElement?.getAttribute("href"));
+  check("the focused link keeps the focus across the list's refresh", focused === `#/jobs/${jobId}`, focused);
   await shots(page, "jobs");
   await axe(page, "the jobs page");
   noErrors(page, "the jobs page");
@@ -254,15 +289,74 @@ try {
     await new Promise((r) => setTimeout(r, 200));
   }
   check("the submitted job ended", j1.state === "succeeded", j1.state + " " + j1.reason);
+  // its page, with the metrics as a server that answers a fifth of the file
+  // a request (the page must read on to X-Size), and rank 0's log longer
+  // than the 16 KiB tail shown
+  const auth = { headers: { Authorization: "Bearer " + T.user } };
+  const mbuf = Buffer.from(await (await fetch(`${URL0}/v1/jobs/${jobId}/metrics?limit=16777216`, auth)).arrayBuffer());
+  const part = Math.max(2048, Math.ceil(mbuf.length / 5));
+  const lastStep = JSON.parse(mbuf.toString().split("\n").filter((l) => l.startsWith('{"step"')).pop()).step;
+  await page.route(`**/v1/jobs/${jobId}/metrics*`, (r) => {
+    const off = Number(new URL(r.request().url()).searchParams.get("offset") || 0);
+    return r.fulfill({ status: 200, contentType: "application/x-ndjson", headers: { "X-Size": String(mbuf.length) }, body: mbuf.subarray(off, off + part) });
+  });
+  const longLog = Array.from({ length: 3000 }, (_, i) => `line ${i + 1} of a long log`).join("\n") + "\n";
+  await page.route(`**/v1/jobs/${jobId}/logs*`, (r) => {
+    const q = new URL(r.request().url()).searchParams;
+    const off = Number(q.get("offset") || 0);
+    return r.fulfill({ status: 200, contentType: "text/plain; charset=utf-8", headers: { "X-Size": String(longLog.length) }, body: longLog.slice(off, off + Number(q.get("limit") || 1048576)) });
+  });
   await page.goto(`${URL0}/#/jobs/${jobId}`);
   await page.waitForFunction(() => /succeeded|failed/.test(document.querySelector("#job-state")?.textContent || ""));
+  await page.waitForFunction((n) => (document.querySelector("#steps-done")?.textContent || "").startsWith(n + " "), lastStep, { timeout: 10000 }).catch(() => {});
   await page.waitForTimeout(500);
+  check("an ended job's page reads its metrics to the end, a part at a time", (await page.textContent("#steps-done")).startsWith(lastStep + " "),
+    `${await page.textContent("#steps-done")} vs ${lastStep} (${mbuf.length} bytes, ${part} an answer)`);
+  const logBox = (await page.textContent("#log")).trim();
+  check("... and shows its log's tail, not its head", logBox.endsWith("line 3000 of a long log") && !logBox.includes("line 1 of"), logBox.slice(-80));
   const events = (await (await fetch(`${URL0}/v1/jobs/${jobId}/metrics`, { headers: { Authorization: "Bearer " + T.user } })).text())
     .split("\n").filter((l) => l.includes('"event":"rebalance"')).length;
   await page.waitForFunction((n) => (document.querySelector("#balance")?.textContent || "").includes(`${n} re-split`), events, { timeout: 10000 }).catch(() => {});
   check("the page counts the trainer's re-splits (each marked on the step-time chart)", (await page.textContent("#balance")).includes(`${events} re-split`), `${await page.textContent("#balance")} vs ${events}`);
+  // again, the first look of the job slower than the page's 2 s: the looks
+  // must not overlap
+  let inflight = 0, most = 0, jobLooks = 0;
+  await page.route(`**/v1/jobs/${jobId}`, async (r) => {
+    most = Math.max(most, ++inflight);
+    if (jobLooks++ === 0) await new Promise((res) => setTimeout(res, 2500));
+    await r.continue().catch(() => {}); // (unrouted meanwhile)
+    inflight--;
+  });
+  await page.goto(`${URL0}/#/jobs`);
+  await page.waitForSelector("#jobs");
+  await page.goto(`${URL0}/#/jobs/${jobId}`);
+  await page.waitForFunction(() => /succeeded|failed/.test(document.querySelector("#job-state")?.textContent || ""));
+  await page.waitForTimeout(300);
+  check("the page's looks never overlap (a slow answer delays the next look)", most === 1 && jobLooks >= 1, `${most} at once, ${jobLooks} looks`);
+  check("... and read each step once", (await page.textContent("#steps-done")).startsWith(lastStep + " "), await page.textContent("#steps-done"));
+  await page.unroute(`**/v1/jobs/${jobId}`);
+  await page.unroute(`**/v1/jobs/${jobId}/logs*`);
+  await page.unroute(`**/v1/jobs/${jobId}/metrics*`);
   await shots(page, "job-ended");
   noErrors(page, "the ended job's page");
+
+  // ---- hetpoold restarting while the page loads (503 on the token's
+  // check): the token is kept, the error shown, Retry signs in
+  page.expected.push(/status of 503/);
+  await page.route("**/v1/whoami", (r) => r.fulfill({ status: 503, contentType: "application/problem+json",
+    body: JSON.stringify({ type: "urn:hetpool:problem:shutting-down", title: "Service Unavailable", status: 503, detail: "hetpoold is shutting down" }) }));
+  await page.reload();
+  await page.waitForSelector("#retry, #token", { timeout: 10000 }).catch(() => {});
+  const bootErr = await page.evaluate(() => document.querySelector("#boot-error")?.textContent || "");
+  check("a 503 at load keeps the token and says why, with Retry", (await page.evaluate(() => sessionStorage.getItem("hetpool.token"))) === T.user &&
+    /shutting down/.test(bootErr) && (await page.$$("#retry")).length === 1, bootErr || (await page.textContent("main")));
+  await page.unroute("**/v1/whoami");
+  if ((await page.$$("#retry")).length) await page.click("#retry");
+  const retried = await page.waitForSelector("nav", { timeout: 10000 }).then(() => true, () => false);
+  check("... and Retry signs in with it", retried);
+  if (!retried) await login(page, T.user);
+  page.expected.length = 0;
+  page.errors.length = 0;
 
   // ---- estimator: profile rows (predicted by the estimator in use) and the finished job
   const prof = readFileSync(join(ROOT, "data", "profiles", "cpu-default.csv"), "utf8").split("\n").slice(0, 41).join("\n") + "\n";
@@ -315,7 +409,13 @@ try {
 
   // ---- a reader: no submit, no upload, no cancel
   const rp = await open();
-  await login(rp, T.reader);
+  // a token pasted with spaces, a zero-width space and "Bearer " before it
+  await rp.goto(URL0 + "/");
+  await rp.fill("#token", ` Bearer ${T.reader}\u200b `);
+  await rp.click("button[type=submit]");
+  const cleaned = await rp.waitForSelector("nav", { timeout: 5000 }).then(() => true, () => false);
+  check("a pasted token is cleaned (white space, a zero-width space, a leading 'Bearer ')", cleaned);
+  if (!cleaned) await login(rp, T.reader);
   await rp.click("a[href='#/plan']");
   await rp.waitForSelector("#plan-form");
   await rp.waitForTimeout(500);
@@ -324,6 +424,17 @@ try {
   await rp.waitForSelector("#job-state");
   check("a reader is not offered cancel", (await rp.$$("#cancel")).length === 0);
   noErrors(rp, "the reader's pages");
+  // signing out stops the page's polling: the form stays as typed, no
+  // "no longer accepted"
+  await rp.goto(URL0 + "/#/jobs");
+  await rp.waitForSelector("#jobs");
+  await rp.click("nav button.link");
+  await rp.waitForSelector("#token");
+  const nOut = rp.requests.length;
+  await rp.fill("#token", "hpt_half_typed");
+  await rp.waitForTimeout(3500);
+  const after = { value: await rp.inputValue("#token"), err: await rp.textContent("#login-error"), asked: rp.requests.slice(nOut).filter((r) => r.includes("/v1/")) };
+  check("after Sign out nothing polls and the form keeps what is typed", after.value === "hpt_half_typed" && !after.err && after.asked.length === 0, JSON.stringify(after));
   await rp.context().close();
 
   // ---- an admin: drain and resume a node, refit offered

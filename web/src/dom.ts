@@ -29,22 +29,32 @@ export function table(head: string[], rows: Child[][], caption?: string): HTMLTa
   return h("table", null, caption ? h("caption", null, caption) : null, h("thead", null, h("tr", null, head.map((c) => h("th", { scope: "col" }, c)))), h("tbody", null, rows.map((r) => h("tr", null, r.map((c) => h("td", null, c))))));
 }
 
-// Numbers for people: seconds as h/min/s, joules as kJ/MJ/kWh.
+// Numbers for people: seconds as ms/s/min/h/d/y, joules as
+// J/kJ/MJ/kWh/MWh/GWh, three significant digits and never an exponent
+// (999.7 is "1000", not "1.00e+3").
+function num3(x: number): string {
+  return Math.abs(x) >= 999.5 ? String(Math.round(x)) : x.toPrecision(3);
+}
+
 export function dur(s: number | null | undefined): string {
   if (s === null || s === undefined || !isFinite(s)) return "-";
   const a = Math.abs(s);
-  if (a < 1) return (s * 1000).toPrecision(3) + " ms";
-  if (a < 120) return s.toPrecision(3) + " s";
-  if (a < 7200) return (s / 60).toPrecision(3) + " min";
-  return (s / 3600).toPrecision(3) + " h";
+  if (a < 1) return num3(s * 1000) + " ms";
+  if (a < 120) return num3(s) + " s";
+  if (a < 7200) return num3(s / 60) + " min";
+  if (a < 172800) return num3(s / 3600) + " h";
+  if (a < 730 * 86400) return num3(s / 86400) + " d";
+  return num3(s / (365.25 * 86400)) + " y";
 }
 
 export function energy(j: number | null | undefined): string {
   if (j === null || j === undefined || !isFinite(j)) return "-";
-  if (j < 1e3) return j.toPrecision(3) + " J";
-  if (j < 1e6) return (j / 1e3).toPrecision(3) + " kJ";
-  if (j < 3.6e7) return (j / 1e6).toPrecision(3) + " MJ";
-  return (j / 3.6e6).toPrecision(3) + " kWh";
+  if (j < 1e3) return num3(j) + " J";
+  if (j < 1e6) return num3(j / 1e3) + " kJ";
+  if (j < 3.6e7) return num3(j / 1e6) + " MJ";
+  if (j < 3.6e9) return num3(j / 3.6e6) + " kWh";
+  if (j < 3.6e12) return num3(j / 3.6e9) + " MWh";
+  return num3(j / 3.6e12) + " GWh";
 }
 
 export function when(t: number | null | undefined): string {
@@ -54,4 +64,26 @@ export function when(t: number | null | undefined): string {
 
 export function errorBox(msg: string): HTMLElement {
   return h("p", { class: "error", role: "alert" }, msg);
+}
+
+// Rebuild part of a page without losing the keyboard's place: the element
+// that had the focus inside el is found again after rebuild() by its id,
+// data-node, href or aria-label, and focused again (a refresh every few
+// seconds would otherwise send the focus back to the top of the page).
+export function keepFocus(el: Element, rebuild: () => void): void {
+  const a = document.activeElement;
+  const key = a && a !== document.body && el.contains(a) ? focusKey(a) : null;
+  rebuild();
+  if (!key || (document.activeElement && document.activeElement !== document.body && el.contains(document.activeElement))) return;
+  const t = el.querySelector<HTMLElement>(key);
+  if (t) t.focus({ preventScroll: true });
+}
+
+function focusKey(a: Element): string | null {
+  if (a.id) return "#" + CSS.escape(a.id);
+  for (const k of ["data-node", "href", "aria-label"]) {
+    const v = a.getAttribute(k);
+    if (v !== null) return `${a.tagName.toLowerCase()}[${k}="${CSS.escape(v)}"]`;
+  }
+  return null;
 }

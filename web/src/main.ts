@@ -32,7 +32,21 @@ const app = document.getElementById("app")!;
 let stop: (() => void) | void;
 let ctx: Ctx | null = null;
 
-function login(msg?: string): void {
+// Stop the page's timers (its polling) and forget the signed-in caller:
+// nothing may ask the server, without a token, behind the sign-in form.
+function leave(): void {
+  if (stop) stop();
+  stop = undefined;
+  ctx = null;
+}
+
+// A token as pasted: without surrounding white space, zero-width
+// characters, or a leading "Bearer " copied from a header.
+export function cleanToken(s: string): string {
+  return s.replace(/[\u200B-\u200D\u2060\uFEFF]/g, "").trim().replace(/^Bearer\s+/i, "").trim();
+}
+
+function login(msg?: string, note?: string): void {
   const input = h("input", { id: "token", type: "password", autocomplete: "off", required: true, "aria-describedby": "token-help" });
   const err = h("p", { class: "error", role: "alert", id: "login-error" }, msg || "");
   const form = h("form", { class: "login", "aria-labelledby": "login-title" },
@@ -41,10 +55,11 @@ function login(msg?: string): void {
     input,
     h("p", { id: "token-help", class: "muted" }, "Your hetpoold token (hpt_...). It is kept for this tab only and sent only in the Authorization header."),
     h("button", { type: "submit" }, "Sign in"),
+    note ? h("p", { class: "muted", id: "login-note", role: "status" }, note) : null,
     err);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    const t = input.value.trim();
+    const t = cleanToken(input.value);
     try {
       const who = await whoami(t);
       setToken(t);
@@ -83,24 +98,37 @@ function route(): void {
     h("span", { class: "brand" }, "hetpool"),
     h("ul", null, pages.map((x) => h("li", null, h("a", { href: "#/" + x.path, "aria-current": x === p ? "page" : null }, x.title)))),
     h("span", { class: "who" }, `${ctx.who.name} (${ctx.who.role})`),
-    h("button", { type: "button", class: "link", onclick: () => { setToken(null); ctx = null; location.hash = ""; login(); } }, "Sign out"));
+    h("button", { type: "button", class: "link", onclick: signOut }, "Sign out"));
   clear(app, h("header", null, nav), main);
   document.title = p.title + " - hetpool";
   stop = page(main, ctx, arg);
+}
+
+function signOut(): void {
+  leave();
+  setToken(null);
+  location.hash = "";
+  login(undefined, "Signed out.");
 }
 
 window.addEventListener("hashchange", route);
 window.addEventListener("unhandledrejection", (ev) => {
   const e = ev.reason;
   if (e instanceof ApiError && e.problem.status === 401) {
-    setToken(null);
-    ctx = null;
-    login("Your token is no longer accepted: sign in again.");
     ev.preventDefault();
+    // signed out already (an answer that was on its way): the form stays
+    // as the user is filling it
+    if (!ctx) return;
+    leave();
+    setToken(null);
+    login("Your token is no longer accepted: sign in again.");
   }
 });
 
-(async () => {
+// The token kept for this tab is checked once at load: only a 401 forgets
+// it; another error (the server restarting: 503, a 500, no network) is
+// shown with Retry, the token kept.
+async function boot(): Promise<void> {
   const t = token();
   if (!t) return login();
   // the plan page's first recommendation waits for the models: ask for
@@ -109,7 +137,18 @@ window.addEventListener("unhandledrejection", (ev) => {
   try {
     start(await whoami(t));
   } catch (e) {
-    setToken(null);
-    login(e instanceof ApiError ? e.message : String(e));
+    if (e instanceof ApiError && e.problem.status === 401) {
+      setToken(null);
+      login(e.message);
+      return;
+    }
+    const retry = h("button", { type: "button", id: "retry", onclick: () => { retry.disabled = true; boot(); } }, "Retry");
+    clear(app, h("main", { class: "boot" },
+      h("h1", null, "hetpool"),
+      h("p", { class: "error", role: "alert", id: "boot-error" }, "Cannot check your token: " + (e instanceof Error ? e.message : String(e))),
+      h("p", null, retry, " ", h("button", { type: "button", class: "link", onclick: signOut }, "Sign in with another token"))));
+    retry.focus();
   }
-})();
+}
+
+boot();

@@ -110,9 +110,12 @@ export function frontPlot(el: HTMLElement, front: FrontPoint[], alts: FrontPoint
   const data: uPlot.AlignedData = [xs, col(front), col(alts), col(choice ? [choice] : [])];
   const maxT = Math.max(...all.map((p) => (p.ti ? p.ti[1] : p.t)));
   const minT = Math.min(...all.map((p) => (p.ti ? p.ti[0] : p.t)));
+  // the deadline within 3x the slowest point is drawn, left of the
+  // fastest one too (a deadline no configuration meets)
   const showDeadline = deadline > 0 && deadline < 3 * maxT;
   const hi = showDeadline ? Math.max(maxT, deadline) : maxT;
-  const pad = Math.max((hi - minT) * 0.05, hi * 1e-3);
+  const lo = showDeadline ? Math.min(minT, deadline) : minT;
+  const pad = Math.max((hi - lo) * 0.05, hi * 1e-3);
   const whisk = (u: uPlot) => {
     const ctx = u.ctx;
     ctx.save();
@@ -144,14 +147,17 @@ export function frontPlot(el: HTMLElement, front: FrontPoint[], alts: FrontPoint
       ctx.setLineDash([]);
       ctx.fillStyle = "#b00";
       ctx.font = `${12 * devicePixelRatio}px sans-serif`;
-      ctx.fillText("deadline", px - 60 * devicePixelRatio, u.bbox.top + 14 * devicePixelRatio);
+      // left of the line, or right of it where the left would run into
+      // the y axis
+      const w = ctx.measureText("deadline").width, gap = 4 * devicePixelRatio;
+      ctx.fillText("deadline", px - w - gap >= u.bbox.left ? px - w - gap : px + gap, u.bbox.top + 14 * devicePixelRatio);
     }
     ctx.restore();
   };
   const opts: uPlot.Options = {
     width: width(el),
     height: 300,
-    scales: { x: { time: false, range: () => [minT - pad, hi + pad] }, y: { range: (_u, lo, hi2) => [lo - (hi2 - lo) * 0.1 - 1, hi2 + (hi2 - lo) * 0.1 + 1] } },
+    scales: { x: { time: false, range: () => [lo - pad, hi + pad] }, y: { range: (_u, lo, hi2) => [lo - (hi2 - lo) * 0.1 - 1, hi2 + (hi2 - lo) * 0.1 + 1] } },
     series: [
       { label: "predicted time (s)" },
       { label: "front", stroke: color(0), width: 2, spanGaps: true, points: { show: true, size: 7, fill: color(0) } },

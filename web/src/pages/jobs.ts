@@ -3,11 +3,13 @@
 // and accuracy, the learning rate, each rank's step time (re-splits
 // marked), predicted against measured step time, energy so far, the
 // log's tail, and cancel for its owner or an admin.  The trainer's
-// metrics are read incrementally (?offset=), every 2 s.
+// metrics are read incrementally (?offset=), every 2 s after the last
+// look ended; once the job has ended, to the file's end, then no more.
 import { ApiError, get, getRaw, send } from "../api";
-import { clear, dur, energy, h, table, when } from "../dom";
+import { clear, dur, energy, h, keepFocus, table, when } from "../dom";
 import type { Ctx } from "../main";
 import { follow, lines } from "../plot";
+import { poller } from "../poll";
 import type { Rec } from "./plan";
 import uPlot from "uplot";
 
@@ -15,7 +17,7 @@ interface Job {
   id: number; name: string | null; state: string; reason: string | null; owner: number | null;
   created_s: number; started_s: number | null; ended_s: number | null;
   predicted_start_s: number | null; predicted_end_s: number | null;
-  deadline: { at_s: number | null; can_be_met?: boolean; met?: boolean };
+  deadline: { at_s: number | null; can_be_met?: boolean | null; met?: boolean | null };
   cancel_requested: boolean; deployment: { id: string } | null; devices: { node: string; type: string; index: number; held: boolean }[];
   // the recommendation, or (a CPU job of the local backend) the host's plan
   plan?: Partial<Rec> & { steps?: number; predicted_step_time_s?: number | null; note?: string };
@@ -23,6 +25,8 @@ interface Job {
 }
 
 const LIVE = ["queued", "starting", "running"];
+const CHUNK = 4 << 20; // metrics bytes a request (the server's default is 1 MiB, its most 16)
+const TAIL = 16384; // the log's tail shown
 
 function progress(j: Job, now: number): string {
   if (!LIVE.includes(j.state)) return j.state === "succeeded" ? "100%" : "-";
@@ -30,35 +34,62 @@ function progress(j: Job, now: number): string {
   return Math.min(99, Math.floor((100 * (now - j.started_s)) / (j.predicted_end_s - j.started_s))) + "% (by time)";
 }
 
+// An ended job's deadline is met or missed only when it succeeded (met
+// null: cancelled or failed, not judged); a live one's is predicted (null
+// while there is no predicted end).
 function deadlineCell(j: Job): HTMLElement {
-  const ok = j.deadline.met ?? j.deadline.can_be_met;
-  const verb = j.deadline.met !== undefined ? (ok ? "met" : "missed") : ok ? "on time" : "late";
-  return h("span", { class: ok ? "ok" : "warn" }, `${when(j.deadline.at_s)} (${verb})`);
+  const d = j.deadline;
+  if (!d.at_s) return h("span", null, "-");
+  const ended = d.met !== undefined;
+  const ok = ended ? d.met : d.can_be_met;
+  if (ok === null || ok === undefined)
+    return h("span", { class: "muted" }, `${when(d.at_s)} (${ended ? "not judged: the job did not finish" : "no prediction yet"})`);
+  return h("span", { class: ok ? "ok" : "warn" }, `${when(d.at_s)} (${ended ? (ok ? "met" : "missed") : ok ? "on time" : "late"})`);
 }
+
+interface Page<T> { jobs: T[]; next_after: number | null }
+
+// The newest jobs, up to want (pages of at most 1000, the API's most), and
+// whether older ones remain.
+async function newest(want: number): Promise<{ jobs: Job[]; more: boolean }> {
+  const jobs: Job[] = [];
+  let after: number | null = null;
+  do {
+    const r: Page<Job> = await get<Page<Job>>(`/v1/jobs?order=newest&limit=${Math.min(1000, want + 1 - jobs.length)}${after ? "&after=" + after : ""}`);
+    jobs.push(...r.jobs);
+    after = r.next_after;
+  } while (after !== null && jobs.length <= want);
+  return { jobs: jobs.slice(0, want), more: jobs.length > want };
+}
+
+const PAGE = 200;
 
 export function jobsPage(root: HTMLElement, ctx: Ctx): () => void {
   const body = h("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": "jobs" });
   const err = h("p", { class: "error", role: "alert" });
-  clear(root, h("h1", null, "Jobs"), ctx.can("user") ? h("p", null, h("a", { href: "#/plan" }, "Plan and submit a job")) : null, err, body);
-  let timer = 0;
+  const more = h("p", { id: "jobs-more", class: "muted" });
+  clear(root, h("h1", null, "Jobs"), ctx.can("user") ? h("p", null, h("a", { href: "#/plan" }, "Plan and submit a job")) : null, err, body, more);
+  let want = PAGE;
   async function load(): Promise<void> {
     try {
-      const jobs = (await get<{ jobs: Job[] }>("/v1/jobs?limit=200&order=newest")).jobs;
+      const { jobs, more: older } = await newest(want);
       const now = Date.now() / 1000;
       const t = table(["job", "name", "state", "progress", "predicted end", "deadline"],
         jobs.map((j) => [h("a", { href: "#/jobs/" + j.id }, "#" + j.id), j.name || "", h("span", { class: "state-" + j.state }, j.state), progress(j, now), when(j.ended_s || j.predicted_end_s), deadlineCell(j)]),
-        `Jobs (${jobs.length})`);
+        older ? `Jobs: the newest ${jobs.length} (older ones not shown)` : `Jobs (${jobs.length})`);
       t.id = "jobs";
-      clear(body, jobs.length ? t : h("p", { class: "muted" }, "No job yet."));
+      keepFocus(root, () => {
+        clear(body, jobs.length ? t : h("p", { class: "muted" }, "No job yet."));
+        clear(more, older ? [`The newest ${jobs.length} jobs are shown. `, h("button", { type: "button", id: "more-jobs", class: "link", onclick: () => { want += PAGE; poll.now(); } }, `Show ${PAGE} older jobs`)] : null);
+      });
       err.textContent = "";
     } catch (e) {
       if (e instanceof ApiError && e.problem.status === 401) throw e;
       err.textContent = (e as Error).message;
     }
   }
-  load();
-  timer = window.setInterval(load, 3000);
-  return () => clearInterval(timer);
+  const poll = poller(load, 3000);
+  return poll.stop;
 }
 
 interface Step { step: number; loss: number; accuracy: number; lr: number; rank_step_s: number[]; step_s: number; elapsed_s: number; local_batches: number[] }
@@ -78,12 +109,13 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
   const evals: { at_step: number; test_accuracy: number; test_loss: number }[] = [];
   let offset = 0;
   let logSize = 0;
+  let logNote = ""; // why there is no log to show (a Kubernetes job's is its pods')
   let results: Results | null = null;
-  let timer = 0;
   let job: Job | null = null;
   const plots: { u: uPlot; stop: () => void }[] = [];
   let built = false;
   let stopped = false;
+  let headKey = "";
 
   function build(): void {
     const mk = (title: string) => {
@@ -119,49 +151,111 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
     plots[3].u.setData([x, steps.map((s) => s.step_s), steps.map(() => pred)] as uPlot.AlignedData);
   }
 
-  async function poll(): Promise<void> {
-    try {
-      job = await get<Job>("/v1/jobs/" + id);
-    } catch (e) {
-      if (e instanceof ApiError && e.problem.status === 401) throw e;
-      err.textContent = (e as Error).message;
-      clearInterval(timer);
-      return;
+  // The metrics from offset to the file's end as the server saw it
+  // (X-Size), whole lines only, CHUNK bytes a request.
+  async function readMetrics(): Promise<void> {
+    for (;;) {
+      const m = await getRaw(`/v1/jobs/${id}/metrics?offset=${offset}&limit=${CHUNK}`);
+      if (stopped) return;
+      const end = m.text.lastIndexOf("\n") + 1;
+      for (const line of m.text.slice(0, end).split("\n")) {
+        if (!line) continue;
+        let o: Step | TrainEvent;
+        try {
+          o = JSON.parse(line) as Step | TrainEvent;
+        } catch {
+          continue; // not the trainer's: skipped, not read again
+        }
+        if ("step" in o) steps.push(o);
+        else if (o.event === "rebalance") resplits.push(o.at_step);
+        else if (o.event === "eval") evals.push(o as TrainEvent & { test_accuracy: number; test_loss: number });
+      }
+      const n = new TextEncoder().encode(m.text.slice(0, end)).length;
+      offset += n;
+      if (!n || offset >= m.size) return;
+    }
+  }
+
+  // Rank 0's log, its last TAIL bytes: from where its end was at the last
+  // look, or, when it grew by more than that (or at the first look of a
+  // long log), from its end as now said (X-Size).
+  async function readLog(): Promise<void> {
+    let at = Math.max(0, logSize - TAIL);
+    let lg = await getRaw(`/v1/jobs/${id}/logs?rank=0&offset=${at}&limit=${2 * TAIL}`);
+    if (lg.size > at + 2 * TAIL || lg.size < at) {
+      at = Math.max(0, lg.size - TAIL);
+      lg = await getRaw(`/v1/jobs/${id}/logs?rank=0&offset=${at}&limit=${2 * TAIL}`);
     }
     if (stopped) return;
-    err.textContent = "";
-    const j = job;
+    logSize = lg.size;
+    // from the first whole line
+    const text = at > 0 ? lg.text.slice(lg.text.indexOf("\n") + 1) : lg.text;
+    const tail = text.split("\n").slice(-40).join("\n");
+    if (logEl.textContent !== tail) logEl.textContent = tail;
+  }
+
+  // One look: the job, then (launched) its new metrics, the log's tail and
+  // (succeeded) its results.  An error is shown and the next look tries
+  // again; once the job has ended and all of it was read, no more looks.
+  async function poll(): Promise<boolean> {
+    let j: Job;
+    try {
+      j = job = await get<Job>("/v1/jobs/" + id);
+    } catch (e) {
+      if (e instanceof ApiError && e.problem.status === 401) throw e;
+      if (!stopped) err.textContent = (e as Error).message;
+      return !stopped;
+    }
+    if (stopped) return false;
+    let failed: string | null = null;
+    const note = (e: unknown) => {
+      if (e instanceof ApiError && e.problem.status === 401) throw e;
+      failed = failed ?? (e as Error).message;
+    };
+    if (j.deployment) {
+      try {
+        await readMetrics();
+      } catch (e) {
+        // 409: not launched after all (the next look has it)
+        if (!(e instanceof ApiError) || e.problem.status !== 409) note(e);
+      }
+      if (!logNote && !stopped) {
+        try {
+          await readLog();
+        } catch (e) {
+          if (e instanceof ApiError && e.problem.type?.endsWith("logs-in-pods")) logEl.textContent = logNote = e.message;
+          else if (!(e instanceof ApiError) || e.problem.status !== 409) note(e);
+        }
+      }
+      if (j.state === "succeeded" && !results && !stopped) {
+        try {
+          results = await get<Results>(`/v1/jobs/${id}/results`);
+        } catch (e) {
+          if (e instanceof ApiError && e.problem.status === 404) results = {}; // it ended without any
+          else note(e);
+        }
+      }
+    }
+    if (stopped) return false;
+    err.textContent = failed ?? "";
+    show(j);
+    return LIVE.includes(j.state) || failed !== null;
+  }
+
+  function show(j: Job): void {
     const c = j.plan?.choice;
     const predStep = c?.step_time_s ?? j.plan?.predicted_step_time_s ?? null;
     const totalSteps = c?.steps ?? j.plan?.steps;
     const mayCancel = LIVE.includes(j.state) && (ctx.can("admin") || (ctx.can("user") && j.owner === ctx.who.token_id));
-    clear(head, h("h1", null, `Job #${j.id}${j.name ? " " + j.name : ""}`),
-      h("p", null, h("span", { id: "job-state", class: "state-" + j.state }, j.state), j.cancel_requested && LIVE.includes(j.state) ? " (cancel requested)" : "", j.reason ? " - " + j.reason : ""),
-      j.description?.training?.lr_range ? h("p", null, "A learning-rate range test: ", h("a", { href: "#/lr-find/" + j.id, id: "lr-find-link" }, "its loss against the rate, the fits and the suggested rate")) : null,
-      mayCancel ? h("button", { type: "button", id: "cancel", class: "danger", disabled: j.cancel_requested, onclick: cancel }, "Cancel job") : null);
-    if (j.deployment) {
-      try {
-        const m = await getRaw(`/v1/jobs/${id}/metrics?offset=${offset}`);
-        const end = m.text.lastIndexOf("\n") + 1; // whole lines only
-        for (const line of m.text.slice(0, end).split("\n")) {
-          if (!line) continue;
-          const o = JSON.parse(line) as Step | TrainEvent;
-          if ("step" in o) steps.push(o);
-          else if (o.event === "rebalance") resplits.push(o.at_step);
-          else if (o.event === "eval") evals.push(o as TrainEvent & { test_accuracy: number; test_loss: number });
-        }
-        offset += new TextEncoder().encode(m.text.slice(0, end)).length;
-        // the last 16 KiB, from where the file ended at the last look
-        const lg = await getRaw(`/v1/jobs/${id}/logs?rank=0&offset=${Math.max(0, logSize - 16384)}&limit=32768`);
-        logSize = lg.size;
-        const tail = lg.text.split("\n").slice(-40).join("\n");
-        if (logEl.textContent !== tail) logEl.textContent = tail;
-        if (j.state === "succeeded" && !results) results = await get<Results>(`/v1/jobs/${id}/results`).catch(() => ({}) as Results);
-      } catch (e) {
-        if (!(e instanceof ApiError) || e.problem.status !== 409) err.textContent = (e as Error).message;
-      }
+    // the head (with Cancel) only when it changed: the keyboard's place stays
+    const key = JSON.stringify([j.id, j.name, j.state, j.cancel_requested, j.reason, mayCancel, !!j.description?.training?.lr_range]);
+    if (key !== headKey) {
+      headKey = key;
+      keepFocus(head, () => clear(head, h("h1", null, `Job #${j.id}${j.name ? " " + j.name : ""}`),
+        h("p", null, h("span", { id: "job-state", class: "state-" + j.state }, j.state), j.cancel_requested && LIVE.includes(j.state) ? " (cancel requested)" : "", j.reason ? " - " + j.reason : ""),
+        j.description?.training?.lr_range ? h("p", null, "A learning-rate range test: ", h("a", { href: "#/lr-find/" + j.id, id: "lr-find-link" }, "its loss against the rate, the fits and the suggested rate")) : null,
+        mayCancel ? h("button", { type: "button", id: "cancel", class: "danger", disabled: j.cancel_requested, onclick: cancel }, "Cancel job") : null));
     }
-    if (stopped) return;
     const lastStep = steps[steps.length - 1];
     const energySoFar = results?.energy_j != null
       ? `${energy(results.energy_j)} (${results.energy_basis || "basis not given"})`
@@ -173,30 +267,29 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
       h("dt", null, "Steps"), h("dd", { id: "steps-done" }, lastStep ? `${lastStep.step} of ${totalSteps ?? "?"}` : "0"),
       h("dt", null, "Started"), h("dd", null, when(j.started_s)),
       h("dt", null, j.ended_s ? "Ended" : "Predicted end"), h("dd", null, when(j.ended_s || j.predicted_end_s)),
-      h("dt", null, "Deadline"), h("dd", null, deadlineCell(j)),
+      h("dt", null, "Deadline"), h("dd", { id: "job-deadline" }, deadlineCell(j)),
       evals.length ? [h("dt", null, "Test accuracy"), h("dd", null, `${(100 * evals[evals.length - 1].test_accuracy).toFixed(1)}% (loss ${evals[evals.length - 1].test_loss.toFixed(3)}, after step ${evals[evals.length - 1].at_step})`)] : null,
       h("dt", null, "Balance"), h("dd", { id: "balance" }, balance(steps, resplits.length)),
       h("dt", null, "Step time"), h("dd", null, `measured ${lastStep ? dur(median(steps.slice(-50).map((s) => s.step_s))) : "-"} (median of the last 50), predicted ${dur(predStep)}`),
       h("dt", null, j.ended_s ? "Energy" : "Energy so far"), h("dd", { id: "energy" }, energySoFar),
       h("dt", null, "Predicted energy"), h("dd", null, energy(c?.predicted_energy_j)));
     redraw();
-    if (!LIVE.includes(j.state)) clearInterval(timer);
   }
 
   async function cancel(): Promise<void> {
     try {
       await send("POST", `/v1/jobs/${id}/cancel`);
-      await poll();
     } catch (e) {
+      if (e instanceof ApiError && e.problem.status === 401) throw e;
       err.textContent = (e as Error).message;
     }
+    await looks.now();
   }
 
-  poll();
-  timer = window.setInterval(poll, 2000);
+  const looks = poller(poll, 2000);
   return () => {
     stopped = true;
-    clearInterval(timer);
+    looks.stop();
     for (const p of plots) p.stop();
   };
 }

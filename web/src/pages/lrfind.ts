@@ -3,12 +3,13 @@
 // the learning rate on a log axis: every step, the smoothed loss, the
 // polynomial and the logarithmic fit, the suggested interval shaded and
 // the suggested rate marked, with how each was found.  It follows a test
-// while it runs (GET /v1/jobs/ID/lr-find every 2 s).
+// while it runs (GET /v1/jobs/ID/lr-find 2 s after the last look ended).
 import uPlot from "uplot";
 import { ApiError, get } from "../api";
 import { clear, h, table, when } from "../dom";
 import type { Ctx } from "../main";
 import { color, follow, logTicks } from "../plot";
+import { poller } from "../poll";
 
 interface RangeJob {
   id: number; name: string | null; state: string; created_s: number;
@@ -31,6 +32,9 @@ interface LrFind {
 
 const LIVE = ["queued", "starting", "running"];
 const rate = (x: number | null | undefined): string => (x === null || x === undefined || !isFinite(x) ? "-" : x.toPrecision(3));
+// Jobs looked at per click, newest first (the API has no filter for range
+// tests: every job's description is read).
+const SCAN = 5000;
 
 export function lrFindPage(root: HTMLElement, ctx: Ctx, arg: string): (() => void) | void {
   if (arg) return testPage(root, Number(arg));
@@ -40,21 +44,41 @@ export function lrFindPage(root: HTMLElement, ctx: Ctx, arg: string): (() => voi
     h("p", { class: "muted" }, "A range test trains for a bounded number of steps while the learning rate rises exponentially, then fits the loss to find a good interval of rates and a suggested one (docs/lr-find.md). Jobs submitted with training.lr_range run one",
       ctx.can("user") ? ["; the ", h("a", { href: "#/plan" }, "plan page"), " submits one."] : "."),
     err, body);
-  (async () => {
+  const found: RangeJob[] = [];
+  let after: number | null = null; // where the next look starts (older jobs)
+  let seen = 0;
+  let stopped = false;
+  async function scan(): Promise<void> {
     try {
-      const jobs = (await get<{ jobs: RangeJob[] }>("/v1/jobs?limit=500&order=newest")).jobs.filter((j) => j.description?.training?.lr_range);
-      const t = table(["job", "name", "state", "rates", "submitted"],
-        jobs.map((j) => {
-          const r = j.description!.training!.lr_range!;
-          return [h("a", { href: "#/lr-find/" + j.id }, "#" + j.id), j.name || "", h("span", { class: "state-" + j.state }, j.state), `${rate(r.lr_min)} to ${rate(r.lr_max)}`, when(j.created_s)];
-        }), `Range tests (${jobs.length})`);
-      t.id = "range-tests";
-      clear(body, jobs.length ? t : h("p", { class: "muted" }, "No job has run a range test yet."));
+      const upto = seen + SCAN;
+      do {
+        const r: { jobs: RangeJob[]; next_after: number | null } = await get(`/v1/jobs?limit=1000&order=newest${after ? "&after=" + after : ""}`);
+        if (stopped) return;
+        seen += r.jobs.length;
+        found.push(...r.jobs.filter((j) => j.description?.training?.lr_range));
+        after = r.next_after;
+      } while (after !== null && seen < upto);
+      err.textContent = "";
     } catch (e) {
       if (e instanceof ApiError && e.problem.status === 401) throw e;
       err.textContent = (e as Error).message;
     }
-  })();
+    const all = after === null;
+    const t = table(["job", "name", "state", "rates", "submitted"],
+      found.map((j) => {
+        const r = j.description!.training!.lr_range!;
+        return [h("a", { href: "#/lr-find/" + j.id }, "#" + j.id), j.name || "", h("span", { class: "state-" + j.state }, j.state), `${rate(r.lr_min)} to ${rate(r.lr_max)}`, when(j.created_s)];
+      }), all ? `Range tests (${found.length})` : `Range tests (${found.length} among the newest ${seen} jobs)`);
+    t.id = "range-tests";
+    const older = all ? null : h("p", { class: "muted", id: "range-tests-more" }, `Only the newest ${seen} jobs were looked at. `,
+      h("button", { type: "button", class: "link", id: "more-range-tests", onclick: (ev: Event) => { (ev.target as HTMLButtonElement).disabled = true; scan(); } }, "Look at older jobs"));
+    clear(body, found.length ? t : h("p", { class: "muted" }, all ? "No job has run a range test yet." : `No range test among the newest ${seen} jobs.`), older);
+    if (older && document.activeElement === document.body) older.querySelector("button")?.focus();
+  }
+  scan();
+  return () => {
+    stopped = true;
+  };
 }
 
 function testPage(root: HTMLElement, id: number): () => void {
@@ -66,7 +90,6 @@ function testPage(root: HTMLElement, id: number): () => void {
   clear(root, head, err, facts, h("section", null, h("h2", null, "Loss against the learning rate"), plotEl, note));
   let u: uPlot | null = null;
   let stopPlot: (() => void) | null = null;
-  let timer = 0;
   let stopped = false;
   let band: [number, number] | null = null;
   let suggested: number | null = null;
@@ -136,7 +159,9 @@ function testPage(root: HTMLElement, id: number): () => void {
     plotEl.dataset.polynomial = JSON.stringify(pairs(3));
   }
 
-  async function poll(): Promise<void> {
+  // One look; false once the test has ended and was read (or the job
+  // ended before it was launched); an error is shown and tried again.
+  async function poll(): Promise<boolean> {
     let r: LrFind;
     try {
       // not launched yet (queued): nothing to read, wait for it, without
@@ -146,8 +171,8 @@ function testPage(root: HTMLElement, id: number): () => void {
         const ended = ["succeeded", "failed", "cancelled"].includes(job.state);
         clear(head, h("h1", null, `Range test, job #${id}`),
           h("p", null, ended ? `The job was ${job.state} before it was launched: there is no range test to show.` : "Not launched yet."));
-        if (ended) clearInterval(timer);
-        return;
+        err.textContent = "";
+        return !ended;
       }
       r = await get<LrFind>(`/v1/jobs/${id}/lr-find`);
     } catch (e) {
@@ -155,13 +180,12 @@ function testPage(root: HTMLElement, id: number): () => void {
       if (e instanceof ApiError && e.problem.status === 409) {
         // launched in between: the next look has it
         clear(head, h("h1", null, `Range test, job #${id}`), h("p", null, "Not launched yet."));
-        return;
+        return true;
       }
-      err.textContent = (e as Error).message;
-      clearInterval(timer);
-      return;
+      if (!stopped) err.textContent = (e as Error).message;
+      return !stopped;
     }
-    if (stopped) return;
+    if (stopped) return false;
     err.textContent = "";
     const a = r.analysis;
     band = a && a.interval[0] && a.interval[1] ? [a.interval[0], a.interval[1]] : null;
@@ -178,14 +202,13 @@ function testPage(root: HTMLElement, id: number): () => void {
       ? (a.warnings.length ? "Warnings: " + a.warnings.join("; ") : "")
       : `No analysis yet: ${r.analysis_error || "too few steps"}.`;
     draw(r);
-    if (!LIVE.includes(r.state)) clearInterval(timer);
+    return LIVE.includes(r.state);
   }
 
-  poll();
-  timer = window.setInterval(poll, 2000);
+  const looks = poller(poll, 2000);
   return () => {
     stopped = true;
-    clearInterval(timer);
+    looks.stop();
     if (stopPlot) stopPlot();
   };
 }

@@ -36,6 +36,14 @@ export function configLabel(c: Config): string {
   return c.devices.map((d) => `${d.count}× ${d.type} on ${d.node} (local batch ${d.local_batch}, weight ${d.grad_weight.toFixed(3)})`).join("; ");
 }
 
+// A model's name from its file's: what the API takes for a name (1 to 63
+// letters, digits, '.', '_' or '-'), every run of other characters as one
+// '-' ("fmnist-cnn (1).json" is fmnist-cnn-1), never empty.
+export function modelName(file: string): string {
+  const n = file.replace(/\.(onnx|json)$/i, "").replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63).replace(/-+$/, "");
+  return n || "model";
+}
+
 // A number when the text is one, else the text itself, so that the API
 // says what is wrong with it.
 function num(v: string): number | string {
@@ -203,7 +211,7 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
     if (!f) return;
     clearErrors();
     try {
-      const label = f.name.replace(/\.(onnx|json)$/i, "").slice(0, 60) || "model";
+      const label = modelName(f.name);
       let m: { id: number; name: string };
       if (/\.json$/i.test(f.name)) {
         // The spec as it is, inside the request: a broken file gets the

@@ -1,9 +1,11 @@
 // pool.ts - the Pool page: every node with its devices by type (free,
-// allocated to which job, drained) and its network, totals by type, this
-// host's own node first; drain and resume for admins.  Refreshed every 5 s.
+// allocated to which job, drained, reserved) and its network, totals by
+// type, this host's own node first; drain and resume for admins.
+// Refreshed 5 s after the last look; redrawn only when something changed.
 import { ApiError, get, send } from "../api";
-import { clear, h, table } from "../dom";
+import { clear, h, keepFocus, table } from "../dom";
 import type { Ctx } from "../main";
+import { poller } from "../poll";
 
 interface Device { type: string; index: number; state: string; job: number | null }
 interface Node {
@@ -54,7 +56,7 @@ export function poolPage(root: HTMLElement, ctx: Ctx): () => void {
   const status = h("p", { class: "error", role: "alert" });
   const body = h("div");
   clear(root, h("h1", null, "Pool"), status, body);
-  let timer = 0;
+  let last = "";
 
   async function load(): Promise<void> {
     let nodes: Node[];
@@ -66,10 +68,15 @@ export function poolPage(root: HTMLElement, ctx: Ctx): () => void {
       return;
     }
     status.textContent = "";
+    // the same pool as at the last look: nothing to redraw (the keyboard's
+    // place and the tables' scroll stay)
+    const key = JSON.stringify(nodes);
+    if (key === last) return;
+    last = key;
     const all = nodes.flatMap((n) => n.device_list);
     const tot = byType(all);
-    const totals = table(["type", "devices", "free", "allocated", "drained"],
-      [...tot].sort((a, b) => a[0].localeCompare(b[0])).map(([type, t]) => [type, t.total, t.free, t.total - t.free - t.drained - t.reserved, t.drained]),
+    const totals = table(["type", "devices", "free", "allocated", "drained", "reserved"],
+      [...tot].sort((a, b) => a[0].localeCompare(b[0])).map(([type, t]) => [type, t.total, t.free, t.total - t.free - t.drained - t.reserved, t.drained, t.reserved]),
       "Devices by type");
     totals.id = "totals";
     const self = nodes.filter((n) => n.self);
@@ -79,27 +86,28 @@ export function poolPage(root: HTMLElement, ctx: Ctx): () => void {
       devCell(n),
       netCell(n),
       ctx.can("admin")
-        ? h("button", { type: "button", "data-node": n.name, onclick: () => drain(n) }, n.state === "drained" ? "Resume" : "Drain")
+        ? h("button", { type: "button", "data-node": n.name, "aria-label": `${n.state === "drained" ? "Resume" : "Drain"} node ${n.name}`, onclick: () => drain(n) }, n.state === "drained" ? "Resume" : "Drain")
         : null,
     ];
     const nodesT = table(["node", "state", "devices", "network", ctx.can("admin") ? "action" : ""], nodes.map(row), `Nodes (${nodes.length})`);
     nodesT.id = "nodes";
-    clear(body,
+    keepFocus(body, () => clear(body,
       self.length ? h("section", { "aria-labelledby": "self-h" }, h("h2", { id: "self-h" }, "This host"), ...self.map((n) => devCell(n))) : null,
       h("section", { "aria-labelledby": "tot-h" }, h("h2", { id: "tot-h" }, "Totals"), h("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": "totals by type" }, totals)),
-      h("section", { "aria-labelledby": "nodes-h" }, h("h2", { id: "nodes-h" }, "Nodes"), h("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": "nodes" }, nodesT)));
+      h("section", { "aria-labelledby": "nodes-h" }, h("h2", { id: "nodes-h" }, "Nodes"), h("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": "nodes" }, nodesT))));
   }
 
   async function drain(n: Node): Promise<void> {
     try {
       await send("PATCH", "/v1/nodes/" + encodeURIComponent(n.name), { state: n.state === "drained" ? "active" : "drained" });
-      await load();
     } catch (e) {
+      if (e instanceof ApiError && e.problem.status === 401) throw e;
       status.textContent = (e as Error).message;
+      return;
     }
+    await looks.now();
   }
 
-  load();
-  timer = window.setInterval(load, 5000);
-  return () => clearInterval(timer);
+  const looks = poller(load, 5000);
+  return looks.stop;
 }
