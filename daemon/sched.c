@@ -374,9 +374,23 @@ static int plan_job(struct hd *d, const struct hp_api_job *j,
 			hp_rec_result_release(&pl->res);
 			return plan_cpu(d, &jj, w1, pl, err);
 		}
-		if (dv)
-			snprintf(pl->reason, sizeof(pl->reason),
-				 "this host's CPU is taken");
+		if (dv) {
+			struct hp_store_node sn = {0};
+			bool drained = !hp_store_node_get(
+					   d->store, d->self_name, &sn, NULL) &&
+				       sn.drained;
+			hp_store_node_release(&sn);
+			if (drained)
+				snprintf(pl->reason, sizeof(pl->reason),
+					 "this host's node '%s' is drained "
+					 "(PATCH /v1/nodes/%s with "
+					 "{\"state\": \"active\"} resumes it)",
+					 d->self_name, d->self_name);
+			else
+				snprintf(pl->reason, sizeof(pl->reason),
+					 "this host's CPU is taken by another "
+					 "job");
+		}
 	}
 	return 0;
 }

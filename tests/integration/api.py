@@ -392,6 +392,14 @@ else:
     check("a job given in epochs trains E passes over its samples (2 x 256 / 32 = 16 steps)",
           r.status == 200 and r.json()["steps"] == 16, r)
     problem("a range test of an ordinary job: 404", d.get("/v1/jobs/%d/lr-find" % j1["id"], R), 404, "not-a-range-test")
+    # this host drained: the local backend has nothing to run a job on,
+    # and says why (it said "this host's CPU is taken" until 3 December)
+    d.request("PATCH", "/v1/nodes/%s" % host, {"state": "drained"}, A)
+    r = d.post("/v1/jobs", dict(jobbody, name="on-drained"), U2)
+    problem("a job for a drained host: 422", r, 422, "unprocessable")
+    check("... saying the host is drained and how to resume it", r.status == 422
+          and "is drained" in r.json()["detail"] and '"state": "active"' in r.json()["detail"], r)
+    d.request("PATCH", "/v1/nodes/%s" % host, {"state": "active"}, A)
     # a learning-rate range test run as a job, and its analysis
     rt = dict(jobbody, steps=120, batch=64, data="fashion-mnist" if fmdirs else "synthetic", name="range-test",
               training={"threads": 1, "seed": 3, "lr_range": {"lr_min": 1e-4, "lr_max": 10}})
