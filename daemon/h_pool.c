@@ -125,7 +125,18 @@ static struct hp_pool *body_pool(struct hd *d, struct hd_req *r, bool one_node,
 	/* The jobs go to these nodes through a backend: a name that cannot
 	 * be a host name would be planned on and fail at launch. */
 	for (int i = 0; i < p->n; i++)
-		if (!hp_deploy_host_name_ok(p->nodes[i].name)) {
+		if (p->nodes[i].ndevs < 1) {
+			/* the store takes none: a 400 naming the field, as the
+			 * pool file's other checks give */
+			char esc[4 * 64 + 1];
+			hp_str_escape(p->nodes[i].name, esc, sizeof(esc));
+			hd_problem(out, 400, "invalid-field", "devices",
+				   "node '%s': 'devices' is empty; give at "
+				   "least one device type and count",
+				   esc);
+			hp_pool_free(p);
+			return NULL;
+		} else if (!hp_deploy_host_name_ok(p->nodes[i].name)) {
 			char esc[4 * 64 + 1];
 			hp_str_escape(p->nodes[i].name, esc, sizeof(esc));
 			hd_problem(out, 400, "invalid-field", "name",

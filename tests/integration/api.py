@@ -155,6 +155,8 @@ problem("a node with an unknown key: 400", d.post("/v1/nodes", dict(node, owner=
 # also made the node unreachable by its URL (until 3 December)
 for bad in ("gpu box", "a/b", "-x", "n\u00e9"):
     problem("a node named %r: 400" % bad, d.post("/v1/nodes", dict(node, name=bad), A), 400, "invalid-field", "name")
+problem("a node without devices: 400 naming 'devices'", d.post("/v1/nodes", dict(node, devices=[]), A), 400,
+        "invalid-field", "devices")
 problem("a pool with such a node: 400, nothing loaded",
         d.post("/v1/pool", {"nodes": [dict(node, name="ok-1"), dict(node, name="rack 4")]}, A), 400, "invalid-field", "name")
 check("... and its good node was not loaded", d.get("/v1/nodes/ok-1", R).status == 404)
