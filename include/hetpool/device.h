@@ -309,7 +309,8 @@ int hp_host_file_save(const char *path, const struct hp_host_file *f,
  * catalog's CPU types (after hp_host_apply()): threads, caches, measured
  * peaks, calibration.  state: NULL for the default folder.  No host file
  * is no error (0: the types keep the detected figures); 1 when one was
- * applied; a negative code for an unreadable or malformed file.
+ * applied; a negative code for an unreadable or malformed file (the
+ * detected figures are in the types all the same).
  */
 int hp_host_file_apply_catalog(const char *state, const struct hp_host *h,
 			       struct hp_catalog *cat, struct hp_error *err);

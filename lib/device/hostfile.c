@@ -560,6 +560,16 @@ int hp_host_file_load(const char *path, struct hp_host_file *f,
 		return rc;
 	rc = hp_host_file_parse(text, len, path, f, err);
 	free(text);
+	if (rc && rc != HP_ENOMEM) {
+		/* say how to get past it: the file is this host's cache of
+		 * its measurements, remade on demand */
+		size_t n = err ? strlen(err->msg) : 0;
+		if (err && n + 1 < sizeof(err->msg))
+			snprintf(err->msg + n, sizeof(err->msg) - n,
+				 " (move the file away: 'hetpool host "
+				 "--measure' and 'hetpool calibrate' make a "
+				 "new one)");
+	}
 	return rc;
 }
 
@@ -611,8 +621,10 @@ int hp_host_file_apply_catalog(const char *state, const struct hp_host *h,
 	if ((rc = hp_host_file_path(state, &hh, path, sizeof(path), err)))
 		return rc == HP_ENOENT ? 0 : rc;
 	rc = hp_host_file_load(path, &f, err);
-	if (rc && rc != HP_ENOENT)
-		return rc;
+	/* a file that cannot be read or parsed: the detected figures stay,
+	 * all of them (until 3 December the threads, cores, caches and key
+	 * were left unset too, and predictions lost the carry to this host:
+	 * 2x off); the error is still returned for the caller to warn */
 	have = rc == 0;
 	for (int i = 0; i < cat->n; i++) {
 		struct hp_device_type *t = &cat->types[i];
@@ -647,5 +659,7 @@ int hp_host_file_apply_catalog(const char *state, const struct hp_host *h,
 		if (f.calib.has)
 			t->calib = f.calib;
 	}
+	if (rc && rc != HP_ENOENT)
+		return rc;
 	return have ? 1 : 0;
 }
