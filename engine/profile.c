@@ -7,6 +7,7 @@
  * speed at the time it was measured (ref_time_s, docs/dataset.md).
  */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,8 +289,7 @@ int hp_profile_config(const struct hp_sweep_config *c,
 	double *rt = NULL, ref_unit = 0;
 	int steps, n = 0, nref = 0, attempt = 0, rc;
 	long long w0, w1;
-	int nthr =
-	    o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int nthr = o->threads > 0 ? o->threads : omp_get_num_procs();
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->config_id, sizeof(r->config_id), "%s", c->id);
@@ -481,8 +481,7 @@ again:
 	r->peak_mem_bytes = (int64_t)hp_engine_peak_bytes(e);
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		r->peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
-	r->threads =
-	    o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	r->threads = o->threads > 0 ? o->threads : omp_get_num_procs();
 	fill_identity(r, e, o);
 	rc = 0;
 out:

@@ -4,7 +4,9 @@
  * GHz x FP32 FLOPs per cycle that its widest vector ISA allows).  Memory
  * bandwidth is never guessed: it stays NaN until measured.
  */
+#define _GNU_SOURCE
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +204,17 @@ void hp_host_parse(const char *cpuinfo, const char *meminfo, long ncpus,
 	}
 }
 
+/* The CPUs this process may run on (its affinity mask), else the ones
+ * online. */
+static long usable_cpus(void)
+{
+	cpu_set_t set;
+
+	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 /* Read a small /proc or sysfs file (their size reads as 0, so read to the
  * end); NULL if it is not there. */
 static char *slurp(const char *path)
@@ -239,8 +252,9 @@ int hp_host_detect(struct hp_host *h, struct hp_error *err)
 		if (hp_parse_double(maxf, &khz) || khz <= 0)
 			khz = 0;
 	}
-	hp_host_parse(cpuinfo, meminfo, sysconf(_SC_NPROCESSORS_ONLN),
-		      khz / 1000, h);
+	/* the CPUs this process may use (taskset, a container's or Slurm's
+	 * CPU set), not all the host has: the threads used by default */
+	hp_host_parse(cpuinfo, meminfo, usable_cpus(), khz / 1000, h);
 	hp_host_read_caches("/sys", h);
 	free(maxf);
 	free(meminfo);
