@@ -169,13 +169,20 @@ static int cmd_fit(int argc, char **argv)
 		goto out;
 	}
 	est_cli_report_skipped("fit", &report);
+	for (int i = 0; i < report.nnotes; i++)
+		fprintf(stderr, "hetpool: fit: note: %s\n", report.notes[i]);
 	if (json) {
-		json_t *j = json_pack(
-		    "{s:s, s:s, s:s, s:I, s:I}", "estimator", out, "family",
-		    hp_est_family_name(hp_estimator_family(est)), "provenance",
-		    hp_estimator_provenance(est), "profile_rows",
+		json_t *notes = json_array();
+		json_t *j;
+		for (int i = 0; i < report.nnotes; i++)
+			json_array_append_new(notes,
+					      json_string(report.notes[i]));
+		j = json_pack(
+		    "{s:s, s:s, s:s, s:I, s:I, s:o}", "estimator", out,
+		    "family", hp_est_family_name(hp_estimator_family(est)),
+		    "provenance", hp_estimator_provenance(est), "profile_rows",
 		    (json_int_t)report.profile_rows, "skipped_bad_rows",
-		    (json_int_t)report.bad_rows_skipped);
+		    (json_int_t)report.bad_rows_skipped, "notes", notes);
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		fputc('\n', stdout);
 		json_decref(j);

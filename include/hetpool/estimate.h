@@ -174,6 +174,11 @@ struct hp_fit_report {
 	int64_t bad_rows_skipped; /* with skip_bad_rows */
 	char first_bad[224];	  /* the first of them: file, row, column,
 				     what is wrong */
+	/* what was left out of the data or the fit, and why (rows of busy
+	 * hosts or unknown types, a torn last line, a CPU with too few rows
+	 * for a model of its own) */
+	char notes[8][224];
+	int nnotes;
 };
 
 /*

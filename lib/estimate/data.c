@@ -437,6 +437,12 @@ static int read_profiles(struct hp__set *set, const struct hp_fit_options *o,
 	if (c.bad)
 		note(set, "profiles: %lld bad row%s of %s skipped",
 		     (long long)c.bad, c.bad == 1 ? "" : "s", path);
+	if (torn)
+		note(set,
+		     "profiles: the last line of %s is cut short (an "
+		     "interrupted profile: 'hetpool profile --resume' goes "
+		     "on): left out",
+		     path);
 	return 0;
 }
 

@@ -1007,6 +1007,26 @@ struct hp_estimator *hp_estimator_fit(const struct hp_fit_options *o,
 	    hp__fit_set(&set, NULL, cat, !o->no_intervals,
 			o->threads > 0 ? o->threads : hp__par_default_threads(),
 			&prog, err);
+	if (est && o->report) {
+		struct hp_fit_report *rp = o->report;
+		/* what the data left out (not the plain row counts) */
+		for (int i = 0; i < set.nnotes && rp->nnotes < 8; i++)
+			if (!strstr(set.notes[i], " rows from "))
+				snprintf(rp->notes[rp->nnotes++],
+					 sizeof(rp->notes[0]), "%s",
+					 set.notes[i]);
+		for (int d = 0; d < est->ndev && rp->nnotes < 8; d++)
+			if (est->dev[d].cpu && est->dev[d].n > 0 &&
+			    est->dev[d].n < MIN_CPU_ROWS)
+				snprintf(
+				    rp->notes[rp->nnotes++],
+				    sizeof(rp->notes[0]),
+				    "%s: %d profile rows, fewer than %d: no "
+				    "model of it was fitted (profile more "
+				    "configurations)",
+				    est->dev[d].name, est->dev[d].n,
+				    MIN_CPU_ROWS);
+	}
 	if (est) {
 		est->family = o->family == HP_EST_LINEAR ? HP_EST_LINEAR
 							 : HP_EST_PHYSICAL;

@@ -193,3 +193,13 @@ PY
 expect_status predict_cpu_input_pipeline 0 "$HP" predict "$TMP/cnn.json" --device cpu --batch 8 --input-cores 1 --input-rate 1 --json
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['input_pipeline'] is None and 'input pipeline not modelled on a CPU' in d['basis']['step_time'], d['input_pipeline']" "$TMP/out" \
 	&& ok predict_cpu_input_pipeline_null || fail predict_cpu_input_pipeline_null "$(head -c 400 "$TMP/out")"
+
+# fit says what it left out (until 3 December it said nothing): a CPU with
+# too few rows for a model of its own, a torn last line
+head -8 "$HP_ROOT/data/profiles/cpu-default.csv" >"$TMP/n7.csv"
+expect_status fit_few_cpu_rows 0 "$HP" fit "$TMP/n7.csv" --no-public --out "$TMP/n7.json"
+expect_err fit_few_cpu_rows_said "fit: note: cpu: 7 profile rows, fewer than 8: no model of it was fitted"
+head -c 20000 "$HP_ROOT/data/profiles/cpu-default.csv" >"$TMP/torn.csv"
+expect_status fit_torn_line 0 "$HP" fit "$TMP/torn.csv" --no-public --out "$TMP/torn.json" --json
+python3 -c "import json,sys; n=json.load(open(sys.argv[1]))['notes']; assert any('cut short' in x for x in n), n" "$TMP/out" \
+	&& ok fit_torn_line_said || fail fit_torn_line_said "$(head -c 400 "$TMP/out")"
