@@ -306,3 +306,14 @@ python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["basis"]["step_time"
 	ok predict_broken_host_file_keeps_the_carry || fail predict_broken_host_file_keeps_the_carry "$(head -c 400 "$TMP/out")"
 expect_status calibrate_help 0 "$HP" calibrate --help
 grep -q -- '--seconds S' "$TMP/out" && ok calibrate_help_teaches || fail calibrate_help_teaches "$(head -3 "$TMP/out")"
+
+# The threads used by default are the CPUs this process may run on (its
+# affinity), not all the host's: under taskset -c 0, one (until 3 December
+# it took every online CPU, and measured peaks past the one core's)
+if command -v taskset >/dev/null && [ "$(nproc --all)" -gt 1 ]; then
+	taskset -c 0 "$HP" host --json >"$TMP/aff.json" 2>"$TMP/err"
+	python3 -c "import json,sys; h=json.load(open(sys.argv[1]))['host']; assert h['threads'] == 1 and h['logical_cpus'] == 1, h" "$TMP/aff.json" \
+		&& ok host_threads_follow_affinity || fail host_threads_follow_affinity "$(head -c 400 "$TMP/aff.json") $(cat "$TMP/err")"
+else
+	echo "skip host_threads_follow_affinity: no taskset or one CPU"
+fi
