@@ -424,7 +424,9 @@ static int load_model_spec(const char *path, const struct cli_dims *shape,
 		return hp_error_set(err, HP_EINVAL,
 				    "--input-shape must be CxHxW");
 	{
-		/* a spec is taken as it is */
+		/* a spec is taken as it is, at --input-shape when given (as
+		 * analyze and predict take it; until 3 December it was
+		 * ignored here) */
 		char *text;
 		size_t len, i = 0;
 		if (hp_read_file(path, 16u << 20, &text, &len, err) == 0) {
@@ -433,6 +435,9 @@ static int load_model_spec(const char *path, const struct cli_dims *shape,
 			if (i < len && text[i] == '{') {
 				rc = hp_spec_parse_only(text, len, s, err);
 				free(text);
+				if (!rc && shape->rank == 3)
+					for (int k = 0; k < 3; k++)
+						s->input[k] = shape->d[k];
 				return rc;
 			}
 			free(text);

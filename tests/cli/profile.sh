@@ -157,3 +157,14 @@ expect_status bad_sweep_union_part 2 "$HP" profile --sweep "$TMP/badunion.json" 
 expect_err bad_sweep_union_part_named "sweep \[1\].*groups 3 do not divide filters 8"
 echo 'config_id,x' >"$TMP/notds.csv"
 expect_status bad_resume_not_dataset 2 "$HP" profile --spec "$TMP/tiny.json" --batch 2 --out "$TMP/notds.csv" --resume
+
+# A spec given as the model takes --input-shape, as analyze and predict do
+# (until 3 December the spec's own input was profiled)
+expect_status profile_spec_input_shape 0 "$HP" profile "$TMP/tiny.json" --batch 2 --input-shape 3x24x24 \
+	--out "$TMP/shape.csv" --max-seconds 0.3 --threads 1 --save-spec "$TMP/shape.json"
+python3 -c "
+import csv, json, sys
+r = list(csv.DictReader(open(sys.argv[1])))
+assert r and r[-1]['input_size'] == '24', r[-1].get('input_size')
+assert json.load(open(sys.argv[2]))['input'] == [3, 24, 24]
+" "$TMP/shape.csv" "$TMP/shape.json" && ok profile_spec_input_shape_taken || fail profile_spec_input_shape_taken "$(head -c 300 "$TMP/shape.csv")"
