@@ -62,6 +62,15 @@ struct hp_catalog *hp_ctx_load_catalog_at(const char *path, int threads,
 	/* this host's file at the threads used: measured peaks and its
 	 * calibration (none: the detected figures stay) */
 	h.threads = threads > 0 ? threads : hp_ctx_threads();
+	/* more threads than this process may run on share those CPUs: the
+	 * prediction (and the host file: peaks, calibration) is at those */
+	if (h.threads > 0 && h.logical_cpus > 0 && h.threads > h.logical_cpus) {
+		hp_log(HP_LOG_WARN,
+		       "cpu host: %d threads asked, but this process may run "
+		       "on %d CPUs: predicting at %d threads",
+		       h.threads, h.logical_cpus, h.logical_cpus);
+		h.threads = h.logical_cpus;
+	}
 	e2.code = 0;
 	if (hp_host_file_apply_catalog(NULL, &h, cat, &e2) < 0)
 		hp_log(HP_LOG_WARN, "cpu host: %s", e2.msg);

@@ -311,7 +311,7 @@ grep -q -- '--seconds S' "$TMP/out" && ok calibrate_help_teaches || fail calibra
 # affinity), not all the host's: under taskset -c 0, one (until 3 December
 # it took every online CPU, and measured peaks past the one core's)
 if command -v taskset >/dev/null && [ "$(nproc --all)" -gt 1 ]; then
-	taskset -c 0 "$HP" host --json >"$TMP/aff.json" 2>"$TMP/err"
+	HETPOOL_STATE_DIR="$TMP/affstate" taskset -c 0 "$HP" host --json >"$TMP/aff.json" 2>"$TMP/err"
 	python3 -c "import json,sys; h=json.load(open(sys.argv[1]))['host']; assert h['threads'] == 1 and h['logical_cpus'] == 1, h" "$TMP/aff.json" \
 		&& ok host_threads_follow_affinity || fail host_threads_follow_affinity "$(head -c 400 "$TMP/aff.json") $(cat "$TMP/err")"
 else
