@@ -77,7 +77,7 @@ static const char help[] =
     "\n"
     "  --threads N       threads to run and predict at (default: "
     "$HETPOOL_THREADS,\n"
-    "                    else all CPUs); predictions use it with 'predict "
+    "                    else its CPUs); predictions use it with 'predict "
     "--threads\n"
     "                    N' or HETPOOL_THREADS=N\n"
     "  --seconds S       time budget in seconds, all included (default "

@@ -95,7 +95,7 @@ static const char help[] =
     "  --catalog FILE    device catalog (default: data/devices.csv)\n"
     "  --threads N       cpu: the threads the step runs on (default: "
     "$HETPOOL_THREADS,\n"
-    "                    else all CPUs); this host's measured peaks and "
+    "                    else its CPUs); this host's measured peaks and "
     "its\n"
     "                    calibration at N threads apply ('hetpool host')\n"
     "  --json            print JSON for scripts\n"
@@ -270,7 +270,7 @@ struct predict_args {
 	double input_cores, input_rate, input_source_px;
 	int family; /* -1: the estimator's */
 	int precision;
-	int threads; /* cpu; 0: $HETPOOL_THREADS or all CPUs */
+	int threads; /* cpu; 0: $HETPOOL_THREADS or the CPUs it may run on */
 	struct cli_dims shape;
 	bool json;
 };
