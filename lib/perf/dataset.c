@@ -240,6 +240,16 @@ int hp_dataset_parse(const char *text, size_t len, hp_dataset_row_fn fn,
 				*err = cerr;
 			break;
 		}
+		/* every row has the header's fields: a row with more or fewer
+		 * was cut or joined (a missing field would be read as the
+		 * next column's value) */
+		if (csv.nfields != header_fields) {
+			rc = hp_error_set(err, HP_EPARSE,
+					  "line %d: %d fields, expected %d (as "
+					  "the header has)",
+					  csv.line, csv.nfields, header_fields);
+			goto out;
+		}
 		memset(row, 0, sizeof(*row));
 		for (int i = 0; i < NCOLS; i++) {
 			if (map[i] < 0) { /* optional: not in this file */
