@@ -298,20 +298,17 @@ static int deployment(struct hd *d, struct hd_req *r, struct hp_store_job *sj,
 		hd_problem_err(out, &err);
 		return -1;
 	}
-	if (!sj->deploy_id && hp_job_state_terminal(sj->state)) {
-		/* it ended before it was launched: nothing will come */
-		hd_problem(out, 404, "not-found", NULL,
-			   "job %lld is %s and was never launched: it has no "
-			   "logs, metrics or results",
-			   (long long)id, hp_job_state_name(sj->state));
-		hp_store_job_release(sj);
-		return -1;
-	}
 	if (!sj->deploy_id) {
-		hd_problem(out, 409, "not-launched", NULL,
-			   "job %lld is %s and has not been launched: it has "
-			   "no logs, metrics or results yet",
-			   (long long)id, hp_job_state_name(sj->state));
+		/* ended before it was launched, nothing will come (404); else
+		 * not launched yet (409) */
+		bool ended = hp_job_state_terminal(sj->state);
+		hd_problem(out, ended ? 404 : 409,
+			   ended ? "not-found" : "not-launched", NULL,
+			   "job %lld is %s and %s launched: it has no logs, "
+			   "metrics or results%s",
+			   (long long)id, hp_job_state_name(sj->state),
+			   ended ? "was never" : "has not been",
+			   ended ? "" : " yet");
 		hp_store_job_release(sj);
 		return -1;
 	}

@@ -245,8 +245,8 @@ int hp_dataset_parse(const char *text, size_t len, hp_dataset_row_fn fn,
 		 * next column's value) */
 		if (csv.nfields != header_fields) {
 			rc = hp_error_set(err, HP_EPARSE,
-					  "line %d: %d fields, expected %d (as "
-					  "the header has)",
+					  "line %d: %d fields; the header has "
+					  "%d",
 					  csv.line, csv.nfields, header_fields);
 			goto out;
 		}
