@@ -621,10 +621,27 @@ int hp_host_file_apply_catalog(const char *state, const struct hp_host *h,
 	if ((rc = hp_host_file_path(state, &hh, path, sizeof(path), err)))
 		return rc == HP_ENOENT ? 0 : rc;
 	rc = hp_host_file_load(path, &f, err);
-	/* a file that cannot be read or parsed: the detected figures stay,
-	 * all of them (until 3 December the threads, cores, caches and key
-	 * were left unset too, and predictions lost the carry to this host:
-	 * 2x off); the error is still returned for the caller to warn */
+	if (!rc) {
+		/* written for this host?  A file copied or renamed into place,
+		 * or from another machine that shares this folder, holds
+		 * another CPU's measurements */
+		char want[sizeof(f.key)];
+		hp_host_key(&hh, want, sizeof(want));
+		if (strcmp(f.key, want) || strcmp(f.host.isa, hh.isa) ||
+		    strcmp(f.host.model, hh.model))
+			rc = hp_error_set(
+			    err, HP_EINVAL,
+			    "%s was written for '%s' (%.60s, %s), not this "
+			    "host ('%s'): left out (move the file away: "
+			    "'hetpool host --measure' and 'hetpool calibrate' "
+			    "make a new one)",
+			    path, f.key, f.host.model, f.host.isa, want);
+	}
+	/* a file that cannot be read or parsed, or another host's: the
+	 * detected figures stay, all of them (until 3 December the threads,
+	 * cores, caches and key were left unset too, and predictions lost
+	 * the carry to this host: 2x off); the error is still returned for
+	 * the caller to warn */
 	have = rc == 0;
 	for (int i = 0; i < cat->n; i++) {
 		struct hp_device_type *t = &cat->types[i];

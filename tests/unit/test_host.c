@@ -392,11 +392,39 @@ HP_TEST(host_file_save_load_apply)
 	h.threads = 2;
 	ASSERT_EQ_INT(hp_host_file_apply_catalog(dir, &h, cat, &err), 0);
 	ASSERT(!t->peaks_measured && !t->calib.has);
-	/* a malformed file is an error, not silence */
+	/* another host's file in this one's place (copied, or a folder
+	 * shared between machines): an error, left out */
 	h.threads = 1;
+	{
+		struct hp_host other = h;
+		snprintf(other.model, sizeof(other.model), "Intel Xeon");
+		snprintf(other.isa, sizeof(other.isa), "avx512");
+		hp_host_file_init(&f, &other);
+		f.peaks.threads = 1;
+		f.peaks.fp32_flops = 500e9;
+		f.peaks.triad_bw = 50e9;
+		snprintf(f.peaks.when, sizeof(f.peaks.when),
+			 "2026-12-03T15:00:00Z");
+		ASSERT_EQ_INT(hp_host_file_save(path, &f, &err), 0);
+	}
+	hp_catalog_free(cat);
+	cat = shipped_catalog();
+	t = cpu_type(cat);
+	hp_host_apply(&h, t);
+	ASSERT_EQ_INT(hp_host_file_apply_catalog(dir, &h, cat, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "not this host"));
+	ASSERT(!t->peaks_measured);
+	/* a malformed file is an error, not silence; either way the
+	 * detected figures are in the type (until 3 December they were
+	 * not, and predictions lost the carry to this host) */
 	put(dir, "hosts/amd-epyc-7b13-64-core-processor-avx2-t1.json", "{");
 	ASSERT_EQ_INT(hp_host_file_apply_catalog(dir, &h, cat, &err),
 		      HP_EPARSE);
+	ASSERT_EQ_INT(t->threads, 1);
+	ASSERT_NEAR(t->fp32_est_tflops, 2.45 * 32 / 1000, 1e-9);
+	ASSERT_STR_EQ(t->key, "amd-epyc-7b13-64-core-processor-avx2-t1");
+	ASSERT(!t->peaks_measured);
 	hp_catalog_free(cat);
 }
 
