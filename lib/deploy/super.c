@@ -312,8 +312,8 @@ static int mpi_prepare(struct hp__submit *s, struct hp_error *err)
 		snprintf(x->cuda, sizeof(x->cuda), "%d", x->gpu_index);
 		t = hp_catalog_find(s->opts->cat, x->type);
 		hp__argv_add(&names, t ? t->name : x->type);
-		for (int a = 0; t && a < t->naliases; a++)
-			hp__argv_add(&names, t->aliases[a]);
+		for (int k = 0; t && k < t->naliases; k++)
+			hp__argv_add(&names, t->aliases[k]);
 		if (names.oom) {
 			hp__argv_free(hp__argv_take(&names));
 			return hp_error_set(err, HP_ENOMEM, "out of memory");
