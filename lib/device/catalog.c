@@ -719,26 +719,36 @@ struct hp_catalog *hp_catalog_load(const char *path, struct hp_error *err)
 	return cat;
 }
 
+/* Whether name's key is key. */
+static bool key_is(const char *name, const char *key)
+{
+	char k[KEY_MAX];
+
+	return make_key(name, k, sizeof(k)) && !strcmp(k, key);
+}
+
 bool hp_device_names_match(const char *a, const char *b)
 {
-	char ka[KEY_MAX], kb[KEY_MAX];
+	char ka[KEY_MAX];
 
-	return a && b && make_key(a, ka, sizeof(ka)) &&
-	       make_key(b, kb, sizeof(kb)) && !strcmp(ka, kb);
+	return a && b && make_key(a, ka, sizeof(ka)) && key_is(b, ka);
 }
 
 const struct hp_device_type *hp_catalog_find(const struct hp_catalog *cat,
 					     const char *name)
 {
-	if (!cat || !name)
+	char key[KEY_MAX];
+
+	/* the name's key once: pools and datasets look types up per row */
+	if (!cat || !name || !make_key(name, key, sizeof(key)))
 		return NULL;
 	for (int i = 0; i < cat->n; i++)
-		if (hp_device_names_match(cat->types[i].name, name))
+		if (key_is(cat->types[i].name, key))
 			return &cat->types[i];
 	for (int i = 0; i < cat->n; i++) {
 		const struct hp_device_type *t = &cat->types[i];
 		for (int a = 0; a < t->naliases; a++)
-			if (hp_device_names_match(t->aliases[a], name))
+			if (key_is(t->aliases[a], key))
 				return t;
 	}
 	return NULL;
