@@ -122,8 +122,9 @@ static struct hp_pool *body_pool(struct hd *d, struct hd_req *r, bool one_node,
 				   err.msg);
 		return NULL;
 	}
-	/* The jobs go to these nodes through a backend: a name that cannot
-	 * be a host name would be planned on and fail at launch. */
+	/* No node without devices (the store takes none), none whose name
+	 * cannot be a host name: jobs go to these nodes through a backend,
+	 * and such a name would be planned on and fail at launch. */
 	for (int i = 0; i < p->n; i++)
 		if (p->nodes[i].ndevs < 1) {
 			/* the store takes none: a 400 naming the field, as the
@@ -136,19 +137,34 @@ static struct hp_pool *body_pool(struct hd *d, struct hd_req *r, bool one_node,
 				   esc);
 			hp_pool_free(p);
 			return NULL;
-		} else if (!hp_deploy_host_name_ok(p->nodes[i].name)) {
-			char esc[4 * 64 + 1];
-			hp_str_escape(p->nodes[i].name, esc, sizeof(esc));
-			hd_problem(out, 400, "invalid-field", "name",
-				   "node '%s'%s: the name must be its host "
-				   "name, which the backends reach it by: "
-				   "letters, digits, '.', '_' and '-', not "
-				   "first '.' or '-'",
-				   esc, one_node ? "" : " of the pool");
+		}
+	{
+		char msg[400];
+		if (hd_pool_bad_name(p, msg, sizeof(msg)) >= 0) {
+			hd_problem(out, 400, "invalid-field", "name", "%s",
+				   msg);
 			hp_pool_free(p);
 			return NULL;
 		}
+	}
 	return p;
+}
+
+int hd_pool_bad_name(const struct hp_pool *p, char *msg, size_t n)
+{
+	for (int i = 0; i < p->n; i++)
+		if (!hp_deploy_host_name_ok(p->nodes[i].name)) {
+			char esc[4 * 64 + 1];
+			hp_str_escape(p->nodes[i].name, esc, sizeof(esc));
+			snprintf(msg, n,
+				 "node '%s': the name must be its host name, "
+				 "which the backends reach it by: letters, "
+				 "digits, '.', '_' and '-', not first '.' or "
+				 "'-'",
+				 esc);
+			return i;
+		}
+	return -1;
 }
 
 void hd_h_nodes_add(struct hd *d, struct hd_req *r, struct hd_resp *out)

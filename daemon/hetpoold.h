@@ -321,6 +321,10 @@ void hd_h_node_patch(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_node_delete(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_pool_get(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_pool_load(struct hd *, struct hd_req *, struct hd_resp *);
+/* The first node of p whose name cannot be a host name (the backends
+ * reach nodes by it), with why in msg; -1 when every name is one.  For
+ * POST /v1/nodes, POST /v1/pool and --pool. */
+int hd_pool_bad_name(const struct hp_pool *p, char *msg, size_t n);
 void hd_h_models_list(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_models_add(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_model_get(struct hd *, struct hd_req *, struct hd_resp *);

@@ -474,18 +474,14 @@ static int load_pool(struct hd *d)
 	hp_snap_release(snap);
 	if (!p)
 		return fail("--pool: %s", err.msg);
-	for (int i = 0; i < p->n; i++)
-		if (!hp_deploy_host_name_ok(p->nodes[i].name)) {
-			char esc[4 * 64 + 1];
-			hp_str_escape(p->nodes[i].name, esc, sizeof(esc));
-			rc =
-			    fail("--pool '%s': node '%s': the name must be its "
-				 "host name (letters, digits, '.', '_' and "
-				 "'-', not first '.' or '-')",
-				 d->cfg.pool, esc);
+	{
+		char msg[400];
+		if (hd_pool_bad_name(p, msg, sizeof(msg)) >= 0) {
+			rc = fail("--pool '%s': %s", d->cfg.pool, msg);
 			hp_pool_free(p);
 			return rc;
 		}
+	}
 	if (hp_store_pool_load(d->store, p, false, &err))
 		rc = fail("--pool '%s': %s", d->cfg.pool, err.msg);
 	else
