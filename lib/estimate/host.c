@@ -63,21 +63,6 @@ void hp__cpu_transfer(const struct hp__dev_fit *df,
 		th[HP__TH_CACHE] += log(t->cache_bytes / df->ref_cache);
 	if (!n)
 		return;
-	if (t->physical_cores > 0 && t->threads > t->physical_cores) {
-		/* threads past the cores add nothing (hp_host_fp32_est):
-		 * say what the figures are for */
-		snprintf(what, n,
-			 "carried to this host (%d threads asked, on its %d "
-			 "core%s: predicted as %d) by its %s peak %.0f "
-			 "GFLOP/s%s",
-			 t->threads, t->physical_cores,
-			 t->physical_cores == 1 ? "" : "s", t->physical_cores,
-			 t->peaks_measured ? "measured" : "ISA", d->fp32 / 1e9,
-			 t->peaks_measured ? ""
-					   : " (peaks not measured: 'hetpool "
-					     "host --measure')");
-		return;
-	}
 	if (t->peaks_measured)
 		snprintf(
 		    what, n,
