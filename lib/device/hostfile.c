@@ -547,6 +547,12 @@ out:
 	return rc;
 }
 
+/* What to do with a host file that cannot be used: it is this host's
+ * cache of its measurements, remade on demand. */
+#define MOVE_AWAY                                                              \
+	"move the file away: 'hetpool host --measure' and 'hetpool "           \
+	"calibrate' make a new one"
+
 int hp_host_file_load(const char *path, struct hp_host_file *f,
 		      struct hp_error *err)
 {
@@ -561,14 +567,10 @@ int hp_host_file_load(const char *path, struct hp_host_file *f,
 	rc = hp_host_file_parse(text, len, path, f, err);
 	free(text);
 	if (rc && rc != HP_ENOMEM) {
-		/* say how to get past it: the file is this host's cache of
-		 * its measurements, remade on demand */
 		size_t n = err ? strlen(err->msg) : 0;
 		if (err && n + 1 < sizeof(err->msg))
-			snprintf(err->msg + n, sizeof(err->msg) - n,
-				 " (move the file away: 'hetpool host "
-				 "--measure' and 'hetpool calibrate' make a "
-				 "new one)");
+			snprintf(err->msg + n, sizeof(err->msg) - n, " (%s)",
+				 MOVE_AWAY);
 	}
 	return rc;
 }
@@ -632,10 +634,9 @@ int hp_host_file_apply_catalog(const char *state, const struct hp_host *h,
 			rc = hp_error_set(
 			    err, HP_EINVAL,
 			    "%s was written for '%s' (%.60s, %s), not this "
-			    "host ('%s'): left out (move the file away: "
-			    "'hetpool host --measure' and 'hetpool calibrate' "
-			    "make a new one)",
-			    path, f.key, f.host.model, f.host.isa, want);
+			    "host ('%s'): left out (%s)",
+			    path, f.key, f.host.model, f.host.isa, want,
+			    MOVE_AWAY);
 	}
 	/* a file that cannot be read or parsed, or another host's: the
 	 * detected figures stay, all of them (until 3 December the threads,
