@@ -322,10 +322,11 @@ int hp__gpus_detect(struct hp__gpu *out, int max);
 /*
  * The CUDA index (the place in gpus[], bus order) of the index-th GPU
  * (from 0) whose model matches one of models (NULL-terminated names, by
- * hp_device_names_match()); -1 when there are not that many.
+ * hp_device_names_match()); -1 when there are not that many.  *matches
+ * (may be NULL): how many match.
  */
 int hp__gpu_pick(const struct hp__gpu *gpus, int n, char *const *models,
-		 int index);
+		 int index, int *matches);
 /*
  * This host's network as sysfs shows it (sys_root: "/sys", or a copy of
  * its layout for tests).  rdma: an InfiniBand or RoCE port is ACTIVE

@@ -123,18 +123,20 @@ int hp__gpus_detect(struct hp__gpu *out, int max)
 }
 
 int hp__gpu_pick(const struct hp__gpu *gpus, int n, char *const *models,
-		 int index)
+		 int index, int *matches)
 {
-	int seen = 0;
+	int seen = 0, at = -1;
 
 	for (int i = 0; i < n; i++)
 		for (int m = 0; models && models[m]; m++)
 			if (hp_device_names_match(gpus[i].model, models[m])) {
 				if (seen++ == index)
-					return i;
+					at = i;
 				break;
 			}
-	return -1;
+	if (matches)
+		*matches = seen;
+	return at;
 }
 
 /* The first line of the file at the formatted path, in out; false when it

@@ -70,19 +70,18 @@ static int gpu_on_node(const struct hp__launch_rank *x, int k, const char *host,
 		       char *cuda, size_t n, struct hp_error *err)
 {
 	struct hp__gpu g[64];
-	int ng = hp__gpus_detect(g, 64), at, have = 0;
+	int ng = hp__gpus_detect(g, 64), at, have;
 	bool one_model = true;
 	char list[256] = "";
 	size_t used = 0;
 
 	if (ng == 0)
 		return 0;
-	if ((at = hp__gpu_pick(g, ng, x->gpu_models, x->gpu_index)) >= 0) {
+	if ((at = hp__gpu_pick(g, ng, x->gpu_models, x->gpu_index, &have)) >=
+	    0) {
 		snprintf(cuda, n, "%d", at);
 		return 0;
 	}
-	while (hp__gpu_pick(g, ng, x->gpu_models, have) >= 0)
-		have++;
 	for (int i = 1; i < ng; i++)
 		one_model &= !strcmp(g[i].model, g[0].model);
 	if (!have && one_model && x->gpu_index < ng)

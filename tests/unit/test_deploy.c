@@ -1384,12 +1384,23 @@ HP_TEST(deploy_mpi_gpu_of_its_type_on_a_mixed_node)
 	ASSERT_EQ_INT(l.ranks[t4[0]].gpu_index, 0);
 	ASSERT_EQ_INT(l.ranks[t4[1]].gpu_index, 1);
 	/* the node's: T4, A100, T4, a GPU of no planned type */
-	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[a100].gpu_models, 0), 1);
-	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[t4[0]].gpu_models, 0), 0);
-	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[t4[1]].gpu_models, 1), 2);
-	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[t4[1]].gpu_models, 2), -1);
-	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[a100].gpu_models, 1), -1);
-	ASSERT_EQ_INT(hp__gpu_pick(bus, 0, l.ranks[a100].gpu_models, 0), -1);
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[a100].gpu_models, 0, NULL),
+		      1);
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[t4[0]].gpu_models, 0, NULL),
+		      0);
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[t4[1]].gpu_models, 1, NULL),
+		      2);
+	{
+		int have = -1;
+		ASSERT_EQ_INT(
+		    hp__gpu_pick(bus, 4, l.ranks[t4[1]].gpu_models, 2, &have),
+		    -1);
+		ASSERT_EQ_INT(have, 2); /* the two T4s */
+	}
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 4, l.ranks[a100].gpu_models, 1, NULL),
+		      -1);
+	ASSERT_EQ_INT(hp__gpu_pick(bus, 0, l.ranks[a100].gpu_models, 0, NULL),
+		      -1);
 	hp__launch_release(&l);
 	hp_deploy_free(d);
 	hp_plan_release(&s.plan);
