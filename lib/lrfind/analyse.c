@@ -856,7 +856,7 @@ static int fit_region(const struct hp_lrfind_series *s,
 	for (int i = j + 1; i < m; i++) {
 		if (sm[i] > sm[j] + CLIMB_BACK * (top - sm[j]) ||
 		    (r->rise_idx >= 0 && i > r->rise_idx &&
-		     sm[i] < sm[i - 1])) {
+		     sm[i] < sm[i - 1] - 1e-9 * drop)) {
 			r->fit_end = i;
 			break;
 		}
