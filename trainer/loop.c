@@ -1451,7 +1451,7 @@ static int write_results(struct tr_run *t, const char *state,
 	uint64_t wh = 0, sh = 0;
 	json_t *o = NULL, *devs, *ren;
 	int rc = 0, worst = 0;
-	double total_j = 0;
+	double total_j = 0, now;
 
 	if (energy_j(t, &ej) == 0) {
 		kind = 0;
@@ -1506,6 +1506,7 @@ static int write_results(struct tr_run *t, const char *state,
 				    "host", d->host, "threads", d->threads,
 				    "note", d->note[0] ? d->note : NULL));
 	}
+	now = hp_now_s(); /* one reading: wall_s <= wall_s_total */
 	o = json_pack(
 	    "{s:s, s:b, s:o, s:o, s:o, s:o, s:I, s:f, s:I, s:o, s:f, s:f, "
 	    "s:f, s:o, s:s, s:o, s:o, s:i, s:i, s:s, s:s, s:s, s:s, s:o, "
@@ -1520,10 +1521,10 @@ static int write_results(struct tr_run *t, const char *state,
 	    "test_samples",
 	    t->evaluated ? json_integer((json_int_t)t->test_n) : json_null(),
 	    "steps", (json_int_t)t->step, "epochs",
-	    (double)t->step * (double)t->B / (double)t->train.n, "global_batch",
+	    t->spe ? (double)t->step / (double)t->spe : 0.0, "global_batch",
 	    (json_int_t)t->B, "local_batches", i64_array(t->local, t->R),
-	    "wall_s", hp_now_s() - t->t0, "wall_s_total", wall_total(t),
-	    "samples_per_s",
+	    "wall_s", now - t->t0, "wall_s_total",
+	    t->wall_before + (now - t->t0), "samples_per_s",
 	    t->sum_step_s > 0
 		? (double)t->steps_run * (double)t->B / t->sum_step_s
 		: 0.0,
@@ -1657,8 +1658,17 @@ static int plan_steps(struct tr_run *t, struct hp_lr_plan *lr,
 	t->spe = t->train.n / t->B;
 	if (t->spe < 1)
 		return batch_over_samples(t->B, t->train.n, err);
-	t->total =
-	    o->steps > 0 ? o->steps : (int64_t)ceil(o->epochs * (double)t->spe);
+	if (o->steps > 0) {
+		t->total = o->steps;
+	} else {
+		/* E epochs of spe steps; a product a rounding away from a
+		 * whole number is that number (2.2 x 25 is 55.000000000000007,
+		 * 55 steps, not 56), else a partial epoch counts as a step */
+		double x = o->epochs * (double)t->spe, whole = nearbyint(x);
+		t->total =
+		    (int64_t)(fabs(x - whole) <= 1e-9 * fmax(1, x) ? whole
+								   : ceil(x));
+	}
 	if (t->total < 1)
 		t->total = 1;
 	*lr = o->lr;

@@ -103,6 +103,15 @@ expect_err usage_out_file_says "is not a folder"
 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --steps 1 --threads 1 --eval-samples 64 \
 	--synthetic-samples 256 --out "$TMP/deep/er/run" >/dev/null 2>"$TMP/err" &&
 	[ -s "$TMP/deep/er/run/results.json" ] && ok out_parents_made || fail out_parents_made "$(cat "$TMP/err")"
+# --epochs E is E x floor(samples / B) steps, rounded up only past a
+# whole number: 2.2 x 25 is 55 steps (it was 56: 2.2 x 25 is a rounding
+# above 55), and results.json's epochs are steps / (steps an epoch)
+"$TRAIN" --model "$CNN" --data synthetic --synthetic-samples 250 --batch 10 --epochs 2.2 \
+	--threads 1 --eval-samples 64 --rebalance off --out "$TMP/ep22" >/dev/null 2>&1
+check epochs_fraction_steps "$TMP/ep22/results.json" "j['steps'] == 55 and abs(j['epochs'] - 2.2) < 1e-9"
+"$TRAIN" --model "$CNN" --data synthetic --synthetic-samples 250 --batch 16 --epochs 1 \
+	--threads 1 --eval-samples 64 --rebalance off --out "$TMP/ep1" >/dev/null 2>&1
+check epochs_whole_results "$TMP/ep1/results.json" "j['steps'] == 15 and j['epochs'] == 1.0 and j['wall_s'] <= j['wall_s_total']"
 # an earlier run's folder is neither replaced nor resumed by mistake
 small=(--model "$CNN" --data synthetic --batch 8 --threads 1 --eval-samples 64 --synthetic-samples 256 --rebalance off)
 "$TRAIN" "${small[@]}" --steps 4 --out "$TMP/prev" >/dev/null 2>&1
