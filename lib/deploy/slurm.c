@@ -84,15 +84,18 @@ static int slurm_check(struct hp__submit *s, struct hp_error *err)
 		    "most 100 bytes without blanks or quotes: "
 		    "it is the batch script's interpreter",
 		    s->d->hetpool);
-	if (!plain_path(s->d->jobs_dir))
+	/* sbatch expands '%' in --output (%j: the job id) and a '#' ends an
+	 * #SBATCH line's options (the rest is a comment) */
+	if (!plain_path(s->d->jobs_dir) || strpbrk(s->d->jobs_dir, "%#"))
 		return hp_error_set(err, HP_EINVAL,
-				    "the jobs folder '%s' must have no blanks "
-				    "or quotes: #SBATCH lines name it",
+				    "the jobs folder '%s' must have no blanks, "
+				    "quotes, '%%' or '#': #SBATCH lines name "
+				    "it",
 				    s->d->jobs_dir);
 	{
 		const struct {
 			const char *what, *value, *extra;
-		} opts[] = {{"partition", o->partition, "-_."},
+		} opts[] = {{"partition", o->partition, "-_.,"},
 			    {"account", o->account, "-_."},
 			    {"Slurm MPI type", o->slurm_mpi, "-_"}};
 		for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
@@ -152,6 +155,12 @@ char *hp__slurm_script(const struct hp__submit *s, struct hp_error *err)
 			      "#SBATCH --nodes=%d --ntasks=%d "
 			      "--ntasks-per-node=%d",
 			      x->nnodes, x->nranks, x->per_node);
+		/* each rank's CPUs: without them Slurm gives a task the
+		 * site's default, usually 1 CPU, and the trainer's threads
+		 * follow its CPU set */
+		if (s->train->threads > 0)
+			hp_buf_printf(&b, " --cpus-per-task=%d",
+				      s->train->threads);
 		if (x->gpu)
 			hp_buf_printf(&b, " --gres=gpu:%s:%d", x->gres,
 				      x->per_node);
@@ -202,6 +211,9 @@ static int slurm_prepare(struct hp__submit *s, struct hp_error *err)
 		hp_buf_release(&g);
 	}
 	hp__argv_addf(&a, "--mpi=%s", l->slurm_mpi);
+	/* srun has not taken the job's --cpus-per-task since Slurm 22.05 */
+	if (s->train->threads > 0)
+		hp__argv_addf(&a, "--cpus-per-task=%d", s->train->threads);
 	hp__argv_add(&a, "--kill-on-bad-exit=1");
 	hp__argv_add(&a, s->d->hetpool);
 	hp__argv_add(&a, "_rank");

@@ -38,6 +38,30 @@ expect_err usage_slurm_time_says "time limit 'forever'"
 expect_status usage_slurm_partition 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
 	--backend slurm --partition 'gpu;rm' --trainer "$TRUE"
 expect_err usage_slurm_partition_says "partition 'gpu;rm'"
+# a list of partitions is sbatch's form: it gets past the check (to sbatch,
+# here missing or not given a cluster: whatever fails next is not the
+# partition)
+HETPOOL_JOBS_DIR="$TMP/partlist" "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--backend slurm --partition gpu,cpu --trainer "$TRUE" >/dev/null 2>"$TMP/err"
+grep -q "partition" "$TMP/err" && fail usage_slurm_partition_list "$(cat "$TMP/err")" || ok usage_slurm_partition_list
+# --threads T asks Slurm for T CPUs a rank, in the script and on srun (which
+# has not taken the job's --cpus-per-task since 22.05); a stand-in sbatch
+# refuses the job, so nothing runs
+mkdir -p "$TMP/fakebin"
+printf '#!/bin/sh\necho "sbatch: error: refused by the test" >&2\nexit 1\n' >"$TMP/fakebin/sbatch"
+chmod +x "$TMP/fakebin/sbatch"
+PATH="$TMP/fakebin:$PATH" HETPOOL_JOBS_DIR="$TMP/cpt" "$HP" run "$TMP/plan.json" --model "$MODEL" \
+	--data synthetic --backend slurm --threads 3 --trainer "$TRUE" >/dev/null 2>&1
+f=$(ls "$TMP"/cpt/*/job.sbatch 2>/dev/null | head -n 1)
+[ -n "$f" ] && grep -q '^#SBATCH --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=3 ' "$f" &&
+	grep -q '^#   srun --mpi=pmix --cpus-per-task=3 ' "$f" && ok usage_slurm_cpus_per_task ||
+	fail usage_slurm_cpus_per_task "$(cat "$f" 2>/dev/null || ls -R "$TMP/cpt")"
+# sbatch expands '%' in --output and cuts an #SBATCH line at '#'
+for bad in 'jp%j' 'jh#x'; do
+	HETPOOL_JOBS_DIR="$TMP/$bad" expect_status "usage_slurm_jobs_dir_${bad//[%#]/_}" 2 "$HP" run "$TMP/plan.json" \
+		--model "$MODEL" --data synthetic --backend slurm --trainer "$TRUE"
+	expect_err "usage_slurm_jobs_dir_${bad//[%#]/_}_says" "no blanks, quotes, '%' or '#'"
+done
 # the plan form checks the model before any job is made
 printf '{"name": "broken", "layers": [' >"$TMP/broken.json"
 expect_status usage_plan_bad_model 2 "$HP" run "$TMP/plan.json" --model "$TMP/broken.json" --data synthetic \
