@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "hetpool/ctx.h"
 #include "hetpool/device.h"
 #include "hetpool/estimate.h"
 #include "hetpool/model.h"
@@ -1347,11 +1348,16 @@ static int data_path(const char *name, char *buf, size_t n)
 }
 
 /*
- * This rank's energy when its device does not measure it: the
- * estimator's energy per step for its device at its (last) local batch,
- * times the steps run.  NaN with why in basis when it cannot say.
+ * This rank's energy when its device does not measure it: the estimator's
+ * power for its device at its threads and (last) local batch, as `hetpool
+ * predict --threads T` gives it, times the time its steps took (their
+ * measured mean times the steps run, over resumes; the predicted step time
+ * when this process ran none).  *idle_j is the part of it that is the
+ * device's idle power, which ranks sharing a host must count once (the
+ * caller's business).  NaN with why in basis when it cannot say.
  */
-static double predict_energy(struct tr_run *t, char *basis, size_t n)
+static double predict_energy(struct tr_run *t, double *idle_j, char *basis,
+			     size_t n)
 {
 	char cpath[4096], epath[4096];
 	struct hp_error err = {0};
@@ -1360,11 +1366,12 @@ static double predict_energy(struct tr_run *t, char *basis, size_t n)
 	struct hp_graph *g = NULL;
 	struct hp_workload w = {0};
 	struct hp_prediction p;
-	struct hp_host host;
 	struct hp_engine_device_info di;
+	const struct hp_device_type *type;
 	const char *dev = "cpu";
-	double j = NAN;
+	double j = NAN, step_s;
 
+	*idle_j = 0;
 	if ((!t->o->catalog &&
 	     data_path("devices.csv", cpath, sizeof(cpath))) ||
 	    (!t->o->estimator &&
@@ -1372,7 +1379,10 @@ static double predict_energy(struct tr_run *t, char *basis, size_t n)
 		snprintf(basis, n, "no device catalog or estimator found");
 		return NAN;
 	}
-	cat = hp_catalog_load(t->o->catalog ? t->o->catalog : cpath, &err);
+	/* the cpu type is this host at the rank's threads, with its host
+	 * file's peaks and calibration, as predict and recommend see it */
+	cat = hp_ctx_load_catalog_at(t->o->catalog ? t->o->catalog : cpath,
+				     t->eo.threads, NULL, &err);
 	est = cat ? hp_estimator_load(t->o->estimator ? t->o->estimator : epath,
 				      &err)
 		  : NULL;
@@ -1381,10 +1391,6 @@ static double predict_energy(struct tr_run *t, char *basis, size_t n)
 			 err.msg);
 		goto done;
 	}
-	hp_host_detect(&host, &err);
-	for (int i = 0; i < cat->n; i++)
-		if (cat->types[i].kind == HP_DEVICE_CPU)
-			hp_host_apply(&host, &cat->types[i]);
 	if (strcmp(t->device, "cpu") && !hp_engine_device_info(t->e, &di) &&
 	    hp_catalog_find(cat, di.name))
 		dev = di.name;
@@ -1395,11 +1401,17 @@ static double predict_energy(struct tr_run *t, char *basis, size_t n)
 		snprintf(basis, n, "no prediction: %.120s", err.msg);
 		goto done;
 	}
-	if (!isfinite(p.energy_per_step_j)) {
+	if (!isfinite(p.energy_per_step_j) || !isfinite(p.power_w)) {
 		snprintf(basis, n, "%.150s", p.energy_basis);
 		goto done;
 	}
-	j = p.energy_per_step_j * (double)t->step;
+	step_s = t->steps_run > 0 ? t->sum_step_s / (double)t->steps_run
+				  : p.step_time_s;
+	j = p.power_w * step_s * (double)t->step;
+	type = hp_catalog_find(cat, dev);
+	if (!strcmp(dev, "cpu") && type && type->idle_w >= 0 &&
+	    type->idle_w <= p.power_w)
+		*idle_j = type->idle_w * step_s * (double)t->step;
 	snprintf(basis, n, "%.150s", p.energy_basis);
 done:
 	hp_workload_release(&w);
@@ -1441,12 +1453,42 @@ struct devrec {
 	int threads;
 };
 
+/*
+ * Ranks whose energy is predicted on the CPU of one host each counted the
+ * host's idle power over the run; the host draws it once.  Each keeps its
+ * own busy part and a share of the host's idle energy (the largest of
+ * theirs) in proportion to its threads.  all: per rank {kind, energy_j,
+ * basis length, idle_j}.
+ */
+static void share_idle(double *all, const struct devrec *d, int R)
+{
+	for (int r = 0; r < R; r++) {
+		double idle = 0, thr = 0;
+		int k = 0;
+
+		if (all[4 * r + 3] <= 0)
+			continue;
+		for (int q = 0; q < R; q++)
+			if (all[4 * q + 3] > 0 &&
+			    !strcmp(d[q].host, d[r].host)) {
+				idle = fmax(idle, all[4 * q + 3]);
+				thr += d[q].threads > 0 ? d[q].threads : 1;
+				k++;
+			}
+		if (k > 1)
+			all[4 * r + 1] +=
+			    idle * (d[r].threads > 0 ? d[r].threads : 1) / thr -
+			    all[4 * r + 3];
+	}
+	/* the shares are taken from the idle figures, all read above */
+}
+
 static int write_results(struct tr_run *t, const char *state,
 			 struct hp_error *err)
 {
 	struct devrec me, *drec = NULL;
 	char basis[200] = "", hx[32], sx[32], *path, *text;
-	double ej = NAN, mine[3], *all = NULL;
+	double ej = NAN, idle_j = 0, mine[4], *all = NULL;
 	int kind; /* 0 measured, 1 predicted, 2 not measured */
 	uint64_t wh = 0, sh = 0;
 	json_t *o = NULL, *devs, *ren;
@@ -1457,26 +1499,27 @@ static int write_results(struct tr_run *t, const char *state,
 		kind = 0;
 		ej += t->energy_before_j;
 	} else {
-		ej = predict_energy(t, basis, sizeof(basis));
+		ej = predict_energy(t, &idle_j, basis, sizeof(basis));
 		kind = isfinite(ej) ? 1 : 2;
 	}
 	mine[0] = kind;
 	mine[1] = isfinite(ej) ? ej : 0;
 	mine[2] = (double)strlen(basis);
+	mine[3] = isfinite(ej) ? idle_j : 0;
 	memset(&me, 0, sizeof(me));
 	snprintf(me.device, sizeof(me.device), "%s", t->device);
 	snprintf(me.desc, sizeof(me.desc), "%s", hp_engine_device_desc(t->e));
 	snprintf(me.host, sizeof(me.host), "%s", t->c->host);
 	snprintf(me.note, sizeof(me.note), "%s", t->note);
 	me.threads = t->eo.threads;
-	all = calloc((size_t)t->R * 3, sizeof(*all));
+	all = calloc((size_t)t->R * 4, sizeof(*all));
 	drec = calloc((size_t)t->R, sizeof(*drec));
 	if (!all || !drec) {
 		free(all);
 		free(drec);
 		return hp_error_set(err, HP_ENOMEM, "out of memory");
 	}
-	if (tr_allgather_f64(t->c, mine, 3, all) ||
+	if (tr_allgather_f64(t->c, mine, 4, all) ||
 	    tr_allgather_bytes(t->c, &me, (int)sizeof(me), drec)) {
 		free(all);
 		free(drec);
@@ -1491,12 +1534,13 @@ static int write_results(struct tr_run *t, const char *state,
 	snprintf(sx, sizeof(sx), "%016llx", (unsigned long long)sh);
 	devs = json_array();
 	ren = json_array();
+	share_idle(all, drec, t->R);
 	for (int r = 0; r < t->R; r++) {
-		int k = (int)all[3 * r];
+		int k = (int)all[4 * r];
 		worst = k > worst ? k : worst;
-		total_j += all[3 * r + 1];
+		total_j += all[4 * r + 1];
 		json_array_append_new(ren, k == 2 ? json_null()
-						  : json_real(all[3 * r + 1]));
+						  : json_real(all[4 * r + 1]));
 	}
 	for (int r = 0; r < t->R; r++) {
 		const struct devrec *d = &drec[r];

@@ -414,6 +414,16 @@ static int predict_net(const struct hp_estimator *est,
 	} else {
 		out->power_w =
 		    hp__power_w(t, out->utilisation, est->power_gamma);
+		/* a CPU's board power (TDP) is all its cores busy: a step
+		 * on fewer threads than the host's cores draws the idle
+		 * power and its threads' share of the rest (power measured
+		 * by RAPL at these threads is theirs already) */
+		if (d.cpu && !t->power_basis[0] && t->threads > 0 &&
+		    t->physical_cores > 0 && t->threads < t->physical_cores &&
+		    isfinite(out->power_w))
+			out->power_w = t->idle_w + (out->power_w - t->idle_w) *
+						       (double)t->threads /
+						       t->physical_cores;
 	}
 	if (isnan(out->power_w)) {
 		out->energy_per_step_j = NAN;

@@ -287,6 +287,31 @@ else
 	echo "skip split_3to1: no mpirun"
 fi
 
+# ---- predicted energy: the power at the rank's threads times the time its
+# steps took, a shared host's idle power counted once.  A CPU row at a
+# constant 50 W (TDP = idle) makes the expectation 50 W x the steps' wall
+# time, for one rank and for two on this host (until 3 December: each rank
+# counted 50 W at the predicted step time, two of them twice) ----
+"$PY" - "$ROOT/data/devices.csv" "$TMP/cat50.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+h = rows[0]
+for r in rows[1:]:
+    if r[0] == "cpu":
+        r[h.index("tdp_w")] = "50"
+        r[h.index("idle_w")] = "50"
+csv.writer(open(sys.argv[2], "w", newline="")).writerows(rows)
+PY
+energy_check() { # NAME DIR
+	check "$1" "$2/results.json" "(lambda w: j['energy_basis'].startswith('predicted') and abs(j['energy_j'] - 50 * w) <= 0.15 * 50 * w and abs(sum(j['rank_energy_j']) - j['energy_j']) < 1e-6 * j['energy_j'])(sum(x['step_s'] for x in map(__import__('json').loads, open('$2/metrics.jsonl')) if 'step' in x))"
+}
+"$TRAIN" "${small[@]}" --steps 20 --catalog "$TMP/cat50.csv" --out "$TMP/en1" >/dev/null 2>&1
+energy_check energy_predicted_one_rank "$TMP/en1"
+if [ $MPI = 1 ]; then
+	mpi 2 "$TRAIN" "${small[@]}" --steps 20 --catalog "$TMP/cat50.csv" --out "$TMP/en2" >/dev/null 2>&1
+	energy_check energy_predicted_shared_host_idle_once "$TMP/en2"
+fi
+
 # ---- a rank that fails its set-up ends the job (no rank left waiting in
 # a collective the failed one never enters), and options that differ
 # between ranks are refused by name ----
