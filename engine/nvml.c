@@ -51,7 +51,7 @@ static bool sym(void *lib, const char *name, void *fnp, size_t size)
 
 static const char *nv_err(const struct hp__nvml *n, nvmlReturn_t r)
 {
-	static char buf[32];
+	static _Thread_local char buf[32];
 
 	if (n->errstr)
 		return n->errstr(r);

@@ -8,11 +8,13 @@
 #define HETPOOL_ESTIMATE_INT_H
 
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "hetpool/device.h"
 #include "hetpool/estimate.h"
+#include "util/gsl.h"
 
 /* The physical model's parameters (all but kappa are logarithms). */
 enum {
@@ -455,13 +457,13 @@ struct hp__progress {
 	void *ud;
 	const char *stage;
 	int64_t done, total;
+	/* this fit's or validation's own: fits side by side do not wait for
+	 * each other's callbacks (PTHREAD_MUTEX_INITIALIZER) */
+	pthread_mutex_t mu;
 };
-/* n more units done: tell fn (from any thread: the calls are serialised). */
+/* n more units done: tell fn (from any thread of this fit: the calls are
+ * serialised). */
 void hp__progress_add(struct hp__progress *p, int64_t n);
-
-/* Turn GSL's abort-on-error handler off, once for the process (GSL's
- * handler is a global: set it before any thread fits). */
-void hp__gsl_quiet(void);
 
 /* The interval's inner cross-validation runs on at most this many rows
  * of a device (a fixed subsample beyond): its 10th and 90th percentiles

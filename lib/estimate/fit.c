@@ -98,27 +98,13 @@ const struct hp__dev_fit *hp__est_dev(const struct hp_estimator *est,
 
 void hp__progress_add(struct hp__progress *p, int64_t n)
 {
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-
 	if (!p)
 		return;
-	pthread_mutex_lock(&mu);
+	pthread_mutex_lock(&p->mu);
 	p->done += n;
 	if (p->fn)
 		p->fn(p->stage, p->done, p->total, p->ud);
-	pthread_mutex_unlock(&mu);
-}
-
-static void gsl_quiet_once(void)
-{
-	gsl_set_error_handler_off();
-}
-
-void hp__gsl_quiet(void)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	pthread_once(&once, gsl_quiet_once);
+	pthread_mutex_unlock(&p->mu);
 }
 
 /* A stable pseudo-random fold for item i: a configuration's index
@@ -995,8 +981,10 @@ struct hp_estimator *hp_estimator_fit(const struct hp_fit_options *o,
 				      const struct hp_catalog *cat,
 				      struct hp_error *err)
 {
-	struct hp__progress prog = {o->progress, o->progress_ud, "fitting", 0,
-				    0};
+	struct hp__progress prog = {.fn = o->progress,
+				    .ud = o->progress_ud,
+				    .stage = "fitting",
+				    .mu = PTHREAD_MUTEX_INITIALIZER};
 	struct hp__set set;
 	struct hp_estimator *est;
 	size_t off = 0;

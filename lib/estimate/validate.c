@@ -356,8 +356,10 @@ int hp_estimator_validate(const struct hp_fit_options *o,
 {
 	static const char *const scheme_names[3] = {
 	    "k-fold", "leave-family-out", "leave-device-out"};
-	struct hp__progress prog = {o->progress, o->progress_ud, "validating",
-				    0, 0};
+	struct hp__progress prog = {.fn = o->progress,
+				    .ud = o->progress_ud,
+				    .stage = "validating",
+				    .mu = PTHREAD_MUTEX_INITIALIZER};
 	struct hp__set set;
 	struct score sc[NSCORE] = {0};
 	bool *in = NULL, *seen = NULL;

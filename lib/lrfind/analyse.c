@@ -15,6 +15,7 @@
 #include "hetpool/lrfind.h"
 #include "lrfind/lrfind_int.h"
 #include "util/banned.h"
+#include "util/gsl.h"
 
 /* Fewest steps worth fitting. */
 #define MIN_FIT_POINTS 10
@@ -195,7 +196,7 @@ int hp__lrfind_polyfit(const double *t, const double *y, int n, int degree,
 		return hp_error_set(err, HP_EINVAL,
 				    "%d points for a polynomial of degree %d",
 				    n, degree);
-	gsl_set_error_handler_off();
+	hp__gsl_quiet();
 	X = gsl_matrix_alloc((size_t)n, p);
 	cov = gsl_matrix_alloc(p, p);
 	yv = gsl_vector_alloc((size_t)n);
@@ -400,7 +401,7 @@ int hp__lrfind_logfit(const double *lr, const double *y, int n,
 	if (n < 3)
 		return hp_error_set(err, HP_EINVAL,
 				    "%d points for the logarithmic fit", n);
-	gsl_set_error_handler_off();
+	hp__gsl_quiet();
 	X = gsl_matrix_alloc((size_t)n, 2);
 	cov = gsl_matrix_alloc(2, 2);
 	yv = gsl_vector_alloc((size_t)n);
