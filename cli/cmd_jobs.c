@@ -277,6 +277,8 @@ static void print_status(const struct hp_job *j)
 	printf("backend    %s", hp_backend_name(j->backend));
 	if (j->slurm_id[0])
 		printf(" (Slurm job %s)", j->slurm_id);
+	else if (j->backend == HP_BACKEND_KUBERNETES && !j->k8s_namespace[0])
+		printf(" (not applied)"); /* the apply failed */
 	else if (j->backend == HP_BACKEND_KUBERNETES)
 		printf(" (namespace %s, %s)", j->k8s_namespace,
 		       j->applied ? "applied" : "not applied");

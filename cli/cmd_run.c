@@ -122,7 +122,13 @@ static const char help[] =
     "  --slurm-mpi M       slurm: srun --mpi (default pmix)\n"
     "  --image I, --namespace N, --k8s-volume CLAIM, --no-apply   "
     "kubernetes\n"
+    "                      (a cluster gets the job only with --k8s-volume, "
+    "where its\n"
+    "                      outputs go; else give --no-apply)\n"
     "  --k8s-flavor F      auto (default), mpijob or indexed\n"
+    "  --k8s-worker-wait S kubernetes, Indexed Jobs: seconds the launcher "
+    "waits for\n"
+    "                      every worker's sshd (default 3600)\n"
     "  --product-map T=L,...  kubernetes: plan type to the "
     "nvidia.com/gpu.product\n"
     "                      label (default: the catalog's product name)\n"
@@ -387,6 +393,7 @@ static const struct cli_opt run_opts[] = {
     CLI_OPT_STR("k8s-volume", RA, so.k8s_volume),
     CLI_OPT_FLAG("no-apply", RA, so.k8s_no_apply),
     CLI_OPT_WORD("k8s-flavor", RA, flavor, flavor_words),
+    CLI_OPT_NUM("k8s-worker-wait", RA, so.k8s_worker_wait_s, 1, 7 * 86400),
     CLI_OPT_STR("product-map", RA, so.product_map),
     CLI_OPT_FLAG("wait", RA, wait),
     CLI_OPT_FLAG("json", RA, json),

@@ -307,6 +307,9 @@ struct hp_train_opts {
 /* The defaults: everything unset (warmup_steps and seed -1). */
 void hp_train_opts_init(struct hp_train_opts *t);
 
+/* The Kubernetes launcher's default wait for its workers (seconds). */
+#define HP_K8S_WORKER_WAIT_S 3600
+
 enum hp_k8s_flavor {
 	HP_K8S_AUTO = 0,    /* MPIJob when every worker is alike, else
 			       Indexed Jobs */
@@ -347,9 +350,15 @@ struct hp_submit_opts {
 	const char *product_map; /* "t4=Tesla-T4": plan type to the
 				    nvidia.com/gpu.product label */
 	const char *k8s_volume;	 /* a PersistentVolumeClaim (ReadWriteMany)
-				    for the outputs; NULL: an emptyDir, and
-				    the results stay in the pods' logs */
+				    for the outputs; NULL: an emptyDir in
+				    the pods, lost with them, so a job
+				    without one is only written, never
+				    applied (HP_EINVAL) */
 	bool k8s_no_apply;	 /* write the manifests only */
+	/* Indexed Jobs: how long the launcher waits for every worker's sshd
+	 * to accept connections (pods waiting for GPUs or an image pull);
+	 * 0: HP_K8S_WORKER_WAIT_S */
+	double k8s_worker_wait_s;
 };
 void hp_submit_opts_init(struct hp_submit_opts *o);
 
@@ -467,9 +476,11 @@ int hp_deploy_slurm_batch(const char *script, volatile sig_atomic_t *stop,
 			  int *exit_status, struct hp_error *err);
 
 /*
- * Wait until every host named in a hostfile resolves (the body of
- * `hetpool _wait-hosts HOSTFILE SECONDS`, the Kubernetes launcher's first
- * step): HP_EIO naming the first that does not within timeout_s.
+ * Wait until every host named in a hostfile (each line's first word: HOST,
+ * or HOST:PORT) accepts a TCP connection on its port (default 22, the
+ * workers' sshd), not only resolves (the body of `hetpool _wait-hosts
+ * HOSTFILE SECONDS`, the Kubernetes launcher's first step): HP_EIO naming
+ * the first that does not within timeout_s, and what it last answered.
  */
 int hp_deploy_wait_hosts(const char *hostfile, double timeout_s,
 			 struct hp_error *err);

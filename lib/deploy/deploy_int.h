@@ -399,9 +399,14 @@ char *hp__slurm_script(const struct hp__submit *s, struct hp_error *err);
 
 /* ---- kubernetes */
 
+/* The port the workers' sshd listens on: the headless Service's, and what
+ * hp_deploy_wait_hosts() knocks on. */
+#define HP__K8S_SSH_PORT 22
+
 /* The manifests (a JSON list of objects, kind "List") for a job. */
 json_t *hp__k8s_manifests(const struct hp__submit *s, struct hp_error *err);
-/* From `kubectl get jobs,mpijobs -l hetpool.io/job=ID -o json`, the job's
+/* From `kubectl get jobs.batch -l hetpool.io/job=ID -o json` (Indexed
+ * Jobs) or `kubectl get mpijobs.kubeflow.org ...` (an MPIJob), the job's
  * state (queued when nothing says more) and a reason. */
 int hp__k8s_parse_status(const char *text, size_t len, const char *id,
 			 enum hp_job_state *state, char *reason, size_t n,

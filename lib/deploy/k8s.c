@@ -4,16 +4,20 @@
  * with kubectl when a cluster is configured, otherwise only written (the
  * job then stays queued and says so).
  *
- * Workers request nvidia.com/gpu (their node's device count) and select
- * nodes by the GPU product label nvidia.com/gpu.product; each stages the
- * data in an init container (`hetpool _stage`, checksums verified) into a
- * pod-local emptyDir.  One component (every worker alike) becomes a
- * Kubeflow MPIJob (kubeflow.org/v2beta1); mixed types become one Indexed
- * Job per component plus a headless Service that names their pods, and a
- * launcher Job.  Either way the launcher runs mpirun with one app context
- * per rank: its host, its CUDA_VISIBLE_DEVICES and the trainer's argv with
- * every rank's local batch.  The image must hold hetpool, hetpool-train,
- * Open MPI and sshd (as the MPI operator's images do).
+ * Workers request nvidia.com/gpu (their node's device count), CPU and
+ * memory, select nodes by the GPU product label nvidia.com/gpu.product
+ * (tolerating the nvidia.com/gpu taint); each stages the data in an init
+ * container (`hetpool _stage`, checksums verified) into a pod-local
+ * emptyDir, and is ready once its sshd answers.  One component (every
+ * worker alike) becomes a Kubeflow MPIJob (kubeflow.org/v2beta1, its
+ * launcher made once the workers are ready); mixed types become one
+ * Indexed Job per component plus a headless Service that names their
+ * pods, and a launcher Job that first waits for every worker's sshd.
+ * Either way the launcher runs mpirun with one app context per rank: its
+ * host, its CUDA_VISIBLE_DEVICES and the trainer's argv with every rank's
+ * local batch.  The outputs need a claim (--k8s-volume): a job without
+ * one is written, never applied.  The image must hold hetpool,
+ * hetpool-train, Open MPI and sshd (as the MPI operator's images do).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -38,6 +42,19 @@
  * with the square of the ranks, and it must fit an object (etcd's limit is
  * 1.5 MiB) and an exec (ARG_MAX, 2 MiB with the environment). */
 #define K8S_ARGV_MAX (1u << 20)
+/* What a worker pod requests besides its GPUs, per rank: the trainer's
+ * threads (--threads), else K8S_CPU_PER_RANK cores, and K8S_MEM_GI_PER_RANK
+ * GiB (the plan knows neither its nodes' cores nor the model's memory);
+ * the launcher (mpirun) K8S_LAUNCHER_CPU and K8S_LAUNCHER_MEM. */
+#define K8S_CPU_PER_RANK 2
+#define K8S_MEM_GI_PER_RANK 4
+#define K8S_LAUNCHER_CPU "500m"
+#define K8S_LAUNCHER_MEM "512Mi"
+/* Most seconds --k8s-worker-wait takes: a week. */
+#define K8S_WORKER_WAIT_MAX (7 * 86400.0)
+/* How a reason that says the state could not be read begins (the next
+ * read that works drops it). */
+#define K8S_READ_FAILED "state not read from the cluster"
 
 static bool mpijob(const struct hp__submit *s)
 {
@@ -156,6 +173,8 @@ static int k8s_name_check(const char *what, const char *name, size_t max,
 	return 0;
 }
 
+static bool have_cluster(struct hp_deploy *d);
+
 static int k8s_check(struct hp__submit *s, struct hp_error *err)
 {
 	const struct hp_submit_opts *o = s->opts;
@@ -181,6 +200,12 @@ static int k8s_check(struct hp__submit *s, struct hp_error *err)
 	if (o->k8s_volume && (rc = k8s_name_check("volume claim", o->k8s_volume,
 						  253, true, err)))
 		return rc;
+	if (o->k8s_worker_wait_s != 0 &&
+	    !(o->k8s_worker_wait_s >= 1 &&
+	      o->k8s_worker_wait_s <= K8S_WORKER_WAIT_MAX))
+		return hp_error_set(err, HP_EINVAL,
+				    "worker wait %g s: give 1 to %.0f seconds",
+				    o->k8s_worker_wait_s, K8S_WORKER_WAIT_MAX);
 	if (o->image &&
 	    (!*o->image || strlen(o->image) > 255 || strpbrk(o->image, " \t") ||
 	     hp_str_has_control(o->image)))
@@ -199,6 +224,19 @@ static int k8s_check(struct hp__submit *s, struct hp_error *err)
 				    "carries at most %u",
 				    s->train->model, (long long)st.st_size,
 				    K8S_MODEL_MAX);
+	/* Without a claim, rank 0 writes the results, checkpoint and
+	 * metrics into an emptyDir of its worker pod, which goes when the
+	 * launcher ends (the workers are deleted then): a job applied so
+	 * would train and lose what it made.  Written only, it may still be
+	 * edited and applied by hand (its reason says so). */
+	if (!o->k8s_volume && !o->k8s_no_apply && have_cluster(s->d))
+		return hp_error_set(err, HP_EINVAL,
+				    "no --k8s-volume: the job's outputs "
+				    "(results, checkpoint, metrics) would be "
+				    "lost with its pods; give --k8s-volume "
+				    "CLAIM (a ReadWriteMany "
+				    "PersistentVolumeClaim), or --no-apply to "
+				    "only write the manifests");
 	return 0;
 }
 
@@ -333,16 +371,33 @@ static json_t *worker_pod(const struct hp__submit *s, const char *name, int c,
 				per, "hetpool.io/device-type", pc->type);
 	}
 	hp_buf_release(&lb);
-	ctr =
-	    json_pack("{s:s, s:s, s:[s, s], s:o, s:o}", "name", "worker",
-		      "image", image, "command", "/usr/sbin/sshd", "-De", "env",
-		      env, "volumeMounts", mounts(true, true, out_sub(s)));
-	if (pc->gpu)
+	/* ready once sshd takes connections: what an MPIJob's
+	 * launcherCreationPolicy waits for */
+	ctr = json_pack("{s:s, s:s, s:[s, s], s:o, s:o, s:{s:{s:i}, s:i, s:i}}",
+			"name", "worker", "image", image, "command",
+			"/usr/sbin/sshd", "-De", "env", env, "volumeMounts",
+			mounts(true, true, out_sub(s)), "readinessProbe",
+			"tcpSocket", "port", HP__K8S_SSH_PORT, "periodSeconds",
+			2, "timeoutSeconds", 2);
+	{
+		int cpus = s->train->threads > 0 ? s->train->threads
+						 : K8S_CPU_PER_RANK;
+		char cpu[32], mem[32];
+		json_t *req;
+		snprintf(cpu, sizeof(cpu), "%d", cpus * pc->per_node);
+		snprintf(mem, sizeof(mem), "%dGi",
+			 K8S_MEM_GI_PER_RANK * pc->per_node);
+		req = json_pack("{s:s, s:s}", "cpu", cpu, "memory", mem);
+		if (pc->gpu)
+			json_object_set_new(req, "nvidia.com/gpu",
+					    json_integer(pc->per_node));
 		json_object_set_new(ctr, "resources",
-				    json_pack("{s:{s:i}, s:{s:i}}", "limits",
-					      "nvidia.com/gpu", pc->per_node,
-					      "requests", "nvidia.com/gpu",
-					      pc->per_node));
+				    json_pack("{s:o}", "requests", req));
+		if (pc->gpu)
+			json_object_set_new(
+			    json_object_get(ctr, "resources"), "limits",
+			    json_pack("{s:i}", "nvidia.com/gpu", pc->per_node));
+	}
 	if (l->stage_manifest[0])
 		json_array_append_new(
 		    init,
@@ -361,6 +416,13 @@ static json_t *worker_pod(const struct hp__submit *s, const char *name, int c,
 		json_object_set_new(
 		    spec, "nodeSelector",
 		    json_pack("{s:s}", "nvidia.com/gpu.product", label));
+		/* GPU nodes are often tainted so that only pods asking for
+		 * GPUs land there (the GPU operator's, the clouds' node
+		 * pools) */
+		json_object_set_new(
+		    spec, "tolerations",
+		    json_pack("[{s:s, s:s, s:s}]", "key", "nvidia.com/gpu",
+			      "operator", "Exists", "effect", "NoSchedule"));
 	}
 	return json_pack("{s:{s:o, s:o}, s:o}", "metadata", "labels",
 			 role_labels(s, "worker"), "annotations", ann, "spec",
@@ -495,10 +557,23 @@ json_t *hp__k8s_manifests(const struct hp__submit *s, struct hp_error *err)
 			goto fail;
 		}
 	}
-	launcher_ctr =
-	    json_pack("{s:s, s:s, s:o, s:o}", "name", "launcher", "image",
-		      image, "command", argv_array(largv), "volumeMounts",
-		      mounts(false, true, out_sub(s)));
+	launcher_ctr = json_pack(
+	    "{s:s, s:s, s:o, s:o, s:{s:{s:s, s:s}}}", "name", "launcher",
+	    "image", image, "command", argv_array(largv), "volumeMounts",
+	    mounts(false, true, out_sub(s)), "resources", "requests", "cpu",
+	    K8S_LAUNCHER_CPU, "memory", K8S_LAUNCHER_MEM);
+	if (!mpijob(s))
+		/* Open MPI cuts host names at the first '.' unless told not
+		 * to, and the workers' names (POD.SERVICE) only resolve
+		 * whole; the MPI operator sets this for its own launchers.
+		 * Variables, not --mca flags: a version that does not know
+		 * one ignores it (4.x reads the first, 5.x the second). */
+		json_object_set_new(
+		    launcher_ctr, "env",
+		    json_pack("[{s:s, s:s}, {s:s, s:s}]", "name",
+			      "OMPI_MCA_orte_keep_fqdn_hostnames", "value", "1",
+			      "name", "PRTE_MCA_prte_keep_fqdn_hostnames",
+			      "value", "1"));
 	if (mpijob(s)) {
 		json_t *w = worker_pod(s, name, 0, image, err);
 		if (!w)
@@ -508,24 +583,37 @@ json_t *hp__k8s_manifests(const struct hp__submit *s, struct hp_error *err)
 			      "labels", role_labels(s, "launcher"), "spec",
 			      "containers", launcher_ctr, "restartPolicy",
 			      "Never", "volumes", volumes(s, name));
+		/* The Launcher's replica-level restartPolicy (default
+		 * OnFailure) overrides its pod template's: Never, as
+		 * backoffLimit 0 means.  The launcher is made once every
+		 * worker is ready (sshd answers its readiness probe). */
 		json_array_append_new(
 		    items,
-		    json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:i, s:{s:s, "
-			      "s:i}, s:{s:{s:i, s:o}, s:{s:i, s:o}}}}",
+		    json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:i, s:s, "
+			      "s:{s:s, s:i}, s:{s:{s:i, s:s, s:o}, s:{s:i, "
+			      "s:o}}}}",
 			      "apiVersion", "kubeflow.org/v2beta1", "kind",
 			      "MPIJob", "metadata", "name", name, "namespace",
 			      ns, "labels", labels(s), "spec", "slotsPerWorker",
-			      p->comps[0].per_node, "runPolicy",
+			      p->comps[0].per_node, "launcherCreationPolicy",
+			      "WaitForWorkersReady", "runPolicy",
 			      "cleanPodPolicy", "Running", "backoffLimit", 0,
 			      "mpiReplicaSpecs", "Launcher", "replicas", 1,
-			      "template", launcher_pod, "Worker", "replicas",
+			      "restartPolicy", "Never", "template",
+			      launcher_pod, "Worker", "replicas",
 			      p->comps[0].nnodes, "template", w));
 	} else {
-		json_t *init = json_pack(
-		    "[{s:s, s:s, s:[s, s, s, s], s:o}]", "name", "wait-hosts",
-		    "image", image, "command", "hetpool", "_wait-hosts",
-		    POD_JOB "/hostfile", "300", "volumeMounts",
-		    mounts(false, false, NULL));
+		double wait_s = s->opts->k8s_worker_wait_s > 0
+				    ? s->opts->k8s_worker_wait_s
+				    : HP_K8S_WORKER_WAIT_S;
+		char wait[32];
+		json_t *init;
+		snprintf(wait, sizeof(wait), "%.0f", wait_s);
+		init =
+		    json_pack("[{s:s, s:s, s:[s, s, s, s], s:o}]", "name",
+			      "wait-hosts", "image", image, "command",
+			      "hetpool", "_wait-hosts", POD_JOB "/hostfile",
+			      wait, "volumeMounts", mounts(false, false, NULL));
 		json_array_append_new(
 		    items,
 		    json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:s, s:b, "
@@ -534,7 +622,8 @@ json_t *hp__k8s_manifests(const struct hp__submit *s, struct hp_error *err)
 			      "name", name, "namespace", ns, "labels",
 			      labels(s), "spec", "clusterIP", "None",
 			      "publishNotReadyAddresses", 1, "selector",
-			      labels(s), "ports", "name", "ssh", "port", 22));
+			      labels(s), "ports", "name", "ssh", "port",
+			      HP__K8S_SSH_PORT));
 		for (int c = 0; c < p->ncomps; c++) {
 			json_t *w = worker_pod(s, name, c, image, err);
 			char jn[96];
@@ -631,6 +720,7 @@ struct applied {
 	bool applied;
 	const char *ns;
 	const char *why_not; /* when not applied */
+	bool volume;	     /* the outputs go to a claim */
 };
 
 static void set_applied(struct hp_job *j, void *ud)
@@ -643,8 +733,11 @@ static void set_applied(struct hp_job *j, void *ud)
 		snprintf(j->reason, sizeof(j->reason),
 			 "manifests written to k8s/manifests.json, not "
 			 "applied (%s): apply them with 'kubectl apply -f "
-			 "%.300s/k8s/manifests.json'",
-			 a->why_not, j->dir);
+			 "%.300s/k8s/manifests.json'%s",
+			 a->why_not, j->dir,
+			 a->volume ? ""
+				   : " (its outputs are in an emptyDir, lost "
+				     "with the pods: give --k8s-volume)");
 }
 
 /* Whether kubectl has a cluster to talk to: a current context. */
@@ -695,7 +788,8 @@ static int k8s_start(struct hp__submit *s, struct hp_error *err)
 	    false, s->opts->k8s_namespace ? s->opts->k8s_namespace : "default",
 	    s->opts->k8s_no_apply
 		? "--no-apply was given"
-		: "no Kubernetes cluster is configured for kubectl"};
+		: "no Kubernetes cluster is configured for kubectl",
+	    s->opts->k8s_volume != NULL};
 	struct hp_buf eout;
 	int status, rc;
 
@@ -813,37 +907,106 @@ int hp__k8s_parse_status(const char *text, size_t len, const char *id,
 	return 0;
 }
 
+/* Whether the job's manifests hold an MPIJob (else Indexed Jobs); false
+ * with why set when they cannot be read. */
+static bool job_is_mpijob(const struct hp_job *job, bool *mpi, char *why,
+			  size_t n)
+{
+	char path[HP_DEPLOY_PATH_MAX + 64];
+	struct hp_error e = {0};
+	json_t *o, *items;
+
+	*mpi = false;
+	if (hp__path(path, sizeof(path), &e, "%s/k8s/manifests.json",
+		     job->dir) ||
+	    !(o = hp__read_json(path, 64u << 20, &e))) {
+		snprintf(why, n, "%s", e.msg);
+		return false;
+	}
+	items = json_object_get(o, "items");
+	for (size_t i = 0; i < json_array_size(items); i++) {
+		const char *kind = json_string_value(
+		    json_object_get(json_array_get(items, i), "kind"));
+		if (kind && !strcmp(kind, "MPIJob"))
+			*mpi = true;
+	}
+	json_decref(o);
+	return true;
+}
+
+/* A job's reason: what ud says (the state could not be read), or, when
+ * ud is NULL, none in place of an earlier such one. */
+static void set_read(struct hp_job *j, void *ud)
+{
+	const char *why = ud;
+
+	if (hp_job_state_terminal(j->state))
+		return; /* ended meanwhile (cancelled): its reason stays */
+	if (why)
+		snprintf(j->reason, sizeof(j->reason), "%s", why);
+	else if (!strncmp(j->reason, K8S_READ_FAILED, strlen(K8S_READ_FAILED)))
+		j->reason[0] = '\0';
+}
+
+/* Ask kubectl for the job's objects: only the kinds it has (a cluster
+ * without the MPI operator refuses a list that names MPIJobs as a whole).
+ * When that fails, the state stays as it was and the reason says why. */
 static int k8s_refresh(struct hp_deploy *d, struct hp_job *job,
 		       struct hp_error *err)
 {
-	char sel[64];
-	char *argv[] = {d->kubectl,
-			"get",
-			"jobs.batch,mpijobs.kubeflow.org",
-			"-n",
-			job->k8s_namespace,
-			"-l",
-			sel,
-			"-o",
-			"json",
-			NULL};
-	struct hp_buf out;
-	enum hp_job_state st;
-	char reason[256];
-	int status, rc;
+	char sel[64], why[300], line[256], msg[sizeof(job->reason)];
+	bool mpi;
+	char *argv[] = {
+	    d->kubectl, "get", "jobs.batch", "-n",   job->k8s_namespace,
+	    "-l",	sel,   "-o",	     "json", NULL};
+	struct hp_buf out, eout;
+	struct hp_error rerr = {0};
+	enum hp_job_state st = HP_JOB_QUEUED;
+	char reason[256] = "";
+	int status = -1, rc;
 
 	if (!job->applied)
 		return 0;
+	if (!job_is_mpijob(job, &mpi, why, sizeof(why))) {
+		snprintf(msg, sizeof(msg),
+			 K8S_READ_FAILED " (the last known is shown): cannot "
+					 "tell what to ask for: %s",
+			 why);
+		goto failed;
+	}
+	if (mpi)
+		argv[2] = "mpijobs.kubeflow.org";
 	snprintf(sel, sizeof(sel), "hetpool.io/job=%s", job->id);
 	hp_buf_init(&out, HP_CMD_OUT_MAX);
-	rc = hp__run(argv, d->cmd_timeout_s, &out, NULL, &status, err);
-	if (!rc && status == 0)
-		rc = hp__k8s_parse_status(hp_buf_str(&out), out.len, job->id,
-					  &st, reason, sizeof(reason), err);
+	hp_buf_init(&eout, 1u << 20);
+	rc = hp__run(argv, d->cmd_timeout_s, &out, &eout, &status, &rerr);
+	if (rc)
+		snprintf(why, sizeof(why), "%s", rerr.msg);
+	else if (status != 0)
+		snprintf(why, sizeof(why), "exited %d: %s", status,
+			 hp__last_line(hp_buf_str(&eout), line, sizeof(line)));
+	else if ((rc =
+		      hp__k8s_parse_status(hp_buf_str(&out), out.len, job->id,
+					   &st, reason, sizeof(reason), &rerr)))
+		snprintf(why, sizeof(why), "%s", rerr.msg);
 	hp_buf_release(&out);
-	if (rc || status != 0 || st == HP_JOB_QUEUED)
-		return rc;
-	if (hp_job_state_terminal(st)) {
+	hp_buf_release(&eout);
+	if (rc || status != 0) {
+		snprintf(msg, sizeof(msg),
+			 K8S_READ_FAILED " (the last known is shown): kubectl "
+					 "get %s: %s",
+			 argv[2], why);
+		goto failed;
+	}
+	if (st == HP_JOB_QUEUED) {
+		/* only an earlier failure to read can go */
+		if (strncmp(job->reason, K8S_READ_FAILED,
+			    strlen(K8S_READ_FAILED)))
+			return 0;
+		return hp__job_update(job->dir, -1, NULL, set_read, NULL, NULL,
+				      err);
+	}
+	if (hp_job_state_terminal(st) && !mpi) {
 		/* The launcher has ended: the workers (sshd, waiting) go, so
 		 * their GPUs are free.  An MPIJob cleans up by itself. */
 		char wsel[96];
@@ -854,7 +1017,12 @@ static int k8s_refresh(struct hp_deploy *d, struct hp_job *job,
 			 "hetpool.io/job=%s,hetpool.io/role=worker", job->id);
 		hp__run(del, d->cmd_timeout_s, NULL, NULL, &status, NULL);
 	}
-	return hp__job_update(job->dir, st, reason, NULL, NULL, NULL, err);
+	return hp__job_update(job->dir, st, reason, set_read, NULL, NULL, err);
+failed:
+	hp_str_cut_utf8(msg);
+	if (!strcmp(job->reason, msg))
+		return 0;
+	return hp__job_update(job->dir, -1, NULL, set_read, msg, NULL, err);
 }
 
 static void mark_cancel(struct hp_job *j, void *ud)

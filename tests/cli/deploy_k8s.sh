@@ -8,7 +8,10 @@
 # GPU is in the launcher's mpirun; the model and the data manifest travel
 # in a ConfigMap.  With no cluster configured the job stays queued and says
 # so; when kubectl has a cluster, the manifests are applied and deleted on
-# cancel.  (The trainer runs inside the image, so none is needed here.)
+# cancel, but only with a claim for the outputs.  A stand-in kubectl (a
+# script on PATH) plays a cluster with and without the MPI operator for
+# `hetpool status`; `_wait-hosts` is tried against a local TCP listener.
+# (The trainer runs inside the image, so none is needed here.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/deploy.inc"
 
@@ -89,6 +92,120 @@ hf = cm["data"]["hostfile"].split("\n")
 assert hf[:3] == ["%s slots=2" % hosts[0], "%s slots=1" % hosts[1], "%s slots=1" % hosts[2]], hf
 PY
 
+# Open MPI 4 cuts a host name at its first '.' (POD.SERVICE would not
+# resolve) unless orte_keep_fqdn_hostnames is set; 5 reads the PRRTE name.
+pycheck k8s_launcher_keeps_fqdn "$TMP/mixed-job.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+l = [i for i in m if i["metadata"]["name"].endswith("-launcher")][0]
+env = {e["name"]: e["value"] for e in l["spec"]["template"]["spec"]["containers"][0].get("env", [])}
+assert env.get("OMPI_MCA_orte_keep_fqdn_hostnames") == "1", env
+assert env.get("PRTE_MCA_prte_keep_fqdn_hostnames") == "1", env
+assert "." in l["spec"]["template"]["spec"]["containers"][0]["command"][l["spec"]["template"]["spec"]["containers"][0]["command"].index("--host") + 1]
+PY
+
+# Every pod asks for CPU and memory (the workers per rank, --threads or 2
+# cores and 4 GiB; the launcher a little), and GPU pods tolerate the
+# nvidia.com/gpu taint GPU node pools carry.
+pycheck k8s_pod_requests "$TMP/mixed-job.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+per = {}
+for i in m:
+    if i["kind"] != "Job":
+        continue
+    ps = i["spec"]["template"]["spec"]
+    req = ps["containers"][0]["resources"]["requests"]
+    assert req.get("cpu") and req.get("memory"), (i["metadata"]["name"], req)
+    if i["metadata"]["labels"]["hetpool.io/role"] == "worker":
+        gpus = req["nvidia.com/gpu"]
+        assert ps["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == gpus
+        assert req["cpu"] == str(2 * gpus) and req["memory"] == "%dGi" % (4 * gpus), req
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in ps.get("tolerations", []), ps.get("tolerations")
+        per[gpus] = True
+assert sorted(per) == [1, 2], per
+PY
+expect_status k8s_threads_run 0 "$HP" run "$TMP/single.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply --threads 3 --json
+pycheck k8s_pod_requests_threads "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+sp = m[1]["spec"]["mpiReplicaSpecs"]
+w = sp["Worker"]["template"]["spec"]
+req = w["containers"][0]["resources"]["requests"]
+assert req["cpu"] == "12" and req["memory"] == "16Gi" and req["nvidia.com/gpu"] == 4, req
+assert w["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}], w
+lr = sp["Launcher"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+assert lr.get("cpu") and lr.get("memory"), lr
+PY
+
+# The launcher waits for the workers' sshd (a readiness probe on the
+# Service's port) for an hour by default, --k8s-worker-wait to change it.
+pycheck k8s_worker_wait_default "$TMP/mixed-job.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+svc = [i for i in m if i["kind"] == "Service"][0]
+port = svc["spec"]["ports"][0]["port"]
+l = [i for i in m if i["metadata"]["name"].endswith("-launcher")][0]
+init = l["spec"]["template"]["spec"]["initContainers"][0]["command"]
+assert init == ["hetpool", "_wait-hosts", "/hetpool/job/hostfile", "3600"], init
+for i in m:
+    if i["kind"] == "Job" and i["metadata"]["labels"]["hetpool.io/role"] == "worker":
+        c = i["spec"]["template"]["spec"]["containers"][0]
+        assert c["readinessProbe"]["tcpSocket"]["port"] == port, c.get("readinessProbe")
+PY
+expect_status k8s_worker_wait_run 0 "$HP" run "$TMP/mixed.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply --k8s-worker-wait 7200 --json
+pycheck k8s_worker_wait_option "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+l = [i for i in m if i["metadata"]["name"].endswith("-launcher")][0]
+assert l["spec"]["template"]["spec"]["initContainers"][0]["command"][3] == "7200"
+PY
+expect_status k8s_worker_wait_zero 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply --k8s-worker-wait 0
+
+# _wait-hosts: a host that resolves is not enough, its port must take a
+# connection.  A listener on 127.0.0.1 passes; a closed port fails within
+# the time given, saying so; a listener that comes up late is waited for.
+"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' >"$TMP/closed.port"
+CLOSED=$(cat "$TMP/closed.port")
+listen() { # listen DELAY_S: a TCP listener on 127.0.0.1 after DELAY_S; its port in $TMP/open.port
+	"$PY" -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0))
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
+time.sleep(float(sys.argv[2])); s.listen(16); time.sleep(30)' "$TMP/open.port" "$1" &
+	LISTENER=$!
+	local n=200
+	while [ ! -s "$TMP/open.port" ] && [ "$n" -gt 0 ]; do
+		sleep 0.05
+		n=$((n - 1))
+	done
+}
+rm -f "$TMP/open.port"
+listen 0
+echo "127.0.0.1:$(cat "$TMP/open.port") slots=1" >"$TMP/hosts.open"
+expect_status k8s_wait_hosts_open 0 timeout 20 "$HP" _wait-hosts "$TMP/hosts.open" 5
+kill "$LISTENER" 2>/dev/null
+wait "$LISTENER" 2>/dev/null
+printf '127.0.0.1:%s slots=1\n' "$CLOSED" >"$TMP/hosts.closed"
+t0=$(date +%s)
+expect_status k8s_wait_hosts_closed 1 timeout 20 "$HP" _wait-hosts "$TMP/hosts.closed" 2
+expect_err k8s_wait_hosts_closed_says "worker '127.0.0.1' did not accept a connection on port $CLOSED within 2 s: Connection refused"
+[ $(($(date +%s) - t0)) -le 10 ] && ok k8s_wait_hosts_closed_bounded || fail k8s_wait_hosts_closed_bounded "took $(($(date +%s) - t0)) s"
+rm -f "$TMP/open.port"
+listen 2
+echo "127.0.0.1:$(cat "$TMP/open.port") slots=1" >"$TMP/hosts.late"
+expect_status k8s_wait_hosts_late 0 timeout 20 "$HP" _wait-hosts "$TMP/hosts.late" 10
+kill "$LISTENER" 2>/dev/null
+wait "$LISTENER" 2>/dev/null
+
 expect_status k8s_mpijob 0 "$HP" run "$TMP/single.json" --model "$MODEL" --data synthetic \
 	--backend kubernetes --no-apply --namespace team-a --product-map v100=Tesla-V100-SXM2-16GB --json
 pycheck k8s_mpijob_manifest "$TMP/out" <<'PY'
@@ -164,6 +281,18 @@ assert vols and all(v["persistentVolumeClaim"]["claimName"] == "shared-out" for 
 mj = [i for i in m if i["kind"] == "MPIJob"]
 assert not mj or mj[0]["spec"]["runPolicy"]["backoffLimit"] == 0, mj[0]["spec"]["runPolicy"]
 PY
+# The MPIJob's launcher: its replica-level restartPolicy (the operator's
+# default OnFailure overrides the template's) is Never, and it is made
+# once the workers are ready.
+pycheck k8s_mpijob_launcher_policy "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+sp = [i for i in m if i["kind"] == "MPIJob"][0]["spec"]
+assert sp["launcherCreationPolicy"] == "WaitForWorkersReady", sp.keys()
+assert sp["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] == "Never", sp["mpiReplicaSpecs"]["Launcher"].keys()
+assert sp["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["restartPolicy"] == "Never"
+PY
 
 # kubectl apply that fails part way (here: a cluster that does not
 # answer, the real kubectl) is followed by a delete of what it may have
@@ -184,7 +313,7 @@ users:
   user: {token: x}
 YAML
 	KUBECONFIG=$TMP/kc.yaml expect_status k8s_apply_fails 1 "$HP" run "$TMP/types.json" --model "$MODEL" \
-		--data synthetic --backend kubernetes
+		--data synthetic --backend kubernetes --k8s-volume out
 	expect_err k8s_apply_fails_says "kubectl apply failed, and so did deleting what it may have made: run 'kubectl delete -f k8s/manifests.json' in the job's folder .all kubectl said: k8s/apply.log."
 	ID=$(ls -t "$HETPOOL_JOBS_DIR" | head -n 1)
 	grep -q 'connect\|refused\|Unable\|error' "$HETPOOL_JOBS_DIR/$ID/k8s/apply.log" && ok k8s_apply_fails_log_kept || fail k8s_apply_fails_log_kept "$(ls "$HETPOOL_JOBS_DIR/$ID/k8s")"
@@ -266,6 +395,118 @@ grep -q "cancelled" "$TMP/out" && ok k8s_cancel_written_state || fail k8s_cancel
 expect_status k8s_logs_cancelled_unapplied 2 timeout 20 "$HP" logs "$ID"
 expect_err k8s_logs_cancelled_unapplied_says "cancelled before any pod ran, so there is no log: cancelled"
 
+# A stand-in kubectl: a cluster without the MPI operator (KC_NO_MPI; a
+# list naming mpijobs fails as a whole, as the real one does), one that
+# cannot be reached (KC_DOWN), one that refuses an apply (KC_APPLY_FAIL).
+# What it was asked goes to KC_LOG.
+mkdir -p "$TMP/kbin"
+cat >"$TMP/kbin/kubectl" <<'SH'
+#!/bin/sh
+echo "$*" >>"$KC_LOG"
+case "$1" in
+config) echo stand-in; exit 0 ;;
+apply)
+	[ -z "$KC_APPLY_FAIL" ] && exit 0
+	echo 'Error from server (Forbidden): jobs.batch is forbidden' >&2
+	exit 1 ;;
+delete) exit 0 ;;
+get)
+	if [ -n "$KC_DOWN" ]; then
+		echo 'Unable to connect to the server: dial tcp 127.0.0.1:9: connect: connection refused' >&2
+		exit 1
+	fi
+	case "$2" in *mpijobs*) if [ -n "$KC_NO_MPI" ]; then
+		echo 'error: the server doesn'"'"'t have a resource type "mpijobs"' >&2
+		exit 1
+	fi ;; esac
+	id=${6#hetpool.io/job=}
+	case "$2" in
+	jobs.batch) printf '{"kind": "List", "items": [{"kind": "Job", "metadata": {"name": "hetpool-%s-launcher"}, "status": {"active": 1}}]}\n' "$id" ;;
+	mpijobs.kubeflow.org) printf '{"kind": "List", "items": [{"kind": "MPIJob", "metadata": {"name": "hetpool-%s"}, "status": {"conditions": [{"type": "Running", "status": "True"}]}}]}\n' "$id" ;;
+	*) echo "error: stand-in does not know $2" >&2; exit 1 ;;
+	esac ;;
+*) exit 1 ;;
+esac
+SH
+chmod +x "$TMP/kbin/kubectl"
+KPATH=$TMP/kbin:$PATH
+export KC_LOG=$TMP/kc.log
+: >"$KC_LOG"
+job_id() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$1"; }
+json_field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# A cluster gets a job only with a claim for its outputs: without one
+# they would be lost with the pods.  Refused before any job is made.
+before=$(ls "$HETPOOL_JOBS_DIR" | wc -l)
+PATH=$KPATH expect_status k8s_no_volume_refused 2 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes
+expect_err k8s_no_volume_refused_says "no --k8s-volume: .*give --k8s-volume CLAIM .*or --no-apply"
+[ "$(ls "$HETPOOL_JOBS_DIR" | wc -l)" = "$before" ] && ok k8s_no_volume_no_job ||
+	fail k8s_no_volume_no_job "a job folder was made"
+grep -q '^apply' "$KC_LOG" && fail k8s_no_volume_not_applied "$(cat "$KC_LOG")" || ok k8s_no_volume_not_applied
+# written only, it says the outputs need a claim
+PATH=$KPATH expect_status k8s_no_volume_written 0 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --no-apply --json
+grep -q 'emptyDir, lost with the pods: give --k8s-volume' "$TMP/out" && ok k8s_no_volume_written_says ||
+	fail k8s_no_volume_written_says "$(cat "$TMP/out")"
+
+# Indexed Jobs on a cluster without the MPI operator: status asks for
+# jobs.batch only, and sees the launcher running.
+PATH=$KPATH KC_NO_MPI=1 expect_status k8s_standin_apply 0 "$HP" run "$TMP/mixed.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --k8s-volume out --json
+IXID=$(job_id "$TMP/out")
+: >"$KC_LOG"
+PATH=$KPATH KC_NO_MPI=1 expect_status k8s_status_no_mpi_operator 0 "$HP" status "$IXID" --json
+[ "$(json_field "$TMP/out" state)" = running ] && ok k8s_status_no_mpi_operator_running ||
+	fail k8s_status_no_mpi_operator_running "$(cat "$TMP/out")"
+grep -q "^get jobs.batch -n default -l hetpool.io/job=$IXID" "$KC_LOG" && ! grep -q mpijobs "$KC_LOG" &&
+	ok k8s_status_asks_its_kinds || fail k8s_status_asks_its_kinds "$(cat "$KC_LOG")"
+# kubectl failing: the state stays, and the reason says why
+PATH=$KPATH KC_DOWN=1 expect_status k8s_status_read_fails 0 "$HP" status "$IXID" --json
+pycheck k8s_status_read_fails_says "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["state"] == "running", j["state"]
+assert j["reason"].startswith("state not read from the cluster (the last known is shown): kubectl get jobs.batch: exited 1: Unable to connect"), j["reason"]
+PY
+PATH=$KPATH KC_DOWN=1 expect_status k8s_status_read_fails_text 0 "$HP" status "$IXID"
+grep -q '^reason     state not read from the cluster' "$TMP/out" && ok k8s_status_read_fails_text_says ||
+	fail k8s_status_read_fails_text_says "$(cat "$TMP/out")"
+# read again: that reason goes
+PATH=$KPATH expect_status k8s_status_read_again 0 "$HP" status "$IXID" --json
+pycheck k8s_status_read_again_clears "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["state"] == "running" and not j["reason"], j
+PY
+# An MPIJob is asked for as one; a job not yet seen that cannot be read
+# is queued with the reason, not silently
+PATH=$KPATH expect_status k8s_standin_apply_mpijob 0 "$HP" run "$TMP/single.json" --model "$MODEL" \
+	--data synthetic --backend kubernetes --k8s-volume out --json
+MJID=$(job_id "$TMP/out")
+PATH=$KPATH KC_DOWN=1 expect_status k8s_status_mpijob_unread 0 "$HP" status "$MJID" --json
+pycheck k8s_status_mpijob_unread_says "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["state"] == "queued" and "kubectl get mpijobs.kubeflow.org: exited 1" in j["reason"], j
+PY
+: >"$KC_LOG"
+PATH=$KPATH expect_status k8s_status_mpijob 0 "$HP" status "$MJID" --json
+[ "$(json_field "$TMP/out" state)" = running ] && grep -q "^get mpijobs.kubeflow.org " "$KC_LOG" &&
+	! grep -q "jobs.batch" "$KC_LOG" && ok k8s_status_mpijob_running ||
+	fail k8s_status_mpijob_running "$(cat "$TMP/out" "$KC_LOG")"
+PATH=$KPATH expect_status k8s_standin_cancel 0 "$HP" cancel "$IXID"
+PATH=$KPATH expect_status k8s_standin_cancel_mpijob 0 "$HP" cancel "$MJID"
+
+# An apply that fails leaves no namespace recorded: status says "not
+# applied" rather than "(namespace , not applied)".
+PATH=$KPATH KC_APPLY_FAIL=1 expect_status k8s_standin_apply_refused 1 "$HP" run "$TMP/single.json" \
+	--model "$MODEL" --data synthetic --backend kubernetes --k8s-volume out
+ID=$(ls -t "$HETPOOL_JOBS_DIR" | head -n 1)
+expect_status k8s_status_after_failed_apply 0 "$HP" status "$ID"
+grep -q '^backend    kubernetes (not applied)$' "$TMP/out" && ok k8s_status_after_failed_apply_says ||
+	fail k8s_status_after_failed_apply_says "$(grep '^backend' "$TMP/out")"
+
 # Applied when kubectl has a cluster.
 if ! command -v kubectl >/dev/null 2>&1; then
 	echo "skip k8s_apply: no kubectl"
@@ -273,7 +514,7 @@ elif ! kubectl config current-context >/dev/null 2>&1; then
 	echo "skip k8s_apply: kubectl has no cluster configured (no current context)"
 else
 	expect_status k8s_apply 0 "$HP" run "$TMP/single.json" --model "$MODEL" --data synthetic \
-		--backend kubernetes --json
+		--backend kubernetes --k8s-volume "${HP_K8S_CLAIM:-hetpool-out}" --json
 	ID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/out")
 	if kubectl get configmap "hetpool-$ID-job" -n default >/dev/null 2>&1; then
 		ok k8s_apply_configmap
