@@ -296,7 +296,7 @@ struct hp_train_opts {
 	 * out/ and the trainer resumes from it (the trainer checks that the
 	 * model, data, ranks, global batch, optimizer and seed match).  The
 	 * job must have ended and have a checkpoint; not for Kubernetes,
-	 * whose checkpoints stay in its pods.  NULL: none. */
+	 * whose checkpoints are on its volume claim.  NULL: none. */
 	const char *resume_from;
 	/* > 0: a learning-rate range test instead of training: the rate
 	 * rises exponentially from lr_range_min to lr_range_max over the
