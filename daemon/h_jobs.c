@@ -349,13 +349,24 @@ static void serve_file(struct hd_req *r, const char *path, const char *ctype,
 		}
 		return;
 	}
-	if (fstat(fileno(f), &st) || !(buf = malloc((size_t)l + 1))) {
+	if (fstat(fileno(f), &st)) {
+		fclose(f);
+		hd_problem(out, 500, "internal", NULL, "cannot read the file");
+		return;
+	}
+	/* what the file holds past offset, not the whole limit: a
+	 * reader asking for 16 MiB of a small log costs its size */
+	if (o >= st.st_size)
+		l = 0;
+	else if (l > st.st_size - o)
+		l = st.st_size - o;
+	if (!(buf = malloc((size_t)l + 1))) {
 		fclose(f);
 		hd_problem(out, 500, "internal", NULL, "cannot read the file");
 		return;
 	}
 	n = 0;
-	if (o < st.st_size && fseeko(f, (off_t)o, SEEK_SET) == 0)
+	if (l > 0 && fseeko(f, (off_t)o, SEEK_SET) == 0)
 		n = fread(buf, 1, (size_t)l, f);
 	fclose(f);
 	hd_text(out, 200, ctype, buf, n);

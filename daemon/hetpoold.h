@@ -38,7 +38,8 @@ struct hd_config {
 	const char *hetpool; /* the CLI program the job's helpers run as */
 	const char *trainer;
 	enum hp_backend backend;
-	bool no_apply; /* kubernetes: write the manifests only */
+	bool no_apply;		/* kubernetes: write the manifests only */
+	const char *k8s_volume; /* kubernetes: the outputs' claim; NULL: none */
 	int threads;
 	int max_connections;
 	double idle_timeout_s;

@@ -8,12 +8,14 @@
  * next start.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +55,9 @@ static const char usage[] =
     "                       kubernetes\n"
     "  --no-apply           kubernetes: write the manifests, do not apply "
     "them\n"
+    "  --k8s-volume CLAIM   kubernetes: the PersistentVolumeClaim the jobs' "
+    "outputs\n"
+    "                       go to (a cluster gets jobs only with one)\n"
     "  --jobs-dir DIR       job folders (default: DB.d/jobs)\n"
     "  --data-dir DIR       model files and refit data (default: "
     "DB.d/data)\n"
@@ -193,6 +198,7 @@ enum {
 	O_INSECURE,
 	O_BACKEND,
 	O_NOAPPLY,
+	O_K8S_VOLUME,
 	O_JOBS,
 	O_DATA,
 	O_HETPOOL,
@@ -226,6 +232,7 @@ static const struct option longopts[] = {
     {"insecure", no_argument, NULL, O_INSECURE},
     {"backend", required_argument, NULL, O_BACKEND},
     {"no-apply", no_argument, NULL, O_NOAPPLY},
+    {"k8s-volume", required_argument, NULL, O_K8S_VOLUME},
     {"jobs-dir", required_argument, NULL, O_JOBS},
     {"data-dir", required_argument, NULL, O_DATA},
     {"hetpool", required_argument, NULL, O_HETPOOL},
@@ -305,6 +312,9 @@ static int parse_args(int argc, char **argv, struct hd_config *c)
 			break;
 		case O_NOAPPLY:
 			c->no_apply = true;
+			break;
+		case O_K8S_VOLUME:
+			c->k8s_volume = optarg;
 			break;
 		case O_JOBS:
 			c->jobs_dir = optarg;
@@ -580,6 +590,83 @@ static int find_web_dir(struct hd_config *c)
 	return 0;
 }
 
+/* DB.d, when this run made it (removed again if the store is refused) */
+static char state_dir[PATH_MAX + 8];
+static bool made_state_dir;
+
+/*
+ * One hetpoold per database: an exclusive flock on DB.d/lock, held until
+ * the process ends (the descriptor is close-on-exec: no job's supervisor
+ * keeps it).  The file holds the holder's PID for a second one to name.
+ */
+static int lock_db(const char *db)
+{
+	char path[PATH_MAX + 16], text[32];
+	struct stat st;
+	int64_t pid = 0;
+	ssize_t k;
+	int fd;
+
+	snprintf(state_dir, sizeof(state_dir), "%s.d", db);
+	if (stat(state_dir, &st)) {
+		if (hp_mkdirs(state_dir, 0700, NULL))
+			return fail("cannot make '%s': %s", state_dir,
+				    strerror(errno));
+		made_state_dir = true;
+	}
+	snprintf(path, sizeof(path), "%s/lock", state_dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return fail("cannot open '%s': %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno != EWOULDBLOCK) {
+			int e = errno;
+			close(fd);
+			return fail("cannot lock '%s': %s", path, strerror(e));
+		}
+		k = pread(fd, text, sizeof(text) - 1, 0);
+		text[k > 0 ? k : 0] = '\0';
+		text[strcspn(text, "\n")] = '\0';
+		close(fd);
+		if (!hp_parse_i64(text, 1, INT32_MAX, &pid))
+			return fail("database '%s' is in use by another "
+				    "hetpoold (pid %lld): one hetpoold per "
+				    "database",
+				    db, (long long)pid);
+		return fail("database '%s' is in use by another hetpoold (it "
+			    "holds '%s'): one hetpoold per database",
+			    db, path);
+	}
+	k = snprintf(text, sizeof(text), "%lld\n", (long long)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, text, (size_t)k, 0) != k)
+		hd_log(HP_LOG_WARN, "cannot write the lock file", "path",
+		       "s:", path, "error", "s:", strerror(errno), NULL);
+	return 0; /* fd stays open: the lock lives with the process */
+}
+
+/* A refused store leaves no DB.d behind that this run made. */
+static void unmake_state_dir(void)
+{
+	char path[PATH_MAX + 16];
+
+	if (!made_state_dir)
+		return;
+	snprintf(path, sizeof(path), "%s/lock", state_dir);
+	unlink(path);
+	rmdir(state_dir);
+}
+
+/* The jobs and data folders, made once the store has opened. */
+static int make_dirs(const struct hd_config *c)
+{
+	char buf[PATH_MAX + 32];
+
+	snprintf(buf, sizeof(buf), "%s/models", c->data_dir);
+	if (hp_mkdirs(c->jobs_dir, 0700, NULL) || hp_mkdirs(buf, 0700, NULL))
+		return fail("cannot make '%s' or '%s': %s", c->jobs_dir, buf,
+			    strerror(errno));
+	return 0;
+}
+
 static int prepare(struct hd *d)
 {
 	struct hd_config *c = &d->cfg;
@@ -597,10 +684,6 @@ static int prepare(struct hd *d)
 		return fail("out of memory");
 	c->jobs_dir = dirs[1];
 	c->data_dir = dirs[2];
-	snprintf(buf, sizeof(buf), "%s/models", c->data_dir);
-	if (hp_mkdirs(c->jobs_dir, 0700, NULL) || hp_mkdirs(buf, 0700, NULL))
-		return fail("cannot make '%s' or '%s': %s", c->jobs_dir, buf,
-			    strerror(errno));
 	if (!c->hetpool) {
 		beside_self("hetpool", hp, sizeof(hp));
 		if (!hp[0])
@@ -619,7 +702,7 @@ static int prepare(struct hd *d)
 			c->trainer = tr[0] ? hp_strdup(tr) : "hetpool-train";
 		}
 	}
-	return 0;
+	return lock_db(db);
 }
 
 int main(int argc, char **argv)
@@ -653,18 +736,32 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_init(&d.cache_mu, NULL);
 	pthread_mutex_init(&d.refit.mu, NULL);
-	if (hd_server_prepare(&d, &err))
+	if (hd_server_prepare(&d, &err)) {
+		unmake_state_dir();
 		return fail("%s", err.msg);
+	}
 	co.catalog = d.cfg.catalog;
 	co.estimator = d.cfg.estimator;
-	if (!(d.ctx = hp_ctx_new(&co, &err)))
+	if (!(d.ctx = hp_ctx_new(&co, &err))) {
+		unmake_state_dir();
 		return fail("%s", err.msg);
+	}
 	so.max_connections = d.cfg.threads + 4;
 	so.no_sync = d.cfg.no_sync;
-	if (!(d.store = hp_store_open(dirs[0], &so, &err))) {
+	{
+		/* the database and its -wal and -shm files hold the tokens'
+		 * hashes and the uploaded models: the owner's alone */
+		mode_t old = umask(077);
+		d.store = hp_store_open(dirs[0], &so, &err);
+		umask(old);
+	}
+	if (!d.store) {
+		unmake_state_dir();
 		rc = fail("%s", err.msg);
 		goto out;
 	}
+	if ((rc = make_dirs(&d.cfg)))
+		goto out;
 	if ((rc = admin_token(&d)))
 		goto out;
 	stored_estimator(&d);

@@ -844,6 +844,7 @@ static void launch(struct hd *d, const struct hp_store_job *sj)
 	o.trainer = d->cfg.trainer;
 	o.recommendation = sj->plan;
 	o.k8s_no_apply = d->cfg.no_apply;
+	o.k8s_volume = d->cfg.k8s_volume;
 	{
 		const struct hp_snap *snap = hp_ctx_acquire(d->ctx);
 		o.cat = hp_snap_catalog(snap);
@@ -1002,6 +1003,41 @@ static void queue_cancel(struct hd *d, int64_t id)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/*
+ * A started job the jobs folder does not know: true when the folder
+ * recorded at its launch is still there (another --jobs-dir than the
+ * one it was launched under, or a jobs volume mounted elsewhere), so its
+ * supervisor and trainer may well be running: the job is left as it is,
+ * its devices held, with the reason said once (in the log and on the
+ * job) until hetpoold runs with that jobs folder again.  Only a job
+ * whose folder is really gone is failed.
+ */
+#define ELSEWHERE                                                              \
+	"left as it is (run hetpoold with the --jobs-dir it was launched "     \
+	"under)"
+
+static bool folder_still_there(struct hd *d, const struct hp_store_job *sj)
+{
+	char why[HP_DEPLOY_PATH_MAX * 2 + 160];
+	struct stat st;
+
+	if (!sj->deploy_dir || stat(sj->deploy_dir, &st) ||
+	    !S_ISDIR(st.st_mode))
+		return false;
+	snprintf(why, sizeof(why),
+		 "the jobs folder '%s' does not hold it, but its folder '%s' "
+		 "is still there: " ELSEWHERE,
+		 hp_deploy_jobs_dir(d->deploy), sj->deploy_dir);
+	if (sj->reason && !strcmp(sj->reason, why))
+		return true;
+	hd_log(HP_LOG_ERROR,
+	       "a running job's folder is outside the jobs folder", "job",
+	       "i:", (long long)sj->id, "dir", "s:", sj->deploy_dir, "jobs_dir",
+	       "s:", hp_deploy_jobs_dir(d->deploy), NULL);
+	set_reason(d, sj->id, sj->reason, why);
+	return true;
+}
+
 /* Move a started job to its deployment's state. */
 static void follow(struct hd *d, const struct hp_store_job *sj)
 {
@@ -1012,6 +1048,8 @@ static void follow(struct hd *d, const struct hp_store_job *sj)
 	if (sj->cancel_requested)
 		queue_cancel(d, sj->id);
 	rc = hp_deploy_status(d->deploy, sj->deploy_id, true, &dj, &err);
+	if (rc == HP_ENOENT && folder_still_there(d, sj))
+		return;
 	if (rc == HP_ENOENT) {
 		fail_job(d, sj->id,
 			 "its deployment is gone (the job folder was "
@@ -1023,6 +1061,8 @@ static void follow(struct hd *d, const struct hp_store_job *sj)
 		       "i:", (long long)sj->id, "error", "s:", err.msg, NULL);
 		return;
 	}
+	if (sj->reason && strstr(sj->reason, ELSEWHERE))
+		set_reason(d, sj->id, sj->reason, NULL); /* found again */
 	if (dj.state == HP_JOB_RUNNING && sj->state == HP_JOB_STARTING)
 		job_transition(d, sj->id, HP_JOB_RUNNING, NULL, NULL);
 	/* why the backend waits, unless a cancel was asked for: its

@@ -489,8 +489,7 @@ static int set_wal(struct hp__conn *c, const struct hp_store *s,
 	return 0;
 }
 
-static struct hp__conn *conn_open(struct hp_store *s, bool first,
-				  struct hp_error *err)
+static struct hp__conn *conn_open(struct hp_store *s, struct hp_error *err)
 {
 	struct hp__conn *c = calloc(1, sizeof(*c));
 	int flags = SQLITE_OPEN_NOMUTEX;
@@ -525,8 +524,6 @@ static struct hp__conn *conn_open(struct hp_store *s, bool first,
 			     "sqlite was built without foreign keys");
 		goto fail;
 	}
-	if (first && !s->o.read_only && (rc = set_wal(c, s, err)))
-		goto fail;
 	return c;
 fail:
 	conn_close(c);
@@ -548,7 +545,7 @@ struct hp__conn *hp__conn_get(struct hp_store *s, struct hp_error *err)
 	}
 	s->nopen++;
 	pthread_mutex_unlock(&s->mu);
-	c = conn_open(s, false, err);
+	c = conn_open(s, err);
 	if (!c) {
 		pthread_mutex_lock(&s->mu);
 		s->nopen--;
@@ -572,6 +569,46 @@ void hp__conn_put(struct hp_store *s, struct hp__conn *c)
 }
 
 /* ---- migrations */
+
+/* HP_EUNSUPP for a newer store, HP_EINVAL for another program's file. */
+static int refuse(const char *path, long long v, long long app, long long nobj,
+		  struct hp_error *err)
+{
+	if (v > HP_STORE_SCHEMA_VERSION)
+		return hp_error_set(
+		    err, HP_EUNSUPP,
+		    "database '%s' has schema version %lld; this hetpool (%s) "
+		    "knows versions up to %d: use a newer hetpool",
+		    path, v, HP_VERSION, HP_STORE_SCHEMA_VERSION);
+	if (app != HP__STORE_APP_ID && (v != 0 || nobj != 0))
+		return hp_error_set(err, HP_EINVAL,
+				    "database '%s' is not a hetpool store (it "
+				    "holds other tables)",
+				    path);
+	return 0;
+}
+
+/*
+ * Refuse a newer or foreign file before anything writes to it (turning
+ * WAL on rewrites its header): reads only.  hp__store_migrate() checks
+ * again inside its write transaction.
+ */
+static int check_before_writing(struct hp__conn *c, const char *path,
+				struct hp_error *err)
+{
+	long long v = 0, app = 0, nobj = 0;
+	int rc;
+
+	if ((rc = query_int(c->db, "PRAGMA user_version", &v)) ||
+	    (rc = query_int(c->db, "PRAGMA application_id", &app)) ||
+	    (rc = query_int(c->db, "SELECT count(*) FROM sqlite_master",
+			    &nobj))) {
+		rc = hp__dberr(c, rc, "schema version", err);
+		hp_error_prefix(err, "database '%s'", path);
+		return rc;
+	}
+	return refuse(path, v, app, nobj, err);
+}
 
 int hp__store_migrate(sqlite3 *db, const char *path, int upto,
 		      struct hp_error *err)
@@ -597,23 +634,8 @@ int hp__store_migrate(sqlite3 *db, const char *path, int upto,
 			rc = hp__dberr(&tmp, rc, "schema version", err);
 			goto fail;
 		}
-		if (v > HP_STORE_SCHEMA_VERSION) {
-			rc = hp_error_set(
-			    err, HP_EUNSUPP,
-			    "database '%s' has schema version %lld; this "
-			    "hetpool (%s) knows versions up to %d: use a newer "
-			    "hetpool",
-			    path, v, HP_VERSION, HP_STORE_SCHEMA_VERSION);
+		if ((rc = refuse(path, v, app, nobj, err)))
 			goto fail;
-		}
-		if (app != HP__STORE_APP_ID && (v != 0 || nobj != 0)) {
-			rc =
-			    hp_error_set(err, HP_EINVAL,
-					 "database '%s' is not a hetpool store "
-					 "(it holds other tables)",
-					 path);
-			goto fail;
-		}
 		if (v >= upto) {
 			hp__rollback(&tmp);
 			return 0;
@@ -722,12 +744,18 @@ struct hp_store *hp_store_open(const char *path,
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 
-	c = conn_open(s, true, err);
+	c = conn_open(s, err);
 	if (!c) {
 		hp_error_prefix(err, "database '%s'", path);
 		goto fail;
 	}
 	if (!s->o.read_only) {
+		if (check_before_writing(c, path, err))
+			goto fail;
+		if (set_wal(c, s, err)) {
+			hp_error_prefix(err, "database '%s'", path);
+			goto fail;
+		}
 		if (hp__store_migrate(c->db, path, HP_STORE_SCHEMA_VERSION,
 				      err))
 			goto fail;

@@ -293,27 +293,40 @@ fail:
 	return rc;
 }
 
+/*
+ * One statement per order, with and without a filter on the states; the
+ * filters are parameters (?1 the owner, ?2 the paging id, ?3 the limit,
+ * ?4 to ?9 the states, NULL in the slots not used), never text joined
+ * into the SQL.  `state IN (...)` lets SQLite read the jobs_state index
+ * rather than the whole table: the scheduler asks for the started jobs
+ * at every poll.
+ */
+#define JOB_LIST_SEL "SELECT " HP__JOB_COLS " FROM jobs j WHERE "
+#define JOB_LIST_STATES "j.state IN (?4, ?5, ?6, ?7, ?8, ?9) AND "
+#define JOB_LIST_REST(cmp, order)                                              \
+	"(?1 = 0 OR j.owner = ?1) AND (?2 = 0 OR j.id " cmp " ?2) ORDER BY "   \
+	"j.id" order " LIMIT ?3"
+#define JOB_LIST_SLOTS (HP_JOB_CANCELLED + 1)
+
+const char *hp__job_list_sql(bool newest_first, bool by_state)
+{
+	static const char *const sql[2][2] = {
+	    {JOB_LIST_SEL JOB_LIST_REST(">", ""),
+	     JOB_LIST_SEL JOB_LIST_STATES JOB_LIST_REST(">", "")},
+	    {JOB_LIST_SEL JOB_LIST_REST("<", " DESC"),
+	     JOB_LIST_SEL JOB_LIST_STATES JOB_LIST_REST("<", " DESC")},
+	};
+
+	return sql[newest_first][by_state];
+}
+
 int hp_store_job_list(struct hp_store *s, const struct hp_store_job_filter *f,
 		      struct hp_store_job **out, int *n, struct hp_error *err)
 {
-	/* One statement per order; the filters are parameters (?1 the
-	 * states as ",name,name,", ?2 the owner, ?3 the paging id, ?4 the
-	 * limit), never text joined into the SQL. */
-#define JOB_LIST_WHERE                                                         \
-	" FROM jobs j WHERE (?1 IS NULL OR instr(?1, ',' || j.state || ',')"   \
-	" > 0) AND (?2 = 0 OR j.owner = ?2) AND "
-	static const char sql_asc[] =
-	    "SELECT " HP__JOB_COLS JOB_LIST_WHERE
-	    "(?3 = 0 OR j.id > ?3) ORDER BY j.id LIMIT ?4";
-	static const char sql_desc[] =
-	    "SELECT " HP__JOB_COLS JOB_LIST_WHERE
-	    "(?3 = 0 OR j.id < ?3) ORDER BY j.id DESC LIMIT ?4";
-#undef JOB_LIST_WHERE
 	struct hp_store_job_filter none = {0};
 	struct hp__conn *c;
 	sqlite3_stmt *st;
-	char states[96] = ",";
-	int rc;
+	int rc, slot = 4;
 
 	*out = NULL;
 	*n = 0;
@@ -321,23 +334,22 @@ int hp_store_job_list(struct hp_store *s, const struct hp_store_job_filter *f,
 		f = &none;
 	if (f->limit < 0)
 		return hp_error_set(err, HP_EINVAL, "jobs: negative limit");
-	for (int i = 0; i <= HP_JOB_CANCELLED; i++)
-		if (f->states & 1u << i) {
-			size_t l = strlen(states);
-			snprintf(states + l, sizeof(states) - l, "%s,",
-				 hp__state_sql((enum hp_job_state)i));
-		}
 	if (!(c = hp__conn_get(s, err)))
 		return err ? err->code : HP_EIO;
-	if (!(st = hp__stmt(c, f->newest_first ? sql_desc : sql_asc, err))) {
+	st =
+	    hp__stmt(c, hp__job_list_sql(f->newest_first, f->states != 0), err);
+	if (!st) {
 		rc = err ? err->code : HP_EIO;
 		goto out;
 	}
-	if (f->states)
-		hp__bind_text(st, 1, states);
-	sqlite3_bind_int64(st, 2, f->owner);
-	sqlite3_bind_int64(st, 3, f->after_id);
-	sqlite3_bind_int64(st, 4, f->limit ? f->limit : -1);
+	sqlite3_bind_int64(st, 1, f->owner);
+	sqlite3_bind_int64(st, 2, f->after_id);
+	sqlite3_bind_int64(st, 3, f->limit ? f->limit : -1);
+	for (int i = 0; f->states && i < JOB_LIST_SLOTS; i++)
+		if (f->states & 1u << i)
+			hp__bind_text(st, slot++,
+				      hp__state_sql((enum hp_job_state)i));
+	/* the slots left stay NULL: `state IN (NULL)` matches nothing */
 	rc = read_jobs(c, st, out, n, err);
 out:
 	hp__conn_put(s, c);

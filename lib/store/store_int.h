@@ -116,6 +116,9 @@ int hp__store_migrate(sqlite3 *db, const char *path, int upto,
 
 /* The job state and backend as stored (their names) and back. */
 const char *hp__state_sql(enum hp_job_state s);
+/* hp_store_job_list()'s statement (static text): by_state filters with
+ * `state IN (?4, ..., ?9)` so that the jobs_state index serves it. */
+const char *hp__job_list_sql(bool newest_first, bool by_state);
 int hp__state_from_sql(const char *s, enum hp_job_state *out);
 
 /* Read the job at the statement's current row (the columns of

@@ -48,6 +48,19 @@ def problem(name, r, status, ptype=None, field=None):
 # ---- no token needed
 r = d.get("/healthz")
 check("healthz", r.status == 200 and r.json()["status"] == "ok", r)
+# ---- one hetpoold per database: a second one is refused, naming the first
+p2 = subprocess.run([HETPOOLD, "--db", d.db, "--listen", "127.0.0.1:0"],
+                    capture_output=True, text=True, timeout=30)
+err_lines = p2.stderr.strip().splitlines()
+check("a second hetpoold on the same database exits 2 with one line naming it and the PID",
+      p2.returncode == 2 and len(err_lines) == 1 and d.db in err_lines[0]
+      and ("pid %d" % d.proc.pid) in err_lines[0], (p2.returncode, p2.stderr))
+check("the first one still answers", d.get("/healthz").status == 200)
+# the database holds the tokens' hashes and the models: the owner's alone
+modes = {f: oct(os.stat(d.db + f).st_mode & 0o777) for f in ("", "-wal", "-shm")
+         if os.path.exists(d.db + f)}
+check("the database and its -wal and -shm files are mode 0600",
+      "" in modes and all(m == "0o600" for m in modes.values()), modes)
 r = d.get("/v1/openapi.json")
 check("openapi served", r.status == 200 and r.json()["openapi"].startswith("3."), r)
 r = d.get("/metrics")

@@ -37,6 +37,39 @@ check("the re-attached job can be stopped: it ends cancelled", r.status == 202 a
 e2 = d.wait_job(j2["id"], A, timeout=120)
 check("the queued job started once the CPU freed up, and ended", e2["state"] == "succeeded", e2)
 
+# ---- a restart with another --jobs-dir: a running job whose folder is
+# still there is left alone (its trainer runs on), never failed
+j5 = d.post("/v1/jobs", long_job, A).json()
+j = d.wait_job(j5["id"], A, states=("running",), timeout=60)
+check("a long job runs", j and j["state"] == "running", j)
+d.stop()
+base_args = list(d.args)
+other = os.path.join(d.tmp, "other-jobs")
+d.args = base_args + ["--jobs-dir", other]
+d.start()
+time.sleep(2)  # ten polls
+j = d.get("/v1/jobs/%d" % j5["id"], A).json()
+check("under another --jobs-dir a running job whose folder is still there stays running, its devices held",
+      j["state"] == "running" and all(x["held"] for x in j["devices"]), j)
+check("its reason says why it is left alone", "still there" in (j.get("reason") or ""), j.get("reason"))
+errs = [x for x in d.log_lines() if x.get("level") == "error" and "jobs folder" in x.get("msg", "")
+        and x.get("job") == j5["id"]]
+check("the log says it once, as an error", len(errs) == 1, errs)
+d.stop()
+d.args = base_args
+d.start()
+t0 = time.time()
+while time.time() - t0 < 10:
+    j = d.get("/v1/jobs/%d" % j5["id"], A).json()
+    if not j.get("reason"):
+        break
+    time.sleep(0.2)
+check("back under its jobs folder it is followed again (the reason cleared)",
+      j["state"] == "running" and not j.get("reason"), j)
+r = d.post("/v1/jobs/%d/cancel" % j5["id"], None, A)
+j = d.wait_job(j5["id"], A, timeout=60)
+check("and it can be cancelled", j["state"] == "cancelled", j)
+
 j3 = d.post("/v1/jobs", long_job, A).json()
 j = d.wait_job(j3["id"], A, states=("running",), timeout=60)
 d.kill()

@@ -512,6 +512,83 @@ HP_TEST(store_refuses_a_file_that_is_not_a_store)
 	rm_db();
 }
 
+/* The file's SHA-256 (hex). */
+static void file_sha(const char *path, char hex[65])
+{
+	struct hp_error err = {0};
+	char *text = NULL;
+	size_t len = 0;
+
+	if (hp_read_file(path, 1 << 26, &text, &len, &err))
+		HP_FAIL("read '%s': %s", path, err.msg);
+	hp__sha256_hex_of(text, len, hex);
+	free(text);
+}
+
+/* docs/store.md: a newer or foreign file is refused before anything
+ * writes to it: a rollback-journal file is not switched to WAL. */
+HP_TEST(store_refusal_leaves_a_rollback_journal_file_byte_for_byte)
+{
+	const char *path = tmp_db();
+	struct hp_error err = {0};
+	char before[65], after[65];
+
+	hp_store_close(open_ok(path));
+	ASSERT_EQ_INT(raw_exec(path,
+			       "PRAGMA journal_mode = DELETE;"
+			       "PRAGMA user_version = 99",
+			       true),
+		      SQLITE_OK);
+	file_sha(path, before);
+	ASSERT(hp_store_open(path, NULL, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_EUNSUPP);
+	file_sha(path, after);
+	ASSERT_STR_EQ(after, before);
+	rm_db();
+	/* another program's file, in rollback mode (SQLite's default) */
+	path = tmp_db();
+	ASSERT_EQ_INT(raw_exec(path, "CREATE TABLE t (x)", true), SQLITE_OK);
+	file_sha(path, before);
+	memset(&err, 0, sizeof(err));
+	ASSERT(hp_store_open(path, NULL, &err) == NULL);
+	ASSERT_EQ_INT(err.code, HP_EINVAL);
+	file_sha(path, after);
+	ASSERT_STR_EQ(after, before);
+	rm_db();
+}
+
+/* The scheduler lists the started jobs at every poll: filtered by state,
+ * the list reads the jobs_state index, never the whole table. */
+HP_TEST(store_job_list_by_state_uses_the_state_index)
+{
+	const char *path = tmp_db();
+
+	hp_store_close(open_ok(path));
+	for (int newest = 0; newest < 2; newest++) {
+		char sql[2048], plan[1024] = "";
+		sqlite3 *db = NULL;
+		sqlite3_stmt *st = NULL;
+
+		snprintf(sql, sizeof(sql), "EXPLAIN QUERY PLAN %s",
+			 hp__job_list_sql(newest, true));
+		ASSERT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
+		       SQLITE_OK);
+		ASSERT(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			size_t l = strlen(plan);
+			snprintf(plan + l, sizeof(plan) - l, "%s; ",
+				 (const char *)sqlite3_column_text(st, 3));
+		}
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+		if (!strstr(plan, "USING INDEX jobs_state") &&
+		    !strstr(plan, "USING COVERING INDEX jobs_state"))
+			HP_FAIL("order %d: plan '%s' does not use jobs_state",
+				newest, plan);
+	}
+	rm_db();
+}
+
 /* ---- nodes and the pool */
 
 static void pools_equal(const struct hp_pool *a, const struct hp_pool *b)
