@@ -1821,9 +1821,9 @@ static int materialize(struct cpu *b, struct hp_error *err)
 }
 
 /* Copy between a buffer of layout smd and one of layout dmd. */
-static int copy_md(struct cpu *b, const dnnl_memory_desc_t *smd, void *sp,
-		   const dnnl_memory_desc_t *dmd, void *dp,
-		   struct hp_error *err)
+static int copy_md_omp(struct cpu *b, const dnnl_memory_desc_t *smd, void *sp,
+		       const dnnl_memory_desc_t *dmd, void *dp,
+		       struct hp_error *err)
 {
 	dnnl_primitive_desc_t pd = NULL;
 	dnnl_primitive_t prim = NULL;
@@ -1860,6 +1860,19 @@ static int copy_md(struct cpu *b, const dnnl_memory_desc_t *smd, void *sp,
 	if (dm)
 		dnnl_memory_destroy(dm);
 	return st == dnnl_success ? 0 : dnnl_fail(err, st, "copy");
+}
+
+/* copy_md on the engine's threads, leaving the calling thread's
+ * OpenMP thread count as it was */
+static int copy_md(struct cpu *b, const dnnl_memory_desc_t *smd, void *sp,
+		   const dnnl_memory_desc_t *dmd, void *dp,
+		   struct hp_error *err)
+{
+	int omp0 = omp_get_max_threads();
+	int rc = copy_md_omp(b, smd, sp, dmd, dp, err);
+
+	omp_set_num_threads(omp0);
+	return rc;
 }
 
 static int cpu_param_io(void *be, int i, int what, int dir, float *buf,
@@ -1920,7 +1933,8 @@ static int grad_reorders(struct cpu *b, struct param *P, struct hp_error *err)
 	return 0;
 }
 
-static int cpu_grads_io(void *be, float *flat, int dir, struct hp_error *err)
+static int cpu_grads_io_omp(void *be, float *flat, int dir,
+			    struct hp_error *err)
 {
 	struct cpu *b = be;
 	int64_t off = 0;
@@ -1952,6 +1966,17 @@ static int cpu_grads_io(void *be, float *flat, int dir, struct hp_error *err)
 	}
 	CK(dnnl_stream_wait(b->strm), "wait");
 	return 0;
+}
+
+/* cpu_grads_io on the engine's threads, leaving the calling thread's
+ * OpenMP thread count as it was */
+static int cpu_grads_io(void *be, float *flat, int dir, struct hp_error *err)
+{
+	int omp0 = omp_get_max_threads();
+	int rc = cpu_grads_io_omp(be, flat, dir, err);
+
+	omp_set_num_threads(omp0);
+	return rc;
 }
 
 static void cpu_counters(void *be, struct hp_engine_counters *c, int dir)
@@ -2201,7 +2226,7 @@ static int build(struct cpu *b, struct hp_error *err)
 	return 0;
 }
 
-static int cpu_create(struct hp_engine *e, struct hp_error *err)
+static int cpu_create_omp(struct hp_engine *e, struct hp_error *err)
 {
 	struct cpu *b = calloc(1, sizeof(*b));
 	int rc;
@@ -2228,6 +2253,17 @@ static int cpu_create(struct hp_engine *e, struct hp_error *err)
 	}
 	e->be = b;
 	return 0;
+}
+
+/* cpu_create on the engine's threads, leaving the calling thread's
+ * OpenMP thread count as it was */
+static int cpu_create(struct hp_engine *e, struct hp_error *err)
+{
+	int omp0 = omp_get_max_threads();
+	int rc = cpu_create_omp(e, err);
+
+	omp_set_num_threads(omp0);
+	return rc;
 }
 
 /*
@@ -2732,7 +2768,7 @@ static int run_timed(struct cpu *b, struct oplist *l, int slot,
 	return 0;
 }
 
-static int cpu_forward(void *be, double *loss, struct hp_error *err)
+static int cpu_forward_omp(void *be, double *loss, struct hp_error *err)
 {
 	struct cpu *b = be;
 	double t0;
@@ -2754,7 +2790,18 @@ static int cpu_forward(void *be, double *loss, struct hp_error *err)
 	return 0;
 }
 
-static int cpu_infer(void *be, double *loss, struct hp_error *err)
+/* cpu_forward on the engine's threads, leaving the calling thread's
+ * OpenMP thread count as it was */
+static int cpu_forward(void *be, double *loss, struct hp_error *err)
+{
+	int omp0 = omp_get_max_threads();
+	int rc = cpu_forward_omp(be, loss, err);
+
+	omp_set_num_threads(omp0);
+	return rc;
+}
+
+static int cpu_infer_omp(void *be, double *loss, struct hp_error *err)
 {
 	struct cpu *b = be;
 	int rc;
@@ -2773,7 +2820,18 @@ static int cpu_infer(void *be, double *loss, struct hp_error *err)
 	return 0;
 }
 
-static int cpu_backward(void *be, struct hp_error *err)
+/* cpu_infer on the engine's threads, leaving the calling thread's
+ * OpenMP thread count as it was */
+static int cpu_infer(void *be, double *loss, struct hp_error *err)
+{
+	int omp0 = omp_get_max_threads();
+	int rc = cpu_infer_omp(be, loss, err);
+
+	omp_set_num_threads(omp0);
+	return rc;
+}
+
+static int cpu_backward_omp(void *be, struct hp_error *err)
 {
 	struct cpu *b = be;
 	int rc;
@@ -2791,7 +2849,18 @@ static int cpu_backward(void *be, struct hp_error *err)
 	return 0;
 }
 
-static int cpu_update(void *be, struct hp_error *err)
+/* cpu_backward on the engine's threads, leaving the calling thread's
+ * OpenMP thread count as it was */
+static int cpu_backward(void *be, struct hp_error *err)
+{
+	int omp0 = omp_get_max_threads();
+	int rc = cpu_backward_omp(be, err);
+
+	omp_set_num_threads(omp0);
+	return rc;
+}
+
+static int cpu_update_omp(void *be, struct hp_error *err)
 {
 	struct cpu *b = be;
 	const struct hp_engine_opts *o = b->o;
@@ -2837,6 +2906,17 @@ static int cpu_update(void *be, struct hp_error *err)
 	if (b->lt)
 		b->lt_steps++;
 	return 0;
+}
+
+/* cpu_update on the engine's threads, leaving the calling thread's
+ * OpenMP thread count as it was */
+static int cpu_update(void *be, struct hp_error *err)
+{
+	int omp0 = omp_get_max_threads();
+	int rc = cpu_update_omp(be, err);
+
+	omp_set_num_threads(omp0);
+	return rc;
 }
 
 static int cpu_layer_times(const void *be, double *out, int n, int *steps)

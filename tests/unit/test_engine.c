@@ -7,6 +7,7 @@
  */
 #ifdef HP_HAVE_ENGINE
 
+#include <omp.h>
 #include <stdarg.h>
 #include <sys/resource.h>
 
@@ -718,6 +719,49 @@ HP_TEST(engine_loss_falls)
 	if (!(last < 0.5 * first))
 		HP_FAIL("loss went from %g to %g", first, last);
 	hp_engine_free(e);
+	hp_spec_release(&s);
+}
+
+/* The engine runs on its own threads without changing the caller's:
+ * the calling thread's OpenMP thread count is what it was after create,
+ * step, infer, the gradients' copy, a parameter read and free (it was
+ * left at the engine's). */
+HP_TEST(engine_keeps_callers_omp_threads)
+{
+	struct hp_spec s;
+	struct hp_engine_opts o;
+	struct hp_engine *e;
+	struct hp_error err = {0};
+	float x[4 * 64], *g, w[8 * 9];
+	int32_t lab[4] = {0, 1, 2, 3};
+	double loss;
+	uint64_t st = 7;
+
+	parse(NET("[1,8,8]", 4,
+		  CONV(8, 3, 1, 1) "," RELU "," POOL("max", 2, 2, 0) "," FC(4)),
+	      &s);
+	quadrant_batch(&st, 4, x, lab);
+	omp_set_num_threads(3);
+	hp_engine_opts_init(&o);
+	o.threads = 1;
+	o.batch = 4;
+	e = hp_engine_new(&s, &o, &err);
+	ASSERT(e);
+	ASSERT_EQ_INT(omp_get_max_threads(), 3);
+	ASSERT(hp_engine_set_input(e, x, lab, &err) == 0);
+	ASSERT(hp_engine_step(e, &loss, &err) == 0);
+	ASSERT_EQ_INT(omp_get_max_threads(), 3);
+	ASSERT(hp_engine_infer(e, &loss, &err) == 0);
+	ASSERT_EQ_INT(omp_get_max_threads(), 3);
+	g = calloc((size_t)hp_engine_param_elems(e), sizeof(*g));
+	ASSERT(g);
+	ASSERT(hp_engine_grads_get(e, g, &err) == 0);
+	ASSERT_EQ_INT(omp_get_max_threads(), 3);
+	ASSERT(hp_engine_param_get(e, 0, w, &err) == 0);
+	ASSERT_EQ_INT(omp_get_max_threads(), 3);
+	free(g);
+	hp_engine_free(e);
+	ASSERT_EQ_INT(omp_get_max_threads(), 3);
 	hp_spec_release(&s);
 }
 
