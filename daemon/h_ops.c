@@ -8,16 +8,28 @@
 
 #include "hetpoold.h"
 
+/* GET /healthz: 200 while the store takes writes; 503 with the reason
+ * once a write failed for want of storage (disk full, the database
+ * read-only) and a probe write still fails.  No I/O while all is well. */
 void hd_h_healthz(struct hd *d, struct hd_req *r, struct hd_resp *out)
 {
+	struct hp_error err = {0};
 	struct timespec ts;
+	char why[200];
+	bool ok = hp_store_writable(d->store, why, sizeof(why));
 
 	(void)r;
+	if (!ok && hp_store_probe_write(d->store, &err) == 0)
+		ok = true;
+	else if (!ok && err.code != HP_ESTORAGE)
+		snprintf(why, sizeof(why), "%.190s", err.msg);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	hd_json(out, 200,
-		json_pack("{s:s, s:s, s:f}", "status", "ok", "version",
-			  hp_version(), "uptime_s",
-			  (double)ts.tv_sec + ts.tv_nsec / 1e9 - d->started_s));
+	hd_json(out, ok ? 200 : 503,
+		json_pack("{s:s, s:s, s:f, s:s*}", "status",
+			  ok ? "ok" : "unavailable", "version", hp_version(),
+			  "uptime_s",
+			  (double)ts.tv_sec + ts.tv_nsec / 1e9 - d->started_s,
+			  "reason", ok ? NULL : why));
 }
 
 void hd_h_metrics(struct hd *d, struct hd_req *r, struct hd_resp *out)

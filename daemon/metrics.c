@@ -291,6 +291,11 @@ static void pool_and_jobs(struct hd *d, struct hp_buf *b)
 	help(b, "hetpoold_store_up", "gauge",
 	     "Whether the store could be read for this scrape.");
 	hp_buf_printf(b, "hetpoold_store_up 1\n");
+	help(b, "hetpoold_store_writable", "gauge",
+	     "0 once a write failed for want of storage (disk full, a "
+	     "read-only database) until one succeeds.");
+	hp_buf_printf(b, "hetpoold_store_writable %d\n",
+		      hp_store_writable(d->store, NULL, 0) ? 1 : 0);
 	help(b, "hetpoold_devices", "gauge",
 	     "Devices of the pool by type and state (free, allocated, "
 	     "drained, reserved).");

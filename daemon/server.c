@@ -216,6 +216,16 @@ void hd_problem_err(struct hd_resp *out, const struct hp_error *err)
 	case HP_ETOOBIG:
 		hd_problem(out, 422, "unprocessable", NULL, "%s", err->msg);
 		break;
+	case HP_ESTORAGE:
+		/* disk full or a read-only database: the operator's to fix,
+		 * and worth a retry after (GET /healthz says when) */
+		hd_log(HP_LOG_ERROR, "storage cannot be written", "error",
+		       "s:", err->msg, NULL);
+		hd_problem(out, 503, "storage", NULL,
+			   "the server cannot store anything now (%s); try "
+			   "again later",
+			   err->msg);
+		break;
 	default:
 		hd_log(HP_LOG_ERROR, "internal error", "error", "s:", err->msg,
 		       "code", "s:", hp_err_name(err->code), NULL);

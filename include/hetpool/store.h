@@ -96,6 +96,19 @@ struct hp_store;
 struct hp_store *hp_store_open(const char *path,
 			       const struct hp_store_options *o,
 			       struct hp_error *err);
+/*
+ * Whether the store's storage takes writes: false (why filled, n bytes)
+ * when the last write failed for want of it (disk full, or the file
+ * became read-only: HP_ESTORAGE) and none has succeeded since.  Cheap:
+ * no I/O.
+ */
+bool hp_store_writable(struct hp_store *s, char *why, size_t n);
+/* A write that changes nothing (the schema version set again), to learn
+ * whether storage takes writes again: 0, or HP_ESTORAGE and the like.
+ * After a full disk it is not tried until the database's filesystem has
+ * 8 MiB free again (HP_ESTORAGE saying how much it has). */
+int hp_store_probe_write(struct hp_store *s, struct hp_error *err);
+
 /* Close every connection (the WAL is checkpointed); NULL is a no-op. No
  * call may be in flight. */
 void hp_store_close(struct hp_store *s);

@@ -39,7 +39,8 @@ extern "C" {
 	X(ECANCELED, -13, "canceled")                                          \
 	X(EEXIST, -14, "already exists")                                       \
 	X(EBUSY, -15, "resource busy")                                         \
-	X(ESTATE, -16, "not allowed in this state")
+	X(ESTATE, -16, "not allowed in this state")                            \
+	X(ESTORAGE, -17, "storage full or read-only")
 
 enum hp_err {
 	HP_OK = 0,

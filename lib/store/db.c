@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "store/store_int.h"
@@ -253,6 +254,17 @@ int hp__dberr(struct hp__conn *c, int rc, const char *what,
 
 	if (!msg || !*msg)
 		msg = sqlite3_errstr(rc);
+	if ((prim == SQLITE_FULL || prim == SQLITE_READONLY) && c && c->owner) {
+		struct hp_store *s = c->owner;
+		pthread_mutex_lock(&s->storage_mu);
+		snprintf(s->storage_why, sizeof(s->storage_why), "%s (%s)",
+			 prim == SQLITE_FULL ? "disk full"
+					     : "the database cannot be written",
+			 msg);
+		s->storage_full = prim == SQLITE_FULL;
+		s->storage_bad = true;
+		pthread_mutex_unlock(&s->storage_mu);
+	}
 	switch (prim) {
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
@@ -263,8 +275,12 @@ int hp__dberr(struct hp__conn *c, int rc, const char *what,
 	case SQLITE_CONSTRAINT:
 		return hp_error_set(err, HP_EINVAL, "%s: %s", what, msg);
 	case SQLITE_FULL:
-		return hp_error_set(err, HP_EIO, "%s: disk full (%s)", what,
-				    msg);
+		return hp_error_set(err, HP_ESTORAGE, "%s: disk full (%s)",
+				    what, msg);
+	case SQLITE_READONLY:
+		return hp_error_set(err, HP_ESTORAGE,
+				    "%s: the database cannot be written (%s)",
+				    what, msg);
 	case SQLITE_CORRUPT:
 	case SQLITE_NOTADB:
 		return hp_error_set(err, HP_EIO,
@@ -292,8 +308,11 @@ int hp__commit(struct hp__conn *c, struct hp_error *err)
 {
 	int rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
 
-	if (rc == SQLITE_OK)
+	if (rc == SQLITE_OK) {
+		if (c->owner && c->owner->storage_bad)
+			c->owner->storage_bad = false;
 		return 0;
+	}
 	rc = hp__dberr(c, rc, "commit", err);
 	hp__rollback(c);
 	return rc;
@@ -508,6 +527,16 @@ static struct hp__conn *conn_open(struct hp_store *s, struct hp_error *err)
 		hp__dberr(c, rc, "open", err);
 		goto fail;
 	}
+	/* SQLite opens a write-protected file read-only without a word:
+	 * every write would then fail */
+	if (!s->o.read_only && sqlite3_db_readonly(c->db, "main") == 1) {
+		hp_error_set(err, HP_ESTORAGE,
+			     "the file can only be read (it, its folder or "
+			     "its filesystem is write-protected): make it "
+			     "writable");
+		goto fail;
+	}
+	c->owner = s;
 	sqlite3_extended_result_codes(c->db, 1);
 	sqlite3_busy_timeout(c->db, (int)(s->o.busy_timeout_s * 1000));
 	/* Large enough for a store of a few thousand jobs to stay in memory;
@@ -742,6 +771,7 @@ struct hp_store *hp_store_open(const char *path,
 	if (s->o.busy_timeout_s > 3600)
 		s->o.busy_timeout_s = 3600;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->storage_mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 
 	c = conn_open(s, err);
@@ -785,6 +815,7 @@ fail:
 	conn_close(c);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->storage_mu);
 	free(s->path);
 	free(s);
 	return NULL;
@@ -802,8 +833,82 @@ void hp_store_close(struct hp_store *s)
 	hp_pool_free(s->pool_cache);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->storage_mu);
 	free(s->path);
 	free(s);
+}
+
+bool hp_store_writable(struct hp_store *s, char *why, size_t n)
+{
+	if (!s->storage_bad)
+		return true;
+	pthread_mutex_lock(&s->storage_mu);
+	if (n)
+		snprintf(why, n, "%s", s->storage_why);
+	pthread_mutex_unlock(&s->storage_mu);
+	return false;
+}
+
+/* After a full disk, whether its filesystem has room again: at least
+ * HP__STORE_ROOM_BYTES free (a few bytes free take a probe's write, not
+ * an upload's). */
+static int room_again(struct hp_store *s, struct hp_error *err)
+{
+	char dir[4096];
+	const char *slash = strrchr(s->path, '/');
+	struct statvfs v;
+	double free_b;
+	bool full;
+
+	pthread_mutex_lock(&s->storage_mu);
+	full = s->storage_bad && s->storage_full;
+	pthread_mutex_unlock(&s->storage_mu);
+	if (!full)
+		return 0;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s",
+			 (int)(slash == s->path ? 1 : slash - s->path),
+			 s->path);
+	if (statvfs(dir, &v))
+		return 0; /* cannot say: let the probe tell */
+	free_b = (double)v.f_bavail * (double)v.f_frsize;
+	if (free_b < HP__STORE_ROOM_BYTES)
+		return hp_error_set(err, HP_ESTORAGE,
+				    "disk full: %.1f MiB free in '%s', under "
+				    "the %d MiB the store waits for",
+				    free_b / 1048576, dir,
+				    HP__STORE_ROOM_BYTES >> 20);
+	return 0;
+}
+
+int hp_store_probe_write(struct hp_store *s, struct hp_error *err)
+{
+	struct hp__conn *c;
+	long long v = 0;
+	char sql[64];
+	int rc;
+
+	if (s->o.read_only)
+		return hp_error_set(err, HP_ESTATE, "the store is read-only");
+	if ((rc = room_again(s, err)))
+		return rc;
+	if (!(c = hp__conn_get(s, err)))
+		return err->code;
+	/* a write that changes nothing: the schema version, set again */
+	if ((rc = query_int(c->db, "PRAGMA user_version", &v)) != SQLITE_OK) {
+		rc = hp__dberr(c, rc, "probe", err);
+	} else {
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld;", v);
+		if (!(rc = hp__begin(c, true, err)) &&
+		    !(rc = hp__exec(c, sql, err)))
+			rc = hp__commit(c, err);
+		else if (rc)
+			hp__rollback(c);
+	}
+	hp__conn_put(s, c);
+	return rc;
 }
 
 const char *hp_store_path(const struct hp_store *s)

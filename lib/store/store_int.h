@@ -22,12 +22,17 @@
 
 struct hp__conn {
 	sqlite3 *db;
+	struct hp_store *owner;
 	struct {
 		const char *sql;
 		sqlite3_stmt *st;
 	} cache[HP__STMT_SLOTS];
 	struct hp__conn *next; /* in the idle list */
 };
+
+/* After a full disk the store counts as writable again only once its
+ * filesystem has this much free. */
+#define HP__STORE_ROOM_BYTES (8 << 20)
 
 struct hp_store {
 	char *path;
@@ -40,6 +45,13 @@ struct hp_store {
 	 * built at (under mu). */
 	struct hp_pool *pool_cache;
 	int64_t pool_cache_v;
+	/* The last write failed for want of storage (SQLITE_FULL,
+	 * SQLITE_READONLY) and none has succeeded since: storage_why says
+	 * how (under mu; storage_bad is read without it too). */
+	_Atomic bool storage_bad;
+	bool storage_full;	    /* the disk, not the file (storage_mu) */
+	pthread_mutex_t storage_mu; /* for storage_why, storage_full */
+	char storage_why[200];
 };
 
 /* Borrow a connection (waits while all max_connections are lent); NULL

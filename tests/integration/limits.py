@@ -217,4 +217,49 @@ if data is None:
 extra.close()
 check("new connections are served after the cap frees", d.get("/healthz").status == 200)
 d.cleanup()
+
+# ---- storage that runs out: the database on a 1 MiB tmpfs of the test's
+# own, filled with uploads.  A write that finds no room answers 503
+# "storage" (it was a bare 500), /healthz says 503 with the reason (it
+# said 200), and once there is room again both recover.
+def storage_full():
+    if os.geteuid() != 0:
+        return skip("storage_full", "not root: cannot mount a small tmpfs")
+    mnt = tempfile.mkdtemp(prefix="hetpoold-full-")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt],
+                      capture_output=True).returncode != 0:
+        os.rmdir(mnt)
+        return skip("storage_full", "mount -t tmpfs failed here")
+    d = Daemon(["--max-body", "4194304"], tmp=mnt)
+    try:
+        d.start()
+        U = d.new_token("filler", "user")["token"]
+        with open(os.path.join(ROOT, "data", "models", "shufflenet_v2_x1_0.train.onnx"), "rb") as f:
+            onnx = f.read()
+        r = None
+        for k in range(12):
+            r = d.request("POST", "/v1/models?name=m%d" % k, onnx, U, ctype="application/octet-stream")
+            if r.status != 201:
+                break
+        check("a write with no room left is 503 storage",
+              r is not None and r.status == 503 and r.json().get("type", "").endswith("storage")
+              and "disk full" in r.json().get("detail", ""), r)
+        h = d.get("/healthz")
+        check("/healthz says 503 with the reason while storage is full",
+              h.status == 503 and h.json()["status"] == "unavailable"
+              and "disk full" in h.json().get("reason", ""), h)
+        m = d.get("/metrics").body
+        check("the metrics say the store is not writable", "hetpoold_store_writable 0" in m,
+              [l for l in m.splitlines() if "writable" in l])
+        subprocess.run(["mount", "-o", "remount,size=16m", mnt], check=True)
+        h = d.get("/healthz")
+        check("/healthz is 200 again once there is room", h.status == 200 and h.json()["status"] == "ok", h)
+        r = d.request("POST", "/v1/models?name=again", onnx, U, ctype="application/octet-stream")
+        check("writes go through again", r.status == 201, r)
+    finally:
+        d.stop()
+        subprocess.run(["umount", mnt])
+        os.rmdir(mnt)
+
+storage_full()
 finish()

@@ -2358,3 +2358,66 @@ HP_TEST(store_processes_opening_a_new_file_at_once_migrate_it_once)
 	check_invariants(path);
 	rm_db();
 }
+
+/* The database's page count, on connection db. */
+static int query_pages(sqlite3 *db, long long *n)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return rc;
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*n = sqlite3_column_int64(st, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* A write that fails for want of storage (SQLITE_FULL: here the
+ * connection's max_page_count, as a full disk gives it) is HP_ESTORAGE,
+ * and the store says it does not take writes, with why, until a write
+ * succeeds again (a probe that changes nothing, or any other). */
+HP_TEST(store_full_disk_is_storage_and_recovers)
+{
+	const char *path = tmp_db();
+	struct hp_store_options o = {.max_connections = 1, .no_sync = true};
+	struct hp_store *s;
+	struct hp_error err = {0};
+	struct hp__conn *c;
+	static char blob[1 << 20];
+	char why[200];
+	long long pages = 0;
+	char sql[64];
+
+	ASSERT((s = hp_store_open(path, &o, &err)));
+	ASSERT(hp_store_writable(s, why, sizeof(why)));
+	ASSERT_EQ_INT(hp_store_probe_write(s, &err), 0);
+	/* the one connection may grow the file by no page */
+	ASSERT((c = hp__conn_get(s, &err)));
+	ASSERT_EQ_INT(query_pages(c->db, &pages), 0);
+	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld;", pages);
+	ASSERT_EQ_INT(sqlite3_exec(c->db, sql, NULL, NULL, NULL), SQLITE_OK);
+	hp__conn_put(s, c);
+	memset(blob, 7, sizeof(blob));
+	ASSERT_EQ_INT(hp_store_model_add(s, "big", HP_MODEL_SPEC, blob,
+					 sizeof(blob), NULL, 0, NULL, &err),
+		      HP_ESTORAGE);
+	ASSERT(strstr(err.msg, "disk full"));
+	ASSERT(!hp_store_writable(s, why, sizeof(why)));
+	ASSERT(strstr(why, "disk full"));
+	/* room again: the probe's write goes through and clears it */
+	ASSERT((c = hp__conn_get(s, &err)));
+	ASSERT_EQ_INT(sqlite3_exec(c->db, "PRAGMA max_page_count = 1073741823;",
+				   NULL, NULL, NULL),
+		      SQLITE_OK);
+	hp__conn_put(s, c);
+	ASSERT(!hp_store_writable(s, NULL, 0));
+	ASSERT_EQ_INT(hp_store_probe_write(s, &err), 0);
+	ASSERT(hp_store_writable(s, NULL, 0));
+	ASSERT_EQ_INT(hp_store_model_add(s, "big", HP_MODEL_SPEC, blob,
+					 sizeof(blob), NULL, 0, NULL, &err),
+		      0);
+	hp_store_close(s);
+}
