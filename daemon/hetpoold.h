@@ -132,8 +132,9 @@ struct hd_req {
 	struct hd_who who;
 	double t0; /* hp_now_s() at the first call */
 	struct hd_conn *conn;
-	bool answered; /* a response was queued */
-	bool too_big;  /* the body passed the route's limit */
+	unsigned long long id; /* X-Request-Id, and in the log's lines */
+	bool answered;	       /* a response was queued */
+	bool too_big;	       /* the body passed the route's limit */
 	size_t dropped;
 	int status;
 };
@@ -192,6 +193,9 @@ void hd_log_init(enum hp_log_level max);
  * string, i: integer, f: number, b: true/false. */
 void hd_log(enum hp_log_level level, const char *msg, ...);
 bool hd_log_enabled(enum hp_log_level level);
+/* The request this thread serves now (0: none): each log line written on
+ * the thread carries it as request_id. */
+void hd_log_set_request(unsigned long long id);
 
 /* ---- caches of what recommendations read (cache.c) */
 

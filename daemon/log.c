@@ -25,6 +25,13 @@ bool hd_log_enabled(enum hp_log_level level)
 	       atomic_load_explicit(&max_level, memory_order_relaxed);
 }
 
+static _Thread_local unsigned long long cur_request;
+
+void hd_log_set_request(unsigned long long id)
+{
+	cur_request = id;
+}
+
 static void emit(json_t *o)
 {
 	char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -54,6 +61,9 @@ static json_t *head(enum hp_log_level level, const char *msg)
 		 tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000) % 1000);
 	json_object_set_new(o, "ts", json_string(ts));
 	json_object_set_new(o, "level", json_string(hp_log_level_name(level)));
+	if (cur_request)
+		json_object_set_new(o, "request_id",
+				    json_integer((json_int_t)cur_request));
 	/* json_string() refuses bytes that are not UTF-8 */
 	if (json_object_set_new(o, "msg", json_string(msg)))
 		json_object_set_new(

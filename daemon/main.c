@@ -795,9 +795,10 @@ int main(int argc, char **argv)
 	}
 	{
 		int port = hd_server_port(&d);
-		hd_log(HP_LOG_INFO, "listening", "host",
-		       "s:", d.cfg.listen_host, "port", "i:", (long long)port,
-		       "tls", "b:", (long long)(d.cfg.tls_cert != NULL), "db",
+		hd_log(HP_LOG_INFO, "listening", "version", "s:", hp_version(),
+		       "host", "s:", d.cfg.listen_host, "port",
+		       "i:", (long long)port, "tls",
+		       "b:", (long long)(d.cfg.tls_cert != NULL), "db",
 		       "s:", dirs[0], "backend",
 		       "s:", hp_backend_name(d.cfg.backend), "self",
 		       "s:", d.self_name, "threads",

@@ -390,6 +390,11 @@ static enum MHD_Result queue(struct hd *d, struct hd_req *r,
 	if (out->www_auth)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					out->www_auth);
+	{
+		char id[24];
+		snprintf(id, sizeof(id), "%llu", r->id);
+		MHD_add_response_header(resp, "X-Request-Id", id);
+	}
 	if (atomic_load(&d->stopping))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
 					"close");
@@ -538,6 +543,8 @@ static int check_body(struct hd *d, struct hd_req *r, enum MHD_Result *res)
 	return 0;
 }
 
+static _Atomic unsigned long long next_request_id;
+
 static enum MHD_Result first_call(struct hd *d, struct MHD_Connection *mc,
 				  const char *url, const char *method,
 				  void **con_cls)
@@ -552,6 +559,10 @@ static enum MHD_Result first_call(struct hd *d, struct MHD_Connection *mc,
 		return MHD_NO;
 	*con_cls = r;
 	atomic_fetch_add(&d->inflight, 1);
+	/* the request's id: in its response (X-Request-Id) and in every log
+	 * line written while it is served */
+	r->id = atomic_fetch_add(&next_request_id, 1) + 1;
+	hd_log_set_request(r->id);
 	r->t0 = hp_now_s();
 	r->mc = mc;
 	r->url = url;
@@ -612,6 +623,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *mc,
 	(void)version;
 	if (!r)
 		return first_call(d, mc, url, method, con_cls);
+	hd_log_set_request(r->id);
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
@@ -657,6 +669,7 @@ static void completed_cb(void *cls, struct MHD_Connection *mc, void **con_cls,
 	(void)mc;
 	if (!r)
 		return;
+	hd_log_set_request(r->id);
 	dt = hp_now_s() - r->t0;
 	hd_metrics_request(d->metrics, r->route_index, r->method,
 			   r->answered ? r->status : 0, dt);
@@ -678,6 +691,7 @@ static void completed_cb(void *cls, struct MHD_Connection *mc, void **con_cls,
 		       (long long)(toe == MHD_REQUEST_TERMINATED_COMPLETED_OK),
 		       NULL);
 	}
+	hd_log_set_request(0);
 	hp_buf_release(&r->body);
 	conn_set(r->conn, CONN_WAIT);
 	free(r);

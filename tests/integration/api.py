@@ -506,6 +506,14 @@ else:
 check("/metrics counts requests by route and status",
       'route="/v1/jobs/{id}",method="GET",code="404"' in m.body and "hetpoold_devices{" in m.body, m.body[:300])
 
+# ---- every answer carries its request's id, and the log's lines written
+# while it was served carry the same
+r1 = d.get("/v1/jobs/999999", R)
+r2 = d.get("/healthz")
+rid1, rid2 = r1.header("X-Request-Id"), r2.header("X-Request-Id")
+check("each answer has its own X-Request-Id", bool(rid1) and rid1.isdigit() and bool(rid2) and rid2.isdigit()
+      and rid1 != rid2, (rid1, rid2))
+
 # ---- a clean stop
 rc = d.stop()
 check("SIGTERM stops hetpoold cleanly (exit 0)", rc == 0, rc)
@@ -513,6 +521,10 @@ lines = d.log_lines()
 check("the log is one JSON object per line", all("ts" in x and "level" in x and "msg" in x for x in lines),
       [x for x in lines if "ts" not in x][:3])
 check("the log says the database was closed", any(x.get("msg", "").startswith("stopped") for x in lines))
+check("the failed request's log line carries its X-Request-Id",
+      any(x.get("msg") == "request" and x.get("status") == 404 and str(x.get("request_id")) == rid1 for x in lines),
+      [x for x in lines if x.get("msg") == "request"][-3:])
+check("the listening line names the version", any(x.get("msg") == "listening" and x.get("version") for x in lines))
 log = d.log()
 leaked = [t for t in (A, U, U2, R, victim["token"]) if t in log]
 check("no token appears in the log", not leaked, "%d tokens found" % len(leaked))
