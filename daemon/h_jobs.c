@@ -285,6 +285,67 @@ void hd_h_job_cancel(struct hd *d, struct hd_req *r, struct hd_resp *out)
 	hd_sched_kick(d);
 }
 
+int hd_job_remove(struct hd *d, int64_t id, int64_t owner, struct hp_error *err)
+{
+	struct hp_store_job sj = {0};
+	struct hp_error e2 = {0};
+	int rc;
+
+	if ((rc = hp_store_job_get(d->store, id, &sj, err)))
+		return rc;
+	if (owner && sj.owner != owner) {
+		hp_store_job_release(&sj);
+		return hp_error_set(err, HP_ENOENT, "no job %lld",
+				    (long long)id);
+	}
+	if (!hp_job_state_terminal(sj.state)) {
+		rc = hp_error_set(err, HP_ESTATE,
+				  "job %lld is %s: cancel it, and remove it "
+				  "once it has ended",
+				  (long long)id, hp_job_state_name(sj.state));
+		hp_store_job_release(&sj);
+		return rc;
+	}
+	/* the folder first: a job whose processes have not all ended yet
+	 * (its deployment says so) keeps both; one whose folder is not
+	 * under this jobs folder (moved, another --jobs-dir) loses only its
+	 * row, and the log says where its folder was */
+	if (sj.deploy_id &&
+	    (rc = hp_deploy_remove(d->deploy, sj.deploy_id, &e2)) != 0) {
+		if (rc != HP_ENOENT) {
+			*err = e2;
+			hp_store_job_release(&sj);
+			return rc;
+		}
+		hd_log(HP_LOG_WARN, "job removed without its folder", "job",
+		       "i:", (long long)id, "folder",
+		       "s:", sj.deploy_dir ? sj.deploy_dir : "", "error",
+		       "s:", e2.msg, NULL);
+	}
+	hp_store_job_release(&sj);
+	if ((rc = hp_store_job_remove(d->store, id, owner, err)))
+		return rc;
+	hd_job_changed(id);
+	return 0;
+}
+
+void hd_h_job_delete(struct hd *d, struct hd_req *r, struct hd_resp *out)
+{
+	struct hp_error err = {0};
+	int64_t id;
+
+	if (!path_id(r, &id, out))
+		return;
+	if (hd_job_remove(d, id, r->who.role == HD_ADMIN ? 0 : r->who.token_id,
+			  &err)) {
+		hd_problem_err(out, &err);
+		return;
+	}
+	hd_log(HP_LOG_INFO, "job removed", "job", "i:", (long long)id, "who",
+	       "s:", r->who.name, NULL);
+	hd_text(out, 204, NULL, NULL, 0);
+}
+
 /* The started job's deployment: 0 with it in *dj, or the answer. */
 static int deployment(struct hd *d, struct hd_req *r, struct hp_store_job *sj,
 		      struct hd_resp *out)

@@ -44,9 +44,11 @@ struct hd_config {
 	int max_connections;
 	double idle_timeout_s;
 	double request_timeout_s;
-	size_t max_body;   /* JSON bodies */
-	size_t max_upload; /* models, measurements */
-	double poll_s;	   /* how often running jobs are looked at */
+	size_t max_body;     /* JSON bodies */
+	size_t max_upload;   /* models, measurements */
+	double poll_s;	     /* how often running jobs are looked at */
+	double keep_ended_s; /* ended jobs older than this are removed, with
+				their folders; 0: kept for ever */
 	double shutdown_grace_s;
 	enum hp_log_level log_level;
 	bool no_sync;
@@ -237,6 +239,11 @@ char *hd_jobdoc_get(int64_t id, size_t *len);
 void hd_jobdoc_put(int64_t id, const char *text, size_t len, bool ended,
 		   uint64_t gen);
 void hd_job_changed(int64_t id);
+/* Remove an ended job: its folder (hp_deploy_remove()), then its row.
+ * owner: 0 any, else the job must be theirs (HP_ENOENT).  HP_ESTATE while
+ * it has not ended. */
+int hd_job_remove(struct hd *d, int64_t id, int64_t owner,
+		  struct hp_error *err);
 void hd_jobdoc_clear(void);
 /* Keep no documents (--no-cache: every GET reads the store). */
 void hd_jobdoc_disable(void);
@@ -339,6 +346,7 @@ void hd_h_jobs_list(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_jobs_submit(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_job_get(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_job_cancel(struct hd *, struct hd_req *, struct hd_resp *);
+void hd_h_job_delete(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_job_logs(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_job_metrics(struct hd *, struct hd_req *, struct hd_resp *);
 void hd_h_job_results(struct hd *, struct hd_req *, struct hd_resp *);

@@ -83,6 +83,11 @@ static const char usage[] =
     "67108864)\n"
     "  --poll S             how often started jobs are looked at (default "
     "1)\n"
+    "  --keep-ended D       remove jobs (and their folders) D days after "
+    "they\n"
+    "                       ended (default 0: keep them; DELETE "
+    "/v1/jobs/ID removes\n"
+    "                       one)\n"
     "  --port-file FILE     write the port listened on once listening\n"
     "  --log-level L        error, warn, info (default) or debug\n"
     "  --no-sync            the store commits with synchronous=NORMAL "
@@ -212,6 +217,7 @@ enum {
 	O_MAXBODY,
 	O_MAXUP,
 	O_POLL,
+	O_KEEP_ENDED,
 	O_PORTFILE,
 	O_LOGLEVEL,
 	O_NOSYNC,
@@ -246,6 +252,7 @@ static const struct option longopts[] = {
     {"max-body", required_argument, NULL, O_MAXBODY},
     {"max-upload", required_argument, NULL, O_MAXUP},
     {"poll", required_argument, NULL, O_POLL},
+    {"keep-ended", required_argument, NULL, O_KEEP_ENDED},
     {"port-file", required_argument, NULL, O_PORTFILE},
     {"log-level", required_argument, NULL, O_LOGLEVEL},
     {"no-sync", no_argument, NULL, O_NOSYNC},
@@ -363,6 +370,11 @@ static int parse_args(int argc, char **argv, struct hd_config *c)
 			break;
 		case O_POLL:
 			rc = num("--poll", optarg, 0.05, 3600, &c->poll_s);
+			break;
+		case O_KEEP_ENDED:
+			rc = num("--keep-ended", optarg, 0, 36500,
+				 &c->keep_ended_s);
+			c->keep_ended_s *= 86400;
 			break;
 		case O_PORTFILE:
 			port_file = optarg;

@@ -51,6 +51,8 @@ const struct hd_route hd_routes[] = {
     R("GET", "/v1/jobs/{id}", HD_READER, HD_BODY_NONE, hd_h_job_get, "a job"),
     R("POST", "/v1/jobs/{id}/cancel", HD_USER, HD_BODY_NONE, hd_h_job_cancel,
       "cancel a job (its owner, or an admin)"),
+    R("DELETE", "/v1/jobs/{id}", HD_USER, HD_BODY_NONE, hd_h_job_delete,
+      "remove an ended job and its folder (its owner, or an admin)"),
     R("GET", "/v1/jobs/{id}/logs", HD_READER, HD_BODY_NONE, hd_h_job_logs,
       "a job's logs (the launcher's, or a rank's)"),
     R("GET", "/v1/jobs/{id}/metrics", HD_READER, HD_BODY_NONE, hd_h_job_metrics,

@@ -68,8 +68,9 @@ struct hd_sched {
 	double predicted_at;
 	uint64_t queue_gen; /* pool generation the last queue walk saw */
 	double queue_at;
-	int64_t walk_after; /* a walk cut at QUEUE_WALK_MAX goes on after
-			       this job id at the next tick; 0: none */
+	int64_t walk_after;  /* a walk cut at QUEUE_WALK_MAX goes on after
+				this job id at the next tick; 0: none */
+	double retention_at; /* when ended jobs were last looked for */
 };
 
 static double wall_now(void)
@@ -1180,6 +1181,37 @@ static void predict_queue(struct hd *d, struct hp_store_job *q, int nq)
 	hp_store_job_list_free(act, na);
 }
 
+/* --keep-ended: jobs that ended more than keep_ended_s ago go, with
+ * their folders; a few a tick, looked for at most once a minute (or
+ * twice in keep_ended_s, when that is shorter). */
+static void retention(struct hd *d)
+{
+	struct hd_sched *s = d->sched;
+	int64_t ids[16];
+	int n = 0;
+
+	if (!(d->cfg.keep_ended_s > 0) ||
+	    hp_now_s() - s->retention_at < fmin(60, d->cfg.keep_ended_s / 2))
+		return;
+	s->retention_at = hp_now_s();
+	if (hp_store_jobs_ended_before(
+		d->store, wall_now() - d->cfg.keep_ended_s, 16, ids, &n, NULL))
+		return;
+	for (int i = 0; i < n && !atomic_load(&s->stop); i++) {
+		struct hp_error err = {0};
+		if (hd_job_remove(d, ids[i], 0, &err))
+			hd_log(HP_LOG_WARN, "retention: job not removed", "job",
+			       "i:", (long long)ids[i], "error", "s:", err.msg,
+			       NULL);
+		else
+			hd_log(HP_LOG_INFO, "retention: job removed", "job",
+			       "i:", (long long)ids[i], "kept_s",
+			       "f:", d->cfg.keep_ended_s, NULL);
+	}
+	if (n == 16)
+		s->retention_at = 0; /* more: the next tick goes on */
+}
+
 static void tick(struct hd *d)
 {
 	struct hd_sched *s = d->sched;
@@ -1200,6 +1232,7 @@ static void tick(struct hd *d)
 		}
 		hp_store_job_list_free(jobs, n);
 	}
+	retention(d);
 	/* Start what can start.  The queue is walked again only when the
 	 * devices changed (or every QUEUE_RETRY_S, as deadlines draw near):
 	 * a job that could not start on these devices cannot now either. */

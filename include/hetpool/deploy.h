@@ -414,6 +414,14 @@ int hp_deploy_list(struct hp_deploy *d, bool refresh, struct hp_job **out,
  */
 int hp_deploy_cancel(struct hp_deploy *d, const char *id, struct hp_error *err);
 
+/*
+ * Remove an ended job's folder and everything in it (logs, metrics,
+ * checkpoints, results): HP_ESTATE while it has not ended, HP_ENOENT
+ * when there is no such job.  The folder leaves the listing at once (it
+ * is renamed, then removed).
+ */
+int hp_deploy_remove(struct hp_deploy *d, const char *id, struct hp_error *err);
+
 /* Path of a job's file (rank >= 0: that rank's log; -1: the launcher's
  * log) into buf; HP_ERANGE when it does not fit. */
 int hp_deploy_log_path(const struct hp_deploy *d, const char *id, int rank,

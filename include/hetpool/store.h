@@ -416,6 +416,18 @@ int hp_store_job_start(struct hp_store *s, int64_t job,
 int hp_store_job_cancel(struct hp_store *s, int64_t id, int64_t owner,
 			const char *reason, enum hp_job_state *state,
 			struct hp_error *err);
+/*
+ * Remove an ended job's row (its allocations with it; its measurements
+ * stay, no longer tied to a job).  owner: 0 any, else the job must be
+ * theirs (HP_ENOENT otherwise, as for no such job).  HP_ESTATE while it
+ * has not ended.  Its folder is the caller's to remove (deploy_dir).
+ */
+int hp_store_job_remove(struct hp_store *s, int64_t id, int64_t owner,
+			struct hp_error *err);
+/* The ids (at most max, into ids) of jobs that ended before before_s,
+ * oldest first: what a retention policy removes. */
+int hp_store_jobs_ended_before(struct hp_store *s, double before_s, int max,
+			       int64_t *ids, int *n, struct hp_error *err);
 /* The devices a job holds (live_only) or ever held, in allocation order. */
 int hp_store_job_devices(struct hp_store *s, int64_t job, bool live_only,
 			 struct hp_store_alloc **out, int *n,

@@ -864,6 +864,38 @@ int hp_deploy_cancel(struct hp_deploy *d, const char *id, struct hp_error *err)
 	return rc;
 }
 
+int hp_deploy_remove(struct hp_deploy *d, const char *id, struct hp_error *err)
+{
+	char dir[HP_DEPLOY_PATH_MAX], gone[HP_DEPLOY_PATH_MAX + 64];
+	struct hp_job job;
+	int rc;
+
+	if ((rc = job_dir(d, id, dir, sizeof(dir), err)))
+		return rc;
+	if ((rc = hp__job_load(dir, &job, err)))
+		return rc;
+	if (!hp_job_state_terminal(job.state)) {
+		rc = hp_error_set(err, HP_ESTATE,
+				  "job '%s' is %s: cancel it, and remove it "
+				  "once it has ended",
+				  id, hp_job_state_name(job.state));
+		hp_job_release(&job);
+		return rc;
+	}
+	hp_job_release(&job);
+	/* out of the listing at once (a name that is no job id), then
+	 * removed: a removal cut short leaves no half job behind */
+	if ((size_t)snprintf(gone, sizeof(gone), "%s/.removing-%s-%ld",
+			     d->jobs_dir, id, (long)getpid()) >= sizeof(gone))
+		return hp_error_set(err, HP_ERANGE,
+				    "jobs folder path too long");
+	if (rename(dir, gone))
+		return hp_error_set(err, HP_EIO, "cannot move '%s' away: %s",
+				    dir, strerror(errno));
+	remove_tree(gone);
+	return 0;
+}
+
 int hp_deploy_log_path(const struct hp_deploy *d, const char *id, int rank,
 		       char *buf, size_t n, struct hp_error *err)
 {

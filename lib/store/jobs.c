@@ -873,6 +873,87 @@ out:
 	return rc;
 }
 
+int hp_store_job_remove(struct hp_store *s, int64_t id, int64_t owner,
+			struct hp_error *err)
+{
+	static const char sql_meas[] =
+	    "UPDATE measurements SET job_id = NULL WHERE job_id = ?";
+	static const char sql_del[] = "DELETE FROM jobs WHERE id = ?";
+	enum hp_job_state st_now;
+	struct hp__conn *c;
+	sqlite3_stmt *st;
+	int64_t who = 0;
+	int rc;
+
+	if (!(c = hp__conn_get(s, err)))
+		return err ? err->code : HP_EIO;
+	if ((rc = hp__begin(c, true, err)) ||
+	    (rc = job_state(c, id, &st_now, &who, err)))
+		goto out;
+	if (owner && who != owner) {
+		rc = hp_error_set(err, HP_ENOENT, "no job %lld", (long long)id);
+		goto out;
+	}
+	if (!hp_job_state_terminal(st_now)) {
+		rc = hp_error_set(err, HP_ESTATE,
+				  "job %lld is %s: cancel it, and remove it "
+				  "once it has ended",
+				  (long long)id, hp_job_state_name(st_now));
+		goto out;
+	}
+	/* its measurements stay for the estimator, no longer tied to it;
+	 * its allocations go with it (ON DELETE CASCADE) */
+	if (!(st = hp__stmt(c, sql_meas, err))) {
+		rc = err ? err->code : HP_EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	if ((rc = hp__step_done(c, st, "job's measurements", NULL, err)))
+		goto out;
+	if (!(st = hp__stmt(c, sql_del, err))) {
+		rc = err ? err->code : HP_EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	if ((rc = hp__step_done(c, st, "remove job", NULL, err)) ||
+	    (rc = hp__commit(c, err)))
+		goto out;
+out:
+	hp__conn_put(s, c);
+	return rc;
+}
+
+int hp_store_jobs_ended_before(struct hp_store *s, double before_s, int max,
+			       int64_t *ids, int *n, struct hp_error *err)
+{
+	static const char sql[] =
+	    "SELECT id FROM jobs WHERE state IN ('succeeded', 'failed', "
+	    "'cancelled') AND coalesce(ended_s, updated_s) < ?1 ORDER BY id "
+	    "LIMIT ?2";
+	struct hp__conn *c;
+	sqlite3_stmt *st;
+	int rc;
+
+	*n = 0;
+	if (!(c = hp__conn_get(s, err)))
+		return err ? err->code : HP_EIO;
+	if (!(st = hp__stmt(c, sql, err))) {
+		rc = err ? err->code : HP_EIO;
+		goto out;
+	}
+	sqlite3_bind_double(st, 1, before_s);
+	sqlite3_bind_int(st, 2, max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n < max)
+		ids[(*n)++] = sqlite3_column_int64(st, 0);
+	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
+		 ? 0
+		 : hp__dberr(c, rc, "ended jobs", err);
+	hp__stmt_done(st);
+out:
+	hp__conn_put(s, c);
+	return rc;
+}
+
 int hp_store_job_devices(struct hp_store *s, int64_t job, bool live_only,
 			 struct hp_store_alloc **out, int *n,
 			 struct hp_error *err)

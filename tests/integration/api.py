@@ -482,6 +482,28 @@ else:
     check("/metrics has predicted vs measured step times",
           "hetpoold_job_step_time_measured_seconds_count" in m and "hetpoold_job_step_time_ratio_bucket" in m
           and 'hetpoold_jobs{state="succeeded"}' in m, m[-400:])
+    # ---- removing an ended job: its row and its folder go, its measured
+    # steps stay for the estimator (no longer tied to it); a job that has
+    # not ended stays (409), someone else's is not found (404)
+    r = d.post("/v1/jobs", dict(jobbody, steps=100000, name="live"), U)
+    jl = r.json()
+    problem("a job that has not ended cannot be removed: 409",
+            d.request("DELETE", "/v1/jobs/%d" % jl["id"], token=U), 409, "conflict")
+    d.post("/v1/jobs/%d/cancel" % jl["id"], None, A)
+    d.wait_job(jl["id"], U, timeout=60)
+    problem("a reader cannot remove jobs: 403", d.request("DELETE", "/v1/jobs/%d" % j1["id"], token=R), 403)
+    problem("someone else's job is not found: 404", d.request("DELETE", "/v1/jobs/%d" % j1["id"], token=U2), 404)
+    folder = (end1 or {}).get("deployment", {}).get("dir") or ""
+    r = d.request("DELETE", "/v1/jobs/%d" % j1["id"], token=U)
+    check("its owner removes an ended job (204)", r.status == 204, r)
+    problem("it is gone: 404", d.get("/v1/jobs/%d" % j1["id"], R), 404, "not-found")
+    check("its folder is gone", folder and not os.path.exists(folder), folder)
+    r = d.get("/v1/measurements?kind=job", R)
+    ms2 = r.json()["measurements"] if r.status == 200 else []
+    check("its measured steps stay, no longer tied to it",
+          any(x["job_id"] is None and x["step_time_s"] == ms[0]["step_time_s"] for x in ms2)
+          and not any(x["job_id"] == j1["id"] for x in ms2), ms2[:3])
+    problem("removed twice: 404", d.request("DELETE", "/v1/jobs/%d" % j1["id"], token=U), 404)
 
 # ---- the refit lands without a restart
 est = None

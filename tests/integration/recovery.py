@@ -99,5 +99,30 @@ p = d.get("/v1/pool", A).json()
 cpu = [x for n in p["nodes"] for x in n["devices"] if x["type"] == "cpu"]
 check("the CPU is free again", cpu and cpu[0]["free"] == cpu[0]["count"], cpu)
 check("SIGTERM stops it cleanly", d.stop() == 0)
+
+# ---- --keep-ended: a job that ended goes, with its folder, once its time
+# is up (here 3 s); a job still running stays
+d.args = ["--register-self", "--poll", "0.2", "--keep-ended", str(3.0 / 86400)]
+d.start()
+jk = d.post("/v1/jobs", dict(long_job, steps=20, name="kept-3s"), A).json()
+ek = d.wait_job(jk["id"], A, timeout=120)
+folder = (ek.get("deployment") or {}).get("dir") or ""
+check("the short job ended, its folder there", ek["state"] == "succeeded" and os.path.isdir(folder), ek)
+jr = d.post("/v1/jobs", long_job, A).json()
+d.wait_job(jr["id"], A, states=("running",), timeout=60)
+gone = False
+for _ in range(150):
+    if d.get("/v1/jobs/%d" % jk["id"], A).status == 404:
+        gone = True
+        break
+    time.sleep(0.1)
+check("--keep-ended removes an ended job once its time is up", gone and not os.path.exists(folder), folder)
+check("the log says so", any(x.get("msg") == "retention: job removed" and x.get("job") == jk["id"]
+                             for x in d.log_lines()))
+time.sleep(4)
+check("a running job is not removed", d.get("/v1/jobs/%d" % jr["id"], A).json()["state"] == "running")
+d.post("/v1/jobs/%d/cancel" % jr["id"], None, A)
+d.wait_job(jr["id"], A, timeout=60)
+check("SIGTERM stops it cleanly (retention)", d.stop() == 0)
 d.cleanup()
 finish()

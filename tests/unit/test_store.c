@@ -2421,3 +2421,23 @@ HP_TEST(store_full_disk_is_storage_and_recovers)
 		      0);
 	hp_store_close(s);
 }
+
+/* Each connection keeps the WAL under 64 MiB once checkpointed. */
+HP_TEST(store_wal_size_is_bounded)
+{
+	const char *path = tmp_db();
+	struct hp_store *s = open_ok(path);
+	struct hp_error err = {0};
+	struct hp__conn *c;
+	sqlite3_stmt *st;
+
+	ASSERT((c = hp__conn_get(s, &err)));
+	ASSERT_EQ_INT(sqlite3_prepare_v2(c->db, "PRAGMA journal_size_limit", -1,
+					 &st, NULL),
+		      SQLITE_OK);
+	ASSERT_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+	ASSERT_EQ_INT(sqlite3_column_int64(st, 0), 67108864);
+	sqlite3_finalize(st);
+	hp__conn_put(s, c);
+	hp_store_close(s);
+}
