@@ -81,7 +81,7 @@ struct cli_cmd;
 extern const struct cli_cmd cli_cmd_analyze, cli_cmd_devices, cli_cmd_profile,
     cli_cmd_fit, cli_cmd_predict, cli_cmd_validate, cli_cmd_recommend,
     cli_cmd_run, cli_cmd_jobs, cli_cmd_status, cli_cmd_logs, cli_cmd_cancel,
-    cli_cmd_lr_find;
+    cli_cmd_remove, cli_cmd_lr_find;
 extern const struct cli_cmd cli_cmd_host, cli_cmd_calibrate;
 /* The job's own steps (_supervise, _rank, _stage, _slurm-batch,
  * _wait-hosts), run by its launchers; argv[0] names the step. */

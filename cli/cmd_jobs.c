@@ -118,6 +118,26 @@ static const char cancel_help[] =
     "example:\n"
     "  hetpool cancel 20261130-121501-3fa2\n";
 
+static const char remove_help[] =
+    "usage: hetpool remove ID [--jobs-dir DIR] [--json]\n"
+    "\n"
+    "Remove a job that has ended, with its folder: plan, logs, metrics,\n"
+    "checkpoints and results.  A job that has not ended stays: cancel it\n"
+    "first.  (A hetpoold removes its jobs on DELETE /v1/jobs/ID, and all "
+    "of\n"
+    "them a while after they ended when it is started so: "
+    "docs/daemon.md.)\n"
+    "\n"
+    "  --jobs-dir DIR  as for 'hetpool jobs'\n"
+    "  --json          print {\"id\": ID, \"removed\": true}\n"
+    "\n"
+    "exit status: 0 removed, 1 the folder could not be removed, 2 no such "
+    "job,\n"
+    "or it has not ended.\n"
+    "\n"
+    "example:\n"
+    "  hetpool remove 20261130-121501-3fa2\n";
+
 /* Options the follow-up commands share. */
 struct fopts {
 	const char *jobs, *state, *rank;
@@ -384,6 +404,35 @@ static int cmd_cancel(int argc, char **argv)
 	}
 out:
 	hp_job_release(&j);
+	hp_deploy_free(d);
+	return status;
+}
+
+static int cmd_remove(int argc, char **argv)
+{
+	struct fopts o = {0};
+	struct hp_error err = {0};
+	struct hp_deploy *d;
+	const char *id;
+	int status = EXIT_OK, rc;
+
+	if ((rc = parse(argc, argv, &cli_cmd_remove, &o)))
+		return rc < 0 ? EXIT_OK : rc;
+	if ((rc = one_id(argc, argv, "remove", &id)))
+		return rc;
+	if (!(d = open_jobs(&o, "remove", &status)))
+		return status;
+	if ((rc = hp_deploy_remove(d, id, &err))) {
+		status = cli_error(
+		    rc == HP_ENOENT || rc == HP_ESTATE ? EXIT_USAGE : EXIT_FAIL,
+		    "remove: %s", err.msg);
+		goto out;
+	}
+	if (o.json)
+		printf("{\"id\": \"%s\", \"removed\": true}\n", id);
+	else
+		printf("job %s removed\n", id);
+out:
 	hp_deploy_free(d);
 	return status;
 }
@@ -689,6 +738,10 @@ const struct cli_cmd cli_cmd_logs = {
 const struct cli_cmd cli_cmd_cancel = {.name = "cancel",
 				       .run = cmd_cancel,
 				       .help = cancel_help,
+				       .opts = status_opts};
+const struct cli_cmd cli_cmd_remove = {.name = "remove",
+				       .run = cmd_remove,
+				       .help = remove_help,
 				       .opts = status_opts};
 
 int cmd_helper(int argc, char **argv)

@@ -1,6 +1,6 @@
 /*
  * cmd_remote.c - `hetpool --server URL recommend|run|jobs|status|cancel|
- * logs`: the same verbs as on this machine, answered by a hetpoold
+ * remove|logs`: the same verbs as on this machine, answered by a hetpoold
  * (docs/daemon.md): the recommendation on the devices free now in the
  * pool the server keeps, jobs planned, queued and run by it.  The token
  * comes from HETPOOL_TOKEN.
@@ -36,6 +36,7 @@ const char cli_remote_usage[] =
     "  jobs              list the jobs\n"
     "  status ID         a job's state, plan, devices and times\n"
     "  cancel ID         stop a job\n"
+    "  remove ID         remove an ended job and its folder\n"
     "  logs ID           a job's log, or its metrics\n"
     "\n"
     "MODEL is a stored model's id, a hetpool spec (JSON, sent with the "
@@ -549,6 +550,25 @@ static const char cancel_help[] =
     "example:\n"
     "  hetpool --server http://127.0.0.1:8080 cancel 12\n";
 
+static const char remove_help[] =
+    "usage: hetpool --server URL remove ID [--json]\n"
+    "\n"
+    "Remove an ended job on the server (yours, or any with an admin "
+    "token),\n"
+    "with its folder: logs, metrics, checkpoints, results.  Its measured "
+    "steps\n"
+    "stay for the estimator.  A job that has not ended stays: cancel it "
+    "first.\n"
+    "\n"
+    "  --json      print {\"id\": ID, \"removed\": true}\n"
+    "\n"
+    "exit status: 0 removed, 1 the server failed, 2 no such job, it has "
+    "not\n"
+    "ended, or refused.\n"
+    "\n"
+    "example:\n"
+    "  hetpool --server http://127.0.0.1:8080 remove 12\n";
+
 static const char logs_help[] =
     "usage: hetpool --server URL logs ID [--rank K] [--metrics] "
     "[--follow]\n"
@@ -758,6 +778,32 @@ static int cmd_cancel(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_remove(int argc, char **argv)
+{
+	struct job_args a = {0};
+	struct remote rm = {server_url, "remove"};
+	struct remote_resp r;
+	char path[128];
+	int first, rc;
+
+	if ((rc = cli_parse(cli_remote_cmds[6], argc, argv, &a, &first)))
+		return rc < 0 ? EXIT_OK : rc;
+	if (first != argc - 1 || !id_ok(argv[first]))
+		return cli_error(EXIT_USAGE, "remove: give one job ID (a "
+					     "number)");
+	snprintf(path, sizeof(path), "/v1/jobs/%s", argv[first]);
+	if ((rc = remote_request(&rm, "DELETE", path, NULL, NULL, 0, &r)))
+		return rc;
+	if (r.status >= 400)
+		return remote_fail(&rm, &r);
+	remote_resp_release(&r);
+	if (a.json)
+		printf("{\"id\": %s, \"removed\": true}\n", argv[first]);
+	else
+		printf("job %s removed\n", argv[first]);
+	return 0;
+}
+
 static int cmd_logs(int argc, char **argv)
 {
 	struct job_args a = {.rank = -1};
@@ -845,9 +891,16 @@ static const struct cli_cmd rc_logs = {.name = "logs",
 				       .help = logs_help,
 				       .opts = logs_opts};
 
+static const struct cli_cmd rc_remove = {.name = "remove",
+					 .foreign = "server",
+					 .run = cmd_remove,
+					 .help = remove_help,
+					 .opts = json_opts};
+
 /* In this order: the commands above take their tables by index. */
 const struct cli_cmd *const cli_remote_cmds[] = {
-    &rc_rec, &rc_run, &rc_jobs, &rc_status, &rc_cancel, &rc_logs, NULL,
+    &rc_rec,	&rc_run,  &rc_jobs,   &rc_status,
+    &rc_cancel, &rc_logs, &rc_remove, NULL,
 };
 
 int cli_remote(const char *url, int argc, char **argv)

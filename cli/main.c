@@ -45,6 +45,7 @@ static const char usage[] =
     "  status ID         a job's state, results and devices\n"
     "  logs ID           a job's logs, per rank\n"
     "  cancel ID         stop a job\n"
+    "  remove ID         remove an ended job and its folder\n"
     "  lr-find           learning-rate range test: train with a rising "
     "rate, report\n"
     "                    a good interval and a suggested rate, plot it\n"
@@ -59,7 +60,8 @@ static const char usage[] =
     "  --server URL COMMAND ...\n"
     "                    ask a hetpoold instead (recommend, run, jobs, "
     "status,\n"
-    "                    cancel, logs; token in HETPOOL_TOKEN): see "
+    "                    cancel, remove, logs; token in HETPOOL_TOKEN): "
+    "see "
     "'hetpool\n"
     "                    --server URL --help'\n"
     "  --version         print hetpool's version\n"
@@ -233,7 +235,7 @@ static const struct cli_cmd helper_cmds[] = {
 const struct cli_cmd *const cli_cmds[] = {
     &cli_cmd_analyze, &cli_cmd_profile,	 &cli_cmd_devices,   &cli_cmd_fit,
     &cli_cmd_predict, &cli_cmd_validate, &cli_cmd_recommend, &cli_cmd_run,
-    &cli_cmd_jobs,    &cli_cmd_status,	 &cli_cmd_logs,	     &cli_cmd_cancel,
+    &cli_cmd_jobs,    &cli_cmd_status,	 &cli_cmd_logs,	     &cli_cmd_cancel, &cli_cmd_remove,
     &cli_cmd_lr_find, &helper_cmds[0],	 &helper_cmds[1],    &helper_cmds[2],
     &helper_cmds[3],  &helper_cmds[4],	 &helper_cmds[5],
     &cli_cmd_host,    &cli_cmd_calibrate, NULL,

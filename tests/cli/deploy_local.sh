@@ -15,6 +15,7 @@ export CUDA_VISIBLE_DEVICES=
 
 if have_trainer local_run local_split local_pinning local_staging local_results \
 	local_jobs local_logs local_model_form local_rank_fails local_resume_from local_cancel local_cancel_no_process \
+	local_remove_running local_remove local_remove_gone local_remove_again \
 	local_hidden_gpus_refused local_host_gpus_wins; then
 
 cat >"$TMP/plan.json" <<JSON
@@ -241,6 +242,10 @@ ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthe
 ID=$(cat "$TMP/id")
 if wait_state "$ID" running 30; then
 	sleep 1
+	# a job that has not ended is not removed
+	expect_status local_remove_running 2 "$HP" remove "$ID"
+	expect_err local_remove_running_says "is running: cancel it"
+	[ -d "$HETPOOL_JOBS_DIR/$ID" ] && ok local_remove_running_kept || fail local_remove_running_kept "its folder went"
 	expect_status local_cancel 0 "$HP" cancel "$ID"
 	pycheck local_cancel_no_process "$HETPOOL_JOBS_DIR/$ID" <<'PY'
 import json, os, sys, time
@@ -269,5 +274,16 @@ else:
 PY
 else
 	fail local_cancel "job $ID never ran: $("$HP" status "$ID" 2>&1 | head -3)"
+fi
+# an ended job goes with its folder; then it is no job
+if wait_state "$ID" cancelled 30; then
+	expect_status local_remove 0 "$HP" remove "$ID" --json
+	grep -q '"removed": true' "$TMP/out" && [ ! -e "$HETPOOL_JOBS_DIR/$ID" ] &&
+		[ -z "$(ls -A "$HETPOOL_JOBS_DIR" | grep '^\.removing')" ] && ok local_remove_gone ||
+		fail local_remove_gone "$(cat "$TMP/out"; ls -a "$HETPOOL_JOBS_DIR")"
+	expect_status local_remove_again 2 "$HP" remove "$ID"
+	expect_status local_remove_status_after 2 "$HP" status "$ID"
+else
+	fail local_remove "job $ID did not end cancelled"
 fi
 fi

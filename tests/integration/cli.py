@@ -1,4 +1,4 @@
-"""cli.py - `hetpool --server URL recommend|run|jobs|status|cancel|logs`
+"""cli.py - `hetpool --server URL recommend|run|jobs|status|cancel|remove|logs`
 against a real hetpoold: the same recommendation as the API, a job run to
 its end, listed, shown, its metrics printed, cancels, and the errors
 (unknown job, bad token, no server, bad URL) as one line with exit 2 or
@@ -76,6 +76,10 @@ if os.access(os.path.join(BIN, "hetpool-train"), os.X_OK):
     check("cancel a running job", p.returncode == 0 and "being stopped" in p.stdout, p)
     j = d.wait_job(int(jid2), U, timeout=60)
     check("it ends cancelled", j and j["state"] == "cancelled" and "cancelled by erin" in (j["reason"] or ""), j)
+    p = hp("remove", jid2, "--json")
+    check("remove an ended job", p.returncode == 0 and json.loads(p.stdout) == {"id": int(jid2), "removed": True}, p)
+    one_error("it is gone", hp("status", jid2), 2, "no job " + jid2)
+    one_error("removing it again: one line, exit 2", hp("remove", jid2), 2, "no job " + jid2)
 else:
     skip("run --wait: a job runs to its end", "no hetpool-train in " + BIN)
 one_error("an unknown job: one line, exit 2", hp("status", "4242"), 2, "no job 4242")
