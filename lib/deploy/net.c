@@ -91,8 +91,10 @@ static bool host_port(const char *word, char *host, size_t hn, char *port,
 	snprintf(port, pn, "%d", HP__K8S_SSH_PORT);
 	if (!colon || strchr(colon + 1, ':')) {
 		/* no port (or an IPv6 address, which has more colons) */
-		snprintf(host, hn, "%s", word);
-		return len < hn;
+		if (len >= hn)
+			return false;
+		memcpy(host, word, len + 1);
+		return true;
 	}
 	if (!colon[1] || colon == word || strlen(colon + 1) > 5)
 		return false;
