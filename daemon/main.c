@@ -7,6 +7,7 @@
  * supervisors are processes of their own) and are followed again at the
  * next start.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -681,10 +682,40 @@ static int make_dirs(const struct hd_config *c)
 	return 0;
 }
 
+/*
+ * A database that is missing while its own jobs folder (DB.d/jobs) holds
+ * jobs was deleted, or --db names the wrong file (a typo, a volume not
+ * mounted): starting would make an empty one and leave those jobs
+ * unknown.  Refused; the jobs folder given by --jobs-dir may be shared
+ * (the CLI's), so only the default one counts.
+ */
+static int missing_db(const char *db, const char *jobs, bool jobs_default)
+{
+	struct stat st;
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	if (!jobs_default || !stat(db, &st) || errno != ENOENT ||
+	    !(dir = opendir(jobs)))
+		return 0;
+	while ((e = readdir(dir)))
+		n += hp_job_id_valid(e->d_name);
+	closedir(dir);
+	if (!n)
+		return 0;
+	return fail("database '%s' is missing, but its jobs folder '%s' "
+		    "holds %d job%s: restore the database (docs/store.md, "
+		    "\"Backup and restore\"), or move that folder away to "
+		    "start an empty one",
+		    db, jobs, n, n == 1 ? "" : "s");
+}
+
 static int prepare(struct hd *d)
 {
 	struct hd_config *c = &d->cfg;
 	char buf[PATH_MAX + 32], hp[PATH_MAX], tr[PATH_MAX];
+	bool jobs_default = !c->jobs_dir;
 	char *db;
 
 	if (!(db = absolute(c->db)))
@@ -716,6 +747,8 @@ static int prepare(struct hd *d)
 			c->trainer = tr[0] ? hp_strdup(tr) : "hetpool-train";
 		}
 	}
+	if (missing_db(db, c->jobs_dir, jobs_default))
+		return 2; /* said */
 	return lock_db(db);
 }
 

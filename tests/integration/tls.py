@@ -66,6 +66,18 @@ for bad, why in (("correct-horse!battery#staple", "'!' and '#'"), ("a" * 300, "3
           and len(err.strip().splitlines()) == 1, (rc, err[-300:]))
 
 
+# a database that is missing while its own jobs folder holds jobs (deleted,
+# or --db names the wrong file) is not made afresh: those jobs would be
+# lost to it (until 3 December an empty database was made)
+os.makedirs(os.path.join(tmp, "gone.db.d", "jobs", "20260101-000000-abcd"))
+p = subprocess.run([HETPOOLD, "--db", os.path.join(tmp, "gone.db"), "--listen", "127.0.0.1:0"],
+                   capture_output=True, text=True, timeout=30,
+                   env=dict(os.environ, HETPOOL_ADMIN_TOKEN=token_text()))
+check("a missing database whose jobs folder holds jobs is refused (exit 2)",
+      p.returncode == 2 and "is missing, but its jobs folder" in p.stderr and "holds 1 job:" in p.stderr
+      and len(p.stderr.strip().splitlines()) == 1 and not os.path.exists(os.path.join(tmp, "gone.db")),
+      (p.returncode, p.stderr))
+
 rc, err = start_rc(["--listen", "0.0.0.0:0"])
 check("a non-loopback address without TLS is refused (exit 2)",
       rc == 2 and "not a loopback address" in err and len(err.strip().splitlines()) == 1, (rc, err))
