@@ -226,41 +226,61 @@ bool hp__rec_set_caps(struct hp__rec_pack *P, const double *net_s,
 	return changed;
 }
 
+/* The caps table's slot for key: where it is, or the empty one where
+ * it goes (the table is never full: over twice the classes). */
+static int caps_slot(const struct hp__rec_pack *P, int64_t key)
+{
+	unsigned mask = (unsigned)P->caps_n - 1;
+	unsigned h = (unsigned)((uint64_t)key * 0x9E3779B97F4A7C15u >> 32);
+
+	for (unsigned k = h & mask;; k = (k + 1) & mask)
+		if (P->caps_key[k] == key || P->caps_key[k] < 0)
+			return (int)k;
+}
+
 /* Group the eligible classes by caps (base order kept within a group),
  * order the groups by their cheapest base, and the DFS's suffix bounds. */
 void hp__rec_set_groups(struct hp__rec_pack *P)
 {
-	int nk = (P->cap_max + 1) * (P->cap_max + 1), ns = 0;
-	int *cnt = P->group_of_caps + nk; /* segments per key */
+	int ns = 0;
 
 	P->ngroups = 0;
-	for (int x = 0; x < nk; x++) {
-		P->group_of_caps[x] = -1;
-		cnt[x] = 0;
-	}
+	for (int x = 0; x < P->caps_n; x++)
+		P->caps_key[x] = -1;
 	for (int i = 0; i < P->nrel; i++) {
 		int c0 = P->cap[i][0], c1 = P->ntypes > 1 ? P->cap[i][1] : 0;
-		if (c0 > 0 || c1 > 0)
-			cnt[c0 * (P->cap_max + 1) + c1]++;
+		int64_t key = (int64_t)c0 * (P->cap_max + 1) + c1;
+		int k;
+		if (c0 == 0 && c1 == 0)
+			continue;
+		k = caps_slot(P, key);
+		if (P->caps_key[k] < 0) {
+			P->caps_key[k] = key;
+			P->caps_group[k] = -1;
+			P->caps_cnt[k] = 0;
+		}
+		P->caps_cnt[k]++;
 	}
 	/* Groups in order of their first (cheapest) class. */
 	for (int i = 0; i < P->nrel; i++) {
 		int c0 = P->cap[i][0], c1 = P->ntypes > 1 ? P->cap[i][1] : 0;
-		int key = c0 * (P->cap_max + 1) + c1, g;
+		int64_t key = (int64_t)c0 * (P->cap_max + 1) + c1;
+		int g, k;
 		if (c0 == 0 && c1 == 0)
 			continue;
-		if (P->group_of_caps[key] < 0) {
+		k = caps_slot(P, key);
+		if (P->caps_group[k] < 0) {
 			g = P->ngroups++;
-			P->group_of_caps[key] = g;
+			P->caps_group[k] = g;
 			P->group_cap[g][0] = c0;
 			P->group_cap[g][1] = c1;
 			P->group_seg0[g] = ns;
 			P->group_nseg[g] = 0;
 			P->group_nodes[g] = 0;
 			P->group_base_min_w[g] = P->S->cl.cls[P->rel[i]].base_w;
-			ns += cnt[key];
+			ns += P->caps_cnt[k];
 		}
-		g = P->group_of_caps[key];
+		g = P->caps_group[k];
 		P->seg_rel[P->group_seg0[g] + P->group_nseg[g]++] = i;
 		P->group_nodes[g] += P->S->cl.cls[P->rel[i]].nnodes;
 	}
@@ -523,7 +543,9 @@ void hp__rec_pack_free(struct hp__rec_pack *P)
 	free(P->cap_max_from);
 	free(P->nodes_from);
 	free(P->take_best);
-	free(P->group_of_caps);
+	free(P->caps_key);
+	free(P->caps_group);
+	free(P->caps_cnt);
 	free(P->group_cap);
 	free(P->group_nodes);
 	free(P->group_seg0);
@@ -580,8 +602,11 @@ struct hp__rec_pack *hp__rec_pack_new(struct hp__rec_session *S,
 		for (int j = 0; j < ntypes; j++)
 			if (S->cl.cls[P->rel[i]].free[type[j]] > P->cap_max)
 				P->cap_max = S->cl.cls[P->rel[i]].free[type[j]];
-	P->group_of_caps = malloc(2 * ((size_t)P->cap_max + 1) *
-				  ((size_t)P->cap_max + 1) * sizeof(int));
+	for (P->caps_n = 4; P->caps_n < 2 * (P->nrel + 1); P->caps_n *= 2)
+		;
+	P->caps_key = malloc((size_t)P->caps_n * sizeof(*P->caps_key));
+	P->caps_group = malloc((size_t)P->caps_n * sizeof(int));
+	P->caps_cnt = malloc((size_t)P->caps_n * sizeof(int));
 	P->group_cap = calloc((size_t)P->nrel + 1, sizeof(*P->group_cap));
 	P->group_nodes = calloc((size_t)P->nrel + 1, sizeof(int));
 	P->group_seg0 = calloc((size_t)P->nrel + 1, sizeof(int));
@@ -600,11 +625,11 @@ struct hp__rec_pack *hp__rec_pack_new(struct hp__rec_session *S,
 	    calloc((size_t)P->max_nodes, sizeof(*P->net_levels_s_at));
 	P->nnet_levels_at = calloc((size_t)P->max_nodes, sizeof(int));
 	if (!P->cap || !P->cap_max_from || !P->nodes_from || !P->take_best ||
-	    !P->group_of_caps || !P->group_cap || !P->group_nodes ||
-	    !P->group_seg0 || !P->group_nseg || !P->group_take ||
-	    !P->group_take_best || !P->seg_rel || !P->group_base_min_w ||
-	    !P->base_min_from_w || !P->cap_count_from || !P->net_s_at ||
-	    !P->net_levels_s_at || !P->nnet_levels_at)
+	    !P->caps_key || !P->caps_group || !P->caps_cnt || !P->group_cap ||
+	    !P->group_nodes || !P->group_seg0 || !P->group_nseg ||
+	    !P->group_take || !P->group_take_best || !P->seg_rel ||
+	    !P->group_base_min_w || !P->base_min_from_w || !P->cap_count_from ||
+	    !P->net_s_at || !P->net_levels_s_at || !P->nnet_levels_at)
 		goto nomem;
 	/* Intra levels: every intra-node term a relevant class can reach;
 	 * each relevant class's intra term by device count. */

@@ -126,9 +126,15 @@ struct hp__rec_pack {
 	/* Groups: the eligible classes with equal caps at the current
 	 * levels, each a run of segments (classes, base ascending). */
 	int ngroups;
-	int cap_max;	    /* the largest free count of a relevant class */
-	int *group_of_caps; /* [cap0 * (cap_max + 1) + cap1]: group, or -1;
-			       then segments per key */
+	int cap_max; /* the largest free count of a relevant class */
+	/* An open-addressing table from a class's caps (cap0 * (cap_max +
+	 * 1) + cap1) to its group and segment count: caps_n slots (a power
+	 * of two, over twice the classes), so its size and clearing follow
+	 * the classes, not cap_max squared (2 nodes of 4096 GPUs made a
+	 * 134 MB table, cleared at every level) */
+	int caps_n;
+	int64_t *caps_key; /* -1: empty */
+	int *caps_group, *caps_cnt;
 	int (*group_cap)[2];
 	int *group_nodes, *group_seg0, *group_nseg;
 	int (*group_take)[2], (*group_take_best)[2]; /* nodes per type */
