@@ -526,6 +526,25 @@ static void set_wait_reason(struct hp_job *j, void *ud)
 		snprintf(j->reason, sizeof(j->reason), "%s", (const char *)ud);
 }
 
+/* A started job Slurm shows pending again was requeued (a node failed):
+ * it stays started (its ranks resume from the checkpoint when it runs
+ * again), and its reason says it waits. */
+#define REQUEUED "Slurm requeued it; it waits to run again"
+
+static void set_requeued(struct hp_job *j, void *ud)
+{
+	if (j->state == HP_JOB_STARTING || j->state == HP_JOB_RUNNING)
+		snprintf(j->reason, sizeof(j->reason), REQUEUED " (%.150s)",
+			 (const char *)ud);
+}
+
+static void clear_requeued(struct hp_job *j, void *ud)
+{
+	(void)ud;
+	if (!strncmp(j->reason, REQUEUED, strlen(REQUEUED)))
+		j->reason[0] = '\0';
+}
+
 static int slurm_refresh(struct hp_deploy *d, struct hp_job *job,
 			 struct hp_error *err)
 {
@@ -595,11 +614,20 @@ static int slurm_refresh(struct hp_deploy *d, struct hp_job *job,
 	}
 	if (state == HP_JOB_QUEUED) {
 		/* Only why it waits can change. */
+		if (job->state == HP_JOB_STARTING ||
+		    job->state == HP_JOB_RUNNING)
+			return hp__job_update(job->dir, -1, NULL, set_requeued,
+					      reason, NULL, err);
 		if (job->state != HP_JOB_QUEUED || !strcmp(job->reason, reason))
 			return 0;
 		return hp__job_update(job->dir, -1, NULL, set_wait_reason,
 				      reason, NULL, err);
 	}
+	if ((state == HP_JOB_STARTING || state == HP_JOB_RUNNING) &&
+	    !strncmp(job->reason, REQUEUED, strlen(REQUEUED)) &&
+	    (rc = hp__job_update(job->dir, -1, NULL, clear_requeued, NULL, NULL,
+				 err)))
+		return rc;
 	return hp__job_update(job->dir, state, reason, set_exit, &st, NULL,
 			      err);
 }

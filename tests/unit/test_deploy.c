@@ -1729,3 +1729,49 @@ HP_TEST(deploy_stuck_srun_is_stopped)
 	free(got);
 	rm_rf(dir);
 }
+
+/* A started Slurm job that squeue shows pending again was requeued (a
+ * node failed): it stays running, and its reason says it waits and why;
+ * running again, the reason goes (until 3 December it said nothing). */
+HP_TEST(deploy_slurm_requeued_job_says_it_waits)
+{
+	const char *dir = tmpdir();
+	char jobs[512], jobdir[600], squeue[700], state[700], text[1400];
+	struct hp_deploy_config cfg = {.hetpool = "/bin/true"};
+	struct hp_deploy *d;
+	struct hp_job j = {0}, k;
+	struct hp_error err = {0};
+
+	snprintf(jobs, sizeof(jobs), "%s/jobs", dir);
+	snprintf(squeue, sizeof(squeue), "%s/squeue", dir);
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(text, sizeof(text), "#!/bin/sh\ncat %s\n", state);
+	write_file(squeue, text);
+	chmod(squeue, 0755);
+	write_file(state, "4242|PENDING|BeginTime\n");
+	cfg.jobs_dir = jobs;
+	cfg.squeue = squeue;
+	ASSERT((d = hp_deploy_new(&cfg, &err)));
+	snprintf(jobdir, sizeof(jobdir), "%s/rq", jobs);
+	mkdir(jobdir, 0755);
+	snprintf(j.id, sizeof(j.id), "rq");
+	snprintf(j.dir, sizeof(j.dir), "%s", jobdir);
+	snprintf(j.slurm_id, sizeof(j.slurm_id), "4242");
+	j.state = HP_JOB_RUNNING;
+	j.backend = HP_BACKEND_SLURM;
+	j.created_s = j.started_s = hp__wall_now();
+	j.exit_status = -1;
+	ASSERT_EQ_INT(hp__job_save(&j, &err), 0);
+	ASSERT_EQ_INT(hp_deploy_status(d, "rq", true, &k, &err), 0);
+	ASSERT_EQ_INT(k.state, HP_JOB_RUNNING);
+	ASSERT(strstr(k.reason, "Slurm requeued it") &&
+	       strstr(k.reason, "BeginTime"));
+	hp_job_release(&k);
+	write_file(state, "4242|RUNNING|None\n");
+	ASSERT_EQ_INT(hp_deploy_status(d, "rq", true, &k, &err), 0);
+	ASSERT_EQ_INT(k.state, HP_JOB_RUNNING);
+	ASSERT(!strstr(k.reason, "requeued"));
+	hp_job_release(&k);
+	hp_deploy_free(d);
+	rm_rf(dir);
+}
