@@ -264,6 +264,26 @@ try {
   check("a cancelled job's deadline is not judged (not 'missed')", /not judged/.test(dl2) && !/missed/.test(dl2), dl2);
   noErrors(page, "the cancelled job's page");
 
+  // ---- an ended job removed from its page: a first click asks, a second
+  // removes it with its files, and the page goes to the list
+  const j3 = await api("POST", "/v1/jobs", T.user, { spec: JSON.parse(readFileSync(fmnist, "utf8")), samples: 60000, epochs: 5, batch: 64, deadline_s: 7200, data: "fashion-mnist", name: "e2e-remove" });
+  await api("POST", `/v1/jobs/${j3.json.id}/cancel`, T.user);
+  for (let i = 0; i < 150; i++) {
+    if ((await api("GET", `/v1/jobs/${j3.json.id}`, T.user)).json.state === "cancelled") break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await page.goto(`${URL0}/#/jobs/${j3.json.id}`);
+  await page.waitForSelector("#remove", { timeout: 15000 });
+  check("an ended job offers Remove, not Cancel", (await page.$$("#cancel")).length === 0);
+  await page.click("#remove");
+  await page.waitForFunction(() => /click again/.test(document.querySelector("#remove")?.textContent || ""), null, { timeout: 10000 });
+  check("a first click only asks", (await api("GET", `/v1/jobs/${j3.json.id}`, T.user)).status === 200);
+  await page.click("#remove");
+  await page.waitForFunction(() => location.hash === "#/jobs", null, { timeout: 10000 }).catch(() => {});
+  check("the second click removes it and shows the list", (await page.evaluate(() => location.hash)) === "#/jobs"
+    && (await api("GET", `/v1/jobs/${j3.json.id}`, T.user)).status === 404);
+  noErrors(page, "the removed job's page");
+
   // ---- jobs list
   await page.goto(URL0 + "/#/jobs");
   await page.waitForSelector("#jobs");
@@ -422,7 +442,7 @@ try {
   check("a reader is not offered submit or upload", (await rp.$$("#submit")).length === 0 && (await rp.$$("#file")).length === 0);
   await rp.goto(`${URL0}/#/jobs/${j2.json.id}`);
   await rp.waitForSelector("#job-state");
-  check("a reader is not offered cancel", (await rp.$$("#cancel")).length === 0);
+  check("a reader is not offered cancel or remove", (await rp.$$("#cancel")).length === 0 && (await rp.$$("#remove")).length === 0);
   noErrors(rp, "the reader's pages");
   // signing out stops the page's polling: the form stays as typed, no
   // "no longer accepted"

@@ -116,6 +116,7 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
   let built = false;
   let stopped = false;
   let headKey = "";
+  let removeArmed = false; // Remove asks once more before it removes
 
   function build(): void {
     const mk = (title: string) => {
@@ -246,15 +247,20 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
     const c = j.plan?.choice;
     const predStep = c?.step_time_s ?? j.plan?.predicted_step_time_s ?? null;
     const totalSteps = c?.steps ?? j.plan?.steps;
-    const mayCancel = LIVE.includes(j.state) && (ctx.can("admin") || (ctx.can("user") && j.owner === ctx.who.token_id));
+    const mine = ctx.can("admin") || (ctx.can("user") && j.owner === ctx.who.token_id);
+    const mayCancel = LIVE.includes(j.state) && mine;
+    // an ended job goes, with its files, on a second click
+    const mayRemove = !LIVE.includes(j.state) && mine;
     // the head (with Cancel) only when it changed: the keyboard's place stays
-    const key = JSON.stringify([j.id, j.name, j.state, j.cancel_requested, j.reason, mayCancel, !!j.description?.training?.lr_range]);
+    const key = JSON.stringify([j.id, j.name, j.state, j.cancel_requested, j.reason, mayCancel, mayRemove, removeArmed, !!j.description?.training?.lr_range]);
     if (key !== headKey) {
       headKey = key;
       keepFocus(head, () => clear(head, h("h1", null, `Job #${j.id}${j.name ? " " + j.name : ""}`),
         h("p", null, h("span", { id: "job-state", class: "state-" + j.state }, j.state), j.cancel_requested && LIVE.includes(j.state) ? " (cancel requested)" : "", j.reason ? " - " + j.reason : ""),
         j.description?.training?.lr_range ? h("p", null, "A learning-rate range test: ", h("a", { href: "#/lr-find/" + j.id, id: "lr-find-link" }, "its loss against the rate, the fits and the suggested rate")) : null,
-        mayCancel ? h("button", { type: "button", id: "cancel", class: "danger", disabled: j.cancel_requested, onclick: cancel }, "Cancel job") : null));
+        mayCancel ? h("button", { type: "button", id: "cancel", class: "danger", disabled: j.cancel_requested, onclick: cancel }, "Cancel job") : null,
+        mayRemove ? h("button", { type: "button", id: "remove", class: "danger", onclick: remove },
+          removeArmed ? "Remove it and its logs, metrics, checkpoint and results: click again" : "Remove job") : null));
     }
     const lastStep = steps[steps.length - 1];
     const energySoFar = results?.energy_j != null
@@ -284,6 +290,24 @@ export function jobPage(root: HTMLElement, ctx: Ctx, arg: string): () => void {
       err.textContent = (e as Error).message;
     }
     await looks.now();
+  }
+
+  async function remove(): Promise<void> {
+    if (!removeArmed) {
+      removeArmed = true;
+      await looks.now();
+      return;
+    }
+    try {
+      await send("DELETE", `/v1/jobs/${id}`);
+      stopped = true;
+      location.hash = "#/jobs";
+    } catch (e) {
+      if (e instanceof ApiError && e.problem.status === 401) throw e;
+      removeArmed = false;
+      err.textContent = (e as Error).message;
+      await looks.now();
+    }
   }
 
   const looks = poller(poll, 2000);
