@@ -820,6 +820,12 @@ int main(int argc, char **argv)
 		snprintf(d.self_name, sizeof(d.self_name), "%s",
 			 self.pool.name);
 		hp_store_node_release(&self);
+	} else if (d.cfg.backend == HP_BACKEND_LOCAL) {
+		hd_log(HP_LOG_WARN,
+		       "the local backend runs jobs on this host's node, and "
+		       "none is registered: no job can start (give "
+		       "--register-self, or another --backend)",
+		       NULL);
 	}
 	dc.jobs_dir = d.cfg.jobs_dir;
 	dc.hetpool = d.cfg.hetpool;

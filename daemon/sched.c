@@ -486,6 +486,14 @@ static int try_start(struct hd *d, const struct hp_store_job *sj, bool *started,
 			}
 			plan_release(&all);
 			hp_pool_free(pa);
+		} else if (d->cfg.backend == HP_BACKEND_LOCAL &&
+			   !d->self_name[0]) {
+			/* the local backend runs on this host's node alone */
+			snprintf(why, sizeof(why),
+				 "waiting for devices: the local backend runs "
+				 "jobs on this host's node, and hetpoold was "
+				 "started without --register-self (or give "
+				 "another --backend for the pool's nodes)");
 		} else {
 			snprintf(why, sizeof(why), "waiting for devices: %s",
 				 pl.reason);
@@ -618,6 +626,15 @@ int hd_sched_submit(struct hd *d, const struct hp_api_job *j,
 	}
 	if ((rc = plan_job(d, j, w1, pa, j->deadline_s, &all, err)))
 		goto out;
+	if (!all.found && d->cfg.backend == HP_BACKEND_LOCAL &&
+	    !d->self_name[0]) {
+		rc = hp_error_set(err, HP_EINVAL,
+				  "the local backend runs jobs on this host's "
+				  "node, and none is registered: start "
+				  "hetpoold with --register-self (or another "
+				  "--backend for the pool's nodes)");
+		goto out;
+	}
 	if (!all.found) {
 		rc = hp_error_set(err, HP_EINVAL,
 				  "no configuration of the %s can run this "

@@ -6,6 +6,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from hplib import *  # noqa: E402,F403
@@ -43,6 +44,14 @@ except Exception:  # noqa: BLE001
     data = b""
 s.close()
 check("plain HTTP to the TLS port gets no HTTP answer", not data.startswith(b"HTTP/1.1 200"), data[:40])
+# the local backend with no node of this host: the start warns, and a
+# job is refused saying what to do (it said "the pool has no devices")
+r = d.post("/v1/jobs", {"spec": SPEC, "samples": 2048, "steps": 5, "batch": 32, "deadline_s": 3600,
+                        "data": "synthetic"}, d.admin)
+check("a job for the local backend with no node of this host: 422 saying --register-self",
+      r.status == 422 and "--register-self" in r.json().get("detail", ""), r)
+check("and the start warned", any(x.get("level") == "warning" and "--register-self" in x.get("msg", "")
+                                  for x in d.log_lines()))
 check("TLS: SIGTERM stops it cleanly", d.stop() == 0)
 d.cleanup()
 
