@@ -648,7 +648,7 @@ int hp__store_migrate(sqlite3 *db, const char *path, int upto,
 	struct hp__conn tmp = {.db = db};
 	long long v = 0, app = 0, nobj = 0;
 	char sql[160];
-	int rc;
+	int rc, was_empty = -1; /* a new file: its migrations go unsaid */
 
 	if (upto < 1 || upto > HP_STORE_SCHEMA_VERSION)
 		return hp_error_set(err, HP_EINVAL,
@@ -668,6 +668,8 @@ int hp__store_migrate(sqlite3 *db, const char *path, int upto,
 		}
 		if ((rc = refuse(path, v, app, nobj, err)))
 			goto fail;
+		if (was_empty < 0)
+			was_empty = nobj == 0;
 		if (v >= upto) {
 			hp__rollback(&tmp);
 			return 0;
@@ -708,6 +710,13 @@ int hp__store_migrate(sqlite3 *db, const char *path, int upto,
 		}
 		if ((rc = hp__exec(&tmp, "COMMIT", err)))
 			goto fail;
+		/* said once, in the program's log: a migration cannot be
+		 * undone (docs/store.md, "Backup and restore") */
+		if (!was_empty)
+			hp_log(HP_LOG_INFO,
+			       "store: database '%s' migrated to schema "
+			       "version %lld (%s)",
+			       path, v + 1, migrations[v].what);
 	}
 fail:
 	hp__rollback(&tmp);

@@ -338,6 +338,16 @@ static void fill_version(sqlite3 *db, int v)
 		HP_FAIL("fill v3: %s", msg);
 }
 
+static int migrated_said;
+
+static void count_migrated(enum hp_log_level level, const char *msg, void *ud)
+{
+	(void)level;
+	(void)ud;
+	if (strstr(msg, "migrated to schema version"))
+		migrated_said++;
+}
+
 HP_TEST(store_migrates_from_empty_and_from_each_older_version)
 {
 	const char *path = tmp_db();
@@ -365,7 +375,14 @@ HP_TEST(store_migrates_from_empty_and_from_each_older_version)
 		fill_version(db, v);
 		sqlite3_close(db);
 
+		migrated_said = 0;
+		hp_log_set(count_migrated, NULL, HP_LOG_INFO);
 		s = open_ok(path);
+		hp_log_set(NULL, NULL, HP_LOG_WARN);
+		/* an older file's upgrade is said, once a version; a new
+		 * file's making is not */
+		ASSERT_EQ_INT(migrated_said,
+			      v >= 1 ? HP_STORE_SCHEMA_VERSION - v : 0);
 		ASSERT_EQ_INT(hp_store_file_version(path, &err),
 			      HP_STORE_SCHEMA_VERSION);
 		now = schema_text(path);
