@@ -382,6 +382,17 @@ int hp__step_done(struct hp__conn *c, sqlite3_stmt *st, const char *what,
 	return rc;
 }
 
+int hp__step_id(struct hp__conn *c, const char *sql, int64_t id,
+		const char *what, int *rc_out, struct hp_error *err)
+{
+	sqlite3_stmt *st = hp__stmt(c, sql, err);
+
+	if (!st)
+		return err ? err->code : HP_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	return hp__step_done(c, st, what, rc_out, err);
+}
+
 int hp__bind_text(sqlite3_stmt *st, int i, const char *s)
 {
 	if (!s)

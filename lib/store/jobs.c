@@ -74,8 +74,8 @@ int hp__job_read(sqlite3_stmt *st, struct hp_store_job *out,
 
 /* The state of job id inside a transaction: 0, HP_ENOENT, or an error;
  * *owner (may be NULL) gets its owner. */
-static int job_state(struct hp__conn *c, int64_t id, enum hp_job_state *state,
-		     int64_t *owner, struct hp_error *err)
+static int job_state(struct hp__conn *c, int64_t id, int64_t owner,
+		     enum hp_job_state *state, struct hp_error *err)
 {
 	static const char sql[] = "SELECT state, owner FROM jobs WHERE id = ?";
 	sqlite3_stmt *st = hp__stmt(c, sql, err);
@@ -85,10 +85,11 @@ static int job_state(struct hp__conn *c, int64_t id, enum hp_job_state *state,
 		return err ? err->code : HP_EIO;
 	sqlite3_bind_int64(st, 1, id);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	if (rc == SQLITE_ROW && owner && sqlite3_column_int64(st, 1) != owner) {
+		/* someone else's job is no job of theirs */
+		rc = hp_error_set(err, HP_ENOENT, "no job %lld", (long long)id);
+	} else if (rc == SQLITE_ROW) {
 		rc = col_state(st, 0, state, err);
-		if (owner)
-			*owner = sqlite3_column_int64(st, 1);
 	} else if (rc == SQLITE_DONE) {
 		rc = hp_error_set(err, HP_ENOENT, "no job %lld", (long long)id);
 	} else {
@@ -521,7 +522,7 @@ int hp_store_job_transition(struct hp_store *s, int64_t id,
 	if (!(c = hp__conn_get(s, err)))
 		return err ? err->code : HP_EIO;
 	if ((rc = hp__begin(c, true, err)) ||
-	    (rc = job_state(c, id, &from, NULL, err)))
+	    (rc = job_state(c, id, 0, &from, err)))
 		goto out;
 	if (!transition_ok(from, to)) {
 		rc = hp_error_set(err, HP_ESTATE, "job %lld is %s: it %s %s",
@@ -711,7 +712,7 @@ static int alloc_all(struct hp__conn *c, int64_t job,
 
 	if (!req || nreq < 1)
 		return hp_error_set(err, HP_EINVAL, "allocate: no devices");
-	if ((rc = job_state(c, job, state, NULL, err)))
+	if ((rc = job_state(c, job, 0, state, err)))
 		return rc;
 	if (*state != HP_JOB_QUEUED && *state != HP_JOB_STARTING)
 		return hp_error_set(err, HP_ESTATE,
@@ -802,7 +803,7 @@ int hp_store_release(struct hp_store *s, int64_t job, int *n,
 	if (!(c = hp__conn_get(s, err)))
 		return err ? err->code : HP_EIO;
 	if ((rc = hp__begin(c, true, err)) ||
-	    (rc = job_state(c, job, &state, NULL, err)))
+	    (rc = job_state(c, job, 0, &state, err)))
 		goto out;
 	if (!(st = hp__stmt(c, sql, err))) {
 		rc = err ? err->code : HP_EIO;
@@ -830,18 +831,13 @@ int hp_store_job_cancel(struct hp_store *s, int64_t id, int64_t owner,
 	enum hp_job_state st_now;
 	struct hp__conn *c;
 	sqlite3_stmt *st;
-	int64_t who = 0;
 	int rc;
 
 	if (!(c = hp__conn_get(s, err)))
 		return err ? err->code : HP_EIO;
 	if ((rc = hp__begin(c, true, err)) ||
-	    (rc = job_state(c, id, &st_now, &who, err)))
+	    (rc = job_state(c, id, owner, &st_now, err)))
 		goto out;
-	if (owner && who != owner) {
-		rc = hp_error_set(err, HP_ENOENT, "no job %lld", (long long)id);
-		goto out;
-	}
 	if (hp_job_state_terminal(st_now)) {
 		rc = hp_error_set(err, HP_ESTATE,
 				  "job %lld has ended (%s): nothing to cancel",
@@ -881,19 +877,13 @@ int hp_store_job_remove(struct hp_store *s, int64_t id, int64_t owner,
 	static const char sql_del[] = "DELETE FROM jobs WHERE id = ?";
 	enum hp_job_state st_now;
 	struct hp__conn *c;
-	sqlite3_stmt *st;
-	int64_t who = 0;
 	int rc;
 
 	if (!(c = hp__conn_get(s, err)))
 		return err ? err->code : HP_EIO;
 	if ((rc = hp__begin(c, true, err)) ||
-	    (rc = job_state(c, id, &st_now, &who, err)))
+	    (rc = job_state(c, id, owner, &st_now, err)))
 		goto out;
-	if (owner && who != owner) {
-		rc = hp_error_set(err, HP_ENOENT, "no job %lld", (long long)id);
-		goto out;
-	}
 	if (!hp_job_state_terminal(st_now)) {
 		rc = hp_error_set(err, HP_ESTATE,
 				  "job %lld is %s: cancel it, and remove it "
@@ -903,21 +893,10 @@ int hp_store_job_remove(struct hp_store *s, int64_t id, int64_t owner,
 	}
 	/* its measurements stay for the estimator, no longer tied to it;
 	 * its allocations go with it (ON DELETE CASCADE) */
-	if (!(st = hp__stmt(c, sql_meas, err))) {
-		rc = err ? err->code : HP_EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, id);
-	if ((rc = hp__step_done(c, st, "job's measurements", NULL, err)))
-		goto out;
-	if (!(st = hp__stmt(c, sql_del, err))) {
-		rc = err ? err->code : HP_EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, id);
-	if ((rc = hp__step_done(c, st, "remove job", NULL, err)) ||
-	    (rc = hp__commit(c, err)))
-		goto out;
+	if (!(rc = hp__step_id(c, sql_meas, id, "job's measurements", NULL,
+			       err)) &&
+	    !(rc = hp__step_id(c, sql_del, id, "remove job", NULL, err)))
+		rc = hp__commit(c, err);
 out:
 	hp__conn_put(s, c);
 	return rc;

@@ -234,26 +234,14 @@ int hp_store_model_remove(struct hp_store *s, int64_t id, struct hp_error *err)
 	    "('succeeded', 'failed', 'cancelled')";
 	static const char sql[] = "DELETE FROM models WHERE id = ?";
 	struct hp__conn *c;
-	sqlite3_stmt *st;
-	int rc, src;
+	int rc, src = SQLITE_OK;
 
 	if (!(c = hp__conn_get(s, err)))
 		return err ? err->code : HP_EIO;
-	if ((rc = hp__begin(c, true, err)))
+	if ((rc = hp__begin(c, true, err)) ||
+	    (rc = hp__step_id(c, sql_let_go, id, "model", NULL, err)))
 		goto out;
-	if (!(st = hp__stmt(c, sql_let_go, err))) {
-		rc = err ? err->code : HP_EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, id);
-	if ((rc = hp__step_done(c, st, "model", NULL, err)))
-		goto out;
-	if (!(st = hp__stmt(c, sql, err))) {
-		rc = err ? err->code : HP_EIO;
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, id);
-	rc = hp__step_done(c, st, "model", &src, err);
+	rc = hp__step_id(c, sql, id, "model", &src, err);
 	if (rc && (src & 0xff) == SQLITE_CONSTRAINT)
 		rc = hp_error_set(err, HP_EBUSY,
 				  "model %lld: jobs that have not ended use it "

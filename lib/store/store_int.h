@@ -98,6 +98,11 @@ int hp__exec(struct hp__conn *c, const char *sql, struct hp_error *err);
 int hp__step_done(struct hp__conn *c, sqlite3_stmt *st, const char *what,
 		  int *rc_out, struct hp_error *err);
 
+/* hp__stmt(sql), its one parameter bound to id, hp__step_done(): a
+ * statement that returns no row and takes a row's id. */
+int hp__step_id(struct hp__conn *c, const char *sql, int64_t id,
+		const char *what, int *rc_out, struct hp_error *err);
+
 /* Bind a string, or NULL when s is NULL. */
 int hp__bind_text(sqlite3_stmt *st, int i, const char *s);
 /* Bind a double, or NULL when it is 0 (times: none) or not finite. */
