@@ -246,6 +246,11 @@ int hp_csv_index(const struct hp_csv *c, const char *name);
  * HP_EPARSE naming the field (a second column of the same name would
  * silently shadow the first). */
 int hp_csv_header_check(const struct hp_csv *c, struct hp_error *err);
+/* A data record must have the header's nheader fields (one with more or
+ * fewer was cut or joined: a missing field would be read as the next
+ * column's value): 0, or HP_EPARSE "line N: X fields; the header has Y". */
+int hp_csv_fields_check(const struct hp_csv *c, int nheader,
+			struct hp_error *err);
 /* Append s to b as one CSV field (quoted when it needs to be). */
 int hp_csv_add_field(struct hp_buf *b, const char *s);
 

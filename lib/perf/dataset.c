@@ -240,16 +240,8 @@ int hp_dataset_parse(const char *text, size_t len, hp_dataset_row_fn fn,
 				*err = cerr;
 			break;
 		}
-		/* every row has the header's fields: a row with more or fewer
-		 * was cut or joined (a missing field would be read as the
-		 * next column's value) */
-		if (csv.nfields != header_fields) {
-			rc = hp_error_set(err, HP_EPARSE,
-					  "line %d: %d fields; the header has "
-					  "%d",
-					  csv.line, csv.nfields, header_fields);
+		if ((rc = hp_csv_fields_check(&csv, header_fields, err)))
 			goto out;
-		}
 		memset(row, 0, sizeof(*row));
 		for (int i = 0; i < NCOLS; i++) {
 			if (map[i] < 0) { /* optional: not in this file */

@@ -152,13 +152,8 @@ int hp_store_measurement_import_csv(struct hp_store *s, const char *text,
 
 		if (csv.nfields == 1 && !*csv.fields[0])
 			continue; /* a blank line */
-		if (csv.nfields != ncols) {
-			rc = hp_error_set(err, HP_EPARSE,
-					  "line %d: %d fields; the header has "
-					  "%d",
-					  csv.line, csv.nfields, ncols);
+		if ((rc = hp_csv_fields_check(&csv, ncols, err)))
 			goto fail;
-		}
 		dev = csv.fields[i_dev];
 		dname = i_name >= 0 ? csv.fields[i_name] : "";
 		if (!*dev ||

@@ -189,6 +189,16 @@ int hp_csv_header_check(const struct hp_csv *c, struct hp_error *err)
 	return 0;
 }
 
+int hp_csv_fields_check(const struct hp_csv *c, int nheader,
+			struct hp_error *err)
+{
+	if (c->nfields == nheader)
+		return 0;
+	return hp_error_set(err, HP_EPARSE,
+			    "line %d: %d fields; the header has %d", c->line,
+			    c->nfields, nheader);
+}
+
 int hp_csv_add_field(struct hp_buf *b, const char *s)
 {
 	int rc;
