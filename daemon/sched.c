@@ -486,14 +486,6 @@ static int try_start(struct hd *d, const struct hp_store_job *sj, bool *started,
 			}
 			plan_release(&all);
 			hp_pool_free(pa);
-		} else if (d->cfg.backend == HP_BACKEND_LOCAL &&
-			   !d->self_name[0]) {
-			/* the local backend runs on this host's node alone */
-			snprintf(why, sizeof(why),
-				 "waiting for devices: the local backend runs "
-				 "jobs on this host's node, and hetpoold was "
-				 "started without --register-self (or give "
-				 "another --backend for the pool's nodes)");
 		} else {
 			snprintf(why, sizeof(why), "waiting for devices: %s",
 				 pl.reason);
