@@ -188,23 +188,21 @@ time.sleep(float(sys.argv[2])); s.listen(16); time.sleep(30)' "$TMP/open.port" "
 		n=$((n - 1))
 	done
 }
-rm -f "$TMP/open.port"
-listen 0
-echo "127.0.0.1:$(cat "$TMP/open.port") slots=1" >"$TMP/hosts.open"
-expect_status k8s_wait_hosts_open 0 timeout 20 "$HP" _wait-hosts "$TMP/hosts.open" 5
-kill "$LISTENER" 2>/dev/null
-wait "$LISTENER" 2>/dev/null
+waits_for() { # NAME DELAY_S TIMEOUT_S: a listener up after DELAY_S is waited for
+	rm -f "$TMP/open.port"
+	listen "$2"
+	echo "127.0.0.1:$(cat "$TMP/open.port") slots=1" >"$TMP/hosts.$1"
+	expect_status "k8s_wait_hosts_$1" 0 timeout 20 "$HP" _wait-hosts "$TMP/hosts.$1" "$3"
+	kill "$LISTENER" 2>/dev/null
+	wait "$LISTENER" 2>/dev/null
+}
+waits_for open 0 5
 printf '127.0.0.1:%s slots=1\n' "$CLOSED" >"$TMP/hosts.closed"
 t0=$(date +%s)
 expect_status k8s_wait_hosts_closed 1 timeout 20 "$HP" _wait-hosts "$TMP/hosts.closed" 2
 expect_err k8s_wait_hosts_closed_says "worker '127.0.0.1' did not accept a connection on port $CLOSED within 2 s: Connection refused"
 [ $(($(date +%s) - t0)) -le 10 ] && ok k8s_wait_hosts_closed_bounded || fail k8s_wait_hosts_closed_bounded "took $(($(date +%s) - t0)) s"
-rm -f "$TMP/open.port"
-listen 2
-echo "127.0.0.1:$(cat "$TMP/open.port") slots=1" >"$TMP/hosts.late"
-expect_status k8s_wait_hosts_late 0 timeout 20 "$HP" _wait-hosts "$TMP/hosts.late" 10
-kill "$LISTENER" 2>/dev/null
-wait "$LISTENER" 2>/dev/null
+waits_for late 2 10
 
 expect_status k8s_mpijob 0 "$HP" run "$TMP/single.json" --model "$MODEL" --data synthetic \
 	--backend kubernetes --no-apply --namespace team-a --product-map v100=Tesla-V100-SXM2-16GB --json

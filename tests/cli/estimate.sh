@@ -212,15 +212,7 @@ python3 -c "import json,sys; n=json.load(open(sys.argv[1]))['notes']; assert any
 # December one thread of two cores drew the whole package's).  Checked
 # against the formula, with the shipped estimator's exponent, at 1 thread
 # and at all the cores.
-python3 - "$HP_ROOT/data/devices.csv" "$TMP/cat-tdp.csv" <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-h = rows[0]
-for r in rows[1:]:
-    if r[0] == "cpu":
-        r[h.index("tdp_w")], r[h.index("idle_w")] = "100", "20"
-csv.writer(open(sys.argv[2], "w", newline="")).writerows(rows)
-PY
+cpu_power_catalog "$TMP/cat-tdp.csv" 100 20
 cores=$("$HP" host --json | python3 -c "import json,sys; print(json.load(sys.stdin)['host']['physical_cores'])")
 if [ "${cores:-1}" -lt 2 ]; then
 	echo "skip predict_cpu_power_thread_share: this host has $cores core"

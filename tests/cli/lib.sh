@@ -31,3 +31,19 @@ expect_status() {
 expect_err() {
 	if grep -qE -- "$2" "$TMP/err"; then ok "$1"; else fail "$1" "stderr '$(cat "$TMP/err")' lacks /$2/"; fi
 }
+
+# cpu_power_catalog DST TDP_W IDLE_W: the shipped device catalog with the
+# CPU row's board and idle power set (the shipped row has none: a host's
+# power is measured, or not known)
+cpu_power_catalog() {
+	python3 - "${HP_ROOT:?}/data/devices.csv" "$@" <<'PY'
+import csv, sys
+src, dst, tdp, idle = sys.argv[1:5]
+rows = list(csv.reader(open(src)))
+h = rows[0]
+for r in rows[1:]:
+    if r[0] == "cpu":
+        r[h.index("tdp_w")], r[h.index("idle_w")] = tdp, idle
+csv.writer(open(dst, "w", newline="")).writerows(rows)
+PY
+}

@@ -292,16 +292,7 @@ fi
 # constant 50 W (TDP = idle) makes the expectation 50 W x the steps' wall
 # time, for one rank and for two on this host (until 3 December: each rank
 # counted 50 W at the predicted step time, two of them twice) ----
-"$PY" - "$ROOT/data/devices.csv" "$TMP/cat50.csv" <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-h = rows[0]
-for r in rows[1:]:
-    if r[0] == "cpu":
-        r[h.index("tdp_w")] = "50"
-        r[h.index("idle_w")] = "50"
-csv.writer(open(sys.argv[2], "w", newline="")).writerows(rows)
-PY
+cpu_power_catalog "$TMP/cat50.csv" 50 50
 energy_check() { # NAME DIR
 	check "$1" "$2/results.json" "(lambda w: j['energy_basis'].startswith('predicted') and abs(j['energy_j'] - 50 * w) <= 0.15 * 50 * w and abs(sum(j['rank_energy_j']) - j['energy_j']) < 1e-6 * j['energy_j'])(sum(x['step_s'] for x in map(__import__('json').loads, open('$2/metrics.jsonl')) if 'step' in x))"
 }
@@ -459,15 +450,7 @@ PY
 fi
 
 # ---- energy: predicted from a catalog that knows the CPU's power ----
-"$PY" - "$ROOT/data/devices.csv" "$TMP/cat.csv" <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-h = rows[0]
-for r in rows[1:]:
-    if r[0] == 'cpu':
-        r[h.index('tdp_w')], r[h.index('idle_w')] = '120', '20'
-csv.writer(open(sys.argv[2], 'w', newline='')).writerows(rows)
-PY
+cpu_power_catalog "$TMP/cat.csv" 120 20
 "$TRAIN" --model "$CNN" --data synthetic --batch 16 --steps 3 --threads 1 --eval-samples 64 \
 	--synthetic-samples 256 --catalog "$TMP/cat.csv" --out "$TMP/en" 2>"$TMP/err"
 check energy_predicted "$TMP/en/results.json" "j['energy_basis'] == 'predicted (hetpool estimator)' and j['energy_j'] > 0"

@@ -76,20 +76,29 @@ static struct hp_store *open_ok(const char *path)
 
 /* One integer from SQL run on a connection of its own (an independent
  * look at the file). */
-static long long q1(const char *path, const char *sql)
+/* The first column of sql's first row on the connection db (-1: none). */
+static long long q1_on(sqlite3 *db, const char *sql)
 {
-	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	long long v = -1;
 
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) !=
-	    SQLITE_OK)
-		HP_FAIL("sqlite open %s", path);
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		HP_FAIL("prepare '%s': %s", sql, sqlite3_errmsg(db));
 	if (sqlite3_step(st) == SQLITE_ROW)
 		v = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
+	return v;
+}
+
+static long long q1(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	long long v;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) !=
+	    SQLITE_OK)
+		HP_FAIL("sqlite open %s", path);
+	v = q1_on(db, sql);
 	sqlite3_close(db);
 	return v;
 }
@@ -2376,22 +2385,6 @@ HP_TEST(store_processes_opening_a_new_file_at_once_migrate_it_once)
 	rm_db();
 }
 
-/* The database's page count, on connection db. */
-static int query_pages(sqlite3 *db, long long *n)
-{
-	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &st, NULL);
-
-	if (rc != SQLITE_OK)
-		return rc;
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		*n = sqlite3_column_int64(st, 0);
-		rc = SQLITE_OK;
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
-
 /* A write that fails for want of storage (SQLITE_FULL: here the
  * connection's max_page_count, as a full disk gives it) is HP_ESTORAGE,
  * and the store says it does not take writes, with why, until a write
@@ -2404,17 +2397,15 @@ HP_TEST(store_full_disk_is_storage_and_recovers)
 	struct hp_error err = {0};
 	struct hp__conn *c;
 	static char blob[1 << 20];
-	char why[200];
-	long long pages = 0;
-	char sql[64];
+	char why[200], sql[64];
 
 	ASSERT((s = hp_store_open(path, &o, &err)));
 	ASSERT(hp_store_writable(s, why, sizeof(why)));
 	ASSERT_EQ_INT(hp_store_probe_write(s, &err), 0);
 	/* the one connection may grow the file by no page */
 	ASSERT((c = hp__conn_get(s, &err)));
-	ASSERT_EQ_INT(query_pages(c->db, &pages), 0);
-	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld;", pages);
+	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld;",
+		 q1_on(c->db, "PRAGMA page_count"));
 	ASSERT_EQ_INT(sqlite3_exec(c->db, sql, NULL, NULL, NULL), SQLITE_OK);
 	hp__conn_put(s, c);
 	memset(blob, 7, sizeof(blob));
@@ -2446,15 +2437,9 @@ HP_TEST(store_wal_size_is_bounded)
 	struct hp_store *s = open_ok(path);
 	struct hp_error err = {0};
 	struct hp__conn *c;
-	sqlite3_stmt *st;
 
 	ASSERT((c = hp__conn_get(s, &err)));
-	ASSERT_EQ_INT(sqlite3_prepare_v2(c->db, "PRAGMA journal_size_limit", -1,
-					 &st, NULL),
-		      SQLITE_OK);
-	ASSERT_EQ_INT(sqlite3_step(st), SQLITE_ROW);
-	ASSERT_EQ_INT(sqlite3_column_int64(st, 0), 67108864);
-	sqlite3_finalize(st);
+	ASSERT_EQ_INT(q1_on(c->db, "PRAGMA journal_size_limit"), 67108864);
 	hp__conn_put(s, c);
 	hp_store_close(s);
 }
