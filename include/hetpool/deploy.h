@@ -42,6 +42,9 @@ extern "C" {
 
 /* Largest plan file read, most ranks and device groups in a plan. */
 #define HP_PLAN_MAX_BYTES (16u << 20)
+/* Most a plan's memory_bytes may say (1 PB: a typo's guard, not a
+ * device's). */
+#define HP_PLAN_MAX_MEMORY 1e15
 #define HP_PLAN_MAX_RANKS 4096
 #define HP_PLAN_MAX_GROUPS 4096
 /* Longest node name (a host name label), device type, job id. */
@@ -68,6 +71,10 @@ struct hp_plan_group {
 	/* its node's network ("net_transport", optional: the recommender
 	 * writes the pool's, resolved); HP_NET_AUTO when not said */
 	enum hp_net_transport transport;
+	/* "memory_bytes" (optional): the predicted peak memory of each of
+	 * its devices at local_batch, as the recommender writes it; NaN
+	 * when not given */
+	double memory_bytes;
 };
 
 /* One node of the plan, in order of first appearance. */
@@ -88,6 +95,9 @@ struct hp_plan_comp {
 	int per_node; /* ranks (devices) on each of its nodes */
 	int nnodes;
 	int first_rank, nranks; /* its ranks are contiguous */
+	/* the most memory_bytes of its groups: what one of its ranks needs
+	 * on its device; NaN when a group does not say */
+	double memory_bytes;
 };
 
 /* One rank: one device.  Ranks are ordered by component, then node, then

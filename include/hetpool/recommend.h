@@ -78,16 +78,20 @@ struct hp_rec_group {
 	int64_t local_batch;
 	double grad_weight; /* local_batch / global_batch, per device */
 	enum hp_net_transport transport; /* its node's, resolved */
+	double memory_bytes; /* predicted peak memory of each device at
+				local_batch (the estimator's); NaN: not known */
 };
 
 /* One device type's part of a configuration. */
 struct hp_rec_type {
 	char type[32];
 	int count;
-	int64_t batch;	    /* samples of the global batch it takes */
-	int64_t local_max;  /* its largest local batch */
-	double step_time_s; /* compute at local_max (estimator) */
-	double power_w;	    /* all its devices */
+	int64_t batch;	     /* samples of the global batch it takes */
+	int64_t local_max;   /* its largest local batch */
+	double step_time_s;  /* compute at local_max (estimator) */
+	double power_w;	     /* all its devices */
+	double memory_bytes; /* predicted peak memory of a device at
+				local_max; NaN: not known */
 };
 
 struct hp_rec_config {

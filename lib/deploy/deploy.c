@@ -449,12 +449,21 @@ int hp__launch_fill(struct hp__submit *s, struct hp_error *err)
 		x->nnodes = pc->nnodes;
 		x->first_rank = pc->first_rank;
 		x->nranks = pc->nranks;
+		x->mem_mib = hp__comp_mem_mib(pc);
 		if (pc->gpu &&
 		    (rc = hp__map_get(s->opts->gres_map, pc->type, x->gres,
 				      sizeof(x->gres), "GRES map", err)))
 			return rc;
 	}
 	return 0;
+}
+
+int64_t hp__comp_mem_mib(const struct hp_plan_comp *pc)
+{
+	if (pc->gpu || !isfinite(pc->memory_bytes) || pc->memory_bytes < 0)
+		return 0;
+	return (int64_t)ceil(HP__MEM_MARGIN * pc->memory_bytes / 1048576.0) +
+	       HP__HOST_MEM_MIB;
 }
 
 /* Write launch.json from s->launch. */

@@ -56,7 +56,19 @@ struct hp__launch_comp {
 	char gres[HP_TYPE_MAX]; /* Slurm GRES type; "" for CPU */
 	bool gpu;
 	int per_node, nnodes, first_rank, nranks;
+	int64_t mem_mib; /* host memory a rank asks for; 0: the site's
+			    default (hp__comp_mem_mib()) */
 };
+
+/* Host memory (MiB) one rank of a CPU component asks a cluster for: its
+ * predicted peak (the plan's memory_bytes) with a quarter over it (the
+ * estimator's memory errors, a re-split that moves samples to the rank),
+ * and HP__HOST_MEM_MIB for what the trainer holds besides (the dataset,
+ * its libraries, MPI).  0 for a GPU component (its model lives on the
+ * GPU) or one whose plan does not say. */
+#define HP__MEM_MARGIN 1.25
+#define HP__HOST_MEM_MIB 1024
+int64_t hp__comp_mem_mib(const struct hp_plan_comp *pc);
 
 struct hp__launch {
 	char id[HP_JOB_ID_MAX];

@@ -43,9 +43,11 @@
  * 1.5 MiB) and an exec (ARG_MAX, 2 MiB with the environment). */
 #define K8S_ARGV_MAX (1u << 20)
 /* What a worker pod requests besides its GPUs, per rank: the trainer's
- * threads (--threads), else K8S_CPU_PER_RANK cores, and K8S_MEM_GI_PER_RANK
- * GiB (the plan knows neither its nodes' cores nor the model's memory);
- * the launcher (mpirun) K8S_LAUNCHER_CPU and K8S_LAUNCHER_MEM. */
+ * threads (--threads), else K8S_CPU_PER_RANK cores (the plan does not know
+ * its nodes' cores), and memory: what hp__comp_mem_mib() says for a CPU
+ * rank whose plan gives its predicted memory, else K8S_MEM_GI_PER_RANK
+ * GiB (a GPU rank's model lives on its GPU).  The launcher (mpirun)
+ * K8S_LAUNCHER_CPU and K8S_LAUNCHER_MEM. */
 #define K8S_CPU_PER_RANK 2
 #define K8S_MEM_GI_PER_RANK 4
 #define K8S_LAUNCHER_CPU "500m"
@@ -385,8 +387,13 @@ static json_t *worker_pod(const struct hp__submit *s, const char *name, int c,
 		char cpu[32], mem[32];
 		json_t *req;
 		snprintf(cpu, sizeof(cpu), "%d", cpus * pc->per_node);
-		snprintf(mem, sizeof(mem), "%dGi",
-			 K8S_MEM_GI_PER_RANK * pc->per_node);
+		int64_t mib = hp__comp_mem_mib(pc);
+		if (mib > 0)
+			snprintf(mem, sizeof(mem), "%lldMi",
+				 (long long)mib * pc->per_node);
+		else
+			snprintf(mem, sizeof(mem), "%dGi",
+				 K8S_MEM_GI_PER_RANK * pc->per_node);
 		req = json_pack("{s:s, s:s}", "cpu", cpu, "memory", mem);
 		if (pc->gpu)
 			json_object_set_new(req, "nvidia.com/gpu",

@@ -95,12 +95,15 @@ json_t *hp__launch_json(const struct hp__launch *l)
 	}
 	for (int i = 0; i < l->ncomps; i++) {
 		const struct hp__launch_comp *c = &l->comps[i];
-		json_array_append_new(
-		    comps,
+		json_t *x =
 		    json_pack("{s:s, s:s, s:b, s:i, s:i, s:i, s:i}", "type",
 			      c->type, "gres", c->gres, "gpu", c->gpu,
 			      "per_node", c->per_node, "nodes", c->nnodes,
-			      "first_rank", c->first_rank, "ranks", c->nranks));
+			      "first_rank", c->first_rank, "ranks", c->nranks);
+		if (x && c->mem_mib > 0)
+			json_object_set_new(x, "mem_mib",
+					    json_integer(c->mem_mib));
+		json_array_append_new(comps, x);
 	}
 	json_object_set_new(o, "ranks", ranks);
 	json_object_set_new(o, "components", comps);
@@ -359,6 +362,12 @@ int hp__launch_parse(const char *text, size_t len, struct hp__launch *out,
 			goto out;
 		}
 		x->gpu = json_is_true(json_object_get(c, "gpu"));
+		x->mem_mib = 0;
+		if (json_object_get(c, "mem_mib") &&
+		    !int_into(c, "mem_mib", 1, (int64_t)1 << 40, &x->mem_mib)) {
+			bad = "a component's 'mem_mib'";
+			goto out;
+		}
 		x->per_node = (int)a;
 		x->nnodes = (int)b;
 		x->first_rank = (int)e;

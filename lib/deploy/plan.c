@@ -190,6 +190,14 @@ static int layout(struct hp_plan *p, struct hp_error *err)
 				 p->groups[g].type);
 			pc->per_node = nt[g];
 			pc->gpu = strcmp(pc->type, "cpu") != 0;
+			pc->memory_bytes = p->groups[g].memory_bytes;
+		} else if (!(p->groups[g].memory_bytes <=
+			     p->comps[c].memory_bytes)) {
+			/* the larger, or NaN when either is not known */
+			p->comps[c].memory_bytes =
+			    isnan(p->comps[c].memory_bytes)
+				? NAN
+				: p->groups[g].memory_bytes;
 		}
 	}
 	for (int c = 0; c < p->ncomps; c++) {
@@ -286,6 +294,10 @@ static int parse_config(const struct pctx *c, json_t *cfg, const char *where,
 				  &x->grad_weight)) < 0)
 			return rc;
 		if ((rc = get_transport(c, g, w, &x->transport)))
+			return rc;
+		x->memory_bytes = NAN;
+		if ((rc = get_num(c, g, w, "memory_bytes", 0,
+				  HP_PLAN_MAX_MEMORY, &x->memory_bytes)) < 0)
 			return rc;
 		total += x->count;
 		if (total > HP_PLAN_MAX_RANKS)
@@ -470,6 +482,7 @@ int hp_plan_cpu_host(const char *node, int nranks, int64_t global_batch,
 		g->count = count;
 		g->local_batch = k == 0 ? base + 1 : base;
 		g->grad_weight = (double)g->local_batch / (double)global_batch;
+		g->memory_bytes = NAN;
 	}
 	out->global_batch = global_batch;
 	out->lr_scale = 1;
@@ -489,16 +502,20 @@ char *hp_plan_json(const struct hp_plan *p)
 	json_t *comps = json_array(), *ranks = json_array();
 	char *s;
 
-	for (int i = 0; i < p->ngroups; i++)
-		json_array_append_new(
-		    groups,
-		    json_pack("{s:s, s:s, s:i, s:I, s:f, s:s}", "node",
-			      p->groups[i].node, "type", p->groups[i].type,
-			      "count", p->groups[i].count, "local_batch",
-			      (json_int_t)p->groups[i].local_batch,
-			      "grad_weight", p->groups[i].grad_weight,
-			      "net_transport",
-			      hp_net_transport_name(p->groups[i].transport)));
+	for (int i = 0; i < p->ngroups; i++) {
+		json_t *g = json_pack(
+		    "{s:s, s:s, s:i, s:I, s:f, s:s}", "node", p->groups[i].node,
+		    "type", p->groups[i].type, "count", p->groups[i].count,
+		    "local_batch", (json_int_t)p->groups[i].local_batch,
+		    "grad_weight", p->groups[i].grad_weight, "net_transport",
+		    hp_net_transport_name(p->groups[i].transport));
+		if (g && isfinite(p->groups[i].memory_bytes))
+			json_object_set_new(
+			    g, "memory_bytes",
+			    json_integer(
+				(json_int_t)p->groups[i].memory_bytes));
+		json_array_append_new(groups, g);
+	}
 	for (int i = 0; i < p->nnodes; i++)
 		json_array_append_new(
 		    nodes,

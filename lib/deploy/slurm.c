@@ -161,6 +161,11 @@ char *hp__slurm_script(const struct hp__submit *s, struct hp_error *err)
 		if (s->train->threads > 0)
 			hp_buf_printf(&b, " --cpus-per-task=%d",
 				      s->train->threads);
+		/* a CPU rank's memory, from the plan's prediction
+		 * (hp__comp_mem_mib()); else the site's default */
+		if (x->mem_mib > 0)
+			hp_buf_printf(&b, " --mem=%lldM",
+				      (long long)x->mem_mib * x->per_node);
 		if (x->gpu)
 			hp_buf_printf(&b, " --gres=gpu:%s:%d", x->gres,
 				      x->per_node);

@@ -17,6 +17,14 @@ static json_t *num(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* Bytes as a whole number; null when not known. */
+static json_t *bytes(double v)
+{
+	return isfinite(v) && v >= 0 && v < 9.2e18
+		   ? json_integer((json_int_t)ceil(v))
+		   : json_null();
+}
+
 static json_t *interval(double lo, double hi)
 {
 	json_t *a = json_array();
@@ -47,6 +55,9 @@ static json_t *config_json(const struct hp_rec_config *c,
 		json_object_set_new(
 		    d, "net_transport",
 		    json_string(hp_net_transport_name(g->transport)));
+		/* what each device's training needs, for the backends'
+		 * memory requests */
+		json_object_set_new(d, "memory_bytes", bytes(g->memory_bytes));
 		json_array_append_new(devs, d);
 	}
 	for (int j = 0; j < c->ntypes; j++) {
@@ -59,6 +70,7 @@ static json_t *config_json(const struct hp_rec_config *c,
 				    json_integer(t->local_max));
 		json_object_set_new(d, "step_time_s", num(t->step_time_s));
 		json_object_set_new(d, "power_w", num(t->power_w));
+		json_object_set_new(d, "memory_bytes", bytes(t->memory_bytes));
 		json_array_append_new(types, d);
 	}
 	json_object_set_new(o, "devices", devs);

@@ -37,6 +37,13 @@ int hp__rec_type_index(const struct hp__rec_model *m, const char *name)
 	return -1;
 }
 
+double hp__rec_tt_memory(const struct hp__rec_tt *tt, int64_t b)
+{
+	if (!(tt->mem1_bytes > 0) || !(tt->mem_slope_bytes >= 0) || b < 1)
+		return NAN;
+	return tt->mem1_bytes + tt->mem_slope_bytes * (double)(b - 1);
+}
+
 /* Rescale w1 (batch 1) into w (arrays already sized) at batch b. */
 static void scale_into(const struct hp_workload *w1, int64_t b,
 		       struct hp_workload *w)
@@ -110,6 +117,8 @@ static int find_bmem(const struct hp_estimator *est,
 		return rc;
 	tt->npred += 2;
 	slope = (double)(p2.peak_memory_bytes - p1.peak_memory_bytes);
+	tt->mem1_bytes = (double)p1.peak_memory_bytes;
+	tt->mem_slope_bytes = isfinite(slope) ? fmax(slope, 0) : NAN;
 	room = p1.device_memory_bytes - (double)p1.peak_memory_bytes;
 	if (isnan(p1.device_memory_bytes) || !(slope > 0))
 		guess = cap;

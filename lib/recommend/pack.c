@@ -458,6 +458,8 @@ int hp__rec_build_config(const struct hp__rec_pack *P,
 				snprintf(g->type, sizeof(g->type), "%s", tn);
 				g->count = h;
 				g->local_batch = cp->local_hi[j];
+				g->memory_bytes = hp__rec_tt_memory(
+				    &S->m->tt[P->type[j]], g->local_batch);
 			}
 			if (cnt[x] - h > 0) {
 				struct hp_rec_group *g =
@@ -467,6 +469,8 @@ int hp__rec_build_config(const struct hp__rec_pack *P,
 				snprintf(g->type, sizeof(g->type), "%s", tn);
 				g->count = cnt[x] - h;
 				g->local_batch = cp->local_hi[j] - 1;
+				g->memory_bytes = hp__rec_tt_memory(
+				    &S->m->tt[P->type[j]], g->local_batch);
 			}
 		}
 	}
@@ -487,6 +491,8 @@ int hp__rec_build_config(const struct hp__rec_pack *P,
 		t->local_max = cp->local_hi[j];
 		t->step_time_s = cp->step_s[j];
 		t->power_w = cp->power_w[j];
+		t->memory_bytes =
+		    hp__rec_tt_memory(&S->m->tt[P->type[j]], t->local_max);
 		cfg->ndevices += P->count[j];
 	}
 	free(cnt);

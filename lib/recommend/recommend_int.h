@@ -25,7 +25,10 @@ struct hp__rec_tt {
 	double *step_pt_s;  /* the point step time at b when step_s holds a
 			       quantile (hp__rec_model_judge()); NULL: none */
 	double power_min_w; /* smallest power_w over b */
-	int npred;	    /* estimator calls made */
+	/* predicted peak memory of a device: mem1_bytes at b = 1, affine
+	 * in b with mem_slope_bytes a sample (hp__rec_tt_memory()) */
+	double mem1_bytes, mem_slope_bytes;
+	int npred; /* estimator calls made */
 	/* the input pipeline: host cores a device, one core's s a sample
 	 * (either 0: not modelled) */
 	double input_cores, input_sample_s;
@@ -220,5 +223,9 @@ int hp__rec_set_front(struct hp_rec_result *out, struct hp_rec_config *cfgs,
 
 /* Type index in m of a catalog id, or -1. */
 int hp__rec_type_index(const struct hp__rec_model *m, const char *name);
+
+/* The predicted peak memory of one device of tt at local batch b (the
+ * estimator's, affine in b); NaN when it was not predicted. */
+double hp__rec_tt_memory(const struct hp__rec_tt *tt, int64_t b);
 
 #endif

@@ -142,6 +142,54 @@ lr = sp["Launcher"]["template"]["spec"]["containers"][0]["resources"]["requests"
 assert lr.get("cpu") and lr.get("memory"), lr
 PY
 
+# A CPU rank asks for the memory its plan predicts (the recommender's
+# memory_bytes): 1.25 x the most of its component's groups, rounded up to
+# a MiB, and 1024 MiB for the trainer's dataset and libraries, per rank of
+# the pod; a GPU rank's model is on its GPU, so its pod keeps 4 GiB a rank;
+# a plan that does not say keeps 4 GiB too.
+cat >"$TMP/cpumem.json" <<'JSON'
+{"choice": {"devices": [
+  {"node": "c-01", "type": "cpu", "count": 1, "local_batch": 11, "memory_bytes": 104857600},
+  {"node": "c-01", "type": "cpu", "count": 1, "local_batch": 10, "memory_bytes": 94371840},
+  {"node": "c-02", "type": "cpu", "count": 2, "local_batch": 10, "memory_bytes": 94371840},
+  {"node": "t4-01", "type": "t4", "count": 1, "local_batch": 9, "memory_bytes": 734003200}],
+ "global_batch": 50, "steps": 3}}
+JSON
+expect_status k8s_cpu_memory_run 0 "$HP" run "$TMP/cpumem.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply --json
+pycheck k8s_cpu_memory_request "$TMP/out" <<'PY'
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+got = {}
+for i in m:
+    if i["kind"] == "Job" and i["metadata"]["labels"]["hetpool.io/role"] == "worker":
+        c = i["spec"]["template"]["spec"]["containers"][0]
+        t = i["spec"]["template"]["metadata"]["annotations"]["hetpool.io/device-type"]
+        got[t] = c["resources"]["requests"]
+per_rank = math.ceil(1.25 * 104857600 / 2**20) + 1024
+assert got["cpu"]["memory"] == "%dMi" % (2 * per_rank), got
+assert "nvidia.com/gpu" not in got["cpu"], got
+assert got["t4"]["memory"] == "4Gi" and got["t4"]["nvidia.com/gpu"] == 1, got
+PY
+sed 's/, "memory_bytes": 94371840//' "$TMP/cpumem.json" >"$TMP/cpumem-part.json"
+expect_status k8s_cpu_memory_partial_run 0 "$HP" run "$TMP/cpumem-part.json" --model "$MODEL" --data synthetic \
+	--backend kubernetes --no-apply --json
+pycheck k8s_cpu_memory_not_said "$TMP/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = json.load(open(j["dir"] + "/k8s/manifests.json"))["items"]
+w = [i for i in m if i["kind"] == "Job" and i["metadata"]["labels"]["hetpool.io/role"] == "worker"
+     and i["spec"]["template"]["metadata"]["annotations"]["hetpool.io/device-type"] == "cpu"][0]
+assert w["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] == "8Gi", w
+PY
+for bad in negative:-1 string:'"1G"' huge:1e300; do
+	sed "s/\"memory_bytes\": 104857600/\"memory_bytes\": ${bad#*:}/" "$TMP/cpumem.json" >"$TMP/cpumem-bad.json"
+	expect_status "k8s_cpu_memory_${bad%%:*}" 2 "$HP" run "$TMP/cpumem-bad.json" --model "$MODEL" --data synthetic \
+		--backend kubernetes --no-apply
+	expect_err "k8s_cpu_memory_${bad%%:*}_says" "devices\[0\]: 'memory_bytes'"
+done
+
 # The launcher waits for the workers' sshd (a readiness probe on the
 # Service's port) for an hour by default, --k8s-worker-wait to change it.
 pycheck k8s_worker_wait_default "$TMP/mixed-job.json" <<'PY'

@@ -56,6 +56,21 @@ f=$(ls "$TMP"/cpt/*/job.sbatch 2>/dev/null | head -n 1)
 [ -n "$f" ] && grep -q '^#SBATCH --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=3 ' "$f" &&
 	grep -q '^#   srun --mpi=pmix --cpus-per-task=3 ' "$f" && ok usage_slurm_cpus_per_task ||
 	fail usage_slurm_cpus_per_task "$(cat "$f" 2>/dev/null || ls -R "$TMP/cpt")"
+# a CPU component asks for the memory its plan predicts (memory_bytes, per
+# rank 1.25 x that and 1024 MiB, times its ranks on a node); a GPU one, or
+# a plan that does not say, leaves --mem to the site
+cat >"$TMP/memplan.json" <<'JSON'
+{"choice": {"devices": [
+  {"node": "c-01", "type": "cpu", "count": 2, "local_batch": 10, "memory_bytes": 104857600},
+  {"node": "g-01", "type": "t4", "count": 1, "local_batch": 12, "memory_bytes": 734003200}],
+ "global_batch": 32, "steps": 3}}
+JSON
+PATH="$TMP/fakebin:$PATH" HETPOOL_JOBS_DIR="$TMP/mem" "$HP" run "$TMP/memplan.json" --model "$MODEL" \
+	--data synthetic --backend slurm --trainer "$TRUE" >/dev/null 2>&1
+f=$(ls "$TMP"/mem/*/job.sbatch 2>/dev/null | head -n 1)
+[ -n "$f" ] && grep -q '^#SBATCH --nodes=1 --ntasks=2 --ntasks-per-node=2 --mem=2298M ' "$f" &&
+	[ "$(grep -c -- '--mem=' "$f")" = 1 ] && ok usage_slurm_cpu_mem ||
+	fail usage_slurm_cpu_mem "$(cat "$f" 2>/dev/null || ls -R "$TMP/mem")"
 # sbatch expands '%' in --output and cuts an #SBATCH line at '#'
 for bad in 'jp%j' 'jh#x'; do
 	HETPOOL_JOBS_DIR="$TMP/$bad" expect_status "usage_slurm_jobs_dir_${bad//[%#]/_}" 2 "$HP" run "$TMP/plan.json" \

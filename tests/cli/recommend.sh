@@ -292,3 +292,36 @@ JSON
 expect_status rec_nothing_free 0 "$HP" recommend "$R50" --pool "$TMP/taken.json" --samples 60000 --epochs 1 --batch 256 --deadline 1h
 grep -q "no free devices in the pool: its 4 devices are all allocated, reserved or drained" "$TMP/out" &&
 	ok rec_nothing_free_says || fail rec_nothing_free_says "$(cat "$TMP/out")"
+
+# Each device group says its devices' predicted peak memory at its local
+# batch, and each type at its largest: what `hetpool predict` gives for
+# one device at that batch (an independent path through the estimator),
+# for the backends' memory requests (docs/deploy.md).
+# (a batch that splits as 126 and 125 over eight A100s; the mixed choice
+# above)
+expect_status rec_memory 0 "$HP" recommend "$R50" --pool "$POOL" --samples 1281167 --epochs 1 \
+	--batch 1001 --deadline 1h --json
+cp "$TMP/out" "$TMP/rec_memory.json"
+"$HP" recommend "$R50" --pool "$TMP/mix.json" "${JOB[@]}" --deadline "$dl" --confidence 0.5 --json \
+	>"$TMP/rec_memory_mix.json"
+python3 - "$TMP/rec_memory.json" "$TMP/rec_memory_mix.json" >"$TMP/rec_memory.batches" <<'PY'
+import json, sys
+seen = set()
+for f in sys.argv[1:]:
+    c = json.load(open(f))["choice"]
+    for g in c["devices"]:
+        seen.add((g["type"], g["local_batch"], g["memory_bytes"]))
+    for t in c["types"]:
+        seen.add((t["type"], t["local_batch_max"], t["memory_bytes"]))
+for s in sorted(seen):
+    print(*s)
+PY
+n=0 bad=
+while read -r type b mem; do
+	n=$((n + 1))
+	got=$("$HP" predict "$R50" --device "$type" --batch "$b" --json |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["peak_memory_bytes"])')
+	[ "$got" = "$mem" ] || bad="$bad $type@$b: recommend $mem, predict $got;"
+done <"$TMP/rec_memory.batches"
+[ "$n" -ge 4 ] && [ -z "$bad" ] && ok rec_memory_is_predicts ||
+	fail rec_memory_is_predicts "$n groups;$bad $(cat "$TMP/rec_memory.batches")"
