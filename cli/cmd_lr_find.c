@@ -93,7 +93,11 @@ static const char help[] =
     "  --json            print the analysis as JSON instead of text\n"
     "  -- TRAINER-ARGS   everything after -- goes to hetpool-train as it "
     "is\n"
-    "                    (e.g. -- --optimizer adam)\n"
+    "                    (e.g. -- --optimizer adam), but for the "
+    "trainer\n"
+    "                    options the test sets itself (the model, "
+    "batch,\n"
+    "                    steps, rates, seed, folder: exit 2)\n"
     "\n"
     "analysis options:\n"
     "  --smooth M        median (default): a centred running median, then "
@@ -179,6 +183,48 @@ static const struct cli_opt lr_find_opts[] = {
 /* Bits of the training options: --model to --threads. */
 #define TRAINING_OPTS ((uint64_t)0xff)
 
+/*
+ * The trainer options the range test gives itself: passed again after
+ * '--' they would win (the trainer takes the last), and the test would
+ * write into another folder (another run's, replaced by it), train
+ * another model or batch than the plot says, or not ramp the rate.  NULL
+ * when arg is none of them; else what to do instead, and *name the
+ * option it names.
+ */
+static const char *owned_option(const char *arg, const char **name)
+{
+	static const struct {
+		const char *name, *instead;
+	} own[] = {
+	    {"--out", "give it as 'hetpool lr-find --out DIR'"},
+	    {"--model", "give it as 'hetpool lr-find --model SPEC'"},
+	    {"--data", "give it as 'hetpool lr-find --data D'"},
+	    {"--batch", "give it as 'hetpool lr-find --batch B'"},
+	    {"--steps", "give it as 'hetpool lr-find --steps N'"},
+	    {"--epochs", "the test's length is 'hetpool lr-find --steps N'"},
+	    {"--seed", "give it as 'hetpool lr-find --seed S'"},
+	    {"--threads", "give it as 'hetpool lr-find --threads N'"},
+	    {"--lr", "the test's rates run from --lr-min to --lr-max"},
+	    {"--lr-min", "give it as 'hetpool lr-find --lr-min X'"},
+	    {"--lr-max", "give it as 'hetpool lr-find --lr-max Y'"},
+	    {"--lr-schedule", "the range test's schedule is its ramp"},
+	    {"--stop-on-divergence",
+	     "give it as 'hetpool lr-find --diverge F'"},
+	};
+	/* the name before any '=': the trainer's getopt_long takes
+	 * --name=value, and any abbreviation that names one option */
+	size_t n = strcspn(arg, "=");
+
+	if (n < 3 || strncmp(arg, "--", 2) != 0)
+		return NULL;
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (n <= strlen(own[i].name) && !strncmp(arg, own[i].name, n)) {
+			*name = own[i].name;
+			return own[i].instead;
+		}
+	return NULL;
+}
+
 static int parse_args(int argc, char **argv, struct lr_find *a)
 {
 	uint64_t seen;
@@ -216,6 +262,16 @@ static int parse_args(int argc, char **argv, struct lr_find *a)
 					 argc - first, MAX_PASS);
 		a->pass = argv + first;
 		a->npass = argc - first;
+		for (int i = 0; i < a->npass; i++) {
+			const char *name = NULL,
+				   *own = owned_option(a->pass[i], &name);
+			if (own)
+				return cli_error(
+				    EXIT_USAGE,
+				    "lr-find: '%.60s' after '--' is %s, an "
+				    "option the range test sets itself: %s",
+				    a->pass[i], name, own);
+		}
 	}
 	if (a->from) {
 		if ((seen & TRAINING_OPTS) || a->trainer || a->npass)

@@ -261,6 +261,19 @@ expect_status lr_find_from_then_test 2 "$HP" lr-find --model "$TMP/model.json" -
 expect_err lr_find_from_then_test_says "holds a training run \(checkpoint\).*-- --overwrite"
 [ "$(cat "$TMP/trainrun2/checkpoint")" = ck ] && cmp -s "$TMP/spawned/metrics.jsonl" "$TMP/trainrun2/metrics.jsonl" &&
 	ok lr_find_from_then_test_kept || fail lr_find_from_then_test_kept "the run's checkpoint or steps changed"
+# the trainer options the test sets itself are refused after --, in any
+# form the trainer's getopt takes (--name=value, an abbreviation): given
+# again they would win, and the test wrote into another run's folder
+# (replacing it) or trained another batch than the plot says
+for bad in out:"--out $TMP/trainrun" outeq:"--out=$TMP/trainrun" abbrev:"--ou $TMP/trainrun" \
+	batch:"--batch=64" steps:"--steps 5" lr:"--lr 0.1" schedule:"--lr-schedule cosine"; do
+	# shellcheck disable=SC2086
+	expect_status "lr_find_owned_${bad%%:*}" 2 "$HP" lr-find --model "$TMP/model.json" --batch 32 --seed 7 \
+		--out "$TMP/owned" --trainer "$TMP/stand-in-train" -- ${bad#*:}
+	expect_err "lr_find_owned_${bad%%:*}_says" "after '--' is --[a-z-]+, an option the range test sets itself"
+done
+[ "$(cat "$TMP/trainrun/checkpoint")" = ck ] && [ ! -e "$TMP/owned" ] && ok lr_find_owned_nothing_touched ||
+	fail lr_find_owned_nothing_touched "$(ls -la "$TMP/trainrun" "$TMP/owned" 2>&1)"
 # a metrics.jsonl that is a symlink loop is bad input (it was exit 1)
 mkdir -p "$TMP/loop" && ln -s metrics.jsonl "$TMP/loop/metrics.jsonl"
 expect_status lr_find_from_symlink_loop 2 "$HP" lr-find --from "$TMP/loop"
