@@ -353,7 +353,7 @@ static int parse_config(const struct pctx *c, json_t *cfg, const char *where,
 				  "linear, sqrt or none", p->lr_rule,
 				  sizeof(p->lr_rule))))
 			return rc;
-		if ((rc = get_int(c, lr, w, "ref_batch", 1, (int64_t)1 << 40,
+		if ((rc = get_int(c, lr, w, "ref_batch", 1, (int64_t)1 << 31,
 				  true, &p->ref_batch)) < 0 ||
 		    (rc = get_int(c, lr, w, "warmup_steps", 0, (int64_t)1 << 40,
 				  true, &p->warmup_steps)) < 0)

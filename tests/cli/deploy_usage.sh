@@ -21,6 +21,14 @@ cat >"$TMP/plan.json" <<'JSON'
 JSON
 
 expect_status usage_no_args 2 "$HP" run
+# a plan's reference batch is held to what the trainer takes (2^31), so a
+# job is not made to fail at its start
+cat >"$TMP/refplan.json" <<'JSON'
+{"choice": {"devices": [{"node": "elsewhere-01", "type": "cpu", "count": 2, "local_batch": 8}],
+ "global_batch": 16, "steps": 2, "lr": {"rule": "linear", "ref_batch": 2147483649}}}
+JSON
+expect_status usage_plan_ref_batch 2 "$HP" run "$TMP/refplan.json" --model "$MODEL" --data synthetic --trainer "$TRUE"
+expect_err usage_plan_ref_batch_says "'ref_batch' = 2147483649 is out of range"
 expect_status usage_no_data 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --trainer "$TRUE"
 expect_err usage_no_data_says "give --data"
 # a MODEL without what the recommender needs: what is missing is named
