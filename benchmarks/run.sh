@@ -173,6 +173,9 @@ if [ -x "$build/bin/hetpool-train" ]; then
 	echo
 	echo "== hetpool-train: rebalancing against a CPU hog on rank 1's core (goal: re-split >= 95% of ideal, rank times within 5%)"
 	benchmarks/bench_rebalance.sh "$build"
+	echo
+	echo "== one rank's step-to-step noise on this machine, and the ceiling it puts on re-split / ideal (no goal: a measurement)"
+	benchmarks/step_noise.sh "$build"
 fi
 
 echo
