@@ -51,7 +51,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "per-step compute time (rank_step_s) over steps 21-$steps; ceiling = 1 / mean over steps of max(t0/mean0, t1/mean1)"
 printf '%5s %14s %16s %16s %9s %9s\n' round "alone CV" "core 0 CV" "core 1+hog CV" ceiling "normal"
 for r in $(seq 1 "$rounds"); do
-	rm -rf "$tmp"/*
+	rm -rf "${tmp:?}/alone" "$tmp/r0" "$tmp/r1"
 	run 0 "$b0" "$tmp/alone"
 	taskset -c 1 sh -c 'while :; do :; done' &
 	hog=$!
@@ -62,7 +62,7 @@ for r in $(seq 1 "$rounds"); do
 	kill "$hog" 2>/dev/null
 	wait "$hog" 2>/dev/null
 	hog=
-	python3 - "$tmp" "$r" <<'PY' | tee -a "$tmp/../noise-$$.txt"
+	python3 - "$tmp" "$r" <<'PY' | tee -a "$tmp/rows.txt"
 import json, math, statistics as st, sys
 d, r = sys.argv[1], sys.argv[2]
 def series(name):
@@ -82,12 +82,11 @@ normal = 1 / (1 + math.sqrt(cv(x0) ** 2 + cv(x1) ** 2) / math.sqrt(2 * math.pi))
 print("%5s %13.1f%% %15.1f%% %15.1f%% %8.1f%% %8.1f%%" % (r, 100 * cv(a), 100 * cv(x0), 100 * cv(x1), 100 * ceiling, 100 * normal))
 PY
 done
-python3 - "$tmp/../noise-$$.txt" <<'PY'
+python3 - "$tmp/rows.txt" <<'PY'
 import statistics as st, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 col = lambda i: [float(x[i].rstrip("%")) for x in rows]
 print("median: alone CV %.1f%%, core 0 CV %.1f%%, core 1 with the hog CV %.1f%%; ceiling on re-split / ideal %.1f%% (range %.1f-%.1f%%), from the CVs for normal noise %.1f%%" % (
     st.median(col(1)), st.median(col(2)), st.median(col(3)), st.median(col(4)), min(col(4)), max(col(4)), st.median(col(5))))
 PY
-rm -f "$tmp/../noise-$$.txt"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
