@@ -16,6 +16,24 @@
 /* Above this a batch is refused outright (dims stay far from overflow). */
 #define ENGINE_MAX_BATCH ((int64_t)1 << 31)
 
+/* The most elements one sample of a value may have: oneDNN's inner product
+ * counts a sample's inputs (C*H*W) in an int (2^32 of them end in a
+ * division by zero inside it, more give wrong sizes), and cuDNN takes a
+ * tensor's strides, a sample's elements among them, as ints. */
+#define ENGINE_MAX_SAMPLE_ELEMS ((int64_t)INT32_MAX)
+
+/* Whether one sample of value a is over ENGINE_MAX_SAMPLE_ELEMS; its count
+ * in *n (or a saturated one). */
+static bool sample_too_big(const struct hp__plan_act *a, int64_t *n)
+{
+	if (!hp_mul_i64(a->dims[1], a->dims[2], n) ||
+	    !hp_mul_i64(*n, a->dims[3], n)) {
+		*n = INT64_MAX;
+		return true;
+	}
+	return *n > ENGINE_MAX_SAMPLE_ELEMS;
+}
+
 void hp_engine_opts_init(struct hp_engine_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -342,6 +360,17 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 	p->acts[0] = (struct hp__plan_act){
 	    {batch, s->input[0], s->input[1], s->input[2]}, 4, input_grad};
 	p->nacts = 1;
+	if (sample_too_big(&p->acts[0], &n)) {
+		rc =
+		    hp_error_set(err, HP_ETOOBIG,
+				 "input %lldx%lldx%lld too large: %lld "
+				 "elements a sample, the engine takes at "
+				 "most %lld",
+				 (long long)s->input[0], (long long)s->input[1],
+				 (long long)s->input[2], (long long)n,
+				 (long long)ENGINE_MAX_SAMPLE_ELEMS);
+		goto fail;
+	}
 	t.act[0] = 0;
 	t.ptype[0] = -1;
 	t.up[0] = input_grad;
@@ -428,6 +457,18 @@ int hp__plan_build(const struct hp_spec *s, int64_t batch, bool input_grad,
 						  "layer %d (%s): output too "
 						  "large",
 						  i, tn);
+				goto fail;
+			}
+			if (sample_too_big(a, &n)) {
+				rc = hp_error_set(
+				    err, HP_ETOOBIG,
+				    "layer %d (%s): output %lldx%lldx%lld too "
+				    "large: %lld elements a sample, the engine "
+				    "takes at most %lld",
+				    i, tn, (long long)a->dims[1],
+				    (long long)a->dims[2],
+				    (long long)a->dims[3], (long long)n,
+				    (long long)ENGINE_MAX_SAMPLE_ELEMS);
 				goto fail;
 			}
 			pl->y = p->nacts++;

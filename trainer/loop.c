@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <spawn.h>
@@ -532,8 +533,11 @@ static int open_engine(struct tr_run *t, struct hp_error *err)
 		size_t n;
 		hp_error_prefix(err, "rank %d on %s", t->r, t->device);
 		n = strlen(err->msg);
-		snprintf(err->msg + n, sizeof(err->msg) - n,
-			 "; give a smaller --batch, or more ranks to share it");
+		/* a sample too large for the engine: no batch helps */
+		if (!strstr(err->msg, "elements a sample"))
+			snprintf(err->msg + n, sizeof(err->msg) - n,
+				 "; give a smaller --batch, or more ranks to "
+				 "share it");
 	}
 	return t->e ? 0 : (err->code ? err->code : HP_EINTERNAL);
 }
@@ -814,6 +818,8 @@ static int check_meta(const struct tr_run *t, json_t *m, struct hp_error *err)
 	int64_t sum = 0;
 	static const char *const counts[] = {"updates", "forwards",
 					     "rebalances"};
+	/* the time and energy spent before, added to this run's */
+	static const char *const sums[] = {"wall_s", "energy_j"};
 
 	if (!json_is_integer(step) || json_integer_value(step) < 0)
 		return hp_error_set(err, HP_EINVAL,
@@ -833,6 +839,24 @@ static int check_meta(const struct tr_run *t, json_t *m, struct hp_error *err)
 					    "the checkpoint's \"%s\" is not "
 					    "a count: the file is damaged",
 					    counts[i]);
+	}
+	/* a re-split follows a step: never more of them than steps */
+	if (meta_int(m, "rebalances", 0) > json_integer_value(step) ||
+	    meta_int(m, "rebalances", 0) > INT_MAX)
+		return hp_error_set(err, HP_EINVAL,
+				    "the checkpoint's \"rebalances\" is more "
+				    "than its %lld steps: the file is damaged",
+				    (long long)json_integer_value(step));
+	for (size_t i = 0; i < sizeof(sums) / sizeof(sums[0]); i++) {
+		json_t *c = json_object_get(m, sums[i]);
+		if (c &&
+		    (!json_is_number(c) || !isfinite(json_number_value(c)) ||
+		     json_number_value(c) < 0))
+			return hp_error_set(err, HP_EINVAL,
+					    "the checkpoint's \"%s\" is not "
+					    "a finite amount >= 0: the file is "
+					    "damaged",
+					    sums[i]);
 	}
 	if (!lb)
 		return 0; /* the split planned */
@@ -1698,6 +1722,7 @@ static int plan_steps(struct tr_run *t, struct hp_lr_plan *lr,
 		      struct hp_error *err)
 {
 	const struct tr_opts *o = t->o;
+	int rc;
 
 	t->spe = t->train.n / t->B;
 	if (t->spe < 1)
@@ -1718,7 +1743,16 @@ static int plan_steps(struct tr_run *t, struct hp_lr_plan *lr,
 	*lr = o->lr;
 	lr->global_batch = t->B;
 	lr->total_steps = t->total;
-	return hp_lr_plan_check(lr, err);
+	rc = hp_lr_plan_check(lr, err);
+	/* allowed (a run cut short, to be resumed with more steps), but
+	 * likely a mistake: said */
+	if (!rc && t->r == 0 && lr->warmup_steps > t->total)
+		tr_warn("--warmup-steps %lld is longer than the run's %lld "
+			"steps: the rate ends at %g, never reaching its %g",
+			(long long)lr->warmup_steps, (long long)t->total,
+			hp_lr_at(lr, t->total - 1),
+			hp_lr_at(lr, lr->warmup_steps - 1));
+	return rc;
 }
 
 static int alloc_buffers(struct tr_run *t, struct hp_error *err)
@@ -1881,10 +1915,64 @@ static int same_options(struct tr_run *t, struct hp_error *err)
 }
 
 /*
+ * Whether the last line of metrics file path is the evaluation at step
+ * (a run resumed at its end, whose results.json was not written, has
+ * listed it already).
+ */
+static bool eval_listed(const char *path, int64_t step)
+{
+	struct hp_error e = {0};
+	char *buf = NULL;
+	size_t len = 0, i;
+	json_t *j;
+	bool yes;
+
+	if (hp_read_file(path, (size_t)1 << 32, &buf, &len, &e) || len < 2 ||
+	    buf[len - 1] != '\n') {
+		free(buf);
+		return false;
+	}
+	for (i = len - 1; i > 0 && buf[i - 1] != '\n'; i--)
+		;
+	j = json_loadb(buf + i, len - i, 0, NULL);
+	yes = json_is_string(json_object_get(j, "event")) &&
+	      !strcmp(json_string_value(json_object_get(j, "event")), "eval") &&
+	      json_integer_value(json_object_get(j, "at_step")) == step;
+	json_decref(j);
+	free(buf);
+	return yes;
+}
+
+/*
+ * The state a finished run's results.json in folder out names
+ * ("completed", or "stopped" early by the run itself), or NULL: none, or
+ * one of a run that did not finish.  Static storage.
+ */
+static const char *finished_run(const char *out)
+{
+	static char state[16];
+	char p[4200];
+	json_t *j;
+	const char *s;
+
+	if ((size_t)snprintf(p, sizeof(p), "%s/results.json", out) >= sizeof(p))
+		return NULL;
+	j = json_load_file(p, 0, NULL);
+	s = json_string_value(json_object_get(j, "state"));
+	state[0] = '\0';
+	if (s && (!strcmp(s, "completed") || !strcmp(s, "stopped")))
+		snprintf(state, sizeof(state), "%s", s);
+	json_decref(j);
+	return state[0] ? state : NULL;
+}
+
+/*
  * --out: made if missing (its parents too); a folder this process can
  * write; and, unless --resume or --overwrite says what to do with it, not
  * the folder of an earlier run (its checkpoint, metrics and results would
- * be replaced).
+ * be replaced).  --resume without a checkpoint starts at step 0: it goes
+ * on for a job killed before its first checkpoint (a requeue runs the same
+ * command), not over a finished run's metrics and results.
  */
 static int out_dir(const struct tr_opts *o, struct hp_error *err)
 {
@@ -1902,8 +1990,20 @@ static int out_dir(const struct tr_opts *o, struct hp_error *err)
 		return hp_error_set(err, HP_EINVAL,
 				    "--out '%s' is not writable: %s", o->out,
 				    strerror(errno));
-	if (o->resume)
-		return 0;
+	if (o->resume) {
+		const char *fin;
+		if ((size_t)snprintf(p, sizeof(p), "%s/checkpoint", o->out) >=
+			sizeof(p) ||
+		    !stat(p, &st) || errno != ENOENT ||
+		    !(fin = finished_run(o->out)))
+			return 0;
+		return hp_error_set(err, HP_EINVAL,
+				    "--out '%s' holds an earlier run "
+				    "(results.json, %s) and no checkpoint to "
+				    "resume: --overwrite starts over, or give "
+				    "another --out",
+				    o->out, fin);
+	}
 	for (int i = 0; i < 3; i++) {
 		static const char *const f[] = {"checkpoint", "results.json",
 						"metrics.jsonl"};
@@ -1998,6 +2098,7 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 	int status = 0, rc = 0;
 	int64_t last_ckpt = -1;
 	char *mpath = NULL;
+	bool eval_done = false; /* the last evaluation is listed */
 
 	memset(&t, 0, sizeof(t));
 	t.o = &o2;
@@ -2065,14 +2166,38 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 	}
 	if ((status = agree(&t, status, err.msg)))
 		goto out;
-	if (t.r == 0) {
+	if (t.r == 0 && o->resume) {
+		/* the earlier results go before this run trains: a kill
+		 * would leave them saying the run completed */
+		char *rpath = path_in(&t, "results.json");
+		if (rpath && unlink(rpath) && errno != ENOENT) {
+			hp_error_set(
+			    &err, HP_EIO,
+			    "--resume: cannot remove the earlier '%s': "
+			    "%s",
+			    rpath, strerror(errno));
+			status = TR_EXIT_FAIL;
+		}
+		free(rpath);
+	}
+	if (t.r == 0 && !status) {
 		mpath = path_in(&t, "metrics.jsonl");
-		if (t.start_step > 0 &&
-		    hp_metrics_truncate(mpath, t.start_step, &err))
-			tr_warn("%s", err.msg);
-		t.metrics =
-		    mpath ? fopen(mpath, t.start_step > 0 ? "ab" : "wb") : NULL;
-		if (!t.metrics) {
+		/* the steps after the checkpoint go, or the run does not
+		 * start: appended to, they would be listed twice */
+		if (t.start_step > 0 && mpath &&
+		    (rc = hp_metrics_truncate(mpath, t.start_step, &err))) {
+			hp_error_prefix(&err, "--resume");
+			status = TR_EXIT_FAIL;
+			t.metrics = NULL;
+		} else {
+			eval_done = t.start_step > 0 &&
+				    t.start_step >= t.total &&
+				    eval_listed(mpath, t.start_step);
+			t.metrics =
+			    mpath ? fopen(mpath, t.start_step > 0 ? "ab" : "wb")
+				  : NULL;
+		}
+		if (!t.metrics && !status) {
 			hp_error_set(&err, HP_EIO,
 				     "cannot write '%s/metrics.jsonl': %s",
 				     o->out, strerror(errno));
@@ -2127,7 +2252,7 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 		tr_error("evaluation: %s", err.msg);
 		tr_comm_abort(c, TR_EXIT_FAIL);
 	}
-	if (t.evaluated)
+	if (t.evaluated && !eval_done)
 		metrics_json(
 		    &t, json_pack("{s:s, s:I, s:f, s:f}", "event", "eval",
 				  "at_step", (json_int_t)t.step, "test_loss",

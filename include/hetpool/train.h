@@ -378,9 +378,11 @@ char *hp_step_record_json(const struct hp_step_record *r);
 
 /*
  * Keep only the lines of a metrics file that come at or before `step` (a
- * line's "step", or "at_step" for events); the file is rewritten
- * atomically.  A missing file is not an error.  Used by --resume, so the
- * steps after the checkpoint are not listed twice.
+ * line's "step", or "at_step" for events); the file is cut in place
+ * (truncated where the first later line starts: needs no free space), and
+ * a pipe or a device is left as it is.  A missing file is not an error.
+ * Used by --resume, so the steps after the checkpoint are not listed
+ * twice.
  */
 int hp_metrics_truncate(const char *path, int64_t step, struct hp_error *err);
 

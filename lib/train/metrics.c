@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -78,10 +79,15 @@ static int64_t line_step(const char *line, size_t n)
 
 int hp_metrics_truncate(const char *path, int64_t step, struct hp_error *err)
 {
+	struct stat st;
 	char *buf = NULL;
 	size_t len = 0, keep = 0;
-	int rc;
+	int rc, fd;
 
+	/* a pipe or a device (a log collector's, /dev/null) has no lines to
+	 * cut: the appends go on to it */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return 0;
 	rc = hp_read_file(path, (size_t)1 << 32, &buf, &len, err);
 	if (rc == HP_ENOENT) {
 		hp_error_clear(err);
@@ -105,7 +111,23 @@ int hp_metrics_truncate(const char *path, int64_t step, struct hp_error *err)
 		keep = i + n + 1;
 		i = keep;
 	}
-	rc = hp_write_file_atomic(path, buf, keep, 0666, err);
 	free(buf);
-	return rc;
+	if (keep == len)
+		return 0;
+	/* cut in place: a copy of the kept part would need the disk's room
+	 * for it, and a full disk is where a killed run is resumed */
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)keep) || fsync(fd)) {
+		rc = hp_error_set(err, HP_EIO,
+				  "cannot cut '%s' back to step %lld: %s", path,
+				  (long long)step, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	if (close(fd))
+		return hp_error_set(err, HP_EIO,
+				    "cannot cut '%s' back to step %lld: %s",
+				    path, (long long)step, strerror(errno));
+	return 0;
 }

@@ -88,6 +88,13 @@ fi
 printf '{"name":"big","input":[3,256,256],"classes":10,"layers":[{"type":"conv","filters":512,"kernel":3,"stride":1,"pad":1},{"type":"relu"},{"type":"conv","filters":512,"kernel":3,"stride":1,"pad":1},{"type":"fc","units":10}]}' >"$TMP/big.json"
 expect_status usage_too_big 2 "$TRAIN" --model "$TMP/big.json" --data synthetic --synthetic-samples 1073741824 --batch 256 --out "$TMP/x"
 expect_err usage_too_big_first "^hetpool-train: rank 0 on cpu: batch 256 needs about [0-9.]+ MiB, over the limit .*smaller --batch"
+# a sample over 2^31-1 elements is refused before oneDNN sees it (2^32 of
+# them died of SIGFPE inside it, exit 136 and no message)
+for shape in 1,65536,65536 16,16384,16384 1,4096,1048576 1,46341,46341; do
+	printf '{"name":"s","input":[%s],"classes":10,"layers":[{"type":"fc","units":10}]}' "$shape" >"$TMP/s.json"
+	expect_status "usage_sample_too_big $shape" 2 "$TRAIN" --model "$TMP/s.json" --data synthetic --batch 1 --steps 1 --threads 1 --out "$TMP/x" &&
+		expect_err "usage_sample_too_big_says $shape" "input ${shape//,/x} too large: [0-9]+ elements a sample, the engine takes at most 2147483647$"
+done
 if "$TRAIN" --help | grep -q -- "--local-batches b1"; then ok help; else fail help "no --local-batches in --help"; fi
 expect_status usage_spec_input_shape 2 "$TRAIN" --model "$CNN" --input-shape 3x32x32 --data synthetic --batch 8 --out "$TMP/x"
 expect_err usage_spec_input_shape_says "for ONNX models"
@@ -112,6 +119,13 @@ check epochs_fraction_steps "$TMP/ep22/results.json" "j['steps'] == 55 and abs(j
 "$TRAIN" --model "$CNN" --data synthetic --synthetic-samples 250 --batch 16 --epochs 1 \
 	--threads 1 --eval-samples 64 --rebalance off --out "$TMP/ep1" >/dev/null 2>&1
 check epochs_whole_results "$TMP/ep1/results.json" "j['steps'] == 15 and j['epochs'] == 1.0 and j['wall_s'] <= j['wall_s_total']"
+# a warm-up longer than the run is said (the rate never reaches --lr),
+# not refused; one as long as the run is not (until 3 December: silent)
+wu=(--model "$CNN" --data synthetic --batch 8 --threads 1 --eval-samples 64 --synthetic-samples 256 --rebalance off --steps 3 --lr 0.1)
+expect_status warmup_long_runs 0 "$TRAIN" "${wu[@]}" --warmup-steps 1000000 --out "$TMP/wu1"
+expect_err warmup_long_says "^hetpool-train: warning: --warmup-steps 1000000 is longer than the run's 3 steps: the rate ends at 3e-07, never reaching its 0.1$"
+"$TRAIN" "${wu[@]}" --warmup-steps 3 --out "$TMP/wu2" >/dev/null 2>"$TMP/err"
+grep -q warmup "$TMP/err" && fail warmup_as_long_quiet "$(cat "$TMP/err")" || ok warmup_as_long_quiet
 # an earlier run's folder is neither replaced nor resumed by mistake
 small=(--model "$CNN" --data synthetic --batch 8 --threads 1 --eval-samples 64 --synthetic-samples 256 --rebalance off)
 "$TRAIN" "${small[@]}" --steps 4 --out "$TMP/prev" >/dev/null 2>&1
@@ -137,7 +151,10 @@ open(dst, 'wb').write(body + struct.pack('<I', zlib.crc32(body) & 0xffffffff))
 PY
 }
 cp "$TMP/prev/metrics.jsonl" "$TMP/prev.m"
-for bad in '{"step": -1}' '{"step": "x"}' '{"local_batches": [-4, 12]}' '{"updates": -3}'; do
+# (wall_s and rebalances until 3 December: results.json said wall_s_total
+# -1e308 and rebalances 0)
+for bad in '{"step": -1}' '{"step": "x"}' '{"local_batches": [-4, 12]}' '{"updates": -3}' \
+	'{"wall_s": -1e308}' '{"wall_s": "x"}' '{"energy_j": -5}' '{"rebalances": 1099511627776}' '{"rebalances": 5}'; do
 	ck_edit "$TMP/prev.ck" "$TMP/prev/checkpoint" "$bad"
 	expect_status "resume_damaged_meta $bad" 2 "$TRAIN" "${small[@]}" --steps 6 --out "$TMP/prev" --resume &&
 		expect_err "resume_damaged_meta_says $bad" "damaged"
@@ -160,6 +177,92 @@ if "$TRAIN" "${small[@]}" --steps 1 --out "$TMP/prev" --overwrite >/dev/null 2>"
 	check overwrite_starts_over "$TMP/prev/results.json" "j['steps'] == 1 and j['resumed_from_step'] is None"
 else
 	fail overwrite_starts_over "exit $?: $(cat "$TMP/err")"
+fi
+
+# --resume without a checkpoint starts at step 0: refused over a finished
+# run (until 3 December it replaced the run's metrics and results), taken
+# for a job killed before its first checkpoint (a requeue runs the same
+# command: metrics of the killed attempt, no results)
+"$TRAIN" "${small[@]}" --steps 3 --out "$TMP/done" >/dev/null 2>&1
+rm -f "$TMP/done/checkpoint"
+cp "$TMP/done/metrics.jsonl" "$TMP/done.m"
+cp "$TMP/done/results.json" "$TMP/done.r"
+expect_status resume_no_ck_finished 2 "$TRAIN" "${small[@]}" --steps 2 --out "$TMP/done" --resume
+expect_err resume_no_ck_finished_says "holds an earlier run \(results.json, completed\).*--overwrite"
+cmp -s "$TMP/done/metrics.jsonl" "$TMP/done.m" && cmp -s "$TMP/done/results.json" "$TMP/done.r" &&
+	ok resume_no_ck_finished_kept || fail resume_no_ck_finished_kept "metrics.jsonl or results.json changed"
+rm "$TMP/done/results.json"
+if "$TRAIN" "${small[@]}" --steps 2 --out "$TMP/done" --resume >/dev/null 2>"$TMP/err"; then
+	check resume_no_ck_requeue "$TMP/done/metrics.jsonl" "[x['step'] for x in s] == [1, 2]"
+	check resume_no_ck_requeue_results "$TMP/done/results.json" "j['steps'] == 2 and j['state'] == 'completed'"
+else
+	fail resume_no_ck_requeue "exit $?: $(cat "$TMP/err")"
+fi
+# a run resumed at its end (its results.json not written) lists its
+# evaluation once: until 3 December a second eval line for the same step
+rm "$TMP/done/results.json"
+"$TRAIN" "${small[@]}" --steps 2 --out "$TMP/done" --resume >/dev/null 2>&1
+check resume_at_end_eval_once "$TMP/done/metrics.jsonl" "[x['at_step'] for x in e if x['event'] == 'eval'] == [2] and [x['step'] for x in s] == [1, 2]"
+check resume_at_end_results "$TMP/done/results.json" "j['steps'] == 2 and j['state'] == 'completed'"
+# --resume removes the earlier results.json before it trains: killed, the
+# run leaves none that says it completed (until 3 December: "completed",
+# 2 steps, while the resumed run was unfinished)
+"$TRAIN" "${small[@]}" --steps 1000000 --checkpoint-every 100 --out "$TMP/done" --resume >/dev/null 2>&1 &
+kpid=$!
+for _ in $(seq 300); do
+	[ "$(wc -l <"$TMP/done/metrics.jsonl" 2>/dev/null)" -gt 20 ] 2>/dev/null && break
+	sleep 0.1
+done
+kill -9 $kpid 2>/dev/null
+wait $kpid 2>/dev/null
+[ ! -e "$TMP/done/results.json" ] && ok resume_killed_no_results ||
+	fail resume_killed_no_results "results.json: $(grep -E '"(state|steps)"' "$TMP/done/results.json" | tr -d '\n')"
+# --resume on a nearly full disk: metrics.jsonl is cut back in place (a copy
+# of its kept part needs room the disk lacks), so no step is listed twice;
+# until 3 December the cut failed with a warning, the steps after the
+# checkpoint stayed and were appended again.  A cut that fails refuses the
+# run (exit 1).  In a private mount namespace with a small tmpfs, where
+# the host allows one.
+if unshare -m true 2>/dev/null; then
+	fast=(--model "$CNN" --data synthetic --batch 2 --threads 1 --eval-samples 64 --synthetic-samples 256 --rebalance off)
+	"$TRAIN" "${fast[@]}" --steps 2000 --out "$TMP/full" >/dev/null 2>&1
+	cp "$TMP/full/checkpoint" "$TMP/full.ck"
+	"$TRAIN" "${fast[@]}" --steps 4000 --out "$TMP/full" --resume >/dev/null 2>&1
+	# as a run killed at step 4000 leaves it: checkpoint at 2000
+	cp "$TMP/full.ck" "$TMP/full/checkpoint"
+	rm -f "$TMP/full/results.json"
+	mkdir -p "$TMP/mnt"
+	TRAIN=$TRAIN TMP=$TMP unshare -m bash -c '
+		mount -t tmpfs -o size=4m tmpfs "$TMP/mnt" || exit 99
+		cp -r "$TMP/full" "$TMP/mnt/out"
+		# 350 KiB left: less than the 450 KiB of steps 1-2000 a copy needs
+		avail=$(df --output=avail -B1 "$TMP/mnt" | tail -1)
+		head -c $((avail - 350 * 1024)) /dev/zero >"$TMP/mnt/fill"
+		"$TRAIN" "$@" --steps 2100 --out "$TMP/mnt/out" --resume >/dev/null 2>"$TMP/err"
+		echo $? >"$TMP/rc"
+		cp "$TMP/mnt/out/metrics.jsonl" "$TMP/full.m.jsonl"
+		# a cut that fails (a read-only file system) refuses the run
+		rm "$TMP/mnt/fill" && mkdir "$TMP/mnt/ro" &&
+			cp "$TMP/full/metrics.jsonl" "$TMP/mnt/ro/m"
+		mount -o remount,ro "$TMP/mnt" || exit 99
+		cp -r "$TMP/full" "$TMP/full2" && rm "$TMP/full2/metrics.jsonl"
+		ln -s "$TMP/mnt/ro/m" "$TMP/full2/metrics.jsonl"
+		"$TRAIN" "$@" --steps 2100 --out "$TMP/full2" --resume >/dev/null 2>"$TMP/err2"
+		echo $? >"$TMP/rc2"
+		cmp -s "$TMP/mnt/ro/m" "$TMP/full/metrics.jsonl" && echo same >"$TMP/kept2"
+	' _ "${fast[@]}"
+	if [ $? = 99 ]; then
+		echo "skip resume_full_disk: no tmpfs mount here"
+	else
+		[ "$(cat "$TMP/rc")" = 0 ] && ok resume_full_disk_runs || fail resume_full_disk_runs "exit $(cat "$TMP/rc"): $(cat "$TMP/err")"
+		check resume_full_disk_steps_once "$TMP/full.m.jsonl" "[x['step'] for x in s] == list(range(1, 2101))"
+		[ "$(cat "$TMP/rc2")" = 1 ] && grep -q "^hetpool-train: --resume: cannot cut '.*metrics.jsonl' back to step 2000: Read-only" "$TMP/err2" &&
+			ok resume_cut_fails_refused || fail resume_cut_fails_refused "exit $(cat "$TMP/rc2"): $(cat "$TMP/err2")"
+		[ -e "$TMP/kept2" ] && ok resume_cut_fails_kept ||
+			fail resume_cut_fails_kept "metrics.jsonl changed"
+	fi
+else
+	echo "skip resume_full_disk: no private mount namespace here"
 fi
 
 # ---- one rank on Fashion-MNIST ----

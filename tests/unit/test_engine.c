@@ -2726,6 +2726,50 @@ HP_TEST(engine_estimate_matches_allocated)
 	}
 }
 
+HP_TEST(engine_sample_too_big)
+{
+	/* A sample of more than 2^31-1 elements is refused before oneDNN
+	 * sees it: its inner product counts a sample's inputs in an int
+	 * (2^32 of them died of SIGFPE inside it, 46341^2 gave a smaller
+	 * estimate than 46340^2).  ResNet-50 at batch 512 is still
+	 * estimated. */
+	static const char *const big[] = {
+	    NET("[1,65536,65536]", 10, FC(10)),
+	    NET("[16,16384,16384]", 10, FC(10)),
+	    NET("[1,4096,1048576]", 10, FC(10)),
+	    NET("[1,46341,46341]", 10, FC(10)),
+	    /* a layer's output over it */
+	    NET("[1,32768,32768]", 0, CONV(2, 1, 1, 0)),
+	};
+	struct hp_engine_opts o;
+	struct hp_spec s;
+	int64_t est;
+
+	for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+		struct hp_error err = {0};
+		parse(big[i], &s);
+		hp_engine_opts_init(&o);
+		o.batch = 1;
+		o.threads = 1;
+		ASSERT(hp_engine_new(&s, &o, &err) == NULL);
+		ASSERT_EQ_INT(err.code, HP_ETOOBIG);
+		ASSERT(strstr(err.msg, "too large"));
+		ASSERT(strstr(err.msg, "2147483647"));
+		ASSERT(strstr(err.msg, i < 4 ? "input" : "layer 0 (conv)"));
+		ASSERT_EQ_INT(hp_engine_estimate_bytes(&s, 1, HP_OPT_SGD),
+			      HP_ETOOBIG);
+		hp_spec_release(&s);
+	}
+	/* just under the limit: estimated (oneDNN's own count) */
+	parse(NET("[1,65536,32767]", 10, FC(10)), &s);
+	ASSERT(hp_engine_estimate_bytes(&s, 1, HP_OPT_SGD) > (int64_t)8 << 30);
+	hp_spec_release(&s);
+	onnx_spec("data/models/resnet50.train.onnx", 3, 224, &s);
+	est = hp_engine_estimate_bytes(&s, 512, HP_OPT_SGD);
+	ASSERT(est > (int64_t)20 << 30);
+	hp_spec_release(&s);
+}
+
 HP_TEST(engine_loader_cost_measures)
 {
 	/* One core's JPEG input pipeline: the fixed test image compresses

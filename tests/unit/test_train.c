@@ -876,6 +876,7 @@ HP_TEST(train_metrics)
 	json_error_t je;
 	json_t *o = json_loads(s, 0, &je);
 	struct hp_error err = {0};
+	struct stat st0, st1;
 	char *buf;
 	size_t len;
 
@@ -898,11 +899,17 @@ HP_TEST(train_metrics)
 		   "{\"step\":1}\n{\"step\":2}\n{\"event\":\"rebalance\","
 		   "\"at_step\":2}\n{\"step\":3}\n{\"ste",
 		   73);
+	ASSERT(stat(path, &st0) == 0);
 	ASSERT(hp_metrics_truncate(path, 2, &err) == 0);
 	ASSERT(hp_read_file(path, 1 << 20, &buf, &len, &err) == 0);
 	ASSERT_STR_EQ(buf, "{\"step\":1}\n{\"step\":2}\n{\"event\":"
 			   "\"rebalance\",\"at_step\":2}\n");
 	free(buf);
+	/* cut in place (the same file: a copy needs room a full disk lacks) */
+	ASSERT(stat(path, &st1) == 0);
+	ASSERT(st0.st_ino == st1.st_ino);
+	/* a pipe or device has nothing to cut */
+	ASSERT(hp_metrics_truncate("/dev/null", 2, &err) == 0);
 }
 
 /* ---- the engine's calls for the trainer ---- */
