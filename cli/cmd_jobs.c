@@ -423,9 +423,11 @@ static int cmd_remove(int argc, char **argv)
 	if (!(d = open_jobs(&o, "remove", &status)))
 		return status;
 	if ((rc = hp_deploy_remove(d, id, &err))) {
-		status = cli_error(
-		    rc == HP_ENOENT || rc == HP_ESTATE ? EXIT_USAGE : EXIT_FAIL,
-		    "remove: %s", err.msg);
+		status = cli_error(rc == HP_ENOENT || rc == HP_ESTATE ||
+					   rc == HP_EINVAL
+				       ? EXIT_USAGE
+				       : EXIT_FAIL,
+				   "remove: %s", err.msg);
 		goto out;
 	}
 	if (o.json)
@@ -497,6 +499,23 @@ static int k8s_logs(struct hp_deploy *d, const struct hp_job *j, bool follow)
 								  : EXIT_FAIL;
 }
 
+/* Whether the rank whose log is (or was) at log ran: the job succeeded,
+ * the trainer wrote its results, or the rank left its record beside the
+ * log (logs/rank-K.json). */
+static bool rank_ran(const struct hp_job *j, const char *log)
+{
+	char rec[PATH_MAX];
+	size_t n = strlen(log);
+
+	if (j->state == HP_JOB_SUCCEEDED || j->results)
+		return true;
+	if (n < 4 || strcmp(log + n - 4, ".log") ||
+	    (size_t)snprintf(rec, sizeof(rec), "%.*s.json", (int)(n - 4),
+			     log) >= sizeof(rec))
+		return false;
+	return access(rec, F_OK) == 0;
+}
+
 static int cmd_logs(int argc, char **argv)
 {
 	struct fopts o = {0};
@@ -564,13 +583,29 @@ static int cmd_logs(int argc, char **argv)
 			    EXIT_USAGE, "logs: no %s log %sfor job %s (%s)%s",
 			    k < 0 ? "launcher" : "rank", ended ? "" : "yet ",
 			    id, hp_job_state_name(j.state),
-			    ended && k >= 0 ? ": it ended before the rank "
-					      "started; see its launcher's "
-					      "log (--launcher)"
-					    : "");
+			    !ended || k < 0 ? ""
+			    : rank_ran(&j, path)
+				? ": the rank ran, but its log is gone"
+				: ": it ended before the rank started; see "
+				  "its launcher's log (--launcher)");
 			goto out;
 		}
 		nf++;
+	}
+	if (all && !o.follow) {
+		int open_logs = 0;
+		for (int i = 0; i < nf; i++)
+			open_logs += fds[i] >= 0;
+		if (!open_logs) {
+			status = cli_error(
+			    EXIT_USAGE,
+			    "logs: no rank log %sfor job %s (%s): the log of "
+			    "none of its %d rank%s is there",
+			    hp_job_state_terminal(j.state) ? "" : "yet ", id,
+			    hp_job_state_name(j.state), j.nranks,
+			    j.nranks == 1 ? "" : "s");
+			goto out;
+		}
 	}
 	for (;;) {
 		bool ended;

@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,25 +503,71 @@ bool hp__which(const char *name, char *buf, size_t n)
 	return false;
 }
 
-static void remove_tree(const char *dir)
+/* Remove name (in the folder at at) and, a folder, what it holds; a
+ * symbolic link is removed itself, never followed (a link in a job folder
+ * may point anywhere). */
+static void remove_at(int at, const char *name)
 {
-	DIR *d = opendir(dir);
+	int fd =
+	    openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct dirent *e;
+	DIR *d;
 
-	while (d && (e = readdir(d))) {
-		char path[HP_DEPLOY_PATH_MAX + 300];
-		struct stat st;
+	if (fd < 0) {
+		if (errno == ENOTDIR || errno == ELOOP)
+			unlinkat(at, name, 0);
+		return;
+	}
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (!lstat(path, &st) && S_ISDIR(st.st_mode))
-			remove_tree(path);
+		if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
+			remove_at(dirfd(d), e->d_name);
 		else
-			unlink(path);
+			unlinkat(dirfd(d), e->d_name, 0);
 	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
+	closedir(d);
+	unlinkat(at, name, AT_REMOVEDIR);
+}
+
+static void remove_tree(const char *dir)
+{
+	remove_at(AT_FDCWD, dir);
+}
+
+/* Remove the half-made job folders ".new-ID-PID@HOST" in jobs whose
+ * maker, on this host, no longer runs (a `hetpool run` killed while it
+ * filled one); another host's are left to it (the jobs folder may be
+ * shared). */
+static void remove_half_made(const char *jobs)
+{
+	char host[HP_NAME_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	if (!(d = opendir(jobs)))
+		return;
+	hp__hostname(host, sizeof(host));
+	while ((e = readdir(d))) {
+		const char *at = strrchr(e->d_name, '@'), *dash;
+		char *end;
+		long pid;
+		if (strncmp(e->d_name, ".new-", 5) || !at ||
+		    strcmp(at + 1, host))
+			continue;
+		for (dash = at; dash > e->d_name && dash[-1] != '-'; dash--)
+			;
+		pid = strtol(dash, &end, 10);
+		if (dash == at || end != at || pid <= 1 ||
+		    hp__proc_start(pid) != 0)
+			continue;
+		remove_at(dirfd(d), e->d_name);
+	}
+	closedir(d);
 }
 
 /* Fill the new job folder tmp: the model, the plan, the recommendation,
@@ -649,6 +696,7 @@ int hp_deploy_submit(struct hp_deploy *d, const struct hp_plan *plan,
 	    .d = d, .plan = plan, .train = train, .opts = opts, .job = &job};
 	char tmp[HP_DEPLOY_PATH_MAX], dir[HP_DEPLOY_PATH_MAX];
 	char dest[HP_DEPLOY_PATH_MAX], newid[HP_JOB_ID_MAX];
+	char host[HP_NAME_MAX];
 	bool staged = false;
 	int rc, tries, e;
 
@@ -656,10 +704,13 @@ int hp_deploy_submit(struct hp_deploy *d, const struct hp_plan *plan,
 	memset(&job, 0, sizeof(job));
 	if ((rc = check_opts(&s, err)) || (rc = ops->check(&s, err)))
 		return rc;
+	hp__hostname(host, sizeof(host));
+	remove_half_made(d->jobs_dir);
 	for (tries = 0; tries < 20; tries++) {
 		new_id(newid, sizeof(newid));
-		if ((rc = hp__path(tmp, sizeof(tmp), err, "%s/.new-%s",
-				   d->jobs_dir, newid)) ||
+		/* its maker and host in its name: remove_half_made() */
+		if ((rc = hp__path(tmp, sizeof(tmp), err, "%s/.new-%s-%ld@%s",
+				   d->jobs_dir, newid, (long)getpid(), host)) ||
 		    (rc = hp__path(dir, sizeof(dir), err, "%s/%s", d->jobs_dir,
 				   newid)))
 			return rc;
@@ -877,10 +928,19 @@ int hp_deploy_remove(struct hp_deploy *d, const char *id, struct hp_error *err)
 {
 	char dir[HP_DEPLOY_PATH_MAX], gone[HP_DEPLOY_PATH_MAX + 64];
 	struct hp_job job;
+	struct stat st;
 	int rc;
 
 	if ((rc = job_dir(d, id, dir, sizeof(dir), err)))
 		return rc;
+	/* hetpool makes each job's folder: a link in its place was put
+	 * there by someone else, and what it points to is not the job's */
+	if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+		return hp_error_set(err, HP_EINVAL,
+				    "job '%s': '%s' is a symbolic link, not "
+				    "a job folder hetpool made: remove it "
+				    "yourself",
+				    id, dir);
 	if ((rc = hp__job_load(dir, &job, err)))
 		return rc;
 	if (!hp_job_state_terminal(job.state)) {

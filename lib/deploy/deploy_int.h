@@ -9,6 +9,7 @@
 #define HP_DEPLOY_INT_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -196,7 +197,8 @@ int hp__spawn(char *const argv[], const char *log, bool session, pid_t *pid,
 /* The start time of process pid (clock ticks since boot), 0 when it is not
  * running (absent or a zombie). */
 unsigned long long hp__proc_start(long pid);
-/* True when pid runs and started at start (a reused pid is not it). */
+/* True when pid runs and started at start (a reused pid is not it); a
+ * start of 0 (none recorded) is never it. */
 bool hp__proc_alive(long pid, unsigned long long start);
 /* argv as one line for messages ("mpirun -np 2 ..."), cut to n. */
 const char *hp__argv_str(char *const argv[], char *buf, size_t n);
@@ -206,15 +208,21 @@ const char *hp__last_line(const char *text, char *buf, size_t n);
  * when a write fails). */
 int hp__copy_into(const char *src, struct hp_atomic_file *af,
 		  struct hp_error *err);
+/* hp_deploy_stage() that stops, HP_ECANCELED, as soon as *stop is set
+ * (stop may be NULL): waiting for another job's copy, or copying or
+ * checksumming a file (its temporary removed). */
+int hp__stage_stoppable(const char *manifest, const char *dest,
+			volatile sig_atomic_t *stop, struct hp_error *err);
 /* The line of a log that says what went wrong: the first that reads as an
  * error (the trainer's "hetpool-train: ..." but not its warnings and
  * notes, or one with "error", "Could not", "refused", ...), else the last
  * that is not a message box's frame ("-----") or blank. */
 const char *hp__telling_line(const char *text, char *buf, size_t n);
 /* Rank k's log's telling line into line; true when it is the trainer's
- * error (not a warning or a note).  The launcher names the first rank to
- * exit, which need not be the one that said why: the trainer's ranks
- * agree on a set-up failure and only the lowest failing one prints it. */
+ * error (not a warning or a note), else line is left empty.  The launcher names
+ * the first rank to exit, which need not be the one that said why: the
+ * trainer's ranks agree on a set-up failure and only the lowest failing one
+ * prints it. */
 bool hp__rank_says(const char *jobdir, int k, char *line, size_t n);
 /* The telling line of the log at path into line ("" when it cannot be
  * read); true when it is hetpool's own error: the trainer's, or a node

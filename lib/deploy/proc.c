@@ -320,8 +320,13 @@ bool hp__rank_says(const char *jobdir, int k, char *line, size_t n)
 	char path[HP_DEPLOY_PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/logs/rank-%d.log", jobdir, k);
-	if (!log_line(path, line, n) || !trainer_error(line, strlen(line)))
+	if (!log_line(path, line, n) || !trainer_error(line, strlen(line))) {
+		/* no error of the trainer's ("hetpool: rank 1: starting ..."
+		 * is none): nothing to quote */
+		if (n)
+			line[0] = '\0';
 		return false;
+	}
 	unstage(jobdir, line, n);
 	return true;
 }
@@ -529,5 +534,7 @@ bool hp__proc_alive(long pid, unsigned long long start)
 {
 	unsigned long long s = hp__proc_start(pid);
 
-	return s != 0 && (start == 0 || s == start);
+	/* no start time recorded is no way to tell: not ours (a pid alone
+	 * may since name any process) */
+	return s != 0 && start != 0 && s == start;
 }

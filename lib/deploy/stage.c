@@ -7,14 +7,17 @@
  * copy against the manifest.  The folder is named after the manifest's own
  * checksum, so jobs on the same data share one verified copy.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "deploy/deploy_int.h"
@@ -255,19 +258,37 @@ out:
 	return rc;
 }
 
-/* src's bytes into the temporary of af (hp_atomic_write() removes it
- * when a write fails). */
-int hp__copy_into(const char *src, struct hp_atomic_file *af,
-		  struct hp_error *err)
+static bool stopped(volatile sig_atomic_t *stop)
+{
+	return stop && *stop;
+}
+
+static int stop_error(struct hp_error *err)
+{
+	return hp_error_set(err, HP_ECANCELED, "staging was stopped");
+}
+
+/* src's bytes into the temporary of af (may be NULL: read only), their
+ * SHA-256 into hex (may be NULL); HP_ECANCELED as soon as *stop is set
+ * (stop may be NULL). */
+static int copy_hashed(const char *src, struct hp_atomic_file *af, char hex[65],
+		       volatile sig_atomic_t *stop, struct hp_error *err)
 {
 	char buf[1 << 16];
+	struct hp__sha256 h;
 	int in, rc = 0;
 
 	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0)
 		return hp_error_set(err, HP_EIO, "cannot read '%s': %s", src,
 				    strerror(errno));
+	hp__sha256_init(&h);
 	for (;;) {
-		ssize_t r = read(in, buf, sizeof(buf));
+		ssize_t r;
+		if (stopped(stop)) {
+			rc = stop_error(err);
+			break;
+		}
+		r = read(in, buf, sizeof(buf));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -275,11 +296,71 @@ int hp__copy_into(const char *src, struct hp_atomic_file *af,
 					  src, strerror(errno));
 			break;
 		}
-		if (r == 0 || (rc = hp_atomic_write(af, buf, (size_t)r, err)))
+		if (r == 0 ||
+		    (af && (rc = hp_atomic_write(af, buf, (size_t)r, err))))
 			break;
+		if (hex)
+			hp__sha256_add(&h, buf, (size_t)r);
 	}
 	close(in);
+	if (!rc && hex)
+		hp__sha256_hex(&h, hex);
 	return rc;
+}
+
+/* src's bytes into the temporary of af (hp_atomic_write() removes it
+ * when a write fails). */
+int hp__copy_into(const char *src, struct hp_atomic_file *af,
+		  struct hp_error *err)
+{
+	return copy_hashed(src, af, NULL, NULL, err);
+}
+
+/* Whether name is a temporary of hp_atomic_open() ("NAME.tmp.PID.N"). */
+static bool is_temporary(const char *name)
+{
+	const char *t = strstr(name, ".tmp."), *p;
+
+	if (!t || t == name)
+		return false;
+	p = t + 5;
+	if (*p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p++ != '.' || *p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return *p == '\0';
+}
+
+/* With dest's lock held, remove the temporaries in it: only a stager
+ * holding the lock writes one, so each is a dead stager's (killed
+ * mid-copy), a file as big as the dataset's that nothing else removes. */
+static void remove_temporaries(const char *dest)
+{
+	int dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *e;
+	DIR *d;
+
+	if (dfd < 0)
+		return;
+	if (!(d = fdopendir(dfd))) {
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(d)))
+		if (is_temporary(e->d_name))
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+}
+
+static void nap(void)
+{
+	struct timespec ts = {0, 50 * 1000 * 1000};
+
+	nanosleep(&ts, NULL);
 }
 
 /*
@@ -335,8 +416,11 @@ static int stage_dir_ours(const char *dest, struct hp_error *err)
 	return 0;
 }
 
-int hp_deploy_stage(const char *manifest, const char *dest,
-		    struct hp_error *err)
+/* hp_deploy_stage() that stops, HP_ECANCELED, as soon as *stop is set
+ * (stop may be NULL): waiting for another job's copy, or copying or
+ * checksumming a file (its temporary removed). */
+int hp__stage_stoppable(const char *manifest, const char *dest,
+			volatile sig_atomic_t *stop, struct hp_error *err)
 {
 	struct mfile files[STAGE_MAX_FILES];
 	char path[HP_DEPLOY_PATH_MAX + 80];
@@ -361,20 +445,33 @@ int hp_deploy_stage(const char *manifest, const char *dest,
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
 		return hp_error_set(err, HP_EIO, "cannot open '%s': %s", path,
 				    strerror(errno));
-	while (flock(fd, LOCK_EX) && errno == EINTR)
-		;
+	/* (another job may hold it for as long as its copy takes) */
+	while (flock(fd, stop ? LOCK_EX | LOCK_NB : LOCK_EX) &&
+	       (errno == EINTR || errno == EWOULDBLOCK)) {
+		if (stopped(stop)) {
+			close(fd);
+			return stop_error(err);
+		}
+		if (errno == EWOULDBLOCK)
+			nap();
+	}
+	remove_temporaries(dest);
 	for (int i = 0; i < n && !rc; i++) {
-		int64_t size;
 		snprintf(path, sizeof(path), "%s/%s", dest, files[i].name);
-		if (is_file(path) && !hp__sha256_file(path, hex, &size, NULL) &&
+		if (is_file(path) &&
+		    !copy_hashed(path, NULL, hex, stop, NULL) &&
 		    !strcmp(hex, files[i].sha256))
 			continue; /* a verified copy is there */
+		if (stopped(stop)) {
+			rc = stop_error(err);
+			break;
+		}
 		/* copied beside, verified, then renamed over: a reader
 		 * (or a crash) never sees part of a file */
 		if ((rc = hp_atomic_open(&af, path, 0644, err)))
 			break;
-		if ((rc = hp__copy_into(files[i].source, &af, err)) ||
-		    (rc = hp__sha256_file(af.tmp, hex, &size, err))) {
+		if ((rc = copy_hashed(files[i].source, &af, NULL, stop, err)) ||
+		    (rc = copy_hashed(af.tmp, NULL, hex, stop, err))) {
 			hp_atomic_abort(&af);
 			break;
 		}
@@ -395,4 +492,10 @@ int hp_deploy_stage(const char *manifest, const char *dest,
 	}
 	close(fd);
 	return rc;
+}
+
+int hp_deploy_stage(const char *manifest, const char *dest,
+		    struct hp_error *err)
+{
+	return hp__stage_stoppable(manifest, dest, NULL, err);
 }

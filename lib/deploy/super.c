@@ -672,12 +672,16 @@ static int run_stoppable(char *const argv[], const char *log,
 
 /* From mpirun's report, the first rank that failed and its exit code
  * (128 + the signal for one killed: "mpirun noticed that process rank 1
- * with PID 7 on node n exited on signal 11 (Segmentation fault)."). */
+ * with PID 7 on node n exited on signal 11 (Segmentation fault)."; the
+ * code a rank gave MPI_Abort, which the trainer calls on an error in
+ * training: "MPI_ABORT was invoked on rank 0 in communicator
+ * MPI_COMM_WORLD\nwith errorcode 1."). */
 static bool mpirun_failure(const char *text, int *rank, int *code,
 			   char *signame, size_t sn)
 {
 	const char *p = strstr(text, "Process name: [[");
 	const char *c, *q = strstr(text, "mpirun noticed that process rank ");
+	const char *a = strstr(text, "MPI_ABORT was invoked on rank ");
 
 	signame[0] = '\0';
 	if (q && (c = strstr(q, " exited on signal ")) &&
@@ -687,6 +691,14 @@ static bool mpirun_failure(const char *text, int *rank, int *code,
 		*code = 128 + (int)strtol(c + 18, NULL, 10);
 		if (e && !memchr(c, '\n', (size_t)(e - c)))
 			snprintf(signame, sn, "%.*s", (int)(e - o - 1), o + 1);
+		return true;
+	}
+	if (a) {
+		*rank = (int)strtol(
+		    a + strlen("MPI_ABORT was invoked on rank "), NULL, 10);
+		c = strstr(a, "with errorcode ");
+		*code = c ? (int)strtol(c + strlen("with errorcode "), NULL, 10)
+			  : -1;
 		return true;
 	}
 	if (!p)
@@ -731,6 +743,15 @@ static void failure_reason(const struct hp__launch *l, int status, char *reason,
 		}
 	}
 	line[0] = '\0';
+	/* mpirun's report named no rank (Open MPI's report of a rank's
+	 * MPI_Abort can come garbled, or not at all: "ORTE_ERROR_LOG: Data
+	 * unpack would read past end of buffer", a full disk): a rank that
+	 * said why is the one that failed */
+	for (int k = 0; rank < 0 && k < l->nranks; k++)
+		if (hp__rank_says(l->jobdir, k, line, sizeof(line))) {
+			rank = k;
+			code = status;
+		}
 	if (rank >= 0) {
 		/* mpirun names the first rank to exit, which need not be the
 		 * one that said why: the trainer's ranks agree on a set-up
@@ -778,7 +799,7 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 	struct rec me = {(long)getpid(), hp__proc_start((long)getpid())};
 	char log[HP_DEPLOY_PATH_MAX + 32], reason[512], rstate[32], why[300];
 	struct hp__run_end end;
-	bool have;
+	bool have, late;
 	int rc, status = -1;
 
 	rc = hp__launch_load(jobdir, &l, err);
@@ -830,8 +851,8 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 				    said, HP_LAUNCHER_LOG);
 			}
 		} else {
-			src = hp_deploy_stage(l.stage_manifest, l.stage_dest,
-					      &serr);
+			src = hp__stage_stoppable(l.stage_manifest,
+						  l.stage_dest, stop, &serr);
 		}
 		if (src && !*stop) {
 			snprintf(reason, sizeof(reason), "staging the data: %s",
@@ -859,7 +880,12 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 	hp__job_update(jobdir, -1, NULL, set_exit, &status, &j, NULL);
 	have =
 	    hp__results_state(jobdir, rstate, sizeof(rstate), why, sizeof(why));
-	if (*stop || j.cancel_requested) {
+	/* a cancel that came after the trainer's last step (during its
+	 * final checkpoint and evaluation, or before this could record the
+	 * end) stopped nothing: the run completed */
+	late = (*stop || j.cancel_requested) && status == 0 && have &&
+	       !strcmp(rstate, "completed");
+	if ((*stop || j.cancel_requested) && !late) {
 		rc = hp__job_update(jobdir, HP_JOB_CANCELLED, "cancelled", NULL,
 				    NULL, NULL, err);
 	} else if (end.stuck) {
@@ -872,6 +898,10 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 			snprintf(reason, sizeof(reason),
 				 "the trainer stopped early: %s",
 				 why[0] ? why : "(no reason given)");
+		else if (late)
+			snprintf(reason, sizeof(reason),
+				 "the cancel came after the trainer's last "
+				 "step: it completed");
 		else
 			reason[0] = '\0';
 		if (have)
