@@ -466,12 +466,12 @@ int hp__stage_stoppable(const char *manifest, const char *dest,
 			rc = stop_error(err);
 			break;
 		}
-		/* copied beside, verified, then renamed over: a reader
-		 * (or a crash) never sees part of a file */
+		/* copied beside (hashed as it goes: the bytes written),
+		 * verified, then renamed over: a reader (or a crash) never
+		 * sees part of a file */
 		if ((rc = hp_atomic_open(&af, path, 0644, err)))
 			break;
-		if ((rc = copy_hashed(files[i].source, &af, NULL, stop, err)) ||
-		    (rc = copy_hashed(af.tmp, NULL, hex, stop, err))) {
+		if ((rc = copy_hashed(files[i].source, &af, hex, stop, err))) {
 			hp_atomic_abort(&af);
 			break;
 		}
