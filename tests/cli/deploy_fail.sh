@@ -93,16 +93,7 @@ PY
 # removes the temporaries a killed stager left (a cancel waited for the
 # copy to end, then killed the supervisor, which left its temporary for
 # ever, until 3 December)
-"$PY" - "$TMP/idx" <<'PY'
-import gzip, os, struct, sys
-d = sys.argv[1]
-os.makedirs(d, exist_ok=True)
-for part, n in (("train", 64), ("t10k", 16)):
-    with gzip.open("%s/%s-images-idx3-ubyte.gz" % (d, part), "wb") as f:
-        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(n * 784))
-    with gzip.open("%s/%s-labels-idx1-ubyte.gz" % (d, part), "wb") as f:
-        f.write(struct.pack(">II", 0x801, n) + bytes(i % 10 for i in range(n)))
-PY
+tiny_idx "$TMP/idx"
 stage_run() { run_wait "$MODEL" --data "$TMP/idx" --samples 64 --batch 16 --steps 2 --deadline 1h "$@"; }
 expect_status fail_stage_first 0 stage_run --wait --json
 DEST=$("$PY" -c 'import json,sys; print(json.load(open(json.load(open(sys.argv[1]))["dir"] + "/launch.json"))["stage"]["dest"])' "$TMP/out")

@@ -179,18 +179,11 @@ PY
 # A damaged data folder (--data DIR, its labels cut short) fails the job,
 # and the reason names the user's folder, not the staged copy the rank read
 # (JOBS/.stage/HASH; until 3 December the reason named that copy)
-"$PY" - "$TMP/dmg" <<'PY'
-import gzip, os, struct, sys
-d = sys.argv[1]
-os.makedirs(d, exist_ok=True)
-for part, n in (("train", 64), ("t10k", 16)):
-    with gzip.open("%s/%s-images-idx3-ubyte.gz" % (d, part), "wb") as f:
-        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(n * 784))
-    with gzip.open("%s/%s-labels-idx1-ubyte.gz" % (d, part), "wb") as f:
-        f.write(struct.pack(">II", 0x801, n) + bytes(i % 10 for i in range(n)))
-p = d + "/train-labels-idx1-ubyte.gz"
-data = open(p, "rb").read()
-open(p, "wb").write(data[: len(data) // 2])
+tiny_idx "$TMP/dmg"
+"$PY" - "$TMP/dmg/train-labels-idx1-ubyte.gz" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+open(sys.argv[1], "wb").write(data[: len(data) // 2])
 PY
 expect_status local_data_damaged 1 run_wait "$MODEL" --data "$TMP/dmg" --steps 2 --batch 16 \
 	--samples 64 --deadline 1h --wait --json
