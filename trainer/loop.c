@@ -1057,12 +1057,24 @@ done:
 /* ---- evaluation ---------------------------------------------------- */
 
 /* Cross-entropy and correctness of one sample's logits. */
+/*
+ * One sample's cross-entropy and whether its top class is the label.  A
+ * sample with a logit that is not finite (a diverged net) predicts
+ * nothing: it is not counted correct, and its loss is NaN (the run's
+ * test loss is then reported as null).  Counted by the comparisons, a
+ * NaN row would "predict" class 0 and a diverged net would score 1/k.
+ */
 static void score(const float *z, int64_t k, int32_t label, double *loss,
 		  int64_t *correct)
 {
 	double mx = z[0], s = 0;
 	int64_t arg = 0;
 
+	for (int64_t j = 0; j < k; j++)
+		if (!isfinite(z[j])) {
+			*loss += NAN;
+			return;
+		}
 	for (int64_t j = 1; j < k; j++)
 		if (z[j] > mx) {
 			mx = z[j];
@@ -1132,6 +1144,17 @@ static void metrics_line(struct tr_run *t, const char *s)
 			 errno ? strerror(errno) : "write error");
 		tr_comm_abort(t->c, TR_EXIT_FAIL);
 	}
+}
+
+/* An evaluation's line; a diverged net's loss is not finite: null (jansson
+ * makes no number of a NaN, and the whole line would be lost). */
+static json_t *eval_event(const struct tr_run *t)
+{
+	return json_pack("{s:s, s:I, s:o, s:f}", "event", "eval", "at_step",
+			 (json_int_t)t->step, "test_loss",
+			 isfinite(t->test_loss) ? json_real(t->test_loss)
+						: json_null(),
+			 "test_accuracy", t->test_acc);
 }
 
 static void metrics_json(struct tr_run *t, json_t *o)
@@ -2233,11 +2256,7 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 				tr_error("evaluation: %s", err.msg);
 				tr_comm_abort(c, TR_EXIT_FAIL);
 			}
-			metrics_json(
-			    &t, json_pack("{s:s, s:I, s:f, s:f}", "event",
-					  "eval", "at_step", (json_int_t)t.step,
-					  "test_loss", t.test_loss,
-					  "test_accuracy", t.test_acc));
+			metrics_json(&t, eval_event(&t));
 		}
 	}
 	/* the end: a checkpoint, the evaluation, the results */
@@ -2253,10 +2272,7 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 		tr_comm_abort(c, TR_EXIT_FAIL);
 	}
 	if (t.evaluated && !eval_done)
-		metrics_json(
-		    &t, json_pack("{s:s, s:I, s:f, s:f}", "event", "eval",
-				  "at_step", (json_int_t)t.step, "test_loss",
-				  t.test_loss, "test_accuracy", t.test_acc));
+		metrics_json(&t, eval_event(&t));
 	if ((rc = write_results(&t,
 				t.cancelled	? "cancelled"
 				: t.stop_reason ? "stopped"

@@ -522,6 +522,14 @@ rc=$?
 check ramp_stops "$TMP/ramp/results.json" "j['stopped_early'] and j['stop_reason'].startswith('diverged') and j['steps'] < 300"
 check ramp_geometric "$TMP/ramp/metrics.jsonl" "abs(s[0]['lr'] - 1e-3) < 1e-12 and max(abs(b['lr'] / a['lr'] / 10 ** (6 / 299) - 1) for a, b in zip(s, s[1:])) < 1e-6"
 
+# ---- a net whose weights overflow predicts nothing: its test accuracy is
+# 0 (NaN logits compared would "predict" class 0, 1 in 10 right), its test
+# loss null, in results.json and in the metrics' evaluation line ----
+"$TRAIN" "${small[@]}" --steps 40 --lr 1e6 --out "$TMP/nan" 2>"$TMP/err"
+check nan_net_stops "$TMP/nan/results.json" "j['state'] == 'stopped' and j['stop_reason'] == 'diverged: the loss is not finite'"
+check nan_net_accuracy "$TMP/nan/results.json" "j['test_accuracy'] == 0 and j['test_loss'] is None"
+check nan_net_eval_listed "$TMP/nan/metrics.jsonl" "len(e) == 1 and e[0]['event'] == 'eval' and e[0]['test_loss'] is None and e[0]['test_accuracy'] == 0"
+
 # ---- batch norm over 2 ranks: the ranks stay equal (checked at every
 # checkpoint by the trainer itself) ----
 if [ $MPI = 1 ]; then
