@@ -706,6 +706,7 @@ static int energy_j(struct tr_run *t, double *j)
 /* hp_ckpt_write_from()'s fill: the engine's state tensor i */
 static int state_fill(void *e, int i, float *buf, struct hp_error *err)
 {
+	tr_watchdog_beat(); /* a large state takes a while to write */
 	return hp_engine_state_get(e, i, buf, err);
 }
 
@@ -722,6 +723,7 @@ static int checkpoint(struct tr_run *t, struct hp_error *err)
 	char *path;
 	double ej = 0;
 
+	tr_watchdog_beat();
 	if ((rc = state_hash(t, false, &h, err)))
 		return rc;
 	mine[0] = (double)(h >> 32);
@@ -1112,6 +1114,7 @@ static int evaluate(struct tr_run *t, struct hp_error *err)
 			return rc;
 		for (int64_t j = 0; j < m; j++)
 			score(t->logits + j * k, k, t->y[j], &loss, &correct);
+		tr_watchdog_beat();
 	}
 	sums[0] = loss;
 	sums[1] = (double)correct;
@@ -1275,6 +1278,7 @@ static int train_step(struct tr_run *t, struct hp_error *err)
 		wall = hp_now_s() - ts;
 		t->sum_step_s += wall;
 		t->steps_run++;
+		tr_watchdog_step((long long)t->step, wall);
 		rec = (struct hp_step_record){
 		    .step = t->step,
 		    .epoch = epoch,
@@ -2232,6 +2236,10 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 	if (hp_engine_energy_mj(t.e, &t.energy0_mj) == 0)
 		t.energy_ok = true;
 	t.loss_min = t.start_step > 0 ? t.loss_min : INFINITY;
+	if (tr_watchdog_start(o->stall_s, t.r))
+		tr_warn("rank %d: the stall watchdog could not start: a "
+			"stopped rank will hold the run until it is cancelled",
+			t.r);
 
 	while (t.step < t.total) {
 		if ((rc = train_step(&t, &err))) {
@@ -2291,6 +2299,7 @@ int tr_run(const struct tr_opts *o, struct tr_comm *c)
 			 "written",
 			 (long long)t.step);
 out:
+	tr_watchdog_stop();
 	free(mpath);
 	release(&t);
 	return status;

@@ -84,6 +84,11 @@ static const char usage[] =
     "                           run (without it, or --resume, such a DIR\n"
     "                           is refused: nothing is lost by mistake)\n"
     "  --max-seconds S          stop cleanly after S seconds of training\n"
+    "  --stall-timeout S|auto|off  end the run when no step has completed\n"
+    "                           for S seconds (a rank stopped or hung holds\n"
+    "                           the others for ever); auto (the default):\n"
+    "                           the larger of 600 s and 20 x the slowest\n"
+    "                           step, from the first step on\n"
     "\n"
     "balance:\n"
     "  --rebalance on|off       re-split the local batches in proportion to\n"
@@ -213,6 +218,7 @@ enum {
 	O_REBAL_THR,
 	O_REBAL_MEM,
 	O_MAX_S,
+	O_STALL,
 	O_FALLBACK,
 	O_SYNTH,
 	O_CATALOG,
@@ -256,6 +262,7 @@ static const struct option longopts[] = {
     {"rebalance-threshold", required_argument, NULL, O_REBAL_THR},
     {"rebalance-memory", required_argument, NULL, O_REBAL_MEM},
     {"max-seconds", required_argument, NULL, O_MAX_S},
+    {"stall-timeout", required_argument, NULL, O_STALL},
     {"cpu-fallback", required_argument, NULL, O_FALLBACK},
     {"synthetic-samples", required_argument, NULL, O_SYNTH},
     {"catalog", required_argument, NULL, O_CATALOG},
@@ -286,6 +293,7 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 	o->rebal_memory = HP_REBALANCE_MEMORY;
 	o->cpu_fallback = true;
 	o->synthetic_samples = 16384;
+	o->stall_s = -1;
 	opterr = 0;
 	while (!rc &&
 	       (ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -438,6 +446,19 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 		case O_MAX_S:
 			rc = num_f64("max-seconds", optarg, 1e-3, 1e9, &d);
 			o->max_seconds = d;
+			break;
+		case O_STALL:
+			if (!strcmp(optarg, "auto"))
+				o->stall_s = -1;
+			else if (!strcmp(optarg, "off"))
+				o->stall_s = 0;
+			else if (hp_parse_double(optarg, &o->stall_s) ||
+				 !isfinite(o->stall_s) || o->stall_s < 1 ||
+				 o->stall_s > 1e9)
+				rc = usage_error("--stall-timeout: '%.40s' is "
+						 "not seconds in 1..1e9, auto "
+						 "or off",
+						 optarg);
 			break;
 		case O_FALLBACK:
 			rc = on_off("cpu-fallback", optarg, &o->cpu_fallback);

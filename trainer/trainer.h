@@ -49,6 +49,7 @@ struct tr_opts {
 	double rebal_threshold;
 	int rebal_memory;   /* windows a rank's speed is averaged over */
 	double max_seconds; /* 0: none */
+	double stall_s;	    /* --stall-timeout: -1 auto, 0 off */
 	bool cpu_fallback;
 	int64_t synthetic_samples; /* training samples of --data synthetic */
 	const char *estimator, *catalog; /* energy prediction; NULL: shipped */
@@ -105,6 +106,19 @@ extern volatile sig_atomic_t tr_stop_signal;
 
 /* Train as o says; returns the exit status. */
 int tr_run(const struct tr_opts *o, struct tr_comm *c);
+
+/* ---- the stall watchdog (watchdog.c) ---- */
+
+/* Start watching this rank: stall_s > 0 a fixed limit, < 0 automatic,
+ * 0 no watch.  -1 if the thread cannot start. */
+int tr_watchdog_start(double stall_s, int rank);
+/* A step completed (arms the watch at the first); its wall time. */
+void tr_watchdog_step(long long step, double step_s);
+/* Progress that is not a step (an evaluation's batch, a checkpoint). */
+void tr_watchdog_beat(void);
+void tr_watchdog_stop(void);
+/* The stall limit: fixed_s when > 0, else the automatic one. */
+double tr_watchdog_limit_s(double fixed_s, double slowest_s);
 
 /* "hetpool-train: " + message, on stderr, escaped, one line. */
 void tr_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -432,6 +432,48 @@ if [ $MPI = 1 ]; then
 	[ $rc -eq 0 ] && ok ranks_threads_may_differ || fail ranks_threads_may_differ "exit $rc: $(head -c 300 "$TMP/err")"
 fi
 
+# ---- a rank stopped (SIGSTOP) holds the others in their next collective:
+# the stall watchdog ends the run, exit 1, and says why; the whole job
+# stopped and continued (Slurm's suspend) is no stall ----
+if [ $MPI = 1 ]; then
+	# stall_run NAME STEPS: start a run with a 2 s stall limit in the
+	# background ($sp), back once it has logged 5 steps
+	stall_run() {
+		ASAN_OPTIONS=$MPI_ASAN timeout -k 5 300 mpirun --oversubscribe -np 2 "$TRAIN" "${small[@]}" \
+			--steps "$2" --stall-timeout 2 --out "$TMP/$1" 2>"$TMP/$1.err" &
+		sp=$!
+		for _ in $(seq 1 3000); do
+			grep -q '"step":5,' "$TMP/$1/metrics.jsonl" 2>/dev/null && break
+			sleep 0.01
+		done
+		ranks=$(pgrep -P "$(pgrep -P $sp -x mpirun)" -x hetpool-train | tr '\n' ' ')
+	}
+	stall_run stall 10000000
+	r1=
+	for p in $ranks; do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && r1=$p
+	done
+	[ -n "$r1" ] && kill -STOP "$r1"
+	wait $sp
+	rc=$?
+	[ -n "$r1" ] && [ $rc -eq 1 ] && ok stall_ends_run || fail stall_ends_run "rank 1 '$r1', exit $rc"
+	grep -q "rank 0: no progress for [0-9]* s after step [0-9]* (the stall limit" "$TMP/stall.err" &&
+		ok stall_says || fail stall_says "$(head -c 400 "$TMP/stall.err")"
+	# 600 steps take a few seconds; stopped for 4 s, past the limit
+	stall_run suspend 600
+	[ -n "$ranks" ] && kill -STOP $ranks
+	sleep 4
+	[ -n "$ranks" ] && kill -CONT $ranks
+	wait $sp
+	rc=$?
+	[ -n "$ranks" ] && [ $rc -eq 0 ] && ok stall_not_suspend || fail stall_not_suspend "ranks '$ranks', exit $rc: $(head -c 300 "$TMP/suspend.err")"
+	check stall_not_suspend_completes "$TMP/suspend/results.json" "j['state'] == 'completed' and j['steps'] == 600"
+else
+	echo "skip stall: no mpirun"
+fi
+expect_status usage_stall_timeout 2 "$TRAIN" "${small[@]}" --steps 2 --stall-timeout 0.5 --out "$TMP/x"
+expect_err usage_stall_timeout_says "--stall-timeout: '0.5' is not seconds"
+
 # ---- SIGKILL, then --resume: the weights of an uninterrupted run ----
 if [ $MPI = 1 ] && [ $FM = 1 ]; then
 	# 2000 steps: the kill must land between step 25 and the end, and
