@@ -40,8 +40,8 @@ extern "C" {
 struct hp_lrfind_point {
 	int64_t step;
 	double lr;	 /* > 0, finite */
-	double loss;	 /* NAN or +-INFINITY where the run diverged */
-	double accuracy; /* NAN where not recorded */
+	double loss;	 /* >= 0; NAN or +-INFINITY where the run diverged */
+	double accuracy; /* in [0, 1]; NAN where not recorded */
 };
 
 /* The steps of a range test in order of step (learning rate rising). */
@@ -54,8 +54,10 @@ struct hp_lrfind_series {
 void hp_lrfind_series_init(struct hp_lrfind_series *s);
 void hp_lrfind_series_release(struct hp_lrfind_series *s);
 /* Append one step; HP_EINVAL when lr is not finite and positive, when the
- * step does not follow the last one or the rate falls, HP_ETOOBIG past
- * HP_LRFIND_MAX_POINTS. */
+ * step does not follow the last one or the rate falls, when the loss is
+ * finite and negative (NAN or +-INFINITY is a loss that overflowed), when
+ * the accuracy is neither NAN (not recorded) nor in [0, 1]; HP_ETOOBIG
+ * past HP_LRFIND_MAX_POINTS. */
 int hp_lrfind_series_add(struct hp_lrfind_series *s, int64_t step, double lr,
 			 double loss, double accuracy, struct hp_error *err);
 
@@ -69,15 +71,15 @@ enum {
 /*
  * Parse metrics.jsonl text (one JSON object per line) and append its steps
  * to s.  A line is a step when it has "step"; it must then have "lr" (a
- * number > 0) and "loss" (a number, or null or one of the strings "nan",
- * "inf", "-inf" for a loss that overflowed); "accuracy" (a number or null)
- * is optional.  Objects without "step" are counted in s->skipped.  Blank
- * lines are ignored.  name labels errors ("NAME line 12: ...").  *consumed
- * (may be NULL) gets the bytes read, which with HP_LRFIND_PARSE_PARTIAL
- * stop after the last complete line.  first_line is the line number of
- * text's first line (1 for a whole file).  Returns 0 or HP_EPARSE /
- * HP_EINVAL / HP_ETOOBIG / HP_ENOMEM; on error s keeps the steps of the
- * lines before the bad one.
+ * number > 0) and "loss" (a number >= 0, or null or one of the strings
+ * "nan", "inf", "-inf" for a loss that overflowed); "accuracy" (a number
+ * from 0 to 1, or null) is optional.  Objects without "step" are counted
+ * in s->skipped.  Blank lines are ignored.  name labels errors ("NAME line
+ * 12: ...").  *consumed (may be NULL) gets the bytes read, which with
+ * HP_LRFIND_PARSE_PARTIAL stop after the last complete line.  first_line
+ * is the line number of text's first line (1 for a whole file).  Returns
+ * 0 or HP_EPARSE / HP_EINVAL / HP_ETOOBIG / HP_ENOMEM; on error s keeps
+ * the steps of the lines before the bad one.
  */
 int hp_lrfind_parse_metrics(struct hp_lrfind_series *s, const char *text,
 			    size_t len, const char *name, int first_line,

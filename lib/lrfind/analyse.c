@@ -6,6 +6,7 @@
  */
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -311,9 +312,10 @@ static int cv_degree(const double *t, const double *y, int n, int k, int block,
 	return 0;
 }
 
-int hp__lrfind_cv_poly(const double *t, const double *y, int n, int folds,
-		       int block, int max_degree, struct hp_lrfind_poly *p,
-		       struct hp_error *err)
+/* hp__lrfind_cv_poly() on losses near 1 (see loss_exponent). */
+static int cv_poly(const double *t, const double *y, int n, int folds,
+		   int block, int max_degree, struct hp_lrfind_poly *p,
+		   struct hp_error *err)
 {
 	double *tt = NULL, *ty = NULL, mse_fold[20];
 	double mean = 0, var = 0, thr, rss;
@@ -389,8 +391,9 @@ out:
 	return rc;
 }
 
-int hp__lrfind_logfit(const double *lr, const double *y, int n,
-		      struct hp_lrfind_logfit *out, struct hp_error *err)
+/* hp__lrfind_logfit() on losses near 1 (see loss_exponent). */
+static int logfit(const double *lr, const double *y, int n,
+		  struct hp_lrfind_logfit *out, struct hp_error *err)
 {
 	gsl_matrix *X = NULL, *cov = NULL;
 	gsl_vector *yv = NULL, *c = NULL;
@@ -443,6 +446,77 @@ out:
 	gsl_vector_free(yv);
 	gsl_vector_free(c);
 	return rc;
+}
+
+/*
+ * The fits square their residuals, and the cross-validation squares its
+ * folds' mean squared errors again (their standard error): with losses
+ * far from 1 (above about 1e77 or below 1e-77, which a loss may be) those
+ * over- or underflow, and the degree chosen, the fit and the suggestion
+ * came out wrong with exit 0.  So the fits see the losses times 2^-e,
+ * which is exact, with e the binary exponent of the largest |y| (0 when
+ * that is within 2^-100..2^100: ordinary losses are fitted as they are),
+ * and their results are scaled back by 2^e.  NULL *scaled: no scaling
+ * (e is 0); else the caller frees it.
+ */
+static int loss_exponent(const double *y, int n, double **scaled)
+{
+	double top = 0;
+	int e;
+
+	*scaled = NULL;
+	for (int i = 0; i < n; i++)
+		if (fabs(y[i]) > top && isfinite(y[i]))
+			top = fabs(y[i]);
+	if (!(top > 0))
+		return 0;
+	frexp(top, &e);
+	if (e >= -100 && e <= 100)
+		return 0;
+	if (!(*scaled = malloc((size_t)n * sizeof(**scaled))))
+		return INT_MIN;
+	for (int i = 0; i < n; i++)
+		(*scaled)[i] = ldexp(y[i], -e);
+	return e;
+}
+
+int hp__lrfind_cv_poly(const double *t, const double *y, int n, int folds,
+		       int block, int max_degree, struct hp_lrfind_poly *p,
+		       struct hp_error *err)
+{
+	double *ys;
+	int e = loss_exponent(y, n, &ys), rc;
+
+	if (e == INT_MIN)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	rc = cv_poly(t, ys ? ys : y, n, folds, block, max_degree, p, err);
+	free(ys);
+	if (rc || !e)
+		return rc;
+	for (int d = 0; d <= HP_LRFIND_MAX_DEGREE; d++) {
+		p->coef[d] = ldexp(p->coef[d], e);
+		p->cv_mse[d] = ldexp(p->cv_mse[d], 2 * e);
+		p->cv_se[d] = ldexp(p->cv_se[d], 2 * e);
+	}
+	p->rmse = ldexp(p->rmse, e);
+	return 0;
+}
+
+int hp__lrfind_logfit(const double *lr, const double *y, int n,
+		      struct hp_lrfind_logfit *out, struct hp_error *err)
+{
+	double *ys;
+	int e = loss_exponent(y, n, &ys), rc;
+
+	if (e == INT_MIN)
+		return hp_error_set(err, HP_ENOMEM, "out of memory");
+	rc = logfit(lr, ys ? ys : y, n, out, err);
+	free(ys);
+	if (rc || !e)
+		return rc;
+	out->a = ldexp(out->a, e);
+	out->b = ldexp(out->b, e);
+	return 0;
 }
 
 void hp_lrfind_result_release(struct hp_lrfind_result *r)

@@ -37,6 +37,17 @@ int hp_lrfind_series_add(struct hp_lrfind_series *s, int64_t step, double lr,
 	if (step < 0)
 		return hp_error_set(err, HP_EINVAL, "step %lld is negative",
 				    (long long)step);
+	/* A loss is at least 0 (cross-entropy, squared error); not finite
+	 * marks where the run overflowed (the divergence). */
+	if (loss < 0 && isfinite(loss))
+		return hp_error_set(err, HP_EINVAL,
+				    "step %lld: loss %g is negative",
+				    (long long)step, loss);
+	if (!isnan(accuracy) && !(accuracy >= 0 && accuracy <= 1))
+		return hp_error_set(err, HP_EINVAL,
+				    "step %lld: accuracy %g is not between 0 "
+				    "and 1",
+				    (long long)step, accuracy);
 	if (last && step <= last->step)
 		return hp_error_set(err, HP_EINVAL,
 				    "step %lld does not follow step %lld",

@@ -417,12 +417,17 @@ static int loss_range(struct svg *g, const struct hp_lrfind_series *s,
 		hi = 1;
 	}
 	/* Losses past 1e300 are drawn at it, so the widening below and the
-	 * pixel scale stay finite; a flat range is widened by half a unit or,
-	 * for large losses, a part in a thousand (2e85 + 0.5 is 2e85). */
+	 * pixel scale stay finite.  A flat range (flat to a part in 1e9: a
+	 * range of 1e-10 is a curve when the losses are 1e-9) is widened by
+	 * half a unit, or by the loss itself when that is smaller, or for
+	 * large losses by a part in a thousand (2e85 + 0.5 is 2e85). */
 	lo = fmin(fmax(lo, -1e300), 1e300);
 	hi = fmin(fmax(hi, -1e300), 1e300);
-	if (hi - lo < 1e-9 * (fabs(hi) + 1)) {
-		double d = fmax(0.5, 1e-3 * fmax(fabs(hi), fabs(lo)));
+	if (hi - lo <= 1e-9 * fmax(fabs(hi), fabs(lo))) {
+		double top = fmax(fabs(hi), fabs(lo));
+		double d = fmax(fmin(0.5, top), 1e-3 * top);
+		if (!(d > 0))
+			d = 0.5;
 		lo -= d;
 		hi += d;
 	}

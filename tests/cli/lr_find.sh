@@ -147,6 +147,72 @@ head -n 20 "$TMP/a/metrics.jsonl" >"$TMP/garbage/metrics.jsonl"
 echo '{"step": 21, "lr": 0.001, "loss": oops}' >>"$TMP/garbage/metrics.jsonl"
 expect_status lr_find_garbage_line 2 "$HP" lr-find --from "$TMP/garbage"
 expect_err lr_find_garbage_names_line "metrics.jsonl line 21: not JSON"
+# Rows the fit cannot use are refused, naming the file, the line and the
+# field (until 3 December a negative loss or an accuracy of 1e308 was
+# analysed, exit 0): a loss is a finite number from 0 (or null, "nan",
+# "inf" where it overflowed), an accuracy from 0 to 1, a rate above 0.
+forge() { # NAME LINE PYTHON-STATEMENT-ON-d PATTERN
+	mkdir -p "$TMP/forged-$1"
+	python3 - "$TMP/a/metrics.jsonl" "$TMP/forged-$1/metrics.jsonl" "$2" "$3" <<'PY'
+import json, sys
+src, dst, line, stmt = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+with open(dst, "w") as f:
+    for i, l in enumerate(open(src), 1):
+        d = json.loads(l)
+        if i == line:
+            exec(stmt)
+        f.write(json.dumps(d) + "\n")
+PY
+	expect_status "lr_find_forged_$1" 2 "$HP" lr-find --from "$TMP/forged-$1"
+	expect_err "lr_find_forged_$1_says" "$4"
+}
+forge negative_loss 12 'd["loss"] = -3' "forged-negative_loss/metrics.jsonl line 12: step 12: loss -3 is negative"
+forge tiny_negative_loss 30 'd["loss"] = -1e-300' "metrics.jsonl line 30: step 30: loss -1e-300 is negative"
+forge accuracy_huge 12 'd["accuracy"] = 1e308' "metrics.jsonl line 12: step 12: accuracy 1e\+308 is not between 0 and 1"
+forge accuracy_negative 5 'd["accuracy"] = -0.01' "metrics.jsonl line 5: step 5: accuracy -0.01 is not between 0 and 1"
+forge lr_zero 7 'd["lr"] = 0' "metrics.jsonl line 7: step 7: lr 0 is not a positive number"
+forge lr_negative 7 'd["lr"] = -d["lr"]' "metrics.jsonl line 7: step 7: lr -[0-9.e-]+ is not a positive number"
+forge lr_string 7 'd["lr"] = "inf"' "metrics.jsonl line 7: 'lr' is not a number"
+forge loss_string 7 'd["loss"] = "-3"' "metrics.jsonl line 7: 'loss' is not a number"
+[ ! -e "$TMP/forged-negative_loss/lr-find.json" ] && ok lr_find_forged_no_result ||
+	fail lr_find_forged_no_result "a forged series got an lr-find.json"
+# A loss's unit does not change the answer (it may be any finite number
+# from 0): the series above with its losses times 1e100, 1e-100 and 1e-10
+# gets the suggestion of the series itself (until 3 December, past about
+# 1e77 the cross-validation overflowed: degree 1 and a suggestion of about
+# 1, outside the good region, exit 0), and a plot whose loss axis is
+# labelled in the losses' unit (losses of 1e-10 were drawn flat on an
+# axis of -0.4 to 0.4).
+for f in 1e100 1e-100 1e-10; do
+	mkdir -p "$TMP/scaled$f"
+	python3 -c "
+import json, sys
+with open(sys.argv[2], 'w') as o:
+    for l in open(sys.argv[1]):
+        d = json.loads(l); d['loss'] *= float(sys.argv[3]); o.write(json.dumps(d) + '\n')" \
+		"$TMP/a/metrics.jsonl" "$TMP/scaled$f/metrics.jsonl" $f
+	expect_status "lr_find_scaled_$f" 0 "$HP" lr-find --from "$TMP/scaled$f" --json
+	if python3 - "$TMP/out" "$TMP/a.stdout.json" "$TMP/scaled$f/lr-find.svg" $f <<'PY'
+import json, sys
+import xml.etree.ElementTree as ET
+d, ref, f = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), float(sys.argv[4])
+assert abs(d["suggested_lr"] / ref["suggested_lr"] - 1) < 1e-6, (d["suggested_lr"], ref["suggested_lr"])
+assert d["polynomial"]["degree"] == ref["polynomial"]["degree"], d["polynomial"]
+assert abs(d["log_fit"]["b"] / (ref["log_fit"]["b"] * f) - 1) < 1e-6, d["log_fit"]
+ns = "{http://www.w3.org/2000/svg}"
+labels = []
+for t in ET.parse(sys.argv[3]).getroot().iter(ns + "text"):
+    try:
+        labels.append(float(t.text))
+    except (TypeError, ValueError):
+        pass
+# the loss axis's labels, in the losses' unit (the rate axis's are the
+# powers of ten from 1e-5 to 10, outside 0.05 f .. 50 f for these f)
+loss = [v for v in labels if 0.05 * f <= abs(v) <= 50 * f]
+assert len(loss) >= 3, labels
+PY
+	then ok "lr_find_scaled_${f}_same"; else fail "lr_find_scaled_${f}_same" "$(head -c 400 "$TMP/out")"; fi
+done
 mkdir -p "$TMP/down"
 python3 -c "
 import json

@@ -467,6 +467,57 @@ HP_TEST(lrfind_suggestion_lands_in_known_region)
 	}
 }
 
+/*
+ * The unit of the loss does not change the answer: the same range test
+ * with its losses times 1e-300 to 1e300 (a loss may be any finite number
+ * from 0) gets the same suggestion and degree, and a floor and log fit in
+ * the same proportion.  The reference is the series as made.  Until 4
+ * December the cross-validation squared the folds' squared errors, which
+ * overflowed above about 1e77 and underflowed below 1e-77: degree 1 and a
+ * suggestion of 1.08 (the true region is 3e-3 to 0.3), with exit 0.
+ */
+HP_TEST(lrfind_loss_scale_does_not_matter)
+{
+	static const double factors[] = {1e-300, 1e-200, 1e-100, 1e-10,
+					 1e10,	 1e80,	 1e150,	 1e300};
+	struct hp_lrfind_series base;
+	struct hp_lrfind_result ref;
+	struct hp_error err = {0};
+
+	make_series(&base, &shapes[0], 200, -5, 1, 0.05, 11, true);
+	ASSERT_EQ_INT(hp_lrfind_analyse(&base, NULL, &ref, &err), 0);
+	for (size_t k = 0; k < sizeof(factors) / sizeof(factors[0]); k++) {
+		double f = factors[k];
+		struct hp_lrfind_series s;
+		struct hp_lrfind_result r;
+
+		hp_lrfind_series_init(&s);
+		for (int i = 0; i < base.n; i++)
+			ASSERT_EQ_INT(hp_lrfind_series_add(
+					  &s, base.pts[i].step, base.pts[i].lr,
+					  base.pts[i].loss * f,
+					  base.pts[i].accuracy, &err),
+				      0);
+		if (hp_lrfind_analyse(&s, NULL, &r, &err))
+			HP_FAIL("x %g: %s", f, err.msg);
+		if (r.poly.degree != ref.poly.degree ||
+		    fabs(r.suggested.lr / ref.suggested.lr - 1) > 1e-6)
+			HP_FAIL("x %g: degree %d, suggested %.9g; unscaled: "
+				"degree %d, suggested %.9g",
+				f, r.poly.degree, r.suggested.lr,
+				ref.poly.degree, ref.suggested.lr);
+		ASSERT_NEAR(r.low.lr / ref.low.lr, 1, 1e-6);
+		ASSERT_NEAR(r.high.lr / ref.high.lr, 1, 1e-6);
+		ASSERT_NEAR(r.loss_floor / (ref.loss_floor * f), 1, 1e-6);
+		ASSERT_NEAR(r.logfit.b / (ref.logfit.b * f), 1, 1e-6);
+		ASSERT_NEAR(r.noise / (ref.noise * f), 1, 1e-6);
+		hp_lrfind_result_release(&r);
+		hp_lrfind_series_release(&s);
+	}
+	hp_lrfind_result_release(&ref);
+	hp_lrfind_series_release(&base);
+}
+
 /* On a noiseless curve the fitted minimum is where the curve is lowest,
  * and the EWMA's lag drags its minimum to higher rates while the centred
  * smoother's stays put: why the centred one is the default. */
@@ -888,6 +939,24 @@ HP_TEST(lrfind_parse_metrics)
 		     "line 2: step 2 does not follow step 2"},
 		    {"{\"step\": 1, \"step\": 2, \"lr\": 0.1, \"loss\": 1}\n",
 		     "not JSON: duplicate object key"},
+		    /* forged or broken rows the fit cannot use (until 4
+		     * December they were analysed, exit 0) */
+		    {"{\"step\": 1, \"lr\": 0.1, \"loss\": 1}\n"
+		     "{\"step\": 2, \"lr\": 0.2, \"loss\": -3}\n",
+		     "m line 2: step 2: loss -3 is negative"},
+		    {"{\"step\": 1, \"lr\": 0.1, \"loss\": -1e-300}\n",
+		     "loss -1e-300 is negative"},
+		    {"{\"step\": 1, \"lr\": 0.1, \"loss\": 1, \"accuracy\": "
+		     "1e308}\n",
+		     "line 1: step 1: accuracy 1e+308 is not between 0 and 1"},
+		    {"{\"step\": 1, \"lr\": 0.1, \"loss\": 1, \"accuracy\": "
+		     "-0.5}\n",
+		     "accuracy -0.5 is not between 0 and 1"},
+		    {"{\"step\": 1, \"lr\": 0, \"loss\": 1}\n",
+		     "lr 0 is not a positive number"},
+		    {"{\"step\": 1, \"lr\": 1e-5, \"loss\": 1}\n"
+		     "{\"step\": 2, \"lr\": 1e-6, \"loss\": 1}\n",
+		     "line 2: step 2: lr 9.99"},
 		};
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			hp_lrfind_series_init(&s);
@@ -899,6 +968,32 @@ HP_TEST(lrfind_parse_metrics)
 				HP_FAIL("'%s' lacks '%s'", err.msg, bad[i].msg);
 			hp_lrfind_series_release(&s);
 		}
+	}
+	{
+		/* the edges of what a loss and an accuracy may be */
+		static const char ok[] =
+		    "{\"step\": 1, \"lr\": 0.1, \"loss\": 0, \"accuracy\": 1}\n"
+		    "{\"step\": 2, \"lr\": 0.2, \"loss\": 1.7e308, "
+		    "\"accuracy\": 0}\n"
+		    "{\"step\": 3, \"lr\": 0.2, \"loss\": \"-inf\"}\n";
+		hp_lrfind_series_init(&s);
+		ASSERT_EQ_INT(hp_lrfind_parse_metrics(&s, ok, strlen(ok), "m",
+						      1, 0, NULL, &err),
+			      0);
+		ASSERT_EQ_INT(s.n, 3);
+		ASSERT(s.pts[1].loss == 1.7e308 && s.pts[1].accuracy == 0);
+		hp_lrfind_series_release(&s);
+		/* the API refuses what the parser does */
+		hp_lrfind_series_init(&s);
+		ASSERT_EQ_INT(hp_lrfind_series_add(&s, 1, 0.1, -0.5, NAN, &err),
+			      HP_EINVAL);
+		ASSERT_EQ_INT(hp_lrfind_series_add(&s, 1, 0.1, 1, 1.5, &err),
+			      HP_EINVAL);
+		ASSERT_EQ_INT(
+		    hp_lrfind_series_add(&s, 1, 0.1, 1, INFINITY, &err),
+		    HP_EINVAL);
+		ASSERT_EQ_INT(s.n, 0);
+		hp_lrfind_series_release(&s);
 	}
 }
 
@@ -1103,15 +1198,18 @@ HP_TEST(lrfind_svg_many_steps_and_no_fits)
 	hp_lrfind_series_release(&s);
 }
 
-/* A flat loss too large for +-0.5 to widen (2e85 + 0.5 is 2e85), and
- * losses near the largest double: the plot's scale stays finite (the
- * fuzzer found a NaN in the first). */
+/* A flat loss too large for +-0.5 to widen (2e85 + 0.5 is 2e85), losses
+ * from 0 to near the largest double, and a flat loss too small for +-0.5
+ * to show: the plot's scale stays finite (the fuzzer found a NaN in the
+ * first).  (A negative loss, -1.79e308 here until 4 December, is refused
+ * by the parser.) */
 HP_TEST(lrfind_svg_huge_losses)
 {
 	static const char *const cases[] = {
 	    "{\"step\":1,\"lr\":1e-5,\"loss\":2.2e85}\n",
 	    "{\"step\":1,\"lr\":1e-5,\"loss\":1.79e308}\n"
-	    "{\"step\":2,\"lr\":1e-4,\"loss\":-1.79e308}\n"};
+	    "{\"step\":2,\"lr\":1e-4,\"loss\":0}\n",
+	    "{\"step\":1,\"lr\":1e-5,\"loss\":3e-300}\n"};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		struct hp_lrfind_series s;
 		struct hp_lrfind_result r;
