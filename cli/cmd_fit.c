@@ -36,7 +36,9 @@ static const char help[] =
     "\n"
     "  DATASET          a profiler CSV ('hetpool profile'); default: the "
     "shipped\n"
-    "                   data/profiles/*.csv\n"
+    "                   data/profiles/*.csv.  Datasets given with no row "
+    "to fit\n"
+    "                   (a header alone, every row left out) are exit 2\n"
     "  --out FILE       where to write the estimator (JSON; checked before "
     "the fit,\n"
     "                   written whole or not at all)\n"
@@ -161,6 +163,26 @@ static int cmd_fit(int argc, char **argv)
 	if (!est) {
 		status =
 		    cli_error(cli_status_for(err.code), "fit: %s", err.msg);
+		goto out;
+	}
+	/* Datasets given that add no row leave a fit of the public
+	 * measurements alone, which was written as if fitted on them (an
+	 * empty file is refused by the reader; a header alone was not). */
+	if (first < argc && report.profile_rows == 0) {
+		char what[300], esc[256];
+		if (argc - first == 1)
+			snprintf(what, sizeof(what), "'%s'",
+				 cli_esc(argv[first], esc, sizeof(esc)));
+		else
+			snprintf(what, sizeof(what), "the %d datasets given",
+				 argc - first);
+		status = cli_error(
+		    EXIT_USAGE, "fit: no profile row to fit in %s: %s", what,
+		    report.bad_rows_skipped
+			? "every row was bad (--skip-bad-rows left them out)"
+			: "a header alone, or every row left out (measured "
+			  "on a busy host, or on a device type not in the "
+			  "catalog)");
 		goto out;
 	}
 	open = false;

@@ -159,6 +159,25 @@ expect_status bad_family 2 "$HP" predict "$R50" --device v100 --batch 8 --family
 expect_status bad_fit_no_out 2 "$HP" fit "$SMALL" --no-public
 expect_status bad_fit_dataset 2 "$HP" fit "$TMP/nope.csv" --no-public --out "$TMP/x.json"
 expect_status bad_fit_family 2 "$HP" fit "$SMALL" --no-public --family roofline --out "$TMP/x.json"
+# With no DATASET, fit has a default (the shipped data/profiles, and the
+# shipped public measurements); datasets given that add no row are bad
+# input (until 3 December a header alone fitted the public rows alone,
+# exit 0, and wrote that estimator as the fit asked for)
+head -n 1 "$SMALL" >"$TMP/header-only.csv"
+expect_status bad_fit_header_only 2 "$HP" fit "$TMP/header-only.csv" --out "$TMP/ho.json"
+expect_err bad_fit_header_only_says "^hetpool: fit: no profile row to fit in '.*header-only.csv': a header alone"
+[ ! -e "$TMP/ho.json" ] && ok bad_fit_header_only_wrote_nothing || fail bad_fit_header_only_wrote_nothing "$(head -c 200 "$TMP/ho.json")"
+python3 - "$SMALL" "$TMP/all-busy.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+w = csv.DictWriter(open(sys.argv[2], "w", newline=""), fieldnames=list(rows[0]) + ["cpu_pressure"])
+w.writeheader()
+for r in rows:
+    r["cpu_pressure"] = "0.4"
+    w.writerow(r)
+PY
+expect_status bad_fit_all_rows_left_out 2 "$HP" fit "$TMP/all-busy.csv" "$TMP/header-only.csv" --out "$TMP/ho.json"
+expect_err bad_fit_all_rows_left_out_says "no profile row to fit in the 2 datasets given: .*every row left out"
 expect_status bad_validate_folds 2 "$HP" validate --folds 1
 
 # Rows measured on a busy host (cpu_pressure over 0.05) are left out of fits.
