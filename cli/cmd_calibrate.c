@@ -79,7 +79,11 @@ static const char help[] =
     "$HETPOOL_THREADS,\n"
     "                    else its CPUs); predictions use it with 'predict "
     "--threads\n"
-    "                    N' or HETPOOL_THREADS=N\n"
+    "                    N' or HETPOOL_THREADS=N.  At most the CPUs this "
+    "process\n"
+    "                    may run on (exit 2): more would take turns on "
+    "them, and\n"
+    "                    predictions past them are made at their count\n"
     "  --seconds S       time budget in seconds, all included (default "
     "150; at\n"
     "                    least 10): fewer rounds, then fewer "
@@ -250,6 +254,38 @@ static void print_text(const struct hp_calibrate_result *r, double ridge,
 	printf("  saved in %s\n", r->path);
 }
 
+/*
+ * More threads than the CPUs this process may run on take turns on them:
+ * the calibration would time the turns, and stored at those threads it
+ * would never be used, since predictions past the CPUs are made at the
+ * CPUs' count (lib/ctx/load.c).  threads: --threads, 0 when not given
+ * ($HETPOOL_THREADS, else the CPUs).  0 or exit 2.
+ */
+static int check_threads(int threads)
+{
+	struct hp_error err = {0};
+	struct hp_host h;
+	const char *what = "--threads ";
+
+	if (!threads) {
+		threads = hp_ctx_threads();
+		what = "HETPOOL_THREADS=";
+	}
+	/* the CPUs cannot be counted: the calibration says why */
+	if (!threads || hp_host_detect(&h, &err) || h.logical_cpus < 1)
+		return 0;
+	if (threads > h.logical_cpus)
+		return cli_error(EXIT_USAGE,
+				 "calibrate: %s%d is more than the %d CPU%s "
+				 "this process may run on: its threads would "
+				 "take turns, and predictions at more threads "
+				 "than CPUs are made at %d; give %d or fewer",
+				 what, threads, h.logical_cpus,
+				 h.logical_cpus == 1 ? "" : "s", h.logical_cpus,
+				 h.logical_cpus);
+	return 0;
+}
+
 static int cmd_calibrate(int argc, char **argv)
 {
 	struct hp_calibrate_opts co;
@@ -268,6 +304,8 @@ static int cmd_calibrate(int argc, char **argv)
 		return cli_error(EXIT_USAGE,
 				 "calibrate: unexpected argument '%s'",
 				 argv[first]);
+	if ((status = check_threads(a.threads)))
+		return status;
 	co.threads = a.threads;
 	co.seconds = a.seconds;
 	co.ridge = a.ridge;

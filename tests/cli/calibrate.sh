@@ -294,6 +294,22 @@ else
 fi
 expect_status calibrate_budget_too_small 2 "$HP" calibrate --seconds 5
 expect_status calibrate_extra_arg 2 "$HP" calibrate model.json
+# More threads than the CPUs this process may run on are refused before
+# anything is measured (until 3 December it calibrated them, timing the
+# threads taking turns, into a host file that predictions, made at the
+# CPUs' count past it, never read)
+over=$(($(nproc) + 1))
+expect_status calibrate_threads_past_cpus 2 "$HP" calibrate --threads $over --seconds 10
+expect_err calibrate_threads_past_cpus_says "^hetpool: calibrate: --threads $over is more than the $(nproc) CPUs? this process may run on: .*give $(nproc) or fewer$"
+ls "$HETPOOL_STATE_DIR/hosts" 2>/dev/null | grep -q -- "-t$over\.json" &&
+	fail calibrate_threads_past_cpus_measured_nothing "$(ls "$HETPOOL_STATE_DIR/hosts")" ||
+	ok calibrate_threads_past_cpus_measured_nothing
+HETPOOL_THREADS=$over expect_status calibrate_env_threads_past_cpus 2 "$HP" calibrate --seconds 10
+expect_err calibrate_env_threads_past_cpus_says "HETPOOL_THREADS=$over is more than the $(nproc) CPU"
+if command -v taskset >/dev/null && [ "$(nproc --all)" -gt 1 ]; then
+	expect_status calibrate_threads_past_affinity 2 taskset -c 0 "$HP" calibrate --threads 2 --seconds 10
+	expect_err calibrate_threads_past_affinity_says "--threads 2 is more than the 1 CPU this process may run on"
+fi
 expect_status host_bad_threads 2 "$HP" host --threads 0
 printf '{"format":"hetpool-host"' >"$f"
 expect_status calibrate_broken_host_file 1 "$HP" calibrate --threads 1 --seconds 12
