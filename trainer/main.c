@@ -183,6 +183,16 @@ static int on_off(const char *opt, const char *s, bool *out)
 	return 0;
 }
 
+/* A file or folder named on the command line: an empty name names none
+ * (--out "" failed later as "cannot create '': File name too long"). */
+static int path_arg(const char *opt, const char *s, const char **out)
+{
+	if (!*s)
+		return usage_error("--%s: empty path", opt);
+	*out = s;
+	return 0;
+}
+
 enum {
 	O_MODEL = 256,
 	O_INSHAPE,
@@ -301,7 +311,7 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 		    optind > 0 && optind <= argc ? argv[optind - 1] : "?";
 		switch (ch) {
 		case O_MODEL:
-			o->model = optarg;
+			rc = path_arg("model", optarg, &o->model);
 			break;
 		case O_INSHAPE: {
 			const char *q = optarg;
@@ -344,7 +354,7 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 			o->seed = (uint64_t)v;
 			break;
 		case O_OUT:
-			o->out = optarg;
+			rc = path_arg("out", optarg, &o->out);
 			break;
 		case O_DEVICES:
 			o->devices = optarg;
@@ -468,10 +478,10 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 				     (int64_t)1 << 30, &o->synthetic_samples);
 			break;
 		case O_CATALOG:
-			o->catalog = optarg;
+			rc = path_arg("catalog", optarg, &o->catalog);
 			break;
 		case O_ESTIMATOR:
-			o->estimator = optarg;
+			rc = path_arg("estimator", optarg, &o->estimator);
 			break;
 		case O_HELP:
 			if (launcher_rank() == 0)

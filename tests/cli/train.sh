@@ -74,6 +74,13 @@ expect_status usage_devices_count 2 "$TRAIN" --model "$CNN" --data synthetic --b
 expect_err usage_devices_count_says "2 devices for 1 ranks"
 expect_status usage_nodata 2 "$TRAIN" --model "$CNN" --data "$TMP/nowhere" --batch 8 --out "$TMP/x"
 expect_status usage_nomodel 2 "$TRAIN" --model "$TMP/none.json" --data synthetic --batch 8 --out "$TMP/x"
+# an empty path names no file: refused as such (until 3 December --out ""
+# read "cannot create '': File name too long")
+for opt in out out_eq model catalog estimator; do
+	if [ "$opt" = out_eq ]; then args=(--out=); else args=(--"$opt" ""); fi
+	expect_status "usage_empty_$opt" 2 "$TRAIN" --model "$CNN" --data synthetic --batch 8 --out "$TMP/x" "${args[@]}"
+	expect_err "usage_empty_${opt}_says" "^hetpool-train: --${opt%_eq}: empty path$"
+done
 # ONNX CNNs train (tests/cli/onnx_engine.sh); ops the engine lacks are named
 expect_status usage_onnx 2 "$TRAIN" --model "$ROOT/tests/data/onnx/lrn_selu.onnx" --data synthetic --batch 8 --out "$TMP/x"
 expect_err usage_onnx_says "does not run these ops: LRN, Selu"
