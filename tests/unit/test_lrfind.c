@@ -1201,7 +1201,7 @@ HP_TEST(lrfind_svg_many_steps_and_no_fits)
 /* A flat loss too large for +-0.5 to widen (2e85 + 0.5 is 2e85), losses
  * from 0 to near the largest double, and a flat loss too small for +-0.5
  * to show: the plot's scale stays finite (the fuzzer found a NaN in the
- * first).  (A negative loss, -1.79e308 here until 4 December, is refused
+ * first).  (A negative loss, -1.79e308 here until 3 December, is refused
  * by the parser.) */
 HP_TEST(lrfind_svg_huge_losses)
 {
