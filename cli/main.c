@@ -273,6 +273,28 @@ static int dispatch(const char *name, int argc, char **argv)
 	return c->run(argc, argv);
 }
 
+/*
+ * The library reads HETPOOL_THREADS where it is set and a thread count
+ * (1..4096), and passes over any other value: a typo there would make
+ * every prediction at the CPUs' count, silently.  Said once, here.
+ */
+static int check_env(void)
+{
+	const char *v = getenv("HETPOOL_THREADS");
+	int64_t n;
+	char esc[64];
+
+	if (v && *v && hp_parse_i64(v, 1, 4096, &n)) {
+		cli_error(EXIT_USAGE,
+			  "HETPOOL_THREADS='%s' is not a thread count in "
+			  "1..4096; set one, or unset it for the CPUs this "
+			  "process may run on",
+			  cli_esc(v, esc, sizeof(esc)));
+		return -1;
+	}
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	char *help_args[3] = {NULL, "--help", NULL};
@@ -309,6 +331,8 @@ static int run(int argc, char **argv)
 		help_args[0] = argv[2];
 		return dispatch(argv[2], 2, help_args);
 	}
+	if (check_env())
+		return EXIT_USAGE;
 	return dispatch(cmd, argc - 1, argv + 1);
 }
 

@@ -38,6 +38,13 @@ expect_line num_run "hetpool: run: --lr 'fast': give a number from 1e-12 to 1000
 expect_line num_profile "hetpool: profile: --max-pressure '2': give a number from 0 to 1" "$HP" profile --max-pressure 2
 expect_line num_above_profile "hetpool: profile: --max-seconds '0': give a number more than 0 and at most 3600" "$HP" profile --max-seconds 0
 expect_line word_predict "hetpool: predict: --family 'best': give physical, linear or roofline" "$HP" predict "$M" --family best
+# HETPOOL_THREADS that is no thread count was passed over by the library
+# (every CPU prediction then made at the CPUs' count) until 3 December
+for v in abc 0 5000 2x; do
+	expect_line "env_threads_$v" "hetpool: HETPOOL_THREADS='$v' is not a thread count in 1..4096; set one, or unset it for the CPUs this process may run on" env HETPOOL_THREADS=$v "$HP" predict "$M" --device cpu
+done
+expect_status env_threads_ok 0 env HETPOOL_THREADS=1 "$HP" predict "$M" --device cpu --batch 8
+expect_status env_threads_empty 0 env HETPOOL_THREADS= "$HP" predict "$M" --device cpu --batch 8
 expect_line word_fit "hetpool: fit: --family 'roofline': give physical or linear" "$HP" fit --family roofline
 expect_line word_run "hetpool: run: --backend 'ssh': give local, mpi, slurm or kubernetes" "$HP" run --backend ssh
 expect_line word_recommend "hetpool: recommend: --lr-rule 'cubic': give linear, sqrt or none" "$HP" recommend "$M" --lr-rule cubic
