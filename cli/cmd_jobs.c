@@ -789,9 +789,15 @@ int cmd_helper(int argc, char **argv)
 	if (!strcmp(cmd, "_rank") && argc == 2)
 		return rank_exec(argv[1]);
 	if (!strcmp(cmd, "_stage") && argc == 3) {
-		if (hp_deploy_stage(argv[1], argv[2], &err))
-			return cli_error(cli_status_for(err.code), "_stage: %s",
-					 err.msg);
+		/* a cancel (mpirun and srun pass SIGTERM on) stops the copy
+		 * and removes its temporary */
+		catch_term();
+		if (hp_deploy_stage_stoppable(argv[1], argv[2], &stop_flag,
+					      &err))
+			return cli_error(err.code == HP_ECANCELED
+					     ? EXIT_FAIL
+					     : cli_status_for(err.code),
+					 "_stage: %s", err.msg);
 		return EXIT_OK;
 	}
 	if (!strcmp(cmd, "_slurm-batch") && argc == 2) {

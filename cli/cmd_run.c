@@ -16,6 +16,7 @@
 #include "hetpool/deploy.h"
 #include "hetpool/pool.h"
 #include "hetpool/recommend.h"
+#include "hetpool/train.h"
 #include "opt.h"
 
 static const char help[] =
@@ -117,6 +118,12 @@ static const char help[] =
     "(default:\n"
     "                      detected from /proc/driver/nvidia)\n"
     "  --partition P, --account A, --time T   slurm\n"
+    "  --deadline D        slurm (with a PLAN.json too): the job must end "
+    "within D;\n"
+    "                      sbatch --deadline, and --time from the plan's "
+    "predicted\n"
+    "                      time x 1.5 (at least 10 minutes, no later than "
+    "D)\n"
     "  --gres-map T=G,...  slurm: plan type to GRES type (default the "
     "same)\n"
     "  --slurm-mpi M       slurm: srun --mpi (default pmix)\n"
@@ -178,6 +185,64 @@ static bool is_plan(const char *file, char **text, size_t *len)
 	free(*text);
 	*text = NULL;
 	return false;
+}
+
+/* Training samples of --data fashion-mnist (the Debian package's
+ * training set). */
+#define FASHION_MNIST_SAMPLES 60000
+/* Training samples of --data synthetic: hetpool-train's default
+ * (--synthetic-samples, trainer/main.c), which a job does not change. */
+#define SYNTHETIC_SAMPLES 16384
+
+/*
+ * The training samples the trainer will find in data: fashion-mnist's,
+ * synthetic's, or a folder's (the count its train labels file holds, plain
+ * before .gz as the trainer takes them); 0 when that file cannot be read
+ * (staging, or the trainer, then says why).
+ */
+static int64_t data_samples(const char *data)
+{
+	static const char *const ext[2] = {"", ".gz"};
+
+	if (!strcmp(data, "fashion-mnist"))
+		return FASHION_MNIST_SAMPLES;
+	if (!strcmp(data, "synthetic"))
+		return SYNTHETIC_SAMPLES;
+	for (int i = 0; i < 2; i++) {
+		struct hp_error err = {0};
+		struct hp_idx x;
+		char path[PATH_MAX];
+		int64_t n;
+		int k = snprintf(path, sizeof(path),
+				 "%s/train-labels-idx1-ubyte%s", data, ext[i]);
+		if (k < 0 || (size_t)k >= sizeof(path) || access(path, F_OK))
+			continue;
+		if (hp_idx_load(path, &x, &err))
+			return 0;
+		n = x.dims[0];
+		hp_idx_release(&x);
+		return n;
+	}
+	return 0;
+}
+
+/*
+ * A global batch larger than the training samples it is drawn from: the
+ * trainer refuses it at its start, after the job has waited for its
+ * devices, so run refuses it before any job is made.  batch_what names the
+ * batch ("--batch", a plan's field), samples_what where the count comes
+ * from; samples 0 is not known.  0, or exit 2 after one line.
+ */
+static int check_batch(int64_t batch, const char *batch_what, int64_t samples,
+		       const char *samples_what)
+{
+	if (samples <= 0 || batch <= samples)
+		return EXIT_OK;
+	return cli_error(EXIT_USAGE,
+			 "run: %s %lld is more than the %lld training samples "
+			 "%s",
+			 batch_what, (long long)batch, (long long)samples,
+			 samples_what);
 }
 
 struct rec_args {
@@ -416,6 +481,8 @@ static int cmd_run(int argc, char **argv)
 	struct hp_job job = {0};
 	char jobs_dir[PATH_MAX], trainer[PATH_MAX], id[HP_JOB_ID_MAX];
 	char data[PATH_MAX], stage[PATH_MAX], *plantext = NULL, *rec = NULL;
+	char what[PATH_MAX + 32], data_what[PATH_MAX + 16];
+	int64_t nsamples;
 	const char *input;
 	size_t planlen = 0;
 	bool plan_form;
@@ -441,6 +508,9 @@ static int cmd_run(int argc, char **argv)
 		so->backend = (enum hp_backend)a.backend;
 	if (a.flavor >= 0)
 		so->k8s_flavor = (enum hp_k8s_flavor)a.flavor;
+	/* the deadline runs from now (Slurm's --deadline is a time) */
+	if (ra->job.deadline_s > 0)
+		so->deadline_at_s = (double)time(NULL) + ra->job.deadline_s;
 	if (first != argc - 1)
 		return cli_error(EXIT_USAGE,
 				 "run: give one PLAN.json or MODEL; see "
@@ -488,21 +558,26 @@ static int cmd_run(int argc, char **argv)
 					  sizeof(jobs_dir))))
 		return status;
 	if (so->backend != HP_BACKEND_KUBERNETES) {
+		const char *why;
 		deploy_cli_trainer(a.trainer, trainer, sizeof(trainer));
-		if (!trainer[0] || access(trainer, X_OK))
+		if (!trainer[0])
 			return cli_error(EXIT_USAGE,
-					 "run: no hetpool-train %s%s%s; give "
-					 "--trainer PATH",
-					 trainer[0] ? "at '"
-						    : "found (beside "
-						      "hetpool, on "
-						      "PATH)",
-					 trainer[0] ? trainer : "",
-					 trainer[0] ? "'" : "");
+					 "run: no hetpool-train found (beside "
+					 "hetpool, on PATH); give --trainer "
+					 "PATH");
+		if ((why = deploy_cli_not_program(trainer)))
+			return cli_error(EXIT_USAGE,
+					 "run: no hetpool-train at '%s' (%s); "
+					 "give --trainer PATH",
+					 trainer, why);
 		so->trainer = trainer;
 	} else {
 		so->trainer = a.trainer;
 	}
+	/* what the global batch is drawn from, as the trainer will find
+	 * it */
+	nsamples = data_samples(t->data);
+	snprintf(data_what, sizeof(data_what), "of --data %s", t->data);
 	plan_form = is_plan(input, &plantext, &planlen);
 	/* the estimator only to make a plan */
 	if (!(ctx = cli_load_ctx("run", a.catalog, a.estimator, !plan_form,
@@ -524,6 +599,10 @@ static int cmd_run(int argc, char **argv)
 			status = cli_error(EXIT_USAGE, "run: %s", err.msg);
 			goto out;
 		}
+		snprintf(what, sizeof(what), "'%s': global_batch", input);
+		if ((status = check_batch(plan.global_batch, what, nsamples,
+					  data_what)))
+			goto out;
 		/* the model before any job: a bad one would otherwise cost a
 		 * queue wait and an allocation before its ranks refuse it */
 		{
@@ -577,14 +656,12 @@ static int cmd_run(int argc, char **argv)
 			    miss);
 			goto out;
 		}
-		if (ra->job.batch > ra->job.samples) {
-			status = cli_error(EXIT_USAGE,
-					   "run: --batch %lld is more than "
-					   "--samples %lld",
-					   (long long)ra->job.batch,
-					   (long long)ra->job.samples);
+		if ((status =
+			 check_batch(ra->job.batch, "--batch", ra->job.samples,
+				     "that --samples gives")) ||
+		    (status = check_batch(ra->job.batch, "--batch", nsamples,
+					  data_what)))
 			goto out;
-		}
 		ra->job.front = 0;
 		if ((status = recommend(input, ra, &plan, &rec, snap)))
 			goto out;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,6 +110,21 @@ struct hp_deploy *deploy_cli_open(const char *jobs_dir, const char *cmd,
 	return d;
 }
 
+const char *deploy_cli_not_program(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return "no such file";
+	if (S_ISDIR(st.st_mode))
+		return "a folder, not an executable file";
+	if (!S_ISREG(st.st_mode))
+		return "not a regular file";
+	if (access(path, X_OK))
+		return "not executable";
+	return NULL;
+}
+
 void deploy_cli_trainer(const char *given, char *buf, size_t n)
 {
 	const char *env = getenv("HETPOOL_TRAINER");
@@ -131,7 +147,7 @@ void deploy_cli_trainer(const char *given, char *buf, size_t n)
 	    (slash = strrchr(self, '/'))) {
 		*slash = '\0';
 		snprintf(buf, n, "%s/hetpool-train", self);
-		if (access(buf, X_OK) == 0)
+		if (!deploy_cli_not_program(buf))
 			return;
 	}
 	buf[0] = '\0';
@@ -140,7 +156,7 @@ void deploy_cli_trainer(const char *given, char *buf, size_t n)
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		int k = snprintf(buf, n, "%.*s/hetpool-train", (int)len, p);
 		if (len && *p == '/' && k > 0 && (size_t)k < n &&
-		    access(buf, X_OK) == 0)
+		    !deploy_cli_not_program(buf))
 			return;
 		p = end ? end + 1 : p + len;
 	}

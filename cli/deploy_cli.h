@@ -21,8 +21,13 @@ struct hp_deploy *deploy_cli_open(const char *jobs_dir, const char *cmd,
 				  int *status);
 /* This program's absolute path (/proc/self/exe); 0 or -1. */
 int deploy_cli_self(char *buf, size_t n);
+/* Why path is not a program to run ("no such file", "a folder, not an
+ * executable file", ...), or NULL when it is a regular executable file:
+ * access(X_OK) alone passes a folder. */
+const char *deploy_cli_not_program(const char *path);
 /* The trainer: --trainer, else $HETPOOL_TRAINER, else hetpool-train
- * beside this program, else on PATH; "" when there is none. */
+ * beside this program, else on PATH (the first there that is a regular
+ * executable file); "" when there is none. */
 void deploy_cli_trainer(const char *given, char *buf, size_t n);
 /* How long ago Unix time t was, for people ("5s ago", "3h ago"; "-"
  * for 0). */

@@ -350,8 +350,14 @@ struct hp_submit_opts {
 	/* slurm */
 	const char *partition, *account, *time_limit;
 	const char *slurm_mpi; /* srun --mpi= (default pmix) */
-	const char *gres_map;  /* "a100-80=a100,t4=tesla_t4": plan type to
-				  GRES type (default: the same name) */
+	/* slurm: when the job must have ended, in Unix time (s); 0: no
+	 * deadline.  sbatch gets --deadline (Slurm removes a job that
+	 * cannot end by then) and, when time_limit is not given and the
+	 * plan predicts the training's duration, a --time of that with a
+	 * margin, ending no later (docs/deploy.md) */
+	double deadline_at_s;
+	const char *gres_map; /* "a100-80=a100,t4=tesla_t4": plan type to
+				 GRES type (default: the same name) */
 	/* kubernetes */
 	const char *image; /* container image with hetpool, hetpool-train
 			      and sshd (default hetpool:latest) */
@@ -459,6 +465,17 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
  */
 int hp_deploy_stage(const char *manifest, const char *dest,
 		    struct hp_error *err);
+/*
+ * hp_deploy_stage() that stops as soon as *stop turns non-zero (stop may
+ * be NULL: never), whether it waits for another stager's lock on DEST or
+ * copies or checksums a file: the file's temporary is removed and it
+ * returns HP_ECANCELED.  *stop is read between reads of at most 64 KiB.
+ * The library installs no signal handler: a program that wants SIGTERM
+ * to stop staging sets the flag from its own (`hetpool _stage` does).
+ */
+int hp_deploy_stage_stoppable(const char *manifest, const char *dest,
+			      volatile sig_atomic_t *stop,
+			      struct hp_error *err);
 
 /* How one rank is to be started (hp_deploy_rank_prepare()). */
 struct hp_rank_exec {

@@ -273,12 +273,15 @@ static int check_opts(struct hp__submit *s, struct hp_error *err)
 		return hp_error_set(err, HP_EINVAL,
 				    "a trainer setting is out of range");
 	if (o->backend != HP_BACKEND_KUBERNETES) {
+		/* a folder passes access(X_OK): the ranks would fail at
+		 * exec, after the job waited for its devices */
 		if (!o->trainer || !hp__path_ok(o->trainer) ||
+		    stat(o->trainer, &st) || !S_ISREG(st.st_mode) ||
 		    access(o->trainer, X_OK))
 			return hp_error_set(
 			    err, HP_EINVAL,
 			    "no hetpool-train at '%s' (an absolute path of "
-			    "an executable)",
+			    "an executable file)",
 			    o->trainer ? o->trainer : "");
 	} else if (o->trainer &&
 		   (hp_str_has_control(o->trainer) || !*o->trainer)) {

@@ -208,11 +208,6 @@ const char *hp__last_line(const char *text, char *buf, size_t n);
  * when a write fails). */
 int hp__copy_into(const char *src, struct hp_atomic_file *af,
 		  struct hp_error *err);
-/* hp_deploy_stage() that stops, HP_ECANCELED, as soon as *stop is set
- * (stop may be NULL): waiting for another job's copy, or copying or
- * checksumming a file (its temporary removed). */
-int hp__stage_stoppable(const char *manifest, const char *dest,
-			volatile sig_atomic_t *stop, struct hp_error *err);
 /* The line of a log that says what went wrong: the first that reads as an
  * error (the trainer's "hetpool-train: ..." but not its warnings and
  * notes, or one with "error", "Could not", "refused", ...), else the last
@@ -416,6 +411,20 @@ enum hp_job_state hp__slurm_job_state(const struct hp__slurm_state *st,
 				      char *reason, size_t n);
 /* The batch script for a job (the text sbatch gets). */
 char *hp__slurm_script(const struct hp__submit *s, struct hp_error *err);
+/* --time's margin over the predicted duration (the estimator's error,
+ * staging, the ranks' start), and the least --time it gives (s). */
+#define HP__SLURM_TIME_FACTOR 1.5
+#define HP__SLURM_TIME_LEAST_S 600.0
+/*
+ * The time limit (sbatch --time, minutes) of a job with a deadline
+ * window_s from now whose training is predicted to take predicted_s:
+ * HP__SLURM_TIME_FACTOR x predicted_s, at least HP__SLURM_TIME_LEAST_S,
+ * rounded up to a minute, and no longer than the window (rounded down, at
+ * least 1).  0, none, without a deadline (window_s <= 0) or a prediction
+ * (NaN): the site's limits apply.  No --time-min: Slurm's backfill may
+ * start a job at its --time-min, which would take the margin away.
+ */
+int64_t hp__slurm_time_limit_min(double predicted_s, double window_s);
 
 /* ---- kubernetes */
 

@@ -11,6 +11,7 @@
  * file, when there is no accounting storage); cancel is scancel.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,16 @@ static int slurm_check(struct hp__submit *s, struct hp_error *err)
 				    "D-H[:M[:S]] (2-12) or UNLIMITED",
 				    o->time_limit);
 
+	if (o->deadline_at_s &&
+	    !(isfinite(o->deadline_at_s) && o->deadline_at_s > 0 &&
+	      o->deadline_at_s < 1e11))
+		return hp_error_set(err, HP_EINVAL,
+				    "deadline %g is not a Unix time",
+				    o->deadline_at_s);
+	if (o->deadline_at_s && o->deadline_at_s <= (double)time(NULL))
+		return hp_error_set(err, HP_EINVAL,
+				    "the deadline (Unix time %.0f) has passed",
+				    o->deadline_at_s);
 	for (int c = 0; c < s->plan->ncomps; c++)
 		if (s->plan->comps[c].gpu &&
 		    (rc = hp__map_get(o->gres_map, s->plan->comps[c].type, gres,
@@ -125,6 +136,36 @@ static int slurm_check(struct hp__submit *s, struct hp_error *err)
 				    "slurm-client)",
 				    s->d->sbatch);
 	return 0;
+}
+
+int64_t hp__slurm_time_limit_min(double predicted_s, double window_s)
+{
+	double limit_min, cap_min;
+
+	if (!(window_s > 0) || !(isfinite(predicted_s) && predicted_s > 0))
+		return 0;
+	limit_min = ceil(
+	    fmax(HP__SLURM_TIME_FACTOR * predicted_s, HP__SLURM_TIME_LEAST_S) /
+	    60);
+	cap_min = fmax(floor(window_s / 60), 1);
+	return (int64_t)fmin(limit_min, cap_min);
+}
+
+/* What the plan predicts for the training this job runs (s): its
+ * predicted_time_s for its steps, scaled to the steps given; NaN when not
+ * known (no prediction, or epochs of the trainer's own data). */
+static double predicted_run_s(const struct hp__submit *s)
+{
+	const struct hp_plan *p = s->plan;
+	const struct hp_train_opts *t = s->train;
+
+	if (!isfinite(p->predicted_time_s) || t->epochs)
+		return NAN;
+	if (!t->steps || t->steps == p->steps)
+		return p->predicted_time_s;
+	if (p->steps <= 0)
+		return NAN;
+	return p->predicted_time_s * (double)t->steps / (double)p->steps;
 }
 
 char *hp__slurm_script(const struct hp__submit *s, struct hp_error *err)
@@ -147,6 +188,29 @@ char *hp__slurm_script(const struct hp__submit *s, struct hp_error *err)
 		hp_buf_printf(&b, "#SBATCH --account=%s\n", o->account);
 	if (o->time_limit)
 		hp_buf_printf(&b, "#SBATCH --time=%s\n", o->time_limit);
+	if (o->deadline_at_s > 0) {
+		/* sbatch reads the time as local time, as localtime_r()
+		 * writes it (the same environment, TZ included) */
+		time_t at = (time_t)o->deadline_at_s, now = time(NULL);
+		struct tm tm;
+		char when[32];
+		int64_t limit_min = 0;
+		if (!localtime_r(&at, &tm) ||
+		    !strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm)) {
+			hp_buf_release(&b);
+			hp_error_set(err, HP_EINVAL,
+				     "deadline %.0f: not a local time",
+				     o->deadline_at_s);
+			return NULL;
+		}
+		hp_buf_printf(&b, "#SBATCH --deadline=%s\n", when);
+		if (!o->time_limit)
+			limit_min = hp__slurm_time_limit_min(
+			    predicted_run_s(s), o->deadline_at_s - (double)now);
+		if (limit_min > 0)
+			hp_buf_printf(&b, "#SBATCH --time=%lld\n",
+				      (long long)limit_min);
+	}
 	for (int c = 0; c < l->ncomps; c++) {
 		const struct hp__launch_comp *x = &l->comps[c];
 		if (c)

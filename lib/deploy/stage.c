@@ -416,11 +416,8 @@ static int stage_dir_ours(const char *dest, struct hp_error *err)
 	return 0;
 }
 
-/* hp_deploy_stage() that stops, HP_ECANCELED, as soon as *stop is set
- * (stop may be NULL): waiting for another job's copy, or copying or
- * checksumming a file (its temporary removed). */
-int hp__stage_stoppable(const char *manifest, const char *dest,
-			volatile sig_atomic_t *stop, struct hp_error *err)
+int hp_deploy_stage_stoppable(const char *manifest, const char *dest,
+			      volatile sig_atomic_t *stop, struct hp_error *err)
 {
 	struct mfile files[STAGE_MAX_FILES];
 	char path[HP_DEPLOY_PATH_MAX + 80];
@@ -497,5 +494,5 @@ int hp__stage_stoppable(const char *manifest, const char *dest,
 int hp_deploy_stage(const char *manifest, const char *dest,
 		    struct hp_error *err)
 {
-	return hp__stage_stoppable(manifest, dest, NULL, err);
+	return hp_deploy_stage_stoppable(manifest, dest, NULL, err);
 }

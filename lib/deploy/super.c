@@ -851,8 +851,8 @@ int hp_deploy_supervise(const char *jobdir, int ready_fd,
 				    said, HP_LAUNCHER_LOG);
 			}
 		} else {
-			src = hp__stage_stoppable(l.stage_manifest,
-						  l.stage_dest, stop, &serr);
+			src = hp_deploy_stage_stoppable(
+			    l.stage_manifest, l.stage_dest, stop, &serr);
 		}
 		if (src && !*stop) {
 			snprintf(reason, sizeof(reason), "staging the data: %s",

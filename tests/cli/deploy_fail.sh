@@ -132,6 +132,49 @@ expect_status fail_logs_all_gone 2 "$HP" logs "$DONE" --rank all
 expect_err fail_logs_all_gone_says "the log of none of its 1 rank is there"
 fi
 
+# `hetpool _stage` (the mpi and Slurm backends' staging step on a node)
+# stops on SIGTERM in the middle of a copy and removes its temporary
+# (until 3 December it died there, leaving the temporary to the next
+# stager): a 1 GiB sparse source, SIGTERM once the copy has begun to
+# write.  Stopped, not finished: the copy is not there either.
+SRC=$TMP/bigdata
+mkdir -p "$SRC"
+if [ "$(df -Pk "$TMP" | awk 'NR == 2 {print $4}')" -gt $((3 << 20)) ] &&
+	truncate -s 1G "$SRC/train-images-idx3-ubyte"; then
+	"$PY" - "$SRC/train-images-idx3-ubyte" "$TMP/bigstage.json" "$TMP/bigdest" <<'PY'
+import hashlib, json, os, sys
+src, manifest, dest = sys.argv[1:4]
+h, zero, left = hashlib.sha256(), bytes(1 << 20), os.path.getsize(src)
+while left:
+    n = min(left, len(zero))
+    h.update(zero[:n])
+    left -= n
+json.dump({"version": 1, "data": os.path.dirname(src), "dest": dest,
+           "files": [{"name": os.path.basename(src), "source": src,
+                      "size": os.path.getsize(src), "sha256": h.hexdigest()}]},
+          open(manifest, "w"))
+PY
+	"$HP" _stage "$TMP/bigstage.json" "$TMP/bigdest" 2>"$TMP/err" &
+	STAGER=$!
+	# the temporary once it holds some of the copy (a bound, not a
+	# time assertion: 600 x 0.05 s)
+	for _ in $(seq 600); do
+		tmpf=$(ls "$TMP"/bigdest/train-images-idx3-ubyte.tmp.* 2>/dev/null | head -n 1)
+		[ -n "$tmpf" ] && [ -s "$tmpf" ] && break
+		sleep 0.05
+	done
+	kill -TERM "$STAGER"
+	wait "$STAGER"
+	rc=$?
+	[ -n "$tmpf" ] && [ "$rc" = 1 ] && grep -q "^hetpool: _stage: staging was stopped$" "$TMP/err" &&
+		ok fail_stage_sigterm || fail fail_stage_sigterm "exit $rc (1 expected), temporary '$tmpf': $(cat "$TMP/err")"
+	left=$(ls -A "$TMP/bigdest" 2>/dev/null | grep -v '^\.lock$')
+	[ -z "$left" ] && ok fail_stage_sigterm_no_temporary || fail fail_stage_sigterm_no_temporary "left: $left"
+	rm -rf "$TMP/bigdest" "$SRC"
+else
+	echo "skip fail_stage_sigterm: no sparse 1 GiB file, or under 3 GiB free in $TMP"
+fi
+
 # A job file that names a pid but no start time (pid_start missing): that
 # pid may be any process now; cancel and status leave it alone and take
 # the supervisor as gone (cancel sent it SIGTERM until 3 December)

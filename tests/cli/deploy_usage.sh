@@ -79,6 +79,67 @@ f=$(ls "$TMP"/mem/*/job.sbatch 2>/dev/null | head -n 1)
 [ -n "$f" ] && grep -q '^#SBATCH --nodes=1 --ntasks=2 --ntasks-per-node=2 --mem=2298M ' "$f" &&
 	[ "$(grep -c -- '--mem=' "$f")" = 1 ] && ok usage_slurm_cpu_mem ||
 	fail usage_slurm_cpu_mem "$(cat "$f" 2>/dev/null || ls -R "$TMP/mem")"
+# --deadline D reaches sbatch (none did until 3 December): --deadline, the
+# time D from the submission (local time, as sbatch reads it), and, from
+# the plan's predicted_time_s (for its steps, scaled to --steps), --time of
+# 1.5 x that, at least 10 minutes, no longer than the time to the
+# deadline; a --time given wins, and without --deadline neither is added.
+# slurm_script TAG ARGS...: run the plan (1200 s predicted for 100 steps)
+# through the refusing stand-in; $TMP/TAG.sbatch is its script, $TMP/TAG.t0
+# and .t1 the Unix times around the run.
+cat >"$TMP/dlplan.json" <<'JSON'
+{"choice": {"devices": [{"node": "c-01", "type": "cpu", "count": 2, "local_batch": 8}],
+ "global_batch": 16, "steps": 100, "predicted_time_s": 1200}}
+JSON
+slurm_script() {
+	local tag=$1 plan=$TMP/dlplan.json
+	shift
+	[ "$1" = --plan ] && plan=$2 && shift 2
+	date +%s >"$TMP/$tag.t0"
+	PATH="$TMP/fakebin:$PATH" HETPOOL_JOBS_DIR="$TMP/$tag" "$HP" run "$plan" --model "$MODEL" \
+		--data synthetic --backend slurm --trainer "$TRUE" "$@" >/dev/null 2>&1
+	date +%s >"$TMP/$tag.t1"
+	cp "$(ls "$TMP/$tag"/*/job.sbatch 2>/dev/null | head -n 1)" "$TMP/$tag.sbatch" 2>/dev/null
+}
+# slurm_times NAME TAG D_S TIME...: TAG's script's --deadline is D_S
+# seconds after its run (within its start and end; "-": none), and its
+# --time is one of TIME ("-": none)
+slurm_times() {
+	pycheck "$1" "$TMP/$2.sbatch" "$(cat "$TMP/$2.t0")" "$(cat "$TMP/$2.t1")" "${@:3}" <<'PY'
+import re, sys, time
+text = open(sys.argv[1]).read()
+t0, t1, d = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+times = re.findall(r"(?m)^#SBATCH --time=(\S+)$", text)
+dl = re.findall(r"(?m)^#SBATCH --deadline=(\S+)$", text)
+if d == "-":
+    assert not dl, dl
+else:
+    assert len(dl) == 1, text
+    at = time.mktime(time.strptime(dl[0], "%Y-%m-%dT%H:%M:%S"))
+    assert t0 + int(d) <= at <= t1 + int(d), (dl[0], at, t0, t1)
+want = sys.argv[5:]
+if want == ["-"]:
+    assert not times, times
+else:
+    assert len(times) == 1 and times[0] in want, (times, want)
+assert "--time-min" not in text, text
+PY
+}
+slurm_script dl2h --deadline 2h
+slurm_times usage_slurm_deadline dl2h 7200 30
+slurm_script dlsteps --deadline 2h --steps 50
+slurm_times usage_slurm_deadline_steps dlsteps 7200 15
+slurm_script dlshort --deadline 2h --steps 2
+slurm_times usage_slurm_deadline_least dlshort 7200 10
+slurm_script dltight --deadline 20m
+slurm_times usage_slurm_deadline_tight dltight 1200 19 20
+slurm_script dlgiven --deadline 2h --time 45
+slurm_times usage_slurm_deadline_time_given dlgiven 7200 45
+slurm_script dlnone
+slurm_times usage_slurm_no_deadline dlnone - -
+sed 's/, "predicted_time_s": 1200//' "$TMP/dlplan.json" >"$TMP/dlplan-np.json"
+slurm_script dlnopred --plan "$TMP/dlplan-np.json" --deadline 2h
+slurm_times usage_slurm_deadline_no_prediction dlnopred 7200 -
 # sbatch expands '%' in --output and cuts an #SBATCH line at '#'
 for bad in 'jp%j' 'jh#x'; do
 	HETPOOL_JOBS_DIR="$TMP/$bad" expect_status "usage_slurm_jobs_dir_${bad//[%#]/_}" 2 "$HP" run "$TMP/plan.json" \
@@ -98,6 +159,61 @@ expect_status usage_steps_and_epochs 2 "$HP" run "$TMP/plan.json" --model "$MODE
 expect_status usage_no_trainer 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
 	--trainer "$TMP/nonexistent"
 expect_err usage_no_trainer_says "no hetpool-train at"
+# the trainer must be a regular executable file: a folder passed the
+# X_OK check until 3 December (and its ranks failed at exec), here on a
+# plan for this host that would otherwise be started
+cat >"$TMP/hostplan.json" <<JSON
+{"choice": {"devices": [{"node": "$HOST", "type": "cpu", "count": 1, "local_batch": 16}],
+ "global_batch": 16, "steps": 2}}
+JSON
+mkdir -p "$TMP/trainer-dir"
+expect_status usage_trainer_folder 2 "$HP" run "$TMP/hostplan.json" --model "$MODEL" --data synthetic \
+	--trainer "$TMP/trainer-dir"
+expect_err usage_trainer_folder_says "no hetpool-train at '$TMP/trainer-dir' \(a folder, not an executable file\)"
+printf '#!/bin/sh\n' >"$TMP/not-exec"
+HETPOOL_TRAINER="$TMP/not-exec" expect_status usage_trainer_not_exec 2 "$HP" run "$TMP/hostplan.json" \
+	--model "$MODEL" --data synthetic
+expect_err usage_trainer_not_exec_says "no hetpool-train at '$TMP/not-exec' \(not executable\)"
+# A global batch larger than the data's training samples is refused at
+# submission, as the MODEL form refuses one larger than --samples: one
+# line naming both, exit 2, no job (the PLAN form made the job, which
+# failed at the trainer's start, until 3 December).  synthetic: the
+# trainer's 16384; a folder: its own count (tiny_idx: 64).
+cat >"$TMP/bigplan.json" <<JSON
+{"choice": {"devices": [{"node": "$HOST", "type": "cpu", "count": 2, "local_batch": 10000}],
+ "global_batch": 20000, "steps": 2}}
+JSON
+HETPOOL_JOBS_DIR="$TMP/big" expect_status usage_plan_batch_over_synthetic 2 "$HP" run "$TMP/bigplan.json" \
+	--model "$MODEL" --data synthetic --trainer "$TRUE"
+expect_err usage_plan_batch_over_synthetic_says \
+	"^hetpool: run: '[^']*bigplan.json': global_batch 20000 is more than the 16384 training samples of --data synthetic$"
+tiny_idx "$TMP/idx"
+cat >"$TMP/idxplan.json" <<JSON
+{"choice": {"devices": [{"node": "$HOST", "type": "cpu", "count": 2, "local_batch": 40}],
+ "global_batch": 80, "steps": 2}}
+JSON
+HETPOOL_JOBS_DIR="$TMP/big" expect_status usage_plan_batch_over_folder 2 "$HP" run "$TMP/idxplan.json" \
+	--model "$MODEL" --data "$TMP/idx" --trainer "$TRUE"
+expect_err usage_plan_batch_over_folder_says "global_batch 80 is more than the 64 training samples of --data $TMP/idx$"
+# the MODEL form checks --batch against the data too, not only against
+# --samples (which may say more than synthetic data holds)
+HETPOOL_JOBS_DIR="$TMP/big" expect_status usage_model_batch_over_synthetic 2 "$HP" run "$MODEL" \
+	--data synthetic --samples 100000 --batch 20000 --steps 2 --deadline 1h --trainer "$TRUE"
+expect_err usage_model_batch_over_synthetic_says "--batch 20000 is more than the 16384 training samples of --data synthetic$"
+HETPOOL_JOBS_DIR="$TMP/big" expect_status usage_model_batch_over_samples 2 "$HP" run "$MODEL" \
+	--data synthetic --samples 100 --batch 200 --steps 2 --deadline 1h --trainer "$TRUE"
+expect_err usage_model_batch_over_samples_says "--batch 200 is more than the 100 training samples that --samples gives$"
+[ -z "$(ls -A "$TMP/big" 2>/dev/null)" ] && ok usage_batch_over_no_job || fail usage_batch_over_no_job "$(ls -A "$TMP/big")"
+# a batch of all the samples is the trainer's to take: accepted
+sed 's/"local_batch": 40}/"local_batch": 32}/; s/"global_batch": 80/"global_batch": 64/' "$TMP/idxplan.json" >"$TMP/idxplan64.json"
+HETPOOL_JOBS_DIR="$TMP/fits" expect_status usage_plan_batch_all_samples 0 "$HP" run "$TMP/idxplan64.json" \
+	--model "$MODEL" --data "$TMP/idx" --backend kubernetes --no-apply
+# the trainer's own count for synthetic data is the one run holds it to
+if have_trainer usage_trainer_synthetic_samples; then
+	expect_status usage_trainer_synthetic_samples 2 "$TRAINER" --model "$MODEL" --data synthetic --batch 16385 \
+		--steps 1 --out "$TMP/synth-out"
+	expect_err usage_trainer_synthetic_samples_says "the 16384 training samples$"
+fi
 expect_status usage_bad_data 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data "$TMP/nonexistent" \
 	--trainer "$TRUE"
 mkdir -p "$TMP/empty"

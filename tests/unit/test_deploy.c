@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "deploy/deploy_int.h"
@@ -994,6 +996,93 @@ HP_TEST(deploy_stage_copies_and_verifies)
 	rm_rf(dir);
 }
 
+/* A stager copying from a FIFO, which the test feeds. */
+struct feeder {
+	char src[600], dest[600];
+	volatile sig_atomic_t *stop;
+	bool saw_copy; /* a temporary held the first chunk when stop was
+			  set */
+};
+
+/* The temporary's size in dest (-1: none there). */
+static long long temp_size(const char *dest)
+{
+	DIR *dp = opendir(dest);
+	struct dirent *de;
+	long long size = -1;
+
+	while (dp && (de = readdir(dp)))
+		if (strstr(de->d_name, ".tmp.")) {
+			char path[1300];
+			struct stat st;
+			snprintf(path, sizeof(path), "%s/%s", dest, de->d_name);
+			if (!stat(path, &st))
+				size = (long long)st.st_size;
+		}
+	if (dp)
+		closedir(dp);
+	return size;
+}
+
+/* Write a chunk, wait (bounded: 10 s) until the copy holds it, set the
+ * stop flag, write another chunk (the stager sees the flag once its read
+ * returns), close. */
+static void *feed_thread(void *p)
+{
+	struct feeder *f = p;
+	static char chunk[4096];
+	int fd = open(f->src, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+		HP_FAIL("write: %s", strerror(errno));
+	for (int i = 0; i < 10000 && !f->saw_copy; i++) {
+		struct timespec ts = {0, 1000000};
+		f->saw_copy = temp_size(f->dest) >= (long long)sizeof(chunk);
+		if (!f->saw_copy)
+			nanosleep(&ts, NULL);
+	}
+	*f->stop = 1;
+	(void)!write(fd, chunk, sizeof(chunk));
+	close(fd);
+	return NULL;
+}
+
+/* Staging stops as soon as its flag is set (hetpool _stage sets it on
+ * SIGTERM), in the middle of a file: HP_ECANCELED, the temporary removed,
+ * no copy made. */
+HP_TEST(deploy_stage_stops_mid_copy)
+{
+	const char *dir = tmpdir();
+	static volatile sig_atomic_t stop;
+	struct feeder f = {.stop = &stop};
+	struct hp_error err = {0};
+	char manifest[600], text[2048], path[700];
+	pthread_t t;
+
+	snprintf(f.src, sizeof(f.src), "%s/train-images-idx3-ubyte", dir);
+	snprintf(f.dest, sizeof(f.dest), "%s/dest", dir);
+	snprintf(manifest, sizeof(manifest), "%s/stage.json", dir);
+	ASSERT_EQ_INT(mkfifo(f.src, 0600), 0);
+	snprintf(text, sizeof(text),
+		 "{\"version\": 1, \"files\": [{\"name\": "
+		 "\"train-images-idx3-ubyte\", \"source\": \"%s\", "
+		 "\"size\": 8192, \"sha256\": \"%s\"}]}\n",
+		 f.src, sha_hex("", 0));
+	write_file(manifest, text);
+	pthread_create(&t, NULL, feed_thread, &f);
+	ASSERT_EQ_INT(hp_deploy_stage_stoppable(manifest, f.dest, &stop, &err),
+		      HP_ECANCELED);
+	pthread_join(t, NULL);
+	ASSERT(f.saw_copy);
+	ASSERT(strstr(err.msg, "staging was stopped"));
+	ASSERT_EQ_INT((int)temp_size(f.dest), -1);
+	snprintf(path, sizeof(path), "%s/train-images-idx3-ubyte", f.dest);
+	ASSERT(access(path, F_OK) != 0);
+	rm_rf(dir);
+}
+
 /* The model, plan and options a submission test uses. */
 struct sub {
 	char dir[256], jobs[512], model[512];
@@ -1152,6 +1241,70 @@ HP_TEST(deploy_backend_refusal_leaves_job_failed)
 	hp_deploy_free(d);
 	hp_plan_release(&s.plan);
 	rm_rf(s.dir);
+}
+
+/* Options refused before any job is made: a trainer that is a folder
+ * (access(X_OK) passes one), a deadline that has passed. */
+HP_TEST(deploy_submit_refuses_folder_trainer_and_past_deadline)
+{
+	struct sub s;
+	struct hp_deploy_config cfg = {0};
+	struct hp_deploy *d;
+	struct hp_error err = {0};
+	char id[HP_JOB_ID_MAX];
+
+	sub_init(&s, mixed_plan);
+	cfg.jobs_dir = s.jobs;
+	cfg.hetpool = "/bin/true";
+	cfg.sbatch = "/bin/false";
+	d = hp_deploy_new(&cfg, &err);
+	ASSERT(d);
+	s.o.backend = HP_BACKEND_SLURM;
+	s.o.trainer = s.dir;
+	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
+		      HP_EINVAL);
+	ASSERT_STR_EQ(id, "");
+	ASSERT(strstr(err.msg, "no hetpool-train at") &&
+	       strstr(err.msg, "executable file"));
+	s.o.trainer = "/bin/true";
+	s.o.deadline_at_s = (double)time(NULL) - 10;
+	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
+		      HP_EINVAL);
+	ASSERT_STR_EQ(id, "");
+	ASSERT(strstr(err.msg, "has passed"));
+	s.o.deadline_at_s = NAN;
+	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
+		      HP_EINVAL);
+	ASSERT(strstr(err.msg, "not a Unix time"));
+	hp_deploy_free(d);
+	hp_plan_release(&s.plan);
+	rm_rf(s.dir);
+}
+
+/* sbatch's --time for a deadline: 1.5 x the prediction, at least 10
+ * minutes, rounded up, and no longer than the time to the deadline
+ * (rounded down, at least a minute); none without a deadline or a
+ * prediction.  The minutes worked by hand. */
+HP_TEST(deploy_slurm_time_limit)
+{
+	static const struct {
+		double predicted_s, window_s;
+		int64_t want_min;
+	} cases[] = {
+	    {1200, 7200, 30},		      /* 1800 s */
+	    {1201, 7200, 31},		      /* 1801.5 s, rounded up */
+	    {600, 7200, 15},  {12, 7200, 10}, /* the least, 600 s */
+	    {1200, 1259, 20}, /* the window, 20.98 min, rounded down */
+	    {1200, 30, 1},    /* under a minute to go: 1 */
+	    {1200, 0, 0},     /* no deadline */
+	    {0, 7200, 0},     /* no prediction */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ASSERT_EQ_INT((int)hp__slurm_time_limit_min(
+				  cases[i].predicted_s, cases[i].window_s),
+			      (int)cases[i].want_min);
+	ASSERT_EQ_INT((int)hp__slurm_time_limit_min(NAN, 7200), 0);
 }
 
 /* What rank 1 of a Slurm job starts as: its GPU is the one at its local
