@@ -1044,22 +1044,39 @@ HP_TEST(engine_layer_times)
 	ASSERT_EQ_INT(steps, 0);
 	for (int i = 0; i < 8; i++)
 		ASSERT(lt[i] == 0);
-	t0 = hp_now_s();
-	for (int i = 0; i < 5; i++)
-		ASSERT_EQ_INT(hp_engine_step(e, NULL, &err), 0);
-	wall = hp_now_s() - t0;
-	ASSERT_EQ_INT(hp_engine_layer_times(e, lt, 8, &steps, &err), 0);
-	ASSERT_EQ_INT(steps, 5);
-	/* conv, bn, pool, both fc and the loss do work every step (the relu
-	 * after bn is fused into it and may take no time) */
-	ASSERT(lt[0] > 0 && lt[1] > 0 && lt[3] > 0 && lt[4] > 0 && lt[6] > 0);
-	ASSERT(lt[7] > 0);
-	for (int i = 0; i < 8; i++) {
-		ASSERT(lt[i] >= 0);
-		sum += lt[i];
+	/* The layers' times are within the steps' wall time, always, and
+	 * most of it: a time slice lost between two layers (3-4 ms on a
+	 * loaded machine, against 1-8 ms for these 5 steps) counts in the
+	 * wall time and in no layer, so the lower bound gets 5 tries; a layer
+	 * missing from the timing fails them all. */
+	for (int attempt = 0; attempt < 5; attempt++) {
+		hp_engine_layer_times_reset(e);
+		t0 = hp_now_s();
+		for (int i = 0; i < 5; i++)
+			ASSERT_EQ_INT(hp_engine_step(e, NULL, &err), 0);
+		wall = hp_now_s() - t0;
+		ASSERT_EQ_INT(hp_engine_layer_times(e, lt, 8, &steps, &err), 0);
+		ASSERT_EQ_INT(steps, 5);
+		/* conv, bn, pool, both fc and the loss do work every step
+		 * (the relu after bn is fused into it and may take no time) */
+		ASSERT(lt[0] > 0 && lt[1] > 0 && lt[3] > 0 && lt[4] > 0 &&
+		       lt[6] > 0);
+		ASSERT(lt[7] > 0);
+		sum = 0;
+		for (int i = 0; i < 8; i++) {
+			ASSERT(lt[i] >= 0);
+			sum += lt[i];
+		}
+		if (!(sum <= wall))
+			HP_FAIL("layer times add up to %g s, more than the "
+				"steps' %g s",
+				sum, wall);
+		if (sum > 0.5 * wall)
+			break;
 	}
-	if (!(sum <= wall && sum > 0.5 * wall))
-		HP_FAIL("layer times add up to %g s of %g s", sum, wall);
+	if (!(sum > 0.5 * wall))
+		HP_FAIL("layer times add up to %g s of %g s, 5 times", sum,
+			wall);
 	hp_engine_free(e);
 	hp_spec_release(&s);
 }
