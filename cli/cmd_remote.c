@@ -355,6 +355,8 @@ static const char run_help[] =
     "  --name NAME       a label\n"
     "  --lr X, --optimizer sgd|adam, --seed S, --warmup-steps N,\n"
     "  --checkpoint-every N, --max-seconds S, --threads N   the trainer's\n"
+    "  --stall-timeout D  end the job when no step has completed for D\n"
+    "                    (90, 10m; default: the trainer's)\n"
     "  --ranks N         CPU ranks when the plan is the server host's CPU\n"
     "  --wait            wait for the job to end; exit 0 only if it "
     "succeeded\n"
@@ -374,7 +376,7 @@ static const char run_help[] =
 struct run_args {
 	struct desc_args d;
 	const char *data, *name;
-	double lr, max_seconds;
+	double lr, max_seconds, stall_s;
 	int optimizer, threads, ranks;
 	int64_t seed, warmup, ckpt;
 	bool wait;
@@ -395,6 +397,7 @@ static const struct cli_opt run_opts[] = {
     CLI_OPT_INT("warmup-steps", RU, warmup, 0, (int64_t)1 << 40),
     CLI_OPT_INT("checkpoint-every", RU, ckpt, 1, (int64_t)1 << 40),
     CLI_OPT_NUM("max-seconds", RU, max_seconds, 1, 1e9),
+    CLI_OPT_DURATION("stall-timeout", RU, stall_s),
     CLI_OPT_INT("threads", RU, threads, 1, 4096),
     CLI_OPT_INT("ranks", RU, ranks, 1, 4096),
     CLI_OPT_FLAG("wait", RU, wait),
@@ -454,6 +457,9 @@ static int cmd_run(int argc, char **argv)
 				    json_integer(a.ckpt));
 	if (a.max_seconds > 0)
 		json_object_set_new(t, "max_seconds", json_real(a.max_seconds));
+	/* (the server refuses one out of range, naming the field) */
+	if (a.stall_s > 0)
+		json_object_set_new(t, "stall_timeout_s", json_real(a.stall_s));
 	if (a.threads)
 		json_object_set_new(t, "threads", json_integer(a.threads));
 	if (a.ranks)

@@ -77,6 +77,10 @@ static const char help[] =
     "  --warmup-steps N    (default: the plan's)\n"
     "  --optimizer O       sgd or adam (default: the trainer's)\n"
     "  --seed S, --checkpoint-every N, --max-seconds S\n"
+    "  --stall-timeout D   end the job when no step has completed for D\n"
+    "                      (90, 10m; a rank stopped or hung holds the\n"
+    "                      others; default: the trainer's, the larger of\n"
+    "                      10 minutes and 20 x the slowest step)\n"
     "  --resume-from ID    continue job ID (ended, with a checkpoint): its\n"
     "                      checkpoint starts this job's out/ (same model,\n"
     "                      data, plan and seed; --steps may extend it).\n"
@@ -428,6 +432,7 @@ static const struct cli_opt run_opts[] = {
     CLI_OPT_INT("checkpoint-every", RA, t.checkpoint_every, 1,
 		(int64_t)1 << 40),
     CLI_OPT_NUM("max-seconds", RA, t.max_seconds, 1, 1e9),
+    CLI_OPT_DURATION("stall-timeout", RA, t.stall_timeout_s),
     CLI_OPT_FLAG("resume", RA, t.resume),
     CLI_OPT_STR("resume-from", RA, t.resume_from),
     CLI_OPT_INT("threads", RA, t.threads, 1, 4096),
@@ -508,6 +513,12 @@ static int cmd_run(int argc, char **argv)
 		so->backend = (enum hp_backend)a.backend;
 	if (a.flavor >= 0)
 		so->k8s_flavor = (enum hp_k8s_flavor)a.flavor;
+	if (t->stall_timeout_s != 0 &&
+	    !(t->stall_timeout_s >= 1 && t->stall_timeout_s <= 1e9))
+		return cli_error(EXIT_USAGE,
+				 "run: --stall-timeout: give 1 s to 1e9 s "
+				 "(got %g s)",
+				 t->stall_timeout_s);
 	/* the deadline runs from now (Slurm's --deadline is a time) */
 	if (ra->job.deadline_s > 0)
 		so->deadline_at_s = (double)time(NULL) + ra->job.deadline_s;

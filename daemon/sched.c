@@ -846,6 +846,7 @@ static void launch(struct hd *d, const struct hp_store_job *sj)
 	t.seed = j.training.seed;
 	t.checkpoint_every = j.training.checkpoint_every;
 	t.max_seconds = j.training.max_seconds;
+	t.stall_timeout_s = j.training.stall_timeout_s;
 	t.threads = j.training.threads;
 	hp_submit_opts_init(&o);
 	snprintf(label, sizeof(label), LABEL_PREFIX "%lld", (long long)sj->id);

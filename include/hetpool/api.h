@@ -92,8 +92,9 @@ struct hp_api_training {
 	int64_t warmup_steps;	  /* >= 0, or -1 */
 	int64_t checkpoint_every; /* steps */
 	double max_seconds;
-	int threads; /* per rank */
-	int ranks;   /* CPU ranks when the plan is this host's CPU */
+	double stall_timeout_s; /* 0: the trainer's automatic limit */
+	int threads;		/* per rank */
+	int ranks;		/* CPU ranks when the plan is this host's CPU */
 	/* "lr_range": {"lr_min", "lr_max"}: the job is a learning-rate range
 	 * test (the rate rises exponentially from lr_min to lr_max over its
 	 * steps, and it stops when the loss diverges); 0 0: an ordinary

@@ -300,6 +300,10 @@ struct hp_train_opts {
 	int64_t seed;	       /* -1: the trainer's */
 	int64_t checkpoint_every;
 	double max_seconds;
+	/* hetpool-train --stall-timeout: the run ends when no step has
+	 * completed for this long (s, 1..1e9); 0: the trainer's automatic
+	 * limit (docs/trainer.md) */
+	double stall_timeout_s;
 	int threads; /* per rank; 0: the rank's share of its cores (local) */
 	bool resume;
 	/* A job id: its out/checkpoint (and metrics.jsonl) start this job's

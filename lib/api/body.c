@@ -386,6 +386,7 @@ static int read_training(json_t *t, struct hp_api_training *tr,
 					"warmup_steps",
 					"checkpoint_every",
 					"max_seconds",
+					"stall_timeout_s",
 					"threads",
 					"ranks",
 					"lr_range",
@@ -405,6 +406,8 @@ static int read_training(json_t *t, struct hp_api_training *tr,
 			  &tr->checkpoint_every, NULL, pb)) ||
 	    (rc = get_num(t, "max_seconds", "training", 1, false, 1e9,
 			  &tr->max_seconds, pb)) ||
+	    (rc = get_num(t, "stall_timeout_s", "training", 1, false, 1e9,
+			  &tr->stall_timeout_s, pb)) ||
 	    (rc = get_int32(t, "threads", "training", 1, 4096, &tr->threads,
 			    pb)) ||
 	    (rc = get_int32(t, "ranks", "training", 1, 4096, &tr->ranks, pb)) ||
@@ -632,6 +635,10 @@ char *hp_api_job_json(const struct hp_api_job *j, enum hp_api_body kind)
 		if (tr->max_seconds > 0)
 			bad |= json_object_set_new(t, "max_seconds",
 						   json_real(tr->max_seconds));
+		if (tr->stall_timeout_s > 0)
+			bad |=
+			    json_object_set_new(t, "stall_timeout_s",
+						json_real(tr->stall_timeout_s));
 		if (tr->threads)
 			bad |= set_int(t, "threads", tr->threads);
 		if (tr->ranks)

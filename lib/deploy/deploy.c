@@ -268,6 +268,8 @@ static int check_opts(struct hp__submit *s, struct hp_error *err)
 					    t->resume_from, old);
 	}
 	if (!(t->lr >= 0 && t->lr < 1e6) || !(t->max_seconds >= 0) ||
+	    !(t->stall_timeout_s == 0 ||
+	      (t->stall_timeout_s >= 1 && t->stall_timeout_s <= 1e9)) ||
 	    t->threads < 0 || t->steps < 0 || t->epochs < 0 ||
 	    t->checkpoint_every < 0)
 		return hp_error_set(err, HP_EINVAL,
@@ -389,6 +391,10 @@ int hp__trainer_argv(const struct hp__submit *s, const char *trainer,
 	if (t->max_seconds > 0) {
 		hp__argv_add(&a, "--max-seconds");
 		hp__argv_addf(&a, "%.9g", t->max_seconds);
+	}
+	if (t->stall_timeout_s > 0) {
+		hp__argv_add(&a, "--stall-timeout");
+		hp__argv_addf(&a, "%.9g", t->stall_timeout_s);
 	}
 	if (t->threads > 0) {
 		hp__argv_add(&a, "--threads");

@@ -279,4 +279,44 @@ if wait_state "$ID" cancelled 30; then
 else
 	fail local_remove "job $ID did not end cancelled"
 fi
+
+# A rank stopped (SIGSTOP; a hung driver, a frozen node) holds the other
+# in its next collective: with --stall-timeout the trainer's watchdog ends
+# the job, failed, with its words for the reason, instead of running for
+# ever (until 3 December it ran until cancelled)
+ASAN_OPTIONS=$MPI_ASAN "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic \
+	--steps 100000000 --stall-timeout 2 >"$TMP/id" 2>"$TMP/err"
+ID=$(cat "$TMP/id")
+r1=
+if wait_state "$ID" running 60; then
+	for _ in $(seq 300); do
+		r1=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' \
+			"$HETPOOL_JOBS_DIR/$ID/logs/rank-1.json" 2>/dev/null) && [ -n "$r1" ] &&
+			grep -qs '"step":3,' "$HETPOOL_JOBS_DIR/$ID/out/metrics.jsonl" && break
+		r1=
+		sleep 0.1
+	done
+fi
+if [ -n "$r1" ] && kill -STOP "$r1"; then
+	if wait_state "$ID" failed 120; then
+		pycheck local_stall_fails "$HETPOOL_JOBS_DIR/$ID/job.json" <<'PY'
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+assert re.search(r"rank 0: no progress for [0-9]+ s after step [0-9]+ \(the stall limit", j["reason"]), j["reason"]
+PY
+		pycheck local_stall_passed "$HETPOOL_JOBS_DIR/$ID/launch.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["trainer"]
+assert t[t.index("--stall-timeout") + 1] == "2", t
+PY
+	else
+		fail local_stall_fails "job $ID did not fail: $("$HP" status "$ID" 2>&1 | head -3)"
+	fi
+	kill -CONT "$r1" 2>/dev/null
+else
+	fail local_stall_fails "job $ID: rank 1 never ran: $("$HP" status "$ID" 2>&1 | head -3)"
+fi
+cancel_all
+expect_status local_stall_usage 2 "$HP" run "$TMP/plan.json" --model "$MODEL" --data synthetic --stall-timeout 0.5
+expect_err local_stall_usage_says "^hetpool: run: --stall-timeout: give 1 s to 1e9 s \\(got 0.5 s\\)$"
 fi

@@ -149,6 +149,10 @@ HP_TEST(api_job_refuses_what_is_wrong_by_name)
 		"\"deadline_s\":1,\"data\":\"synthetic\",\"training\":"
 		"{\"shell\":\"rm\"}}",
 		J, 400, "unknown-field", "training.shell");
+	refused("{\"model_id\":1,\"samples\":9,\"epochs\":1,\"batch\":1,"
+		"\"deadline_s\":1,\"data\":\"synthetic\",\"training\":"
+		"{\"stall_timeout_s\":0.5}}",
+		J, 400, "invalid-field", "training.stall_timeout_s");
 	/* a key with a control character is named escaped */
 	refused("{\"a\\u0007b\":1}", R, 400, "unknown-field", "a\\x07b");
 }
@@ -181,7 +185,8 @@ HP_TEST(api_job_json_reads_back_the_same)
 			    "\"ref_batch\": 64, \"lr_rule\": \"sqrt\", "
 			    "\"data\": \"synthetic\", \"name\": \"x-1\", "
 			    "\"constraints\": {\"nodes\": 1}, \"training\": "
-			    "{\"seed\": 7, \"warmup_steps\": 0}}",
+			    "{\"seed\": 7, \"warmup_steps\": 0, "
+			    "\"stall_timeout_s\": 90}}",
 			    HP_API_JOB, &a, &pb),
 		      0);
 	s1 = hp_api_job_json(&a, HP_API_JOB);
@@ -191,6 +196,7 @@ HP_TEST(api_job_json_reads_back_the_same)
 	ASSERT_STR_EQ(s2, s1);
 	ASSERT_EQ_INT(b.training.seed, 7);
 	ASSERT_EQ_INT(b.training.warmup_steps, 0);
+	ASSERT(b.training.stall_timeout_s == 90);
 	ASSERT_EQ_INT(b.lr_rule, HP_LR_SQRT);
 	free(s1);
 	free(s2);
