@@ -86,7 +86,8 @@ static int store(const char *cmd, const struct cli_opt *o, const char *s,
 				 o->name, s, buf);
 	case CLI_DURATION:
 		if (hp_parse_duration(s, (double *)p, &err))
-			return cli_error(EXIT_USAGE, "%s: %s", cmd, err.msg);
+			return cli_error(EXIT_USAGE, "%s: --%s %s", cmd,
+					 o->name, err.msg);
 		return 0;
 	case CLI_DIMS: {
 		struct cli_dims *dm = p;

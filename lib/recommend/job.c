@@ -46,11 +46,10 @@ int hp_parse_duration(const char *s, double *seconds, struct hp_error *err)
 
 	if (!s || !*s)
 		return hp_error_set(err, HP_EINVAL,
-				    "deadline '': give a duration like 90m, "
+				    "'': give a duration like 90m, "
 				    "2h, 1h30m or seconds");
 	if (strlen(s) > 64)
-		return hp_error_set(err, HP_EINVAL,
-				    "deadline '%.20s...': too long", s);
+		return hp_error_set(err, HP_EINVAL, "'%.20s...': too long", s);
 	while (*p) {
 		char num[40];
 		size_t len = 0;
@@ -62,21 +61,21 @@ int hp_parse_duration(const char *s, double *seconds, struct hp_error *err)
 			len++;
 		if (len == 0 || len >= sizeof(num))
 			return hp_error_set(err, HP_EINVAL,
-					    "deadline '%s': give a duration "
+					    "'%s': give a duration "
 					    "like 90m, 2h, 1h30m or seconds",
 					    s);
 		memcpy(num, p, len);
 		num[len] = '\0';
 		if (hp_parse_double(num, &v) || !(v >= 0))
 			return hp_error_set(err, HP_EINVAL,
-					    "deadline '%s': '%s' is not a "
+					    "'%s': '%s' is not a "
 					    "number",
 					    s, num);
 		p += len;
 		if (!*p) {
 			if (last >= 0)
 				return hp_error_set(err, HP_EINVAL,
-						    "deadline '%s': a unit "
+						    "'%s': a unit "
 						    "(d, h, m, s) must follow "
 						    "'%s'",
 						    s, num);
@@ -85,7 +84,7 @@ int hp_parse_duration(const char *s, double *seconds, struct hp_error *err)
 			u = strchr(units, *p);
 			if (!u || !*u)
 				return hp_error_set(err, HP_EINVAL,
-						    "deadline '%s': unknown "
+						    "'%s': unknown "
 						    "unit '%c' (give d, h, m "
 						    "or s)",
 						    s, *p);
@@ -94,23 +93,23 @@ int hp_parse_duration(const char *s, double *seconds, struct hp_error *err)
 		}
 		if (ui <= last)
 			return hp_error_set(err, HP_EINVAL,
-					    "deadline '%s': units must come "
+					    "'%s': units must come "
 					    "once each, largest first",
 					    s);
 		last = ui;
 		if (v > MAX_DURATION_S / mult[ui])
 			return hp_error_set(err, HP_ERANGE,
-					    "deadline '%s': longer than 10 "
+					    "'%s': longer than 10 "
 					    "years",
 					    s);
 		total += v * mult[ui];
 	}
 	if (total > MAX_DURATION_S)
 		return hp_error_set(err, HP_ERANGE,
-				    "deadline '%s': longer than 10 years", s);
+				    "'%s': longer than 10 years", s);
 	if (!(total > 0))
 		return hp_error_set(err, HP_EINVAL,
-				    "deadline '%s': must be more than zero", s);
+				    "'%s': must be more than zero", s);
 	*seconds = total;
 	return 0;
 }
