@@ -115,6 +115,12 @@ int hp__noise_floor(const struct hp__set *set, const bool *in, double *abs_pct,
 				const struct hp__sample *b =
 				    &set->s[idx[i + 1].i];
 				double x = a->t_abs, y = b->t_abs;
+				/* the same time to the last digit is the same
+				 * row twice (a file given twice, rows pasted
+				 * again), not a repeat: counted, it would
+				 * show a floor of 0% */
+				if (x == y)
+					continue;
 				da[na++] = 200 * fabs(x - y) / (x + y);
 				if (isnan(a->ref_row_s) || isnan(b->ref_row_s))
 					continue;

@@ -2217,4 +2217,12 @@ HP_TEST(estimate_noise_floor_by_hand)
 	s[3].cfg_hash = 11;
 	ASSERT_EQ_INT(hp__noise_floor(&set, NULL, &a, &r), 0);
 	ASSERT(isnan(a) && isnan(r));
+	/* ... nor when the file was given twice: a row again (the same time
+	 * to the last digit) is no repeat; counted, the floor read 0% */
+	s[1] = s[0];
+	s[2] = s[3];
+	s[4] = s[0];
+	s[4].cfg_hash = s[0].cfg_hash;
+	ASSERT_EQ_INT(hp__noise_floor(&set, NULL, &a, &r), 0);
+	ASSERT(isnan(a) && isnan(r));
 }
