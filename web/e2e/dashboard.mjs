@@ -203,6 +203,12 @@ try {
   check("... and nothing is submitted", (await api("GET", "/v1/jobs?limit=500", T.user)).json.jobs.length === before);
   await page.fill("#lrmin", "");
   await page.fill("#lrmax", "");
+  // ---- a stall limit under a second: the API's message beside its field
+  await page.fill("#stall", "0.5");
+  await page.click("#submit");
+  await page.waitForFunction(() => document.querySelector("#stall-err")?.textContent, null, { timeout: 10000 }).catch(() => {});
+  check("a stall limit under 1 s gets the API's message beside its field", /stall_timeout_s/.test(await page.textContent("#stall-err")), await page.textContent("#stall-err"));
+  check("... and no job is made", (await api("GET", "/v1/jobs?limit=500", T.user)).json.jobs.length === before);
   page.expected.length = 0;
 
   // ---- submit a short job (local backend: this host's CPU) and follow it
@@ -212,11 +218,14 @@ try {
   await page.fill("#name", "e2e-train");
   await page.fill("#epochs", "10");
   await page.fill("#maxsec", "12");
+  await page.fill("#stall", "600");
   await page.fill("#ranks", "2");
   await page.click("#submit");
   await page.waitForURL(/#\/jobs\/\d+$/);
   const jobId = Number(page.url().split("/").pop());
   check("submitting goes to the new job's page", jobId > 0, page.url());
+  const desc = (await api("GET", `/v1/jobs/${jobId}`, T.user)).json.description || {};
+  check("... with the form's stall limit", desc.training?.stall_timeout_s === 600, JSON.stringify(desc.training));
   await page.waitForFunction(() => Number((document.querySelector("#steps-done")?.textContent || "0").split(" ")[0]) > 0, null, { timeout: 60000 });
   const s1 = Number((await page.textContent("#steps-done")).split(" ")[0]);
   // the page's own polling must bring more steps (no reload here)

@@ -73,6 +73,7 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
   const name = h("input", { type: "text", value: "" });
   const lr = h("input", { type: "text", inputmode: "decimal", value: "0.05" });
   const maxSec = h("input", { type: "text", inputmode: "numeric", value: "" });
+  const stall = h("input", { type: "text", inputmode: "numeric", value: "" });
   const ranks = h("input", { type: "text", inputmode: "numeric", value: "" });
   const lrMin = h("input", { type: "text", inputmode: "decimal", value: "" });
   const lrMax = h("input", { type: "text", inputmode: "decimal", value: "" });
@@ -81,7 +82,8 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
   const result = h("section", { id: "result", "aria-live": "polite", "aria-labelledby": "rec-h" });
   const fields: Record<string, HTMLElement> = {
     model_id: model, samples, epochs, batch, deadline_s: deadline, "constraints.device_type": dtype,
-    "constraints.devices": maxDev, "constraints.nodes": maxNodes, data, name, "training.lr": lr, "training.max_seconds": maxSec, "training.ranks": ranks,
+    "constraints.devices": maxDev, "constraints.nodes": maxNodes, data, name, "training.lr": lr, "training.max_seconds": maxSec,
+    "training.stall_timeout_s": stall, "training.ranks": ranks,
     "training.lr_range.lr_min": lrMin, "training.lr_range.lr_max": lrMax,
   };
   const form = h("form", { id: "plan-form", novalidate: true },
@@ -97,6 +99,7 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
       ? h("fieldset", null, h("legend", null, "Run"),
           field("data", "Data", data), field("name", "Name (optional)", name), field("lr", "Learning rate", lr),
           field("maxsec", "Stop after (s, optional)", maxSec, "training time budget"),
+          field("stall", "Stall limit (s, optional)", stall, "end the job when no step completes for this long (a rank stopped or hung); default: the trainer's, 10 minutes or more"),
           field("ranks", "Ranks (optional)", ranks, "processes for a CPU job; default: the plan's"),
           field("lrmin", "Range test: lowest rate (optional)", lrMin, "with the highest rate, run a learning-rate range test instead of training (the learning rate above is then not used)"),
           field("lrmax", "Range test: highest rate (optional)", lrMax, "at least 10 times the lowest"), submit)
@@ -248,6 +251,7 @@ export function planPage(root: HTMLElement, ctx: Ctx): () => void {
       t.lr_range = r;
     }
     if (maxSec.value.trim()) t.max_seconds = num(maxSec.value);
+    if (stall.value.trim()) t.stall_timeout_s = num(stall.value);
     if (ranks.value.trim()) t.ranks = num(ranks.value);
     if (Object.keys(t).length) body.training = t;
     clearErrors();
