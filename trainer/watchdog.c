@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hetpool/util.h"
 #include "trainer.h"
 
 #define TR_STALL_MIN_S 600.0
@@ -45,14 +46,6 @@ static struct {
 	_Atomic double slowest_s; /* the slowest step so far */
 	_Atomic long long step;
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Sleep a tick, or less when told to stop; true: stop. */
 static bool tick(void)
@@ -85,11 +78,11 @@ double tr_watchdog_limit_s(double fixed_s, double slowest_s)
 
 static void *watch(void *arg)
 {
-	double prev = mono_s();
+	double prev = hp_now_s();
 
 	(void)arg;
 	while (!tick()) {
-		double now = mono_s(), last = atomic_load(&wd.last_s);
+		double now = hp_now_s(), last = atomic_load(&wd.last_s);
 		double limit =
 		    tr_watchdog_limit_s(wd.fixed_s, atomic_load(&wd.slowest_s));
 		/* late by more than a quarter of the limit (at most
@@ -164,14 +157,14 @@ void tr_watchdog_step(long long step, double step_s)
 	if (step_s > atomic_load(&wd.slowest_s))
 		atomic_store(&wd.slowest_s, step_s);
 	atomic_store(&wd.step, step);
-	atomic_store(&wd.last_s, mono_s());
+	atomic_store(&wd.last_s, hp_now_s());
 }
 
 void tr_watchdog_beat(void)
 {
 	/* armed by the first step only */
 	if (wd.running && atomic_load(&wd.last_s) > 0)
-		atomic_store(&wd.last_s, mono_s());
+		atomic_store(&wd.last_s, hp_now_s());
 }
 
 void tr_watchdog_stop(void)
