@@ -281,7 +281,26 @@ est0 = r.json()
 check("the estimator says what it is", r.status == 200 and est0["version"] == 1 and est0["provenance"], r)
 r = d.post("/v1/estimator/refit", {"validate": False}, A)
 check("a refit is accepted (202)", r.status == 202 and r.json()["refit"]["running"], r)
-problem("a second refit while one runs: 409", d.post("/v1/estimator/refit", None, A), 409, "refit-running")
+refits = 1
+# A second refit straight after: 409 while the first runs (a fit without
+# validation took 4.6 s on an idle 2-core host, at nice 10).  Should the
+# first have ended before the second came, a 202 is right and nothing was
+# checked: said so, as a skip.  The daemon's log tells which, in order:
+# the first's "refit done" is written before it clears the running flag
+# the second is refused on.  A 202 while the first still ran (two refits
+# at once) fails.
+r = d.post("/v1/estimator/refit", {"validate": False}, A)
+if r.status == 202:
+    refits += 1
+    msgs = [x.get("msg") for x in d.log_lines()]
+    asked = [i for i, m in enumerate(msgs) if m == "refit requested"]
+    ended = [i for i, m in enumerate(msgs) if m in ("refit done: estimator swapped in", "refit failed")]
+    if len(asked) >= 2 and ended and ended[0] < asked[1]:
+        skip("a second refit while one runs: 409", "the first refit had ended before the second came (202)")
+    else:
+        fail("a second refit while one runs: 409", "202 while the first still ran: %r; log: %s" % (r, msgs[-20:]))
+else:
+    problem("a second refit while one runs: 409", r, 409, "refit-running")
 problem("a refit with an unknown field: 400", d.post("/v1/estimator/refit", {"folds": 3}, A), 400, "unknown-field", "folds")
 refit_t0 = time.time()
 
@@ -512,7 +531,7 @@ while time.time() - refit_t0 < 300:
     if not est["refit"]["running"]:
         break
     time.sleep(1)
-check("the refit swapped a new estimator in", est and est["version"] == 2 and not est["refit"]["error"]
+check("the refit swapped a new estimator in", est and est["version"] == 1 + refits and not est["refit"]["error"]
       and est["fitted_on"]["stored_profile_rows"] == 5, est)
 r = d.post("/v1/recommendations", job, R)
 check("recommendations go on with the new estimator", r.status == 200 and r.json()["feasible"], r)

@@ -52,6 +52,19 @@ def check(name, cond, why=""):
     return cond
 
 
+def poll(get, until, timeout=30, every=0.2):
+    """get() every `every` seconds until until(value) holds or `timeout`
+    seconds have passed; returns the last value (the caller checks it).
+    A bound on a wait for a state, not an assertion of speed: a slow host
+    (AddressSanitizer, other tests beside) only waits longer."""
+    t0 = time.time()
+    while True:
+        v = get()
+        if until(v) or time.time() - t0 >= timeout:
+            return v
+        time.sleep(every)
+
+
 def token_text():
     return "it-" + os.urandom(24).hex()
 

@@ -12,7 +12,7 @@ import json
 import os
 import time
 
-from hplib import SPEC, Daemon, check, fail, finish, ok
+from hplib import SPEC, Daemon, check, fail, finish, ok, poll
 
 AHEAD = 70
 
@@ -51,7 +51,10 @@ try:
     a = submit("t4")
     ahead = [submit("t4") for _ in range(AHEAD)]
     y = submit("a100-80")
-    time.sleep(1)
+    # until X and A are placed (a bound, not a speed assertion); Y, behind
+    # them, must still be queued then
+    poll(lambda: (state(x)["state"], state(a)["state"]),
+         lambda s: "queued" not in s, timeout=30)
     check("queue_set_up", state(x)["state"] != "queued" and state(a)["state"] != "queued"
           and state(y)["state"] == "queued",
           "X %s, A %s, Y %s" % (state(x)["state"], state(a)["state"], state(y)["state"]))

@@ -47,7 +47,12 @@ base_args = list(d.args)
 other = os.path.join(d.tmp, "other-jobs")
 d.args = base_args + ["--jobs-dir", other]
 d.start()
-time.sleep(2)  # ten polls
+# until a poll of hetpoold's has seen the job (its reason says why it is
+# left alone; a bound, not a speed assertion), then a second more (five
+# polls at --poll 0.2) so that a log line said again would be there
+j = poll(lambda: d.get("/v1/jobs/%d" % j5["id"], A).json(),
+         lambda x: "still there" in (x.get("reason") or ""), timeout=30)
+time.sleep(1)
 j = d.get("/v1/jobs/%d" % j5["id"], A).json()
 check("under another --jobs-dir a running job whose folder is still there stays running, its devices held",
       j["state"] == "running" and all(x["held"] for x in j["devices"]), j)
