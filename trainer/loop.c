@@ -1058,7 +1058,6 @@ done:
 
 /* ---- evaluation ---------------------------------------------------- */
 
-/* Cross-entropy and correctness of one sample's logits. */
 /*
  * One sample's cross-entropy and whether its top class is the label.  A
  * sample with a logit that is not finite (a diverged net) predicts

@@ -117,8 +117,6 @@ void tr_watchdog_step(long long step, double step_s);
 /* Progress that is not a step (an evaluation's batch, a checkpoint). */
 void tr_watchdog_beat(void);
 void tr_watchdog_stop(void);
-/* The stall limit: fixed_s when > 0, else the automatic one. */
-double tr_watchdog_limit_s(double fixed_s, double slowest_s);
 
 /* "hetpool-train: " + message, on stderr, escaped, one line. */
 void tr_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

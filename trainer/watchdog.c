@@ -67,7 +67,8 @@ static bool tick(void)
 	return stop;
 }
 
-double tr_watchdog_limit_s(double fixed_s, double slowest_s)
+/* The stall limit: fixed_s when > 0, else the automatic one. */
+static double limit_s(double fixed_s, double slowest_s)
 {
 	double auto_s = TR_STALL_STEPS * slowest_s;
 
@@ -83,8 +84,7 @@ static void *watch(void *arg)
 	(void)arg;
 	while (!tick()) {
 		double now = hp_now_s(), last = atomic_load(&wd.last_s);
-		double limit =
-		    tr_watchdog_limit_s(wd.fixed_s, atomic_load(&wd.slowest_s));
+		double limit = limit_s(wd.fixed_s, atomic_load(&wd.slowest_s));
 		/* late by more than a quarter of the limit (at most
 		 * LATE_TICK_S): a stop of the rank as a whole that long
 		 * must not count as its stall */
