@@ -191,45 +191,6 @@ static bool is_plan(const char *file, char **text, size_t *len)
 	return false;
 }
 
-/* Training samples of --data fashion-mnist (the Debian package's
- * training set). */
-#define FASHION_MNIST_SAMPLES 60000
-/* Training samples of --data synthetic: hetpool-train's default
- * (--synthetic-samples, trainer/main.c), which a job does not change. */
-#define SYNTHETIC_SAMPLES 16384
-
-/*
- * The training samples the trainer will find in data: fashion-mnist's,
- * synthetic's, or a folder's (the count its train labels file holds, plain
- * before .gz as the trainer takes them); 0 when that file cannot be read
- * (staging, or the trainer, then says why).
- */
-static int64_t data_samples(const char *data)
-{
-	static const char *const ext[2] = {"", ".gz"};
-
-	if (!strcmp(data, "fashion-mnist"))
-		return FASHION_MNIST_SAMPLES;
-	if (!strcmp(data, "synthetic"))
-		return SYNTHETIC_SAMPLES;
-	for (int i = 0; i < 2; i++) {
-		struct hp_error err = {0};
-		struct hp_idx x;
-		char path[PATH_MAX];
-		int64_t n;
-		int k = snprintf(path, sizeof(path),
-				 "%s/train-labels-idx1-ubyte%s", data, ext[i]);
-		if (k < 0 || (size_t)k >= sizeof(path) || access(path, F_OK))
-			continue;
-		if (hp_idx_load(path, &x, &err))
-			return 0;
-		n = x.dims[0];
-		hp_idx_release(&x);
-		return n;
-	}
-	return 0;
-}
-
 /*
  * A global batch larger than the training samples it is drawn from: the
  * trainer refuses it at its start, after the job has waited for its
@@ -587,7 +548,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	/* what the global batch is drawn from, as the trainer will find
 	 * it */
-	nsamples = data_samples(t->data);
+	nsamples = hp_train_data_samples(t->data);
 	snprintf(data_what, sizeof(data_what), "of --data %s", t->data);
 	plan_form = is_plan(input, &plantext, &planlen);
 	/* the estimator only to make a plan */

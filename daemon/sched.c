@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "hetpool/model.h"
+#include "hetpool/train.h"
 #include "hetpoold.h"
 
 #define LABEL_PREFIX "hetpoold-"
@@ -592,6 +593,7 @@ int hd_sched_submit(struct hd *d, const struct hp_api_job *j,
 	struct hp_pool *pa = NULL;
 	struct plan all = {0};
 	char *desc = NULL, *settings = NULL;
+	int64_t nsamples;
 	bool started;
 	int rc;
 
@@ -606,8 +608,19 @@ int hd_sched_submit(struct hd *d, const struct hp_api_job *j,
 					     j->data);
 			return rc == HP_ENOENT ? HP_EINVAL : rc;
 		}
+		nsamples = hp_train_data_samples(ds.path);
 		hp_store_dataset_release(&ds);
+	} else {
+		nsamples = hp_train_data_samples(j->data);
 	}
+	/* the trainer refuses a global batch larger than its data at its
+	 * start, after the job has waited for its devices */
+	if (nsamples > 0 && j->batch > nsamples)
+		return hp_error_set(err, HP_EINVAL,
+				    "batch %lld is more than the %lld "
+				    "training samples of data '%s'",
+				    (long long)j->batch, (long long)nsamples,
+				    j->data);
 	if ((rc = job_workload(d, j, &m, &w, &w1, err)) ||
 	    (rc = check_trainable(d, j, err)))
 		goto out;

@@ -302,7 +302,7 @@ static int parse(int argc, char **argv, struct tr_opts *o)
 	o->rebal_threshold = 0.05;
 	o->rebal_memory = HP_REBALANCE_MEMORY;
 	o->cpu_fallback = true;
-	o->synthetic_samples = 16384;
+	o->synthetic_samples = HP_SYNTHETIC_SAMPLES;
 	o->stall_s = -1;
 	opterr = 0;
 	while (!rc &&

@@ -103,6 +103,20 @@ int hp_dataset_from_idx(const struct hp_idx *images,
  */
 int hp_dataset_load_dir(const char *dir, const char *prefix,
 			struct hp_dataset *out, struct hp_error *err);
+
+/* Training samples of the trainer's --data fashion-mnist (the Debian
+ * package's training set) and of --data synthetic (its default
+ * --synthetic-samples, which a job submitted by hetpool does not change). */
+#define HP_FASHION_MNIST_SAMPLES 60000
+#define HP_SYNTHETIC_SAMPLES 16384
+/*
+ * The training samples the trainer will find in data: "fashion-mnist",
+ * "synthetic", or a folder's (the count in its train-labels-idx1-ubyte,
+ * plain before .gz, as hp_dataset_load_dir() takes them); 0 when that
+ * cannot be read (the loading then says why).  A global batch must not be
+ * larger.
+ */
+int64_t hp_train_data_samples(const char *data);
 /*
  * n synthetic samples of shape with `classes` labels, the same for the
  * same arguments: each class has a random pattern and each sample is its

@@ -123,6 +123,25 @@ done:
 	return rc;
 }
 
+int64_t hp_train_data_samples(const char *data)
+{
+	struct hp_error err = {0};
+	struct hp_idx x = {0};
+	char path[4096];
+	int64_t n;
+
+	if (!strcmp(data, "fashion-mnist"))
+		return HP_FASHION_MNIST_SAMPLES;
+	if (!strcmp(data, "synthetic"))
+		return HP_SYNTHETIC_SAMPLES;
+	if (find_file(data, "train-labels-idx1-ubyte", path, sizeof(path)) ||
+	    hp_idx_load(path, &x, &err))
+		return 0;
+	n = x.rank >= 1 ? x.dims[0] : 0;
+	hp_idx_release(&x);
+	return n;
+}
+
 /* Pixel k of the classes' patterns, laid end to end: dark or bright. */
 static uint8_t class_pixel(uint64_t seed, uint64_t k)
 {

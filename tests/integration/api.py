@@ -350,6 +350,17 @@ problem("a job of an ONNX model at 3x224x224 on Fashion-MNIST: 422",
 problem("a job asking for more CPU devices than the host's one: 422",
         d.post("/v1/jobs", dict(jobbody, constraints={"device_type": "cpu", "devices": 8}), U), 422,
         "unprocessable")
+# a global batch larger than the data's training samples (synthetic's
+# 16384; the trainer refused it at its start, after the job had waited for
+# its devices, until 3 December)
+r = d.post("/v1/jobs", dict(jobbody, samples=100000, batch=20000), U)
+problem("a job whose batch is larger than its data: 422", r, 422, "unprocessable")
+check("... naming both", "batch 20000 is more than the 16384 training samples of data 'synthetic'"
+      in (r.json().get("detail") or ""), r)
+if fmdirs:
+    r = d.post("/v1/jobs", dict(jobbody, data="fm-copy", samples=100000, batch=60001), U)
+    problem("a job whose batch is larger than its registered dataset: 422", r, 422, "unprocessable")
+    check("... counted from its labels file", "60000 training samples of data 'fm-copy'" in (r.json().get("detail") or ""), r)
 check("no job was made for them", len(d.get("/v1/jobs?limit=1000", A).json()["jobs"]) == njobs)
 
 if not os.access(TRAINER, os.X_OK):

@@ -183,6 +183,12 @@ HP_TEST(train_dataset_dir_and_gather)
 	ASSERT(strstr(err.msg, "t10k-images-idx3-ubyte"));
 	ASSERT(hp_dataset_load_dir(d, "train", &ds, &err) == 0);
 	ASSERT_EQ_INT(ds.n, 3);
+	/* what a global batch is checked against: the labels' count (the
+	 * gzipped file), the trainer's own data's, 0 where none is found */
+	ASSERT_EQ_INT(hp_train_data_samples(d), 3);
+	ASSERT_EQ_INT(hp_train_data_samples("synthetic"), HP_SYNTHETIC_SAMPLES);
+	ASSERT_EQ_INT(hp_train_data_samples("fashion-mnist"), 60000);
+	ASSERT_EQ_INT(hp_train_data_samples("/nonexistent/folder"), 0);
 	ASSERT_EQ_INT(ds.shape[0], 1);
 	ASSERT_EQ_INT(ds.shape[1], 2);
 	ASSERT_EQ_INT(ds.classes, 3);
