@@ -1238,28 +1238,9 @@ HP_TEST(deploy_backend_refusal_leaves_job_failed)
 	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
 		      HP_EINVAL);
 	ASSERT(strstr(err.msg, "no lr"));
-	hp_deploy_free(d);
-	hp_plan_release(&s.plan);
-	rm_rf(s.dir);
-}
-
-/* Options refused before any job is made: a trainer that is a folder
- * (access(X_OK) passes one), a deadline that has passed. */
-HP_TEST(deploy_submit_refuses_folder_trainer_and_past_deadline)
-{
-	struct sub s;
-	struct hp_deploy_config cfg = {0};
-	struct hp_deploy *d;
-	struct hp_error err = {0};
-	char id[HP_JOB_ID_MAX];
-
-	sub_init(&s, mixed_plan);
-	cfg.jobs_dir = s.jobs;
-	cfg.hetpool = "/bin/true";
-	cfg.sbatch = "/bin/false";
-	d = hp_deploy_new(&cfg, &err);
-	ASSERT(d);
-	s.o.backend = HP_BACKEND_SLURM;
+	/* a trainer that is a folder (access(X_OK) passes one), a deadline
+	 * that has passed or is no time */
+	s.t.lr = s.t.lr_range_min = s.t.lr_range_max = 0;
 	s.o.trainer = s.dir;
 	ASSERT_EQ_INT(hp_deploy_submit(d, &s.plan, &s.t, &s.o, id, &err),
 		      HP_EINVAL);
